@@ -1,0 +1,33 @@
+# Two set-up commands for a fresh machine: `make demo` and `make test`.
+# Both create or refresh .venv/ with the package installed editable.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+# On the CPU machines this takes a local wheel; elsewhere pip fetches it.
+TORCH_SPEC ?= torch==2.13.0
+DEMO_DIR ?= build/demo-registry
+
+.PHONY: venv demo test lint clean
+
+$(VENV)/.stamp: pyproject.toml Makefile
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check "$(TORCH_SPEC)" || \
+		$(PY) -m pip install -q --disable-pip-version-check "torch>=2.10"
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev]'
+	touch $@
+
+venv: $(VENV)/.stamp
+
+demo: venv
+	$(VENV)/bin/rwkv-registry demo $(DEMO_DIR)
+
+test: venv
+	$(VENV)/bin/ruff check .
+	$(PY) -m pytest -q -n 2 --dist loadfile
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+clean:
+	rm -rf $(VENV) build .pytest_cache
