@@ -7,8 +7,7 @@ findings with :func:`finding`. ``docs/rules.md`` is generated from this table
 
 Code prefixes: LAY layout, SCH JSON and schemas, IDX index consistency, HSH hashes
 and SHA256SUMS, PTH checkpoint archives, LFS Git LFS, STA State files, MIS MiSS
-adapters, TRN train.json, PRF profiles, RDM README, GIT git history, SIG signatures,
-SMK smoke records.
+adapters, TRN train.json, PRF profiles, RDM README, GIT git history.
 """
 
 from __future__ import annotations
@@ -60,207 +59,449 @@ class Finding:
         return out
 
 
-E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
+E, W, N = Severity.ERROR, Severity.WARNING, Severity.INFO
 
 _RULES: tuple[Rule, ...] = (
     # --- layout -------------------------------------------------------------------
-    Rule("LAY001", E, "unknown entry at the registry root",
-         "Only index.json, SHA256SUMS, README.md, .gitattributes, signature files, dot-files of git and "
-         "one directory per base may sit at the root; move or delete the entry."),
-    Rule("LAY002", E, "base directory not recorded in index.json",
-         "Register it with `rwkv-registry add-base`, or remove the directory."),
-    Rule("LAY003", E, "base in index.json has no directory",
-         "Create `<base>/state` and `<base>/miss` (add-base does), or remove the base from index.json."),
-    Rule("LAY004", E, "file in a place the layout does not allow",
-         "Weights go to <base>/state/<data-version>/<name>.pth or "
-         "<base>/miss/<data-version>/<group>/adapter-final.pth, with train.json beside the versions; "
-         "move or delete the file."),
-    Rule("LAY005", E, "symbolic link leaving the registry",
-         "Replace the link by the file itself; nothing in the registry may point outside it."),
-    Rule("LAY006", E, "unsafe recorded path",
-         "Record paths relative to the registry root, with `/` separators, without `..` or a leading `/`."),
-    Rule("LAY007", E, "weight file without an entry in index.json",
-         "Register it with `rwkv-registry add`, or delete it."),
-    Rule("LAY008", E, "entry whose file is missing",
-         "Restore the file (`git checkout -- PATH`, `git lfs pull`) or remove the entry from index.json."),
-    Rule("LAY009", E, "entry path does not match its base, method, data version or group",
-         "Entry fields and the path must agree: <base>/<method>/<data-version>/…; fix one of them."),
-    Rule("LAY010", E, "file cannot be read",
-         "Check permissions and the file system; the validator needs read access to every file."),
-    Rule("LAY011", W, "empty directory",
-         "Remove the empty directory (git does not track it) or add the weights that belong there."),
+    Rule(
+        "LAY001",
+        E,
+        "unknown entry at the registry root",
+        "Only index.json, SHA256SUMS, README.md, .gitattributes, signature files, dot-files of git and "
+        "one directory per base may sit at the root; move or delete the entry.",
+    ),
+    Rule(
+        "LAY002",
+        E,
+        "base directory not recorded in index.json",
+        "Register it with `rwkv-registry add-base`, or remove the directory.",
+    ),
+    Rule(
+        "LAY003",
+        E,
+        "base in index.json has no directory",
+        "Create `<base>/state` and `<base>/miss` (add-base does), or remove the base from index.json.",
+    ),
+    Rule(
+        "LAY004",
+        E,
+        "file in a place the layout does not allow",
+        "Weights go to <base>/state/<data-version>/<name>.pth or "
+        "<base>/miss/<data-version>/<group>/adapter-final.pth, with train.json beside the versions; "
+        "move or delete the file.",
+    ),
+    Rule(
+        "LAY005",
+        E,
+        "symbolic link leaving the registry",
+        "Replace the link by the file itself; nothing in the registry may point outside it.",
+    ),
+    Rule(
+        "LAY006",
+        E,
+        "unsafe recorded path",
+        "Record paths relative to the registry root, with `/` separators, without `..` or a leading `/`.",
+    ),
+    Rule(
+        "LAY007", E, "weight file without an entry in index.json", "Register it with `rwkv-registry add`, or delete it."
+    ),
+    Rule(
+        "LAY008",
+        E,
+        "entry whose file is missing",
+        "Restore the file (`git checkout -- PATH`, `git lfs pull`) or remove the entry from index.json.",
+    ),
+    Rule(
+        "LAY009",
+        E,
+        "entry path does not match its base, method, data version or group",
+        "Entry fields and the path must agree: <base>/<method>/<data-version>/…; fix one of them.",
+    ),
+    Rule(
+        "LAY010",
+        E,
+        "file cannot be read",
+        "Check permissions and the file system; the validator needs read access to every file.",
+    ),
+    Rule(
+        "LAY011",
+        W,
+        "empty directory",
+        "Remove the empty directory (git does not track it) or add the weights that belong there.",
+    ),
+    Rule(
+        "LAY012",
+        E,
+        "interrupted write left behind",
+        "A write command was killed; run `rwkv-registry recover PATH` (any write command also recovers): "
+        "it completes a journaled write or removes its temporary files.",
+    ),
     # --- JSON and schemas ---------------------------------------------------------
-    Rule("SCH001", E, "JSON file cannot be parsed",
-         "Write UTF-8 JSON without duplicate keys, at most 64 levels deep; `python -m json.tool FILE` "
-         "shows where it breaks."),
-    Rule("SCH002", E, "index.json does not follow its schema",
-         "Fix the field named in the message; the schema is schemas/index.schema.json."),
-    Rule("SCH003", E, "train.json does not follow its schema",
-         "Fix the field named in the message; the schema is schemas/train.schema.json."),
-    Rule("SCH004", E, "index.json or SHA256SUMS missing",
-         "Run `rwkv-registry init PATH` for a new registry, or restore the file from git."),
+    Rule(
+        "SCH001",
+        E,
+        "JSON file cannot be parsed",
+        "Write UTF-8 JSON without duplicate keys, at most 64 levels deep; `python -m json.tool FILE` "
+        "shows where it breaks.",
+    ),
+    Rule(
+        "SCH002",
+        E,
+        "index.json does not follow its schema",
+        "Fix the field named in the message; the schema is schemas/index.schema.json.",
+    ),
+    Rule(
+        "SCH003",
+        E,
+        "train.json does not follow its schema",
+        "Fix the field named in the message; the schema is schemas/train.schema.json.",
+    ),
+    Rule(
+        "SCH004",
+        E,
+        "index.json or SHA256SUMS missing",
+        "Run `rwkv-registry init PATH` for a new registry, or restore the file from git.",
+    ),
     # --- index consistency --------------------------------------------------------
-    Rule("IDX001", E, "duplicate base name or entry id",
-         "Give every base and every entry a unique name/id."),
-    Rule("IDX002", E, "entry refers to an unknown base",
-         "Add the base first (`rwkv-registry add-base`) or fix the entry's `base`."),
-    Rule("IDX003", E, "entry method does not match the file's content",
-         "A file with `blocks.N.att.time_state` tensors is a State, one with `archive/miss.json` a MiSS "
-         "adapter; fix the entry's method."),
-    Rule("IDX004", W, "more than one recommended entry for a base and method",
-         "Keep `recommended: true` on one entry per base and method."),
-    Rule("IDX005", E, "two entries record the same path",
-         "Each weight file has exactly one entry; remove the duplicate."),
+    Rule("IDX001", E, "duplicate base name or entry id", "Give every base and every entry a unique name/id."),
+    Rule(
+        "IDX002",
+        E,
+        "entry refers to an unknown base",
+        "Add the base first (`rwkv-registry add-base`) or fix the entry's `base`.",
+    ),
+    Rule(
+        "IDX003",
+        E,
+        "entry method does not match the file's content",
+        "A file with `blocks.N.att.time_state` tensors is a State, one with `archive/miss.json` a MiSS "
+        "adapter; fix the entry's method.",
+    ),
+    Rule(
+        "IDX004",
+        W,
+        "more than one recommended entry for a base and method",
+        "Keep `recommended: true` on one entry per base and method.",
+    ),
+    Rule(
+        "IDX005", E, "two entries record the same path", "Each weight file has exactly one entry; remove the duplicate."
+    ),
     # --- hashes ---------------------------------------------------------------------
-    Rule("HSH001", E, "sha256 differs from index.json",
-         "The file changed after it was registered; restore it from git, or register it anew as a new "
-         "entry (published weights never change)."),
-    Rule("HSH002", E, "size differs from index.json",
-         "The file changed or is truncated; restore it (`git lfs pull`, `git checkout -- PATH`)."),
-    Rule("HSH003", E, "SHA256SUMS line malformed",
-         "Each line is `<64 hex>  <path>` (two spaces, or space and `*`); regenerate it with "
-         "`rwkv-registry sums PATH`."),
-    Rule("HSH004", E, "file not listed in SHA256SUMS",
-         "Regenerate SHA256SUMS with `rwkv-registry sums PATH`."),
-    Rule("HSH005", E, "SHA256SUMS lists a file that does not exist",
-         "Regenerate SHA256SUMS with `rwkv-registry sums PATH`, or restore the file."),
-    Rule("HSH006", E, "SHA256SUMS hash differs from the file",
-         "Restore the file from git, or, if the change is intended and the file is not published, "
-         "regenerate SHA256SUMS with `rwkv-registry sums PATH`."),
-    Rule("HSH007", W, "SHA256SUMS is not in canonical form",
-         "Regenerate it with `rwkv-registry sums PATH` (sorted, LF line ends, no self entry)."),
+    Rule(
+        "HSH001",
+        E,
+        "sha256 differs from index.json",
+        "The file changed after it was registered; restore it from git, or register it anew as a new "
+        "entry (published weights never change).",
+    ),
+    Rule(
+        "HSH002",
+        E,
+        "size differs from index.json",
+        "The file changed or is truncated; restore it (`git lfs pull`, `git checkout -- PATH`).",
+    ),
+    Rule(
+        "HSH003",
+        E,
+        "SHA256SUMS line malformed",
+        "Each line is `<64 hex>  <path>` (two spaces, or space and `*`); regenerate it with `rwkv-registry sums PATH`.",
+    ),
+    Rule("HSH004", E, "file not listed in SHA256SUMS", "Regenerate SHA256SUMS with `rwkv-registry sums PATH`."),
+    Rule(
+        "HSH005",
+        E,
+        "SHA256SUMS lists a file that does not exist",
+        "Regenerate SHA256SUMS with `rwkv-registry sums PATH`, or restore the file.",
+    ),
+    Rule(
+        "HSH006",
+        E,
+        "SHA256SUMS hash differs from the file",
+        "Restore the file from git, or, if the change is intended and the file is not published, "
+        "regenerate SHA256SUMS with `rwkv-registry sums PATH`.",
+    ),
+    Rule(
+        "HSH007",
+        W,
+        "SHA256SUMS is not in canonical form",
+        "Regenerate it with `rwkv-registry sums PATH` (sorted, LF line ends, no self entry).",
+    ),
     # --- checkpoint archives --------------------------------------------------------
-    Rule("PTH001", E, "not a readable zip archive",
-         "The file is truncated or not a torch checkpoint; re-export it with torch.save or the trainer."),
-    Rule("PTH002", E, "zip entry fails its CRC-32 check",
-         "The file is corrupt; re-download or re-export it."),
-    Rule("PTH003", E, "pickle refers to a global outside the allow-list",
-         "Only tensors saved by torch.save or rwkv_lightning_cuda are accepted; the file may try to run "
-         "code: do not load it, re-export the tensors from a trusted source."),
-    Rule("PTH004", E, "pickle uses an opcode outside the allow-list",
-         "Re-save the tensors with torch.save(dict_of_tensors) or the trainer's own writer."),
-    Rule("PTH005", E, "TorchScript archive instead of a tensor checkpoint",
-         "Save a plain dict of tensors (torch.save(model.state_dict())), not a scripted module."),
-    Rule("PTH006", E, "tensor storage missing or out of bounds",
-         "The archive is inconsistent; re-export it."),
-    Rule("PTH007", E, "duplicate tensor name",
-         "Each tensor name must appear once; re-export the checkpoint."),
-    Rule("PTH008", E, "unsafe or unexpected zip entry name",
-         "Entries must share one prefix folder without `..`, `\\` or absolute paths; re-export the file."),
-    Rule("PTH009", E, "pickle structure is not a flat dict of tensors",
-         "Save a flat dict name→tensor (torch.save(state_dict))."),
-    Rule("PTH010", E, "archive exceeds a resource bound",
-         "The file declares more entries, bytes or nesting than any weight file needs; it is rejected "
-         "unread."),
-    Rule("PTH011", E, "unsupported zip feature",
-         "torch archives are stored (uncompressed), unencrypted, single-disk zips; re-export the file."),
-    Rule("PTH012", E, "safetensors header invalid",
-         "Re-export with safetensors.torch.save_file."),
-    Rule("PTH013", E, "unsupported tensor dtype or layout",
-         "Weights are bfloat16, float16 or float32, contiguous, little-endian; convert before saving."),
+    Rule(
+        "PTH001",
+        E,
+        "not a readable zip archive",
+        "The file is truncated or not a torch checkpoint; re-export it with torch.save or the trainer.",
+    ),
+    Rule("PTH002", E, "zip entry fails its CRC-32 check", "The file is corrupt; re-download or re-export it."),
+    Rule(
+        "PTH003",
+        E,
+        "pickle refers to a global outside the allow-list",
+        "Only tensors saved by torch.save or rwkv_lightning_cuda are accepted; the file may try to run "
+        "code: do not load it, re-export the tensors from a trusted source.",
+    ),
+    Rule(
+        "PTH004",
+        E,
+        "pickle uses an opcode outside the allow-list",
+        "Re-save the tensors with torch.save(dict_of_tensors) or the trainer's own writer.",
+    ),
+    Rule(
+        "PTH005",
+        E,
+        "TorchScript archive instead of a tensor checkpoint",
+        "Save a plain dict of tensors (torch.save(model.state_dict())), not a scripted module.",
+    ),
+    Rule("PTH006", E, "tensor storage missing or out of bounds", "The archive is inconsistent; re-export it."),
+    Rule("PTH007", E, "duplicate tensor name", "Each tensor name must appear once; re-export the checkpoint."),
+    Rule(
+        "PTH008",
+        E,
+        "unsafe or unexpected zip entry name",
+        "Entries must share one prefix folder without `..`, `\\` or absolute paths; re-export the file.",
+    ),
+    Rule(
+        "PTH009",
+        E,
+        "pickle structure is not a flat dict of tensors",
+        "Save a flat dict name→tensor (torch.save(state_dict)).",
+    ),
+    Rule(
+        "PTH010",
+        E,
+        "archive exceeds a resource bound",
+        "The file declares more entries, bytes or nesting than any weight file needs; it is rejected unread.",
+    ),
+    Rule(
+        "PTH011",
+        E,
+        "unsupported zip feature",
+        "torch archives are stored (uncompressed), unencrypted, single-disk zips; re-export the file.",
+    ),
+    Rule("PTH012", E, "safetensors header invalid", "Re-export with safetensors.torch.save_file."),
+    Rule(
+        "PTH013",
+        E,
+        "unsupported tensor dtype or layout",
+        "Weights are bfloat16, float16 or float32, contiguous, little-endian; convert before saving.",
+    ),
     # --- git LFS ----------------------------------------------------------------------
-    Rule("LFS001", E, "Git LFS pointer where content should be",
-         "Fetch the content with `git lfs pull` (or `git lfs pull --include PATH`)."),
-    Rule("LFS002", E, ".gitattributes does not route weights through Git LFS",
-         "Add `*.pth filter=lfs diff=lfs merge=lfs -text` and the same for `*.safetensors` "
-         "(`rwkv-registry init` writes them)."),
+    Rule(
+        "LFS001",
+        E,
+        "Git LFS pointer where content should be",
+        "Fetch the content with `git lfs pull` (or `git lfs pull --include PATH`).",
+    ),
+    Rule(
+        "LFS002",
+        E,
+        ".gitattributes does not route weights through Git LFS",
+        "Add `*.pth filter=lfs diff=lfs merge=lfs -text` and the same for `*.safetensors` "
+        "(`rwkv-registry init` writes them).",
+    ),
     # --- State ------------------------------------------------------------------------
-    Rule("STA001", E, "State tensor names are not exactly blocks.0…L-1.att.time_state",
-         "A State file holds one `blocks.N.att.time_state` per layer of its base and nothing else; "
-         "re-export it from rwkv_state_tune for this base."),
-    Rule("STA002", E, "State tensor shape does not match the base",
-         "Each tensor is [H, 64, 64] with H = n_embd / 64 of the base; the file was trained for another "
-         "base."),
-    Rule("STA003", E, "State dtype is not bfloat16 or float32",
-         "Convert the state to bfloat16 or float32 before publishing."),
-    Rule("STA004", E, "State holds non-finite values",
-         "NaN or Inf in the state: training diverged; use an earlier checkpoint."),
+    Rule(
+        "STA001",
+        E,
+        "State tensor names are not exactly blocks.0…L-1.att.time_state",
+        "A State file holds one `blocks.N.att.time_state` per layer of its base and nothing else; "
+        "re-export it from rwkv_state_tune for this base.",
+    ),
+    Rule(
+        "STA002",
+        E,
+        "State tensor shape does not match the base",
+        "Each tensor is [H, 64, 64] with H = n_embd / 64 of the base; the file was trained for another base.",
+    ),
+    Rule(
+        "STA003",
+        E,
+        "State dtype is not bfloat16 or float32",
+        "Convert the state to bfloat16 or float32 before publishing.",
+    ),
+    Rule(
+        "STA004",
+        E,
+        "State holds non-finite values",
+        "NaN or Inf in the state: training diverged; use an earlier checkpoint.",
+    ),
     # --- MiSS -------------------------------------------------------------------------
-    Rule("MIS001", E, "MiSS adapter without archive/miss.json",
-         "Export the adapter with rwkv_miss_tune's single-file writer, which embeds the manifest."),
-    Rule("MIS002", E, "miss.json larger than 8 MiB",
-         "The server refuses manifests over 8 MiB; re-export the adapter."),
-    Rule("MIS003", E, "miss.json invalid",
-         "The manifest must be UTF-8 JSON with format_version 1, method \"miss\", layout "
-         "\"modulo_rank_zero_pad\", kind \"inference_adapter\" and the fields of schemas/miss.schema.json."),
-    Rule("MIS004", E, "MiSS rank out of range",
-         "1 <= rank <= 1024."),
-    Rule("MIS005", E, "MiSS alpha or scale not a finite number",
-         "alpha and scale are finite numbers, scale = alpha / rank."),
-    Rule("MIS006", E, "MiSS hash field is not 64 hex characters",
-         "base_fingerprint and content_version are lower-case sha256 hex digests."),
-    Rule("MIS007", E, "MiSS targets empty or duplicated",
-         "List each (layer, target) once and at least one."),
-    Rule("MIS008", E, "MiSS target tensor missing or of the wrong dtype or shape",
-         "Each target has a tensor blocks.L.<target>.D of the manifest dtype and shape [out, rank]."),
-    Rule("MIS009", E, "MiSS tensor count differs from the target count",
-         "The archive holds exactly one D tensor per target and nothing else."),
-    Rule("MIS010", E, "MiSS value non-finite or beyond ±65504",
-         "The server refuses NaN, Inf and |x| > 65504; training diverged, use an earlier checkpoint."),
-    Rule("MIS011", E, "content_version does not match the file",
-         "The embedded content_version is not the sha256 of the manifest and D values; re-export the "
-         "adapter, never edit miss.json by hand."),
-    Rule("MIS012", E, "content_version differs from index.json",
-         "index.json must record the content_version embedded in the file; fix index.json (re-run add)."),
-    Rule("MIS013", E, "base_fingerprint is not the sha256 of the base holding the file",
-         "The adapter was trained on another base file; the server refuses it. Move it under the base it "
-         "was trained on, or retrain on this base."),
-    Rule("MIS014", E, "MiSS target does not fit the base architecture",
-         "Target out/in sizes must match the base (n_embd, ffn size); the adapter was made for another "
-         "model size."),
-    Rule("MIS015", E, "index.json MiSS fields differ from the manifest",
-         "rank, alpha and dtype in index.json must equal the manifest; re-run `rwkv-registry add`."),
-    Rule("MIS016", E, "unknown MiSS target",
-         "Targets are att.receptance|key|value|output.weight, ffn.key.weight and ffn.value.weight of layers "
-         "0…L-1."),
-    Rule("MIS017", W, "MiSS scale is not alpha / rank",
-         "The server uses the manifest's scale; re-export if alpha or rank was edited."),
+    Rule(
+        "MIS001",
+        E,
+        "MiSS adapter without archive/miss.json",
+        "Export the adapter with rwkv_miss_tune's single-file writer, which embeds the manifest.",
+    ),
+    Rule("MIS002", E, "miss.json larger than 8 MiB", "The server refuses manifests over 8 MiB; re-export the adapter."),
+    Rule(
+        "MIS003",
+        E,
+        "miss.json invalid",
+        'The manifest must be UTF-8 JSON with format_version 1, method "miss", layout '
+        '"modulo_rank_zero_pad", kind "inference_adapter" and the fields of schemas/miss.schema.json.',
+    ),
+    Rule("MIS004", E, "MiSS rank out of range", "1 <= rank <= 1024."),
+    Rule(
+        "MIS005",
+        E,
+        "MiSS alpha or scale not a finite number",
+        "alpha and scale are finite numbers, scale = alpha / rank.",
+    ),
+    Rule(
+        "MIS006",
+        E,
+        "MiSS hash field is not 64 hex characters",
+        "base_fingerprint and content_version are lower-case sha256 hex digests.",
+    ),
+    Rule("MIS007", E, "MiSS targets empty or duplicated", "List each (layer, target) once and at least one."),
+    Rule(
+        "MIS008",
+        E,
+        "MiSS target tensor missing or of the wrong dtype or shape",
+        "Each target has a tensor blocks.L.<target>.D of the manifest dtype and shape [out, rank].",
+    ),
+    Rule(
+        "MIS009",
+        E,
+        "MiSS tensor count differs from the target count",
+        "The archive holds exactly one D tensor per target and nothing else.",
+    ),
+    Rule(
+        "MIS010",
+        E,
+        "MiSS value non-finite or beyond ±65504",
+        "The server refuses NaN, Inf and |x| > 65504; training diverged, use an earlier checkpoint.",
+    ),
+    Rule(
+        "MIS011",
+        E,
+        "content_version does not match the file",
+        "The embedded content_version is not the sha256 of the manifest and D values; re-export the "
+        "adapter, never edit miss.json by hand.",
+    ),
+    Rule(
+        "MIS012",
+        E,
+        "content_version differs from index.json",
+        "index.json must record the content_version embedded in the file; fix index.json (re-run add).",
+    ),
+    Rule(
+        "MIS013",
+        E,
+        "base_fingerprint is not the sha256 of the base holding the file",
+        "The adapter was trained on another base file; the server refuses it. Move it under the base it "
+        "was trained on, or retrain on this base.",
+    ),
+    Rule(
+        "MIS014",
+        E,
+        "MiSS target does not fit the base architecture",
+        "Target out/in sizes must match the base (n_embd, ffn size); the adapter was made for another model size.",
+    ),
+    Rule(
+        "MIS015",
+        E,
+        "index.json MiSS fields differ from the manifest",
+        "rank, alpha and dtype in index.json must equal the manifest; re-run `rwkv-registry add`.",
+    ),
+    Rule(
+        "MIS016",
+        E,
+        "unknown MiSS target",
+        "Targets are att.receptance|key|value|output.weight, ffn.key.weight and ffn.value.weight of layers 0…L-1.",
+    ),
+    Rule(
+        "MIS017",
+        W,
+        "MiSS scale is not alpha / rank",
+        "The server uses the manifest's scale; re-export if alpha or rank was edited.",
+    ),
     # --- train.json ---------------------------------------------------------------------
-    Rule("TRN001", E, "data-version directory without train.json",
-         "Write train.json beside the weights (trainer, version, hyper-parameters, command, data sha256)."),
-    Rule("TRN002", E, "trainer older than v1.8.1",
-         "Builds before v1.8.1 (commit 47df608, `segments` mask) put loss on the whole prompt; retrain with "
-         "v1.8.1 or later."),
-    Rule("TRN003", E, "train.json data version or sha256 disagrees with the entries",
-         "data.version, data.sha256 and data.rows must equal the entries of that directory and its name."),
-    Rule("TRN004", E, "MiSS group without its run in train.json, or run without group",
-         "train.json `runs` lists one item per group sub-folder, with its learning rates and times."),
-    Rule("TRN005", E, "train.json method differs from its directory",
-         "`method` is \"state\" under state/ and \"miss\" under miss/."),
-    Rule("TRN006", I, "trainer build commit not recorded",
-         "Record trainer.commit for new training runs."),
+    Rule(
+        "TRN001",
+        E,
+        "data-version directory without train.json",
+        "Write train.json beside the weights (trainer, version, hyper-parameters, command, data sha256).",
+    ),
+    Rule(
+        "TRN002",
+        E,
+        "trainer older than v1.8.1",
+        "Builds before v1.8.1 (commit 47df608, `segments` mask) put loss on the whole prompt; retrain with "
+        "v1.8.1 or later.",
+    ),
+    Rule(
+        "TRN003",
+        E,
+        "train.json data version or sha256 disagrees with the entries",
+        "data.version, data.sha256 and data.rows must equal the entries of that directory and its name.",
+    ),
+    Rule(
+        "TRN004",
+        E,
+        "MiSS group without its run in train.json, or run without group",
+        "train.json `runs` lists one item per group sub-folder, with its learning rates and times.",
+    ),
+    Rule(
+        "TRN005",
+        E,
+        "train.json method differs from its directory",
+        '`method` is "state" under state/ and "miss" under miss/.',
+    ),
+    Rule("TRN006", N, "trainer build commit not recorded", "Record trainer.commit for new training runs."),
     # --- profiles --------------------------------------------------------------------------
-    Rule("PRF001", W, "MiSS entry with a non-thinking prompt profile",
-         "MiSS adapters were trained with thinking; use profile g1k-think."),
-    Rule("PRF002", W, "State entry with a thinking prompt profile",
-         "State files were trained without thinking; use profile g1k."),
+    Rule(
+        "PRF001",
+        W,
+        "MiSS entry with a non-thinking prompt profile",
+        "MiSS adapters were trained with thinking; use profile g1k-think.",
+    ),
+    Rule(
+        "PRF002",
+        W,
+        "State entry with a thinking prompt profile",
+        "State files were trained without thinking; use profile g1k.",
+    ),
     # --- README ----------------------------------------------------------------------------
-    Rule("RDM001", E, "README.md missing or without generated sections",
-         "Restore the markers `<!-- rwkv-registry:bases:begin -->`…`end` or run `rwkv-registry readme PATH`."),
-    Rule("RDM002", E, "README generated section out of date",
-         "Regenerate it with `rwkv-registry readme PATH` (add-base and add keep it in step)."),
+    Rule(
+        "RDM001",
+        E,
+        "README.md missing or without generated sections",
+        "Restore the markers `<!-- rwkv-registry:bases:begin -->`…`end` or run `rwkv-registry readme PATH`.",
+    ),
+    Rule(
+        "RDM002",
+        E,
+        "README generated section out of date",
+        "Regenerate it with `rwkv-registry readme PATH` (add-base and add keep it in step).",
+    ),
     # --- git -------------------------------------------------------------------------------
-    Rule("GIT001", E, "published file modified",
-         "Files under a base directory never change once committed; restore it "
-         "(`git checkout HEAD -- PATH`) and publish the new weights under a new name or data version."),
-    Rule("GIT002", E, "published file deleted",
-         "Old base directories are never touched; restore it with `git checkout HEAD -- PATH`."),
-    Rule("GIT003", E, "new file under a frozen base",
-         "A frozen base gets no new files; add the weights under the active base."),
-    Rule("GIT004", W, "git history unavailable",
-         "Immutability could not be checked; run inside a git clone with git installed."),
-    # --- signatures ------------------------------------------------------------------------
-    Rule("SIG001", E, "SHA256SUMS.sig missing",
-         "Sign with `rwkv-registry sign PATH --key KEY`."),
-    Rule("SIG002", E, "SHA256SUMS signature does not verify",
-         "SHA256SUMS changed after signing, or the signature is corrupt; re-sign with a trusted key."),
-    Rule("SIG003", E, "SHA256SUMS signed by an untrusted key",
-         "Verify with the publisher's public key, or add it to the trusted keys."),
-    Rule("SIG004", E, "signature file malformed or truncated",
-         "Re-create it with `rwkv-registry sign`."),
-    # --- smoke records -----------------------------------------------------------------------
-    Rule("SMK001", E, "smoke record invalid",
-         "Smoke records are written by `rwkv-registry smoke --record`; do not edit them by hand."),
+    Rule(
+        "GIT001",
+        E,
+        "published file modified",
+        "Files under a base directory never change once committed; restore it "
+        "(`git checkout HEAD -- PATH`) and publish the new weights under a new name or data version.",
+    ),
+    Rule(
+        "GIT002",
+        E,
+        "published file deleted",
+        "Old base directories are never touched; restore it with `git checkout HEAD -- PATH`.",
+    ),
+    Rule(
+        "GIT003",
+        E,
+        "new file under a frozen base",
+        "A frozen base gets no new files; add the weights under the active base.",
+    ),
+    Rule(
+        "GIT004",
+        W,
+        "git history unavailable",
+        "Immutability could not be checked; run inside a git clone with git installed.",
+    ),
 )
 
 RULES: dict[str, Rule] = {r.code: r for r in _RULES}

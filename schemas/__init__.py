@@ -1,0 +1,277 @@
+"""The registry's JSON Schemas (draft 2020-12) and validation against them.
+
+This package (``rwkv_registry.schemas``, source folder ``schemas/``) holds the schema files as
+package data beside this code: ``<name>.schema.json`` for each of :data:`SCHEMA_NAMES`. They refer
+to each other by their absolute ``$id`` (``https://rwkv-registry.github.io/schemas/v1/<name>.schema.json``),
+resolved from a local :class:`referencing.Registry`, so validation never touches the network.
+The schema files are written by hand (nothing generates them); edit them directly.
+
+``jsonschema`` is imported on first validation only: importing this module stays cheap. Usage::
+
+    from rwkv_registry.jsonload import load_json_file
+    from rwkv_registry.schemas import schema_errors
+
+    for path, message in schema_errors("index", load_json_file("index.json")):
+        print(f"index.json {path}: {message}")   # index.json $.entries[2].file.sha256: "ab" ...
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as _dt
+import difflib
+import functools
+import hashlib
+import json
+import re
+from importlib import resources
+from typing import Any
+
+from rwkv_registry.jsonload import load_json_bytes
+
+__all__ = ["SCHEMA_BASE_URI", "SCHEMA_NAMES", "load_schema", "schema_digest", "schema_errors", "schema_id"]
+
+SCHEMA_NAMES = ("index", "train", "miss", "report", "score", "smoke-record")
+SCHEMA_BASE_URI = "https://rwkv-registry.github.io/schemas/v1/"
+
+_IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_DATE_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
+_DATE_TIME_RE = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?:[Zz]|[+-][0-9]{2}:[0-9]{2})\Z"
+)
+_FORMAT_HINTS = {"date": "YYYY-MM-DD", "date-time": "RFC 3339 with an offset, e.g. 2026-10-12T08:00:00Z"}
+_MAX_SHOWN = 80  # a quoted SHA-256 fits
+
+
+def schema_id(name: str) -> str:
+    """The absolute ``$id`` of schema ``name``."""
+    return f"{SCHEMA_BASE_URI}{name}.schema.json"
+
+
+def _check_name(name: str) -> None:
+    if name not in SCHEMA_NAMES:
+        raise ValueError(f"unknown schema {name!r}; known: {', '.join(SCHEMA_NAMES)}")
+
+
+def _schema_bytes(name: str) -> bytes:
+    return resources.files(__name__).joinpath(f"{name}.schema.json").read_bytes()
+
+
+@functools.cache
+def _parsed(name: str) -> dict[str, Any]:
+    return load_json_bytes(_schema_bytes(name), path=f"{name}.schema.json")
+
+
+def load_schema(name: str) -> dict[str, Any]:
+    """Return a fresh copy of schema ``name`` (one of :data:`SCHEMA_NAMES`), read from package data."""
+    _check_name(name)
+    return copy.deepcopy(_parsed(name))
+
+
+def schema_digest() -> str:
+    """SHA-256 (hex) over every schema file, in :data:`SCHEMA_NAMES` order; a cache key for results."""
+    h = hashlib.sha256()
+    for name in SCHEMA_NAMES:
+        data = _schema_bytes(name)
+        h.update(f"{name}\0{len(data)}\0".encode())
+        h.update(data)
+    return h.hexdigest()
+
+
+def _is_date(value: object) -> bool:
+    if not isinstance(value, str):
+        return True
+    if not _DATE_RE.match(value):
+        return False
+    try:
+        _dt.date.fromisoformat(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_date_time(value: object) -> bool:
+    if not isinstance(value, str):
+        return True
+    if not _DATE_TIME_RE.match(value):
+        return False
+    text = value.upper()
+    if text.endswith("Z"):
+        text = text[:-1] + "+00:00"
+    try:
+        _dt.datetime.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
+@functools.cache
+def _validator(name: str) -> Any:
+    """A Draft 2020-12 validator for ``name``, built once, with every schema in a local registry."""
+    from jsonschema import Draft202012Validator, FormatChecker
+    from referencing import Registry, Resource
+
+    # Our own date/date-time checks: jsonschema's date-time needs rfc3339-validator, not a dependency.
+    checker = FormatChecker(formats=())
+    checker.checks("date")(_is_date)
+    checker.checks("date-time")(_is_date_time)
+    registry = Registry().with_resources((schema_id(n), Resource.from_contents(_parsed(n))) for n in SCHEMA_NAMES)
+    return Draft202012Validator(_parsed(name), registry=registry, format_checker=checker)
+
+
+def _json_path(parts: Any) -> str:
+    out = "$"
+    for p in parts:
+        if isinstance(p, int):
+            out += f"[{p}]"
+        elif _IDENT_RE.match(p):
+            out += f".{p}"
+        else:
+            out += f"[{json.dumps(p, ensure_ascii=False)}]"
+    return out
+
+
+def _show(value: Any) -> str:
+    """A value as JSON, shortened to at most 80 characters."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=repr)
+    except ValueError:  # circular structure
+        text = repr(value)
+    return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 1] + "…"
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def _sort_key(parts: list[Any]) -> tuple[tuple[int, Any], ...]:
+    return tuple((0, p) if isinstance(p, int) else (1, p) for p in parts)
+
+
+def _message(err: Any) -> str:
+    """A readable one-line message for one jsonschema error (values as JSON, shortened)."""
+    kw, val, inst = err.validator, err.validator_value, err.instance
+    schema = err.schema if isinstance(err.schema, dict) else {}
+    if kw == "type":
+        types = val if isinstance(val, list) else [val]
+        wanted = types[0] if len(types) == 1 else f"{', '.join(types[:-1])} or {types[-1]}"
+        got = "null" if inst is None else f"{_json_type(inst)} {_show(inst)}"
+        return f"expected {wanted}, got {got}"
+    if kw == "not" and val == {}:
+        key = err.path[-1] if err.path else "value"
+        reason = schema.get("description", "")
+        return f"{_show(key)} is not allowed here" + (f": {reason}" if reason else "")
+    if kw == "const":
+        return f"expected {_show(val)}, got {_show(inst)}"
+    if kw == "enum":
+        return f"{_show(inst)} is not one of {', '.join(_show(v) for v in val)}"
+    if kw == "pattern":
+        what = str(schema.get("description", "")).rstrip(".")
+        if not what:
+            return f"{_show(inst)} does not match the pattern {val}"
+        first = what.split(" ", 1)[0]
+        if first[1:] == first[1:].lower():  # not an acronym such as SHA-256 or MiSS
+            what = what[0].lower() + what[1:]
+        return f"{_show(inst)} does not have the expected form ({what})"
+    if kw == "format":
+        return f"{_show(inst)} is not a valid {val} ({_FORMAT_HINTS.get(val, val)})"
+    if kw in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+        words = {
+            "minimum": "less than the minimum",
+            "maximum": "more than the maximum",
+            "exclusiveMinimum": "not more than",
+            "exclusiveMaximum": "not less than",
+        }[kw]
+        return f"{_show(inst)} is {words} {val}"
+    if kw == "minLength":
+        return f"{_show(inst)} is shorter than {val} character{'s' * (val != 1)}"
+    if kw == "maxLength":
+        return f"{_show(inst)} is longer than {val} characters"
+    if kw == "minItems":
+        return f"expected at least {val} item{'s' * (val != 1)}, got {len(inst)}"
+    if kw == "maxItems":
+        return f"expected at most {val} item{'s' * (val != 1)}, got {len(inst)}"
+    text = err.message
+    return text if len(text) <= 200 else text[:199] + "…"
+
+
+def _missing_keys(err: Any) -> list[tuple[list[Any], str]]:
+    """One (path, message) per property that ``required`` found missing."""
+    inst = err.instance if isinstance(err.instance, dict) else {}
+    schema = err.schema if isinstance(err.schema, dict) else {}
+    sp = list(err.relative_schema_path)
+    why = ""
+    if len(sp) >= 2 and sp[-2] in ("then", "else") and schema.get("description"):
+        why = f" ({schema['description']})"
+    return [
+        (list(err.absolute_path), f"missing required property {_show(k)}{why}")
+        for k in err.validator_value
+        if k not in inst
+    ]
+
+
+def _unknown_keys(err: Any) -> list[tuple[list[Any], str]]:
+    """One (path, message) per key that ``additionalProperties: false`` refused."""
+    schema, inst = err.schema, err.instance
+    known = list(schema.get("properties", {}))
+    patterns = list(schema.get("patternProperties", {}))
+    out = []
+    for key in inst:
+        if key in known or any(re.search(p, key) for p in patterns):
+            continue
+        close = difflib.get_close_matches(key, known, n=1)
+        hint = f'did you mean "{close[0]}"?' if close else 'extension keys start with "x-"'
+        out.append(([*err.absolute_path, key], f"unknown property {_show(key)} ({hint})"))
+    return out
+
+
+def _flatten(errors: Any) -> Any:
+    """Yield leaf errors: an anyOf/oneOf failure is replaced by its best-matching branch's errors."""
+    from jsonschema.exceptions import best_match
+
+    for err in errors:
+        if err.context:
+            best = best_match(err.context)
+            yield from _flatten([best]) if best is not None else [err]
+        else:
+            yield err
+
+
+def schema_errors(name: str, instance: Any) -> list[tuple[str, str]]:
+    """Every way ``instance`` breaks schema ``name``, as ``(json_path, message)`` pairs.
+
+    ``json_path`` is like ``$.entries[2].file.sha256`` (keys that are not identifiers are quoted:
+    ``$["x-note"]``); the list is sorted by path (array indices numerically), empty when valid.
+    ``date`` and ``date-time`` formats are checked. Each key refused by ``additionalProperties``
+    is its own error, with a "did you mean" suggestion when a known key is close.
+    """
+    _check_name(name)
+    found: list[tuple[list[Any], str]] = []
+    for err in _flatten(_validator(name).iter_errors(instance)):
+        if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+            found.extend(_unknown_keys(err))
+        elif err.validator == "required":
+            found.extend(_missing_keys(err))
+        else:
+            found.append((list(err.absolute_path), _message(err)))
+    found.sort(key=lambda pm: (_sort_key(pm[0]), pm[1]))
+    out: list[tuple[str, str]] = []
+    for parts, message in found:
+        item = (_json_path(parts), message)
+        if not out or out[-1] != item:
+            out.append(item)
+    return out

@@ -1,0 +1,363 @@
+"""The ``rwkv-registry`` command line.
+
+Exit codes everywhere: 0 success / no errors, 1 validation errors found or a write refused,
+2 usage or I/O error. ``--format json`` prints a report valid against its schema. Commands that
+need torch (``smoke``) or textual (``tui``) import them only when they run, so ``validate`` and
+the pre-commit hook start fast. ``RWKV_REGISTRY_TRACEBACK=1`` shows the traceback of an
+unexpected error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from . import __version__
+from .errors import RegistryError, UsageError
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # argparse's own errors: exit 2 with a clean message
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        raise SystemExit(2)
+
+
+def _console(stderr: bool = False) -> Any:
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+# --- validate ---------------------------------------------------------------------------------------
+
+
+def print_report(report: Any, console: Any) -> None:
+    """Human output of a validation report."""
+    from rich.markup import escape
+
+    style = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+    for f in report.findings:
+        sev = str(f.severity)
+        console.print(f"[{style[sev]}]{sev:7}[/] {f.code} [bold]{escape(f.path)}[/]: {escape(f.message)}")
+        console.print(f"        [dim]fix: {escape(f.hint)}[/]")
+    c = report.counts
+    st = report.stats
+    verdict = "[bold green]OK[/]" if report.ok else "[bold red]FAILED[/]"
+    fetched = f", {st['bytes_fetched']:,} bytes fetched" if st.get("bytes_fetched") is not None else ""
+    console.print(
+        f"{verdict} {escape(str(report.target))}: {c['error']} error(s), {c['warning']} warning(s), "
+        f"{c['info']} note(s); {st.get('files', 0)} files, {st.get('bytes_hashed', 0) / 1e6:.1f} MB hashed, "
+        f"{st.get('cache_hits', 0)} cached{fetched}, {st.get('elapsed_s', 0):.2f} s"
+    )
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    target = args.path
+    if target.startswith("hf://"):
+        mod = importlib.import_module("rwkv_registry.hub")
+        report = mod.validate_hub(target, full=args.full, trusted_keys=args.pubkey)
+    else:
+        from .validate import validate_registry
+
+        report = validate_registry(target, use_cache=not args.no_cache, since=args.since, trusted_keys=args.pubkey)
+    if args.format == "json":
+        _print_json(report.to_json())
+    else:
+        print_report(report, _console())
+    return 0 if report.ok else 1
+
+
+# --- write commands ------------------------------------------------------------------------------------
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    from .ops import init_registry
+
+    files = init_registry(args.path, name=args.name or "", title=args.title)
+    _console().print(f"created registry in {args.path}: {', '.join(files)}")
+    return 0
+
+
+def _progress_bar(total: int, label: str) -> tuple[Any, Callable[[int], None]]:
+    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
+
+    progress = Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+        console=_console(stderr=True),
+        transient=True,
+    )
+    task = progress.add_task(label, total=total)
+    return progress, lambda n: progress.advance(task, n)
+
+
+def cmd_add_base(args: argparse.Namespace) -> int:
+    from .arch import parse_arch_option
+    from .ops import add_base
+
+    if args.from_hub:
+        mod = importlib.import_module("rwkv_registry.hub")
+        base = mod.add_base_from_hub(
+            args.path,
+            args.from_hub,
+            name=args.name,
+            vocab=args.vocab,
+            freeze_previous=args.freeze_previous,
+            family=args.family,
+        )
+    elif args.base_file:
+        size = os.path.getsize(args.base_file) if os.path.isfile(args.base_file) else 0
+        progress, advance = _progress_bar(size, f"hashing {os.path.basename(args.base_file)}")
+        with progress:
+            base = add_base(
+                args.path,
+                name=args.name,
+                source=args.source,
+                base_file=args.base_file,
+                vocab=args.vocab,
+                family=args.family,
+                freeze_previous=args.freeze_previous,
+                progress=advance,
+            )
+    else:
+        if not (args.name and args.sha256 and args.arch and args.size is not None):
+            raise UsageError(
+                "give BASE_FILE, or --name, --sha256, --size and --arch",
+                hint="e.g. add-base REG --name rwkv7-x --sha256 HEX --size 123 "
+                "--arch n_layer=32,n_embd=4096,vocab_size=65536 --source BlinkDL/rwkv7-g1",
+            )
+        base = add_base(
+            args.path,
+            name=args.name,
+            source=args.source,
+            sha256=args.sha256,
+            size=args.size,
+            arch=parse_arch_option(args.arch),
+            vocab=args.vocab,
+            family=args.family,
+            freeze_previous=args.freeze_previous,
+        )
+    a = base["architecture"]
+    _console().print(
+        f"added base {base['name']} ({a['n_layer']} layers × {a['n_embd']}, vocab {a['vocab_size']}, "
+        f"sha256 {base['sha256'][:12]}…)"
+    )
+    return 0
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    from .ops import add_entry
+
+    entry = add_entry(
+        args.path,
+        args.file,
+        base=args.base,
+        data_version=args.data_version,
+        train=args.train,
+        group=args.group,
+        entry_id=args.id,
+        recommended=args.recommended,
+        profile=args.profile,
+        sampling=args.sampling,
+        description=args.description or "",
+        adapter_id=args.adapter_id,
+    )
+    _console().print(
+        f"added {entry['method']} entry {entry['id']} at {entry['path']} (sha256 {entry['file']['sha256'][:12]}…)"
+    )
+    return 0
+
+
+def cmd_sums(args: argparse.Namespace) -> int:
+    from .ops import check_sums, write_sums
+
+    if args.check:
+        findings = check_sums(args.path)
+        console = _console()
+        for f in findings:
+            console.print(f"{f.severity} {f.code} {f.path}: {f.message}")
+        errors = [f for f in findings if str(f.severity) == "error"]
+        console.print("SHA256SUMS: OK" if not errors else f"SHA256SUMS: {len(errors)} error(s)")
+        return 1 if errors else 0
+    lines = write_sums(args.path).count(b"\n")
+    _console().print(f"SHA256SUMS written ({lines} files)")
+    return 0
+
+
+def cmd_readme(args: argparse.Namespace) -> int:
+    from .ops import write_readme
+
+    write_readme(args.path, reset=args.reset)
+    _console().print("README.md generated sections updated")
+    return 0
+
+
+def cmd_recover(args: argparse.Namespace) -> int:
+    from .atomic import registry_lock
+
+    with registry_lock(args.path) as messages:
+        pass
+    _console().print("; ".join(messages) if messages else "nothing to recover")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import build_demo
+    from .validate import validate_registry
+
+    console = _console()
+    root = build_demo(args.path, force=args.force, log=lambda m: console.print(f"[dim]demo:[/] {m}"))
+    report = validate_registry(root)
+    print_report(report, console)
+    if args.smoke:
+        mod = importlib.import_module("rwkv_registry.smoke.demo")
+        code = mod.run_demo_smoke(root, console=console)
+        return max(code, 0 if report.ok else 1)
+    return 0 if report.ok else 1
+
+
+def cmd_rules(args: argparse.Namespace) -> int:
+    from .rules import RULES, rules_markdown
+
+    if args.markdown:
+        sys.stdout.write(rules_markdown())
+    elif args.format == "json":
+        _print_json(
+            [{"code": r.code, "severity": str(r.severity), "title": r.title, "hint": r.hint} for r in RULES.values()]
+        )
+    else:
+        for r in RULES.values():
+            print(f"{r.code}  {r.severity:7}  {r.title}")
+    return 0
+
+
+# --- commands implemented outside the core (imported only when they run) -------------------------------
+
+
+def _lazy(target: str) -> Handler:
+    def run(args: argparse.Namespace) -> int:
+        module, _, func = target.partition(":")
+        return int(getattr(importlib.import_module(module), func)(args))
+
+    return run
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="rwkv-registry", description="Keep a repository of RWKV-7 State and MiSS weights honest.")
+    p.add_argument("--version", action="version", version=f"rwkv-registry {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    def cmd(name: str, handler: Handler, help_: str) -> argparse.ArgumentParser:
+        sp = sub.add_parser(name, help=help_, description=help_)
+        sp.set_defaults(handler=handler)
+        return sp
+
+    fmt = {"choices": ["text", "json"], "default": "text", "help": "output format (default text)"}
+
+    sp = cmd("validate", cmd_validate, "check every rule on a registry (a directory or hf://OWNER/REPO[@REV])")
+    sp.add_argument("path", nargs="?", default=".", help="registry root (default: current directory)")
+    sp.add_argument("--format", **fmt)
+    sp.add_argument("--no-cache", action="store_true", help="hash every file, ignore the cache")
+    sp.add_argument("--since", metavar="REV", help="git baseline for immutability (default HEAD)")
+    sp.add_argument("--full", action="store_true", help="hf://: also download MiSS files for content_version")
+    sp.add_argument("--pubkey", action="append", metavar="PUB", help="trusted Ed25519 public key file (repeatable)")
+
+    sp = cmd("init", cmd_init, "create a new registry")
+    sp.add_argument("path")
+    sp.add_argument("--name", help="repository name, e.g. OWNER/REPO")
+    sp.add_argument("--title", default="RWKV-7 weights")
+
+    sp = cmd("add-base", cmd_add_base, "register a base model (from its file, from metadata, or from the Hub)")
+    sp.add_argument("path")
+    sp.add_argument("base_file", nargs="?", help="the base .pth (hashed; architecture read from its headers)")
+    sp.add_argument("--source", default="BlinkDL/rwkv7-g1", help="OWNER/REPO the base comes from")
+    sp.add_argument("--from-hub", metavar="OWNER/REPO/FILE", help="read sha256, size and architecture from the Hub")
+    sp.add_argument("--vocab", default="rwkv_vocab_v20230424.txt")
+    sp.add_argument("--name", help="directory name (default: file name without .pth)")
+    sp.add_argument("--family", help="family for --freeze-previous (default: the name up to its date)")
+    sp.add_argument("--sha256", help="without BASE_FILE: the base's sha256")
+    sp.add_argument("--size", type=int, help="without BASE_FILE: the base's size in bytes")
+    sp.add_argument("--arch", help="without BASE_FILE: n_layer=…,n_embd=…,vocab_size=…[,ffn_size=…,lora_decay=…]")
+    sp.add_argument("--freeze-previous", action="store_true", help="mark the active base of the same family frozen")
+
+    sp = cmd("add", cmd_add, "register a State or MiSS file under a base")
+    sp.add_argument("path")
+    sp.add_argument("file")
+    sp.add_argument("--base", required=True)
+    sp.add_argument("--data-version", required=True, help="e.g. v1.41")
+    sp.add_argument("--train", required=True, metavar="TRAIN_JSON")
+    sp.add_argument("--group", help="MiSS run sub-folder, e.g. r16-lr2e-5-e2")
+    sp.add_argument("--id", help="entry id (default: file stem for State, <version>-<group> for MiSS)")
+    sp.add_argument("--adapter-id", help="MiSS adapter id used with rwkv-cli (default: the entry id)")
+    sp.add_argument("--recommended", action="store_true")
+    sp.add_argument("--profile", choices=["g1k", "g1k-think"])
+    sp.add_argument("--sampling", default="g1k-agent")
+    sp.add_argument("--description")
+
+    sp = cmd("sums", cmd_sums, "write (or --check) SHA256SUMS")
+    sp.add_argument("path")
+    sp.add_argument("--check", action="store_true")
+
+    sp = cmd("readme", cmd_readme, "regenerate README.md's generated sections")
+    sp.add_argument("path")
+    sp.add_argument("--reset", action="store_true", help="start from the skeleton README")
+
+    sp = cmd("recover", cmd_recover, "finish or undo an interrupted write")
+    sp.add_argument("path")
+
+    sp = cmd("demo", cmd_demo, "build and validate a registry that mirrors the seed repository")
+    sp.add_argument("path")
+    sp.add_argument("--force", action="store_true", help="replace an earlier demo in PATH")
+    sp.add_argument("--smoke", action="store_true", help="also run the CPU smoke evaluation of tiny weights")
+
+    sp = cmd("rules", cmd_rules, "list the validation rules")
+    sp.add_argument("--markdown", action="store_true", help="print docs/rules.md")
+    sp.add_argument("--format", **fmt)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except RegistryError as e:
+        console = _console(stderr=True)
+        from rich.markup import escape
+
+        console.print(f"[bold red]error:[/] {escape(e.message)}")
+        if e.hint:
+            console.print(f"[dim]hint:[/] {escape(e.hint)}")
+        return e.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as e:  # never a traceback for users unless asked
+        if os.environ.get("RWKV_REGISTRY_TRACEBACK"):
+            raise
+        sys.stderr.write(
+            f"error: unexpected {type(e).__name__}: {e}\n"
+            "hint: this is a bug in rwkv-registry; rerun with RWKV_REGISTRY_TRACEBACK=1 and report it.\n"
+        )
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

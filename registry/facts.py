@@ -1,0 +1,332 @@
+"""Per-file facts: everything the rules need from a weight file's bytes, computed in one pass.
+
+A weight file is mapped once (mmap); the same pages feed its sha256, the safe reader (tensor
+headers, the embedded miss.json), the MiSS ``content_version`` and the value scan. Facts depend
+only on the file's bytes, so they are cached per file, keyed by (device, inode, path, size,
+mtime_ns, ctime_ns): an unchanged file is never read again, and an in-place edit that restores the
+old mtime still changes ctime. Rules that compare a file with index.json or its base are applied
+to the facts on every run (:mod:`rwkv_registry.validate`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import mmap
+import os
+import re
+import tempfile
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .errors import CheckpointError
+from .rules import Finding, finding
+
+FACTS_VERSION = 1
+_STATE_NAME = re.compile(r"^blocks\.(\d+)\.att\.time_state$")
+
+
+@dataclass
+class FileFacts:
+    """What one weight file contains. JSON-serializable (cached)."""
+
+    size: int
+    sha256: str
+    kind: str  # torch-zip | safetensors | lfs-pointer | unknown
+    writer: str | None = None
+    method: str | None = None  # state | miss | None (neither)
+    tensors: list[tuple[str, str, list[int]]] = field(default_factory=list)  # name, dtype, shape
+    manifest: Any = None  # parsed miss.json (None when absent or unparseable)
+    content_version: str | None = None  # recomputed from the bytes (MiSS only)
+    targets: list[dict[str, Any]] = field(default_factory=list)  # checked MiSS target specs
+    lfs: dict[str, Any] | None = None  # {"oid": ..., "size": ...} when the file is an LFS pointer
+    findings: list[dict[str, Any]] = field(default_factory=list)  # content-only findings
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> FileFacts:
+        data = dict(data)
+        data["tensors"] = [tuple(t) for t in data.get("tensors", [])]
+        return cls(**data)
+
+    def content_findings(self, path: str) -> list[Finding]:
+        return [finding(f["code"], path, f["message"]) for f in self.findings]
+
+
+def _add(facts: FileFacts, code: str, message: str) -> None:
+    facts.findings.append({"code": code, "message": message})
+
+
+def compute_facts(path: str | os.PathLike[str]) -> FileFacts:
+    """Read ``path`` once and derive its facts. Raises OSError only for I/O failures."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size == 0:
+            facts = FileFacts(size=0, sha256=hashlib.sha256(b"").hexdigest(), kind="unknown")
+            _add(facts, "PTH001", "the file is empty")
+            return facts
+        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        return facts_from_buffer(mm)
+    finally:
+        try:
+            mm.close()
+        except BufferError:  # a view still alive (only on error paths); the GC closes it
+            pass
+
+
+def facts_from_buffer(buf: bytes | bytearray | memoryview | mmap.mmap) -> FileFacts:
+    """Facts of a file already in memory (or mapped)."""
+    from .ckpt import MemorySource, open_checkpoint
+    from .lfs import parse_lfs_pointer
+
+    size = len(buf)
+    facts = FileFacts(size=size, sha256=hashlib.sha256(buf).hexdigest(), kind="unknown")
+    if size < 1024:
+        pointer = parse_lfs_pointer(bytes(buf[:size]))
+        if pointer is not None:
+            facts.kind = "lfs-pointer"
+            facts.lfs = {"oid": pointer.oid, "size": pointer.size}
+            _add(
+                facts,
+                "LFS001",
+                f"the file is a Git LFS pointer (oid sha256:{pointer.oid[:12]}…, size {pointer.size}), not the weights",
+            )
+            return facts
+    try:
+        ck = open_checkpoint(MemorySource(buf))
+    except CheckpointError as e:
+        _add(facts, e.code, e.message)
+        return facts
+    facts.kind = ck.kind
+    facts.writer = ck.writer
+    facts.tensors = [(t.name, t.dtype, list(t.shape)) for t in ck.tensors.values()]
+    if ck.miss_manifest is not None:
+        facts.method = "miss"
+        _miss_facts(facts, ck)
+    elif ck.tensors and all(_STATE_NAME.match(n) for n in ck.tensors):
+        facts.method = "state"
+        _state_facts(facts, ck)
+    return facts
+
+
+def _state_facts(facts: FileFacts, ck: Any) -> None:
+    import numpy as np
+
+    for t in ck.tensors.values():
+        data = ck.tensor_bytes(t.name)
+        if t.dtype == "float32":
+            bad = int(np.count_nonzero(~np.isfinite(np.frombuffer(data, dtype="<f4"))))
+        elif t.dtype in ("bfloat16", "float16"):
+            mask, exp = (0x7F80, 0x7F80) if t.dtype == "bfloat16" else (0x7C00, 0x7C00)
+            bad = int(np.count_nonzero((np.frombuffer(data, dtype="<u2") & mask) == exp))
+        else:
+            continue  # STA003 is decided from the dtype alone
+        if bad:
+            _add(facts, "STA004", f"{t.name} holds {bad} NaN/Inf value(s)")
+
+
+def _miss_facts(facts: FileFacts, ck: Any) -> None:
+    from .jsonload import JsonLoadError, load_json_bytes
+    from .miss import MANIFEST_MAX_BYTES, check_manifest, content_version, scan_values
+
+    raw = ck.miss_manifest
+    if len(raw) > MANIFEST_MAX_BYTES:
+        _add(facts, "MIS002", f"miss.json is {len(raw)} bytes, the server's limit is {MANIFEST_MAX_BYTES}")
+        return
+    try:
+        manifest = load_json_bytes(bytes(raw), path="miss.json")
+    except JsonLoadError as e:
+        _add(facts, "MIS003", f"miss.json: {e}")
+        return
+    facts.manifest = manifest
+    structural, specs = check_manifest(manifest, "")
+    for f in structural:
+        _add(facts, f.code, f.message)
+    facts.targets = [asdict(s) for s in specs]
+    if not isinstance(manifest, dict):
+        return
+    dtype = manifest.get("dtype")
+    names = set(ck.tensors)
+    wanted = {s.tensor for s in specs}
+    ok = len(specs) == len(manifest.get("targets") or [])
+    for s in specs:
+        t = ck.tensors.get(s.tensor)
+        if t is None:
+            _add(facts, "MIS008", f"target tensor {s.tensor} is missing")
+            ok = False
+        elif t.dtype != dtype:
+            _add(facts, "MIS008", f"{s.tensor} is {t.dtype}, the manifest says {dtype}")
+            ok = False
+        elif tuple(t.shape) != s.shape:
+            _add(facts, "MIS008", f"{s.tensor} has shape {list(t.shape)}, the manifest says {list(s.shape)}")
+            ok = False
+    extra = sorted(names - wanted)
+    if extra or len(names) != len(manifest.get("targets") or []):
+        shown = ", ".join(extra[:5]) + ("…" if len(extra) > 5 else "")
+        _add(
+            facts,
+            "MIS009",
+            f"{len(names)} tensors for {len(manifest.get('targets') or [])} targets"
+            + (f" (not targets: {shown})" if extra else ""),
+        )
+    if not ok or dtype not in ("bfloat16", "float16"):
+        return
+    chunks = [ck.tensor_bytes(s.tensor) for s in specs]
+    facts.content_version = content_version(manifest, chunks)
+    embedded = manifest.get("content_version")
+    if isinstance(embedded, str) and embedded != facts.content_version:
+        _add(
+            facts,
+            "MIS011",
+            f"embedded content_version {embedded[:16]}… but the file's content gives {facts.content_version[:16]}…",
+        )
+    for s, chunk in zip(specs, chunks, strict=True):
+        count, first = scan_values(chunk, dtype)
+        if count:
+            _add(facts, "MIS010", f"{s.tensor}: {count} value(s) non-finite or beyond ±65504 (first: {first!r})")
+
+
+# --- the per-file cache ----------------------------------------------------------------------------
+
+
+def cache_dir() -> Path:
+    """The user cache directory (``RWKV_REGISTRY_CACHE_DIR`` overrides it)."""
+    env = os.environ.get("RWKV_REGISTRY_CACHE_DIR")
+    if env:
+        return Path(env)
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("rwkv-registry", appauthor=False))
+
+
+def stat_key(st: os.stat_result, path: str) -> list[Any]:
+    return [st.st_dev, st.st_ino, path, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
+class FactsCache:
+    """A JSON file of facts per absolute path, outside the validated tree. Never trusted blindly:
+    an entry is used only if its stat key matches exactly."""
+
+    def __init__(self, root: Path, *, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self.dirty = False
+        self.files: dict[str, Any] = {}
+        self.json: dict[str, Any] = {}
+        self.path: Path | None = None
+        if not enabled:
+            return
+        directory = cache_dir().resolve()
+        root = root.resolve()
+        if directory == root or root in directory.parents:
+            self.enabled = False  # never write inside the validated tree
+            return
+        tag = hashlib.sha256(str(root).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+        self.path = directory / f"validate-{tag}.json"
+        try:
+            with open(self.path, "rb") as f:
+                data = json.load(f)
+            if data.get("version") == [FACTS_VERSION, __version__]:
+                self.files = data.get("files", {})
+                self.json = data.get("json", {})
+        except (OSError, ValueError, AttributeError):
+            pass
+
+    def get(self, path: str, key: list[Any]) -> FileFacts | None:
+        item = self.files.get(path) if self.enabled else None
+        if item and item.get("key") == key:
+            try:
+                return FileFacts.from_json(item["facts"])
+            except (TypeError, KeyError):
+                return None
+        return None
+
+    def put(self, path: str, key: list[Any], facts: FileFacts) -> None:
+        if self.enabled:
+            self.files[path] = {"key": key, "facts": asdict(facts)}
+            self.dirty = True
+
+    def get_json(self, key: str) -> Any:
+        return self.json.get(key) if self.enabled else None
+
+    def put_json(self, key: str, value: Any) -> None:
+        if self.enabled:
+            self.json[key] = value
+            self.dirty = True
+
+    def save(self, live: Iterable[str] = ()) -> None:
+        """Write the cache atomically; drop entries of files that no longer exist under the root."""
+        if not (self.enabled and self.dirty and self.path):
+            return
+        keep = set(live)
+        files = {p: v for p, v in self.files.items() if p in keep} if keep else self.files
+        if len(self.json) > 4096:
+            self.json = dict(list(self.json.items())[-2048:])
+        payload = json.dumps({"version": [FACTS_VERSION, __version__], "files": files, "json": self.json})
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".validate-", dir=self.path.parent)
+            with os.fdopen(fd, "w") as f:
+                f.write(payload)
+            os.replace(tmp, self.path)
+        except OSError:
+            pass  # a cache that cannot be written only costs time
+
+
+def gather_facts(
+    paths: dict[str, Path],
+    cache: FactsCache,
+    *,
+    workers: int | None = None,
+    progress: Callable[[str, int], None] | None = None,
+) -> tuple[dict[str, FileFacts | OSError], dict[str, int]]:
+    """Facts of every file in ``paths`` (relative name -> absolute path), hashed in parallel threads.
+
+    Returns the facts (or the OSError that prevented reading) and stats
+    ``{"bytes_hashed": …, "cache_hits": …}``.
+    """
+    results: dict[str, FileFacts | OSError] = {}
+    todo: list[tuple[int, str, Path, list[Any]]] = []
+    hits = 0
+    for rel, abspath in paths.items():
+        try:
+            st = os.stat(abspath)
+        except OSError as e:
+            results[rel] = e
+            continue
+        key = stat_key(st, str(abspath))
+        cached = cache.get(str(abspath), key)
+        if cached is not None:
+            results[rel] = cached
+            hits += 1
+        else:
+            todo.append((st.st_size, rel, abspath, key))
+    todo.sort(reverse=True)  # biggest first: better packing across threads
+    hashed = 0
+
+    def work(item: tuple[int, str, Path, list[Any]]) -> tuple[str, FileFacts | OSError, list[Any], Path]:
+        _, rel, abspath, key = item
+        try:
+            return rel, compute_facts(abspath), key, abspath
+        except OSError as e:
+            return rel, e, key, abspath
+
+    n = workers or min(len(todo), os.cpu_count() or 1) or 1
+    if todo:
+        with ThreadPoolExecutor(max_workers=n) as pool:
+            for rel, result, key, abspath in pool.map(work, todo):
+                results[rel] = result
+                if isinstance(result, FileFacts):
+                    hashed += result.size
+                    # re-stat: a file changed while being read must not be cached under the old key
+                    try:
+                        if stat_key(os.stat(abspath), str(abspath)) == key:
+                            cache.put(str(abspath), key, result)
+                    except OSError:
+                        pass
+                if progress:
+                    progress(rel, result.size if isinstance(result, FileFacts) else 0)
+    return results, {"bytes_hashed": hashed, "cache_hits": hits}

@@ -1,0 +1,117 @@
+"""Immutability of published files, from git history (GitPython).
+
+Baseline: ``HEAD``, or ``--since REV``. A file that exists at the baseline under a base directory
+must not be modified or deleted in the working tree or the index (GIT001, GIT002; the message
+names the commit that published it); a base that is ``frozen`` at the baseline or now gets no new
+files (GIT003). Outside a git repository these rules do not apply.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from .errors import UsageError
+from .rules import Finding, finding
+
+
+def _split_z(out: str) -> list[str]:
+    return [p for p in out.split("\0") if p]
+
+
+def _name_status(repo: Any, *args: str) -> dict[str, str]:
+    parts = _split_z(repo.git.diff("--name-status", "--no-renames", "-z", *args))
+    return {parts[i + 1]: parts[i][0] for i in range(0, len(parts) - 1, 2)}
+
+
+def check_git(root: Path, index: dict[str, Any] | None, since: str | None = None) -> list[Finding]:
+    """GIT001–GIT004 for the registry at ``root``."""
+    try:
+        import git
+    except ImportError:  # GitPython missing or git not installed
+        return [finding("GIT004", ".", "GitPython or the git executable is not available")]
+    try:
+        repo = git.Repo(root, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        if since:
+            raise UsageError(f"--since {since}: {root} is not inside a git repository") from None
+        return []
+    except git.GitCommandNotFound:
+        return [finding("GIT004", ".", "the git executable is not available")]
+    try:
+        top = Path(repo.working_tree_dir or root).resolve()
+        prefix = PurePosixPath(root.resolve().relative_to(top).as_posix())
+        rev = since or "HEAD"
+        try:
+            commit = repo.commit(rev)
+        except (git.BadName, ValueError, git.GitCommandError):
+            if since:
+                raise UsageError(
+                    f"--since {since}: no such revision in {top}",
+                    hint="Give a commit, tag or branch name known to this clone.",
+                ) from None
+            return []  # a repository without commits: nothing is published yet
+        spec = "." if str(prefix) == "." else str(prefix)
+        changed = _name_status(repo, commit.hexsha, "--", spec)  # working tree vs baseline
+        staged = _name_status(repo, "--cached", commit.hexsha, "--", spec)  # index vs baseline
+        untracked = _split_z(repo.git.ls_files("--others", "--exclude-standard", "-z", "--", spec))
+        baseline_index = _index_at(repo, commit.hexsha, prefix)
+    except git.GitCommandError as e:
+        return [finding("GIT004", ".", f"git failed: {str(e.stderr or e).strip()[:200]}")]
+
+    def rel(p: str) -> str:
+        return PurePosixPath(p).relative_to(prefix).as_posix() if str(prefix) != "." else p
+
+    bases_now = {b.get("name"): b for b in (index or {}).get("bases", []) if isinstance(b, dict)}
+    bases_then = {b.get("name"): b for b in (baseline_index or {}).get("bases", []) if isinstance(b, dict)}
+    frozen = {n for n, b in {**bases_then, **bases_now}.items() if b.get("status") == "frozen"}
+    frozen |= {n for n, b in bases_then.items() if b.get("status") == "frozen"}
+    known = set(bases_now) | set(bases_then)
+
+    out: list[Finding] = []
+    seen: set[str] = set()
+    for status_map, where in ((staged, "index"), (changed, "working tree")):
+        for path, status in sorted(status_map.items()):
+            r = rel(path)
+            base = r.split("/", 1)[0] if "/" in r else None
+            if base not in known or r in seen:
+                continue
+            if status in ("M", "T", "D"):
+                seen.add(r)
+                code = "GIT002" if status == "D" else "GIT001"
+                what = "deleted" if status == "D" else "modified"
+                out.append(
+                    finding(
+                        code,
+                        r,
+                        f"{what} in the {where}, but it was published in {_published_in(repo, path, commit.hexsha)}",
+                    )
+                )
+            elif status == "A" and base in frozen:
+                seen.add(r)
+                out.append(finding("GIT003", r, f"new file under frozen base {base} (in the {where})"))
+    for path in untracked:
+        r = rel(path)
+        base = r.split("/", 1)[0] if "/" in r else None
+        if base in frozen and r not in seen:
+            out.append(finding("GIT003", r, f"new untracked file under frozen base {base}"))
+    return out
+
+
+def _published_in(repo: Any, path: str, rev: str) -> str:
+    log = repo.git.log("--diff-filter=A", "--format=%h %as %s", rev, "--", path).strip().splitlines()
+    if not log:
+        return "an earlier commit"
+    sha, _, rest = log[-1].partition(" ")
+    date, _, subject = rest.partition(" ")
+    return f"commit {sha} ({date}, “{subject[:60]}”)"
+
+
+def _index_at(repo: Any, rev: str, prefix: PurePosixPath) -> dict[str, Any] | None:
+    path = "index.json" if str(prefix) == "." else f"{prefix}/index.json"
+    try:
+        data = json.loads(repo.git.show(f"{rev}:{path}"))
+    except Exception:  # absent at the baseline or unparseable: no frozen bases to honour from it
+        return None
+    return data if isinstance(data, dict) else None

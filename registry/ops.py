@@ -1,0 +1,627 @@
+"""Write commands: ``init``, ``add-base``, ``add``, ``sums``, ``readme``.
+
+Every write stages all new files in one :class:`~rwkv_registry.atomic.Transaction` under the
+registry lock and publishes them together: index.json, README.md and SHA256SUMS always stay in
+step. Input is checked completely before anything is staged; a refused command leaves the
+registry byte-identical.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import re
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from .atomic import TMP_PREFIX, Transaction, registry_lock
+from .errors import RefusedError, RegistryIOError, UsageError
+from .facts import FactsCache, FileFacts, compute_facts, gather_facts
+from .readme import skeleton, update_readme
+from .rules import Finding, Severity, finding
+from .sums import SUMS_NAME, format_sums
+
+GITATTRIBUTES = """# Weights go through Git LFS (Hugging Face stores them as LFS/Xet objects).
+*.pth filter=lfs diff=lfs merge=lfs -text
+*.safetensors filter=lfs diff=lfs merge=lfs -text
+"""
+GITIGNORE = """# transient files of rwkv-registry writes
+.rwkv-registry.lock
+.rwkv-registry.journal
+.rwkv-registry-tmp-*
+"""
+PRECOMMIT = """# Validate the registry before every commit (https://pre-commit.com).
+repos:
+  - repo: https://github.com/rwkv-registry/rwkv-registry
+    rev: v0.1.0
+    hooks:
+      - id: rwkv-registry-validate
+"""
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_VERSION = re.compile(r"^v[0-9][0-9A-Za-z._-]*$")
+
+
+def dump_json(value: Any) -> bytes:
+    """index.json / train.json as written by the registry: 2-space indent, UTF-8, final newline."""
+    return (json.dumps(value, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def empty_index(name: str = "") -> dict[str, Any]:
+    return {
+        "schema_version": 1,
+        "registry": {
+            "name": name,
+            "title": "",
+            "description": "",
+            "training_data": None,
+            "server": None,
+            "license": None,
+        },
+        "bases": [],
+        "entries": [],
+        "unpublished": [],
+        "known_issues": [],
+        "links": [],
+    }
+
+
+def load_index(root: Path) -> dict[str, Any]:
+    """index.json of a registry about to be written; refuse to build on an invalid one."""
+    from .jsonload import JsonLoadError, load_json_file
+    from .schemas import schema_errors
+
+    path = root / "index.json"
+    if not path.exists():
+        raise UsageError(f"{root}: no index.json here", hint="Create a registry with `rwkv-registry init PATH`.")
+    try:
+        index = load_json_file(path, display="index.json")
+    except JsonLoadError as e:
+        raise RefusedError(
+            f"index.json: {e}", hint="Fix index.json first (`rwkv-registry validate`).", path="index.json"
+        ) from None
+    errors = schema_errors("index", index)
+    if errors:
+        shown = "; ".join(f"{p}: {m}" for p, m in errors[:3])
+        raise RefusedError(
+            f"index.json does not follow its schema ({len(errors)} error(s)): {shown}",
+            hint="Fix index.json first (`rwkv-registry validate` lists every error).",
+            path="index.json",
+        )
+    return index
+
+
+def _registry_files(root: Path) -> dict[str, Path]:
+    from .validate import NOT_SUMMED
+
+    out: dict[str, Path] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        if Path(dirpath) == root and ".git" in dirnames:
+            dirnames.remove(".git")
+        dirnames.sort()
+        for name in filenames:
+            p = Path(dirpath) / name
+            rel = p.relative_to(root).as_posix()
+            if rel in NOT_SUMMED or name.startswith(TMP_PREFIX) or p.is_symlink():
+                continue
+            out[rel] = p
+    return out
+
+
+def compute_sums(
+    root: Path, staged: dict[str, bytes] | None = None, staged_hashes: dict[str, str] | None = None
+) -> bytes:
+    """SHA256SUMS content for the registry as it will be once ``staged`` files are published.
+
+    Weight files' hashes come from the validation cache when their stat key matches.
+    """
+    staged = staged or {}
+    hashes: dict[str, str] = dict(staged_hashes or {})
+    files = _registry_files(root)
+    big = {
+        r: p for r, p in files.items() if r not in staged and r not in hashes and p.suffix in (".pth", ".safetensors")
+    }
+    facts, _ = gather_facts(big, FactsCache(root))
+    for rel, p in files.items():
+        if rel in staged or rel in hashes:
+            continue
+        f = facts.get(rel)
+        if isinstance(f, FileFacts):
+            hashes[rel] = f.sha256
+        else:
+            h = hashlib.sha256()
+            with open(p, "rb") as fh:
+                while chunk := fh.read(1 << 20):
+                    h.update(chunk)
+            hashes[rel] = h.hexdigest()
+    for rel, data in staged.items():
+        if rel != SUMS_NAME:
+            hashes[rel] = hashlib.sha256(data).hexdigest()
+    return format_sums(hashes)
+
+
+def _publish(
+    root: Path, txn: Transaction, texts: dict[str, bytes], staged_hashes: dict[str, str] | None = None
+) -> None:
+    """Stage ``texts`` (index.json, README.md, train.json …) plus a fresh SHA256SUMS and commit."""
+    for rel, data in texts.items():
+        txn.write_bytes(rel, data)
+    txn.write_bytes(SUMS_NAME, compute_sums(root, texts, staged_hashes))
+    txn.commit()
+
+
+def _readme_for(root: Path, index: dict[str, Any]) -> bytes:
+    path = root / "README.md"
+    text = path.read_text("utf-8") if path.exists() else skeleton()
+    new = update_readme(text, index)
+    if new is None:
+        raise RefusedError(
+            "README.md has no generated-section markers",
+            hint="Add `<!-- rwkv-registry:bases:begin -->`…`end` and "
+            "`<!-- rwkv-registry:sections:begin -->`…`end`, or run `rwkv-registry readme PATH --reset`.",
+            path="README.md",
+        )
+    return new.encode("utf-8")
+
+
+# --- init -----------------------------------------------------------------------------------------
+
+
+def init_registry(path: str | os.PathLike[str], *, name: str = "", title: str = "RWKV-7 weights") -> list[str]:
+    """Create a new registry in ``path`` (which must be absent or empty, a `.git` folder aside)."""
+    root = Path(path)
+    if root.exists() and (not root.is_dir() or [p for p in root.iterdir() if p.name != ".git"]):
+        raise UsageError(f"{path}: exists and is not empty", hint="Give a new or empty directory.")
+    root.mkdir(parents=True, exist_ok=True)
+    with registry_lock(root):
+        index = empty_index(name or root.resolve().name)
+        index["registry"]["title"] = title
+        readme = update_readme(skeleton(title), index)
+        assert readme is not None
+        files = {
+            "index.json": dump_json(index),
+            "README.md": readme.encode("utf-8"),
+            ".gitattributes": GITATTRIBUTES.encode(),
+            ".gitignore": GITIGNORE.encode(),
+            ".pre-commit-config.yaml": PRECOMMIT.encode(),
+        }
+        with Transaction(root) as txn:
+            _publish(root, txn, files)
+    return sorted([*files, SUMS_NAME])
+
+
+# --- add-base -------------------------------------------------------------------------------------
+
+
+def _sha256_of(path: Path) -> str:
+    return hash_file(path)[0]
+
+
+def hash_file(path: Path, progress: Callable[[int], None] | None = None) -> tuple[str, int]:
+    """sha256 and size of a (possibly 14 GB) file, streamed."""
+    h = hashlib.sha256()
+    size = 0
+    try:
+        with open(path, "rb") as f:
+            while chunk := f.read(16 << 20):
+                h.update(chunk)
+                size += len(chunk)
+                if progress:
+                    progress(len(chunk))
+    except OSError as e:
+        raise RegistryIOError(f"cannot read {path}: {e.strerror or e}", path=str(path)) from e
+    return h.hexdigest(), size
+
+
+def read_base_architecture(path: Path) -> dict[str, Any]:
+    """Architecture of a base checkpoint from its tensor headers (a few hundred KB read)."""
+    from .arch import architecture_from_shapes
+    from .ckpt import FileSource, open_checkpoint
+    from .errors import CheckpointError
+
+    try:
+        with FileSource(path) as src:
+            ck = open_checkpoint(src)
+    except CheckpointError as e:
+        raise RefusedError(
+            f"{path}: {e.message}", hint="Give an RWKV-7 base saved by torch.save.", path=str(path)
+        ) from None
+    except OSError as e:
+        raise RegistryIOError(f"cannot read {path}: {e.strerror or e}", path=str(path)) from e
+    shapes = {n: tuple(t.shape) for n, t in ck.tensors.items()}
+    dtype = Counter(t.dtype for t in ck.tensors.values()).most_common(1)
+    return architecture_from_shapes(shapes, dtype=dtype[0][0] if dtype else None)
+
+
+def add_base(
+    path: str | os.PathLike[str],
+    *,
+    name: str | None,
+    source: str,
+    base_file: str | os.PathLike[str] | None = None,
+    sha256: str | None = None,
+    size: int | None = None,
+    arch: dict[str, Any] | None = None,
+    vocab: str = "rwkv_vocab_v20230424.txt",
+    family: str | None = None,
+    freeze_previous: bool = False,
+    scores: list[dict[str, Any]] | None = None,
+    notes: str | None = None,
+    progress: Callable[[int], None] | None = None,
+    today: str | None = None,
+) -> dict[str, Any]:
+    """Register a base: from its file (hashed, architecture read), or from metadata alone."""
+    root = Path(path)
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*", source or ""):
+        raise UsageError(f"--source {source!r} is not OWNER/REPO", hint="e.g. --source BlinkDL/rwkv7-g1")
+    src_file: str
+    if base_file is not None:
+        bf = Path(base_file)
+        if not bf.is_file():
+            raise UsageError(f"{base_file}: no such file")
+        arch = read_base_architecture(bf)
+        sha256, size = hash_file(bf, progress)
+        name = name or bf.stem
+        src_file = bf.name
+    else:
+        if not (sha256 and arch and name):
+            raise UsageError("without BASE_FILE, give --name, --sha256, --size and --arch")
+        sha256 = sha256.lower()
+        if not _HEX64.match(sha256):
+            raise UsageError(f"--sha256 {sha256!r} is not 64 hex characters")
+        src_file = f"{name}.pth"
+    assert name is not None
+    if not _NAME.match(name) or name in (".", ".."):
+        raise UsageError(
+            f"base name {name!r} is not a valid directory name",
+            hint="Letters, digits, '.', '_' and '-', starting with a letter or digit.",
+        )
+    family = family or _family_of(name)
+    with registry_lock(root):
+        index = load_index(root)
+        if any(b["name"] == name for b in index["bases"]):
+            raise RefusedError(
+                f"base {name!r} already exists", hint="Choose another --name; old bases are never changed."
+            )
+        if (root / name).exists():
+            raise RefusedError(f"{root / name} already exists", hint="Remove the stray directory first.")
+        if freeze_previous:
+            for b in index["bases"]:
+                if b.get("family") == family and b.get("status") == "active":
+                    b["status"] = "frozen"
+        index["bases"].append(
+            {
+                "name": name,
+                "family": family,
+                "source": {"repo": source, "file": src_file, "revision": None},
+                "sha256": sha256,
+                "size": size,
+                "vocab": vocab,
+                "architecture": arch,
+                "status": "active",
+                "added": today or dt.date.today().isoformat(),
+                "scores": list(scores or []),
+                "notes": notes,
+            }
+        )
+        _check_index_schema(index)
+        texts = {
+            "index.json": dump_json(index),
+            "README.md": _readme_for(root, index),
+            f"{name}/state/.gitkeep": b"",
+            f"{name}/miss/.gitkeep": b"",
+        }
+        with Transaction(root) as txn:
+            _publish(root, txn, texts)
+    return index["bases"][-1]
+
+
+def _family_of(name: str) -> str:
+    """``rwkv7-g1k-7.2b-20260930-ctx25600`` -> ``rwkv7-g1k-7.2b``: the name up to its date."""
+    m = re.match(r"^(.*?)-(?:19|20)\d{6}(?:-|$)", name)
+    return m.group(1) if m else name
+
+
+def _check_index_schema(index: dict[str, Any]) -> None:
+    from .schemas import schema_errors
+
+    errors = schema_errors("index", index)
+    if errors:
+        shown = "; ".join(f"{p}: {m}" for p, m in errors[:3])
+        raise RefusedError(
+            f"the new index.json would not follow its schema: {shown}",
+            hint="Check the values given on the command line.",
+        )
+
+
+# --- add ------------------------------------------------------------------------------------------
+
+
+def _refuse(findings: list[Finding], what: str) -> None:
+    errors = [f for f in findings if f.severity == Severity.ERROR]
+    if errors:
+        raise RefusedError(
+            f"{what} refused: {errors[0].code} {errors[0].message}"
+            + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""),
+            hint=errors[0].hint,
+            findings=errors,
+        )
+
+
+def check_weight_file(facts: FileFacts, base: dict[str, Any], display: str) -> list[Finding]:
+    """The content rules of validate for one file against one base, before it enters the registry."""
+    from .validate import Validator
+
+    v = Validator.__new__(Validator)
+    v.findings = []
+    method = facts.method
+    if method is None:
+        return [
+            finding(
+                "IDX003",
+                display,
+                "the file is neither a State (blocks.N.att.time_state) nor a MiSS adapter (archive/miss.json)",
+            )
+        ]
+    entry = {"method": method, "base": base["name"], "file": {"sha256": facts.sha256, "size": facts.size}}
+    if method == "miss" and isinstance(facts.manifest, dict):
+        entry["miss"] = {"content_version": facts.manifest.get("content_version")}
+    v.bases = {base["name"]: base}
+    v.check_file(display, entry, facts)
+    return v.findings
+
+
+def add_entry(
+    path: str | os.PathLike[str],
+    file: str | os.PathLike[str],
+    *,
+    base: str,
+    data_version: str,
+    train: str | os.PathLike[str] | dict[str, Any],
+    group: str | None = None,
+    entry_id: str | None = None,
+    recommended: bool = False,
+    profile: str | None = None,
+    sampling: str = "g1k-agent",
+    description: str = "",
+    adapter_id: str | None = None,
+    scores: list[dict[str, Any]] | None = None,
+    known_issues: list[str] | None = None,
+    step: int | None = None,
+    total_steps: int | None = None,
+) -> dict[str, Any]:
+    """Register a State or MiSS file under ``base``; refuse (registry unchanged) if it does not fit."""
+    from .jsonload import JsonLoadError, load_json_file
+    from .schemas import schema_errors
+
+    root = Path(path)
+    src = Path(file)
+    if not src.is_file():
+        raise UsageError(f"{file}: no such file")
+    if not _VERSION.match(data_version):
+        raise UsageError(f"--data-version {data_version!r} must look like v1.41")
+    if isinstance(train, dict):
+        train_obj = train
+    else:
+        try:
+            train_obj = load_json_file(train)
+        except JsonLoadError as e:
+            raise UsageError(f"--train {train}: {e}") from None
+    errors = schema_errors("train", train_obj)
+    if errors:
+        raise RefusedError(
+            "--train: train.json does not follow its schema: " + "; ".join(f"{p}: {m}" for p, m in errors[:3]),
+            findings=[],
+        )
+    try:
+        facts = compute_facts(src)
+    except OSError as e:
+        raise RegistryIOError(f"cannot read {file}: {e.strerror or e}") from e
+    method = facts.method
+    with registry_lock(root):
+        index = load_index(root)
+        bases = {b["name"]: b for b in index["bases"]}
+        if base not in bases:
+            raise UsageError(
+                f"--base {base!r} is not in index.json", hint=f"Known bases: {', '.join(bases) or 'none'}."
+            )
+        b = bases[base]
+        if b.get("status") == "frozen":
+            raise RefusedError(
+                f"base {base!r} is frozen: it gets no new files", hint="Add the weights under the active base."
+            )
+        display = src.name
+        _refuse(check_weight_file(facts, b, display), f"{display}")
+        if train_obj.get("method") != method:
+            raise RefusedError(f"--train says method {train_obj.get('method')!r}, the file is a {method}")
+        tdata = train_obj.get("data") or {}
+        if tdata.get("version") != data_version:
+            raise RefusedError(f"--train data.version is {tdata.get('version')!r}, --data-version is {data_version!r}")
+        if method == "miss":
+            if not group or not _NAME.match(group):
+                raise UsageError("a MiSS adapter needs --group NAME (its sub-folder, e.g. r16-lr2e-5-e2)")
+            rel = f"{base}/miss/{data_version}/{group}/adapter-final.pth"
+            runs = [r for r in train_obj.get("runs", []) if r.get("group") == group]
+            if not runs:
+                raise RefusedError(
+                    f"--train has no run for group {group!r}",
+                    hint="train.json `runs` lists one item per group with its learning rates.",
+                )
+        else:
+            if group:
+                raise UsageError("--group is only for MiSS adapters")
+            if not _NAME.match(src.name):
+                raise UsageError(f"file name {src.name!r} is not usable in the registry")
+            rel = f"{base}/state/{data_version}/{src.name}"
+        if (root / rel).exists() or any(e["path"] == rel for e in index["entries"]):
+            raise RefusedError(f"{rel} already exists", hint="Published weights never change; use a new name.")
+        train_rel = f"{base}/{method}/{data_version}/train.json"
+        train_new = _merge_train(root / train_rel, train_obj, group)
+        eid = entry_id or (src.stem if method == "state" else f"{data_version.replace('.', '')}-{group}")
+        if any(e["id"] == eid for e in index["entries"]):
+            raise RefusedError(f"entry id {eid!r} exists", hint="Give another --id.")
+        if profile is None:
+            profile = "g1k-think" if method == "miss" else "g1k"
+        entry: dict[str, Any] = {
+            "id": eid,
+            "path": rel,
+            "base": base,
+            "method": method,
+        }
+        if method == "miss":
+            entry["group"] = group
+        entry.update(
+            {
+                "data": {"version": data_version, "rows": tdata.get("rows"), "sha256": tdata.get("sha256")},
+                "file": {"sha256": facts.sha256, "size": facts.size},
+                "train": train_rel,
+                "profile": profile,
+                "sampling": sampling,
+                "recommended": bool(recommended),
+                "description": description,
+            }
+        )
+        if step is not None:
+            entry["step"] = step
+        if total_steps is not None:
+            entry["total_steps"] = total_steps
+        if method == "miss":
+            m = facts.manifest
+            entry["adapter_id"] = adapter_id or eid
+            entry["miss"] = {
+                "content_version": m["content_version"],
+                "rank": m["rank"],
+                "alpha": m["alpha"],
+                "scale": m["scale"],
+                "dtype": m["dtype"],
+            }
+        entry.update({"scores": list(scores or []), "smoke": [], "known_issues": list(known_issues or [])})
+        if recommended:
+            for e in index["entries"]:
+                if e["base"] == base and e["method"] == method:
+                    e["recommended"] = False
+        index["entries"].append(entry)
+        _check_index_schema(index)
+        texts = {"index.json": dump_json(index), "README.md": _readme_for(root, index)}
+        if train_new is not None:
+            texts[train_rel] = train_new
+        with Transaction(root) as txn:
+            txn.copy_file(rel, src)
+            # the bytes published must be the bytes checked: re-hash the staged copy
+            if _sha256_of(txn.staged[-1][0]) != facts.sha256:
+                raise RegistryIOError(f"{file} changed while it was being added", hint="Run the command again.")
+            _publish(root, txn, texts, {rel: facts.sha256})
+    return entry
+
+
+def _merge_train(path: Path, new: dict[str, Any], group: str | None) -> bytes | None:
+    """train.json to write for this directory, or None if the existing one already covers it."""
+    from .jsonload import JsonLoadError, load_json_file
+
+    if not path.exists():
+        out = dict(new)
+        if group is not None:
+            out["runs"] = [r for r in new.get("runs", []) if r.get("group") == group]
+        return dump_json(out)
+    try:
+        old = load_json_file(path)
+    except JsonLoadError as e:
+        raise RefusedError(f"{path}: {e}", hint="Fix the existing train.json first.") from None
+    shared = ("trainer", "method", "data", "hyperparameters")
+    for key in shared:
+        if old.get(key) != new.get(key):
+            raise RefusedError(
+                f"{path.name}: {key} differs from the existing train.json of this directory",
+                hint="Weights of one data-version directory share trainer, data and hyper-parameters; "
+                "use another data version or fix --train.",
+            )
+    if group is None:
+        return None
+    runs = list(old.get("runs", []))
+    if any(r.get("group") == group for r in runs):
+        return None
+    runs += [r for r in new.get("runs", []) if r.get("group") == group]
+    merged = dict(old)
+    merged["runs"] = runs
+    return dump_json(merged)
+
+
+# --- generic index edits ------------------------------------------------------------------------------
+
+
+def update_index(
+    path: str | os.PathLike[str], edit: Callable[[dict[str, Any]], None], *, readme_template: str | None = None
+) -> dict[str, Any]:
+    """Apply ``edit`` to index.json (in place) and publish index, README and SHA256SUMS together.
+
+    ``readme_template``: replace the publisher's README text (it must hold both marker pairs).
+    The edited index must still follow its schema, else nothing is written.
+    """
+    root = Path(path)
+    with registry_lock(root):
+        index = load_index(root)
+        edit(index)
+        _check_index_schema(index)
+        if readme_template is not None:
+            readme = update_readme(readme_template, index)
+            if readme is None:
+                raise UsageError("the README template lacks the generated-section markers")
+            readme_bytes = readme.encode("utf-8")
+        else:
+            readme_bytes = _readme_for(root, index)
+        with Transaction(root) as txn:
+            _publish(root, txn, {"index.json": dump_json(index), "README.md": readme_bytes})
+    return index
+
+
+# --- sums / readme ------------------------------------------------------------------------------------
+
+
+def write_sums(path: str | os.PathLike[str]) -> bytes:
+    """Recompute SHA256SUMS."""
+    root = Path(path)
+    if not root.is_dir():
+        raise UsageError(f"{path}: not a directory")
+    with registry_lock(root), Transaction(root) as txn:
+        data = compute_sums(root)
+        txn.write_bytes(SUMS_NAME, data)
+        txn.commit()
+    return data
+
+
+def check_sums(path: str | os.PathLike[str]) -> list[Finding]:
+    """Only the SHA256SUMS rules (HSH003–HSH007), like `sha256sum -c`."""
+    from .validate import Tree, Validator, _walk
+
+    root = Path(path).resolve()
+    v = Validator(root, use_cache=True, since=None)
+    tree: Tree = _walk(root, v.findings)
+    weights = [r for r in tree.files if r.endswith((".pth", ".safetensors"))]
+    facts, _ = gather_facts({r: tree.files[r] for r in weights}, v.cache)
+    v.check_sums(tree, facts)
+    v.cache.save()
+    return [f for f in v.findings if f.code.startswith(("HSH", "SCH004"))]
+
+
+def write_readme(path: str | os.PathLike[str], *, reset: bool = False) -> None:
+    """Regenerate README.md's generated sections (``reset``: start from the skeleton)."""
+    root = Path(path)
+    with registry_lock(root):
+        index = load_index(root)
+        readme = root / "README.md"
+        if reset or not readme.exists():
+            text = update_readme(skeleton(index["registry"].get("title") or "RWKV-7 weights"), index)
+            assert text is not None
+            data = text.encode("utf-8")
+        else:
+            data = _readme_for(root, index)
+        with Transaction(root) as txn:
+            _publish(root, txn, {"README.md": data})
+
+
+def relpath(p: str) -> str:
+    return PurePosixPath(p).as_posix()

@@ -1,0 +1,673 @@
+"""``rwkv-registry validate``: every rule of :mod:`rwkv_registry.rules` on a registry directory.
+
+>>> report = validate_registry("path/to/registry")          # doctest: +SKIP
+>>> report.ok, report.counts                                # doctest: +SKIP
+(True, {'error': 0, 'warning': 0, 'info': 2})
+
+Weight files are read once each, in parallel threads, and their facts cached outside the tree
+(:mod:`rwkv_registry.facts`); JSON Schema results are cached by content hash. A warm run on an
+unchanged registry reads only the small JSON and text files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from . import __version__
+from .arch import state_shape
+from .atomic import JOURNAL_NAME, LOCK_NAME, TMP_PREFIX
+from .errors import UsageError
+from .facts import FactsCache, FileFacts, gather_facts
+from .rules import Finding, Severity, finding
+from .schemas import schema_digest
+from .sums import SUMS_NAME, parse_sums
+
+ROOT_FILES = {
+    "index.json",
+    SUMS_NAME,
+    "SHA256SUMS.sig",
+    "README.md",
+    ".gitattributes",
+    ".gitignore",
+    ".pre-commit-config.yaml",
+    "LICENSE",
+    "LICENSE.md",
+    "LICENSE.txt",
+    LOCK_NAME,
+    JOURNAL_NAME,
+}
+NOT_SUMMED = {SUMS_NAME, "SHA256SUMS.sig", LOCK_NAME, JOURNAL_NAME}
+WEIGHT_SUFFIXES = (".pth", ".safetensors")
+MIN_TRAINER = (1, 8, 1)
+_VERSION_DIR = re.compile(r"^v[0-9][0-9A-Za-z._-]*$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+@dataclass
+class Report:
+    """Findings of one validation run, with counts and stats."""
+
+    target: str
+    findings: list[Finding] = field(default_factory=list)
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        c = Counter(str(f.severity) for f in self.findings)
+        return {s.value: c.get(s.value, 0) for s in Severity}
+
+    @property
+    def ok(self) -> bool:
+        return self.counts["error"] == 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tool": {"name": "rwkv-registry", "version": __version__},
+            "target": self.target,
+            "ok": self.ok,
+            "counts": self.counts,
+            "findings": [f.to_json() for f in self.findings],
+            "stats": {
+                "files": self.stats.get("files", 0),
+                "bytes_hashed": self.stats.get("bytes_hashed", 0),
+                "cache_hits": self.stats.get("cache_hits", 0),
+                "elapsed_s": round(self.stats.get("elapsed_s", 0.0), 4),
+                "bytes_fetched": self.stats.get("bytes_fetched"),
+            },
+        }
+
+
+@dataclass
+class Tree:
+    """What the walk found: files by relative POSIX path, and every directory."""
+
+    files: dict[str, Path] = field(default_factory=dict)
+    dirs: set[str] = field(default_factory=set)
+    empty_dirs: list[str] = field(default_factory=list)
+
+
+def _walk(root: Path, out: list[Finding]) -> Tree:
+    tree = Tree()
+    stack = [(root, PurePosixPath("."))]
+    while stack:
+        directory, rel = stack.pop()
+        try:
+            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        except OSError as e:
+            out.append(finding("LAY010", rel.as_posix(), f"cannot list the directory: {e.strerror}"))
+            continue
+        if rel.as_posix() != "." and not entries:
+            tree.empty_dirs.append(rel.as_posix())
+        for entry in entries:
+            r = (rel / entry.name).as_posix()
+            if rel.as_posix() == "." and entry.name == ".git":
+                continue
+            if entry.is_symlink():
+                target = Path(os.path.realpath(entry.path))
+                if target != root and root not in target.parents:
+                    out.append(finding("LAY005", r, f"symbolic link to {os.readlink(entry.path)} leaves the registry"))
+                    continue
+            try:
+                if entry.is_dir():
+                    tree.dirs.add(r)
+                    if not entry.is_symlink():
+                        stack.append((Path(entry.path), rel / entry.name))
+                elif entry.is_file():
+                    tree.files[r] = Path(entry.path)
+                else:
+                    out.append(finding("LAY004", r, "not a regular file or directory"))
+            except OSError as e:
+                out.append(finding("LAY010", r, f"cannot stat: {e.strerror}"))
+    return tree
+
+
+def _safe_rel(path: Any) -> bool:
+    if not isinstance(path, str) or not path or path.startswith("/") or "\\" in path:
+        return False
+    return all(part not in ("", ".", "..") for part in path.split("/"))
+
+
+def _version_tuple(text: str) -> tuple[int, ...] | None:
+    m = re.match(r"^v?(\d+)\.(\d+)\.(\d+)", text)
+    return tuple(int(x) for x in m.groups()) if m else None
+
+
+class Validator:
+    """One validation run. Use :func:`validate_registry`."""
+
+    def __init__(
+        self, root: Path, *, use_cache: bool, since: str | None, progress: Callable[[str, int], None] | None = None
+    ) -> None:
+        self.root = root
+        self.since = since
+        self.progress = progress
+        self.cache = FactsCache(root, enabled=use_cache)
+        self.findings: list[Finding] = []
+        self.index: dict[str, Any] | None = None
+        self.bases: dict[str, dict[str, Any]] = {}
+        self.entries_by_path: dict[str, dict[str, Any]] = {}
+        self.small_hashes: dict[str, str] = {}
+        self.stats: dict[str, Any] = {}
+        self.trusted_keys: list[str] = []
+
+    def add(self, f: Finding) -> None:
+        self.findings.append(f)
+
+    # --- JSON ---------------------------------------------------------------------------------
+    def load_json(self, rel: str, schema: str, code: str) -> Any:
+        """Parse a JSON file and check it against a schema; schema errors are cached by content."""
+        from .jsonload import JsonLoadError, load_json_bytes
+
+        try:
+            data = (self.root / rel).read_bytes()
+        except OSError as e:
+            self.add(finding("LAY010", rel, f"cannot read: {e.strerror}"))
+            return None
+        self.small_hashes[rel] = hashlib.sha256(data).hexdigest()
+        try:
+            value = load_json_bytes(data, path=rel)
+        except JsonLoadError as e:
+            self.add(finding("SCH001", rel, str(e)))
+            return None
+        key = f"{schema}:{self.small_hashes[rel]}:{schema_digest()}"
+        errors = self.cache.get_json(key)
+        if errors is None:
+            from .schemas import schema_errors
+
+            errors = [list(e) for e in schema_errors(schema, value)]
+            self.cache.put_json(key, errors)
+        for json_path, message in errors:
+            self.add(finding(code, rel, f"{json_path}: {message}", json_path=json_path))
+        return value if not errors else _Invalid(value)
+
+    # --- the run --------------------------------------------------------------------------------
+    def run(self) -> None:
+        t0 = time.perf_counter()
+        tree = _walk(self.root, self.findings)
+        index = self.load_index(tree)
+        self.check_layout(tree)
+        weights = self.weight_files(tree)
+        facts, stats = gather_facts({r: tree.files[r] for r in weights}, self.cache, progress=self.progress)
+        self.stats.update(stats)
+        self.check_entries(tree, weights, facts)
+        self.check_train_files(tree, weights)
+        self.check_sums(tree, facts)
+        self.check_readme(tree)
+        self.check_gitattributes(tree)
+        if index is not None or self.since:
+            from .gitcheck import check_git
+
+            self.findings += check_git(self.root, self.index, self.since)
+        self.cache.save(live=[str(p) for p in tree.files.values()])
+        self.stats["files"] = len(tree.files)
+        self.stats["elapsed_s"] = time.perf_counter() - t0
+
+    def load_index(self, tree: Tree) -> dict[str, Any] | None:
+        if "index.json" not in tree.files:
+            self.add(finding("SCH004", "index.json", "index.json is missing"))
+            return None
+        value = self.load_json("index.json", "index", "SCH002")
+        if isinstance(value, _Invalid):
+            value = value.value
+        if not isinstance(value, dict):
+            return None
+        self.index = value
+        seen_bases: set[str] = set()
+        for b in value.get("bases", []) if isinstance(value.get("bases"), list) else []:
+            if not isinstance(b, dict) or not isinstance(b.get("name"), str):
+                continue
+            if b["name"] in seen_bases:
+                self.add(finding("IDX001", "index.json", f"base {b['name']!r} is listed twice"))
+            seen_bases.add(b["name"])
+            self.bases[b["name"]] = b
+        ids: set[str] = set()
+        for e in value.get("entries", []) if isinstance(value.get("entries"), list) else []:
+            if not isinstance(e, dict):
+                continue
+            eid, path = e.get("id"), e.get("path")
+            if eid in ids:
+                self.add(finding("IDX001", "index.json", f"entry id {eid!r} is used twice"))
+            ids.add(eid)
+            if not _safe_rel(path):
+                self.add(finding("LAY006", "index.json", f"entry {eid!r}: path {path!r} is not a safe relative path"))
+                continue
+            if e.get("train") is not None and not _safe_rel(e.get("train")):
+                self.add(
+                    finding(
+                        "LAY006", "index.json", f"entry {eid!r}: train {e.get('train')!r} is not a safe relative path"
+                    )
+                )
+            if path in self.entries_by_path:
+                self.add(
+                    finding(
+                        "IDX005",
+                        path,
+                        f"entries {self.entries_by_path[path].get('id')!r} and {eid!r} both record this path",
+                    )
+                )
+                continue
+            self.entries_by_path[path] = e
+            if e.get("base") not in self.bases:
+                self.add(
+                    finding(
+                        "IDX002",
+                        "index.json",
+                        f"entry {eid!r} refers to base {e.get('base')!r}, which index.json does not list",
+                    )
+                )
+        return value
+
+    def check_layout(self, tree: Tree) -> None:
+        base_dirs = {d for d in tree.dirs if "/" not in d}
+        for name in sorted(base_dirs - set(self.bases)):
+            self.add(finding("LAY002", name, f"directory {name}/ is not a base in index.json"))
+        for name in sorted(set(self.bases) - base_dirs):
+            self.add(finding("LAY003", name, f"base {name!r} has no directory {name}/"))
+        for rel in tree.files:
+            name = PurePosixPath(rel).name
+            if name.startswith(TMP_PREFIX) or rel == JOURNAL_NAME:
+                self.add(finding("LAY012", rel, "temporary file or journal of an interrupted write"))
+                continue
+            parts = rel.split("/")
+            if len(parts) == 1:
+                if rel not in ROOT_FILES:
+                    self.add(finding("LAY001", rel, f"{rel} is not a known registry file"))
+                continue
+            if parts[0] not in self.bases:
+                continue  # LAY002 covers the whole directory
+            if not _layout_ok(parts):
+                self.add(finding("LAY004", rel, "this place is not part of the layout"))
+        for d in tree.dirs:
+            parts = d.split("/")
+            if len(parts) == 3 and parts[1] in ("state", "miss") and not _VERSION_DIR.match(parts[2]):
+                self.add(finding("LAY004", d, f"data-version directory {parts[2]!r} must look like v1.41"))
+            elif len(parts) == 2 and parts[0] in self.bases and parts[1] not in ("state", "miss"):
+                self.add(finding("LAY004", d, "a base directory holds only state/ and miss/"))
+        for d in tree.empty_dirs:
+            self.add(finding("LAY011", d, "empty directory"))
+
+    def weight_files(self, tree: Tree) -> list[str]:
+        """Weight files in allowed places (others got LAY004)."""
+        out = []
+        for rel in tree.files:
+            parts = rel.split("/")
+            if parts[0] in self.bases and _layout_ok(parts) and rel.endswith(WEIGHT_SUFFIXES):
+                out.append(rel)
+        return out
+
+    def check_entries(self, tree: Tree, weights: list[str], facts: dict[str, FileFacts | OSError]) -> None:
+        for rel in weights:
+            if rel not in self.entries_by_path:
+                self.add(finding("LAY007", rel, "no entry in index.json records this file"))
+        recommended: Counter[tuple[str, str]] = Counter()
+        for path, e in self.entries_by_path.items():
+            eid = e.get("id")
+            parts = path.split("/")
+            method = e.get("method")
+            expected_len = 5 if method == "miss" else 4
+            if (
+                len(parts) != expected_len
+                or parts[0] != e.get("base")
+                or parts[1] != method
+                or parts[2] != (e.get("data") or {}).get("version")
+                or (method == "miss" and (parts[3] != e.get("group") or parts[4] != "adapter-final.pth"))
+            ):
+                self.add(
+                    finding(
+                        "LAY009",
+                        path,
+                        f"entry {eid!r} (base {e.get('base')}, method {method}, "
+                        f"data {(e.get('data') or {}).get('version')}, group {e.get('group')}) "
+                        "does not match its path",
+                    )
+                )
+            train = e.get("train")
+            if isinstance(train, str) and train != "/".join([*parts[:3], "train.json"]):
+                self.add(
+                    finding(
+                        "LAY009",
+                        path,
+                        f"entry {eid!r}: train {train!r} is not the train.json of its data-version directory",
+                    )
+                )
+            if e.get("recommended") is True:
+                recommended[(str(e.get("base")), str(method))] += 1
+            profile = e.get("profile")
+            if method == "miss" and profile == "g1k":
+                self.add(finding("PRF001", path, f"entry {eid!r} is MiSS with profile g1k"))
+            if method == "state" and profile == "g1k-think":
+                self.add(finding("PRF002", path, f"entry {eid!r} is a State with profile g1k-think"))
+            if path not in tree.files:
+                self.add(finding("LAY008", path, f"entry {eid!r}: the file does not exist"))
+                continue
+            f = facts.get(path)
+            if isinstance(f, OSError):
+                self.add(finding("LAY010", path, f"cannot read: {f.strerror or f}"))
+                continue
+            if f is None:
+                continue  # in a place outside the layout: LAY004 already
+            self.check_file(path, e, f)
+        for (base, method), n in recommended.items():
+            if n > 1:
+                self.add(
+                    finding("IDX004", "index.json", f"{n} entries of base {base} and method {method} are recommended")
+                )
+
+    def check_file(self, path: str, e: dict[str, Any], f: FileFacts) -> None:
+        rec = e.get("file") or {}
+        if rec.get("sha256") != f.sha256:
+            self.add(finding("HSH001", path, f"sha256 is {f.sha256}, index.json records {rec.get('sha256')}"))
+        if rec.get("size") != f.size:
+            self.add(finding("HSH002", path, f"size is {f.size} bytes, index.json records {rec.get('size')}"))
+        content = f.content_findings(path)
+        self.findings += content
+        if f.kind in ("lfs-pointer", "unknown"):
+            return
+        if any(x.code.startswith("PTH") for x in content):
+            return
+        method = e.get("method")
+        if method == "miss" and f.method is None and any(t[0].endswith(".D") for t in f.tensors):
+            self.add(finding("MIS001", path, "the file holds D tensors but no archive/miss.json manifest"))
+            return
+        if f.method != method:
+            self.add(
+                finding(
+                    "IDX003",
+                    path,
+                    f"index.json says {method}, the file holds "
+                    f"{'a ' + f.method if f.method else 'neither a State nor a MiSS adapter'}",
+                )
+            )
+            return
+        base = self.bases.get(str(e.get("base")))
+        arch = (base or {}).get("architecture") if isinstance(base, dict) else None
+        if method == "state":
+            self.check_state(path, f, arch)
+        elif method == "miss":
+            self.check_miss(path, e, f, base, arch)
+
+    def check_state(self, path: str, f: FileFacts, arch: dict[str, Any] | None) -> None:
+        names = [t[0] for t in f.tensors]
+        if len(set(names)) != len(names):
+            self.add(finding("STA001", path, "a tensor name appears twice"))
+        for name, dtype, _shape in f.tensors:
+            if dtype not in ("bfloat16", "float32"):
+                self.add(finding("STA003", path, f"{name} is {dtype}"))
+        if not isinstance(arch, dict):
+            return
+        n_layer = arch.get("n_layer")
+        want = [f"blocks.{i}.att.time_state" for i in range(n_layer)] if isinstance(n_layer, int) else []
+        if sorted(names) != sorted(want):
+            missing = sorted(set(want) - set(names), key=len)[:3]
+            extra = sorted(set(names) - set(want), key=len)[:3]
+            self.add(
+                finding(
+                    "STA001",
+                    path,
+                    f"{len(names)} state tensors for a {n_layer}-layer base"
+                    + (f"; missing {missing}" if missing else "")
+                    + (f"; unexpected {extra}" if extra else ""),
+                )
+            )
+        try:
+            shape = list(state_shape(arch))
+        except (KeyError, TypeError, ValueError):
+            return
+        for name, _dtype, got in f.tensors:
+            if list(got) != shape:
+                self.add(finding("STA002", path, f"{name} has shape {list(got)}, the base needs {shape} [H, V, K]"))
+                break
+
+    def check_miss(
+        self, path: str, e: dict[str, Any], f: FileFacts, base: dict[str, Any] | None, arch: dict[str, Any] | None
+    ) -> None:
+        from .miss import TargetSpec, check_against_base
+
+        manifest = f.manifest if isinstance(f.manifest, dict) else None
+        if manifest is None:
+            return
+        rec = e.get("miss") or {}
+        embedded = manifest.get("content_version")
+        if rec.get("content_version") != embedded:
+            self.add(
+                finding(
+                    "MIS012",
+                    path,
+                    f"index.json records content_version {rec.get('content_version')}, the file embeds {embedded}",
+                )
+            )
+        for key in ("rank", "alpha", "dtype"):
+            if key in rec and rec.get(key) != manifest.get(key):
+                self.add(
+                    finding(
+                        "MIS015", path, f"index.json {key} is {rec.get(key)!r}, the manifest says {manifest.get(key)!r}"
+                    )
+                )
+        if isinstance(base, dict) and manifest.get("base_fingerprint") != base.get("sha256"):
+            self.add(
+                finding(
+                    "MIS013",
+                    path,
+                    f"base_fingerprint {manifest.get('base_fingerprint')} is not the "
+                    f"sha256 of base {base.get('name')} ({base.get('sha256')})",
+                )
+            )
+        if isinstance(arch, dict):
+            specs = [
+                TargetSpec(t["layer"], t["target"], t["tensor"], t["in_features"], tuple(t["shape"])) for t in f.targets
+            ]
+            try:
+                self.findings += check_against_base(specs, arch, path)
+            except (KeyError, TypeError, ValueError):
+                pass
+
+    def check_train_files(self, tree: Tree, weights: list[str]) -> None:
+        version_dirs: dict[str, list[dict[str, Any]]] = {}
+        for rel in weights:
+            version_dirs.setdefault("/".join(rel.split("/")[:3]), [])
+        for path, e in self.entries_by_path.items():
+            parts = path.split("/")
+            if len(parts) >= 4:
+                version_dirs.setdefault("/".join(parts[:3]), []).append(e)
+        for d in tree.dirs:
+            parts = d.split("/")
+            if len(parts) == 3 and parts[0] in self.bases and parts[1] in ("state", "miss"):
+                version_dirs.setdefault(d, [])
+        for d, entries in sorted(version_dirs.items()):
+            rel = f"{d}/train.json"
+            if rel not in tree.files:
+                self.add(finding("TRN001", d, f"{d}/ has no train.json"))
+                continue
+            value = self.load_json(rel, "train", "SCH003")
+            if isinstance(value, _Invalid):
+                value = value.value
+            if not isinstance(value, dict):
+                continue
+            self.check_train(rel, d, value, entries, tree)
+
+    def check_train(self, rel: str, d: str, t: dict[str, Any], entries: list[dict[str, Any]], tree: Tree) -> None:
+        _base, method, version = d.split("/")
+        if t.get("method") != method:
+            self.add(finding("TRN005", rel, f"method is {t.get('method')!r} in {method}/"))
+        trainer = t.get("trainer") if isinstance(t.get("trainer"), dict) else {}
+        vt = _version_tuple(str(trainer.get("version", "")))
+        if vt is not None and vt < MIN_TRAINER:
+            self.add(
+                finding("TRN002", rel, f"trainer {trainer.get('name')} {trainer.get('version')} is older than 1.8.1")
+            )
+        if "commit" in trainer and trainer.get("commit") is None:
+            self.add(
+                finding(
+                    "TRN006", rel, f"trainer {trainer.get('name')} {trainer.get('version')}: build commit not recorded"
+                )
+            )
+        data = t.get("data") if isinstance(t.get("data"), dict) else {}
+        if data.get("version") != version:
+            self.add(finding("TRN003", rel, f"data.version is {data.get('version')!r} in directory {version}/"))
+        for e in entries:
+            ed = e.get("data") or {}
+            for key in ("version", "sha256", "rows"):
+                if key in data and ed.get(key) != data.get(key):
+                    self.add(
+                        finding(
+                            "TRN003",
+                            rel,
+                            f"data.{key} is {data.get(key)!r}, entry {e.get('id')!r} records {ed.get(key)!r}",
+                        )
+                    )
+        if method == "miss":
+            runs = t.get("runs") if isinstance(t.get("runs"), list) else []
+            groups_run = {r.get("group") for r in runs if isinstance(r, dict)}
+            groups_disk = {p.split("/")[3] for p in tree.dirs if p.startswith(d + "/") and p.count("/") == 3}
+            for g in sorted(groups_disk - groups_run):
+                self.add(finding("TRN004", rel, f"group {g}/ has no run in train.json"))
+            for g in sorted(str(x) for x in groups_run - groups_disk):
+                self.add(finding("TRN004", rel, f"run {g!r} has no group directory {d}/{g}/"))
+
+    def check_sums(self, tree: Tree, facts: dict[str, FileFacts | OSError]) -> None:
+        if SUMS_NAME not in tree.files:
+            self.add(finding("SCH004", SUMS_NAME, "SHA256SUMS is missing"))
+            return
+        try:
+            data = tree.files[SUMS_NAME].read_bytes()
+        except OSError as e:
+            self.add(finding("LAY010", SUMS_NAME, f"cannot read: {e.strerror}"))
+            return
+        lines, bad = parse_sums(data)
+        for lineno, text in bad:
+            self.add(finding("HSH003", SUMS_NAME, f"line {lineno}: {text!r}"))
+        listed: dict[str, str] = {}
+        for line in lines:
+            if line.path in listed or line.path in NOT_SUMMED:
+                self.add(
+                    finding(
+                        "HSH007", SUMS_NAME, f"line {line.lineno}: {line.path} listed twice or should not be listed"
+                    )
+                )
+                continue
+            listed[line.path] = line.sha256
+        expected = {r for r in tree.files if r not in NOT_SUMMED and not PurePosixPath(r).name.startswith(TMP_PREFIX)}
+        actual: dict[str, str] = {}
+        for rel in sorted(expected):
+            f = facts.get(rel)
+            if isinstance(f, FileFacts):
+                actual[rel] = f.sha256
+            elif rel in self.small_hashes:
+                actual[rel] = self.small_hashes[rel]
+            elif f is None:
+                try:
+                    actual[rel] = _hash_file(tree.files[rel])
+                except OSError:
+                    continue
+        for rel in sorted(expected - set(listed)):
+            self.add(finding("HSH004", rel, "not listed in SHA256SUMS"))
+        for rel in sorted(set(listed) - expected):
+            self.add(finding("HSH005", SUMS_NAME, f"lists {rel}, which does not exist"))
+        for rel in sorted(set(listed) & set(actual)):
+            if listed[rel] != actual[rel]:
+                self.add(finding("HSH006", rel, f"sha256 is {actual[rel]}, SHA256SUMS says {listed[rel]}"))
+        if not bad and [line.path for line in lines] != sorted(listed, key=lambda p: p.encode()):
+            self.add(finding("HSH007", SUMS_NAME, "lines are not sorted by path"))
+
+    def check_readme(self, tree: Tree) -> None:
+        from .readme import update_readme
+
+        if "README.md" not in tree.files:
+            self.add(finding("RDM001", "README.md", "README.md is missing"))
+            return
+        try:
+            text = tree.files["README.md"].read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            self.add(finding("RDM001", "README.md", f"cannot read README.md as UTF-8: {e}"))
+            return
+        if self.index is None:
+            return
+        new = update_readme(text, self.index)
+        if new is None:
+            self.add(finding("RDM001", "README.md", "the generated-section markers are missing"))
+        elif new != text:
+            self.add(finding("RDM002", "README.md", "the bases table or the per-base sections differ from index.json"))
+
+    def check_gitattributes(self, tree: Tree) -> None:
+        rel = ".gitattributes"
+        text = ""
+        if rel in tree.files:
+            try:
+                text = tree.files[rel].read_text("utf-8", "replace")
+            except OSError:
+                text = ""
+        for suffix in WEIGHT_SUFFIXES:
+            if not _lfs_routed(text, suffix):
+                self.add(finding("LFS002", rel, f"*{suffix} files are not routed through Git LFS"))
+
+
+class _Invalid:
+    """A parsed JSON value that failed its schema (rules still look at what they can)."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+def _layout_ok(parts: list[str]) -> bool:
+    """Is a file at registry-relative ``parts`` (under a base directory) in an allowed place?"""
+    n = len(parts)
+    if parts[-1] == ".gitkeep":
+        return n == 2 or (n == 3 and parts[1] in ("state", "miss"))
+    if n == 4 and parts[1] in ("state", "miss") and _VERSION_DIR.match(parts[2]):
+        if parts[3] == "train.json":
+            return True
+        return parts[1] == "state" and parts[3].endswith(WEIGHT_SUFFIXES) and bool(_NAME.match(parts[3]))
+    return (
+        n == 5
+        and parts[1] == "miss"
+        and bool(_VERSION_DIR.match(parts[2]))
+        and bool(_NAME.match(parts[3]))
+        and parts[4] == "adapter-final.pth"
+    )
+
+
+def _lfs_routed(text: str, suffix: str) -> bool:
+    for line in text.splitlines():
+        fields = line.split()
+        if not fields or fields[0].startswith("#"):
+            continue
+        if fields[0] in (f"*{suffix}", f"**/*{suffix}") and "filter=lfs" in fields[1:]:
+            return True
+    return False
+
+
+def _hash_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def validate_registry(
+    path: str | os.PathLike[str],
+    *,
+    use_cache: bool = True,
+    since: str | None = None,
+    progress: Callable[[str, int], None] | None = None,
+    trusted_keys: list[str] | None = None,
+) -> Report:
+    """Run every rule on the registry at ``path``. Raises :class:`UsageError` if it is not a directory."""
+    root = Path(path)
+    if not root.is_dir():
+        raise UsageError(f"{path}: not a directory", hint="Give the registry's root directory.")
+    root = root.resolve()
+    v = Validator(root, use_cache=use_cache, since=since, progress=progress)
+    v.trusted_keys = list(trusted_keys or [])
+    v.run()
+    order = {"error": 0, "warning": 1, "info": 2}
+    v.findings.sort(key=lambda f: (order[str(f.severity)], f.path, f.code, f.message))
+    return Report(str(path), v.findings, v.stats)

@@ -1,0 +1,176 @@
+"""The command line: exit codes, messages, JSON reports, and writes that leave nothing half-done."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import (
+    TINY_ARCH,
+    TINY_BASE,
+    build_registry,
+    miss_train,
+    state_train,
+    write_miss,
+    write_state,
+    write_tiny_base,
+)
+
+from rwkv_registry.cli import main
+from rwkv_registry.schemas import schema_errors
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "rwkv_registry.cli", *args], capture_output=True, text=True)
+
+
+def test_validate_exit_codes_and_json(registry: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(registry), "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert schema_errors("report", report) == []
+    assert report["ok"] is True and report["counts"]["error"] == 0
+    (registry / "stray.txt").write_text("x")
+    assert main(["validate", str(registry), "--format", "json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert schema_errors("report", report) == []
+    assert {f["code"] for f in report["findings"]} >= {"LAY001", "HSH004"}
+
+
+def test_text_report_names_file_rule_and_fix(registry: Path) -> None:
+    (registry / "stray.txt").write_text("x")
+    out = run_cli("validate", str(registry))
+    assert out.returncode == 1
+    assert "LAY001" in out.stdout and "stray.txt" in out.stdout and "fix:" in out.stdout
+    assert "Traceback" not in out.stdout + out.stderr
+
+
+def test_usage_errors_exit_2_without_traceback(tmp_path: Path) -> None:
+    out = run_cli("validate", str(tmp_path / "nowhere"))
+    assert out.returncode == 2 and "not a directory" in out.stderr and "Traceback" not in out.stderr
+    out = run_cli("add-base", str(tmp_path), "--name", "x")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    out = run_cli("frobnicate")
+    assert out.returncode == 2
+
+
+def test_init_refuses_non_empty_directory(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    assert main(["init", str(tmp_path)]) == 2
+
+
+def test_add_base_reads_architecture_from_headers(tmp_path: Path) -> None:
+    root = tmp_path / "reg"
+    assert main(["init", str(root)]) == 0
+    base = write_tiny_base(tmp_path / "rwkv7-tiny-20261001-ctx4096.pth", n_layer=3, n_embd=192, vocab=777, ffn=768)
+    assert main(["add-base", str(root), str(base), "--source", "BlinkDL/rwkv7-g1"]) == 0
+    index = json.loads((root / "index.json").read_text())
+    b = index["bases"][0]
+    assert b["name"] == "rwkv7-tiny-20261001-ctx4096" and b["family"] == "rwkv7-tiny"
+    assert b["sha256"] == hashlib.sha256(base.read_bytes()).hexdigest() and b["size"] == base.stat().st_size
+    assert b["architecture"] == {"n_layer": 3, "n_embd": 192, "head_size": 64, "n_head": 3, "vocab_size": 777,
+                                 "ffn_size": 768, "lora": {"decay": 32, "aaa": 32, "mv": 32, "gate": 32},
+                                 "dtype": "bfloat16"}
+    assert (root / b["name"] / "state").is_dir() and (root / b["name"] / "miss").is_dir()
+    assert b["name"] in (root / "README.md").read_text()
+    assert main(["validate", str(root)]) == 0
+    before = snapshot(root)
+    assert main(["add-base", str(root), str(base), "--source", "BlinkDL/rwkv7-g1"]) == 1  # name exists
+    assert snapshot(root) == before
+
+
+def test_add_base_by_metadata_and_freeze_previous(tmp_path: Path) -> None:
+    root = tmp_path / "reg"
+    main(["init", str(root)])
+    arch = "n_layer=2,n_embd=128,vocab_size=65536,ffn_size=512"
+    assert main(["add-base", str(root), "--name", "rwkv7-t-20260101-ctx1", "--sha256", "a" * 64, "--size", "5",
+                 "--arch", arch]) == 0
+    assert main(["add-base", str(root), "--name", "rwkv7-t-20260201-ctx1", "--sha256", "b" * 64, "--size", "5",
+                 "--arch", arch, "--freeze-previous"]) == 0
+    status = {b["name"]: b["status"] for b in json.loads((root / "index.json").read_text())["bases"]}
+    assert status == {"rwkv7-t-20260101-ctx1": "frozen", "rwkv7-t-20260201-ctx1": "active"}
+    assert main(["add-base", str(root), "--name", "x", "--sha256", "zz", "--size", "5", "--arch", arch]) == 2
+
+
+def test_add_state_and_miss_through_cli(tmp_path: Path) -> None:
+    root = tmp_path / "reg"
+    from rwkv_registry.ops import add_base, init_registry
+
+    init_registry(root)
+    add_base(root, name=TINY_BASE, source="BlinkDL/rwkv7-g1", sha256="c" * 64, size=1, arch=dict(TINY_ARCH))
+    st = write_state(tmp_path / "v1s10.pth")
+    (tmp_path / "st.json").write_text(json.dumps(state_train()))
+    assert main(["add", str(root), str(st), "--base", TINY_BASE, "--data-version", "v1",
+                 "--train", str(tmp_path / "st.json"), "--recommended"]) == 0
+    mf = tmp_path / "g" / "adapter-final.pth"
+    manifest = write_miss(mf, base_sha="c" * 64)
+    (tmp_path / "mt.json").write_text(json.dumps(miss_train()))
+    assert main(["add", str(root), str(mf), "--base", TINY_BASE, "--data-version", "v2",
+                 "--train", str(tmp_path / "mt.json"), "--group", "r4-a"]) == 0
+    index = json.loads((root / "index.json").read_text())
+    state, miss = index["entries"]
+    assert state["id"] == "v1s10" and state["profile"] == "g1k" and state["recommended"] is True
+    assert miss["id"] == "v2-r4-a" and miss["profile"] == "g1k-think"
+    assert miss["miss"]["content_version"] == manifest["content_version"]
+    assert (root / miss["path"]).read_bytes() == mf.read_bytes()
+    train = json.loads((root / TINY_BASE / "miss" / "v2" / "train.json").read_text())
+    assert [r["group"] for r in train["runs"]] == ["r4-a"]  # only the run of the group added
+    assert main(["validate", str(root)]) == 0
+
+
+def test_add_refuses_incompatible_file_and_changes_nothing(registry: Path, tmp_path: Path) -> None:
+    before = snapshot(registry)
+    wrong_base = tmp_path / "x" / "adapter-final.pth"
+    write_miss(wrong_base, base_sha="d" * 64)  # trained on another base file
+    out = run_cli("add", str(registry), str(wrong_base), "--base", TINY_BASE, "--data-version", "v2",
+                  "--train", str(_train_file(tmp_path, miss_train(groups=("r4-c",)))), "--group", "r4-c")
+    assert out.returncode == 1, out.stderr
+    assert "MIS013" in out.stderr and "base_fingerprint" in out.stderr
+    big = tmp_path / "big.pth"
+    write_state(big, dict(TINY_ARCH, n_head=4))  # shapes of another model size
+    out = run_cli("add", str(registry), str(big), "--base", TINY_BASE, "--data-version", "v1",
+                  "--train", str(_train_file(tmp_path, state_train())))
+    assert out.returncode == 1 and "STA002" in out.stderr
+    assert snapshot(registry) == before
+
+
+def test_add_refuses_nan_state(registry: Path, tmp_path: Path) -> None:
+    before = snapshot(registry)
+    bad = write_state(tmp_path / "nan.pth", poison=True)
+    assert main(["add", str(registry), str(bad), "--base", TINY_BASE, "--data-version", "v1",
+                 "--train", str(_train_file(tmp_path, state_train()))]) == 1
+    assert snapshot(registry) == before
+
+
+def _train_file(tmp: Path, data: dict) -> Path:
+    p = tmp / f"train-{hashlib.sha256(json.dumps(data).encode()).hexdigest()[:8]}.json"
+    p.write_text(json.dumps(data))
+    return p
+
+
+def test_sums_write_and_check(registry: Path) -> None:
+    assert main(["sums", str(registry), "--check"]) == 0
+    (registry / "README.md").write_text((registry / "README.md").read_text() + "\nmore\n")
+    assert main(["sums", str(registry), "--check"]) == 1
+    assert main(["sums", str(registry)]) == 0
+    assert main(["sums", str(registry), "--check"]) == 0
+
+
+def test_rules_doc_is_generated_from_the_code() -> None:
+    from rwkv_registry.rules import rules_markdown
+
+    doc = Path(__file__).resolve().parents[1] / "docs" / "rules.md"
+    assert doc.read_text() == rules_markdown(), "run: rwkv-registry rules --markdown > docs/rules.md"
+
+
+def test_build_registry_helper_is_valid(tmp_path: Path) -> None:
+    root = build_registry(tmp_path / "r", tmp_path, with_miss=False)
+    assert main(["validate", str(root)]) == 0

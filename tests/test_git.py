@@ -1,0 +1,143 @@
+"""Git immutability (GIT001–GIT004) on real repositories, and the real pre-commit tool."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import TINY_BASE, build_registry, edit_index, resum, state_train, write_state
+
+from rwkv_registry.ops import add_entry
+from rwkv_registry.validate import validate_registry
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
+STATE = f"{TINY_BASE}/state/v1/s1.pth"
+ENV = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t",
+       "GIT_COMMITTER_EMAIL": "t@e", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=root, env=ENV, check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = build_registry(tmp_path / "reg", tmp_path, with_miss=False)
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "publish v1")
+    return root
+
+
+def codes(root: Path, **kw: object) -> set[str]:
+    return {f.code for f in validate_registry(root, use_cache=False, **kw).findings}
+
+
+def test_clean_repository_passes(repo: Path) -> None:
+    assert not {c for c in codes(repo) if c.startswith("GIT")}
+
+
+def test_modified_published_file_names_its_commit(repo: Path) -> None:
+    p = repo / STATE
+    data = bytearray(p.read_bytes())
+    data[-100] ^= 1
+    p.write_bytes(bytes(data))
+    report = validate_registry(repo, use_cache=False)
+    f = next(f for f in report.findings if f.code == "GIT001")
+    assert f.path == STATE
+    sha = git(repo, "log", "--format=%h", "-1").strip()
+    assert sha in f.message and "publish v1" in f.message
+
+
+def test_staged_modification_is_caught(repo: Path) -> None:
+    train = repo / TINY_BASE / "state" / "v1" / "train.json"
+    train.write_text(train.read_text().replace("4096", "8192"))
+    git(repo, "add", "-A")
+    assert "GIT001" in codes(repo)
+
+
+def test_deleted_published_file(repo: Path) -> None:
+    git(repo, "rm", "-q", STATE)
+    assert "GIT002" in codes(repo)
+
+
+def test_new_file_under_frozen_base(repo: Path, tmp_path: Path) -> None:
+    st = write_state(tmp_path / "s2.pth", seed=3)
+    add_entry(repo, st, base=TINY_BASE, data_version="v1", train=state_train())
+    assert not {c for c in codes(repo) if c.startswith("GIT")}  # active base: new files are fine
+    git(repo, "checkout", "-q", "--", ".")
+    git(repo, "clean", "-qfd")
+    edit_index(repo, lambda i: i["bases"][0].update(status="frozen"))
+    resum(repo)
+    from rwkv_registry.ops import write_readme
+
+    write_readme(repo)
+    git(repo, "commit", "-qam", "freeze")
+    (repo / TINY_BASE / "state" / "v1" / "s3.pth").write_bytes(st.read_bytes())
+    assert "GIT003" in codes(repo)
+
+
+def test_since_rev_catches_committed_changes(repo: Path) -> None:
+    first = git(repo, "rev-parse", "HEAD").strip()
+    p = repo / STATE
+    data = bytearray(p.read_bytes())
+    data[-100] ^= 1
+    p.write_bytes(bytes(data))
+    git(repo, "commit", "-qam", "sneaky edit")
+    assert "GIT001" not in codes(repo)  # HEAD already holds the edit
+    assert "GIT001" in codes(repo, since=first)
+
+
+def test_git_unavailable_is_a_warning(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import git as gitpython
+
+    def boom(*a: object, **k: object) -> None:
+        raise gitpython.GitCommandNotFound("git", "not found")
+
+    monkeypatch.setattr(gitpython, "Repo", boom)
+    report = validate_registry(repo, use_cache=False)
+    f = next(f for f in report.findings if f.code == "GIT004")
+    assert str(f.severity) == "warning"
+
+
+@pytest.mark.skipif(shutil.which("pre-commit") is None and not (Path(sys.executable).parent / "pre-commit").exists(),
+                    reason="pre-commit not installed")
+def test_real_pre_commit_refuses_bad_commit_and_accepts_good(repo: Path, tmp_path: Path) -> None:
+    """pre-commit runs our hook definition (.pre-commit-hooks.yaml) with the installed rwkv-registry."""
+    import yaml
+
+    hooks = yaml.safe_load((Path(__file__).resolve().parents[1] / ".pre-commit-hooks.yaml").read_text())
+    hook = dict(hooks[0])
+    assert hook["id"] == "rwkv-registry-validate" and hook["pass_filenames"] is False and hook["require_serial"]
+    # the package is already installed in this environment: run the same entry as a system hook
+    hook["language"] = "system"
+    hook["entry"] = f"{Path(sys.executable).parent / 'rwkv-registry'} validate"
+    (repo / ".pre-commit-config.yaml").write_text(yaml.safe_dump({"repos": [{"repo": "local", "hooks": [hook]}]}))
+    resum(repo)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "local hook config", "--no-verify")
+    env = {**ENV, "PRE_COMMIT_HOME": str(tmp_path / "pc-home")}
+    pc = str(Path(sys.executable).parent / "pre-commit")
+    subprocess.run([pc, "install"], cwd=repo, env=env, check=True, capture_output=True)
+    # bad: edit a published file
+    p = repo / STATE
+    good = p.read_bytes()
+    p.write_bytes(good[:-1] + bytes([good[-1] ^ 1]))
+    git(repo, "add", "-A")
+    bad = subprocess.run(["git", "commit", "-m", "edit published"], cwd=repo, env=env, capture_output=True, text=True)
+    assert bad.returncode != 0
+    assert "GIT001" in bad.stdout + bad.stderr
+    # good: restore and add a new State through the registry's own command
+    p.write_bytes(good)
+    git(repo, "add", "-A")
+    st = write_state(tmp_path / "s9.pth", seed=9)
+    add_entry(repo, st, base=TINY_BASE, data_version="v1", train=state_train())
+    git(repo, "add", "-A")
+    ok = subprocess.run(["git", "commit", "-m", "add s9"], cwd=repo, env=env, capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert json.loads((repo / "index.json").read_text())["entries"][-1]["id"] == "s9"

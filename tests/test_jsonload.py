@@ -1,0 +1,261 @@
+"""Tests of rwkv_registry.jsonload: strict, bounded JSON loading."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rwkv_registry.errors import RegistryError
+from rwkv_registry.jsonload import JsonLoadError, load_json_bytes, load_json_file
+
+
+def refused(data: bytes, **kw) -> JsonLoadError:
+    with pytest.raises(JsonLoadError) as info:
+        load_json_bytes(data, path="f.json", **kw)
+    return info.value
+
+
+def test_plain_values_and_number_types():
+    value = load_json_bytes(b'{"a": [1, 1.0, 1e2, -0, 0.5, true, null, "x"], "b": {}}')
+    assert value == {"a": [1, 1.0, 100.0, 0, 0.5, True, None, "x"], "b": {}}
+    assert [type(v) for v in value["a"][:5]] == [int, float, float, int, float]
+
+
+def test_error_type_and_attributes():
+    err = refused(b'{"a": 1,\n  "a": 2}')
+    assert isinstance(err, ValueError)
+    assert isinstance(err, RegistryError)
+    assert err.path == "f.json"
+    assert (err.line, err.col) == (2, 3)
+    assert err.reason == 'duplicate key "a" in one object'
+    assert err.message == str(err) == 'f.json: line 2 column 3: duplicate key "a" in one object'
+    assert err.hint
+
+
+def test_bom_refused():
+    err = refused(b'\xef\xbb\xbf{"a": 1}')
+    assert str(err) == "f.json: starts with a UTF-8 byte order mark (BOM)"
+    assert "without a byte order mark" in err.hint
+
+
+@pytest.mark.parametrize(
+    "data", ['{"a": 1}'.encode("utf-16"), '{"a": 1}'.encode("utf-16-be"), '{"a": 1}'.encode("utf-32-le")]
+)
+def test_utf16_and_utf32_refused(data):
+    assert "UTF-16 or UTF-32" in str(refused(data))
+
+
+def test_invalid_utf8_refused_with_position():
+    err = refused(b'{\n  "a": "\xff"}')
+    assert str(err) == "f.json: line 2 column 9: invalid UTF-8 byte 0xff"
+
+
+@pytest.mark.parametrize("data", [b'"\xed\xa0\x80"', b'"\xc0\xaf"', b'"\xe2\x82"'])
+def test_surrogates_overlongs_and_truncated_sequences_refused(data):
+    assert "invalid UTF-8" in str(refused(data))
+
+
+def test_utf8_text_accepted():
+    assert load_json_bytes('{"名": "基模 ✓ 😀"}'.encode()) == {"名": "基模 ✓ 😀"}
+
+
+def test_duplicate_key_position_in_nested_object():
+    err = refused(b'{"a": 1, "x": [{"b": 1}, {"c": 1, "c": 2}], "a": 3}')
+    # the inner object closes first, so its duplicate is the one reported
+    assert (err.line, err.col, err.reason) == (1, 35, 'duplicate key "c" in one object')
+
+
+def test_duplicate_key_written_with_escapes():
+    err = refused(b'{"a": 1, "\\u0061": 2}')
+    assert (err.line, err.col) == (1, 10)
+    assert err.reason == 'duplicate key "a" in one object'
+
+
+def test_same_key_in_different_objects_accepted():
+    assert load_json_bytes(b'[{"a": 1}, {"a": 2}, {"b": {"a": 3}, "a": 4}]')[2] == {"b": {"a": 3}, "a": 4}
+
+
+@pytest.mark.parametrize(
+    ("data", "name", "col"),
+    [
+        (b"[1, NaN]", "NaN", 5),
+        (b'{"x": Infinity}', "Infinity", 7),
+        (b'{"NaN": "Infinity", "y": -Infinity}', "-Infinity", 26),
+    ],
+)
+def test_nan_and_infinity_refused(data, name, col):
+    err = refused(data)
+    assert err.reason == f"{name} is not a JSON number"
+    assert (err.line, err.col) == (1, col)
+
+
+def test_nan_inside_strings_is_text():
+    assert load_json_bytes(b'["NaN", "-Infinity"]') == ["NaN", "-Infinity"]
+
+
+@pytest.mark.parametrize("opener", [b"[", b'{"a":'])
+def test_ten_thousand_deep_nesting_refused_without_recursion(opener):
+    closer = b"]" if opener == b"[" else b"}"
+    err = refused(opener * 10_000 + b"1" + closer * 10_000)
+    assert err.reason == "nested deeper than 64 levels"
+    assert err.line == 1
+
+
+def test_deep_nesting_refused_even_when_unbalanced():
+    assert "nested deeper" in str(refused(b"[" * 1_000_000))
+
+
+def test_depth_limit_is_exact():
+    assert load_json_bytes(b"[" * 64 + b"]" * 64) is not None
+    assert refused(b"[" * 65 + b"]" * 65).col == 65
+    assert load_json_bytes(b"[[[]]]", max_depth=3) == [[[]]]
+    assert "deeper than 2" in str(refused(b"[[[]]]", max_depth=2))
+
+
+def test_brackets_inside_strings_do_not_count():
+    text = json.dumps({"a": "[" * 500 + '{"\\"' + "\\" * 3, "b": ['\\"[[[']})
+    assert load_json_bytes(text.encode()) == json.loads(text)
+
+
+def test_top_level_string_of_brackets_is_not_nesting():
+    assert load_json_bytes(b'"' + b"[" * 1000 + b'"') == "[" * 1000
+
+
+def test_oversize_bytes_refused():
+    assert load_json_bytes(b"[1]", max_bytes=3) == [1]
+    err = refused(b"[1] ", max_bytes=3)
+    assert err.reason == "is 4 bytes, over the limit of 3"
+
+
+def test_oversize_file_refused_before_reading(tmp_path, monkeypatch):
+    p = tmp_path / "big.json"
+    with p.open("wb") as f:
+        f.truncate(2**30)  # sparse: 1 GiB by stat, nothing written
+
+    def no_open(*a, **k):
+        raise AssertionError("the file was opened")
+
+    monkeypatch.setattr(Path, "open", no_open)
+    with pytest.raises(JsonLoadError) as info:
+        load_json_file(p, display="big.json")
+    assert str(info.value) == "big.json: is 1,073,741,824 bytes, over the limit of 67,108,864"
+
+
+def test_file_that_grows_after_stat_is_still_bounded(tmp_path, monkeypatch):
+    p = tmp_path / "x.json"
+    p.write_bytes(b"[" + b"1," * 50 + b"1]")
+    real_stat = Path.stat
+    monkeypatch.setattr(Path, "stat", lambda self, **k: os.stat_result((*real_stat(self)[:6], 0, 0, 0, 0)))
+    with pytest.raises(JsonLoadError, match="over the limit of 10"):
+        load_json_file(p, max_bytes=10)
+
+
+def test_load_json_file_ok_and_display(tmp_path):
+    p = tmp_path / "index.json"
+    p.write_bytes(b'{"schema_version": 1}')
+    assert load_json_file(p) == {"schema_version": 1}
+    assert load_json_file(str(p), display="index.json") == {"schema_version": 1}
+    p.write_bytes(b'{"a": 1,}')
+    with pytest.raises(JsonLoadError) as info:
+        load_json_file(p, display="reg/index.json")
+    assert str(info.value) == "reg/index.json: line 1 column 9: Expecting property name enclosed in double quotes"
+
+
+def test_missing_file_and_directory(tmp_path):
+    with pytest.raises(JsonLoadError) as info:
+        load_json_file(tmp_path / "nope.json", display="nope.json")
+    assert str(info.value) == "nope.json: cannot be read: No such file or directory"
+    assert isinstance(info.value.__cause__, FileNotFoundError)
+    with pytest.raises(JsonLoadError, match="is not a regular file"):
+        load_json_file(tmp_path)
+
+
+def test_empty_and_whitespace_input():
+    assert refused(b"").reason == "is empty"
+    assert refused(b" \n\t").reason == "is empty"
+
+
+def test_syntax_error_position():
+    err = refused(b'{\n  "a": [1, 2\n}')
+    assert (err.line, err.col) == (3, 1)
+
+
+def test_unterminated_string():
+    assert "Unterminated string" in str(refused(b'{"a": "[[[['))
+
+
+def test_lone_surrogate_escape_refused_but_pairs_accepted():
+    assert "lone UTF-16 surrogate" in str(refused(b'["\\ud800"]'))
+    assert "lone UTF-16 surrogate" in str(refused(b'{"\\uDC00": 1}'))
+    assert load_json_bytes(b'"\\ud83d\\ude00"') == "😀"
+    assert load_json_bytes(b'"\\\\ud800"') == "\\ud800"  # an escaped backslash, not an escape
+
+
+def test_huge_integer_refused_cleanly():
+    assert "digits" in str(refused(b"1" * 5000))
+
+
+def test_raw_control_character_in_string_refused():
+    assert "Invalid control character" in str(refused(b'"a\tb"'))
+
+
+def test_non_bytes_input():
+    assert load_json_bytes(bytearray(b"[1]")) == [1]
+    assert load_json_bytes(memoryview(b"[2]")) == [2]
+    with pytest.raises(TypeError, match="needs bytes"):
+        load_json_bytes('{"a": 1}')  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------------------------------
+# round trips
+
+_text = st.text(st.characters(blacklist_categories=("Cs",)) | st.sampled_from('[]{}"\\:,'), max_size=12)
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | _text,
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(_text, children, max_size=4),
+    max_leaves=30,
+)
+
+
+def _same(a, b) -> bool:
+    """Equal with the same JSON types (True is not 1, 1 is not 1.0)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, float):
+        return a == b and math.copysign(1, a) == math.copysign(1, b)
+    return a == b
+
+
+def _depth(v) -> int:
+    if isinstance(v, list):
+        return 1 + max((_depth(x) for x in v), default=0)
+    if isinstance(v, dict):
+        return 1 + max((_depth(x) for x in v.values()), default=0)
+    return 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=_json_values, ascii_only=st.booleans(), indent=st.sampled_from([None, 0, 2]))
+def test_round_trip(value, ascii_only, indent):
+    data = json.dumps(value, ensure_ascii=ascii_only, indent=indent).encode()
+    assert _same(load_json_bytes(data), value)
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=_json_values)
+def test_depth_scan_matches_real_depth(value):
+    data = json.dumps(value).encode()
+    d = _depth(value)
+    assert _same(load_json_bytes(data, max_depth=d), value)
+    if d > 0:
+        with pytest.raises(JsonLoadError, match=f"nested deeper than {d - 1} levels"):
+            load_json_bytes(data, max_depth=d - 1)

@@ -1,0 +1,114 @@
+"""SHA256SUMS format (byte-compatible with `sha256sum -c`) and atomic, locked writes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from rwkv_registry.atomic import JOURNAL_NAME, TMP_PREFIX, Transaction, atomic_write_bytes, recover, registry_lock
+from rwkv_registry.errors import LockedError
+from rwkv_registry.sums import format_sums, parse_sums
+
+
+def test_format_is_sorted_and_parses_back() -> None:
+    hashes = {"b/x.pth": "A" * 64, "a.json": "b" * 64, "c\\d": "c" * 64}
+    data = format_sums(hashes)
+    lines, bad = parse_sums(data)
+    assert bad == []
+    assert [line.path for line in lines] == ["a.json", "b/x.pth", "c\\d"]
+    assert lines[1].sha256 == "a" * 64  # lower-cased
+    assert data.splitlines()[2].startswith(b"\\")  # GNU escape marker for a backslash in the name
+
+
+def test_malformed_lines_are_reported_with_numbers() -> None:
+    lines, bad = parse_sums(b"0" * 64 + b"  ok\nnonsense\n" + b"1" * 64 + b"  crlf\r\n")
+    assert [line.path for line in lines] == ["ok"]
+    assert [n for n, _ in bad] == [2, 3]
+
+
+@pytest.mark.skipif(shutil.which("sha256sum") is None, reason="coreutils sha256sum not installed")
+def test_sha256sum_accepts_our_file(tmp_path: Path) -> None:
+    files = {"a.txt": b"hello", "dir/b.bin": b"\x00\x01", "back\\slash.txt": b"x"}
+    for rel, data in files.items():
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(data)
+    (tmp_path / "SHA256SUMS").write_bytes(format_sums({r: hashlib.sha256(d).hexdigest() for r, d in files.items()}))
+    out = subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=tmp_path, capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    (tmp_path / "a.txt").write_bytes(b"changed")
+    assert subprocess.run(["sha256sum", "-c", "--quiet", "SHA256SUMS"], cwd=tmp_path,
+                          capture_output=True).returncode == 1
+
+
+def test_atomic_write_replaces_whole_file(tmp_path: Path) -> None:
+    p = tmp_path / "f.json"
+    p.write_text("old")
+    atomic_write_bytes(p, b"new")
+    assert p.read_bytes() == b"new"
+    assert [x.name for x in tmp_path.iterdir()] == ["f.json"]
+
+
+def test_transaction_publishes_all_or_nothing(tmp_path: Path) -> None:
+    (tmp_path / "a").write_text("A0")
+    with pytest.raises(RuntimeError), Transaction(tmp_path) as txn:
+        txn.write_bytes("a", b"A1")
+        txn.write_bytes("sub/b", b"B1")
+        raise RuntimeError("interrupted before commit")
+    assert (tmp_path / "a").read_text() == "A0"
+    assert not (tmp_path / "sub").exists()
+    with Transaction(tmp_path) as txn:
+        txn.write_bytes("a", b"A1")
+        txn.write_bytes("sub/b", b"B1")
+        txn.commit()
+    assert (tmp_path / "a").read_text() == "A1" and (tmp_path / "sub" / "b").read_text() == "B1"
+    assert not list(tmp_path.rglob(f"{TMP_PREFIX}*")) and not (tmp_path / JOURNAL_NAME).exists()
+
+
+def test_recover_rolls_forward_a_journaled_write(tmp_path: Path) -> None:
+    (tmp_path / "a").write_text("old")
+    tmp = tmp_path / f"{TMP_PREFIX}x-a"
+    tmp.write_text("new")
+    (tmp_path / JOURNAL_NAME).write_text(json.dumps({"renames": [[tmp.name, "a"]]}))
+    messages = recover(tmp_path)
+    assert (tmp_path / "a").read_text() == "new"
+    assert "completed an interrupted write" in messages[0]
+    assert not (tmp_path / JOURNAL_NAME).exists()
+
+
+def test_recover_rolls_back_unjournaled_temp_files(tmp_path: Path) -> None:
+    (tmp_path / "a").write_text("old")
+    (tmp_path / f"{TMP_PREFIX}y-a").write_text("half")
+    messages = recover(tmp_path)
+    assert (tmp_path / "a").read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a"]
+    assert "removed 1 temporary file" in messages[0]
+
+
+def _hold_lock(root: str, ready: multiprocessing.Event, seconds: float) -> None:  # type: ignore[valid-type]
+    with registry_lock(root):
+        ready.set()
+        time.sleep(seconds)
+
+
+def test_second_writer_fails_cleanly_when_lock_held(tmp_path: Path) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    ready = ctx.Event()
+    p = ctx.Process(target=_hold_lock, args=(str(tmp_path), ready, 3.0))
+    p.start()
+    try:
+        assert ready.wait(20)
+        with pytest.raises(LockedError, match="another rwkv-registry command is writing"), \
+                registry_lock(tmp_path, timeout=0.2):
+            pass
+    finally:
+        p.join(20)
+    with registry_lock(tmp_path, timeout=1):  # released when the holder ends
+        pass
