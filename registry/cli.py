@@ -225,7 +225,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     report = validate_registry(root)
     print_report(report, console)
     if args.smoke:
-        mod = importlib.import_module("rwkv_registry.smoke.demo")
+        mod = importlib.import_module("rwkv_registry.model.smoke.demo")
         code = mod.run_demo_smoke(root, console=console)
         return max(code, 0 if report.ok else 1)
     return 0 if report.ok else 1
@@ -324,6 +324,59 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("path")
     sp.add_argument("--force", action="store_true", help="replace an earlier demo in PATH")
     sp.add_argument("--smoke", action="store_true", help="also run the CPU smoke evaluation of tiny weights")
+
+    # commands implemented outside the core module set: imported only when they run
+    sp = cmd("list", _lazy("rwkv_registry.catalog:cmd_list"), "list the entries of a registry")
+    sp.add_argument("path", nargs="?", default=".")
+    sp.add_argument("--format", **fmt)
+
+    sp = cmd("show", _lazy("rwkv_registry.catalog:cmd_show"), "show one entry (or base) in detail")
+    sp.add_argument("entry_id")
+    sp.add_argument("--path", default=".", help="registry root (default: current directory)")
+    sp.add_argument("--format", **fmt)
+
+    sp = cmd("tui", _lazy("rwkv_registry.tui.app:cmd_tui"), "browse the registry in a terminal UI")
+    sp.add_argument("path", nargs="?", default=".")
+
+    sp = cmd("smoke", _lazy("rwkv_registry.model.smoke.cli:cmd_smoke"),
+             "quick smoke evaluation of an entry on its base (GPU, or CPU for tiny models)")
+    sp.add_argument("path", help="registry root")
+    sp.add_argument("entry_id")
+    sp.add_argument("--base-file", required=True, metavar="BASE.pth")
+    sp.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto")
+    sp.add_argument("--cases", metavar="FILE.jsonl", help="case set (default: the built-in tool-calling set)")
+    sp.add_argument("--record", action="store_true", help="append a smoke record to the entry in index.json")
+    sp.add_argument("--format", **fmt)
+
+    sp = cmd("compare", _lazy("rwkv_registry.compare:cmd_compare"),
+             "per-question comparison of two result files (exact McNemar test)")
+    sp.add_argument("a", metavar="A.json")
+    sp.add_argument("b", metavar="B.json")
+    sp.add_argument("--format", **fmt)
+
+    sp = cmd("keygen", _lazy("rwkv_registry.signing:cmd_keygen"), "create an Ed25519 signing key pair")
+    sp.add_argument("key", metavar="KEY", help="private key file to create (mode 0600); KEY.pub beside it")
+    sp.add_argument("--comment", default="")
+
+    sp = cmd("sign", _lazy("rwkv_registry.signing:cmd_sign"), "sign SHA256SUMS (writes SHA256SUMS.sig)")
+    sp.add_argument("path")
+    sp.add_argument("--key", required=True)
+
+    sp = cmd("verify", _lazy("rwkv_registry.signing:cmd_verify"), "verify SHA256SUMS.sig")
+    sp.add_argument("path")
+    sp.add_argument("--pubkey", action="append", required=True)
+
+    sp = cmd("push", _lazy("rwkv_registry.hub:cmd_push"), "upload changed files to the Hub behind a validation gate")
+    sp.add_argument("path")
+    sp.add_argument("--repo", required=True, metavar="OWNER/REPO")
+    sp.add_argument("--revision", default="main")
+    sp.add_argument("--message", default=None)
+
+    sp = cmd("pull", _lazy("rwkv_registry.hub:cmd_pull"), "download a Hub registry (or one base) and validate it")
+    sp.add_argument("repo", metavar="OWNER/REPO")
+    sp.add_argument("path")
+    sp.add_argument("--base", metavar="NAME")
+    sp.add_argument("--revision", default=None)
 
     sp = cmd("rules", cmd_rules, "list the validation rules")
     sp.add_argument("--markdown", action="store_true", help="print docs/rules.md")

@@ -190,25 +190,40 @@ class Validator:
 
     # --- the run --------------------------------------------------------------------------------
     def run(self) -> None:
+        """All rules. Subclasses (the Hub validator) override :meth:`walk`, :meth:`collect_facts`
+        and :meth:`check_history` to validate a tree that is not a local directory."""
         t0 = time.perf_counter()
-        tree = _walk(self.root, self.findings)
-        index = self.load_index(tree)
+        tree = self.walk()
+        self.load_index(tree)
         self.check_layout(tree)
         weights = self.weight_files(tree)
-        facts, stats = gather_facts({r: tree.files[r] for r in weights}, self.cache, progress=self.progress)
-        self.stats.update(stats)
+        facts = self.collect_facts(tree, weights)
         self.check_entries(tree, weights, facts)
         self.check_train_files(tree, weights)
         self.check_sums(tree, facts)
         self.check_readme(tree)
         self.check_gitattributes(tree)
-        if index is not None or self.since:
-            from .gitcheck import check_git
-
-            self.findings += check_git(self.root, self.index, self.since)
+        self.check_history()
         self.cache.save(live=[str(p) for p in tree.files.values()])
         self.stats["files"] = len(tree.files)
         self.stats["elapsed_s"] = time.perf_counter() - t0
+
+    def walk(self) -> Tree:
+        """Every file and directory of the registry (symlinks checked, never followed out)."""
+        return _walk(self.root, self.findings)
+
+    def collect_facts(self, tree: Tree, weights: list[str]) -> dict[str, FileFacts | OSError]:
+        """Facts of the weight files: cached, else read once each in parallel threads."""
+        facts, stats = gather_facts({r: tree.files[r] for r in weights}, self.cache, progress=self.progress)
+        self.stats.update(stats)
+        return facts
+
+    def check_history(self) -> None:
+        """Git immutability (GIT001–GIT004)."""
+        if self.index is not None or self.since:
+            from .gitcheck import check_git
+
+            self.findings += check_git(self.root, self.index, self.since)
 
     def load_index(self, tree: Tree) -> dict[str, Any] | None:
         if "index.json" not in tree.files:

@@ -390,6 +390,12 @@ VALID = {
     "report": report,
     "score": lambda: score("exam", "2026-10-17", 52.2, solved=296.5),
     "smoke-record": lambda: copy.deepcopy(SMOKE),
+    "results": lambda: {
+        "format": "rwkv-registry-results/1",
+        "name": "v21-lr2e-5-e2",
+        "benchmark": "exam",
+        "results": [{"id": "q001", "category": "web", "score": 0.5}, {"id": "q002", "score": 1}],
+    },
 }
 
 # --------------------------------------------------------------------------------------------------

@@ -1,0 +1,81 @@
+"""`rwkv-registry compare`: per-question wins/losses and the exact McNemar test (seed 003 and seed 000 figures)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rwkv_registry.cli import main
+from rwkv_registry.compare import compare, mcnemar_exact, results_file, results_from_json
+from rwkv_registry.errors import UsageError
+
+
+@pytest.mark.parametrize(
+    ("wins", "losses", "expected"),
+    [
+        (95, 54, 0.001),  # seed 000: MiSS v2.1 against v2.0 on the exam, "p=0.001"
+        (32, 2, 6.9e-8),  # seed 003: state-tuned against base, "p = 6,9×10⁻⁸"
+        (11, 8, 0.65),  # seed 003: LoRA against state, "p = 0,65"
+    ],
+)
+def test_seed_figures(wins: int, losses: int, expected: float) -> None:
+    assert mcnemar_exact(wins, losses) == pytest.approx(expected, rel=0.02)
+
+
+def test_symmetric_and_bounded() -> None:
+    assert mcnemar_exact(5, 5) == 1.0
+    assert mcnemar_exact(0, 0) == 1.0
+    assert mcnemar_exact(3, 9) == mcnemar_exact(9, 3)
+    assert mcnemar_exact(0, 10) == pytest.approx(2 / 1024)
+    assert 0 < mcnemar_exact(400, 600) < 1e-9
+
+
+def _exam_pair() -> tuple[dict, dict]:
+    """568 questions: v2.1 beats v2.0 on 95, loses 54, ties elsewhere (seed 000)."""
+    old, new, cats = {}, {}, {}
+    for i in range(568):
+        q = f"q{i:03d}"
+        cats[q] = "web" if i % 2 else "tools"
+        if i < 95:
+            old[q], new[q] = 0.0, 1.0
+        elif i < 149:
+            old[q], new[q] = 1.0, 0.0
+        elif i < 300:
+            old[q] = new[q] = 1.0
+        else:
+            old[q] = new[q] = 0.0
+    return (results_file("v2.0 r16 lr3e-5", old, cats, "exam"), results_file("v2.1 r16 lr2e-5", new, cats, "exam"))
+
+
+def test_seed_exam_comparison_from_counts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = _exam_pair()
+    (tmp_path / "a.json").write_text(json.dumps(a))
+    (tmp_path / "b.json").write_text(json.dumps(b))
+    assert main(["compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["wins"], out["losses"], out["questions"]) == (95, 54, 568)
+    assert out["p_value"] == pytest.approx(0.001, rel=0.02)
+    assert out["by_category"]["web"]["wins"] + out["by_category"]["tools"]["wins"] == 95
+    assert main(["compare", str(tmp_path / "a.json"), str(tmp_path / "b.json")]) == 0
+    text = capsys.readouterr().out
+    assert "+95/−54" in text and "p = 0.000983" in text
+
+
+def test_fractional_scores_count_by_direction() -> None:
+    a = results_from_json(results_file("a", {"q1": 0.5, "q2": 1.0, "q3": 0.0}), "a")
+    b = results_from_json(results_file("b", {"q1": 1.0, "q2": 0.5, "q3": 0.0}), "b")
+    c = compare(a, b)
+    assert (c.wins, c.losses, c.ties) == (1, 1, 1) and c.won == ["q1"] and c.lost == ["q2"]
+
+
+def test_refuses_mismatched_question_sets_and_bad_files(tmp_path: Path) -> None:
+    a = results_from_json(results_file("a", {"q1": 1.0}), "a")
+    b = results_from_json(results_file("b", {"q2": 1.0}), "b")
+    with pytest.raises(UsageError, match="different questions"):
+        compare(a, b)
+    with pytest.raises(UsageError, match="score"):
+        results_from_json({"format": "rwkv-registry-results/1", "name": "x", "results": [{"id": "q", "score": 2}]}, "x")
+    (tmp_path / "bad.json").write_text("{")
+    assert main(["compare", str(tmp_path / "bad.json"), str(tmp_path / "bad.json")]) == 2
