@@ -282,7 +282,7 @@ def sniff_kind(head: bytes) -> str:
     Returns ``"torch-zip"`` (zip magic), ``"safetensors"`` (8-byte little-endian header length,
     then ``{``), ``"lfs-pointer"`` (Git LFS pointer text) or ``"unknown"``.
     """
-    head = bytes(head[:16])
+    head = bytes(head[:64])
     if looks_like_lfs_pointer(head):
         return "lfs-pointer"
     if head[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
@@ -340,11 +340,12 @@ def open_checkpoint(
             raise CheckpointError("PTH012", f"file does not start with a safetensors header (first bytes {head[:9]!r})")
         else:
             raise CheckpointError("PTH001", f"not a zip archive nor safetensors (first bytes {head[:8]!r})")
-    except CheckpointError as exc:
+    except BaseException as exc:
         if owned and isinstance(source, FileSource):
             source.close()
-        exc.path = exc.path or path
-        exc.hint = exc.hint or RULES[exc.code].hint
+        if isinstance(exc, CheckpointError):
+            exc.path = exc.path or path
+            exc.hint = exc.hint or RULES[exc.code].hint
         raise
     ckpt._owns_source = owned
     return ckpt

@@ -45,7 +45,8 @@ _RESERVED = {
     ".data/serialization_id",
 }
 _ALIGNMENT = 64
-_ZIP64_LIMIT = 0xFFFFFFFF  # miniz switches to zip64 fields at this value (kept patchable for tests)
+_ZIP64_LIMIT = 0xFFFFFFFF  # miniz switches to zip64 fields at this value (patchable for tests)
+_U32_SENTINEL = 0xFFFFFFFF  # "see the zip64 field" in a 32-bit header field
 _BATCH = 1000  # pickle's SETITEMS batch size
 
 
@@ -197,10 +198,11 @@ class _Out:
         self.pos += len(data)
 
 
-def _zip64_extra(size: int | None, offset: int | None) -> bytes:
+def _zip64_extra(size: int | None, offset: int | None, *, local: bool) -> bytes:
+    """miniz's zip64 extra field; in a local header the compressed size is still 0."""
     body = b""
     if size is not None:
-        body += struct.pack("<QQ", size, size)
+        body += struct.pack("<QQ", size, 0 if local else size)
     if offset is not None:
         body += struct.pack("<Q", offset)
     return struct.pack("<HH", 1, len(body)) + body if body else b""
@@ -213,39 +215,21 @@ def _write_torch_zip(out: _Out, entries: list[tuple[str, bytes | memoryview]]) -
         size, offset = len(data), out.pos
         big_size = size >= _ZIP64_LIMIT
         big_offset = offset >= _ZIP64_LIMIT
-        z64 = _zip64_extra(size if big_size else None, offset if big_offset else None)
+        z64 = _zip64_extra(size if big_size else None, offset if big_offset else None, local=False)
+        z64_local = _zip64_extra(size if big_size else None, offset if big_offset else None, local=True)
         start = offset + 30 + len(raw) + len(z64) + 4
         padding = (-start) % _ALIGNMENT
-        extra = z64 + b"FB" + struct.pack("<H", padding) + b"Z" * padding
+        extra = z64_local + b"FB" + struct.pack("<H", padding) + b"Z" * padding
         crc = zlib.crc32(data)
-        out.write(struct.pack("<4sHHHHHIIIHH", b"PK\x03\x04", 0, 0x0808, 0, 0, 0, 0, 0, 0, len(raw), len(extra)))
+        flags = 0x0808 if size else 0x0800  # miniz: data descriptor only after non-empty data
+        out.write(struct.pack("<4sHHHHHIIIHH", b"PK\x03\x04", 0, flags, 0, 0, 0, 0, 0, 0, len(raw), len(extra)))
         out.write(raw + extra)
         out.write(data)
-        if z64:
-            out.write(struct.pack("<4sIQQ", b"PK\x07\x08", crc, size, size))
-        else:
-            out.write(struct.pack("<4sIII", b"PK\x07\x08", crc, size, size))
-        small = min(size, _ZIP64_LIMIT)
-        central += struct.pack(
-            "<4sHHHHHHIIIHHHHHII",
-            b"PK\x01\x02",
-            0,
-            0,
-            0x0808,
-            0,
-            0,
-            0,
-            crc,
-            small,
-            small,
-            len(raw),
-            len(z64),
-            0,
-            0,
-            0,
-            0,
-            min(offset, _ZIP64_LIMIT),
-        )
+        if size:
+            out.write(struct.pack("<4sIQQ" if z64 else "<4sIII", b"PK\x07\x08", crc, size, size))
+        small = _U32_SENTINEL if big_size else size
+        central += struct.pack("<4sHHHHHHIIIHHHHHII", b"PK\x01\x02", 0, 0, flags, 0, 0, 0, crc, small, small,
+                               len(raw), len(z64), 0, 0, 0, 0, _U32_SENTINEL if big_offset else offset)  # fmt: skip
         central += raw + z64
     cd_offset = out.pos
     out.write(central)
@@ -253,19 +237,9 @@ def _write_torch_zip(out: _Out, entries: list[tuple[str, bytes | memoryview]]) -
     record_pos = out.pos
     out.write(struct.pack("<4sQHHIIQQQQ", b"PK\x06\x06", 44, 0x031E, 0x2D, 0, 0, n, n, len(central), cd_offset))
     out.write(struct.pack("<4sIQI", b"PK\x06\x07", 0, record_pos, 1))
-    out.write(
-        struct.pack(
-            "<4sHHHHIIH",
-            b"PK\x05\x06",
-            0,
-            0,
-            min(n, 0xFFFF),
-            min(n, 0xFFFF),
-            min(len(central), _ZIP64_LIMIT),
-            min(cd_offset, _ZIP64_LIMIT),
-            0,
-        )
-    )
+    cd_size = _U32_SENTINEL if len(central) >= _ZIP64_LIMIT else len(central)
+    cd_at = _U32_SENTINEL if cd_offset >= _ZIP64_LIMIT else cd_offset
+    out.write(struct.pack("<4sHHHHIIH", b"PK\x05\x06", 0, 0, min(n, 0xFFFF), min(n, 0xFFFF), cd_size, cd_at, 0))
 
 
 def _write_lightning_zip(out: _Out, entries: list[tuple[str, bytes | memoryview]]) -> None:

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import TINY_BASE
+from regtools import TINY_BASE
 
 from rwkv_registry.validate import validate_registry
 

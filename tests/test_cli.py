@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import (
+from regtools import (
     TINY_ARCH,
     TINY_BASE,
     build_registry,

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import TINY_BASE, build_registry, edit_index, resum, state_train, write_state
+from regtools import TINY_BASE, build_registry, edit_index, resum, state_train, write_state
 
 from rwkv_registry.ops import add_entry
 from rwkv_registry.validate import validate_registry

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import build_registry
+from regtools import build_registry
 
 PROBE = """
 import sys, json

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import (
+from regtools import (
     TINY_ARCH,
     TINY_BASE,
     bf16_bytes,
@@ -321,11 +321,13 @@ CASES: dict[str, Callable[..., None]] = {
     "RDM002": _entry(STATE, lambda e: _set(e, "description", "changed without regenerating the README")),
 }
 # Rules whose failing cases live elsewhere: the safe reader (tests/test_ckpt.py) raises the PTH/LFS codes
-# on hostile archives, and git immutability needs a repository (tests/test_git.py).
+# on hostile archives, git immutability needs a repository (tests/test_git.py), signatures need keys
+# (tests/test_signing.py).
 ELSEWHERE = {
     "PTH002", "PTH003", "PTH004", "PTH005", "PTH006", "PTH007", "PTH008", "PTH009", "PTH010", "PTH011", "PTH012",
-    "PTH013", "GIT001", "GIT002", "GIT003", "GIT004",
+    "PTH013", "GIT001", "GIT002", "GIT003", "GIT004", "SIG001", "SIG002", "SIG003", "SIG004",
 }
+CASE_FILES = {"GIT": "test_git.py", "SIG": "test_signing.py"}
 
 
 def test_clean_registry_passes_every_rule(template: Path) -> None:
@@ -339,7 +341,7 @@ def test_every_rule_has_a_case() -> None:
     assert set(RULES) == set(CASES) | ELSEWHERE
     here = Path(__file__).parent
     for code in ELSEWHERE:
-        path = here / ("test_git.py" if code.startswith("GIT") else "test_ckpt.py")
+        path = here / CASE_FILES.get(code[:3], "test_ckpt.py")
         assert code in path.read_text(), f"{code} has no failing case in {path.name}"
 
 

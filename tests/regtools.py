@@ -1,0 +1,188 @@
+"""Helpers shared by the registry tests: a tiny RWKV-7 architecture, weight files, small registries."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+TINY_ARCH: dict[str, Any] = {
+    "n_layer": 2,
+    "n_embd": 128,
+    "head_size": 64,
+    "n_head": 2,
+    "vocab_size": 65536,
+    "ffn_size": 512,
+    "lora": {"decay": 32, "aaa": 32, "mv": 32, "gate": 32},
+    "dtype": "bfloat16",
+}
+TINY_BASE = "rwkv7-tiny-20260101-ctx4096"
+TINY_SHA = hashlib.sha256(b"tiny base file").hexdigest()
+DATA_SHA = hashlib.sha256(b"training data v1").hexdigest()
+
+MISS_TARGETS = (
+    "att.receptance.weight",
+    "att.key.weight",
+    "att.value.weight",
+    "att.output.weight",
+    "ffn.key.weight",
+    "ffn.value.weight",
+)
+
+
+def bf16_bytes(n: int, seed: int, *, high: tuple[int, int] = (0x3A, 0x3C)) -> bytes:
+    """n finite small bf16 values, deterministic."""
+    rng = random.Random(seed)
+    out = bytearray()
+    for _ in range(n):
+        out.append(rng.randrange(256))
+        out.append((rng.randrange(2) << 7) | rng.randint(*high))
+    return bytes(out)
+
+
+def target_shape(arch: dict[str, Any], target: str) -> tuple[int, int]:
+    c, f = arch["n_embd"], arch["ffn_size"]
+    if target.startswith("att."):
+        return c, c
+    return (f, c) if target == "ffn.key.weight" else (c, f)
+
+
+def write_state(path: Path, arch: dict[str, Any] = TINY_ARCH, *, dtype: str = "bfloat16", seed: int = 0,
+                n_layer: int | None = None, shape: tuple[int, ...] | None = None, poison: bool = False) -> Path:
+    """A State file written by torch.save (the trainer's own format)."""
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    h, n = arch["n_head"], arch["head_size"]
+    sd = {}
+    for i in range(arch["n_layer"] if n_layer is None else n_layer):
+        t = torch.randn(shape or (h, n, n), generator=g) * 0.1
+        sd[f"blocks.{i}.att.time_state"] = t.to(getattr(torch, dtype))
+    if poison:
+        sd["blocks.0.att.time_state"][0, 0, 0] = float("nan")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(sd, path)
+    return path
+
+
+def write_miss(path: Path, arch: dict[str, Any] = TINY_ARCH, *, base_sha: str = TINY_SHA, rank: int = 4,
+               alpha: float = 8, seed: int = 0, **kw: Any) -> dict[str, Any]:
+    """A MiSS package through the registry's writer (the trainer's layout)."""
+    from rwkv_registry.miss import write_miss_file
+    from rwkv_registry.pthwrite import RawTensor
+
+    tensors = {}
+    for layer in range(arch["n_layer"]):
+        for j, t in enumerate(MISS_TARGETS):
+            out_f, _ = target_shape(arch, t)
+            tensors[f"blocks.{layer}.{t}.D"] = RawTensor("bfloat16", (out_f, rank),
+                                                         bf16_bytes(out_f * rank, seed * 100 + layer * 10 + j))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return write_miss_file(path, tensors, rank=rank, alpha=alpha, base_fingerprint=base_sha, arch=arch, **kw)
+
+
+def state_train(version: str = "v1", **over: Any) -> dict[str, Any]:
+    t = {
+        "trainer": {"name": "rwkv_state_tune", "version": "1.8.1", "commit": None},
+        "method": "state",
+        "data": {"version": version, "rows": 100, "sha256": DATA_SHA},
+        "hyperparameters": {"lr": 0.01, "lr_final": 0.001, "ctx": 4096},
+        "command": "rwkv_state_tune --lr 0.01",
+        "started": "2026-10-12T08:00:00Z",
+        "finished": "2026-10-12T10:00:00Z",
+    }
+    t.update(over)
+    return t
+
+
+def miss_train(version: str = "v2", groups: tuple[str, ...] = ("r4-a", "r4-b"), **over: Any) -> dict[str, Any]:
+    t = {
+        "trainer": {"name": "rwkv_miss_tune", "version": "1.8.1", "commit": "47df608"},
+        "method": "miss",
+        "data": {"version": version, "rows": 200, "sha256": DATA_SHA},
+        "hyperparameters": {"rank": 4, "alpha": 8, "ctx": 4096},
+        "command": "rwkv_miss_tune --rank 4",
+        "started": "2026-10-12T08:00:00Z",
+        "finished": "2026-10-12T10:00:00Z",
+        "runs": [{"group": g, "lr": 2e-5, "lr_final": 2e-6, "started": "2026-10-12T08:00:00Z",
+                  "finished": "2026-10-12T09:00:00Z"} for g in groups],
+    }
+    t.update(over)
+    return t
+
+
+def build_registry(root: Path, tmp: Path, *, with_miss: bool = True) -> Path:
+    """A small valid registry: one tiny base, one State, two MiSS adapters."""
+    from rwkv_registry.ops import add_base, add_entry, init_registry
+
+    init_registry(root, name="test/registry")
+    add_base(root, name=TINY_BASE, source="BlinkDL/rwkv7-g1", sha256=TINY_SHA, size=1234, arch=dict(TINY_ARCH))
+    st = write_state(tmp / "src" / "s1.pth")
+    add_entry(root, st, base=TINY_BASE, data_version="v1", train=state_train(), recommended=True)
+    if with_miss:
+        for i, g in enumerate(("r4-a", "r4-b")):
+            f = tmp / "src" / g / "adapter-final.pth"
+            write_miss(f, seed=i)
+            add_entry(root, f, base=TINY_BASE, data_version="v2", train=miss_train(), group=g, recommended=i == 0)
+    return root
+
+
+def codes(report: Any) -> list[str]:
+    return sorted({f.code for f in report.findings if str(f.severity) == "error"})
+
+
+def all_codes(report: Any) -> list[str]:
+    return sorted({f.code for f in report.findings})
+
+
+def edit_index(root: Path, fn: Any) -> None:
+    """Edit index.json in place (bypassing the registry's own write path, as a careless user would)."""
+    p = root / "index.json"
+    data = json.loads(p.read_text())
+    fn(data)
+    p.write_text(json.dumps(data, indent=2))
+
+
+def resum(root: Path) -> None:
+    from rwkv_registry.ops import write_sums
+
+    write_sums(root)
+
+
+
+def write_tiny_base(path: Path, *, n_layer: int = 2, n_embd: int = 128, vocab: int = 1000, ffn: int = 512,
+                    lora: int = 32, dtype: str = "bfloat16") -> Path:
+    """An RWKV-7-shaped checkpoint (zeros) written by torch.save: every tensor name and shape of FORMATS §2."""
+    import torch
+
+    c, h = n_embd, n_embd // 64
+    dt = getattr(torch, dtype)
+    sd: dict[str, Any] = {"emb.weight": torch.zeros(vocab, c, dtype=dt)}
+    sd["blocks.0.ln0.weight"] = torch.ones(c, dtype=dt)
+    sd["blocks.0.ln0.bias"] = torch.zeros(c, dtype=dt)
+    for i in range(n_layer):
+        p = f"blocks.{i}."
+        for n in ("ln1", "ln2"):
+            sd[p + n + ".weight"] = torch.ones(c, dtype=dt)
+            sd[p + n + ".bias"] = torch.zeros(c, dtype=dt)
+        for x in ("x_r", "x_w", "x_k", "x_v", "x_a", "x_g", "w0", "a0", "v0", "k_k", "k_a"):
+            sd[p + "att." + x] = torch.zeros(1, 1, c, dtype=dt)
+        for x in ("w", "a", "v", "g"):
+            sd[p + f"att.{x}1"] = torch.zeros(c, lora, dtype=dt)
+            sd[p + f"att.{x}2"] = torch.zeros(lora, c, dtype=dt)
+        sd[p + "att.r_k"] = torch.zeros(h, 64, dtype=dt)
+        for x in ("receptance", "key", "value", "output"):
+            sd[p + f"att.{x}.weight"] = torch.zeros(c, c, dtype=dt)
+        sd[p + "att.ln_x.weight"] = torch.ones(c, dtype=dt)
+        sd[p + "att.ln_x.bias"] = torch.zeros(c, dtype=dt)
+        sd[p + "ffn.x_k"] = torch.zeros(1, 1, c, dtype=dt)
+        sd[p + "ffn.key.weight"] = torch.zeros(ffn, c, dtype=dt)
+        sd[p + "ffn.value.weight"] = torch.zeros(c, ffn, dtype=dt)
+    sd["ln_out.weight"] = torch.ones(c, dtype=dt)
+    sd["ln_out.bias"] = torch.zeros(c, dtype=dt)
+    sd["head.weight"] = torch.zeros(vocab, c, dtype=dt)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(sd, path)
+    return path
