@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from rwkv_registry.errors import RegistryError
 from rwkv_registry.jsonload import JsonLoadError, load_json_bytes, load_json_file
 

@@ -13,6 +13,7 @@ import urllib.request
 from typing import Any
 
 import pytest
+
 from rwkv_registry import schemas
 from rwkv_registry.schemas import SCHEMA_NAMES, load_schema, schema_digest, schema_errors
 

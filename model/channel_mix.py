@@ -1,0 +1,26 @@
+"""RWKV-7 channel mixing: ``value(relu(key(x + (shift(x) - x) * x_k)) ** 2)``."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from rwkv_registry.model.config import RWKV7Config
+from rwkv_registry.model.time_mix import token_shift
+
+
+class ChannelMix(nn.Module):
+    """Squared-ReLU feed-forward with one token-shift mix."""
+
+    def __init__(self, config: RWKV7Config) -> None:
+        super().__init__()
+        C, F = config.n_embd, config.dim_ffn
+        self.x_k = nn.Parameter(torch.empty(1, 1, C))  # [1, 1, C]
+        self.key = nn.Linear(C, F, bias=False)  # weight [F, C]
+        self.value = nn.Linear(F, C, bias=False)  # weight [C, F]
+
+    def forward(self, x: torch.Tensor, shift: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``x`` [B, T, C], ``shift`` [B, C] -> ``(out [B, T, C], new shift [B, C])``."""
+        xx = token_shift(x, shift) - x
+        k = torch.relu(self.key(x + xx * self.x_k)) ** 2  # [B, T, F]
+        return self.value(k), x[:, -1]
