@@ -1,0 +1,1 @@
+"""Smoke evaluation of a registry entry on its base (``rwkv-registry smoke``)."""
