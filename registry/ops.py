@@ -240,7 +240,7 @@ def read_base_architecture(path: Path) -> dict[str, Any]:
 def add_base(
     path: str | os.PathLike[str],
     *,
-    name: str | None,
+    name: str | None = None,
     source: str,
     base_file: str | os.PathLike[str] | None = None,
     sha256: str | None = None,
