@@ -174,3 +174,25 @@ def test_rules_doc_is_generated_from_the_code() -> None:
 def test_build_registry_helper_is_valid(tmp_path: Path) -> None:
     root = build_registry(tmp_path / "r", tmp_path, with_miss=False)
     assert main(["validate", str(root)]) == 0
+
+
+def test_add_base_reads_only_headers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The architecture comes from the pickle and zip directory: a tiny part of the file is read."""
+    import rwkv_registry.ckpt as ckpt
+    from rwkv_registry.ops import read_base_architecture
+
+    base = write_tiny_base(tmp_path / "b.pth", n_layer=4, n_embd=256, vocab=65536, ffn=1024)
+    sources: list = []
+    real = ckpt.FileSource
+
+    class Counting(real):  # type: ignore[misc, valid-type]
+        def __init__(self, path):
+            super().__init__(path)
+            sources.append(self)
+
+    monkeypatch.setattr(ckpt, "FileSource", Counting)
+    arch = read_base_architecture(base)
+    assert arch["n_layer"] == 4 and arch["vocab_size"] == 65536
+    read = sum(s.bytes_read for s in sources)
+    size = base.stat().st_size
+    assert size > 60_000_000 and 0 < read < 200_000, (read, size)
