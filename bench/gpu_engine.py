@@ -1,0 +1,850 @@
+"""Side-by-side inference speed at the RWKV-7 7.2B shape: our engine against the ``rwkv`` package.
+
+One command on the GPU machine (random bf16 weights built on the GPU, no model file needed)::
+
+    python bench/gpu_engine.py --out results.json            # also writes results.md (the table)
+    python bench/gpu_engine.py --wheels wheels/ --out r.json  # pure-Python wheels (rwkv, fla-core,
+                                                              # flash-linear-attention, einops) unpacked
+                                                              # and put on the path first (no network)
+    python bench/gpu_engine.py --dry-run --out /tmp/r.json    # the whole script on a tiny CPU model
+
+In order (each part is saved to ``--out`` as soon as it is done, so a timeout keeps what ran):
+
+1. the machine's ceilings: device copy bandwidth (bytes read + written per second) and the bf16
+   matmul rate;
+2. random weights with the 7.2B shape (32 layers, width 4096, head 64, FFN 16384, vocabulary 65536,
+   LoRA widths decay 128, aaa 128, mv 96, gate 480) generated on the GPU in the checkpoint layout;
+3. our engine (``rwkv_registry.model.RWKV7``, WKV7 Triton kernels): prefill tok/s at B=1 for
+   T=2048 and T=8192, decode tok/s at B=1 and B=64 (CUDA-graph replay when the model's forward can
+   be captured), and decode with a random rank-16 MiSS adapter on the fly against merged;
+4. the ``rwkv`` package 0.8.32 (``RWKV_V7_ON=1``, ``RWKV_CUDA_ON=1``, strategy ``cuda bf16``) on the
+   same weights saved to /dev/shm (or a temporary folder), in a subprocess: prefill and B=1 decode,
+   and its last-token logits against ours;
+5. fla's ``chunk_rwkv7`` op against our ``wkv7`` on the same inputs (B=1, T=4096, H=64), in a
+   subprocess; before it, our two kernels alone for every launch configuration (the ``op_sweep``
+   entry of the JSON: the numbers to set ``kernels/wkv7/launch.py``'s ``TUNING`` from);
+6. a markdown table with ratios and the issue's targets, printed and written beside ``--out``.
+
+A missing ``rwkv`` or ``fla`` (or a failed CUDA build) gives a row marked "not available" with the
+reason. The places that depend on the model's API are the functions marked ``ADAPTER``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import zipfile
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+RWKV_VERSION = "0.8.32"
+TARGETS = {"prefill": 25_000, "decode_b1": 220, "decode_b64": 6_000, "miss_overhead_pct": 5.0}
+
+
+@dataclass(frozen=True)
+class Arch:
+    """Shape of the random model (FORMATS §2 layout)."""
+
+    n_layer: int
+    n_embd: int
+    head_size: int
+    vocab: int
+    ffn: int
+    d_decay: int
+    d_aaa: int
+    d_mv: int
+    d_gate: int
+
+
+ARCH_7B = Arch(
+    n_layer=32, n_embd=4096, head_size=64, vocab=65536, ffn=16384, d_decay=128, d_aaa=128, d_mv=96, d_gate=480
+)
+ARCH_TINY = Arch(n_layer=2, n_embd=128, head_size=64, vocab=1024, ffn=512, d_decay=32, d_aaa=32, d_mv=32, d_gate=32)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What to run: the 7.2B plan on CUDA, a tiny one for ``--dry-run`` on the CPU."""
+
+    arch: Arch
+    device: str
+    dtype: str  # "bfloat16" or "float32"
+    prefill_lengths: tuple[int, ...]
+    decode_batches: tuple[int, ...]
+    decode_steps: int
+    reps: int
+    copy_bytes: int
+    matmul_n: int
+    rwkv_strategy: str
+    rwkv_cuda: bool
+    op_seq_len: int  # T of the WKV op comparison
+    op_heads: int
+
+
+def make_plan(dry_run: bool, args: argparse.Namespace) -> Plan:
+    if dry_run:
+        return Plan(ARCH_TINY, "cpu", "float32", (32, 48), (1, 4), 4, 1, 1 << 24, 256, "cpu fp32", False, 64, 2)
+    return Plan(
+        ARCH_7B,
+        "cuda",
+        "bfloat16",
+        (2048, 8192),
+        (1, 64),
+        args.decode_steps,
+        args.reps,
+        2 << 30,
+        8192,
+        "cuda bf16",
+        True,
+        4096,
+        64,
+    )
+
+
+# ------------------------------------------------------------------------------ environment
+
+
+def unpack_wheels(folder: Path) -> Path:
+    """Unzip every ``*.whl`` of ``folder`` (pure Python) into one directory and put it on the path."""
+    target = Path(tempfile.mkdtemp(prefix="gpu_engine_wheels_"))
+    for whl in sorted(folder.glob("*.whl")):
+        with zipfile.ZipFile(whl) as zf:
+            zf.extractall(target)
+    sys.path.insert(0, str(target))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(target), os.environ.get("PYTHONPATH", "")]))
+    return target
+
+
+def bootstrap_package() -> None:
+    """Make ``rwkv_registry`` importable from this checkout even when it is not pip-installed
+    (``registry/`` is the package; ``model/``, ``kernels/`` ... are its sub-packages)."""
+    try:
+        import rwkv_registry  # noqa: F401
+
+        return
+    except ImportError:
+        pass
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "rwkv_registry",
+        REPO / "registry" / "__init__.py",
+        submodule_search_locations=[str(REPO / "registry"), str(REPO)],
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["rwkv_registry"] = module
+    spec.loader.exec_module(module)
+
+
+def environment(plan: Plan) -> dict[str, Any]:
+    import torch
+
+    env: dict[str, Any] = {"python": sys.version.split()[0], "torch": torch.__version__, "device": plan.device}
+    try:
+        import triton
+
+        env["triton"] = triton.__version__
+    except ImportError:
+        env["triton"] = None
+    if plan.device == "cuda":
+        env["gpu"] = torch.cuda.get_device_name()
+        env["cuda"] = torch.version.cuda
+    for dist in ("rwkv", "fla-core", "flash-linear-attention"):
+        try:
+            from importlib.metadata import version
+
+            env[dist] = version(dist)
+        except Exception:
+            env[dist] = None
+    return env
+
+
+# ---------------------------------------------------------------------------------- timing
+
+
+def sync(device: str) -> None:
+    import torch
+
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def timed(fn: Callable[[], Any], device: str, reps: int, warmup: int = 1) -> float:
+    """Median wall time of ``fn`` in seconds, synchronised."""
+    for _ in range(warmup):
+        fn()
+    sync(device)
+    times = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        fn()
+        sync(device)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def copy_bandwidth(plan: Plan) -> dict[str, Any]:
+    import torch
+
+    n = plan.copy_bytes
+    src = torch.empty(n, dtype=torch.uint8, device=plan.device)
+    src.fill_(1)
+    dst = torch.empty_like(src)
+    seconds = timed(lambda: dst.copy_(src), plan.device, reps=max(5, plan.reps))
+    return {"bytes": n, "seconds": seconds, "GB_per_s": 2 * n / seconds / 1e9, "note": "read + write bytes"}
+
+
+def matmul_rate(plan: Plan) -> dict[str, Any]:
+    import torch
+
+    n = plan.matmul_n
+    dtype = getattr(torch, plan.dtype)
+    a = torch.randn(n, n, device=plan.device, dtype=dtype)
+    b = torch.randn(n, n, device=plan.device, dtype=dtype)
+    seconds = timed(lambda: a @ b, plan.device, reps=max(5, plan.reps))
+    return {"n": n, "dtype": plan.dtype, "seconds": seconds, "TFLOP_per_s": 2 * n**3 / seconds / 1e12}
+
+
+# ------------------------------------------------------------------------------ weights
+
+
+def base_shapes(arch: Arch) -> dict[str, tuple[int, ...]]:
+    """Every tensor of an RWKV-7 (x070) checkpoint of this shape (FORMATS §2), layer 0's v0/v1/v2 included."""
+    C, V, F = arch.n_embd, arch.vocab, arch.ffn
+    H, N = C // arch.head_size, arch.head_size
+    out: dict[str, tuple[int, ...]] = {
+        "emb.weight": (V, C),
+        "blocks.0.ln0.weight": (C,),
+        "blocks.0.ln0.bias": (C,),
+        "ln_out.weight": (C,),
+        "ln_out.bias": (C,),
+        "head.weight": (V, C),
+    }
+    for i in range(arch.n_layer):
+        p = f"blocks.{i}."
+        for ln in ("ln1", "ln2"):
+            out[p + ln + ".weight"] = (C,)
+            out[p + ln + ".bias"] = (C,)
+        for mix in ("x_r", "x_w", "x_k", "x_v", "x_a", "x_g", "w0", "a0", "v0", "k_k", "k_a"):
+            out[p + "att." + mix] = (1, 1, C)
+        for lora, width in (("w", arch.d_decay), ("a", arch.d_aaa), ("v", arch.d_mv), ("g", arch.d_gate)):
+            out[p + f"att.{lora}1"] = (C, width)
+            out[p + f"att.{lora}2"] = (width, C)
+        out[p + "att.r_k"] = (H, N)
+        for lin in ("receptance", "key", "value", "output"):
+            out[p + f"att.{lin}.weight"] = (C, C)
+        out[p + "att.ln_x.weight"] = (C,)
+        out[p + "att.ln_x.bias"] = (C,)
+        out[p + "ffn.x_k"] = (1, 1, C)
+        out[p + "ffn.key.weight"] = (F, C)
+        out[p + "ffn.value.weight"] = (C, F)
+    return out
+
+
+def random_base(arch: Arch, device: str, dtype_name: str, seed: int = 0) -> dict[str, Any]:
+    """Random weights with sane scales (activations stay finite through 32 layers), made on ``device``."""
+    import torch
+
+    dtype = getattr(torch, dtype_name)
+    gen = torch.Generator(device=device).manual_seed(seed)
+
+    def randn(shape: tuple[int, ...], std: float, mean: float = 0.0) -> Any:
+        return (torch.randn(shape, generator=gen, device=device, dtype=torch.float32) * std + mean).to(dtype)
+
+    def rand(shape: tuple[int, ...], lo: float, hi: float) -> Any:
+        return (torch.rand(shape, generator=gen, device=device, dtype=torch.float32) * (hi - lo) + lo).to(dtype)
+
+    out = {}
+    for name, shape in base_shapes(arch).items():
+        leaf = name.rsplit(".", 1)[-1]
+        if name == "emb.weight":
+            t = randn(shape, 1.0)
+        elif name == "head.weight":
+            t = randn(shape, 2.0 / shape[1] ** 0.5)
+        elif ".ln" in name or name.startswith("ln_out"):
+            t = randn(shape, 0.1, 1.0) if leaf == "weight" else randn(shape, 0.1)
+        elif leaf.startswith("x_"):
+            t = rand(shape, 0.0, 1.0)
+        elif leaf == "w0":
+            t = randn(shape, 1.0, -0.5)
+        elif leaf in ("a0", "v0"):
+            t = randn(shape, 1.0)
+        elif leaf == "k_k":
+            t = rand(shape, 0.3, 1.2)
+        elif leaf == "k_a":
+            t = rand(shape, 0.0, 1.0)
+        elif leaf[0] in "wavg" and leaf[1:] in ("1", "2"):
+            t = randn(shape, 1.0 / shape[0] ** 0.5)
+        elif leaf == "r_k":
+            t = randn(shape, 0.3)
+        else:  # linear maps [out, in]
+            gain = 0.5 if name.endswith("ffn.value.weight") else 1.0
+            t = randn(shape, gain / shape[1] ** 0.5)
+        out[name] = t.contiguous()
+    return out
+
+
+def ceilings(sd: dict[str, Any], copy: dict[str, Any], mm: dict[str, Any]) -> dict[str, Any]:
+    """Speed limits from the measured machine: decode B=1 reads every weight but the embedding once
+    per token; prefill does 2 flops per weight of the blocks per token (head only at the last one)."""
+    read_bytes = sum(t.numel() * t.element_size() for k, t in sd.items() if k != "emb.weight")
+    block_params = sum(t.numel() for k, t in sd.items() if t.dim() == 2 and k not in ("emb.weight", "head.weight"))
+    flops = 2 * block_params
+    return {
+        "bytes_read_per_token": read_bytes,
+        "flops_per_prefill_token": flops,
+        "decode_b1_tok_s": copy["GB_per_s"] * 1e9 / read_bytes,
+        "prefill_tok_s": mm["TFLOP_per_s"] * 1e12 / flops,
+    }
+
+
+# ------------------------------------------------------------------------- our engine (ADAPTERS)
+
+
+def build_model(sd: dict[str, Any], plan: Plan) -> Any:
+    """ADAPTER: our model from a state dict (no copy: the tensors already have the dtype and device)."""
+    import torch
+
+    from rwkv_registry.model import RWKV7
+
+    return RWKV7.from_state_dict(sd, device=plan.device, dtype=getattr(torch, plan.dtype))
+
+
+def forward_blocks(model: Any, tokens: Any, state: Any) -> tuple[Any, Any]:
+    """ADAPTER: ``RWKV7.forward`` without its argument checks (they read tensors back to the host,
+    which a CUDA graph cannot capture). Replace with the model's own graph-safe step when it has one."""
+    x = model.emb(tokens)  # [B, T, C]
+    v_first = None
+    layers = []
+    for block, layer_state in zip(model.blocks, state.layers, strict=True):
+        x, new_state, v_first = block(x, layer_state, v_first)
+        layers.append(new_state)
+    logits = model.head(model.ln_out(x[:, -1])).float()  # [B, V]
+    return logits, type(state)(layers)
+
+
+def make_decoder(model: Any, batch: int, device: str) -> tuple[Callable[[Any, Any], tuple[Any, Any]], str]:
+    """A decode step ``(tokens [B, 1], state) -> (logits, state)`` and how it runs ("cuda-graph" or
+    "eager"). The graph is tried on :func:`forward_blocks`; anything that stops the capture falls
+    back to eager ``model.forward``."""
+    import torch
+
+    if device != "cuda":
+        return model.forward, "eager"
+    from rwkv_registry.kernels.graph import GraphedStep
+
+    tokens = torch.zeros(batch, 1, dtype=torch.long, device=device)
+    state = model.new_state(batch)
+    try:
+        step = GraphedStep(lambda t, s: forward_blocks(model, t, s), tokens, state)
+        return step, "cuda-graph"
+    except Exception as exc:  # the model cannot be captured: report and measure eager
+        print(f"[gpu_engine] CUDA graph capture failed, decode runs eagerly: {exc!r}", file=sys.stderr)
+        torch.cuda.synchronize()
+        return model.forward, f"eager (capture failed: {type(exc).__name__})"
+
+
+def ours_prefill(model: Any, plan: Plan, tokens: list[int]) -> dict[str, Any]:
+    import torch
+
+    out: dict[str, Any] = {}
+    for T in plan.prefill_lengths:
+        ids = torch.tensor([tokens[:T]], dtype=torch.long, device=plan.device)
+        seconds = timed(lambda ids=ids: model.forward(ids, None), plan.device, plan.reps)
+        out[str(T)] = {"seconds": seconds, "tok_s": T / seconds}
+    return out
+
+
+def ours_logits(model: Any, plan: Plan, tokens: list[int]) -> Any:
+    import torch
+
+    T = plan.prefill_lengths[0]
+    logits, _ = model.forward(torch.tensor([tokens[:T]], dtype=torch.long, device=plan.device), None)
+    return logits[0].float().cpu()
+
+
+def ours_decode(model: Any, plan: Plan, batch: int) -> dict[str, Any]:
+    import torch
+
+    step, mode = make_decoder(model, batch, plan.device)
+    gen = torch.Generator().manual_seed(batch)
+    tok = torch.randint(0, plan.arch.vocab, (batch, 1), generator=gen).to(plan.device)
+    state = model.new_state(batch)
+    for _ in range(2):  # warm-up (compiles, fills caches)
+        logits, state = step(tok, state)
+    sync(plan.device)
+    start = time.perf_counter()
+    for _ in range(plan.decode_steps):
+        logits, state = step(tok, state)
+        tok = logits.argmax(dim=-1, keepdim=True)  # stays on the device
+    sync(plan.device)
+    seconds = time.perf_counter() - start
+    finite = bool(torch.isfinite(logits).all())
+    return {
+        "mode": mode,
+        "steps": plan.decode_steps,
+        "seconds": seconds,
+        "tok_s": batch * plan.decode_steps / seconds,
+        "finite": finite,
+    }
+
+
+def random_miss(model: Any, rank: int, plan: Plan) -> Any:
+    """ADAPTER: a random rank-``rank`` MiSS adapter on every target of every layer (in memory)."""
+    import torch
+
+    from rwkv_registry.model.miss import TARGET_MODULES, MissAdapter
+
+    gen = torch.Generator(device=plan.device).manual_seed(7)
+    C, F = plan.arch.n_embd, plan.arch.ffn
+    tensors, in_features = {}, {}
+    for layer in range(plan.arch.n_layer):
+        for target in TARGET_MODULES:
+            n_in, n_out = {"ffn.key.weight": (C, F), "ffn.value.weight": (F, C)}.get(target, (C, C))
+            name = f"blocks.{layer}.{target}.D"
+            tensors[name] = (torch.randn(n_out, rank, generator=gen, device=plan.device) * 0.05).to(torch.bfloat16)
+            in_features[name] = n_in
+    return MissAdapter.from_tensors(tensors, in_features, rank=rank, alpha=float(rank))
+
+
+def ours_miss(model: Any, plan: Plan) -> dict[str, Any]:
+    """Decode B=1 with a MiSS adapter on the fly and merged (ADAPTER: ``apply_miss``/``remove_miss``)."""
+    adapter = random_miss(model, 16, plan)
+    out: dict[str, Any] = {}
+    for mode in ("merge", "fly"):
+        model.apply_miss(adapter, mode=mode, force=True)
+        try:
+            out[mode] = ours_decode(model, plan, 1)
+        finally:
+            model.remove_miss()
+    out["fly_overhead_pct"] = 100.0 * (out["merge"]["tok_s"] / out["fly"]["tok_s"] - 1.0)
+    return out
+
+
+# --------------------------------------------------------------------------------- workers
+
+
+def save_for_rwkv(sd: dict[str, Any], plan: Plan) -> Path:
+    """``torch.save`` the weights where the ``rwkv`` package can load them (it appends ``.pth``)."""
+    import shutil
+
+    import torch
+
+    need = sum(t.numel() * t.element_size() for t in sd.values()) * 1.05 + (1 << 26)
+    shm = Path("/dev/shm")
+    folder = shm if shm.is_dir() and shutil.disk_usage(shm).free > need else Path(tempfile.gettempdir())
+    path = folder / f"gpu_engine_{os.getpid()}.pth"
+    torch.save({k: t.detach().to("cpu") for k, t in sd.items()}, path)
+    return path
+
+
+def run_worker(kind: str, payload: dict[str, Any], timeout: float, env_extra: dict[str, str]) -> dict[str, Any]:
+    """Run ``--worker kind`` in a subprocess; its JSON answer, or ``{"available": False, "reason"}``."""
+    with tempfile.TemporaryDirectory(prefix=f"gpu_engine_{kind}_") as tmp:
+        inp, outp = Path(tmp) / "in.json", Path(tmp) / "out.json"
+        inp.write_text(json.dumps(payload))
+        env = {**os.environ, **env_extra}
+        cmd = [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--worker",
+            kind,
+            "--worker-in",
+            str(inp),
+            "--worker-out",
+            str(outp),
+        ]
+        try:
+            done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=max(timeout, 1.0))
+        except subprocess.TimeoutExpired:
+            return {"available": False, "reason": f"timed out after {timeout:.0f} s"}
+        if outp.exists():
+            return json.loads(outp.read_text())
+        tail = (done.stderr or done.stdout or "").strip().splitlines()[-3:]
+        return {"available": False, "reason": f"worker exited {done.returncode}: {' | '.join(tail)}"}
+
+
+def worker_rwkv(payload: dict[str, Any]) -> dict[str, Any]:
+    """The ``rwkv`` package on the saved weights: prefill per length, B=1 decode, last-token logits."""
+    import torch
+
+    try:
+        from importlib.metadata import version
+
+        found = version("rwkv")
+    except Exception:
+        found = None
+    try:
+        from rwkv.model import RWKV
+    except Exception as exc:
+        return {"available": False, "reason": f"cannot import rwkv ({type(exc).__name__}: {exc})"}
+    device = payload["device"]
+    model = RWKV(model=payload["path"][: -len(".pth")], strategy=payload["strategy"])
+    tokens = payload["tokens"]
+    out: dict[str, Any] = {"available": True, "version": found, "prefill": {}}
+    with torch.no_grad():
+        for T in payload["lengths"]:
+            seconds = timed(lambda T=T: model.forward(tokens[:T], None), device, payload["reps"])
+            out["prefill"][str(T)] = {"seconds": seconds, "tok_s": T / seconds}
+        logits, _ = model.forward(tokens[: payload["lengths"][0]], None)
+        torch.save(logits.float().cpu(), payload["logits_path"])
+        _, state = model.forward(tokens[:16], None)
+        tok = tokens[16]
+        for _ in range(2):
+            logits, state = model.forward([tok], state)
+        sync(device)
+        start = time.perf_counter()
+        for _ in range(payload["steps"]):
+            logits, state = model.forward([tok], state)
+            tok = int(logits.argmax())
+        sync(device)
+        seconds = time.perf_counter() - start
+    out["decode_b1"] = {"steps": payload["steps"], "seconds": seconds, "tok_s": payload["steps"] / seconds}
+    return out
+
+
+def op_inputs(T: int, H: int, B: int, device: str) -> list[Any]:
+    """RWKV-7-like bf16 WKV inputs ``[B, T, H, 64]`` (w = -softplus(-x) - 0.5, a = -kk, b = kk * gate)."""
+    import torch
+
+    gen = torch.Generator(device=device).manual_seed(0)
+
+    def randn(scale: float = 1.0) -> Any:
+        return torch.randn(B, T, H, 64, generator=gen, device=device) * scale
+
+    kk = torch.nn.functional.normalize(randn(), dim=-1)
+    w = -torch.nn.functional.softplus(-(randn(1.5) - 0.5)) - 0.5
+    r, k, v = randn(), randn(0.5), randn()
+    a, b = -kk, kk * torch.sigmoid(randn())
+    return [x.to(torch.bfloat16).contiguous() for x in (r, w, k, v, a, b)]
+
+
+def ours_op_sweep(plan: Plan) -> dict[str, Any]:
+    """Our WKV7 kernels alone at the 7.2B head count, for each launch configuration of
+    ``launch.TUNING`` (block_v, num_warps): chunk at B=1, T=op_seq_len; step at B=1 and B=64."""
+    from rwkv_registry.kernels.wkv7 import launch, wkv7
+
+    out: dict[str, Any] = {}
+    if plan.device != "cuda":
+        ins = op_inputs(plan.op_seq_len, plan.op_heads, 1, plan.device)
+        seconds = timed(lambda: wkv7(*ins), plan.device, plan.reps)
+        return {
+            "auto": {"backend": launch.pick_backend(ins[0].device, plan.op_seq_len), "tok_s": plan.op_seq_len / seconds}
+        }
+    saved = {kind: dict(cfg) for kind, cfg in launch.TUNING.items()}
+    try:
+        cases = [("chunk", 1, plan.op_seq_len), ("step", 1, 1), ("step", 64, 1)]
+        for kind, B, T in cases:
+            ins = op_inputs(T, plan.op_heads, B, plan.device)
+            rows = []
+            for block_v in (16, 32, 64):
+                for num_warps in (4, 8) if kind == "chunk" else (2, 4):
+                    launch.TUNING[kind].update(block_v=block_v, num_warps=num_warps)
+                    try:
+                        seconds = timed(lambda ins=ins, kind=kind: wkv7(*ins, backend=kind), plan.device, 10, warmup=2)
+                    except Exception as exc:
+                        rows.append({"block_v": block_v, "num_warps": num_warps, "error": repr(exc)[:200]})
+                        continue
+                    rows.append(
+                        {"block_v": block_v, "num_warps": num_warps, "us": seconds * 1e6, "tok_s": B * T / seconds}
+                    )
+            ok = [r for r in rows if "us" in r]
+            out[f"{kind} B={B} T={T}"] = {"best": min(ok, key=lambda r: r["us"]) if ok else None, "all": rows}
+            launch.TUNING[kind].update(saved[kind])
+            seconds = timed(lambda ins=ins, kind=kind: wkv7(*ins, backend=kind), plan.device, 10, warmup=2)
+            out[f"{kind} B={B} T={T}"]["default"] = {"us": seconds * 1e6, "tok_s": B * T / seconds}
+    finally:
+        for kind, cfg in saved.items():
+            launch.TUNING[kind].update(cfg)
+    return out
+
+
+def worker_fla(payload: dict[str, Any]) -> dict[str, Any]:
+    """Our ``wkv7`` and fla's ``chunk_rwkv7`` on the same bf16 inputs (no initial state)."""
+    import torch
+
+    bootstrap_package()
+    from rwkv_registry.kernels.wkv7 import wkv7
+
+    T, H, device = payload["T"], payload["H"], payload["device"]
+    bf = op_inputs(T, H, 1, device)
+    out: dict[str, Any] = {"available": False, "T": T, "H": H}
+    ours_s = timed(lambda: wkv7(*bf), device, payload["reps"], warmup=2)
+    out["ours"] = {"seconds": ours_s, "tok_s": T / ours_s}
+    if device != "cuda":
+        out["reason"] = "fla's kernels need CUDA"
+        return out
+    try:
+        from fla.ops.rwkv7 import chunk_rwkv7
+    except Exception as exc:
+        out["reason"] = f"cannot import fla.ops.rwkv7 ({type(exc).__name__}: {exc})"
+        return out
+    log_w = -torch.exp(bf[1].float()).to(torch.bfloat16)  # fla takes the log-decay
+
+    def call_fla() -> Any:
+        for kwargs in ({"w": log_w}, {"log_w": log_w}):
+            try:
+                return chunk_rwkv7(
+                    r=bf[0], k=bf[2], v=bf[3], a=bf[4], b=bf[5], scale=1.0, output_final_state=True, **kwargs
+                )
+            except TypeError:
+                continue
+        raise TypeError("chunk_rwkv7 takes neither w= nor log_w=")
+
+    fla_s = timed(call_fla, device, payload["reps"], warmup=2)
+    y_fla = call_fla()[0].float()
+    y_ours = wkv7(*bf)[0].float()
+    out["available"] = True
+    out["fla"] = {"seconds": fla_s, "tok_s": T / fla_s}
+    out["y_rel_rms_ours_vs_fla"] = float(((y_ours - y_fla).pow(2).mean() / y_fla.pow(2).mean().clamp_min(1e-30)).sqrt())
+    return out
+
+
+# ---------------------------------------------------------------------------------- report
+
+
+def _fmt(x: float | None, unit: str = "") -> str:
+    if x is None:
+        return "—"
+    if x >= 100:
+        return f"{x:,.0f}{unit}"
+    return f"{x:.3g}{unit}"
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    return f"{a / b:.2f}×" if a and b else "—"
+
+
+def _get(d: dict[str, Any], *path: str) -> Any:
+    for key in path:
+        if not isinstance(d, dict) or key not in d:
+            return None
+        d = d[key]
+    return d
+
+
+def table(results: dict[str, Any]) -> str:
+    """The markdown table of the issue: ours, the rwkv package, ratio, target, ceiling."""
+    plan = results.get("plan", {})
+    lengths = plan.get("prefill_lengths", [])
+    batches = plan.get("decode_batches", [])
+    rk = results.get("rwkv", {})
+    rk_na = None if rk.get("available") else f"not available: {rk.get('reason', 'not run')}"
+    ceil = results.get("ceilings", {})
+    rows = [
+        "| measure | ours | rwkv " + RWKV_VERSION + " | ours / rwkv | target | ceiling |",
+        "|---|---|---|---|---|---|",
+    ]
+    for T in lengths:
+        ours = _get(results, "ours", "prefill", str(T), "tok_s")
+        theirs = _get(rk, "prefill", str(T), "tok_s")
+        rows.append(
+            f"| prefill B=1 T={T} (tok/s) | {_fmt(ours)} | {rk_na or _fmt(theirs)} | {_ratio(ours, theirs)} "
+            f"| ≥ {TARGETS['prefill']:,} | {_fmt(ceil.get('prefill_tok_s'))} |"
+        )
+    for B in batches:
+        d = _get(results, "ours", "decode", str(B)) or {}
+        theirs = _get(rk, "decode_b1", "tok_s") if B == 1 else None
+        other = rk_na or (_fmt(theirs) if B == 1 else "one sequence at a time")
+        target = TARGETS["decode_b1"] if B == 1 else TARGETS["decode_b64"] if B == 64 else None
+        ceiling = _fmt(ceil.get("decode_b1_tok_s")) if B == 1 else "—"
+        mode = f" ({d['mode']})" if d.get("mode") else ""
+        rows.append(
+            f"| decode B={B} (tok/s) | {_fmt(d.get('tok_s'))}{mode} | {other} | {_ratio(d.get('tok_s'), theirs)} "
+            f"| {'≥ ' + format(target, ',') if target else '—'} | {ceiling} |"
+        )
+    miss = _get(results, "ours", "miss") or {}
+    if "error" in miss or "fly_overhead_pct" in miss:
+        text = (
+            f"{_fmt(_get(miss, 'fly', 'tok_s'))} on the fly, {_fmt(_get(miss, 'merge', 'tok_s'))} merged: "
+            f"{miss['fly_overhead_pct']:+.1f}% time"
+            if "fly_overhead_pct" in miss
+            else f"not available: {miss['error']}"
+        )
+        rows.append(
+            f"| decode B=1 with MiSS r16 (tok/s) | {text} | — | — | ≤ +{TARGETS['miss_overhead_pct']:.0f}% | — |"
+        )
+    err = _get(results, "logits_vs_rwkv", "rel_rms")
+    if err is not None:
+        rows.append(f"| last-token logits, rel. RMS vs rwkv (T={lengths[0]}) | {err:.3g} | — | — | bf16 (~1e-2) | — |")
+    fla = results.get("fla", {})
+    op = f"WKV op B=1 T={plan.get('op_seq_len')} H={plan.get('op_heads')} (M tok/s)"
+    ours_op, fla_op = _get(fla, "ours", "tok_s"), _get(fla, "fla", "tok_s")
+    theirs = _fmt(fla_op / 1e6) if fla.get("available") else f"not available: {fla.get('reason', 'not run')}"
+    agree = _get(fla, "y_rel_rms_ours_vs_fla")
+    note = f" (y rel. RMS {agree:.2g})" if agree is not None else ""
+    rows.append(
+        f"| {op}: ours vs fla chunk_rwkv7{note} | {_fmt(ours_op / 1e6 if ours_op else None)} | fla: {theirs} "
+        f"| {_ratio(ours_op, fla_op)} | — | — |"
+    )
+    copy, mm = results.get("copy", {}), results.get("matmul", {})
+    rows.append(f"| copy bandwidth (GB/s, read + write) | {_fmt(copy.get('GB_per_s'))} | — | — | — | — |")
+    what = f"{mm['dtype']} matmul {mm['n']}³" if "n" in mm else "matmul"
+    rows.append(f"| {what} (TFLOP/s) | {_fmt(mm.get('TFLOP_per_s'))} | — | — | — | — |")
+    env = results.get("environment", {})
+    head = ", ".join(f"{k} {v}" for k, v in env.items() if v)
+    return f"Environment: {head}\n\n" + "\n".join(rows) + "\n"
+
+
+# ------------------------------------------------------------------------------------ main
+
+
+class Run:
+    """Collects results and saves them after every part."""
+
+    def __init__(self, out: Path, deadline: float) -> None:
+        self.out = out
+        self.deadline = deadline
+        self.results: dict[str, Any] = {}
+
+    def left(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def save(self) -> None:
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        self.out.write_text(json.dumps(self.results, indent=2, default=str))
+
+    def part(self, name: str, fn: Callable[[], Any]) -> Any:
+        """Run one part; an exception is recorded under ``name`` as ``{"error": ...}``, not raised."""
+        start = time.monotonic()
+        print(f"[gpu_engine] {name} ...", file=sys.stderr, flush=True)
+        try:
+            value = fn()
+        except Exception as exc:
+            traceback.print_exc()
+            value = {"error": f"{type(exc).__name__}: {exc}"}
+        self.results.setdefault("part_seconds", {})[name] = round(time.monotonic() - start, 2)
+        self.save()
+        return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("gpu_engine_results.json"),
+        help="JSON results (a .md table is written beside it)",
+    )
+    parser.add_argument("--dry-run", action="store_true", help="run every part on a tiny model on the CPU (for tests)")
+    parser.add_argument("--wheels", type=Path, help="folder of pure-Python wheels to unpack onto the path first")
+    parser.add_argument("--reps", type=int, default=3, help="timed repetitions of each prefill (median)")
+    parser.add_argument("--decode-steps", type=int, default=64, help="tokens per decode measurement")
+    parser.add_argument(
+        "--time-limit", type=float, default=560.0, help="seconds for the whole run; workers get what is left"
+    )
+    parser.add_argument("--skip-rwkv", action="store_true", help="do not run the rwkv package")
+    parser.add_argument("--skip-fla", action="store_true", help="do not run fla's chunk_rwkv7")
+    parser.add_argument("--worker", choices=("rwkv", "fla"), help=argparse.SUPPRESS)
+    parser.add_argument("--worker-in", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--worker-out", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+
+    if args.wheels:
+        unpack_wheels(args.wheels)
+    if args.worker:
+        payload = json.loads(args.worker_in.read_text())
+        try:
+            answer = (worker_rwkv if args.worker == "rwkv" else worker_fla)(payload)
+        except Exception as exc:
+            traceback.print_exc()
+            answer = {"available": False, "reason": f"{type(exc).__name__}: {exc}"}
+        args.worker_out.write_text(json.dumps(answer))
+        return 0
+
+    bootstrap_package()
+    import torch
+
+    if not args.dry_run and not torch.cuda.is_available():
+        parser.error("no CUDA device: run on the GPU machine, or use --dry-run for the tiny CPU version")
+    plan = make_plan(args.dry_run, args)
+    run = Run(args.out, time.monotonic() + args.time_limit)
+    run.results["plan"] = asdict(plan)
+    run.results["environment"] = run.part("environment", lambda: environment(plan))
+    torch.set_grad_enabled(False)
+    run.results["copy"] = run.part("copy", lambda: copy_bandwidth(plan))
+    run.results["matmul"] = run.part("matmul", lambda: matmul_rate(plan))
+    sd = random_base(plan.arch, plan.device, plan.dtype)
+    run.results["ceilings"] = ceilings(sd, run.results["copy"], run.results["matmul"])
+    gen = torch.Generator().manual_seed(1)
+    tokens = torch.randint(0, plan.arch.vocab, (max(plan.prefill_lengths) + 32,), generator=gen).tolist()
+
+    model = run.part("build model", lambda: build_model(sd, plan))
+    ours: dict[str, Any] = {}
+    run.results["ours"] = ours
+    if isinstance(model, dict):  # the build failed
+        ours["error"] = model["error"]
+    else:
+        ours["prefill"] = run.part("ours prefill", lambda: ours_prefill(model, plan, tokens))
+        ours["decode"] = {}
+        for B in plan.decode_batches:
+            ours["decode"][str(B)] = run.part(f"ours decode B={B}", lambda B=B: ours_decode(model, plan, B))
+        ours["miss"] = run.part("ours MiSS fly vs merge", lambda: ours_miss(model, plan))
+    ours["op_sweep"] = run.part("ours WKV op sweep", lambda: ours_op_sweep(plan))
+    run.save()
+
+    if not args.skip_rwkv:
+        path = run.part("save weights for rwkv", lambda: str(save_for_rwkv(sd, plan)))
+        if isinstance(path, str):
+            try:
+                with tempfile.TemporaryDirectory() as tmp:
+                    logits_path = Path(tmp) / "rwkv_logits.pt"
+                    payload = {
+                        "path": path,
+                        "strategy": plan.rwkv_strategy,
+                        "device": plan.device,
+                        "tokens": tokens,
+                        "lengths": list(plan.prefill_lengths),
+                        "reps": plan.reps,
+                        "steps": min(plan.decode_steps, 32),
+                        "logits_path": str(logits_path),
+                    }
+                    env = {"RWKV_V7_ON": "1", "RWKV_JIT_ON": "1", "RWKV_CUDA_ON": "1" if plan.rwkv_cuda else "0"}
+                    fla_reserve = 0 if args.skip_fla else 150
+                    run.results["rwkv"] = run.part(
+                        "rwkv package", lambda: run_worker("rwkv", payload, run.left() - fla_reserve, env)
+                    )
+                    if run.results["rwkv"].get("available") and logits_path.exists() and not isinstance(model, dict):
+                        theirs = torch.load(logits_path)
+                        mine = ours_logits(model, plan, tokens)
+                        rel = float(((mine - theirs).pow(2).mean() / theirs.pow(2).mean().clamp_min(1e-30)).sqrt())
+                        run.results["logits_vs_rwkv"] = {"rel_rms": rel, "T": plan.prefill_lengths[0]}
+            finally:
+                Path(path).unlink(missing_ok=True)
+        else:
+            run.results["rwkv"] = {"available": False, "reason": path.get("error", "weights not saved")}
+    else:
+        run.results["rwkv"] = {"available": False, "reason": "skipped (--skip-rwkv)"}
+    run.save()
+
+    model = sd = None  # free the GPU for the op comparison
+    if plan.device == "cuda":
+        torch.cuda.empty_cache()
+    if not args.skip_fla:
+        payload = {"device": plan.device, "T": plan.op_seq_len, "H": plan.op_heads, "reps": max(3, plan.reps)}
+        run.results["fla"] = run.part("fla chunk_rwkv7", lambda: run_worker("fla", payload, run.left(), {}))
+    else:
+        run.results["fla"] = {"available": False, "reason": "skipped (--skip-fla)"}
+    md = table(run.results)
+    run.results["table"] = md
+    run.save()
+    args.out.with_suffix(".md").write_text(md)
+    print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,280 @@
+"""The public WKV7 entry point: validation, backend choice and the Triton launches.
+
+The Triton kernel modules are imported lazily, on first use, so that importing this package needs
+neither Triton nor a GPU. Triton decides between compiling and interpreting when a kernel module is
+imported, so CPU tensors get their own interpreted copy of the kernels (see
+:func:`_load_kernel_module`) and CUDA tensors the compiled one, whatever the order of first use.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.util
+import inspect
+import os
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import torch
+
+from .naive import wkv7_naive
+from .validate import NAMES, Wkv7Shape, validate
+
+CHUNK_SIZE = 16  # tokens per chunk of the chunked kernel (16 or 32; 16 keeps the decay clamp at e^-8)
+
+# Launch configuration, read at every launch (bench/gpu_engine.py sweeps it on the GPU):
+# block_v = rows of the state one program owns (None: chosen from the GPU's SM count), num_warps.
+TUNING: dict[str, dict[str, int | None]] = {
+    "chunk": {"block_v": None, "num_warps": 4},
+    "step": {"block_v": None, "num_warps": 4},
+}
+
+
+def _interpret_requested() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "on", "yes")
+
+
+def _load_kernel_module(name: str, interpret: bool) -> ModuleType:
+    """Import ``chunk`` or ``fused_recurrent``; ``interpret=True`` loads a second copy of the file
+    with ``TRITON_INTERPRET=1`` set while its ``@triton.jit`` decorators run, so CPU tensors go to
+    Triton's interpreter while CUDA tensors in the same process use compiled kernels."""
+    if not interpret:
+        return importlib.import_module(f"{__package__}.{name}")
+    qualified = f"{__package__}._interpreted_{name}"
+    spec = importlib.util.spec_from_file_location(qualified, Path(__file__).with_name(f"{name}.py"))
+    if spec is None or spec.loader is None:  # pragma: no cover - the file sits beside this one
+        raise ImportError(f"cannot load {name}.py for Triton's interpreter")
+    module = importlib.util.module_from_spec(spec)
+    # Triton itself must be imported before the variable is set: its own jit helpers stay in
+    # whatever mode the process chose, and Triton 3.6 checks that when it first interprets a call.
+    import triton.language  # noqa: F401
+
+    saved = os.environ.get("TRITON_INTERPRET")
+    os.environ["TRITON_INTERPRET"] = "1"
+    try:
+        sys.modules[qualified] = module
+        spec.loader.exec_module(module)
+    finally:
+        if saved is None:
+            del os.environ["TRITON_INTERPRET"]
+        else:
+            os.environ["TRITON_INTERPRET"] = saved
+    return module
+
+
+def _fix_old_interpreter_index() -> None:
+    """Triton <= 3.6's interpreter turns a 1-element block into a Python int with ``int(data)``,
+    which numpy >= 2.4 refuses for a 1-D array, so a ``range`` over a runtime bound fails. Wrap its
+    tensor patching to use ``int(data.reshape(-1)[0])``, what later Triton releases do (only for
+    the interpreter; nothing changes when the helper is missing or already wrapped)."""
+    from triton.runtime import interpreter
+
+    original = getattr(interpreter, "_patch_lang_tensor", None)
+    if original is None or getattr(original, "_wkv7_index_fix", False):
+        return
+    if list(inspect.signature(original).parameters) != ["tensor", "scope"]:  # another release: leave it
+        return
+
+    def patched(tensor: Any, scope: Any) -> None:
+        original(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.reshape(-1)[0]))
+
+    patched._wkv7_index_fix = True  # type: ignore[attr-defined]
+    interpreter._patch_lang_tensor = patched
+
+
+@functools.cache
+def _triton_modules(interpret: bool) -> tuple[ModuleType, ModuleType] | None:
+    """The (chunk, fused_recurrent) kernel modules, compiled or interpreted; ``None`` without Triton."""
+    if importlib.util.find_spec("triton") is None:
+        return None
+    if interpret:
+        _fix_old_interpreter_index()
+    return _load_kernel_module("chunk", interpret), _load_kernel_module("fused_recurrent", interpret)
+
+
+def triton_available(device: torch.device) -> bool:
+    """Whether the Triton kernels can run on tensors of ``device``: on CUDA with Triton installed, and
+    on the CPU through Triton's interpreter (slow; ``backend="auto"`` uses it only when
+    ``TRITON_INTERPRET=1`` is set)."""
+    if device.type not in ("cuda", "cpu"):
+        return False
+    return importlib.util.find_spec("triton") is not None
+
+
+def pick_backend(device: torch.device, seq_len: int, head_size: int = 64) -> str:
+    """The backend ``backend="auto"`` resolves to: "step" for T == 1 and "chunk" for T > 1 where the
+    Triton kernels run (CUDA, or the CPU under ``TRITON_INTERPRET=1``) and take the head size
+    (a power of two from 16 to 128), else "naive"."""
+    n = head_size
+    if n < 16 or n > 128 or n & (n - 1) or not triton_available(device):
+        return "naive"
+    if device.type == "cpu" and not _interpret_requested():
+        return "naive"
+    return "step" if seq_len == 1 else "chunk"
+
+
+@functools.cache
+def _sm_count(index: int) -> int:
+    return torch.cuda.get_device_properties(index).multi_processor_count
+
+
+def _block_v(shape: Wkv7Shape, device: torch.device, kind: str) -> int:
+    """Rows of the state one program owns: enough programs to fill the GPU, few under the interpreter."""
+    n = shape.head_size
+    if device.type != "cuda":
+        return n
+    fixed = TUNING[kind]["block_v"]
+    if fixed is not None:
+        return min(n, max(16, fixed))
+    pairs = shape.num_seqs * shape.heads
+    sms = _sm_count(device.index if device.index is not None else torch.cuda.current_device())
+    bv = min(n, 32 if kind == "chunk" else 64)
+    while bv > 16 and pairs * (n // bv) < 2 * sms:
+        bv //= 2
+    return bv
+
+
+def _prepare(
+    tensors: dict[str, torch.Tensor],
+    state: torch.Tensor | None,
+    shape: Wkv7Shape,
+    out: torch.Tensor | None,
+    state_out: torch.Tensor | None,
+) -> tuple[list[torch.Tensor], torch.Tensor | None, torch.Tensor, torch.Tensor]:
+    r = tensors["r"]
+    ins = [tensors[name].contiguous() for name in NAMES]
+    s0 = None if state is None else state.to(torch.float32).contiguous()
+    y = out if out is not None else torch.empty_like(r, memory_format=torch.contiguous_format)
+    n = shape.head_size
+    st = (
+        state_out
+        if state_out is not None
+        else torch.empty(shape.num_seqs, shape.heads, n, n, dtype=torch.float32, device=r.device)
+    )
+    return ins, s0, y, st
+
+
+def _launch(
+    kind: str,
+    tensors: dict[str, torch.Tensor],
+    state: torch.Tensor | None,
+    cu_seqlens: torch.Tensor | None,
+    shape: Wkv7Shape,
+    out: torch.Tensor | None,
+    state_out: torch.Tensor | None,
+    chunk_size: int,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    device = tensors["r"].device
+    mods = _triton_modules(device.type != "cuda") if triton_available(device) else None
+    if mods is None:
+        raise RuntimeError(
+            f"wkv7: backend {kind!r} needs Triton (pip install triton) and CUDA or CPU tensors; "
+            f"these tensors are on {device}. Use backend='naive' or 'auto'."
+        )
+    if any(t.requires_grad for t in tensors.values()) and torch.is_grad_enabled():
+        raise ValueError("wkv7: the Triton kernels are forward-only; use torch.no_grad() or backend='naive'")
+    ins, s0, y, st = _prepare(tensors, state, shape, out, state_out)
+    if shape.seq_len == 0:  # nothing to run: the state passes through
+        if s0 is None:
+            st.zero_()
+        elif st is not s0:
+            st.copy_(s0)
+        return y, st
+    n = shape.head_size
+    bv = _block_v(shape, device, kind)
+    num_warps = TUNING[kind]["num_warps"] or 4
+    grid = (n // bv, shape.num_seqs * shape.heads)
+    common = dict(
+        seq_len=shape.seq_len,
+        H=shape.heads,
+        K=n,
+        V=n,
+        BV=bv,
+        USE_INITIAL_STATE=s0 is not None,
+        IS_VARLEN=cu_seqlens is not None,
+    )
+    s0_arg = s0 if s0 is not None else st  # never read when USE_INITIAL_STATE is False
+    cu_arg = cu_seqlens if cu_seqlens is not None else y
+    if kind == "chunk":
+        chunk, _ = mods
+        precision = "tf32x3" if ins[0].dtype == torch.float32 else "tf32"
+        if device.type != "cuda":
+            precision = "ieee"
+        chunk.wkv7_chunk_fwd_kernel[grid](
+            *ins, y, s0_arg, st, cu_arg,
+            BT=chunk_size,
+            LOG2_BT=chunk_size.bit_length() - 1,
+            LOG_DECAY_MIN=chunk.log_decay_min(chunk_size),
+            PRECISION=precision,
+            num_warps=num_warps,
+            **common,
+        )  # fmt: skip
+    else:
+        _, fused = mods
+        fused.wkv7_fused_recurrent_fwd_kernel[grid](*ins, y, s0_arg, st, cu_arg, num_warps=num_warps, **common)
+    return y, st
+
+
+def wkv7(
+    r: torch.Tensor,
+    w: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    a: torch.Tensor,
+    b: torch.Tensor,
+    state: torch.Tensor | None = None,
+    *,
+    cu_seqlens: torch.Tensor | None = None,
+    backend: str = "auto",
+    out: torch.Tensor | None = None,
+    state_out: torch.Tensor | None = None,
+    chunk_size: int = CHUNK_SIZE,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """WKV7 forward: ``y, final_state = wkv7(r, w, k, v, a, b, state)``.
+
+    Per head, with S [V, K] fp32: ``S_t = S_{t-1} diag(exp(-exp(w_t))) + (S_{t-1} a_t) b_t^T + v_t k_t^T``
+    and ``y_t = S_t r_t`` (RWKV-7 passes ``a = -kk``, ``b = kk * a_gate`` and ``w <= -0.5``).
+
+    Args:
+        r, w, k, v, a, b: ``[B, T, H, N]`` on one device, one dtype (bf16, fp16 or fp32; fp64 for
+            "naive"), except that ``w`` may be fp32 with bf16/fp16 others (a more exact decay).
+        state: initial state ``[B, H, N, N]`` (V rows, K columns), any float dtype (computed in fp32),
+            or ``None`` for zeros. With ``cu_seqlens`` it is ``[num_seqs, H, N, N]``.
+        cu_seqlens: optional int32/int64 ``[num_seqs + 1]`` offsets of sequences packed along T
+            (then B must be 1), fla's convention. Each sequence starts from its own state.
+        backend: "auto" (Triton "chunk" when T > 1 and "step" when T == 1 on CUDA or under
+            ``TRITON_INTERPRET=1``, "naive" on a plain CPU), "naive", "chunk" or "step"
+            (the fused-recurrent kernel; it takes any T, one token at a time).
+        out: optional preallocated ``y`` (contiguous, shape and dtype of ``r``).
+        state_out: optional preallocated final state (contiguous fp32 ``[num_seqs, H, N, N]``); it may be
+            ``state`` itself for an in-place update (useful for CUDA graphs).
+        chunk_size: tokens per chunk of the "chunk" backend (16 or 32).
+
+    Returns:
+        ``y`` ``[B, T, H, N]`` in the dtype of ``r`` and the final state ``[num_seqs, H, N, N]`` fp32.
+
+    Raises:
+        ValueError: a shape, dtype, device or argument is wrong (the message prints the shapes).
+        RuntimeError: "chunk" or "step" was asked for where Triton cannot run.
+
+    The Triton backends are forward-only (inference); "naive" is differentiable.
+    """
+    tensors = {"r": r, "w": w, "k": k, "v": v, "a": a, "b": b}
+    shape = validate(tensors, state, cu_seqlens, backend, out, state_out)
+    if chunk_size not in (16, 32):
+        raise ValueError(f"wkv7: chunk_size must be 16 or 32; got {chunk_size}")
+    if backend == "auto":
+        backend = pick_backend(r.device, shape.seq_len, shape.head_size)
+    if backend == "naive":
+        y, st = wkv7_naive(r, w, k, v, a, b, state, cu_seqlens=cu_seqlens)
+        st = st.to(torch.float32)
+        if out is not None:
+            y = out.copy_(y)
+        if state_out is not None:
+            st = state_out.copy_(st)
+        return y, st
+    return _launch(backend, tensors, state, cu_seqlens, shape, out, state_out, chunk_size)

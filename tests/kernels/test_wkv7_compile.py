@@ -1,0 +1,65 @@
+"""The Triton kernels compile for an H100/H200 (sm_90) without a GPU: Triton's front end, its
+passes and the bundled ptxas run on the CPU, so a kernel that only the interpreter accepts fails here.
+Register spills are reported, not failed on."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+triton = pytest.importorskip("triton")
+pytestmark = pytest.mark.skipif(
+    os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"), reason="TRITON_INTERPRET=1 makes every kernel interpreted"
+)
+
+from rwkv_registry.kernels.wkv7 import launch  # noqa: E402
+
+POINTERS = ("r_ptr", "w_ptr", "k_ptr", "v_ptr", "a_ptr", "b_ptr", "y_ptr")
+
+
+def _compile(kernel: object, dtype: str, constants: dict[str, object], num_warps: int) -> object:
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    signature = {name: f"*{dtype}" for name in POINTERS}
+    signature.update({"s0_ptr": "*fp32", "st_ptr": "*fp32", "cu_seqlens_ptr": "*i32", "seq_len": "i32"})
+    signature.update(dict.fromkeys(constants, "constexpr"))
+    assert list(signature) == list(kernel.arg_names), "the kernel's parameters changed: update this test"
+    source = ASTSource(kernel, signature, constants)
+    try:
+        return triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": num_warps})
+    except (RuntimeError, FileNotFoundError) as exc:  # no ptxas for this platform
+        if "ptxas" in str(exc):
+            pytest.skip(f"Triton cannot assemble for sm_90 here: {exc}")
+        raise
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("dtype", "precision", "varlen"), [("bf16", "tf32", False), ("fp32", "tf32x3", True)], ids=["bf16", "fp32-varlen"]
+)
+def test_chunk_kernel_compiles_for_sm90(dtype: str, precision: str, varlen: bool) -> None:
+    chunk, _ = launch._triton_modules(False)
+    constants = {
+        "H": 64,
+        "K": 64,
+        "V": 64,
+        "BT": 16,
+        "LOG2_BT": 4,
+        "BV": 32,
+        "LOG_DECAY_MIN": chunk.log_decay_min(16),
+        "USE_INITIAL_STATE": True,
+        "IS_VARLEN": varlen,
+        "PRECISION": precision,
+    }
+    compiled = _compile(chunk.wkv7_chunk_fwd_kernel, dtype, constants, num_warps=4)
+    assert compiled.asm["cubin"]
+
+
+@pytest.mark.slow
+def test_step_kernel_compiles_for_sm90() -> None:
+    _, fused = launch._triton_modules(False)
+    constants = {"H": 64, "K": 64, "V": 64, "BV": 64, "USE_INITIAL_STATE": True, "IS_VARLEN": False}
+    compiled = _compile(fused.wkv7_fused_recurrent_fwd_kernel, "bf16", constants, num_warps=4)
+    assert compiled.asm["cubin"]

@@ -1,0 +1,91 @@
+"""Shared helpers of the WKV7 kernel tests: fresh random inputs, the fp64 reference, error measures.
+
+Every run draws a new seed (``WKV7_TEST_SEED=<n>`` replays one); each failure message prints it.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+
+import torch
+import torch.nn.functional as F
+
+from rwkv_registry.kernels.wkv7 import wkv7_naive
+
+# relative RMS error allowed against the fp64 reference, per input dtype
+TOL = {torch.float32: 1e-5, torch.bfloat16: 2e-2, torch.float16: 5e-3}
+DTYPE_NAMES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
+
+
+def new_seed() -> int:
+    """A fresh seed per call, or the one in ``WKV7_TEST_SEED`` to replay a failure."""
+    fixed = os.environ.get("WKV7_TEST_SEED")
+    return int(fixed) if fixed else random.SystemRandom().randrange(2**31)
+
+
+def case_id(batch: int, seq_len: int, heads: int, n: int, dtype: torch.dtype) -> str:
+    return f"B{batch}-T{seq_len}-H{heads}-N{n}-{DTYPE_NAMES[dtype]}"
+
+
+def rwkv_inputs(
+    batch: int,
+    seq_len: int,
+    heads: int,
+    n: int,
+    dtype: torch.dtype,
+    seed: int,
+    *,
+    w_fp32: bool = False,
+) -> dict[str, torch.Tensor]:
+    """Inputs shaped like RWKV-7's: w = -softplus(-x) - 0.5, a = -kk, b = kk * gate (kk unit per head)."""
+    gen = torch.Generator().manual_seed(seed)
+
+    def randn(scale: float = 1.0) -> torch.Tensor:
+        return torch.randn(batch, seq_len, heads, n, generator=gen) * scale
+
+    kk = F.normalize(randn(), dim=-1)
+    gate = torch.sigmoid(randn())
+    w = -F.softplus(-(randn(1.5) - 0.5)) - 0.5
+    out = {"r": randn(), "w": w, "k": randn(0.5), "v": randn(), "a": -kk, "b": kk * gate}
+    out = {name: t.to(dtype) for name, t in out.items()}
+    if w_fp32:
+        out["w"] = w
+    return out
+
+
+def random_state(num_seqs: int, heads: int, n: int, seed: int, scale: float = 0.5) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(seed + 1)
+    return torch.randn(num_seqs, heads, n, n, generator=gen) * scale
+
+
+def reference(
+    ins: dict[str, torch.Tensor],
+    state: torch.Tensor | None,
+    cu_seqlens: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """fp64 reference on the very values the kernel sees (inputs upcast after their rounding)."""
+    args = [ins[k].double() for k in ("r", "w", "k", "v", "a", "b")]
+    return wkv7_naive(*args, None if state is None else state.double(), cu_seqlens=cu_seqlens)
+
+
+def rel_rms(x: torch.Tensor, ref: torch.Tensor) -> float:
+    """Relative RMS error; NaN (never passes a ``<=`` check) when x holds a NaN or inf."""
+    x64, ref64 = x.double(), ref.double()
+    if not torch.isfinite(x64).all():
+        return float("nan")
+    denom = ref64.pow(2).mean().sqrt().clamp_min(1e-30)
+    return float((x64 - ref64).pow(2).mean().sqrt() / denom)
+
+
+def nan_like(t: torch.Tensor) -> torch.Tensor:
+    return torch.full_like(t, float("nan"))
+
+
+def nan_state(num_seqs: int, heads: int, n: int, device: torch.device | str = "cpu") -> torch.Tensor:
+    return torch.full((num_seqs, heads, n, n), float("nan"), dtype=torch.float32, device=device)
+
+
+def assert_close(name: str, got: torch.Tensor, want: torch.Tensor, tol: float, seed: int) -> None:
+    err = rel_rms(got, want)
+    assert err <= tol, f"{name}: relative RMS error {err:.3g} > {tol:g} (replay with WKV7_TEST_SEED={seed})"
