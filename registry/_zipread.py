@@ -43,6 +43,7 @@ _FLAG_ENCRYPTED = 0x0001
 _FLAG_STRONG_ENCRYPTION = 0x0040
 _FLAG_MASKED_HEADER = 0x2000
 _FLAG_DATA_DESCRIPTOR = 0x0008
+_DESCRIPTOR_SIZES = (12, 16, 20, 24)  # CRC and sizes (32- or 64-bit), with or without a signature
 _EXTRA_ZIP64 = 0x0001
 _EXTRA_ENCRYPTION = {0x0017: "strong encryption header", 0x9901: "AES encryption"}
 _METHODS = {8: "deflate", 9: "deflate64", 12: "bzip2", 14: "lzma", 93: "zstd", 95: "xz", 99: "AES-encrypted"}
@@ -250,7 +251,8 @@ def read_zip(src: _Source, check_names: Callable[[list[str]], None] | None = Non
     ``check_names`` on the entry names (before any feature check, so that a TorchScript or
     path-traversal archive is named as such), then every entry stored, unencrypted and on disk 0,
     its local header present where the directory says with the same name, its data inside the
-    file and before the central directory, and no two entries overlapping. CRCs are not checked
+    file and before the central directory, no two entries overlapping, and no bytes between
+    entries that no entry (or its data descriptor) explains. CRCs are not checked
     here (the caller decides which entries to check).
     """
     cd_offset, cd_size, n_total = _directory_bounds(src)
@@ -294,5 +296,19 @@ def read_zip(src: _Source, check_names: Callable[[list[str]], None] | None = Non
     for entry in sorted(entries, key=lambda e: e.header_offset):
         if previous is not None and previous.data_offset + previous.size > entry.header_offset:
             raise _fail("PTH001", f"entries {previous.name!r} and {entry.name!r} overlap")
+        _check_gap(previous, entry.header_offset, entry.name)
         previous = entry
+    _check_gap(previous, cd_offset, "the central directory")
     return entries
+
+
+def _check_gap(previous: ZipEntry | None, start: int, what: str) -> None:
+    """Every byte before the central directory belongs to an entry: bytes no entry explains (a
+    pickle or a second archive hidden between entries, a polyglot's prefix) are refused (PTH001).
+    After an entry with a data descriptor (flag 0x08) the descriptor's 12 to 24 bytes are allowed."""
+    end = 0 if previous is None else previous.data_offset + previous.size
+    gap = start - end
+    if gap == 0 or (previous is not None and previous.flags & _FLAG_DATA_DESCRIPTOR and gap in _DESCRIPTOR_SIZES):
+        return
+    after = "the start of the file" if previous is None else f"entry {previous.name!r}"
+    raise _fail("PTH001", f"{gap} bytes between {after} and {what} belong to no entry (hidden data)")

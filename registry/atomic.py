@@ -9,30 +9,42 @@ Every command that writes goes through one :class:`Transaction` under :func:`reg
 3. the temporary files are renamed over their final names, directories fsync'ed;
 4. the journal is removed.
 
-A process killed before step 2 leaves only temporary files: :func:`recover` deletes them and the
-registry is byte-identical to before. Killed after step 2, :func:`recover` completes the renames,
-and the registry is in its new, valid state. The lock (``.rwkv-registry.lock``, an ``flock``
-through the filelock library) is released by the kernel when a process dies, so a stale lock
-file never blocks; a second writer waits up to ``timeout`` seconds, then fails cleanly.
+A process killed before step 2 leaves only temporary files: :func:`recover` deletes them, and the
+directories the write created (each is recorded in ``.rwkv-registry-tmp-dirs`` before it is made),
+and the registry is byte-identical to before. Killed after step 2, :func:`recover` completes the
+renames, and the registry is in its new, valid state. The lock (``.rwkv-registry.lock``, an
+``flock`` through the filelock library) is released by the kernel when a process dies, so a stale
+lock file never blocks; a second writer waits up to ``timeout`` seconds, then fails cleanly. The
+next writer recovers before it writes and says so on the ``rwkv_registry`` logger (stderr).
+
+Crash tests set ``RWKV_REGISTRY_FAULT`` to one of the fault points to have the process SIGKILL
+itself there: ``mkdir-<k>`` (k-th directory created), ``partial-<i>`` (half of the i-th staged file
+written), ``written-<i>`` (i-th staged file complete), ``staged``, ``journal-tmp`` (journal
+written, not yet renamed), ``journal``, ``rename-<i>``, ``renamed`` and ``committed``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import secrets
 import signal
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from .errors import LockedError, RegistryIOError
 
 LOCK_NAME = ".rwkv-registry.lock"
 JOURNAL_NAME = ".rwkv-registry.journal"
 TMP_PREFIX = ".rwkv-registry-tmp-"
+DIRS_NAME = TMP_PREFIX + "dirs"  # directories a transaction created, one per line (removed on rollback)
 TRANSIENT_NAMES = (LOCK_NAME, JOURNAL_NAME)
 FAULT_ENV = "RWKV_REGISTRY_FAULT"
+MAX_JOURNAL = 16 * 1024 * 1024
+_log = logging.getLogger("rwkv_registry")
 
 
 def fault_point(name: str) -> None:
@@ -57,13 +69,18 @@ def _fsync_dir(path: Path) -> None:
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     """Write one file atomically (temp file in the same directory, fsync, rename, fsync dir)."""
-    path = Path(path)
+    _atomic_write(Path(path), data)
+
+
+def _atomic_write(path: Path, data: bytes, fault: str = "") -> None:
     tmp = path.with_name(f"{TMP_PREFIX}{secrets.token_hex(6)}-{path.name}")
     try:
         with open(tmp, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        if fault:
+            fault_point(fault)
         os.replace(tmp, path)
     except OSError as e:
         with contextlib.suppress(OSError):
@@ -73,10 +90,12 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
 
 
 @contextlib.contextmanager
-def registry_lock(root: str | os.PathLike[str], *, timeout: float = 30.0) -> Iterator[list[str]]:
+def registry_lock(root: str | os.PathLike[str], *, timeout: float = 30.0, quiet: bool = False) -> Iterator[list[str]]:
     """Hold the registry's write lock; recovers an interrupted write first.
 
-    Yields the list of recovery messages (empty when there was nothing to recover).
+    Yields the list of recovery messages (empty when there was nothing to recover). Unless
+    ``quiet``, they are also logged as a warning on the ``rwkv_registry`` logger, which Python
+    prints on stderr when no logging is configured.
     """
     from filelock import FileLock, Timeout
 
@@ -92,7 +111,10 @@ def registry_lock(root: str | os.PathLike[str], *, timeout: float = 30.0) -> Ite
     except OSError as e:
         raise RegistryIOError(f"cannot create the lock file in {root}: {e.strerror or e}") from e
     try:
-        yield recover(root)
+        messages = recover(root)
+        if messages and not quiet:
+            _log.warning("%s: %s", root, "; ".join(messages))
+        yield messages
     finally:
         lock.release()
 
@@ -100,10 +122,78 @@ def registry_lock(root: str | os.PathLike[str], *, timeout: float = 30.0) -> Ite
 def _temp_files(root: Path) -> list[Path]:
     found = []
     for dirpath, dirnames, filenames in os.walk(root):
-        if ".git" in dirnames:
+        if Path(dirpath) == root and ".git" in dirnames:
             dirnames.remove(".git")
         found += [Path(dirpath) / n for n in filenames if n.startswith(TMP_PREFIX)]
-    return found
+    return [p for p in found if p != root / DIRS_NAME]
+
+
+def _created_dirs(root: Path) -> list[Path]:
+    """Directories recorded in DIRS_NAME (complete lines only), deepest first, all inside ``root``."""
+    try:
+        text = (root / DIRS_NAME).read_bytes().decode("utf-8", "replace")
+    except OSError:
+        return []
+    lines = text.split("\n")[:-1]  # a line without its newline was cut by a crash: ignore it
+    out = []
+    for rel in lines:
+        safe = rel and not rel.startswith("/") and all(p not in ("", ".", "..") for p in rel.split("/"))
+        if safe and _inside(root, root / rel):
+            out.append(root / rel)
+    return sorted(set(out), key=lambda p: len(p.parts), reverse=True)
+
+
+def _remove_empty_dirs(dirs: Iterable[Path]) -> int:
+    removed = 0
+    for d in dirs:
+        try:
+            d.rmdir()  # only succeeds on an empty directory
+            removed += 1
+        except OSError:
+            pass
+    return removed
+
+
+def _inside(root: Path, path: Path) -> bool:
+    """Is ``path`` (symbolic links resolved) inside ``root``?"""
+    real_root = os.path.realpath(root)
+    return os.path.commonpath([real_root, os.path.realpath(path)]) == real_root
+
+
+def _read_journal(root: Path, journal: Path) -> list[tuple[Path, Path]]:
+    """The (temporary, final) pairs of a journal, each checked to be a rename that a
+    :class:`Transaction` makes: a temporary file next to its final name, inside the registry.
+    A journal that asks for anything else (a registry from a stranger may hold one) is refused."""
+    hint = "Inspect the registry with `git status`, restore it, then delete the journal."
+    try:
+        if journal.stat().st_size > MAX_JOURNAL:
+            raise ValueError(f"{journal.stat().st_size} bytes, more than a journal ever holds")
+        plan = json.loads(journal.read_bytes().decode("utf-8"))
+        renames = [(a, b) for a, b in plan["renames"]]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise RegistryIOError(f"{journal}: unreadable journal of an interrupted write ({e})", hint=hint) from e
+    out = []
+    for tmp, final in renames:
+        ok = isinstance(tmp, str) and isinstance(final, str)
+        if ok:
+            parts_t, parts_f = tmp.split("/"), final.split("/")
+            ok = (
+                not tmp.startswith("/")
+                and "\\" not in tmp + final
+                and all(p not in ("", ".", "..") for p in parts_t + parts_f)
+                and parts_t[:-1] == parts_f[:-1]
+                and parts_t[-1].startswith(TMP_PREFIX)
+                and not parts_f[-1].startswith(TMP_PREFIX)
+                and _inside(root, root / final)
+            )
+        if not ok:
+            raise RegistryIOError(
+                f"{journal}: the journal asks to rename {tmp!r} to {final!r}, which no rwkv-registry write does; "
+                "nothing was changed",
+                hint="The journal was not written by rwkv-registry. " + hint,
+            )
+        out.append((root / tmp, root / final))
+    return out
 
 
 def recover(root: str | os.PathLike[str]) -> list[str]:
@@ -112,17 +202,9 @@ def recover(root: str | os.PathLike[str]) -> list[str]:
     messages: list[str] = []
     journal = root / JOURNAL_NAME
     if journal.exists():
-        try:
-            plan = json.loads(journal.read_text("utf-8"))
-            renames = [(str(a), str(b)) for a, b in plan["renames"]]
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            raise RegistryIOError(
-                f"{journal}: unreadable journal of an interrupted write ({e})",
-                hint="Inspect the registry with `git status`, restore it, then delete the journal.",
-            ) from e
+        renames = _read_journal(root, journal)
         done = 0
-        for tmp, final in renames:
-            src, dst = root / tmp, root / final
+        for src, dst in renames:
             if src.exists():
                 dst.parent.mkdir(parents=True, exist_ok=True)
                 os.replace(src, dst)
@@ -131,12 +213,19 @@ def recover(root: str | os.PathLike[str]) -> list[str]:
         journal.unlink()
         _fsync_dir(root)
         messages.append(f"completed an interrupted write ({done} of {len(renames)} file(s) were pending)")
+        created: list[Path] = []  # rolled forward: the directories now hold the new files
+    else:
+        created = _created_dirs(root)
     leftovers = _temp_files(root)
     for p in leftovers:
         with contextlib.suppress(OSError):
             p.unlink()
-    if leftovers:
-        messages.append(f"removed {len(leftovers)} temporary file(s) of an interrupted write")
+    removed_dirs = _remove_empty_dirs(created)
+    with contextlib.suppress(OSError):
+        (root / DIRS_NAME).unlink()
+    if leftovers or removed_dirs:
+        dirs = f" and {removed_dirs} empty directory(ies)" if removed_dirs else ""
+        messages.append(f"removed {len(leftovers)} temporary file(s){dirs} of an interrupted write")
     return messages
 
 
@@ -148,6 +237,17 @@ class Transaction:
         self.staged: list[tuple[Path, Path]] = []  # (tmp, final), absolute
         self.created_dirs: list[Path] = []
 
+    def _record_dir(self, d: Path) -> None:
+        """Note ``d`` in DIRS_NAME (fsync'ed) before creating it, so that recover can remove it."""
+        line = d.relative_to(self.root).as_posix() + "\n"
+        try:
+            with open(self.root / DIRS_NAME, "ab") as f:
+                f.write(line.encode("utf-8", "surrogateescape"))
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as e:
+            raise RegistryIOError(f"cannot write {self.root / DIRS_NAME}: {e.strerror or e}") from e
+
     def _tmp_for(self, rel: str) -> tuple[Path, Path]:
         final = self.root / rel
         missing = []
@@ -156,18 +256,41 @@ class Transaction:
             missing.append(parent)
             parent = parent.parent
         for d in reversed(missing):
+            self._record_dir(d)
             d.mkdir()
             self.created_dirs.append(d)
+            fault_point(f"mkdir-{len(self.created_dirs) - 1}")
         return final.with_name(f"{TMP_PREFIX}{secrets.token_hex(6)}-{final.name}"), final
+
+    def _write_staged(self, tmp: Path, chunks: Iterable[bytes]) -> None:
+        """Write, flush and fsync one staged file (fault points partial-<i> and written-<i>)."""
+        index = len(self.staged)
+        with open(tmp, "wb") as f:
+            self._write_chunks(f, chunks, index)
+            f.flush()
+            os.fsync(f.fileno())
+        fault_point(f"written-{index}")
+
+    @staticmethod
+    def _write_chunks(f: BinaryIO, chunks: Iterable[bytes], index: int) -> None:
+        first = True
+        for chunk in chunks:
+            if first:  # a crash-test point halfway through the first chunk
+                f.write(chunk[: len(chunk) // 2])
+                f.flush()
+                fault_point(f"partial-{index}")
+                f.write(chunk[len(chunk) // 2 :])
+                first = False
+            else:
+                f.write(chunk)
+        if first:
+            fault_point(f"partial-{index}")
 
     def write_bytes(self, rel: str, data: bytes) -> None:
         """Stage ``data`` as the new content of ``rel`` (registry-relative POSIX path)."""
         tmp, final = self._tmp_for(rel)
         try:
-            with open(tmp, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
+            self._write_staged(tmp, [data])
         except OSError as e:
             raise RegistryIOError(f"cannot write {final}: {e.strerror or e}", path=rel) from e
         self.staged.append((tmp, final))
@@ -176,11 +299,8 @@ class Transaction:
         """Stage a copy of ``src`` as ``rel``."""
         tmp, final = self._tmp_for(rel)
         try:
-            with open(src, "rb") as fin, open(tmp, "wb") as fout:
-                while chunk := fin.read(8 << 20):
-                    fout.write(chunk)
-                fout.flush()
-                os.fsync(fout.fileno())
+            with open(src, "rb") as fin:
+                self._write_staged(tmp, iter(lambda: fin.read(8 << 20), b""))
         except OSError as e:
             raise RegistryIOError(f"cannot copy {src} to {final}: {e.strerror or e}", path=rel) from e
         self.staged.append((tmp, final))
@@ -194,15 +314,19 @@ class Transaction:
         fault_point("staged")
         journal = self.root / JOURNAL_NAME
         plan = {"renames": [[str(t.relative_to(self.root)), str(f.relative_to(self.root))] for t, f in self.staged]}
-        atomic_write_bytes(journal, json.dumps(plan).encode())
+        _atomic_write(journal, json.dumps(plan).encode(), fault="journal-tmp")
         _fsync_dir(self.root)
         fault_point("journal")
         for i, (tmp, final) in enumerate(self.staged):
             os.replace(tmp, final)
             _fsync_dir(final.parent)
             fault_point(f"rename-{i}")
+        with contextlib.suppress(FileNotFoundError):
+            (self.root / DIRS_NAME).unlink()  # before the journal: a crash now rolls forward
+        fault_point("renamed")
         journal.unlink()
         _fsync_dir(self.root)
+        fault_point("committed")
         self.staged.clear()
         self.created_dirs.clear()
 
@@ -214,6 +338,9 @@ class Transaction:
         for d in reversed(self.created_dirs):
             with contextlib.suppress(OSError):
                 d.rmdir()
+        if self.created_dirs:
+            with contextlib.suppress(OSError):
+                (self.root / DIRS_NAME).unlink()
         self.staged.clear()
         self.created_dirs.clear()
 

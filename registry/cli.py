@@ -210,7 +210,7 @@ def cmd_readme(args: argparse.Namespace) -> int:
 def cmd_recover(args: argparse.Namespace) -> int:
     from .atomic import registry_lock
 
-    with registry_lock(args.path) as messages:
+    with registry_lock(args.path, quiet=True) as messages:
         pass
     _console().print("; ".join(messages) if messages else "nothing to recover")
     return 0
@@ -361,6 +361,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp = cmd("sign", _lazy("rwkv_registry.signing:cmd_sign"), "sign SHA256SUMS (writes SHA256SUMS.sig)")
     sp.add_argument("path")
     sp.add_argument("--key", required=True)
+    sp.add_argument("--trust", action="store_true", help="first add the key to index.json signing.trusted_keys")
 
     sp = cmd("verify", _lazy("rwkv_registry.signing:cmd_verify"), "verify SHA256SUMS.sig")
     sp.add_argument("path")

@@ -25,7 +25,15 @@ from typing import Any
 
 from rwkv_registry.errors import RegistryError
 
-__all__ = ["DEFAULT_MAX_BYTES", "DEFAULT_MAX_DEPTH", "JsonLoadError", "load_json_bytes", "load_json_file"]
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "DEFAULT_MAX_DEPTH",
+    "JsonLoadError",
+    "JsonTooLargeError",
+    "load_json_bytes",
+    "load_json_file",
+    "read_json_bytes",
+]
 
 DEFAULT_MAX_DEPTH = 64
 DEFAULT_MAX_BYTES = 64 * 2**20
@@ -62,6 +70,20 @@ class JsonLoadError(RegistryError, ValueError):
         self.reason = reason
         self.line = line
         self.col = col
+
+
+class JsonTooLargeError(JsonLoadError, OSError):
+    """A JSON file larger than the limit, refused by ``stat`` before it is read.
+
+    Also an :class:`OSError` (``strerror`` is the reason), so code that reads a file and reports
+    ``OSError`` as "cannot read" reports this too, without the file ever being in memory.
+    """
+
+    def __init__(self, path: str, size: int, max_bytes: int) -> None:
+        reason = f"is {size:,} bytes, over the limit of {max_bytes:,}"
+        super().__init__(path, reason, hint="JSON files of the registry are small; check that this is the right file.")
+        self.strerror = f"the file is {size:,} bytes, over the {max_bytes:,}-byte limit of registry JSON files"
+        self.size = size
 
 
 class _DuplicateKey(Exception):
@@ -257,6 +279,26 @@ def load_json_bytes(
             hint="Escape characters above U+FFFF as a surrogate pair, or write them as UTF-8.",
         )
     return value
+
+
+def read_json_bytes(
+    path: str | os.PathLike[str], *, display: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES
+) -> bytes:
+    """The bytes of a JSON file, refusing one over ``max_bytes`` by ``stat`` before reading it.
+
+    Raises :class:`JsonTooLargeError` (an ``OSError`` too) for an oversize file, and ``OSError``
+    when it cannot be read; at most ``max_bytes + 1`` bytes are ever read, even if the file grows.
+    """
+    p = Path(path)
+    name = display if display is not None else str(path)
+    with p.open("rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size > max_bytes:
+            raise JsonTooLargeError(name, size, max_bytes)
+        data = fh.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise JsonTooLargeError(name, len(data), max_bytes)
+    return data
 
 
 def load_json_file(path: str | os.PathLike[str], *, display: str | None = None, **kw: Any) -> Any:

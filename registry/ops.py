@@ -174,7 +174,9 @@ def _readme_for(root: Path, index: dict[str, Any]) -> bytes:
 def init_registry(path: str | os.PathLike[str], *, name: str = "", title: str = "RWKV-7 weights") -> list[str]:
     """Create a new registry in ``path`` (which must be absent or empty, a `.git` folder aside)."""
     root = Path(path)
-    if root.exists() and (not root.is_dir() or [p for p in root.iterdir() if p.name != ".git"]):
+    if root.exists() and (
+        not root.is_dir() or [n for n in os.listdir(root) if not re.match(r"\.(git$|rwkv-registry)", n)]
+    ):
         raise UsageError(f"{path}: exists and is not empty", hint="Give a new or empty directory.")
     root.mkdir(parents=True, exist_ok=True)
     with registry_lock(root):

@@ -164,10 +164,10 @@ class Validator:
     # --- JSON ---------------------------------------------------------------------------------
     def load_json(self, rel: str, schema: str, code: str) -> Any:
         """Parse a JSON file and check it against a schema; schema errors are cached by content."""
-        from .jsonload import JsonLoadError, load_json_bytes
+        from .jsonload import JsonLoadError, load_json_bytes, read_json_bytes
 
         try:
-            data = (self.root / rel).read_bytes()
+            data = read_json_bytes(self.root / rel)  # refuses an oversize file by stat, unread
         except OSError as e:
             self.add(finding("LAY010", rel, f"cannot read: {e.strerror}"))
             return None
@@ -201,6 +201,9 @@ class Validator:
         self.check_entries(tree, weights, facts)
         self.check_train_files(tree, weights)
         self.check_sums(tree, facts)
+        from .signing import check_signatures  # SIG001–SIG004 (cryptography loads only when keys exist)
+
+        self.findings += check_signatures(self.root, set(tree.files), self.index, self.trusted_keys)
         self.check_readme(tree)
         self.check_gitattributes(tree)
         self.check_history()

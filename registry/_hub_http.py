@@ -1,0 +1,306 @@
+"""HTTP reads of Hub files, counted byte by byte: whole small files and Range reads of large ones.
+
+Everything goes through huggingface_hub's own HTTP client (:func:`huggingface_hub.utils.get_session`,
+:func:`~huggingface_hub.utils.http_stream_backoff`, :func:`~huggingface_hub.get_hf_file_metadata`), so
+proxies, tokens, offline mode and ``HF_ENDPOINT`` behave as they do for ``hf_hub_download``.
+
+A :class:`RemoteFile` is a :class:`rwkv_registry.ckpt.ByteSource` over one file: ``open_checkpoint``
+reads its zip records and pickle through it without downloading the weights. Before the reader
+runs, :meth:`RemoteFile.prefetch_zip_metadata` fetches, in a few parallel Range requests, exactly
+what the reader will ask for (end records, central directory, every local header, the small
+entries such as ``data.pkl`` and ``miss.json``), so a 14 GB base costs a few hundred KB and a
+handful of round trips.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import struct
+import threading
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, BinaryIO
+from urllib.parse import urlsplit
+
+from .errors import RegistryIOError
+
+__all__ = ["Fetcher", "RemoteFile"]
+
+TAIL_BYTES = 8 * 1024  # first read of a zip: end records and usually the central directory
+GAP_BYTES = 4 * 1024  # ranges closer than this are fetched in one request
+LOCAL_EXTRA_SLACK = 256  # local header extra field allowance (torch pads data to 64 bytes)
+MAX_PLANNED_ENTRY = 64 * 1024 * 1024  # small entries read whole (the reader's own bounds apply too)
+_CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
+_STORAGE = re.compile(r"^[^/]+/data/[A-Za-z0-9_]+$")
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
+    return parts.scheme, (parts.hostname or "").lower(), parts.port
+
+
+class Fetcher:
+    """Counts every body byte received from the Hub and its storage, across threads."""
+
+    def __init__(self, endpoint: str, token: str | bool | None = None) -> None:
+        self.endpoint = endpoint.rstrip("/")
+        self.token = token
+        self.bytes_fetched = 0
+        self.requests = 0
+        self._lock = threading.Lock()
+
+    def _headers(self, url: str) -> dict[str, str]:
+        """Hub headers (token included) for Hub URLs only, never for a storage/CDN host."""
+        if _origin(url) != _origin(self.endpoint):
+            return {}
+        from huggingface_hub.utils import build_hf_headers
+
+        return build_hf_headers(token=self.token)
+
+    def _count(self, n: int) -> None:
+        with self._lock:
+            self.bytes_fetched += n
+
+    def get(
+        self,
+        url: str,
+        *,
+        start: int | None = None,
+        end: int | None = None,
+        total: int | None = None,
+        sink: BinaryIO | None = None,
+    ) -> bytes:
+        """The body of ``url`` (bytes ``start..end`` inclusive when given). Raises :class:`RegistryIOError`.
+
+        With ``sink``, the body is written there as it arrives and ``b""`` is returned.
+
+        A ranged answer must be ``206`` with the matching ``Content-Range`` (and, when ``total`` is
+        given, the expected file size); a server that ignores the Range header is refused before
+        its body is read, so a 14 GB file is never downloaded by accident.
+        """
+        from huggingface_hub.errors import HfHubHTTPError
+        from huggingface_hub.utils import hf_raise_for_status, http_stream_backoff
+
+        headers = self._headers(url)
+        ranged = start is not None
+        if ranged:
+            assert end is not None and end >= start
+            headers["Range"] = f"bytes={start}-{end}"
+            headers["Accept-Encoding"] = "identity"
+        with self._lock:
+            self.requests += 1
+        want = (end - start + 1) if ranged else None  # type: ignore[operator]
+        try:
+            with http_stream_backoff("GET", url, headers=headers) as response:
+                if response.status_code >= 400:
+                    response.read()
+                    hf_raise_for_status(response)
+                if ranged:
+                    self._check_range(response, url, start, end, total)  # type: ignore[arg-type]
+                chunks: list[bytes] = []
+                got = 0
+                for chunk in response.iter_bytes():
+                    got += len(chunk)
+                    self._count(len(chunk))
+                    if want is not None and got > want:
+                        raise RegistryIOError(f"{url}: the server sent more than the {want} bytes asked for")
+                    if sink is not None:
+                        sink.write(chunk)
+                    else:
+                        chunks.append(chunk)
+        except RegistryIOError:
+            raise
+        except HfHubHTTPError as e:
+            raise RegistryIOError(f"cannot fetch {url}: {_first_line(e)}", path=url) from e
+        except Exception as e:  # httpx2 transport errors, offline mode
+            raise RegistryIOError(f"cannot fetch {url}: {type(e).__name__}: {e}", path=url) from e
+        if want is not None and got != want:
+            raise RegistryIOError(f"{url}: asked for {want} bytes at offset {start}, got {got}")
+        return b"".join(chunks)
+
+    @staticmethod
+    def _check_range(response: Any, url: str, start: int, end: int, total: int | None) -> None:
+        if response.status_code == 200:
+            whole = total is not None and start == 0 and end == total - 1
+            length = response.headers.get("Content-Length")
+            if not (whole or (length is not None and int(length) == end - start + 1 and start == 0)):
+                raise RegistryIOError(
+                    f"{url}: the server ignored the Range header (asked bytes {start}-{end}, got the whole file)",
+                    hint="The Hub and its storage answer Range requests; check HF_ENDPOINT or the proxy.",
+                )
+            return
+        if response.status_code != 206:
+            raise RegistryIOError(f"{url}: HTTP {response.status_code} to a Range request")
+        m = _CONTENT_RANGE.match(response.headers.get("Content-Range", ""))
+        if not m or int(m.group(1)) != start or int(m.group(2)) != end:
+            raise RegistryIOError(
+                f"{url}: Content-Range {response.headers.get('Content-Range')!r} does not answer bytes {start}-{end}"
+            )
+        if total is not None and m.group(3) != "*" and int(m.group(3)) != total:
+            raise RegistryIOError(f"{url}: the file holds {m.group(3)} bytes, the Hub's tree listing says {total}")
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+class RemoteFile:
+    """A :class:`~rwkv_registry.ckpt.ByteSource` over one remote file, read by HTTP Range requests.
+
+    Fetched ranges are kept, so the reader's many small reads cost one request each at most and
+    nothing twice. ``url`` is the file's storage location (the target of the Hub's ``resolve``
+    redirect), ``size`` its size from the Hub's metadata.
+    """
+
+    def __init__(
+        self, fetcher: Fetcher, url: str, size: int, *, name: str = "", workers: int = 8, gap: int = GAP_BYTES
+    ) -> None:
+        self.fetcher = fetcher
+        self.url = url
+        self.size = size
+        self.path = name or url
+        self.workers = workers
+        self.gap = gap  # ranges closer than this are fetched in one request
+        self._starts: list[int] = []
+        self._data: list[bytes] = []
+        self._lock = threading.Lock()
+
+    # --- the ByteSource protocol ------------------------------------------------------------------
+    def read(self, offset: int, length: int) -> bytes:
+        """``length`` bytes at ``offset``, from what was fetched or by one new Range request."""
+        from .errors import CheckpointError
+
+        if offset < 0 or length < 0 or offset + length > self.size:
+            raise CheckpointError(
+                "PTH001", f"read of {length} bytes at offset {offset} is beyond the end ({self.size} bytes)"
+            )
+        if length == 0:
+            return b""
+        hit = self._cached(offset, length)
+        if hit is not None:
+            return hit
+        self._fetch([(offset, offset + length)])
+        hit = self._cached(offset, length)
+        assert hit is not None
+        return hit
+
+    def _cached(self, offset: int, length: int) -> bytes | None:
+        with self._lock:
+            i = bisect.bisect_right(self._starts, offset) - 1
+            # segments may overlap: look back a little for one that covers the whole read
+            for j in range(i, max(i - 8, -1), -1):
+                s, d = self._starts[j], self._data[j]
+                if s <= offset and offset + length <= s + len(d):
+                    return d[offset - s : offset - s + length]
+        return None
+
+    def _store(self, start: int, data: bytes) -> None:
+        with self._lock:
+            i = bisect.bisect_left(self._starts, start)
+            self._starts.insert(i, start)
+            self._data.insert(i, data)
+
+    def _fetch(self, ranges: Iterable[tuple[int, int]]) -> None:
+        """Fetch half-open ``[start, end)`` ranges (merged when close), in parallel."""
+        merged = [r for r in _coalesce(ranges, self.size, self.gap) if self._cached(r[0], r[1] - r[0]) is None]
+        if not merged:
+            return
+
+        def one(r: tuple[int, int]) -> None:
+            start, end = r
+            self._store(start, self.fetcher.get(self.url, start=start, end=end - 1, total=self.size))
+
+        if len(merged) == 1:
+            one(merged[0])
+            return
+        with ThreadPoolExecutor(max_workers=min(self.workers, len(merged))) as pool:
+            list(pool.map(one, merged))
+
+    # --- planning -----------------------------------------------------------------------------------
+    def prefetch_zip_metadata(self) -> None:
+        """Fetch what :func:`rwkv_registry.ckpt.open_checkpoint` reads of a torch zip, in few requests.
+
+        Lenient on purpose: anything unexpected stops the planning, and the reader then fetches
+        on demand and reports the problem with its own rule code.
+        """
+        from .lfs import MAX_POINTER_SIZE
+
+        head = (0, min(self.size, MAX_POINTER_SIZE))
+        tail = (max(0, self.size - TAIL_BYTES), self.size)
+        self._fetch([head, tail])
+        try:
+            plan = self._zip_plan()
+        except (ValueError, struct.error, AssertionError):
+            return
+        self._fetch(plan)
+
+    def _zip_plan(self) -> list[tuple[int, int]]:
+        size = self.size
+        eocd = self.read(size - 22, 22) if size >= 22 else b""
+        if eocd[:4] != b"PK\x05\x06":
+            raise ValueError("no plain end record")
+        _, _, _, _, n_total, cd_size, cd_offset, _ = struct.unpack("<4sHHHHIIH", eocd)
+        if size >= 42:
+            loc = self.read(size - 42, 20)
+            if loc[:4] == b"PK\x06\x07":
+                rec_pos = struct.unpack_from("<Q", loc, 8)[0]
+                if rec_pos + 56 > size:
+                    raise ValueError("zip64 record outside the file")
+                rec = self.read(rec_pos, 56)
+                if rec[:4] != b"PK\x06\x06":
+                    raise ValueError("no zip64 record")
+                n_total, cd_size, cd_offset = struct.unpack_from("<QQQ", rec, 32)
+        if cd_offset + cd_size > size or cd_size > 16 * 1024 * 1024:
+            raise ValueError("central directory outside the file")
+        cd = self.read(cd_offset, cd_size)
+        plan: list[tuple[int, int]] = []
+        pos = 0
+        for _ in range(min(n_total, 10_000)):
+            if pos + 46 > len(cd) or cd[pos : pos + 4] != b"PK\x01\x02":
+                raise ValueError("bad central directory")
+            csize, _usize, nlen, elen, clen = struct.unpack_from("<IIHHH", cd, pos + 20)
+            offset = struct.unpack_from("<I", cd, pos + 42)[0]
+            name = cd[pos + 46 : pos + 46 + nlen].decode("utf-8", "replace")
+            extra = cd[pos + 46 + nlen : pos + 46 + nlen + elen]
+            csize, offset = _zip64_fix(extra, csize, _usize, offset)
+            header_end = offset + 30 + nlen
+            if _STORAGE.match(name) or csize > MAX_PLANNED_ENTRY:
+                plan.append((offset, min(header_end, size)))
+            else:
+                plan.append((offset, min(header_end + LOCAL_EXTRA_SLACK + csize, cd_offset)))
+            pos += 46 + nlen + elen + clen
+        return plan
+
+
+def _zip64_fix(extra: bytes, csize: int, usize: int, offset: int) -> tuple[int, int]:
+    """Sizes and offset from a zip64 extra field where the 32-bit fields hold the sentinel."""
+    pos = 0
+    while pos + 4 <= len(extra):
+        tag, length = struct.unpack_from("<HH", extra, pos)
+        if tag == 1:
+            body = extra[pos + 4 : pos + 4 + length]
+            q = 0
+            if usize == 0xFFFFFFFF and q + 8 <= len(body):
+                q += 8
+            if csize == 0xFFFFFFFF and q + 8 <= len(body):
+                csize = struct.unpack_from("<Q", body, q)[0]
+                q += 8
+            if offset == 0xFFFFFFFF and q + 8 <= len(body):
+                offset = struct.unpack_from("<Q", body, q)[0]
+            break
+        pos += 4 + length
+    return csize, offset
+
+
+def _coalesce(ranges: Iterable[tuple[int, int]], size: int, gap: int = GAP_BYTES) -> list[tuple[int, int]]:
+    """Sorted, clipped, merged ``[start, end)`` ranges; neighbours closer than ``gap`` bytes join."""
+    clipped = sorted((max(0, a), min(size, b)) for a, b in ranges if min(size, b) > max(0, a))
+    out: list[tuple[int, int]] = []
+    for a, b in clipped:
+        if out and a <= out[-1][1] + gap:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out

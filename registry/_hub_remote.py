@@ -1,0 +1,203 @@
+"""One Hub repository at one commit: its file listing (with LFS sha256 and size) and counted reads.
+
+:func:`connect` resolves the revision to a commit once (``HfApi.repo_info``) and lists the tree at
+that commit (``HfApi.list_repo_tree(recursive=True)``), so every later read sees the same
+snapshot even if someone pushes meanwhile. Hub errors become :class:`RegistryError` with a hint.
+
+The endpoint is ``HF_ENDPOINT`` read when the command runs (huggingface_hub reads it once, at
+import), else huggingface_hub's default; it is passed explicitly to every call.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any
+
+from ._hub_http import Fetcher, RemoteFile
+from .errors import RegistryError, RegistryIOError, UsageError
+
+__all__ = ["RemoteEntry", "RemoteRepo", "connect", "hub_endpoint", "hub_error", "parse_hf_target"]
+
+_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
+
+
+def hub_endpoint(endpoint: str | None = None) -> str:
+    """The Hub URL to talk to: ``endpoint``, else ``$HF_ENDPOINT``, else huggingface_hub's default."""
+    if endpoint:
+        return endpoint.rstrip("/")
+    env = os.environ.get("HF_ENDPOINT")
+    if env:
+        return env.rstrip("/")
+    from huggingface_hub import constants
+
+    return constants.ENDPOINT.rstrip("/")
+
+
+def check_repo_id(repo_id: str, what: str = "OWNER/REPO") -> str:
+    """Refuse anything but ``OWNER/REPO`` (letters, digits, ``.``, ``_``, ``-``)."""
+    if not _REPO.match(repo_id or "") or ".." in repo_id or "--" in repo_id:
+        raise UsageError(
+            f"{repo_id!r} is not a Hugging Face repository id ({what})",
+            hint="Give OWNER/REPO, e.g. No-22/rwkv-agent-weights.",
+        )
+    return repo_id
+
+
+def parse_hf_target(target: str) -> tuple[str, str | None]:
+    """``hf://OWNER/REPO[@REVISION]`` -> (repo id, revision or None).
+
+    >>> parse_hf_target("hf://No-22/rwkv-agent-weights@main")
+    ('No-22/rwkv-agent-weights', 'main')
+    """
+    if not target.startswith("hf://"):
+        raise UsageError(f"{target!r} is not an hf:// target", hint="Write hf://OWNER/REPO[@REVISION].")
+    rest = target[len("hf://") :]
+    if rest.startswith("models/"):
+        rest = rest[len("models/") :]
+    repo, sep, revision = rest.partition("@")
+    if sep and not revision:
+        raise UsageError(f"{target!r}: empty revision after '@'", hint="Write hf://OWNER/REPO@REVISION.")
+    return check_repo_id(repo.rstrip("/"), "hf://OWNER/REPO[@REVISION]"), (revision or None)
+
+
+def hub_error(e: BaseException, repo_id: str, revision: str | None, endpoint: str) -> RegistryError:
+    """A clear :class:`RegistryError` for an exception raised by huggingface_hub or its HTTP client."""
+    from huggingface_hub.errors import (
+        EntryNotFoundError,
+        GatedRepoError,
+        HfHubHTTPError,
+        OfflineModeIsEnabled,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    where = f"{repo_id}@{revision}" if revision else repo_id
+    if isinstance(e, RegistryError):
+        return e
+    if isinstance(e, GatedRepoError):
+        return UsageError(f"{where}: gated repository on {endpoint}", hint="Accept its terms on the Hub and log in.")
+    if isinstance(e, RepositoryNotFoundError):
+        return UsageError(
+            f"{repo_id}: no such repository on {endpoint} (or it is private and the token cannot see it)",
+            hint="Check OWNER/REPO; for a private repository log in with `hf auth login` or set HF_TOKEN.",
+        )
+    if isinstance(e, RevisionNotFoundError):
+        return UsageError(
+            f"{where}: revision {revision!r} does not exist", hint="Give an existing branch, tag or commit."
+        )
+    if isinstance(e, EntryNotFoundError):
+        return UsageError(f"{where}: {_first_line(e)}", hint="Check the file path inside the repository.")
+    if isinstance(e, OfflineModeIsEnabled):
+        return RegistryIOError(f"{where}: offline mode is enabled", hint="Unset HF_HUB_OFFLINE to reach the Hub.")
+    if isinstance(e, HfHubHTTPError):
+        return RegistryIOError(f"{where}: the Hub answered: {_first_line(e)}", hint="Try again later.")
+    if isinstance(e, OSError | ValueError) or type(e).__module__.startswith(("httpx", "httpcore")):
+        return RegistryIOError(
+            f"cannot reach {endpoint} for {where}: {type(e).__name__}: {_first_line(e)}",
+            hint="Check the network, a proxy, or HF_ENDPOINT.",
+        )
+    return RegistryIOError(f"{where}: {type(e).__name__}: {_first_line(e)}")
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+@dataclass(frozen=True)
+class RemoteEntry:
+    """One file of the remote tree. ``lfs_sha256`` is None for a plain git file."""
+
+    path: str
+    size: int
+    blob_id: str
+    lfs_sha256: str | None
+
+
+@dataclass
+class RemoteRepo:
+    """A Hub repository pinned at commit ``sha``; every byte read goes through ``fetcher``."""
+
+    api: Any
+    repo_id: str
+    revision: str | None
+    sha: str
+    endpoint: str
+    fetcher: Fetcher
+    files: dict[str, RemoteEntry] = field(default_factory=dict)
+    dirs: set[str] = field(default_factory=set)
+
+    def url(self, path: str) -> str:
+        """The ``resolve`` URL of ``path`` at the pinned commit."""
+        from huggingface_hub import hf_hub_url
+
+        return hf_hub_url(self.repo_id, path, revision=self.sha, endpoint=self.endpoint)
+
+    def download(self, path: str) -> bytes:
+        """The whole content of ``path`` (counted)."""
+        return self.fetcher.get(self.url(path))
+
+    def open(self, path: str, **options: int) -> RemoteFile:
+        """A Range-read source over ``path``: one HEAD to the Hub gives its storage location.
+
+        ``options``: ``workers`` (parallel requests) and ``gap`` (merge ranges closer than this) of
+        :class:`~rwkv_registry._hub_http.RemoteFile`.
+        """
+        from huggingface_hub import get_hf_file_metadata
+
+        entry = self.files[path]
+        try:
+            meta = get_hf_file_metadata(self.url(path), token=self.fetcher.token, endpoint=self.endpoint)
+        except Exception as e:
+            raise hub_error(e, self.repo_id, self.sha[:12], self.endpoint) from e
+        if meta.size is not None and meta.size != entry.size:
+            raise RegistryIOError(
+                f"{path}: the Hub says {meta.size} bytes when resolved, {entry.size} in its tree listing"
+            )
+        return RemoteFile(self.fetcher, meta.location, entry.size, name=path, **options)
+
+
+def connect(
+    repo_id: str, revision: str | None = None, *, endpoint: str | None = None, token: str | bool | None = None
+) -> RemoteRepo:
+    """Resolve ``revision`` (default: the default branch) and list the whole tree at that commit."""
+    from huggingface_hub import HfApi
+    from huggingface_hub.hf_api import RepoFile
+
+    check_repo_id(repo_id)
+    endpoint = hub_endpoint(endpoint)
+    api = HfApi(endpoint=endpoint, token=token)
+    try:
+        info = api.repo_info(repo_id, revision=revision)
+        sha = info.sha
+        if not sha:
+            raise RegistryIOError(f"{repo_id}: the Hub did not say which commit {revision or 'main'} is")
+        remote = RemoteRepo(api, repo_id, revision, sha, endpoint, Fetcher(endpoint, token))
+        for item in api.list_repo_tree(repo_id, recursive=True, revision=sha):
+            path = item.path
+            if not _safe_remote_path(path):
+                raise RegistryIOError(f"{repo_id}: the Hub lists an unsafe path {path!r}")
+            if isinstance(item, RepoFile):
+                lfs = item.lfs.sha256 if item.lfs is not None else None
+                remote.files[path] = RemoteEntry(path, int(item.size), item.blob_id, lfs)
+            else:
+                remote.dirs.add(path)
+        for path in remote.files:
+            parent = PurePosixPath(path).parent
+            while str(parent) != ".":
+                remote.dirs.add(parent.as_posix())
+                parent = parent.parent
+    except RegistryError:
+        raise
+    except Exception as e:
+        raise hub_error(e, repo_id, revision, endpoint) from e
+    return remote
+
+
+def _safe_remote_path(path: Any) -> bool:
+    if not isinstance(path, str) or not path or path.startswith("/") or "\\" in path or "\0" in path:
+        return False
+    return all(part not in ("", ".", "..") for part in path.split("/"))

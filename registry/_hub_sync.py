@@ -1,0 +1,340 @@
+"""``push`` and ``pull``: move a registry between a local directory and the Hub, validating on the way.
+
+push: the local registry must validate (signatures included when keys are trusted); the remote
+branch is pinned at its current commit; only files whose bytes differ from the remote (sha256 for
+LFS files, git blob id for the others) are uploaded, and remote files absent locally are deleted,
+all in ONE commit created with ``parent_commit`` so that a concurrent push makes it fail instead of
+overwriting. Published files are protected: a push never deletes a weight file (.pth, .safetensors),
+never changes one under a base directory, and never changes, deletes or adds anything under a
+frozen base (frozen in the local or the remote index.json).
+
+pull: ``snapshot_download`` of the repository at one commit (with ``base``: every small file, and
+the weight files of that base only) into a new or empty directory, then validation. Weights of the
+other bases are checked against the Hub's metadata in that validation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from ._hub_remote import RemoteEntry, RemoteRepo, connect, hub_error
+from .atomic import JOURNAL_NAME, LOCK_NAME, TMP_PREFIX
+from .errors import RefusedError, RegistryError, UsageError
+from .facts import FactsCache, FileFacts, gather_facts
+from .validate import WEIGHT_SUFFIXES, Report, Tree, Validator, validate_registry
+
+__all__ = ["PushResult", "pull_registry", "push_registry"]
+
+Log = Callable[[str], None]
+
+
+@dataclass
+class PushResult:
+    """What a push did. ``commit`` is None when there was nothing to push."""
+
+    commit: str | None
+    parent: str
+    uploaded: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    exit_code: int = 0
+
+
+def git_blob_id(data: bytes) -> str:
+    """The git object id of a blob (what the Hub reports for files not stored in LFS)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+def _local_files(root: Path) -> dict[str, Path]:
+    """Every file a push publishes: the tree without .git and the transient files of a write."""
+    out: dict[str, Path] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        if here == root and ".git" in dirnames:
+            dirnames.remove(".git")
+        dirnames.sort()
+        for name in sorted(filenames):
+            rel = (here / name).relative_to(root).as_posix()
+            if rel in (LOCK_NAME, JOURNAL_NAME) or name.startswith(TMP_PREFIX):
+                continue
+            out[rel] = here / name
+    return out
+
+
+def _index_bases(index: Any) -> dict[str, dict[str, Any]]:
+    bases = index.get("bases") if isinstance(index, dict) else None
+    return {b["name"]: b for b in bases or [] if isinstance(b, dict) and isinstance(b.get("name"), str)}
+
+
+def _remote_index(remote: RemoteRepo) -> dict[str, Any]:
+    from .jsonload import JsonLoadError, load_json_bytes
+
+    if "index.json" not in remote.files:
+        return {}
+    try:
+        value = load_json_bytes(remote.download("index.json"), path="index.json")
+    except JsonLoadError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _changed(root: Path, local: dict[str, Path], remote: RemoteRepo) -> list[str]:
+    """Local files whose bytes differ from the remote's (or that the remote lacks)."""
+    big = {r: p for r, p in local.items() if r.endswith(WEIGHT_SUFFIXES)}
+    facts, _ = gather_facts(big, FactsCache(root))  # warm: validation just hashed them
+    out = []
+    for rel, path in local.items():
+        entry = remote.files.get(rel)
+        if entry is None:
+            out.append(rel)
+            continue
+        if path.stat().st_size != entry.size:
+            out.append(rel)
+            continue
+        if entry.lfs_sha256 is not None:
+            f = facts.get(rel)
+            sha = f.sha256 if isinstance(f, FileFacts) else _sha256(path)
+            if sha != entry.lfs_sha256:
+                out.append(rel)
+        elif git_blob_id(path.read_bytes()) != entry.blob_id:
+            out.append(rel)
+    return out
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _protected(
+    changed: list[str], deleted: list[str], remote: RemoteRepo, local_index: Any, remote_index: Any
+) -> list[str]:
+    """Reasons a push would touch published files (empty when it may go ahead)."""
+    bases = {**_index_bases(remote_index), **_index_bases(local_index)}
+    frozen = {
+        n for idx in (local_index, remote_index) for n, b in _index_bases(idx).items() if b.get("status") == "frozen"
+    }
+
+    def base_of(rel: str) -> str | None:
+        top = rel.split("/", 1)[0] if "/" in rel else None
+        return top if top in bases else None
+
+    problems = []
+    for rel in changed:
+        base = base_of(rel)
+        if base is None:
+            continue
+        if rel in remote.files and (base in frozen or rel.endswith(WEIGHT_SUFFIXES)):
+            problems.append(f"{rel} would change on the Hub" + (f" (base {base} is frozen)" if base in frozen else ""))
+        elif rel not in remote.files and base in frozen:
+            problems.append(f"{rel} would be added under the frozen base {base}")
+    for rel in deleted:
+        base = base_of(rel)
+        if rel.endswith(WEIGHT_SUFFIXES) or (base is not None and base in frozen):
+            why = f" (base {base} is frozen)" if base in frozen else ""
+            problems.append(f"{rel} would be deleted from the Hub{why}")
+    return problems
+
+
+def push_registry(
+    path: str | os.PathLike[str],
+    repo_id: str,
+    *,
+    revision: str = "main",
+    message: str | None = None,
+    endpoint: str | None = None,
+    token: str | bool | None = None,
+    log: Log = print,
+) -> PushResult:
+    """Validate ``path``, then upload what differs from ``repo_id@revision`` in one commit.
+
+    Raises :class:`RefusedError` (nothing pushed) when local validation fails, when published
+    files would change, or when the remote branch moved during the push.
+    """
+    from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+
+    from .jsonload import JsonLoadError, load_json_file
+
+    root = Path(path)
+    if not root.is_dir():
+        raise UsageError(f"{path}: not a directory", hint="Give the registry's root directory.")
+    root = root.resolve()
+    report = validate_registry(root)
+    errors = [f for f in report.findings if str(f.severity) == "error"]
+    if errors:
+        first = errors[0]
+        raise RefusedError(
+            f"push refused: {path} does not validate ({len(errors)} error(s); first: {first.code} "
+            f"{first.path}: {first.message})",
+            hint="Run `rwkv-registry validate PATH`, fix every error, then push again.",
+            findings=errors,
+        )
+    log(f"validated {path}: OK")
+    try:
+        remote = connect(repo_id, revision, endpoint=endpoint, token=token)
+    except UsageError as e:
+        if "no such repository" in e.message:
+            e.hint = f"Create it first (`hf repos create {repo_id}`), or log in if it is private."
+        elif "does not exist" in e.message:
+            e.hint = f"Push to an existing branch, or create it (`hf repos branch create {repo_id} {revision}`)."
+        raise
+    parent = remote.sha
+    local = _local_files(root)
+    try:
+        local_index = load_json_file(root / "index.json")
+    except JsonLoadError:
+        local_index = {}
+    changed = _changed(root, local, remote)
+    deleted = sorted(set(remote.files) - set(local))
+    problems = _protected(changed, deleted, remote, local_index, _remote_index(remote))
+    if problems:
+        raise RefusedError(
+            f"push refused: {len(problems)} change(s) to published files on {repo_id}@{revision}: "
+            + "; ".join(problems[:3])
+            + ("; …" if len(problems) > 3 else ""),
+            hint="Published weights and everything under a frozen base never change: publish new weights under a "
+            "new name or data version; if your copy is behind the Hub, pull it first.",
+        )
+    if not changed and not deleted:
+        log(f"{repo_id}@{revision} is up to date (commit {parent[:12]}): nothing to push")
+        return PushResult(None, parent)
+    size = sum(local[r].stat().st_size for r in changed)
+    log(
+        f"pushing to {repo_id}@{revision} (parent {parent[:12]}): {len(changed)} file(s) to upload "
+        f"({size / 1e6:.1f} MB), {len(deleted)} to delete"
+        + (f": {', '.join(deleted[:10])}{' …' if len(deleted) > 10 else ''}" if deleted else "")
+    )
+    operations: list[Any] = [CommitOperationAdd(path_in_repo=r, path_or_fileobj=str(local[r])) for r in changed]
+    operations += [CommitOperationDelete(path_in_repo=r) for r in deleted]
+    summary = message or f"rwkv-registry push: {len(changed)} file(s) added or changed, {len(deleted)} deleted"
+    try:
+        info = remote.api.create_commit(
+            repo_id, operations, commit_message=summary, revision=revision, parent_commit=parent
+        )
+    except Exception as e:
+        raise _commit_error(e, remote, revision, parent) from e
+    log(f"committed {info.oid[:12]} to {repo_id}@{revision}: {info.commit_url}")
+    return PushResult(info.oid, parent, changed, deleted)
+
+
+def _commit_error(e: Exception, remote: RemoteRepo, revision: str, parent: str) -> RegistryError:
+    status = getattr(getattr(e, "response", None), "status_code", None)
+    head: str | None = None
+    try:
+        head = remote.api.repo_info(remote.repo_id, revision=revision).sha
+    except Exception:
+        pass
+    if (head is not None and head != parent) or status in (409, 412):
+        now = f"it is now at {head[:12]}" if head else "it has moved"
+        return RefusedError(
+            f"{remote.repo_id}@{revision} moved during the push: it was at {parent[:12]}, {now}; nothing was committed",
+            hint=f"Someone else pushed meanwhile: inspect it (`rwkv-registry validate hf://{remote.repo_id}@{revision}`)"
+            ", bring your copy up to date, then push again.",
+        )
+    return hub_error(e, remote.repo_id, revision, remote.endpoint)
+
+
+# --- pull ---------------------------------------------------------------------------------------------------
+
+
+class _PartialValidator(Validator):
+    """A pulled registry whose skipped weight files are known only by the Hub's metadata."""
+
+    def __init__(self, root: Path, skipped: dict[str, RemoteEntry]) -> None:
+        super().__init__(root, use_cache=True, since=None)
+        self.skipped = skipped
+
+    def walk(self) -> Tree:
+        tree = super().walk()
+        for rel in self.skipped:
+            tree.files[rel] = self.root / rel
+            parent = PurePosixPath(rel).parent
+            while str(parent) != ".":
+                tree.dirs.add(parent.as_posix())
+                parent = parent.parent
+        tree.empty_dirs = [d for d in tree.empty_dirs if not any(r.startswith(d + "/") for r in self.skipped)]
+        return tree
+
+    def collect_facts(self, tree: Tree, weights: list[str]) -> dict[str, FileFacts | OSError]:
+        from ._hub_facts import metadata_facts
+
+        facts = super().collect_facts(tree, [w for w in weights if w not in self.skipped])
+        for rel, entry in self.skipped.items():
+            assert entry.lfs_sha256 is not None
+            facts[rel] = metadata_facts(entry.size, entry.lfs_sha256)
+        return facts
+
+
+def pull_registry(
+    repo_id: str,
+    path: str | os.PathLike[str],
+    *,
+    base: str | None = None,
+    revision: str | None = None,
+    endpoint: str | None = None,
+    token: str | bool | None = None,
+    log: Log = print,
+) -> Report:
+    """Download ``repo_id`` (or, with ``base``, its small files and that base's weights) into ``path``
+    (new or empty), then validate it. Returns the validation report."""
+    from huggingface_hub import snapshot_download
+
+    dest = Path(path)
+    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+        raise UsageError(
+            f"{path} exists and is not empty",
+            hint="Pull into a new or empty directory (a git clone of the Hub repository updates with `git pull`).",
+        )
+    remote = connect(repo_id, revision, endpoint=endpoint, token=token)
+    skipped: dict[str, RemoteEntry] = {}
+    allow: list[str] | None = None
+    if base is not None:
+        names = set(_index_bases(_remote_index(remote)))
+        if base not in names:
+            raise UsageError(
+                f"{repo_id}@{remote.sha[:12]}: no base {base!r} in index.json",
+                hint=f"Bases: {', '.join(sorted(names)) or 'none'}.",
+            )
+        for rel, entry in remote.files.items():
+            top = rel.split("/", 1)[0] if "/" in rel else None
+            if top in names and top != base and entry.lfs_sha256 is not None and rel.endswith(WEIGHT_SUFFIXES):
+                skipped[rel] = entry
+        allow = sorted(set(remote.files) - set(skipped))
+    want = [remote.files[r] for r in (allow if allow is not None else remote.files)]
+    log(
+        f"pulling {repo_id}@{remote.sha[:12]} into {path}: {len(want)} file(s), "
+        f"{sum(e.size for e in want) / 1e6:.1f} MB" + (f" (weights of base {base} only)" if base else "")
+    )
+    try:
+        snapshot_download(
+            repo_id, revision=remote.sha, local_dir=dest, allow_patterns=allow, endpoint=remote.endpoint, token=token
+        )
+    except Exception as e:
+        raise hub_error(e, repo_id, revision, remote.endpoint) from e
+    finally:
+        _drop_download_metadata(dest)
+    if not skipped:
+        return validate_registry(dest)
+    v = _PartialValidator(dest.resolve(), skipped)
+    v.run()
+    order = {"error": 0, "warning": 1, "info": 2}
+    v.findings.sort(key=lambda f: (order[str(f.severity)], f.path, f.code, f.message))
+    return Report(str(path), v.findings, v.stats)
+
+
+def _drop_download_metadata(dest: Path) -> None:
+    """huggingface_hub keeps download metadata in ``.cache/huggingface``: not part of a registry."""
+    cache = dest / ".cache"
+    shutil.rmtree(cache / "huggingface", ignore_errors=True)
+    try:
+        cache.rmdir()
+    except OSError:
+        pass

@@ -1,0 +1,519 @@
+"""Ed25519 signatures of SHA256SUMS: ``keygen``, ``sign``, ``verify`` and the SIG rules of ``validate``.
+
+SHA256SUMS lists the sha256 of every file of the registry; signing its exact bytes therefore
+vouches for the whole registry. The signature sits beside it in ``SHA256SUMS.sig`` (not listed in
+SHA256SUMS). Files:
+
+- **private key** (``KEY``): PKCS#8 PEM, unencrypted, created with mode 0600 and never inside a
+  registry; ``openssl pkey -in KEY -pubout`` reads it.
+- **public key** (``KEY.pub``): one line ``ed25519 <base64 of the raw 32-byte key> <comment>``;
+  a bare base64 key or a PEM ``PUBLIC KEY`` is accepted too.
+- **key id**: the first 16 hex digits of sha256(raw public key).
+- **SHA256SUMS.sig**: JSON ``{"format": "rwkv-registry-signature/1", "algorithm": "ed25519",
+  "key_id", "signed_file": "SHA256SUMS", "sha256" (of SHA256SUMS, informative), "signature"
+  (base64 of the 64-byte Ed25519 signature of SHA256SUMS's bytes), "created", "comment"}``.
+  ``openssl pkeyutl -verify -pubin -inkey PUB.pem -rawin -in SHA256SUMS -sigfile SIG.bin`` checks it
+  once the base64 signature is decoded to SIG.bin.
+
+Trust: keys given with ``--pubkey`` are the only ones trusted when present; otherwise the keys of
+index.json ``signing.trusted_keys``. (Keys recorded in the registry protect against accidents and
+partial tampering; someone able to rewrite index.json can add their own key, so pin keys with
+``--pubkey`` where it matters.) With no trusted key and no signature, nothing is checked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import binascii
+import datetime as dt
+import hashlib
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import RefusedError, RegistryIOError, UsageError
+from .rules import Finding, finding
+from .sums import SUMS_NAME
+
+__all__ = [
+    "SIG_FORMAT",
+    "SIG_NAME",
+    "PublicKey",
+    "check_signatures",
+    "cmd_keygen",
+    "cmd_sign",
+    "cmd_verify",
+    "generate_keypair",
+    "key_id",
+    "load_private_key",
+    "load_public_key",
+    "read_signature",
+    "sign_registry",
+]
+
+SIG_NAME = "SHA256SUMS.sig"
+SIG_FORMAT = "rwkv-registry-signature/1"
+PUB_PREFIX = "ed25519"
+_KEY_ID = re.compile(r"^[0-9a-f]{16}$")
+_B64 = re.compile(r"^[A-Za-z0-9+/]+={0,2}$")
+
+
+def key_id(raw: bytes) -> str:
+    """The id of a raw 32-byte Ed25519 public key: first 16 hex digits of its sha256."""
+    return hashlib.sha256(raw).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class PublicKey:
+    """A raw Ed25519 public key and where it came from."""
+
+    raw: bytes
+    comment: str = ""
+    origin: str = ""
+
+    @property
+    def id(self) -> str:
+        """Key id (see :func:`key_id`)."""
+        return key_id(self.raw)
+
+    @property
+    def b64(self) -> str:
+        """Standard base64 of the raw key (44 characters), as index.json records it."""
+        return base64.b64encode(self.raw).decode("ascii")
+
+    def line(self) -> str:
+        """The one-line public key file format."""
+        return f"{PUB_PREFIX} {self.b64} {self.comment}".rstrip() + "\n"
+
+    def verifies(self, signature: bytes, data: bytes) -> bool:
+        """Does ``signature`` sign ``data`` under this key?"""
+        from cryptography.exceptions import InvalidSignature
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+        try:
+            Ed25519PublicKey.from_public_bytes(self.raw).verify(signature, data)
+        except (InvalidSignature, ValueError):
+            return False
+        return True
+
+
+# --- key files --------------------------------------------------------------------------------------
+
+
+def _registry_around(path: Path) -> Path | None:
+    """The registry root holding ``path``, if any directory above it looks like one."""
+    for d in [path, *path.parents] if path.is_dir() else path.parents:
+        if (d / "index.json").is_file() and ((d / SUMS_NAME).is_file() or (d / "README.md").is_file()):
+            return d
+    return None
+
+
+def _decode_raw_key(text: str, origin: str) -> bytes:
+    if not _B64.match(text):
+        raise UsageError(f"{origin}: the key is not base64", hint="A public key file holds `ed25519 <base64> ...`.")
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise UsageError(f"{origin}: the key is not valid base64") from None
+    if len(raw) != 32:
+        raise UsageError(f"{origin}: an Ed25519 public key is 32 bytes, this one {len(raw)}")
+    return raw
+
+
+def parse_public_key(text: str, origin: str = "<key>") -> PublicKey:
+    """A public key from its file content (one-line, bare base64 or PEM). Raises :class:`UsageError`."""
+    text = text.strip()
+    if text.startswith("-----BEGIN PUBLIC KEY-----"):
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+        try:
+            key = serialization.load_pem_public_key(text.encode("ascii"))
+        except (ValueError, UnicodeEncodeError):
+            raise UsageError(f"{origin}: unreadable PEM public key") from None
+        if not isinstance(key, Ed25519PublicKey):
+            raise UsageError(f"{origin}: not an Ed25519 key")
+        raw = key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+        return PublicKey(raw, "", origin)
+    fields = text.split(None, 2)
+    if not fields:
+        raise UsageError(f"{origin}: empty public key file")
+    if fields[0] == PUB_PREFIX:
+        if len(fields) < 2:
+            raise UsageError(f"{origin}: `ed25519` without a key")
+        return PublicKey(_decode_raw_key(fields[1], origin), fields[2] if len(fields) > 2 else "", origin)
+    if len(fields) == 1:
+        return PublicKey(_decode_raw_key(fields[0], origin), "", origin)
+    raise UsageError(
+        f"{origin}: not an rwkv-registry public key (it starts {fields[0][:20]!r})",
+        hint="Use the KEY.pub file written by `rwkv-registry keygen`.",
+    )
+
+
+def load_public_key(path: str | os.PathLike[str]) -> PublicKey:
+    """Read a public key file. Raises :class:`UsageError` naming the file."""
+    p = Path(path)
+    try:
+        text = p.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"--pubkey {path}: cannot read it ({getattr(e, 'strerror', None) or e})") from None
+    return parse_public_key(text, str(path))
+
+
+def load_private_key(path: str | os.PathLike[str]) -> tuple[Any, PublicKey]:
+    """(cryptography private key, its public key) from a PKCS#8 PEM file written by :func:`generate_keypair`."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+        mode = p.stat().st_mode
+    except OSError as e:
+        raise UsageError(f"--key {path}: cannot read it ({e.strerror or e})") from None
+    if os.name == "posix" and mode & 0o077:
+        raise RefusedError(
+            f"--key {path}: the private key is readable by other users (mode {stat.S_IMODE(mode):04o})",
+            hint=f"Run `chmod 600 {path}`.",
+        )
+    try:
+        key = serialization.load_pem_private_key(data, password=None)
+    except (ValueError, TypeError) as e:
+        raise UsageError(
+            f"--key {path}: not an unencrypted PEM private key ({str(e).splitlines()[0] if str(e) else e})",
+            hint="Use the KEY file written by `rwkv-registry keygen` (KEY.pub is the public half).",
+        ) from None
+    if not isinstance(key, Ed25519PrivateKey):
+        raise UsageError(f"--key {path}: not an Ed25519 key")
+    raw = key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    comment = ""
+    pub = Path(str(p) + ".pub")
+    if pub.is_file():
+        try:
+            other = parse_public_key(pub.read_text("utf-8"), str(pub))
+            comment = other.comment if other.raw == raw else ""
+        except (UsageError, OSError, UnicodeDecodeError):
+            pass
+    return key, PublicKey(raw, comment, str(path))
+
+
+def _write_new(path: Path, data: bytes, mode: int) -> None:
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    except FileExistsError:
+        raise UsageError(f"{path} already exists", hint="Choose another KEY path; keygen never overwrites.") from None
+    except OSError as e:
+        raise RegistryIOError(f"cannot create {path}: {e.strerror or e}") from e
+    try:
+        if hasattr(os, "fchmod"):
+            os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as e:
+        raise RegistryIOError(f"cannot write {path}: {e.strerror or e}") from e
+
+
+def generate_keypair(key: str | os.PathLike[str], *, comment: str = "") -> tuple[Path, Path, PublicKey]:
+    """Create ``KEY`` (private, mode 0600) and ``KEY.pub``; refuse to overwrite or to write into a registry."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    if "\n" in comment or "\r" in comment:
+        raise UsageError("--comment must be one line")
+    path = Path(key)
+    pub_path = Path(str(path) + ".pub")
+    parent = path.resolve().parent
+    if not parent.is_dir():
+        raise UsageError(f"{path.parent}: no such directory")
+    registry = _registry_around(parent)
+    if registry is not None:
+        raise RefusedError(
+            f"{path}: refusing to write a private key inside the registry {registry}",
+            hint="Keep private keys outside every registry, e.g. ~/.config/rwkv-registry/signing.key.",
+        )
+    for p in (path, pub_path):
+        if p.exists():
+            raise UsageError(f"{p} already exists", hint="Choose another KEY path; keygen never overwrites.")
+    private = Ed25519PrivateKey.generate()
+    pem = private.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    raw = private.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    public = PublicKey(raw, comment, str(pub_path))
+    _write_new(path, pem, 0o600)
+    try:
+        _write_new(pub_path, public.line().encode("utf-8"), 0o644)
+    except Exception:
+        path.unlink(missing_ok=True)
+        raise
+    return path, pub_path, public
+
+
+# --- signature files -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Signature:
+    """A parsed SHA256SUMS.sig."""
+
+    key_id: str
+    signature: bytes
+    sums_sha256: str | None
+    comment: str
+
+
+class SignatureFormatError(ValueError):
+    """SHA256SUMS.sig is malformed (rule SIG004)."""
+
+
+def read_signature(data: bytes) -> Signature:
+    """Parse SHA256SUMS.sig; raise :class:`SignatureFormatError` saying what is wrong."""
+    from .jsonload import JsonLoadError, load_json_bytes
+
+    try:
+        doc = load_json_bytes(data, path=SIG_NAME, max_bytes=64 * 1024)
+    except JsonLoadError as e:
+        raise SignatureFormatError(f"not valid JSON ({e.reason}): truncated or damaged") from None
+    if not isinstance(doc, dict):
+        raise SignatureFormatError(f"a JSON {type(doc).__name__}, not an object")
+    if doc.get("format") != SIG_FORMAT:
+        raise SignatureFormatError(f"format is {doc.get('format')!r}, expected {SIG_FORMAT!r}")
+    if doc.get("algorithm") != "ed25519":
+        raise SignatureFormatError(f"algorithm is {doc.get('algorithm')!r}, only 'ed25519' is supported")
+    if doc.get("signed_file", SUMS_NAME) != SUMS_NAME:
+        raise SignatureFormatError(f"signs {doc.get('signed_file')!r}, not {SUMS_NAME}")
+    kid = doc.get("key_id")
+    if not isinstance(kid, str) or not _KEY_ID.match(kid):
+        raise SignatureFormatError(f"key_id {kid!r} is not 16 lower-case hex digits")
+    sig = doc.get("signature")
+    if not isinstance(sig, str) or not _B64.match(sig):
+        raise SignatureFormatError("signature is missing or not base64")
+    try:
+        raw = base64.b64decode(sig, validate=True)
+    except (binascii.Error, ValueError):
+        raise SignatureFormatError("signature is not valid base64 (truncated?)") from None
+    if len(raw) != 64:
+        raise SignatureFormatError(f"an Ed25519 signature is 64 bytes, this one {len(raw)} (truncated?)")
+    sums = doc.get("sha256")
+    comment = doc.get("comment")
+    return Signature(kid, raw, sums if isinstance(sums, str) else None, comment if isinstance(comment, str) else "")
+
+
+def signature_document(sums: bytes, private: Any, public: PublicKey, *, now: dt.datetime | None = None) -> bytes:
+    """The bytes of SHA256SUMS.sig for ``sums`` signed with ``private``."""
+    import json
+
+    created = (now or dt.datetime.now(dt.UTC)).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+    doc = {
+        "format": SIG_FORMAT,
+        "algorithm": "ed25519",
+        "key_id": public.id,
+        "signed_file": SUMS_NAME,
+        "sha256": hashlib.sha256(sums).hexdigest(),
+        "signature": base64.b64encode(private.sign(sums)).decode("ascii"),
+        "created": created,
+        "comment": public.comment,
+    }
+    return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+# --- checking ---------------------------------------------------------------------------------------
+
+
+def index_keys(index: dict[str, Any] | None) -> list[PublicKey]:
+    """Trusted keys recorded in index.json ``signing.trusted_keys`` (unreadable ones are skipped)."""
+    signing = (index or {}).get("signing")
+    items = signing.get("trusted_keys") if isinstance(signing, dict) else None
+    out: list[PublicKey] = []
+    for item in items if isinstance(items, list) else []:
+        if not isinstance(item, dict) or not isinstance(item.get("public_key"), str):
+            continue
+        try:
+            raw = _decode_raw_key(item["public_key"], "index.json")
+        except UsageError:
+            continue
+        comment = item.get("comment") if isinstance(item.get("comment"), str) else ""
+        out.append(PublicKey(raw, comment, "index.json"))
+    return out
+
+
+def check_signatures(
+    root: Path, tree_files: set[str], index: dict[str, Any] | None, trusted_keys: list[str]
+) -> list[Finding]:
+    """SIG001–SIG004 for the registry at ``root``.
+
+    ``trusted_keys`` are public key files (``--pubkey``); when given they are the only trusted
+    keys, else index.json's ``signing.trusted_keys`` are. ``tree_files`` are the registry's
+    relative paths. No trusted key and no SHA256SUMS.sig: no finding at all.
+    """
+    cli = [load_public_key(p) for p in trusted_keys]
+    trusted = cli or index_keys(index)
+    source = "--pubkey" if cli else "index.json signing.trusted_keys"
+    if SIG_NAME not in tree_files:
+        if not trusted:
+            return []
+        return [
+            finding(
+                "SIG001",
+                SIG_NAME,
+                f"SHA256SUMS is not signed, but {len(trusted)} key(s) are trusted ({source}: "
+                f"{', '.join(k.id for k in trusted)})",
+            )
+        ]
+    try:
+        sig = read_signature((root / SIG_NAME).read_bytes())
+    except SignatureFormatError as e:
+        return [finding("SIG004", SIG_NAME, str(e))]
+    except OSError as e:
+        return [finding("LAY010", SIG_NAME, f"cannot read: {e.strerror or e}")]
+    if not trusted:
+        return []
+    key = {k.id: k for k in trusted}.get(sig.key_id)
+    if key is None:
+        return [
+            finding(
+                "SIG003",
+                SIG_NAME,
+                f"signed by key {sig.key_id}, which is not trusted ({source}: {', '.join(k.id for k in trusted)})",
+            )
+        ]
+    if SUMS_NAME not in tree_files:
+        return [finding("SIG002", SIG_NAME, "SHA256SUMS is missing: the signature covers nothing")]
+    try:
+        sums = (root / SUMS_NAME).read_bytes()
+    except OSError as e:
+        return [finding("LAY010", SUMS_NAME, f"cannot read: {e.strerror or e}")]
+    if key.verifies(sig.signature, sums):
+        return []
+    now = hashlib.sha256(sums).hexdigest()
+    detail = (
+        f" (signed when its sha256 was {sig.sums_sha256[:12]}…, now {now[:12]}…)"
+        if sig.sums_sha256 and sig.sums_sha256 != now
+        else " (or the signature was not made by this key)"
+    )
+    return [finding("SIG002", SUMS_NAME, f"the signature by key {key.id} does not verify: SHA256SUMS changed{detail}")]
+
+
+# --- signing ------------------------------------------------------------------------------------------
+
+
+def sign_registry(path: str | os.PathLike[str], key: str | os.PathLike[str], *, trust: bool = False) -> PublicKey:
+    """Sign the registry's SHA256SUMS with ``key``; with ``trust``, first record the key in index.json.
+
+    Order, each step under the registry lock: (1) add the key to ``signing.trusted_keys`` if asked
+    (index.json, README and SHA256SUMS are rewritten together), (2) check that SHA256SUMS matches
+    every file, (3) sign SHA256SUMS's bytes and write SHA256SUMS.sig atomically.
+    """
+    from .atomic import Transaction, registry_lock
+    from .ops import check_sums, update_index
+
+    root = Path(path)
+    if not root.is_dir() or not (root / "index.json").is_file():
+        raise UsageError(f"{path}: not a registry (no index.json)", hint="Give the registry's root directory.")
+    key_path = Path(key).resolve()
+    if root.resolve() in key_path.parents:
+        raise RefusedError(
+            f"--key {key}: the private key lies inside the registry being signed",
+            hint="Move it outside the registry (and out of git history), then sign again.",
+        )
+    private, public = load_private_key(key)
+    if trust and public.b64 not in {k.b64 for k in index_keys(_read_index(root))}:
+
+        def add_key(index: dict[str, Any]) -> None:
+            signing = index.setdefault("signing", {"trusted_keys": []})
+            keys = signing.setdefault("trusted_keys", [])
+            if not any(k.get("public_key") == public.b64 for k in keys):
+                item = {"id": public.id, "public_key": public.b64}
+                if public.comment:
+                    item["comment"] = public.comment
+                keys.append(item)
+
+        update_index(root, add_key)
+    with registry_lock(root):
+        errors = [f for f in check_sums(root) if str(f.severity) == "error"]
+        if errors:
+            raise RefusedError(
+                f"SHA256SUMS does not match the registry ({errors[0].code} {errors[0].path}: {errors[0].message})",
+                hint="Run `rwkv-registry sums PATH` (or fix the files), then sign again.",
+                findings=errors,
+            )
+        try:
+            sums = (root / SUMS_NAME).read_bytes()
+        except OSError as e:
+            raise RegistryIOError(f"cannot read {root / SUMS_NAME}: {e.strerror or e}") from e
+        with Transaction(root) as txn:
+            txn.write_bytes(SIG_NAME, signature_document(sums, private, public))
+            txn.commit()
+    return public
+
+
+def _read_index(root: Path) -> dict[str, Any] | None:
+    from .jsonload import JsonLoadError, load_json_file
+
+    try:
+        value = load_json_file(root / "index.json")
+    except JsonLoadError:
+        return None  # update_index reports it properly
+    return value if isinstance(value, dict) else None
+
+
+# --- commands -------------------------------------------------------------------------------------------
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=True)
+
+
+def cmd_keygen(args: argparse.Namespace) -> int:
+    """``rwkv-registry keygen KEY [--comment TEXT]``."""
+    key, pub, public = generate_keypair(args.key, comment=args.comment or "")
+    _console().print(
+        f"created {key} (private, mode 0600: keep it secret, outside every registry) and {pub}\n"
+        f"key id {public.id}; public key {public.b64}"
+    )
+    return 0
+
+
+def cmd_sign(args: argparse.Namespace) -> int:
+    """``rwkv-registry sign PATH --key KEY [--trust]``."""
+    public = sign_registry(args.path, args.key, trust=bool(getattr(args, "trust", False)))
+    _console().print(f"signed {SUMS_NAME} with key {public.id}: {Path(args.path) / SIG_NAME}")
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    """``rwkv-registry verify PATH --pubkey PUB...``: the signature, and SHA256SUMS against the files."""
+    from rich.markup import escape
+
+    from .ops import check_sums
+
+    root = Path(args.path)
+    if not root.is_dir():
+        raise UsageError(f"{args.path}: not a directory", hint="Give the registry's root directory.")
+    present = {n for n in (SUMS_NAME, SIG_NAME) if (root / n).is_file()}
+    findings = check_signatures(root, present, None, list(args.pubkey))
+    if not any(f.code in ("SIG001", "SIG003", "SIG004") for f in findings):
+        findings += check_sums(root)
+    console = _console()
+    for f in findings:
+        console.print(f"{f.severity} {f.code} {escape(f.path)}: {escape(f.message)}")
+        console.print(f"        [dim]fix: {escape(f.hint)}[/]")
+    errors = [f for f in findings if str(f.severity) == "error"]
+    if errors:
+        console.print(f"[bold red]FAILED[/] {escape(str(root))}: {len(errors)} error(s)")
+        return 1
+    sig = read_signature((root / SIG_NAME).read_bytes())
+    console.print(
+        f"[bold green]OK[/] {escape(str(root))}: good signature by key {sig.key_id}"
+        + (f" ({escape(sig.comment)})" if sig.comment else "")
+        + "; SHA256SUMS matches every file"
+    )
+    return 0

@@ -1,0 +1,455 @@
+"""Hub support against a Hub look-alike on 127.0.0.1 (tests/hub_server.py): huggingface_hub runs for real.
+
+validate hf://, add-base --from-hub, push (gate, parent_commit, published files), pull (whole, one base).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import huggingface_hub.constants as hf_constants
+import pytest
+from hub_server import FakeHub, load_registry
+from huggingface_hub.utils import disable_progress_bars, enable_progress_bars
+from regtools import (
+    TINY_ARCH,
+    TINY_BASE,
+    TINY_SHA,
+    build_registry,
+    edit_index,
+    resum,
+    state_train,
+    write_state,
+    write_tiny_base,
+)
+
+from rwkv_registry._hub_sync import _protected, pull_registry, push_registry
+from rwkv_registry.cli import main
+from rwkv_registry.errors import RefusedError, UsageError
+from rwkv_registry.hub import add_base_from_hub, validate_hub
+from rwkv_registry.ops import add_base, add_entry, read_base_architecture
+from rwkv_registry.validate import validate_registry
+
+STATE = f"{TINY_BASE}/state/v1/s1.pth"
+MISS_A = f"{TINY_BASE}/miss/v2/r4-a/adapter-final.pth"
+_counter = iter(range(10**6))
+
+
+@pytest.fixture(scope="module")
+def hub() -> Iterator[FakeHub]:
+    with FakeHub() as server:
+        yield server
+
+
+@pytest.fixture(autouse=True)
+def hub_env(hub: FakeHub, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Point huggingface_hub at the test server; never a real token, never the user's cache."""
+    home = tmp_path_factory.mktemp("hf_home")
+    monkeypatch.setenv("HF_ENDPOINT", hub.endpoint)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
+    monkeypatch.setenv("HF_HOME", str(home))
+    monkeypatch.setenv("HF_TOKEN", "hf_test_token_for_the_local_server")
+    # huggingface_hub read these at import time: set the module values too
+    monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(hf_constants, "HF_HUB_CACHE", str(home / "hub"))
+    monkeypatch.setattr(hf_constants, "HF_HUB_DISABLE_XET", True)  # the server speaks LFS, not Xet
+    disable_progress_bars()
+    yield
+    enable_progress_bars()
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("tiny")
+    return build_registry(tmp / "reg", tmp)
+
+
+def new_repo(hub: FakeHub, root: Path | None = None) -> str:
+    repo_id = f"tester/reg-{next(_counter)}"
+    if root is None:
+        hub.create_repo(repo_id)
+    else:
+        load_registry(hub, repo_id, root)
+    return repo_id
+
+
+def copy(root: Path, dest: Path) -> Path:
+    shutil.copytree(root, dest, ignore=shutil.ignore_patterns(".rwkv-registry*"))
+    return dest
+
+
+def errors(report: object) -> list[str]:
+    return sorted({f.code for f in report.findings if str(f.severity) == "error"})  # type: ignore[attr-defined]
+
+
+# --- validate hf:// ------------------------------------------------------------------------------------------
+
+
+def test_clean_hub_repo_validates_like_the_local_copy(hub: FakeHub, tiny: Path) -> None:
+    repo_id = new_repo(hub, tiny)
+    remote = validate_hub(f"hf://{repo_id}")
+    local = validate_registry(tiny, use_cache=False)
+    assert remote.ok and local.ok
+    assert [(f.code, f.path) for f in remote.findings] == [(f.code, f.path) for f in local.findings]
+    assert remote.target == f"hf://{repo_id}@{hub.head(repo_id)}"
+    assert remote.stats["bytes_fetched"] > 0
+
+
+def test_remote_weight_whose_lfs_sha256_differs_from_index_fails(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
+    repo_id = new_repo(hub, tiny)
+    other = write_state(tmp_path / "other" / "s1.pth", seed=7)  # same name, shape and size, other bytes
+    assert other.stat().st_size == (tiny / STATE).stat().st_size
+    hub.commit_files(repo_id, {STATE: other.read_bytes()})
+    report = validate_hub(f"hf://{repo_id}")
+    assert not report.ok
+    f = next(f for f in report.findings if f.code == "HSH001")
+    assert f.path == STATE and hub.repos[repo_id].commits[hub.head(repo_id)][STATE].sha256 in f.message
+    assert "HSH006" in errors(report)  # SHA256SUMS disagrees too
+
+
+def test_lying_lfs_metadata_is_caught_without_reading_the_bytes(hub: FakeHub, tiny: Path) -> None:
+    repo_id = new_repo(hub, tiny)
+    hub.set_lfs_sha256(repo_id, MISS_A, "ab" * 32)
+    report = validate_hub(f"hf://{repo_id}")
+    assert {"HSH001", "HSH006"} <= set(errors(report))
+
+
+def test_manifest_rules_run_on_range_reads(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
+    # a MiSS file whose manifest names another base: MIS013 needs only miss.json, read by Range requests
+    from regtools import write_miss
+
+    reg = copy(tiny, tmp_path / "reg")
+    write_miss(reg / MISS_A, base_sha="cd" * 32)
+    from rwkv_registry.facts import compute_facts
+
+    facts = compute_facts(reg / MISS_A)
+    edit_index(
+        reg,
+        lambda d: [
+            e.update(
+                file={"sha256": facts.sha256, "size": facts.size},
+                miss={**e["miss"], "content_version": facts.manifest["content_version"]},
+            )
+            for e in d["entries"]
+            if e["path"] == MISS_A
+        ],
+    )
+    resum(reg)
+    repo_id = new_repo(hub, reg)
+    report = validate_hub(f"hf://{repo_id}")
+    assert "MIS013" in errors(report)
+
+
+def test_content_version_needs_full(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
+    reg = copy(tiny, tmp_path / "reg")
+    data = bytearray((reg / MISS_A).read_bytes())
+    pos = data.index(b"PK\x03\x04", 1)  # second entry: data/1 of the lightning writer, a D tensor
+    data[pos - 10] ^= 0x01  # one bit of a D value: content_version no longer matches the manifest
+    (reg / MISS_A).write_bytes(bytes(data))
+    from rwkv_registry.facts import compute_facts
+
+    facts = compute_facts(reg / MISS_A)
+    edit_index(
+        reg,
+        lambda d: [
+            e.update(file={"sha256": facts.sha256, "size": facts.size}) for e in d["entries"] if e["path"] == MISS_A
+        ],
+    )
+    resum(reg)
+    assert "MIS011" in errors(validate_registry(reg, use_cache=False))
+    repo_id = new_repo(hub, reg)
+    quick = validate_hub(f"hf://{repo_id}")
+    assert "MIS011" not in errors(quick)  # without --full the D bytes are not read
+    full = validate_hub(f"hf://{repo_id}", full=True)
+    assert "MIS011" in errors(full)
+    miss_bytes = sum(p.stat().st_size for p in reg.rglob("adapter-final.pth"))
+    assert full.stats["bytes_fetched"] == quick.stats["bytes_fetched"] + miss_bytes  # MiSS files, whole, once more
+
+
+def test_bytes_fetched_counts_exactly_what_the_server_sent(hub: FakeHub, tiny: Path) -> None:
+    repo_id = new_repo(hub, tiny)
+    start = len(hub.log)
+    report = validate_hub(f"hf://{repo_id}")
+    requests = hub.log[start:]
+    content = [r for r in requests if r["server"] == "cdn" or "/resolve/" in r["path"]]
+    assert report.stats["bytes_fetched"] == sum(r["sent"] for r in content)
+    ranged = [r for r in requests if r["server"] == "cdn" and r["method"] == "GET"]
+    assert ranged and all(r["range"] and r["status"] == 206 for r in ranged)
+    # weights are never fetched whole without --full
+    for r in ranged:
+        lo, hi = (int(x) for x in r["range"].removeprefix("bytes=").split("-"))
+        assert r["sent"] == hi - lo + 1
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from rwkv_registry.demo import build_demo
+
+    return build_demo(tmp_path_factory.mktemp("demo") / "reg", log=lambda m: None)
+
+
+@pytest.mark.slow
+def test_a_server_ignoring_range_never_makes_us_download_weights(hub: FakeHub, demo: Path) -> None:
+    repo_id = new_repo(hub, demo)
+    hub.ignore_range = True
+    try:
+        report = validate_hub(f"hf://{repo_id}")
+    finally:
+        hub.ignore_range = False
+    unreadable = {f.path for f in report.findings if f.code == "LAY010"}
+    assert unreadable == {p.relative_to(demo).as_posix() for p in demo.rglob("*.pth")}
+    assert "ignored the Range header" in next(f for f in report.findings if f.code == "LAY010").message
+    assert report.stats["bytes_fetched"] < 100_000  # the small files only
+
+
+@pytest.mark.slow
+def test_byte_budget_one_percent_on_the_seed_shaped_registry(hub: FakeHub, demo: Path) -> None:
+    repo_id = new_repo(hub, demo)
+    weight_bytes = sum(p.stat().st_size for p in demo.rglob("*.pth"))
+    start = len(hub.log)
+    report = validate_hub(f"hf://{repo_id}")
+    assert report.ok, [(f.code, f.path, f.message) for f in report.findings]
+    assert report.stats["weight_bytes"] == weight_bytes
+    assert report.stats["bytes_fetched"] <= 0.01 * weight_bytes
+    everything = sum(r["sent"] for r in hub.log[start:])  # API JSON included
+    assert everything <= 0.01 * weight_bytes
+
+
+def test_cli_validate_hf_json_report_and_errors(hub: FakeHub, tiny: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from rwkv_registry.schemas import schema_errors
+
+    repo_id = new_repo(hub, tiny)
+    assert main(["validate", f"hf://{repo_id}@main", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert schema_errors("report", out) == [] and out["ok"] and out["stats"]["bytes_fetched"] > 0
+    assert main(["validate", f"hf://{repo_id}"]) == 0
+    assert "bytes fetched" in capsys.readouterr().out
+    assert main(["validate", "hf://tester/does-not-exist"]) == 2
+    assert "no such repository" in capsys.readouterr().err
+    assert main(["validate", f"hf://{repo_id}@no-such-branch"]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert main(["validate", "hf://not a repo"]) == 2
+
+
+def test_validate_hf_checks_signatures(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
+    from rwkv_registry.signing import generate_keypair, sign_registry
+
+    reg = copy(tiny, tmp_path / "reg")
+    key, pub, _ = generate_keypair(tmp_path / "k.key")
+    sign_registry(reg, key)
+    repo_id = new_repo(hub, reg)
+    assert validate_hub(f"hf://{repo_id}", trusted_keys=[str(pub)]).ok
+    hub.commit_files(repo_id, {"SHA256SUMS": (reg / "SHA256SUMS").read_bytes() + b"\n"})
+    assert "SIG002" in errors(validate_hub(f"hf://{repo_id}", trusted_keys=[str(pub)]))
+
+
+def test_tree_listing_pagination_is_followed(tiny: Path) -> None:
+    with FakeHub(page_size=3) as small_pages:
+        repo_id = new_repo(small_pages, tiny)
+        report = validate_hub(f"hf://{repo_id}", endpoint=small_pages.endpoint)
+    assert report.ok and report.stats["files"] == len(small_pages.files(repo_id))
+    assert len([r for r in small_pages.log if "/tree/" in r["path"]]) > 3
+
+
+# --- add-base --from-hub -------------------------------------------------------------------------------------
+
+
+def test_add_base_from_hub_reads_metadata_and_headers_only(hub: FakeHub, tmp_path: Path) -> None:
+    from rwkv_registry.ops import init_registry
+
+    name = "rwkv7-tiny-20260301-ctx4096"
+    base_file = write_tiny_base(tmp_path / f"{name}.pth", vocab=65536)  # 33 MB of zeros
+    size = base_file.stat().st_size
+    repo_id = f"BlinkDL/rwkv7-g1-{next(_counter)}"
+    hub.create_repo(repo_id, {f"sub/{name}.pth": base_file.read_bytes()})
+    local, remote = tmp_path / "local", tmp_path / "remote"
+    init_registry(local)
+    init_registry(remote)
+    expected = add_base(local, name=None, source="BlinkDL/rwkv7-g1", base_file=base_file)
+    start = len(hub.log)
+    base = add_base_from_hub(remote, f"{repo_id}/sub/{name}.pth")
+    requests = hub.log[start:]
+    assert all(r["range"] for r in requests if r["server"] == "cdn" and r["method"] == "GET")
+    assert sum(r["sent"] for r in requests) < 0.02 * size  # a base is never downloaded
+    assert base["name"] == name and base["sha256"] == expected["sha256"] and base["size"] == size
+    assert base["architecture"] == read_base_architecture(base_file) == expected["architecture"]
+    assert base["source"] == {"repo": repo_id, "file": f"sub/{name}.pth", "revision": hub.head(repo_id)}
+    assert validate_registry(remote, use_cache=False).ok
+
+
+def test_add_base_from_hub_errors(hub: FakeHub, tmp_path: Path) -> None:
+    from rwkv_registry.ops import init_registry
+
+    reg = tmp_path / "reg"
+    init_registry(reg)
+    repo_id = f"BlinkDL/other-{next(_counter)}"
+    hub.create_repo(repo_id, {"notes.txt": b"hello", "junk.pth": b"PK\x03\x04 not really a zip" * 100})
+    with pytest.raises(UsageError, match="no file"):
+        add_base_from_hub(reg, f"{repo_id}/missing.pth")
+    with pytest.raises(RefusedError, match="not stored in Git LFS"):
+        add_base_from_hub(reg, f"{repo_id}/notes.txt")
+    with pytest.raises(RefusedError, match=r"junk\.pth: no end-of-central-directory record"):
+        add_base_from_hub(reg, f"{repo_id}/junk.pth")
+    with pytest.raises(UsageError, match="not OWNER/REPO/FILE"):
+        add_base_from_hub(reg, "just-a-name.pth")
+    assert main(["add-base", str(reg), "--from-hub", "BlinkDL/nothing-here/x.pth"]) == 2
+    assert json.loads((reg / "index.json").read_text())["bases"] == []
+
+
+# --- push -------------------------------------------------------------------------------------------------
+
+
+def test_push_uploads_only_what_differs_in_one_commit(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
+    repo_id = new_repo(hub)
+    reg = copy(tiny, tmp_path / "reg")
+    first = push_registry(reg, repo_id, log=lambda m: None)
+    assert first.commit == hub.head(repo_id)
+    pushed = hub.files(repo_id)
+    for rel in first.uploaded:
+        assert pushed[rel] == (reg / rel).read_bytes()
+    assert set(pushed) == {p.relative_to(reg).as_posix() for p in reg.rglob("*") if p.is_file()}
+    again = push_registry(reg, repo_id, log=lambda m: None)
+    assert again.commit is None and hub.head(repo_id) == first.commit
+    # a new State: only it, its train.json, index.json, README.md and SHA256SUMS change
+    st = write_state(tmp_path / "src" / "s2.pth", seed=3)
+    add_entry(reg, st, base=TINY_BASE, data_version="v3", train=state_train("v3"))
+    start = len(hub.log)
+    third = push_registry(reg, repo_id, message="add s2", log=lambda m: None)
+    assert sorted(third.uploaded) == sorted(
+        ["README.md", "SHA256SUMS", "index.json", f"{TINY_BASE}/state/v3/s2.pth", f"{TINY_BASE}/state/v3/train.json"]
+    )
+    assert third.deleted == [] and third.parent == first.commit
+    commits = [r for r in hub.log[start:] if r["path"].endswith("/commit/main")]
+    assert len(commits) == 1
+    uploads = [r for r in hub.log[start:] if r["path"].startswith("/upload/")]
+    assert len(uploads) == 1  # the one new LFS file
+    assert validate_hub(f"hf://{repo_id}").ok
+
+
+def test_push_gate_refuses_an_invalid_registry(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
+    repo_id = new_repo(hub)
+    reg = copy(tiny, tmp_path / "reg")
+    (reg / "stray.txt").write_text("x")
+    head, start = hub.head(repo_id), len(hub.log)
+    with pytest.raises(RefusedError, match="does not validate") as err:
+        push_registry(reg, repo_id, log=lambda m: None)
+    assert {f.code for f in err.value.findings} >= {"LAY001"}
+    assert hub.head(repo_id) == head and hub.log[start:] == []  # the Hub was not even contacted
+    assert main(["push", str(reg), "--repo", repo_id]) == 1
+
+
+def test_push_refuses_when_the_remote_moved_meanwhile(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
+    repo_id = new_repo(hub)
+    reg = copy(tiny, tmp_path / "reg")
+    moved: list[str] = []
+
+    def concurrent_push(repo: str) -> None:
+        if not moved:
+            moved.append(hub.commit_files(repo, {"LICENSE": b"someone else's commit\n"}))
+
+    hub.before_commit = concurrent_push
+    try:
+        with pytest.raises(RefusedError, match="moved during the push") as err:
+            push_registry(reg, repo_id, log=lambda m: None)
+    finally:
+        hub.before_commit = None
+    assert hub.head(repo_id) == moved[0]  # the other commit stays, ours was not made
+    assert "index.json" not in hub.files(repo_id)
+    assert moved[0][:12] in err.value.message
+
+
+def test_push_never_changes_published_weights(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
+    reg = copy(tiny, tmp_path / "reg")
+    repo_id = new_repo(hub, reg)
+    head = hub.head(repo_id)
+    # replace a published State by other bytes, and make the local copy consistent (it validates)
+    other = write_state(tmp_path / "other" / "s1.pth", seed=9)
+    shutil.copy(other, reg / STATE)
+    from rwkv_registry.facts import compute_facts
+
+    f = compute_facts(reg / STATE)
+    edit_index(
+        reg, lambda d: [e.update(file={"sha256": f.sha256, "size": f.size}) for e in d["entries"] if e["path"] == STATE]
+    )
+    resum(reg)
+    assert validate_registry(reg, use_cache=False).ok
+    with pytest.raises(RefusedError, match="would change on the Hub"):
+        push_registry(reg, repo_id, log=lambda m: None)
+    # a local copy that lacks a published weight never deletes it
+    reg2 = copy(tiny, tmp_path / "reg2")
+    (reg2 / STATE).unlink()
+    edit_index(reg2, lambda d: d.update(entries=[e for e in d["entries"] if e["path"] != STATE]))
+    from rwkv_registry.ops import write_readme
+
+    write_readme(reg2)
+    resum(reg2)
+    assert validate_registry(reg2, use_cache=False).ok
+    with pytest.raises(RefusedError, match="would be deleted"):
+        push_registry(reg2, repo_id, log=lambda m: None)
+    assert hub.head(repo_id) == head
+
+
+def test_frozen_bases_get_no_change_addition_or_deletion(hub: FakeHub, tiny: Path) -> None:
+    from rwkv_registry._hub_remote import RemoteEntry, RemoteRepo
+
+    old, new = "rwkv7-x-20260101", "rwkv7-x-20260201"
+    index = {"bases": [{"name": old, "status": "frozen"}, {"name": new, "status": "active"}]}
+    remote = RemoteRepo(None, "o/r", "main", "0" * 40, "http://h", None)  # type: ignore[arg-type]
+    for p in (f"{old}/state/v1/train.json", f"{old}/state/v1/a.pth", f"{new}/state/v1/train.json", "LICENSE"):
+        remote.files[p] = RemoteEntry(p, 1, "x", None)
+    assert _protected([f"{old}/state/v1/train.json"], [], remote, index, {}) != []
+    assert _protected([f"{old}/state/v2/b.pth"], [], remote, index, {}) != []  # new file, frozen base
+    assert _protected([], [f"{old}/state/v1/train.json"], remote, {}, index) != []  # frozen in the remote index
+    assert _protected([f"{new}/state/v1/train.json", f"{new}/state/v2/c.pth"], ["LICENSE"], remote, index, {}) == []
+    assert _protected([], [f"{old}/state/v1/a.pth"], remote, {"bases": [{"name": old}]}, {}) != []
+    assert _protected([], ["model.safetensors"], remote, {}, {}) != []  # weights are never deleted
+
+
+def test_push_to_a_missing_repo_or_branch_is_a_clear_error(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
+    reg = copy(tiny, tmp_path / "reg")
+    with pytest.raises(UsageError, match="no such repository"):
+        push_registry(reg, "tester/not-created", log=lambda m: None)
+    repo_id = new_repo(hub)
+    with pytest.raises(UsageError, match="does not exist"):
+        push_registry(reg, repo_id, revision="release", log=lambda m: None)
+
+
+# --- pull ---------------------------------------------------------------------------------------------------
+
+
+def test_pull_downloads_and_validates(
+    hub: FakeHub, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo_id = new_repo(hub, tiny)
+    dest = tmp_path / "pulled"
+    assert main(["pull", repo_id, str(dest)]) == 0
+    assert "OK" in capsys.readouterr().out
+    assert not (dest / ".cache").exists()
+    for rel, data in hub.files(repo_id).items():
+        assert (dest / rel).read_bytes() == data
+    assert main(["pull", repo_id, str(dest)]) == 2  # not empty
+    assert "not empty" in capsys.readouterr().err
+
+
+def test_pull_one_base_checks_the_others_by_metadata(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
+    reg = copy(tiny, tmp_path / "reg")
+    other = "rwkv7-tiny-20260401-ctx4096"
+    add_base(reg, name=other, source="BlinkDL/rwkv7-g1", sha256=TINY_SHA, size=1234, arch=dict(TINY_ARCH))
+    st = write_state(tmp_path / "src" / "o1.pth", seed=11)
+    add_entry(reg, st, base=other, data_version="v1", train=state_train())
+    repo_id = new_repo(hub, reg)
+    report = pull_registry(repo_id, tmp_path / "one", base=other, log=lambda m: None)
+    assert report.ok, [(f.code, f.path) for f in report.findings]
+    assert (tmp_path / "one" / other / "state/v1/o1.pth").is_file()
+    assert not (tmp_path / "one" / STATE).exists()  # weights of the other base stay on the Hub
+    assert (tmp_path / "one" / f"{TINY_BASE}/state/v1/train.json").is_file()  # small files come along
+    # a skipped weight whose Hub metadata disagrees with index.json still fails
+    hub.set_lfs_sha256(repo_id, STATE, "ef" * 32)
+    report = pull_registry(repo_id, tmp_path / "two", base=other, log=lambda m: None)
+    assert "HSH001" in errors(report)
+    with pytest.raises(UsageError, match="no base"):
+        pull_registry(repo_id, tmp_path / "three", base="nope", log=lambda m: None)
