@@ -223,7 +223,7 @@ def add_base_from_hub(
     from huggingface_hub.hf_api import RepoFile
 
     from ._hub_http import Fetcher
-    from .ops import add_base, update_index
+    from .ops import add_base
 
     root = Path(path)
     if not (root / "index.json").is_file():
@@ -257,10 +257,12 @@ def add_base_from_hub(
     except Exception as e:
         raise hub_error(e, repo_id, revision, endpoint) from e
     base_name = name or PurePosixPath(file).stem
-    add_base(
+    return add_base(
         root,
         name=base_name,
         source=repo_id,
+        source_file=file,
+        revision=sha,
         sha256=info.lfs.sha256,
         size=int(info.lfs.size),
         arch=arch,
@@ -268,14 +270,6 @@ def add_base_from_hub(
         family=family,
         freeze_previous=freeze_previous,
     )
-
-    def pin(index: dict[str, Any]) -> None:
-        for b in index["bases"]:
-            if b["name"] == base_name:
-                b["source"] = {"repo": repo_id, "file": file, "revision": sha}
-
-    index = update_index(root, pin)
-    return next(b for b in index["bases"] if b["name"] == base_name)
 
 
 # --- push / pull ----------------------------------------------------------------------------------------

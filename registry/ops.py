@@ -244,6 +244,8 @@ def add_base(
     *,
     name: str | None = None,
     source: str,
+    source_file: str | None = None,
+    revision: str | None = None,
     base_file: str | os.PathLike[str] | None = None,
     sha256: str | None = None,
     size: int | None = None,
@@ -256,7 +258,11 @@ def add_base(
     progress: Callable[[int], None] | None = None,
     today: str | None = None,
 ) -> dict[str, Any]:
-    """Register a base: from its file (hashed, architecture read), or from metadata alone."""
+    """Register a base: from its file (hashed, architecture read), or from metadata alone.
+
+    ``source_file`` and ``revision`` record where the base came from (default: ``<name>.pth``, no
+    revision); everything is published in one transaction.
+    """
     root = Path(path)
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*", source or ""):
         raise UsageError(f"--source {source!r} is not OWNER/REPO", hint="e.g. --source BlinkDL/rwkv7-g1")
@@ -275,7 +281,7 @@ def add_base(
         sha256 = sha256.lower()
         if not _HEX64.match(sha256):
             raise UsageError(f"--sha256 {sha256!r} is not 64 hex characters")
-        src_file = f"{name}.pth"
+        src_file = source_file or f"{name}.pth"
     assert name is not None
     if not _NAME.match(name) or name in (".", ".."):
         raise UsageError(
@@ -299,7 +305,7 @@ def add_base(
             {
                 "name": name,
                 "family": family,
-                "source": {"repo": source, "file": src_file, "revision": None},
+                "source": {"repo": source, "file": src_file, "revision": revision},
                 "sha256": sha256,
                 "size": size,
                 "vocab": vocab,

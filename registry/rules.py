@@ -7,7 +7,7 @@ findings with :func:`finding`. ``docs/rules.md`` is generated from this table
 
 Code prefixes: LAY layout, SCH JSON and schemas, IDX index consistency, HSH hashes
 and SHA256SUMS, PTH checkpoint archives, LFS Git LFS, STA State files, MIS MiSS
-adapters, TRN train.json, PRF profiles, RDM README, GIT git history.
+adapters, TRN train.json, PRF profiles, RDM README, GIT git history, SIG signatures.
 """
 
 from __future__ import annotations
