@@ -1118,9 +1118,7 @@ def _mark(ok: bool | None, yes: str, no: str, unknown: str = "not checked") -> T
     return Text(f"✓ {yes}", style="green") if ok else Text(f"✗ {no}", style="bold red")
 
 
-def render_entry_info(
-    cat: Catalog, e: dict[str, Any], *, status: str | None = None, usage: bool = True
-) -> RenderableType:
+def render_entry_info(cat: Catalog, e: dict[str, Any], *, usage: bool = True) -> RenderableType:
     """Id, file, size, sha256, data, profiles, description, known issues and (``usage``) the usage command."""
     from rich.console import Group
     from rich.text import Text
@@ -1131,8 +1129,6 @@ def render_entry_info(
     title.append(f"  {METHOD_LABEL.get(method, method)}")
     if e.get("recommended") is True:
         title.append(f"  {RECOMMENDED_MARK} recommended", style="bold yellow")
-    if status is not None:
-        title.append(f"  {STATUS_MARK[status]} {status}", style=STATUS_STYLE[status])
     base = _s(e.get("base"))
     base_text = Text(base)
     if cat.base_status(base) == "frozen":

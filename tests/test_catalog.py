@@ -1,0 +1,340 @@
+"""The catalogue behind `list`, `show` and the TUI: reading, caching, mapping findings, commands."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from regtools import TINY_BASE, TINY_SHA, build_registry, miss_train, write_miss
+
+from rwkv_registry.catalog import (
+    BarChart,
+    Catalog,
+    EntryFilter,
+    FindingIndex,
+    NodeRef,
+    fold_same,
+    side_by_side,
+    worst_status,
+)
+from rwkv_registry.cli import main
+from rwkv_registry.errors import RegistryError, UsageError
+from rwkv_registry.ops import update_index
+from rwkv_registry.rules import finding
+from rwkv_registry.validate import validate_registry
+
+STATE_PATH = f"{TINY_BASE}/state/v1/s1.pth"
+MISS_A = f"{TINY_BASE}/miss/v2/r4-a/adapter-final.pth"
+
+
+def exam(score: float, date: str) -> dict:
+    return {
+        "benchmark": "exam",
+        "date": date,
+        "score": score,
+        "unit": "percent",
+        "solved": None,
+        "total": 568,
+        "runs": 2,
+        "backend": None,
+        "note": None,
+        "report": None,
+    }
+
+
+@pytest.fixture
+def scored(registry: Path) -> Path:
+    def edit(index: dict) -> None:
+        index["bases"][0]["scores"] = [exam(20.0, "2026-01-05")]
+        by_id = {e["id"]: e for e in index["entries"]}
+        by_id["s1"]["scores"] = [exam(40.0, "2026-01-05")]
+        by_id["v2-r4-a"]["scores"] = [exam(50.0, "2026-01-06"), exam(48.0, "2026-01-01")]
+        by_id["v2-r4-b"]["scores"] = [exam(45.5, "2026-01-06")]
+        index["unpublished"] = [
+            {
+                "id": "old-miss",
+                "base": TINY_BASE,
+                "method": "miss",
+                "data": {"version": "v1", "rows": None, "sha256": None},
+                "description": "never uploaded",
+                "scores": [exam(30.0, "2026-01-06")],
+            }
+        ]
+
+    update_index(registry, edit)
+    return registry
+
+
+# --- filter -------------------------------------------------------------------------------------------
+
+
+def test_filter_parsing_and_matching() -> None:
+    f = EntryFilter.parse("r4 method:MiSS base:tiny data:2 is:rec")
+    assert (f.words, f.method, f.base, f.data_version, f.flags) == (("r4",), "miss", "tiny", "2", ("rec",))
+    e = {"id": "v2-r4-a", "base": TINY_BASE, "method": "miss", "data": {"version": "v2"}, "recommended": True}
+    assert f.matches(e)
+    assert not f.matches({**e, "recommended": False})
+    assert not f.matches({**e, "data": {"version": "v1.41"}})
+    assert not EntryFilter.parse("method:state").matches(e)
+    assert EntryFilter.parse("data:v2").matches(e) and not EntryFilter.parse("data:v20").matches(e)
+    assert EntryFilter.parse("is:error").matches(e, status="error")
+    assert not EntryFilter.parse("is:error").matches(e, status="ok")
+    assert EntryFilter.parse("is:frozen").matches(e, base_status="frozen")
+    assert EntryFilter.parse("nosuch:x r4").words == ("nosuch:x", "r4")  # unknown keys are plain words
+    assert not EntryFilter.parse("").active and EntryFilter.parse("x").active
+
+
+def test_worst_status_order() -> None:
+    assert worst_status(["ok", "warning", "checking"]) == "warning"
+    assert worst_status(["ok", "error", "warning"]) == "error"
+    assert worst_status([]) == "unchecked"
+
+
+# --- reading -------------------------------------------------------------------------------------------
+
+
+def test_catalog_reads_index_and_groups(registry: Path) -> None:
+    cat = Catalog(registry)
+    assert cat.name == "test/registry" and cat.error is None
+    assert [e["id"] for e in cat.entries] == ["s1", "v2-r4-a", "v2-r4-b"]
+    grouped = cat.grouped()
+    assert list(grouped) == [TINY_BASE]
+    assert list(grouped[TINY_BASE]) == ["state", "miss"]
+    assert [e["id"] for e in grouped[TINY_BASE]["miss"]["v2"]] == ["v2-r4-a", "v2-r4-b"]
+    assert [e["id"] for e in cat.entries_under(NodeRef("version", TINY_BASE, "miss", "v2"))] == ["v2-r4-a", "v2-r4-b"]
+    with pytest.raises(UsageError, match=r"no entry or base 'v2-r4-x'") as info:
+        cat.entry("v2-r4-x")
+    assert "v2-r4-a" in info.value.hint
+
+
+def test_index_changes_are_picked_up_and_a_broken_index_is_reported(registry: Path) -> None:
+    cat = Catalog(registry)
+    assert not cat.refresh()  # unchanged: not read again
+    (registry / "index.json").write_text("{ not json")
+    assert cat.refresh()
+    assert cat.entries == [] and cat.error is not None and "index.json: line 1" in cat.error
+    with pytest.raises(RegistryError, match=r"index\.json"):
+        cat.require_index()
+
+
+def test_train_json_is_cached_by_stat(registry: Path) -> None:
+    cat = Catalog(registry)
+    e = cat.entry("v2-r4-b")
+    info, effective = cat.effective_train(e)
+    assert info.rel == f"{TINY_BASE}/miss/v2/train.json"
+    assert effective is not None and "runs" not in effective and effective["run"]["group"] == "r4-b"
+    reads = cat.reads
+    cat.effective_train(e)
+    cat.train(info.rel)
+    assert cat.reads == reads
+    path = registry / info.rel
+    data = json.loads(path.read_text())
+    data["command"] = "changed"
+    path.write_text(json.dumps(data))
+    assert cat.train(info.rel).data["command"] == "changed" and cat.reads == reads + 1
+    path.unlink()
+    assert cat.train(info.rel).data is None and "does not exist" in cat.train(info.rel).error
+
+
+def test_miss_summary_reads_only_the_header(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = build_registry(tmp_path / "reg", tmp_path, with_miss=False)
+    from rwkv_registry.ops import add_entry
+
+    big = tmp_path / "big" / "adapter-final.pth"
+    manifest = write_miss(big, rank=64, alpha=128, seed=3)
+    add_entry(root, big, base=TINY_BASE, data_version="v2", train=miss_train(groups=("r64",)), group="r64")
+    import rwkv_registry.ckpt as ckpt
+    import rwkv_registry.facts as facts
+
+    monkeypatch.setattr(facts, "compute_facts", lambda *_a, **_k: pytest.fail("the catalogue must not hash"))
+    read = []
+    real = ckpt.FileSource.read
+    monkeypatch.setattr(ckpt.FileSource, "read", lambda self, off, n: read.append(n) or real(self, off, n))
+    cat = Catalog(root)
+    s = cat.miss_summary(cat.entry("v2-r64"))
+    assert s is not None and s.source == "header" and s.error is None
+    assert (s.rank, s.alpha, s.content_version, s.base_fingerprint) == (64, 128, manifest["content_version"], TINY_SHA)
+    assert s.targets == 12 and s.layers == 2
+    size = big.stat().st_size
+    assert sum(read) < size / 10, (sum(read), size)
+    assert cat.miss_summary(cat.entry("s1")) is None
+
+
+def test_miss_summary_uses_the_validation_cache(registry: Path) -> None:
+    validate_registry(registry)
+    cat = Catalog(registry)
+    s = cat.miss_summary(cat.entry("v2-r4-a"))
+    assert s is not None and s.source == "validation cache"
+    assert s.recomputed == s.content_version == cat.entry("v2-r4-a")["miss"]["content_version"]
+
+
+def test_usage_commands_follow_the_seed_readme(registry: Path) -> None:
+    cat = Catalog(registry)
+    state = cat.usage(cat.entry("s1"))
+    assert state.command == f"rwkv-cli state upload --api-url <URL> --file {STATE_PATH}"
+    assert "--profile g1k " in state.then + " " and "--sampling g1k-agent" in state.then
+    miss = cat.usage(cat.entry("v2-r4-a"), api_url="http://gpu:8000")
+    assert miss.command == f"rwkv-cli adapter register --api-url http://gpu:8000 --adapter-id v2-r4-a --file {MISS_A}"
+    assert "--profile g1k-think" in miss.then and miss.text == miss.command + "\n" + miss.then
+
+
+# --- findings ------------------------------------------------------------------------------------------------
+
+
+def test_findings_map_to_entries_by_path_prefix(registry: Path) -> None:
+    cat = Catalog(registry)
+    fs = [
+        finding("HSH001", MISS_A, "sha256 differs"),
+        finding("TRN006", f"{TINY_BASE}/miss/v2/train.json", "commit not recorded"),
+        finding("TRN001", f"{TINY_BASE}/state/v1", "no train.json"),
+        finding("IDX004", "index.json", "2 entries of base x and method miss are recommended"),
+        finding("PRF002", "index.json", "entry 's1' is a State with profile g1k-think"),
+        finding("RDM002", "README.md", "differs"),
+    ]
+    idx = FindingIndex(fs, cat.entries)
+    assert [f.code for f in idx.for_entry("v2-r4-a")] == ["HSH001", "TRN006"]
+    assert [f.code for f in idx.for_entry("v2-r4-b")] == ["TRN006"]
+    assert [f.code for f in idx.for_entry("s1")] == ["TRN001", "PRF002"]
+    assert [f.code for f in idx.registry_level] == ["IDX004", "RDM002"]
+    assert idx.status("v2-r4-a") == "error" and idx.status("v2-r4-b") == "ok"  # TRN006 is a note
+    assert [f.code for f in idx.under(f"{TINY_BASE}/state", ["s1"])] == ["TRN001", "PRF002"]
+
+
+# --- scores and comparison -------------------------------------------------------------------------------------
+
+
+def test_score_bars_across_a_base(scored: Path) -> None:
+    cat = Catalog(scored)
+    assert cat.benchmarks(TINY_BASE) == [("exam", "percent")]
+    bars = cat.score_bars(TINY_BASE, "exam", "percent", current="v2-r4-b")
+    assert [(b.label, b.score, b.kind) for b in bars] == [
+        ("v2-r4-a", 50.0, "entry"),
+        ("v2-r4-a", 48.0, "entry"),
+        ("v2-r4-b", 45.5, "entry"),
+        ("s1", 40.0, "entry"),
+        ("old-miss", 30.0, "unpublished"),
+        ("base alone", 20.0, "base"),
+    ]
+    assert [b.current for b in bars] == [False, False, True, False, False, False]
+    only = cat.score_bars(TINY_BASE, "exam", "percent", only=["s1"])
+    assert [b.label for b in only] == ["s1", "base alone"]
+
+
+def test_bar_chart_scales_to_its_width() -> None:
+    from io import StringIO
+
+    from rich.console import Console
+
+    from rwkv_registry.catalog import Bar
+
+    chart = BarChart(
+        "exam",
+        [
+            Bar("a", 50.0, "percent", "2026-01-01", "entry", "a", current=True),
+            Bar("b", 25.0, "percent", "2026-01-01", "entry", "b"),
+        ],
+    )
+    for width in (40, 80):
+        out = StringIO()
+        Console(file=out, width=width, color_system=None).print(chart)
+        lines = out.getvalue().splitlines()
+        a, b = lines[1], lines[2]
+        assert a.startswith("▶ a ") and b.startswith("  b ")
+        bar_w = width - (2 + 1 + 1 + 1 + 3)
+        assert a.count("█") == bar_w // 2 and b.count("█") == bar_w // 4
+        assert "all on 2026-01-01" in lines[3]
+
+
+def test_side_by_side_and_folding() -> None:
+    rows = side_by_side(["a", "b", "c", "d"], ["a", "B", "c", "d", "e"])
+    assert rows == [("=", "a", "a"), ("~", "b", "B"), ("=", "c", "c"), ("=", "d", "d"), ("+", "", "e")]
+    assert side_by_side(["x", "y"], ["y"]) == [("-", "x", ""), ("=", "y", "y")]
+    long = [("=", str(i), str(i)) for i in range(10)] + [("~", "a", "b")]
+    folded = fold_same(long, 2)
+    assert folded[0] is None and [r[1] for r in folded[1:] if r] == ["8", "9", "a"]
+    assert fold_same(long, -1) == long
+
+
+def test_compare_two_miss_entries(scored: Path) -> None:
+    cat = Catalog(scored)
+    cmp = cat.compare(cat.entry("v2-r4-a"), cat.entry("v2-r4-b"))
+    differing = {label for label, a, b in cmp.fields if a != b}
+    assert differing == {"id", "group", "recommended"}
+    assert ("~", '    "group": "r4-a",', '    "group": "r4-b",') in cmp.train_rows
+    (d,) = cmp.scores
+    assert d.a["score"] == 50.0 and d.b["score"] == 45.5 and d.delta == pytest.approx(-4.5) and d.same_day
+    cross = cat.compare(cat.entry("s1"), cat.entry("v2-r4-a"))
+    (d,) = cross.scores
+    assert d.delta == pytest.approx(10.0) and not d.same_day
+    assert cross.train_changes > 5
+
+
+# --- the commands ----------------------------------------------------------------------------------------------
+
+
+def test_list_json_and_text(registry: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["list", str(registry), "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    index = json.loads((registry / "index.json").read_text())
+    assert [e["id"] for e in out["entries"]] == [e["id"] for e in index["entries"]]
+    row = out["entries"][1]
+    assert row["path"] == MISS_A and row["sha256"] == index["entries"][1]["file"]["sha256"]
+    assert row["adapter_id"] == "v2-r4-a" and row["base_status"] == "active" and row["recommended"] is True
+    assert main(["list", str(registry)]) == 0
+    text = capsys.readouterr().out
+    assert all(i in text for i in ("s1", "v2-r4-a", "v2-r4-b", TINY_BASE))
+
+
+def test_show_entry_base_and_unknown(scored: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["show", "v2-r4-b", "--path", str(scored), "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["kind"] == "entry" and out["entry"]["id"] == "v2-r4-b"
+    assert out["train"]["effective"]["run"]["group"] == "r4-b" and out["train"]["error"] is None
+    assert out["miss"]["content_version"] == out["entry"]["miss"]["content_version"]
+    assert out["fingerprint_matches"] is True
+    assert out["usage"]["command"].startswith("rwkv-cli adapter register --api-url <URL> --adapter-id v2-r4-b")
+    assert [b["label"] for b in out["charts"][0]["bars"] if b["current"]] == ["v2-r4-b"]
+    assert main(["show", "v2-r4-b", "--path", str(scored)]) == 0
+    text = capsys.readouterr().out
+    assert "rwkv-cli adapter register --api-url <URL> --adapter-id v2-r4-b --file" in text
+    assert "✓ matches base" in text and "▶ r4-b" in text
+    assert main(["show", TINY_BASE, "--path", str(scored), "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["kind"] == "base" and out["entries"] == ["s1", "v2-r4-a", "v2-r4-b"]
+    assert main(["show", "v2-r4", "--path", str(scored)]) == 2
+    err = capsys.readouterr().err
+    assert "no entry or base 'v2-r4'" in err and "Did you mean" in err
+
+
+def test_commands_refuse_a_directory_without_index(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["list", str(tmp_path)]) == 2
+    assert "index.json is missing" in capsys.readouterr().err
+    assert main(["list", str(tmp_path / "nowhere")]) == 2
+    assert "not a directory" in capsys.readouterr().err
+    (tmp_path / "index.json").write_text("[1,")
+    assert main(["show", "x", "--path", str(tmp_path)]) == 2
+    assert "index.json: line 1" in capsys.readouterr().err
+
+
+def test_tui_command_refuses_a_missing_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["tui", str(tmp_path / "nowhere")]) == 2
+    assert "not a directory" in capsys.readouterr().err
+
+
+PROBE = """
+import sys, json
+from rwkv_registry.cli import main
+from rwkv_registry.errors import RegistryError, UsageError
+codes = [main(["list", sys.argv[1], "--format", "json"]), main(["show", "v2-r4-a", "--path", sys.argv[1]])]
+print("RESULT=" + json.dumps({"codes": codes, "textual": "textual" in sys.modules, "torch": "torch" in sys.modules}))
+"""
+
+
+def test_list_and_show_never_import_textual(registry: Path) -> None:
+    out = subprocess.run([sys.executable, "-c", PROBE, str(registry)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout.rsplit("RESULT=", 1)[1])
+    assert result == {"codes": [0, 0], "textual": False, "torch": False}

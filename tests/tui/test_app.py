@@ -1,0 +1,425 @@
+"""Pilot-driven tests of `rwkv-registry tui`: navigate, filter, validate, copy, edit, compare."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from textual.widgets import Input
+from tui_helpers import (
+    BASE,
+    MISS_IDS,
+    NAME,
+    SMOKE,
+    STATE_ID,
+    break_registry,
+    build_small,
+    miss_path,
+    run_async,
+    set_smoke,
+    settle,
+    tab_text,
+    visible_labels,
+    wait_until,
+)
+
+from rwkv_registry.catalog import NodeRef
+from rwkv_registry.tui.app import RegistryApp
+from rwkv_registry.tui.messages import FileChecked, ValidationFinished
+from rwkv_registry.tui.screens.compare import CompareScreen
+from rwkv_registry.tui.screens.main import MainScreen
+from rwkv_registry.tui.widgets.registry_tree import RegistryTree
+from rwkv_registry.validate import validate_registry
+
+SIZE = (100, 30)
+
+
+@pytest.fixture
+def small(tmp_path: Path) -> Path:
+    return build_small(tmp_path / "reg", tmp_path)
+
+
+@pytest.fixture
+def broken(small: Path) -> Path:
+    return break_registry(small)
+
+
+async def goto(pilot, entry_id: str) -> None:
+    """Put the tree's cursor on an entry (keyboard navigation itself is tested with key presses)."""
+    assert pilot.app.main.tree.select_entry(entry_id)
+    await settle(pilot)
+
+
+async def walk_to(pilot, entry_id: str) -> None:
+    """Press down until the entry is highlighted."""
+    tree = pilot.app.main.tree
+    for _ in range(20):
+        node = tree.cursor_node
+        if node is not None and node.data is not None and node.data.entry_id == entry_id:
+            await settle(pilot)
+            return
+        await pilot.press("down")
+    raise AssertionError(f"{entry_id} not reachable in {visible_labels(tree)}")
+
+
+@run_async
+async def test_tree_shows_the_registry_and_marks(small: Path) -> None:
+    app = RegistryApp(str(small), validate_on_start=False, keymap={})
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        labels = visible_labels(app.main.tree)
+        assert labels == [
+            f"· {NAME} (3)",
+            f"  · {BASE} (3)",
+            "    · State (1)",
+            "      · v1 (1)",
+            f"        · {STATE_ID} ★",
+            "    · MiSS (2)",
+            "      · v2 (2)",
+            f"        · {MISS_IDS[0]} ★",
+            f"        · {MISS_IDS[1]}",
+        ]
+        assert "not validated" in str(app.main.status_bar.render())
+
+
+@run_async
+async def test_navigate_shows_details_of_the_entry(small: Path) -> None:
+    index = json.loads((small / "index.json").read_text())
+    entry = next(e for e in index["entries"] if e["id"] == MISS_IDS[1])
+    app = RegistryApp(str(small), validate_on_start=False, keymap={})
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await walk_to(pilot, MISS_IDS[1])
+        info = tab_text(app, "info")
+        assert entry["path"] in info and entry["file"]["sha256"] in info
+        assert "v2 · 200 rows" in info and "g1k-think" in info and "g1k-agent" in info
+        train = tab_text(app, "train")
+        assert "rwkv_miss_tune 1.8.1 (commit 47df608)" in train
+        assert "▶ r4-b  lr 3e-05 → 3e-06" in train and "  r4-a  lr 2e-05 → 2e-06" in train
+        assert "rwkv_miss_tune --rank 4 --alpha 8 --lr $LR" in train
+        miss = tab_text(app, "miss")
+        assert entry["miss"]["content_version"] in miss
+        assert "✓ matches base" in miss and "12 (6 per layer × 2 layers)" in miss
+        scores = tab_text(app, "scores")
+        assert "exam" in scores and "45.5%" in scores and "▶ v2-r4-b" in scores
+        await pilot.press("1", "up")  # the data version above it: its train.json, no entry detail
+        await settle(pilot)
+        assert app.main.current == NodeRef("entry", BASE, "miss", "v2", MISS_IDS[0])
+        await pilot.press("up")
+        await settle(pilot)
+        assert app.main.current == NodeRef("version", BASE, "miss", "v2")
+        assert "rwkv_miss_tune" in tab_text(app, "train") and MISS_IDS[0] in tab_text(app, "info")
+
+
+@run_async
+async def test_filter_box_narrows_the_tree(small: Path) -> None:
+    app = RegistryApp(str(small), validate_on_start=False, keymap={})
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("slash")
+        assert isinstance(app.focused, Input)
+        await pilot.press(*"method:miss")
+        await settle(pilot)
+        labels = visible_labels(app.main.tree)
+        assert [x.strip() for x in labels[-2:]] == [f"· {MISS_IDS[0]} ★", f"· {MISS_IDS[1]}"]
+        assert not any(STATE_ID in x for x in labels)
+        assert "2 of 3 entries (method miss)" in str(app.main.status_bar.render())
+        await pilot.press("escape")  # clears
+        await settle(pilot)
+        assert any(STATE_ID in x for x in visible_labels(app.main.tree))
+        app.main.set_filter("r4-b")
+        await settle(pilot)
+        assert [x.strip() for x in visible_labels(app.main.tree) if "r4" in x] == [f"· {MISS_IDS[1]}"]
+        app.main.set_filter("data:v1")
+        await settle(pilot)
+        entries = [n for n in app.main.tree._entry_nodes]
+        assert entries == [STATE_ID]
+        app.main.set_filter("is:rec")
+        await settle(pilot)
+        assert sorted(app.main.tree._entry_nodes) == sorted([STATE_ID, MISS_IDS[0]])
+
+
+@run_async
+async def test_filter_keeps_the_chosen_entry_selected(small: Path) -> None:
+    app = RegistryApp(str(small), validate_on_start=False, keymap={})
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await goto(pilot, MISS_IDS[1])
+        app.main.set_filter("method:state")  # hides it: the cursor goes to the root
+        await settle(pilot)
+        assert app.main.current.kind == "registry"
+        app.main.set_filter("")
+        await settle(pilot)
+        assert app.main.current.entry_id == MISS_IDS[1]
+
+
+@run_async
+async def test_tree_nodes_load_lazily(small: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(RegistryTree, "AUTO_EXPAND", 0)
+    app = RegistryApp(str(small), validate_on_start=False, keymap={})
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        tree = app.main.tree
+        assert [n.data.kind for n in tree.root.children] == ["base"]
+        assert len(tree.root.children[0].children) == 0 and tree._entry_nodes == {}
+        await pilot.press("down", "space")  # open the base: its methods appear, nothing deeper
+        await settle(pilot)
+        base = tree.root.children[0]
+        assert [n.data.method for n in base.children] == ["state", "miss"]
+        assert all(len(n.children) == 0 for n in base.children) and tree._entry_nodes == {}
+        assert tree.select_entry(MISS_IDS[0])  # jumping to an entry loads just its branch
+        assert sorted(tree._entry_nodes) == sorted(MISS_IDS)
+
+
+@run_async
+async def test_validation_marks_entries_and_counts_findings(broken: Path) -> None:
+    expected = validate_registry(broken, use_cache=False)
+    seen: list[object] = []
+    app = RegistryApp(str(broken), keymap={})
+    async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
+        await settle(pilot)
+        tree = app.main.tree
+        assert tree.statuses == {STATE_ID: "error", MISS_IDS[0]: "ok", MISS_IDS[1]: "error"}
+        assert tree.root.label.plain.startswith("✗ ")
+        status = str(app.main.status_bar.render())
+        assert f"✗ {expected.counts['error']} errors" in status and "validated" in status
+        seen = list({id(m): m for m in seen}.values())  # the hook sees a message at each node it reaches
+        checked = [m for m in seen if isinstance(m, FileChecked)]
+        finished = [i for i, m in enumerate(seen) if isinstance(m, ValidationFinished)]
+        assert sorted(m.entry_id for m in checked) == sorted([STATE_ID, *MISS_IDS])
+        assert len(finished) == 1 and all(seen.index(m) < finished[0] for m in checked)
+        assert {m.entry_id: m.status for m in checked}[MISS_IDS[1]] == "error"  # known before the report
+        await goto(pilot, MISS_IDS[1])
+        checks = tab_text(app, "checks")
+        rel = miss_path(broken, "r4-b").relative_to(broken).as_posix()
+        for f in expected.findings:
+            if f.path == rel:
+                assert f.code in checks
+        assert "HSH001" in checks and "MIS011" in checks and "TRN001" not in checks
+        await goto(pilot, MISS_IDS[0])
+        assert "✓ no findings" in tab_text(app, "checks")
+
+
+@run_async
+async def test_validation_never_blocks_navigation(small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RWKV_REGISTRY_CACHE_DIR", str(tmp_path / "fresh-cache"))  # every file gets read
+    import rwkv_registry.tui.validation as validation
+
+    release = threading.Event()
+    real = validation.compute_facts
+
+    def slow(path):  # a "huge file": hashing waits until the test lets it go
+        release.wait(10)
+        return real(path)
+
+    monkeypatch.setattr(validation, "compute_facts", slow)
+    app = RegistryApp(str(small), keymap={})
+    async with app.run_test(size=SIZE) as pilot:
+        main = app.main
+        await wait_until(pilot, lambda: "validating 0/3 files" in str(main.status_bar.render()))
+        assert main.validating
+        assert set(main.tree.statuses.values()) == {"checking"}
+        await pilot.press("down", "down", "down", "down")  # moving and reading details still work
+        await wait_until(pilot, lambda: main.current.entry_id == STATE_ID and STATE_ID in tab_text(app, "info"))
+        assert main.validating
+        release.set()
+        await settle(pilot)
+        assert not main.validating and set(main.tree.statuses.values()) == {"ok"}
+
+
+@run_async
+async def test_validate_on_demand_picks_up_changes(small: Path) -> None:
+    app = RegistryApp(str(small), keymap={})
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.main.tree.statuses[MISS_IDS[1]] == "ok"
+        p = miss_path(small, "r4-b")
+        data = bytearray(p.read_bytes())
+        data[len(data) // 2] ^= 1
+        p.write_bytes(bytes(data))
+        await pilot.press("v")
+        await settle(pilot)
+        assert app.main.tree.statuses[MISS_IDS[1]] == "error"
+        assert app.main.report is not None and not app.main.report.ok
+
+
+@run_async
+async def test_copy_usage_command(small: Path) -> None:
+    app = RegistryApp(str(small), validate_on_start=False, keymap={})
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("y")  # on the registry node: nothing to copy
+        assert app.clipboard == ""
+        await goto(pilot, STATE_ID)
+        await pilot.press("y")
+        first, second = app.clipboard.splitlines()
+        assert first == f"rwkv-cli state upload --api-url <URL> --file {BASE}/state/v1/{STATE_ID}.pth"
+        assert "--profile g1k " in second + " " and "--sampling g1k-agent" in second and second.startswith("#")
+        await goto(pilot, MISS_IDS[0])
+        await pilot.press("y")
+        first, second = app.clipboard.splitlines()
+        assert first == (
+            f"rwkv-cli adapter register --api-url <URL> --adapter-id {MISS_IDS[0]} "
+            f"--file {BASE}/miss/v2/r4-a/adapter-final.pth"
+        )
+        assert "--profile g1k-think" in second and "--sampling g1k-agent" in second
+
+
+@run_async
+async def test_edit_train_opens_the_editor(small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    record = tmp_path / "editor-args.txt"
+    script = tmp_path / "fake_editor.py"
+    script.write_text(
+        "import sys, pathlib\n"
+        f"pathlib.Path({str(record)!r}).write_text(sys.argv[1])\n"
+        "p = pathlib.Path(sys.argv[1]); t = p.read_text().replace('--lr $LR', '--lr $LR --edited'); p.write_text(t)\n"
+    )
+    monkeypatch.delenv("VISUAL", raising=False)
+    monkeypatch.setenv("EDITOR", f"{sys.executable} {script}")
+    app = RegistryApp(str(small), validate_on_start=False, keymap={})
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await goto(pilot, MISS_IDS[0])
+        assert "--edited" not in tab_text(app, "train")
+        await pilot.press("e")
+        await settle(pilot)
+        assert Path(record.read_text()) == small.resolve() / BASE / "miss" / "v2" / "train.json"
+        assert "--edited" in tab_text(app, "train")  # re-read because it changed
+        assert app.main.report is not None  # and validated again
+
+
+@run_async
+async def test_unchanged_files_are_not_read_again(small: Path) -> None:
+    app = RegistryApp(str(small), validate_on_start=False, keymap={})
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await goto(pilot, MISS_IDS[0])
+        await goto(pilot, MISS_IDS[1])  # both files and their train.json read once
+        reads = app.catalog.reads
+        await pilot.press("up", "down", "up", "down")
+        await settle(pilot)
+        assert app.main.current.entry_id == MISS_IDS[1]
+        assert app.catalog.reads == reads
+
+
+@run_async
+async def test_compare_two_entries(small: Path) -> None:
+    app = RegistryApp(str(small), validate_on_start=False, keymap={})
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await goto(pilot, MISS_IDS[0])
+        await pilot.press("c")
+        assert app.main.marked == MISS_IDS[0] and f"compare: {MISS_IDS[0]}" in str(app.main.status_bar.render())
+        await goto(pilot, MISS_IDS[1])
+        await pilot.press("c")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, CompareScreen) and screen.comparison is not None
+        cmp = screen.comparison
+        changed = [(a.strip(), b.strip()) for op, a, b in cmp.train_rows if op == "~"]
+        assert ('"group": "r4-a",', '"group": "r4-b",') in changed
+        assert ('"lr": 2e-05,', '"lr": 3e-05,') in changed
+        (exam,) = cmp.scores
+        assert exam.delta == pytest.approx(45.5 - 50.0) and exam.same_day
+        await pilot.press("escape")
+        assert isinstance(app.screen, MainScreen) and app.main.marked is None
+
+
+@run_async
+async def test_toggle_dark_light(small: Path) -> None:
+    app = RegistryApp(str(small), validate_on_start=False, keymap={})
+    async with app.run_test(size=SIZE) as pilot:
+        dark = app.current_theme.dark
+        await pilot.press("d")
+        assert app.current_theme.dark is not dark
+        await pilot.press("d")
+        assert app.current_theme.dark is dark
+
+
+@run_async
+async def test_bindings_can_be_remapped(small: Path) -> None:
+    app = RegistryApp(str(small), validate_on_start=False, keymap={"registry.copy_usage": "x"})
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await goto(pilot, STATE_ID)
+        await pilot.press("y")
+        assert app.clipboard == ""
+        await pilot.press("x")
+        assert app.clipboard.startswith("rwkv-cli state upload")
+
+
+def test_every_binding_has_an_id() -> None:
+    from rwkv_registry.tui.keymap import BINDING_IDS
+    from rwkv_registry.tui.widgets.filter_input import FilterInput
+
+    for owner in (RegistryApp, MainScreen, CompareScreen, FilterInput):
+        ids = [b.id for b in owner.BINDINGS]
+        assert all(ids), owner
+        assert set(ids) <= set(BINDING_IDS), owner
+
+
+@run_async
+async def test_command_palette_goes_to_an_entry_and_filters(small: Path) -> None:
+    app = RegistryApp(str(small), validate_on_start=False, keymap={})
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+p")
+        await pilot.press(*"r4-b")
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.main.current.entry_id == MISS_IDS[1]
+        await pilot.press("ctrl+p")
+        await pilot.press(*"errors")
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.main.query_one(Input).value == "is:error"
+
+
+@run_async
+async def test_smoke_records_are_shown(small: Path) -> None:
+    set_smoke(small, MISS_IDS[0], SMOKE)
+    app = RegistryApp(str(small), validate_on_start=False, keymap={})
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await goto(pilot, MISS_IDS[0])
+        checks = tab_text(app, "checks")
+        assert "✓ PASS" in checks and "entry 14/20 vs base 9/20" in checks and "+6/−1 p=0.125" in checks
+
+
+@run_async
+async def test_empty_registry_and_missing_index(tmp_path: Path) -> None:
+    from rwkv_registry.ops import init_registry
+
+    init_registry(tmp_path / "empty", name="test/empty")
+    app = RegistryApp(str(tmp_path / "empty"), keymap={})
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert visible_labels(app.main.tree) == ["✓ test/empty (0)"]
+        assert "No base yet" in tab_text(app, "info")
+    (tmp_path / "nothing").mkdir()
+    app = RegistryApp(str(tmp_path / "nothing"), keymap={})
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert "index.json is missing" in tab_text(app, "info")
+        assert app.main.report is not None and not app.main.report.ok
+
+
+@run_async
+async def test_frozen_base_is_marked(small: Path) -> None:
+    from rwkv_registry.ops import update_index
+
+    update_index(small, lambda index: index["bases"][0].update(status="frozen"))
+    app = RegistryApp(str(small), validate_on_start=False, keymap={})
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert visible_labels(app.main.tree)[1] == f"  · {BASE} [frozen] (3)"
+        await pilot.press("down")
+        await settle(pilot)
+        assert f"{BASE}  [frozen]" in tab_text(app, "info") and "never touched" in tab_text(app, "info")
+        await goto(pilot, STATE_ID)
+        assert f"{BASE} [frozen]" in tab_text(app, "info")

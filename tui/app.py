@@ -1,0 +1,83 @@
+"""``rwkv-registry tui [PATH]``: browse a registry, watch it validate, copy usage commands, compare entries.
+
+Layout: the filter box and the tree (base → method → data version → entry) on the left, the
+selected node's details in tabs on the right, the validation status and the key bindings at the
+bottom; ctrl+p opens the command palette. Every binding has an id (see
+:mod:`rwkv_registry.tui.keymap` to remap them). Validation and file reads run in thread workers,
+so hashing a large file never freezes navigation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import ClassVar
+
+from textual.app import App
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.worker import Worker, WorkerState
+
+from rwkv_registry.catalog import Catalog
+from rwkv_registry.tui.commands import RegistryCommands
+from rwkv_registry.tui.keymap import load_keymap
+from rwkv_registry.tui.screens.main import MainScreen
+
+
+class RegistryApp(App[None]):
+    """The registry browser. ``validate_on_start=False`` leaves validation to the ``v`` key."""
+
+    CSS_PATH = "registry.tcss"
+    TITLE = "rwkv-registry"
+    COMMANDS: ClassVar = App.COMMANDS | {RegistryCommands}
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("d", "toggle_dark", "Theme", id="app.toggle_dark"),
+        Binding("q", "quit", "Quit", id="app.quit"),
+    ]
+
+    def __init__(
+        self, path: str = ".", *, validate_on_start: bool = True, keymap: dict[str, str] | None = None
+    ) -> None:
+        self.started = time.perf_counter()
+        self.first_paint_s: float | None = None
+        super().__init__()
+        self.catalog = Catalog(path)
+        self.sub_title = self.catalog.name
+        self.validate_on_start = validate_on_start
+        if keymap is None:
+            keymap, self.keymap_problems = load_keymap()
+        else:
+            self.keymap_problems = []
+        self.user_keymap = keymap
+
+    def get_default_screen(self) -> Screen[None]:
+        return MainScreen(self.catalog, validate_on_start=self.validate_on_start)
+
+    def on_mount(self) -> None:
+        if self.user_keymap:
+            self.set_keymap(self.user_keymap)
+        for problem in self.keymap_problems:
+            self.notify(problem, title="keymap", severity="warning", timeout=10, markup=False)
+        self.call_after_refresh(self._painted)
+
+    def _painted(self) -> None:
+        if self.first_paint_s is None:
+            self.first_paint_s = time.perf_counter() - self.started
+
+    @property
+    def main(self) -> MainScreen:
+        """The browser screen (the bottom of the stack)."""
+        screen = self.screen_stack[0]
+        assert isinstance(screen, MainScreen)
+        return screen
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """The one place worker failures are shown."""
+        if event.state == WorkerState.ERROR:
+            self.notify(f"{event.worker.name} failed: {event.worker.error}", severity="error", timeout=10, markup=False)
+
+
+def cmd_tui(args: argparse.Namespace) -> int:
+    """``rwkv-registry tui [PATH]``."""
+    RegistryApp(args.path).run()
+    return 0

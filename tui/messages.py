@@ -1,0 +1,49 @@
+"""App-level messages: what the thread workers post back to the UI thread."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.message import Message
+
+from rwkv_registry.catalog import NodeRef
+from rwkv_registry.validate import Report
+
+
+class ValidationPlanned(Message):
+    """A validation run knows how many weight files it will read."""
+
+    def __init__(self, run: int, files: int) -> None:
+        super().__init__()
+        self.run = run
+        self.files = files
+
+
+class FileChecked(Message):
+    """One weight file's facts are known: the entry recording it gets a preliminary status."""
+
+    def __init__(self, run: int, rel: str, entry_id: str | None, status: str) -> None:
+        super().__init__()
+        self.run = run
+        self.rel = rel
+        self.entry_id = entry_id
+        self.status = status
+
+
+class ValidationFinished(Message):
+    """A validation run ended with its full report."""
+
+    def __init__(self, run: int, report: Report) -> None:
+        super().__init__()
+        self.run = run
+        self.report = report
+
+
+class DetailsReady(Message):
+    """The details of a tree node, read and rendered off the UI thread."""
+
+    def __init__(self, ref: NodeRef, generation: int, sections: dict[str, Any]) -> None:
+        super().__init__()
+        self.ref = ref
+        self.generation = generation
+        self.sections = sections

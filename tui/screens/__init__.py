@@ -1,0 +1,1 @@
+"""Screens of the TUI: the browser (main) and the comparison of two entries."""

@@ -1,0 +1,331 @@
+"""The browser: filter and tree on the left, details on the right, validation status at the bottom."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+from typing import ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult, SuspendNotSupported
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Input, Tree
+from textual.worker import Worker, WorkerState, get_current_worker
+
+from rwkv_registry.catalog import Catalog, EntryFilter, FindingIndex, NodeRef, status_of_findings, worst_status
+from rwkv_registry.tui.messages import DetailsReady, FileChecked, ValidationFinished, ValidationPlanned
+from rwkv_registry.tui.validation import ValidationCancelled, live_validate, preliminary_status
+from rwkv_registry.tui.widgets.details import TABS, DetailsPane, build_sections, render_checks
+from rwkv_registry.tui.widgets.filter_input import FilterInput
+from rwkv_registry.tui.widgets.registry_tree import RegistryTree
+from rwkv_registry.tui.widgets.status_bar import StatusBar
+from rwkv_registry.validate import Report
+
+
+class MainScreen(Screen[None]):
+    """Browse, validate, copy usage commands, edit train.json, pick entries to compare."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("v", "validate", "Validate", id="registry.validate"),
+        Binding("y", "copy_usage", "Copy", id="registry.copy_usage"),
+        Binding("e", "edit_train", "Edit", id="registry.edit_train"),
+        Binding("c", "compare", "Compare", id="registry.compare"),
+        Binding("slash", "focus_filter", "Filter", id="registry.focus_filter"),
+        Binding("escape", "clear_filter", "Clear filter", show=False, id="registry.clear_filter"),
+        *[
+            Binding(str(i), f"show_tab('{key}')", title, show=False, id=f"registry.tab_{key}")
+            for i, (key, title) in enumerate(TABS, start=1)
+        ],
+    ]
+
+    def __init__(self, catalog: Catalog, *, validate_on_start: bool = True) -> None:
+        super().__init__()
+        self.catalog = catalog
+        self.validate_on_start = validate_on_start
+        self.report: Report | None = None
+        self.findings: FindingIndex | None = None
+        self.validating = False
+        self.run_id = 0
+        self.files_total = 0
+        self.files_done = 0
+        self.marked: str | None = None
+        self.current: NodeRef = NodeRef("registry")
+        self.details_generation = 0
+
+    # --- layout -------------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal(id="body"):
+            with Vertical(id="browse"):
+                yield FilterInput(id="filter")
+                yield RegistryTree(self.catalog, id="tree")
+            yield DetailsPane(id="details")
+        yield StatusBar(id="status")
+        yield Footer()
+
+    @property
+    def tree(self) -> RegistryTree:
+        """The browse tree."""
+        return self.query_one(RegistryTree)
+
+    @property
+    def details(self) -> DetailsPane:
+        """The details pane."""
+        return self.query_one(DetailsPane)
+
+    @property
+    def status_bar(self) -> StatusBar:
+        """The status bar."""
+        return self.query_one(StatusBar)
+
+    def on_mount(self) -> None:
+        self.tree.rebuild()
+        self.tree.focus()
+        self._update_entries_text()
+        self.show_details(self.tree.cursor_node.data if self.tree.cursor_node else NodeRef("registry"))
+        if self.validate_on_start:
+            self.call_after_refresh(self.action_validate)
+
+    # --- details ------------------------------------------------------------------------------------
+    @on(Tree.NodeHighlighted, "#tree")
+    def _highlighted(self, event: Tree.NodeHighlighted[NodeRef]) -> None:
+        if event.node.data is not None and event.node.data != self.current:
+            self.show_details(event.node.data)
+
+    def show_details(self, ref: NodeRef) -> None:
+        """Show a node: checks at once (in memory), the rest from a worker thread (reads files)."""
+        self.current = ref
+        self.details_generation += 1
+        self._draw_checks()
+        self.load_details(ref, self.details_generation)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="details", name="details")
+    def load_details(self, ref: NodeRef, generation: int) -> None:
+        """Read and render a node's details off the UI thread."""
+        sections = build_sections(self.catalog, ref)
+        if not get_current_worker().is_cancelled:
+            self.post_message(DetailsReady(ref, generation, sections))
+
+    def on_details_ready(self, message: DetailsReady) -> None:
+        if message.generation == self.details_generation and message.ref == self.current:
+            self.details.show(message.sections)
+
+    def _node_status(self, ref: NodeRef) -> str:
+        if ref.kind == "entry":
+            return self.tree.statuses.get(ref.entry_id, "unchecked")
+        if ref.kind == "registry":
+            return self.tree.registry_status
+        ids = [str(e.get("id")) for e in self.catalog.entries_under(ref)]
+        return worst_status(self.tree.statuses.get(i, "unchecked") for i in ids) if ids else "ok"
+
+    def _draw_checks(self) -> None:
+        ref = self.current
+        status = self._node_status(ref)
+        progress = f"{self.files_done}/{self.files_total} files read" if self.validating else ""
+        self.details.show({"checks": render_checks(self.catalog, ref, self.findings, status=status, progress=progress)})
+        self.details.set_checks_status(status)
+
+    # --- filter ---------------------------------------------------------------------------------------
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.tree.rebuild(EntryFilter.parse(event.value))
+        self._update_entries_text()
+
+    @on(Input.Submitted, "#filter")
+    def _filter_submitted(self) -> None:
+        self.tree.focus()
+
+    def _update_entries_text(self) -> None:
+        total = len(self.catalog.entries)
+        flt = self.tree.filter
+        if flt.active:
+            text = f"{self.tree.shown_entries} of {total} entries ({flt.describe()})"
+        else:
+            text = f"{total} entr{'y' if total == 1 else 'ies'}"
+        self.status_bar.set_entries(text)
+
+    def action_show_tab(self, key: str) -> None:
+        """Switch the details pane to a tab (keys 1–5)."""
+        self.details.activate(key)
+
+    def action_focus_filter(self) -> None:
+        """Put the cursor in the filter box."""
+        self.query_one(FilterInput).focus()
+
+    def action_clear_filter(self) -> None:
+        """Show everything again."""
+        box = self.query_one(FilterInput)
+        if box.value:
+            box.value = ""
+
+    def set_filter(self, text: str) -> None:
+        """Set the filter box's text (command palette)."""
+        self.query_one(FilterInput).value = text
+
+    # --- validation -----------------------------------------------------------------------------------
+    def action_validate(self) -> None:
+        """Validate the whole registry in a thread worker (a newer run replaces a running one)."""
+        if self.catalog.refresh():
+            self.tree.rebuild()
+            self._update_entries_text()
+        self.run_id += 1
+        self.validating = True
+        self.files_done = self.files_total = 0
+        self.status_bar.set_validation("validating…", self.report.counts if self.report else None)
+        for eid in [str(e.get("id")) for e in self.catalog.entries]:
+            if self.tree.statuses.get(eid, "unchecked") == "unchecked":
+                self.tree.set_status(eid, "checking")
+        self.tree.refresh_groups()
+        self.validate_worker(self.run_id)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="validate", name="validate")
+    def validate_worker(self, run: int) -> None:
+        """Run every rule; post each weight file's preliminary status, then the report."""
+        worker = get_current_worker()
+        by_path = {str(e.get("path")): e for e in self.catalog.entries}
+
+        def on_file(rel: str, facts: object) -> None:
+            e = by_path.get(rel)
+            status = preliminary_status(e, facts)  # type: ignore[arg-type]
+            self.post_message(FileChecked(run, rel, str(e.get("id")) if e else None, status))
+
+        try:
+            report = live_validate(
+                self.catalog.root,
+                on_file=on_file,
+                on_plan=lambda n: self.post_message(ValidationPlanned(run, n)),
+                should_stop=lambda: worker.is_cancelled,
+            )
+        except ValidationCancelled:
+            return
+        if not worker.is_cancelled:
+            self.post_message(ValidationFinished(run, report))
+
+    def on_validation_planned(self, message: ValidationPlanned) -> None:
+        if message.run == self.run_id:
+            self.files_total = message.files
+            self._draw_progress()
+
+    def on_file_checked(self, message: FileChecked) -> None:
+        if message.run != self.run_id:
+            return
+        self.files_done += 1
+        if message.entry_id:
+            self.tree.set_status(message.entry_id, message.status)
+        self._draw_progress()
+        if self.files_done == self.files_total or self.files_done % 16 == 0:
+            self.tree.refresh_groups()
+        if self.current.kind == "entry" and self.current.entry_id == message.entry_id:
+            self._draw_checks()
+
+    def _draw_progress(self) -> None:
+        counts = self.report.counts if self.report else None
+        self.status_bar.set_validation(f"validating {self.files_done}/{self.files_total} files…", counts)
+
+    def on_validation_finished(self, message: ValidationFinished) -> None:
+        if message.run != self.run_id:
+            return
+        if self.catalog.refresh():
+            self.tree.rebuild()
+            self._update_entries_text()
+        self.validating = False
+        self.report = message.report
+        self.findings = FindingIndex(message.report.findings, self.catalog.entries)
+        statuses = {str(e.get("id")): self.findings.status(str(e.get("id"))) for e in self.catalog.entries}
+        self.tree.set_statuses(statuses, status_of_findings(message.report.findings))
+        if self.tree.filter.flags:
+            self.tree.rebuild()
+            self._update_entries_text()
+        self.status_bar.set_validation("validated", message.report.counts)
+        self._draw_checks()
+        self.load_details(self.current, self.details_generation)  # MiSS: now from the validation cache
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A failed validation stops the progress display (the App shows the error)."""
+        if event.state == WorkerState.ERROR and event.worker.group == "validate":
+            self.validating = False
+            self.status_bar.set_validation("validation failed", self.report.counts if self.report else None)
+
+    # --- actions on the selected entry ----------------------------------------------------------------
+    def _selected_entry(self, what: str) -> dict[str, object] | None:
+        ref = self.current
+        e = self.catalog.get_entry(ref.entry_id) if ref.kind == "entry" else None
+        if e is None:
+            self.notify(f"Select an entry (a weight file) to {what}.", severity="warning", markup=False)
+        return e
+
+    def action_copy_usage(self) -> None:
+        """Copy the rwkv-cli command that uses the selected entry."""
+        e = self._selected_entry("copy its usage command")
+        if e is None:
+            return
+        usage = self.catalog.usage(e)
+        self.app.copy_to_clipboard(usage.text)
+        self.notify(usage.command, title="copied to the clipboard", markup=False)
+
+    def action_edit_train(self) -> None:
+        """Open the selected entry's (or data version's) train.json in $VISUAL / $EDITOR."""
+        ref = self.current
+        rel = None
+        if ref.kind == "entry":
+            e = self.catalog.get_entry(ref.entry_id)
+            rel = Catalog.train_rel(e) if e else None
+        elif ref.kind == "version":
+            entries = self.catalog.entries_under(ref)
+            rel = Catalog.train_rel(entries[0]) if entries else f"{ref.prefix}/train.json"
+        if rel is None:
+            self.notify("Select a data version or an entry to edit its train.json.", severity="warning", markup=False)
+            return
+        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+        command = [*shlex.split(editor), str(self.catalog.root / rel)]
+        try:
+            with self.app.suspend():
+                code = self._spawn(command)
+        except SuspendNotSupported:  # headless or web: nothing to hand the terminal to
+            code = self._spawn(command)
+        if code is None:
+            return
+        if code != 0:
+            self.notify(f"{command[0]} exited with status {code}", severity="warning", markup=False)
+        self.show_details(self.current)
+        self.action_validate()
+
+    def _spawn(self, command: list[str]) -> int | None:
+        try:
+            return subprocess.run(command, check=False).returncode
+        except OSError as e:
+            self.notify(
+                f"cannot start the editor {command[0]!r}: {e.strerror or e}. Set $EDITOR.",
+                severity="error",
+                markup=False,
+            )
+            return None
+
+    def action_compare(self) -> None:
+        """First press marks the selected entry, a press on another entry opens the comparison."""
+        e = self._selected_entry("compare it")
+        if e is None:
+            return
+        eid = str(e.get("id"))
+        if self.marked is None or self.marked == eid:
+            self.marked = None if self.marked == eid else eid
+            self.status_bar.set_marked(self.marked)
+            if self.marked:
+                self.notify(f"{eid} marked; select another entry and press c to compare.", markup=False)
+            return
+        from rwkv_registry.tui.screens.compare import CompareScreen
+
+        first, self.marked = self.marked, None
+        self.status_bar.set_marked(None)
+        self.app.push_screen(CompareScreen(self.catalog, first, eid))
+
+    def go_to(self, entry_id: str) -> None:
+        """Put the cursor on an entry (clearing a filter that hides it)."""
+        if not self.tree.select_entry(entry_id):
+            self.set_filter("")
+            self.tree.rebuild(EntryFilter())
+            self.tree.select_entry(entry_id)
+        self.tree.focus()

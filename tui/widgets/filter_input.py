@@ -1,0 +1,31 @@
+"""The filter box: free text plus ``method:`` ``base:`` ``data:`` ``is:`` terms (see EntryFilter)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.binding import Binding
+from textual.widgets import Input
+
+from rwkv_registry.catalog import EntryFilter
+
+
+class FilterInput(Input):
+    """One line; Enter goes back to the tree, Escape clears (then goes back)."""
+
+    BINDINGS: ClassVar[list[Binding]] = [Binding("escape", "leave", "Back", show=False, id="registry.clear_filter")]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(placeholder="/ filter: text method:miss data:v2 is:error", id=id)
+
+    @property
+    def entry_filter(self) -> EntryFilter:
+        """The parsed filter."""
+        return EntryFilter.parse(self.value)
+
+    def action_leave(self) -> None:
+        """Clear the text, or (when empty) return to the tree."""
+        if self.value:
+            self.value = ""
+        else:
+            self.screen.query_one("#tree").focus()

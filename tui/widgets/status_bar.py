@@ -1,0 +1,56 @@
+"""The status bar: validation progress and counts, what the filter shows, the entry marked for compare."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from rwkv_registry.catalog import SEVERITY_MARK, SEVERITY_STYLE
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+class StatusBar(Static):
+    """One line, readable without colour: ``validated │ ✗ 1 error  ! 0 warnings  i 2 notes │ 4 entries``."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("", id=id)
+        self.state = "not validated"
+        self.counts: dict[str, int] | None = None
+        self.entries = ""
+        self.marked: str | None = None
+
+    def set_validation(self, state: str, counts: dict[str, int] | None) -> None:
+        """``state``: e.g. ``validating 2/4 files…`` or ``validated``; ``counts`` per severity."""
+        self.state = state
+        self.counts = counts
+        self._draw()
+
+    def set_entries(self, text: str) -> None:
+        """What the tree shows, e.g. ``4 entries`` or ``2 of 4 entries (filter: method miss)``."""
+        self.entries = text
+        self._draw()
+
+    def set_marked(self, entry_id: str | None) -> None:
+        """The entry marked for comparison, or None."""
+        self.marked = entry_id
+        self._draw()
+
+    def _draw(self) -> None:
+        text = Text(self.state, style="bold" if self.state.startswith("validating") else "")
+        if self.counts is not None:
+            text.append(" │ ", style="dim")
+            for sev, word in (("error", "error"), ("warning", "warning"), ("info", "note")):
+                n = self.counts.get(sev, 0)
+                text.append(f"{SEVERITY_MARK[sev]} {_plural(n, word)}", style=SEVERITY_STYLE[sev] if n else "dim")
+                text.append("  ")
+            text.rstrip()
+        if self.entries:
+            text.append(" │ ", style="dim")
+            text.append(self.entries)
+        if self.marked:
+            text.append(" │ ", style="dim")
+            text.append(f"compare: {self.marked} + ?", style="bold")
+        self.update(text)
