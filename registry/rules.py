@@ -162,6 +162,12 @@ _RULES: tuple[Rule, ...] = (
         "index.json or SHA256SUMS missing",
         "Run `rwkv-registry init PATH` for a new registry, or restore the file from git.",
     ),
+    Rule(
+        "SCH005",
+        N,
+        "rules skipped because a JSON file does not follow its schema",
+        "Fix the schema errors reported for the file (SCH002/SCH003); the skipped rules run again then.",
+    ),
     # --- index consistency --------------------------------------------------------
     Rule("IDX001", E, "duplicate base name or entry id", "Give every base and every entry a unique name/id."),
     Rule(

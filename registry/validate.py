@@ -157,6 +157,7 @@ class Validator:
         self.small_hashes: dict[str, str] = {}
         self.stats: dict[str, Any] = {}
         self.trusted_keys: list[str] = []
+        self.invalid_json: set[str] = set()  # JSON files that failed their schema (rules on them guarded)
 
     def add(self, f: Finding) -> None:
         self.findings.append(f)
@@ -186,30 +187,48 @@ class Validator:
             self.cache.put_json(key, errors)
         for json_path, message in errors:
             self.add(finding(code, rel, f"{json_path}: {message}", json_path=json_path))
-        return value if not errors else _Invalid(value)
+        if errors:
+            self.invalid_json.add(rel)
+            return _Invalid(value)
+        return value
 
     # --- the run --------------------------------------------------------------------------------
     def run(self) -> None:
         """All rules. Subclasses (the Hub validator) override :meth:`walk`, :meth:`collect_facts`
         and :meth:`check_history` to validate a tree that is not a local directory."""
-        t0 = time.perf_counter()
-        tree = self.walk()
-        self.load_index(tree)
-        self.check_layout(tree)
-        weights = self.weight_files(tree)
-        facts = self.collect_facts(tree, weights)
-        self.check_entries(tree, weights, facts)
-        self.check_train_files(tree, weights)
-        self.check_sums(tree, facts)
         from .signing import check_signatures  # SIG001–SIG004 (cryptography loads only when keys exist)
 
+        t0 = time.perf_counter()
+        tree = self.walk()
+        self.guarded(self.load_index, tree)
+        self.guarded(self.check_layout, tree)
+        weights = self.weight_files(tree)
+        facts = self.collect_facts(tree, weights)
+        self.guarded(self.check_entries, tree, weights, facts)
+        self.guarded(self.check_train_files, tree, weights)
+        self.check_sums(tree, facts)
         self.findings += check_signatures(self.root, set(tree.files), self.index, self.trusted_keys)
-        self.check_readme(tree)
+        if "index.json" in self.invalid_json:
+            self.add(finding("SCH005", "README.md", "README rules skipped until index.json follows its schema"))
+        else:
+            self.guarded(self.check_readme, tree)
         self.check_gitattributes(tree)
-        self.check_history()
+        self.guarded(self.check_history)
         self.cache.save(live=[str(p) for p in tree.files.values()])
         self.stats["files"] = len(tree.files)
         self.stats["elapsed_s"] = time.perf_counter() - t0
+
+    def guarded(self, step: Callable[..., None], *args: Any) -> None:
+        """Run a rule step; on a JSON file that broke its schema, rules that cannot read it are
+        skipped (SCH005) instead of crashing. Without schema errors, an exception is a bug: raised."""
+        try:
+            step(*args)
+        except (TypeError, AttributeError, KeyError, ValueError, IndexError) as e:
+            if not self.invalid_json:
+                raise
+            where = sorted(self.invalid_json)
+            self.add(finding("SCH005", where[0], f"rules of {step.__name__} skipped: {', '.join(where)} "
+                                                 f"does not follow its schema ({type(e).__name__})"))
 
     def walk(self) -> Tree:
         """Every file and directory of the registry (symlinks checked, never followed out)."""

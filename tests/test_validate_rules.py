@@ -273,6 +273,7 @@ CASES: dict[str, Callable[..., None]] = {
     "SCH002": _entry(STATE, lambda e: _set(e, "profile", "bogus")),
     "SCH003": lambda r: _json_edit(r, STATE_TRAIN, lambda t: t.pop("trainer")),
     "SCH004": lambda r: (r / "SHA256SUMS").unlink(),
+    "SCH005": _entry(STATE, lambda e: _set(e, "file", "not an object")),
     "IDX001": _dup_entry("id"),
     "IDX002": _entry(STATE, lambda e: _set(e, "base", "nowhere")),
     "IDX003": _non_state_file,
