@@ -219,80 +219,24 @@ def matmul_rate(plan: Plan) -> dict[str, Any]:
 # ------------------------------------------------------------------------------ weights
 
 
-def base_shapes(arch: Arch) -> dict[str, tuple[int, ...]]:
-    """Every tensor of an RWKV-7 (x070) checkpoint of this shape (FORMATS §2), layer 0's v0/v1/v2 included."""
-    C, V, F = arch.n_embd, arch.vocab, arch.ffn
-    H, N = C // arch.head_size, arch.head_size
-    out: dict[str, tuple[int, ...]] = {
-        "emb.weight": (V, C),
-        "blocks.0.ln0.weight": (C,),
-        "blocks.0.ln0.bias": (C,),
-        "ln_out.weight": (C,),
-        "ln_out.bias": (C,),
-        "head.weight": (V, C),
-    }
-    for i in range(arch.n_layer):
-        p = f"blocks.{i}."
-        for ln in ("ln1", "ln2"):
-            out[p + ln + ".weight"] = (C,)
-            out[p + ln + ".bias"] = (C,)
-        for mix in ("x_r", "x_w", "x_k", "x_v", "x_a", "x_g", "w0", "a0", "v0", "k_k", "k_a"):
-            out[p + "att." + mix] = (1, 1, C)
-        for lora, width in (("w", arch.d_decay), ("a", arch.d_aaa), ("v", arch.d_mv), ("g", arch.d_gate)):
-            out[p + f"att.{lora}1"] = (C, width)
-            out[p + f"att.{lora}2"] = (width, C)
-        out[p + "att.r_k"] = (H, N)
-        for lin in ("receptance", "key", "value", "output"):
-            out[p + f"att.{lin}.weight"] = (C, C)
-        out[p + "att.ln_x.weight"] = (C,)
-        out[p + "att.ln_x.bias"] = (C,)
-        out[p + "ffn.x_k"] = (1, 1, C)
-        out[p + "ffn.key.weight"] = (F, C)
-        out[p + "ffn.value.weight"] = (C, F)
-    return out
+def arch_config(arch: Arch) -> Any:
+    """The model's config for this shape (layer 0 keeps its unused v0/v1/v2, as released files do)."""
+    from rwkv_registry.model.config import RWKV7Config
+
+    return RWKV7Config(
+        n_layer=arch.n_layer, n_embd=arch.n_embd, vocab_size=arch.vocab, n_head=arch.n_embd // arch.head_size,
+        head_size=arch.head_size, dim_ffn=arch.ffn, d_decay=arch.d_decay, d_aaa=arch.d_aaa, d_mv=arch.d_mv,
+        d_gate=arch.d_gate, d_mv0=arch.d_mv,
+    )
 
 
 def random_base(arch: Arch, device: str, dtype_name: str, seed: int = 0) -> dict[str, Any]:
-    """Random weights with sane scales (activations stay finite through 32 layers), made on ``device``."""
+    """Random weights of this shape made on ``device`` by the model's own factory (no file)."""
     import torch
 
-    dtype = getattr(torch, dtype_name)
-    gen = torch.Generator(device=device).manual_seed(seed)
+    from rwkv_registry.model.tiny import tiny_base_tensors
 
-    def randn(shape: tuple[int, ...], std: float, mean: float = 0.0) -> Any:
-        return (torch.randn(shape, generator=gen, device=device, dtype=torch.float32) * std + mean).to(dtype)
-
-    def rand(shape: tuple[int, ...], lo: float, hi: float) -> Any:
-        return (torch.rand(shape, generator=gen, device=device, dtype=torch.float32) * (hi - lo) + lo).to(dtype)
-
-    out = {}
-    for name, shape in base_shapes(arch).items():
-        leaf = name.rsplit(".", 1)[-1]
-        if name == "emb.weight":
-            t = randn(shape, 1.0)
-        elif name == "head.weight":
-            t = randn(shape, 2.0 / shape[1] ** 0.5)
-        elif ".ln" in name or name.startswith("ln_out"):
-            t = randn(shape, 0.1, 1.0) if leaf == "weight" else randn(shape, 0.1)
-        elif leaf.startswith("x_"):
-            t = rand(shape, 0.0, 1.0)
-        elif leaf == "w0":
-            t = randn(shape, 1.0, -0.5)
-        elif leaf in ("a0", "v0"):
-            t = randn(shape, 1.0)
-        elif leaf == "k_k":
-            t = rand(shape, 0.3, 1.2)
-        elif leaf == "k_a":
-            t = rand(shape, 0.0, 1.0)
-        elif leaf[0] in "wavg" and leaf[1:] in ("1", "2"):
-            t = randn(shape, 1.0 / shape[0] ** 0.5)
-        elif leaf == "r_k":
-            t = randn(shape, 0.3)
-        else:  # linear maps [out, in]
-            gain = 0.5 if name.endswith("ffn.value.weight") else 1.0
-            t = randn(shape, gain / shape[1] ** 0.5)
-        out[name] = t.contiguous()
-    return out
+    return tiny_base_tensors(arch_config(arch), seed=seed, device=device, dtype=getattr(torch, dtype_name))
 
 
 def ceilings(sd: dict[str, Any], copy: dict[str, Any], mm: dict[str, Any]) -> dict[str, Any]:

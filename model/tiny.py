@@ -63,16 +63,20 @@ def tiny_config(
     )
 
 
-def tiny_base_tensors(config: RWKV7Config, *, seed: int = 0) -> dict[str, torch.Tensor]:
-    """Random fp32 weights for ``config`` in the checkpoint layout (deterministic for ``seed``)."""
-    g = torch.Generator().manual_seed(seed)
+def tiny_base_tensors(
+    config: RWKV7Config, *, seed: int = 0, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32
+) -> dict[str, torch.Tensor]:
+    """Random weights for ``config`` in the checkpoint layout (deterministic for ``seed`` and device),
+    with scales that keep activations finite through 32 layers. Drawn in fp32 on ``device`` (a 7.2B
+    model is built on the GPU without a file), then cast to ``dtype``."""
+    g = torch.Generator(device=device).manual_seed(seed)
     C = config.n_embd
 
     def randn(shape: tuple[int, ...], std: float, mean: float = 0.0) -> torch.Tensor:
-        return torch.randn(shape, generator=g) * std + mean
+        return torch.randn(shape, generator=g, device=device) * std + mean
 
     def rand(shape: tuple[int, ...], lo: float, hi: float) -> torch.Tensor:
-        return torch.rand(shape, generator=g) * (hi - lo) + lo
+        return torch.rand(shape, generator=g, device=device) * (hi - lo) + lo
 
     out: dict[str, torch.Tensor] = {}
     for name, shape in config.expected_shapes().items():
@@ -102,7 +106,7 @@ def tiny_base_tensors(config: RWKV7Config, *, seed: int = 0) -> dict[str, torch.
             t = randn(shape, gain / math.sqrt(shape[1]))
         else:  # pragma: no cover - expected_shapes has no other kind
             raise AssertionError(name)
-        out[name] = t.contiguous()
+        out[name] = t.to(dtype).contiguous()
     return out
 
 
