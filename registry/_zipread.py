@@ -42,8 +42,10 @@ _U32_MAX = 0xFFFFFFFF
 _FLAG_ENCRYPTED = 0x0001
 _FLAG_STRONG_ENCRYPTION = 0x0040
 _FLAG_MASKED_HEADER = 0x2000
+_FLAG_PATCHED = 0x0020  # "compressed patched data": miniz (torch's reader) refuses it
 _FLAG_DATA_DESCRIPTOR = 0x0008
 _DESCRIPTOR_SIZES = (12, 16, 20, 24)  # CRC and sizes (32- or 64-bit), with or without a signature
+_ATTR_DOS_DIRECTORY = 0x10
 _EXTRA_ZIP64 = 0x0001
 _EXTRA_ENCRYPTION = {0x0017: "strong encryption header", 0x9901: "AES encryption"}
 _METHODS = {8: "deflate", 9: "deflate64", 12: "bzip2", 14: "lzma", 93: "zstd", 95: "xz", 99: "AES-encrypted"}
@@ -101,7 +103,7 @@ def _read_zip64(src: _Source, eocd_pos: int) -> tuple | None:
     if loc[0] != _SIG_LOCATOR:
         return None
     _, disk, rec_pos, total_disks = loc
-    if disk != 0 or total_disks > 1:
+    if disk != 0 or total_disks != 1:  # miniz (torch's reader) insists on exactly one disk
         raise _fail("PTH011", f"multi-disk zip (zip64 locator: disk {disk}, {total_disks} disks)")
     if rec_pos + _EOCD64.size > loc_pos:
         raise _fail("PTH001", f"zip64 end record offset {rec_pos} lies outside the archive")
@@ -190,6 +192,7 @@ class _Central:
     offset: int
     disk: int
     encryption: str
+    attrs: int  # external file attributes
 
     def check_features(self) -> None:
         """Refuse what torch never writes: encryption, compression, other disks (PTH011)."""
@@ -197,6 +200,10 @@ class _Central:
         if self.flags & (_FLAG_ENCRYPTED | _FLAG_STRONG_ENCRYPTION | _FLAG_MASKED_HEADER) or self.encryption:
             how = self.encryption or f"flags 0x{self.flags:04x}"
             raise _fail("PTH011", f"entry {name!r} is encrypted ({how})")
+        if self.flags & _FLAG_PATCHED:
+            raise _fail("PTH011", f"entry {name!r} holds patched data (flags 0x{self.flags:04x})")
+        if self.attrs & _ATTR_DOS_DIRECTORY:  # miniz (torch's reader) then extracts nothing for it
+            raise _fail("PTH011", f"entry {name!r} is marked as a directory (attributes 0x{self.attrs:08x})")
         if self.method != 0:
             what = _METHODS.get(self.method, "unknown")
             raise _fail("PTH011", f"entry {name!r} is compressed (method {self.method}, {what}); torch stores entries")
@@ -214,7 +221,7 @@ def _central_entries(cd: bytes, n_total: int) -> list[_Central]:
     for index in range(n_total):
         if pos + _CENTRAL.size > len(cd):
             raise _fail("PTH001", f"central directory ends inside entry #{index}")
-        (sig, _made, _needed, flags, method, _t, _d, crc, csize, usize, nlen, elen, clen, disk, _ia, _ea, offset) = (
+        (sig, _made, _needed, flags, method, _t, _d, crc, csize, usize, nlen, elen, clen, disk, _ia, attrs, offset) = (
             _CENTRAL.unpack_from(cd, pos)
         )
         if sig != _SIG_CENTRAL:
@@ -237,7 +244,7 @@ def _central_entries(cd: bytes, n_total: int) -> list[_Central]:
         if name in seen:
             raise _fail("PTH008", f"entry name {name!r} appears twice in the central directory")
         seen.add(name)
-        out.append(_Central(name, raw, flags, method, crc, csize, usize, offset, disk, encryption))
+        out.append(_Central(name, raw, flags, method, crc, csize, usize, offset, disk, encryption, attrs))
         pos = end
     if pos != len(cd):
         raise _fail("PTH001", f"{len(cd) - pos} unexplained bytes at the end of the central directory")
@@ -276,6 +283,8 @@ def read_zip(src: _Source, check_names: Callable[[list[str]], None] | None = Non
             raise _fail("PTH001", f"local header at offset {offset} names another entry than {name!r}")
         if lflags & (_FLAG_ENCRYPTED | _FLAG_STRONG_ENCRYPTION | _FLAG_MASKED_HEADER):
             raise _fail("PTH011", f"entry {name!r} is encrypted (local flags 0x{lflags:04x})")
+        if lflags & _FLAG_PATCHED:
+            raise _fail("PTH011", f"entry {name!r} holds patched data (local flags 0x{lflags:04x})")
         if method != 0:
             raise _fail("PTH011", f"entry {name!r} is compressed (local header method {method})")
         data_offset = offset + _LOCAL.size + nlen + elen
@@ -296,7 +305,7 @@ def read_zip(src: _Source, check_names: Callable[[list[str]], None] | None = Non
     for entry in sorted(entries, key=lambda e: e.header_offset):
         if previous is not None and previous.data_offset + previous.size > entry.header_offset:
             raise _fail("PTH001", f"entries {previous.name!r} and {entry.name!r} overlap")
-        _check_gap(previous, entry.header_offset, entry.name)
+        _check_gap(previous, entry.header_offset, repr(entry.name))
         previous = entry
     _check_gap(previous, cd_offset, "the central directory")
     return entries

@@ -221,8 +221,10 @@ def recover(root: str | os.PathLike[str]) -> list[str]:
         with contextlib.suppress(OSError):
             p.unlink()
     removed_dirs = _remove_empty_dirs(created)
-    with contextlib.suppress(OSError):
-        (root / DIRS_NAME).unlink()
+    if (root / DIRS_NAME).exists():  # last: a crash before this line leaves the record for the next recover
+        with contextlib.suppress(OSError):
+            (root / DIRS_NAME).unlink()
+            leftovers.append(root / DIRS_NAME)
     if leftovers or removed_dirs:
         dirs = f" and {removed_dirs} empty directory(ies)" if removed_dirs else ""
         messages.append(f"removed {len(leftovers)} temporary file(s){dirs} of an interrupted write")

@@ -86,6 +86,15 @@ _KNOWN_METADATA = {
     ".data/serialization_id",
     ".data/version",
 }
+# What torch.load parses in the metadata records (torch writes b"3\n", b"1", b"64", 40 digits).
+MAX_RECORD_VERSION = 10  # torch 2.x reads record versions 1..10 (caffe2 kMaxSupportedFileFormatVersion)
+_METADATA_FORMS = {
+    "version": re.compile(rb"0*([1-9][0-9]?)\n?\Z"),
+    ".data/version": re.compile(rb"0*([1-9][0-9]?)\n?\Z"),
+    ".format_version": re.compile(rb"([0-9]{1,4})\Z"),
+    ".storage_alignment": re.compile(rb"([1-9][0-9]{0,5})\Z"),
+    ".data/serialization_id": re.compile(rb"([\x20-\x7e]{0,256})\Z"),
+}
 _TORCHSCRIPT_FILES = {"constants.pkl", "attributes.pkl", "model.json", "bytecode.pkl"}
 _TORCHSCRIPT_DIRS = ("code/", "extra/", "constants/")
 _EXTRA_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}\Z")
@@ -414,6 +423,18 @@ def _check_crc(source: ByteSource, prefix: str, name: str, entry: ZipEntry) -> N
         )
 
 
+def _check_metadata(source: ByteSource, prefix: str, rel: dict[str, ZipEntry]) -> None:
+    """The small records torch parses when it loads must parse (else torch.load fails on a file we pass)."""
+    for name, form in _METADATA_FORMS.items():
+        entry = rel.get(name)
+        if entry is None:
+            continue
+        value = bytes(source.read(entry.data_offset, entry.size))
+        m = form.match(value)
+        if m is None or (name in ("version", ".data/version") and not 1 <= int(m.group(1)) <= MAX_RECORD_VERSION):
+            raise CheckpointError("PTH001", f"entry {prefix}/{name} holds {value[:40]!r}, which torch cannot read")
+
+
 def _guess_writer(prefix: str, names: list[str]) -> str:
     if names and names[0] == "data.pkl":
         return "torch"
@@ -455,6 +476,7 @@ def _open_zip(source: ByteSource, verify_crc: str) -> Checkpoint:
         order = bytes(source.read(rel["byteorder"].data_offset, rel["byteorder"].size))
         if order != b"little":
             raise CheckpointError("PTH013", f"byteorder entry says {order.decode('latin-1')!r}, not 'little'")
+    _check_metadata(source, prefix, rel)
     pkl = rel["data.pkl"]
     parsed = parse_tensor_pickle(source.read(pkl.data_offset, pkl.size))
 

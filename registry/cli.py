@@ -346,6 +346,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto")
     sp.add_argument("--cases", metavar="FILE.jsonl", help="case set (default: the built-in tool-calling set)")
     sp.add_argument("--record", action="store_true", help="append a smoke record to the entry in index.json")
+    sp.add_argument("--think-tokens", type=int, default=256, metavar="N", help="thinking budget of g1k-think")
     sp.add_argument("--format", **fmt)
 
     sp = cmd("compare", _lazy("rwkv_registry.compare:cmd_compare"),

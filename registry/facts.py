@@ -152,7 +152,9 @@ def _miss_facts(facts: FileFacts, ck: Any) -> None:
     dtype = manifest.get("dtype")
     names = set(ck.tensors)
     wanted = {s.tensor for s in specs}
-    ok = len(specs) == len(manifest.get("targets") or [])
+    targets = manifest.get("targets")
+    n_targets = len(targets) if isinstance(targets, list) else 0  # anything else got MIS007
+    ok = len(specs) == n_targets
     for s in specs:
         t = ck.tensors.get(s.tensor)
         if t is None:
@@ -165,13 +167,12 @@ def _miss_facts(facts: FileFacts, ck: Any) -> None:
             _add(facts, "MIS008", f"{s.tensor} has shape {list(t.shape)}, the manifest says {list(s.shape)}")
             ok = False
     extra = sorted(names - wanted)
-    if extra or len(names) != len(manifest.get("targets") or []):
+    if extra or len(names) != n_targets:
         shown = ", ".join(extra[:5]) + ("…" if len(extra) > 5 else "")
         _add(
             facts,
             "MIS009",
-            f"{len(names)} tensors for {len(manifest.get('targets') or [])} targets"
-            + (f" (not targets: {shown})" if extra else ""),
+            f"{len(names)} tensors for {n_targets} targets" + (f" (not targets: {shown})" if extra else ""),
         )
     if not ok or dtype not in ("bfloat16", "float16"):
         return

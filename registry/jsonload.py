@@ -7,6 +7,8 @@ Every JSON file the registry reads (index.json, train.json, miss.json, reports) 
 - a key repeated in one object is refused (``json`` silently keeps the last one);
 - ``NaN``, ``Infinity`` and ``-Infinity`` are refused (they are not JSON);
 - a ``\\uD800``-style escape that leaves a lone surrogate is refused (it cannot be written back as UTF-8);
+- a number beyond the range of a double (an integer of 309 digits, ``1e400``) is refused: JsonCpp
+  and most readers cannot represent it (``json`` makes the second ``inf``);
 - nesting deeper than ``max_depth`` is refused after a linear scan of the text, before parsing, so a
   10,000-deep document costs microseconds instead of a ``RecursionError``;
 - input larger than ``max_bytes`` is refused before it is read in full.
@@ -18,8 +20,10 @@ Each refusal is a :class:`JsonLoadError` naming the file, the line and column wh
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +54,8 @@ _TOKEN_RE = re.compile(rf"{_STRING}|[\[\]{{}}:,]", re.DOTALL)
 _CONSTANT_RE = re.compile(rf"{_STRING}|-?Infinity|NaN", re.DOTALL)
 # A \u escape of a surrogate; only then can a lone surrogate appear in the parsed value.
 _SURROGATE_ESCAPE_RE = re.compile(r"\\u[dD][89a-fA-F]")
+# Digits or an exponent that may overflow a double; only then is the parsed value walked.
+_BIG_NUMBER_RE = re.compile(r"[0-9]{309}|[eE]\+?0*[1-9][0-9]{2}")
 
 
 class JsonLoadError(RegistryError, ValueError):
@@ -194,6 +200,22 @@ def _has_lone_surrogate(value: Any) -> bool:
     return False
 
 
+def _out_of_range_number(value: Any) -> int | float | None:
+    """The first number in ``value`` that a double cannot hold (a huge int, an overflowed float)."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, float) and math.isinf(v):
+            return v
+        if isinstance(v, int) and not isinstance(v, bool) and abs(v) > sys.float_info.max:
+            return v
+        if isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return None
+
+
 def _decode(data: bytes, path: str) -> str:
     if data.startswith(b"\xef\xbb\xbf"):
         raise JsonLoadError(
@@ -272,6 +294,15 @@ def load_json_bytes(
         ) from None
     except ValueError as exc:  # e.g. an integer longer than sys.get_int_max_str_digits()
         raise JsonLoadError(path, str(exc)) from None
+    if _BIG_NUMBER_RE.search(text):
+        big = _out_of_range_number(value)
+        if big is not None:
+            shown = f"an integer of {len(str(abs(big)))} digits" if isinstance(big, int) else "a number"
+            raise JsonLoadError(
+                path,
+                f"{shown} is beyond the range of a double",
+                hint="Write numbers within ±1.7e308; JsonCpp (the server) and most JSON readers cannot hold more.",
+            )
     if _SURROGATE_ESCAPE_RE.search(text) and _has_lone_surrogate(value):
         raise JsonLoadError(
             path,

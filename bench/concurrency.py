@@ -1,0 +1,205 @@
+"""Concurrent writers: two `rwkv-registry` commands on one registry at once, many times.
+
+Each repetition copies a registry holding one base, starts two commands together (the real
+command line, ``python -m rwkv_registry.cli``) and waits for both. Either both succeed, or one is
+refused cleanly (exit 1 or 2, an ``error:`` line, no traceback). Then the registry must validate,
+index.json must hold every entry whose command succeeded and no other, and nothing may be lost
+or duplicated. With ``held`` the bench holds the write lock while both start, so that both wait
+on it and race when it is released (guaranteed contention); otherwise they start together.
+
+Pairs:
+
+- ``add+add``: two different State files into one data-version directory (both must land);
+- ``add+add-same``: the same file name twice (the second must be refused: published weights
+  never change);
+- ``add+add-base``: a State under the existing base and a new base;
+- ``add+sums``: an add and a SHA256SUMS rewrite.
+
+Run from the repository root::
+
+    .venv/bin/python bench/concurrency.py --reps 50 [--docs]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "bench")]
+
+from crash import ARCH, CLI, machine, write_section  # noqa: E402
+from regtools import TINY_BASE, TINY_SHA, state_train, write_state  # noqa: E402
+
+from rwkv_registry.atomic import registry_lock  # noqa: E402
+from rwkv_registry.validate import validate_registry  # noqa: E402
+
+OTHER_BASE = "rwkv7-tiny-20260201-ctx4096"
+
+
+def prepare_template(base: Path) -> Path:
+    """A registry with one base, plus the input files of every pair."""
+    template = base / "template"
+    reg = template / "reg"
+    subprocess.run([*CLI, "init", str(reg), "--name", "test/registry"], check=True, capture_output=True)
+    subprocess.run([*CLI, "add-base", str(reg), "--name", TINY_BASE, "--sha256", TINY_SHA, "--size", "1234",
+                    "--arch", ARCH], check=True, capture_output=True)  # fmt: skip
+    inputs = template / "in"
+    write_state(inputs / "a" / "sa.pth", seed=11)
+    write_state(inputs / "b" / "sb.pth", seed=12)
+    write_state(inputs / "c" / "sa.pth", seed=13)  # same name as a/sa.pth, other content
+    (inputs / "train.json").write_text(json.dumps(state_train("v1")))
+    return template
+
+
+def _add(work: Path, rel: str) -> list[str]:
+    return ["add", str(work / "reg"), str(work / "in" / rel), "--base", TINY_BASE, "--data-version", "v1",
+            "--train", str(work / "in" / "train.json")]  # fmt: skip
+
+
+PAIRS: dict[str, Callable[[Path], tuple[list[str], list[str]]]] = {
+    "add+add": lambda w: (_add(w, "a/sa.pth"), _add(w, "b/sb.pth")),
+    "add+add-same": lambda w: (_add(w, "a/sa.pth"), _add(w, "c/sa.pth")),
+    "add+add-base": lambda w: (
+        _add(w, "a/sa.pth"),
+        ["add-base", str(w / "reg"), "--name", OTHER_BASE, "--sha256", "c" * 64, "--size", "99", "--arch", ARCH],
+    ),
+    "add+sums": lambda w: (_add(w, "a/sa.pth"), ["sums", str(w / "reg")]),
+}
+
+
+def _expected_ids(argv: list[str]) -> set[str]:
+    """The entry (or base) a successful command adds."""
+    if argv[0] == "add":
+        return {Path(argv[2]).stem}
+    if argv[0] == "add-base":
+        return {"base:" + argv[argv.index("--name") + 1]}
+    return set()
+
+
+def start_pair(template: Path, work: Path, pair: str, *, held: bool) -> tuple[list[list[str]], list[tuple]]:
+    """Run one pair once on a fresh copy; the argument lists and (exit code, stderr) of each."""
+    if work.exists():
+        shutil.rmtree(work)
+    shutil.copytree(template, work)
+    env = dict(os.environ, RWKV_REGISTRY_CACHE_DIR=str(work / "cache"))
+    env.pop("RWKV_REGISTRY_FAULT", None)
+    argvs = list(PAIRS[pair](work))
+    lock = registry_lock(work / "reg", quiet=True) if held else None
+    if lock is not None:
+        lock.__enter__()
+    procs = [subprocess.Popen([*CLI, *a], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for a in argvs]  # fmt: skip
+    if lock is not None:
+        time.sleep(1.0)  # both are past their imports and input checks, waiting on the lock
+        lock.__exit__(None, None, None)
+    results = [(p.returncode, err) for p, (_, err) in ((p, p.communicate(timeout=120)) for p in procs)]
+    return argvs, results
+
+
+def check_pair(work: Path, pair: str, argvs: list[list[str]], results: list[tuple]) -> tuple[str, list[str]]:
+    """(outcome, problems) of one run: "both" or "one refused"; problems empty when all holds."""
+    problems: list[str] = []
+    succeeded: set[str] = set()
+    refused = 0
+    for argv, (rc, err) in zip(argvs, results, strict=True):
+        if rc == 0:
+            succeeded |= _expected_ids(argv)
+        elif rc in (1, 2) and err.lstrip().startswith("error:") and "Traceback" not in err:
+            refused += 1
+        else:
+            problems.append(f"{argv[0]} exited {rc}: {err.strip()[-300:]}")
+    try:
+        index = json.loads((work / "reg" / "index.json").read_text())
+    except ValueError as e:
+        return "corrupt", [*problems, f"index.json is not JSON: {e}"]
+    present = {e["id"] for e in index["entries"]} | {"base:" + b["name"] for b in index["bases"]}
+    present.discard("base:" + TINY_BASE)
+    if present != succeeded:
+        problems.append(f"index.json holds {sorted(present)}, the successful commands added {sorted(succeeded)}")
+    ids = [e["id"] for e in index["entries"]]
+    if len(ids) != len(set(ids)):
+        problems.append(f"duplicate entries {ids}")
+    report = validate_registry(work / "reg", use_cache=False)
+    if not report.ok:
+        problems.append("does not validate: " + ", ".join(f"{f.code} {f.path}" for f in report.findings[:5]))
+    if pair == "add+add-same" and refused != 1:
+        problems.append(f"the same file name was accepted {2 - refused} times")
+    return ("both" if refused == 0 else "one refused"), problems
+
+
+def one_run(template: Path, work: Path, pair: str, *, held: bool) -> tuple[str, list[str]]:
+    """Run and check one pair once."""
+    argvs, results = start_pair(template, work, pair, held=held)
+    return check_pair(work, pair, argvs, results)
+
+
+def run_all(pairs: list[str], reps: int, log: Callable[[str], None]) -> dict:
+    """Every pair ``reps`` times, half of them with the lock held at the start."""
+    figures: dict[str, Counter] = {}
+    failures: list[tuple[str, int, list[str]]] = []
+    with tempfile.TemporaryDirectory(prefix="rwkv-concurrency-") as tmp:
+        template = prepare_template(Path(tmp))
+        for pair in pairs:
+            c = figures.setdefault(pair, Counter())
+            for n in range(reps):
+                held = n % 2 == 1
+                outcome, problems = one_run(template, Path(tmp) / "work", pair, held=held)
+                c["runs"] += 1
+                c["held_lock_start"] += held
+                c[outcome] += 1
+                c["failures"] += bool(problems)
+                if problems:
+                    failures.append((pair, n, problems))
+                    log(f"FAIL {pair} #{n}: {problems}")
+            log(f"{pair}: {dict(c)}")
+    return {"pairs": {k: dict(v) for k, v in figures.items()}, "failures": failures}
+
+
+def markdown(fig: dict, reps: int) -> str:
+    """The concurrency section of docs/reliability.md."""
+    import datetime as dt
+
+    runs = sum(c["runs"] for c in fig["pairs"].values())
+    lines = [
+        f"Measured {dt.date.today().isoformat()} on {machine()} by `bench/concurrency.py --reps {reps}`.",
+        "",
+        f"**{runs} runs** of two concurrent commands; lost entries, corrupt index.json or failed validation: "
+        f"**{len(fig['failures'])}**.",
+        "",
+        "| pair | runs | lock held at start | both succeeded | one refused cleanly | failures |",
+        "|---|---|---|---|---|---|",
+    ]
+    for pair, c in fig["pairs"].items():
+        lines.append(
+            f"| `{pair}` | {c.get('runs', 0)} | {c.get('held_lock_start', 0)} | {c.get('both', 0)} | "
+            f"{c.get('one refused', 0)} | {c.get('failures', 0)} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    """Command line."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=50, help="repetitions per pair (default 50)")
+    parser.add_argument("--only", action="append", choices=sorted(PAIRS))
+    parser.add_argument("--docs", action="store_true", help="write the figures into docs/reliability.md")
+    args = parser.parse_args()
+    fig = run_all(args.only or list(PAIRS), args.reps, lambda m: print(m, flush=True))
+    print(json.dumps(fig, indent=2))
+    if args.docs:
+        write_section("concurrency", markdown(fig, args.reps))
+    return 1 if fig["failures"] else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
