@@ -46,6 +46,7 @@ ROOT_FILES = {
 }
 NOT_SUMMED = {SUMS_NAME, "SHA256SUMS.sig", LOCK_NAME, JOURNAL_NAME}
 WEIGHT_SUFFIXES = (".pth", ".safetensors")
+MAX_TEXT_BYTES = 64 * 2**20  # SHA256SUMS and README.md larger than this are refused unread
 MIN_TRAINER = (1, 8, 1)
 _VERSION_DIR = re.compile(r"^v[0-9][0-9A-Za-z._-]*$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -578,9 +579,12 @@ class Validator:
             self.add(finding("SCH004", SUMS_NAME, "SHA256SUMS is missing"))
             return
         try:
-            data = tree.files[SUMS_NAME].read_bytes()
+            data = _read_bounded(tree.files[SUMS_NAME], MAX_TEXT_BYTES)
         except OSError as e:
             self.add(finding("LAY010", SUMS_NAME, f"cannot read: {e.strerror}"))
+            return
+        if data is None:
+            self.add(finding("HSH003", SUMS_NAME, f"larger than {MAX_TEXT_BYTES >> 20} MiB: not read"))
             return
         lines, bad = parse_sums(data)
         for lineno, text in bad:
@@ -625,7 +629,11 @@ class Validator:
             self.add(finding("RDM001", "README.md", "README.md is missing"))
             return
         try:
-            text = tree.files["README.md"].read_bytes().decode("utf-8")
+            data = _read_bounded(tree.files["README.md"], MAX_TEXT_BYTES)
+            if data is None:
+                self.add(finding("RDM001", "README.md", f"larger than {MAX_TEXT_BYTES >> 20} MiB: not read"))
+                return
+            text = data.decode("utf-8")
         except (OSError, UnicodeDecodeError) as e:
             self.add(finding("RDM001", "README.md", f"cannot read README.md as UTF-8: {e}"))
             return
@@ -683,6 +691,14 @@ def _lfs_routed(text: str, suffix: str) -> bool:
         if fields[0] in (f"*{suffix}", f"**/*{suffix}") and "filter=lfs" in fields[1:]:
             return True
     return False
+
+
+def _read_bounded(path: Path, limit: int) -> bytes | None:
+    """The file's bytes, or None when it is larger than ``limit`` (decided by stat, never read)."""
+    with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size > limit:
+            return None
+        return f.read(limit + 1)
 
 
 def _hash_file(path: Path) -> str:

@@ -218,3 +218,17 @@ def test_index_declaring_a_huge_base_is_checked_in_bounded_time(
     assert len(state) == 1 and state[0].startswith("2 state tensors for a 2147483648-layer base; missing [")
     assert all(f"'blocks.{i}.att.time_state'" in state[0] for i in (2, 3, 4))
     assert run.max_rss - baseline_rss < EXTRA_RSS
+
+
+def test_huge_sums_and_readme_are_refused_unread(tmp_path: Path) -> None:
+    """SHA256SUMS and README.md beyond 64 MiB give a finding by size, without being read (sparse files)."""
+    from rwkv_registry.validate import MAX_TEXT_BYTES, validate_registry
+
+    root = build_registry(tmp_path / "reg", tmp_path, with_miss=False)
+    for name in ("SHA256SUMS", "README.md"):
+        with open(root / name, "r+b") as f:
+            f.truncate(MAX_TEXT_BYTES + 1)
+    report = validate_registry(root, use_cache=False)
+    messages = {(f.code, f.path): f.message for f in report.findings}
+    assert "not read" in messages[("HSH003", "SHA256SUMS")]
+    assert "not read" in messages[("RDM001", "README.md")]
