@@ -19,7 +19,7 @@ $(VENV)/.stamp: pyproject.toml Makefile
 venv: $(VENV)/.stamp
 
 demo: venv
-	$(VENV)/bin/rwkv-registry demo $(DEMO_DIR) --force
+	$(VENV)/bin/rwkv-registry demo $(DEMO_DIR) --force --smoke
 
 test: venv
 	$(VENV)/bin/ruff check .

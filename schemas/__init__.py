@@ -31,7 +31,7 @@ from rwkv_registry.jsonload import load_json_bytes
 
 __all__ = ["SCHEMA_BASE_URI", "SCHEMA_NAMES", "load_schema", "schema_digest", "schema_errors", "schema_id"]
 
-SCHEMA_NAMES = ("index", "train", "miss", "report", "score", "smoke-record", "results")
+SCHEMA_NAMES = ("index", "train", "miss", "report", "score", "smoke-record", "results", "smoke-case", "smoke-report")
 SCHEMA_BASE_URI = "https://rwkv-registry.github.io/schemas/v1/"
 
 _IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")

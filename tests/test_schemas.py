@@ -384,6 +384,62 @@ def report() -> dict[str, Any]:
     }
 
 
+def smoke_case() -> dict[str, Any]:
+    """One line of a smoke case file (a case with inline tools)."""
+    return {
+        "id": "hard-01",
+        "category": "hard-selection",
+        "tools": [
+            {"name": "archive_card", "description": "Archive a card; it can be restored.",
+             "arguments": {"type": "object", "properties": {"card_id": {"type": "string"}}, "required": ["card_id"]}},
+            {"name": "delete_card", "description": "Delete a card for good.",
+             "arguments": {"type": "object", "properties": {"card_id": {"type": "string"}}, "required": ["card_id"]}},
+        ],
+        "messages": [{"role": "user", "content": "Archive card c-88, we might need it later."}],
+        "expected": {"name": "archive_card", "arguments": {"card_id": "c-88"}},
+        "check_values": ["card_id"],
+        "note": "archive vs delete",
+    }
+
+
+def smoke_report() -> dict[str, Any]:
+    """A `rwkv-registry smoke --format json` report with one case."""
+    side = {
+        "solved": 1, "total": 1, "by_category": {"hard-selection": {"solved": 1, "total": 1}},
+        "parse_failures": 0, "false_refusals": 0, "unknown_tools": 0, "abstention": {"solved": 0, "total": 0},
+        "mean_loss": 0.12, "deterministic": True, "finite": True,
+        "tokens": {"prefill": 400, "fed": 60, "generated": 24}, "tokens_per_s": 812.5, "seconds": 0.6,
+        "cuda_graphs": False,
+    }
+    case_side = {
+        "correct": True, "parse_failure": False, "parse_error": "", "name": "archive_card",
+        "arguments": {"card_id": "c-88"}, "name_ok": True, "unknown_tool": False, "missing": [], "invented": [],
+        "wrong_values": [], "false_refusal": False, "output": 'archive_card","arguments":{"card_id":"c-88"}}\n',
+        "thinking": None, "tokens": 12, "finish": "stop_string", "loss": 0.1, "deterministic": True, "finite": True,
+    }
+    base_side = dict(side, solved=0, by_category={"hard-selection": {"solved": 0, "total": 1}}, parse_failures=1,
+                     mean_loss=None)
+    return {
+        "kind": "rwkv-registry-smoke", "format_version": 1, "tool_version": "0.1.0",
+        "date": "2026-10-18T09:30:00Z", "registry": "build/reg",
+        "entry": {"id": "v141b-s1224", "method": "state", "path": f"{BASE}/state/v1.41/v141b-s1224.pth",
+                  "base": BASE, "profile": "g1k", "sha256": hexd("d")},
+        "base": {"name": BASE, "file": "/models/base.pth", "sha256": hexd("0"), "hash_cached": True},
+        "environment": {"device": "cuda", "device_name": "NVIDIA H200", "dtype": "bfloat16", "torch": "2.13.0",
+                        "cuda": "12.8"},
+        "cases_file": {"source": "builtin:default_cases.jsonl", "sha256": hexd("c"), "count": 1},
+        "settings": {"max_call_tokens": 96, "think_tokens": 256, "parse_failure_threshold": 0.2, "alpha": 0.05,
+                     "runs": 2},
+        "sides": {"entry": side, "base": base_side},
+        "comparison": {"wins": 1, "losses": 0, "ties": 0, "p_value": 1.0, "won": ["hard-01"], "lost": []},
+        "timing": {"hash_s": 0.01, "load_s": 2.5, "eval_s": 1.2, "wall_s": 4.0},
+        "cases": [{"id": "hard-01", "category": "hard-selection", "outcome": "win", "entry": case_side,
+                   "base": dict(case_side, correct=False, parse_failure=True, parse_error="not JSON", name=None,
+                                arguments=None, name_ok=False, output="zz", loss=None)}],
+        "verdict": "pass", "reasons": [], "exit_code": 0,
+    }
+
+
 VALID = {
     "index": seed_index,
     "train": state_train,
@@ -397,6 +453,8 @@ VALID = {
         "benchmark": "exam",
         "results": [{"id": "q001", "category": "web", "score": 0.5}, {"id": "q002", "score": 1}],
     },
+    "smoke-case": smoke_case,
+    "smoke-report": smoke_report,
 }
 
 # --------------------------------------------------------------------------------------------------

@@ -1,0 +1,159 @@
+"""``rwkv-registry demo PATH --smoke``: a CPU smoke evaluation of tiny trained weights.
+
+The demo registry of PATH mirrors the user's repository (a 7.2B base registered by metadata, no
+real weights), so nothing in it can run. Beside it (``<PATH>-smoke/``) this builds a tiny
+registry that can: the tiny base, State and MiSS of :mod:`~rwkv_registry.model.smoke.train_tiny`
+(trained once, then reused from ``<PATH>-smoke/weights/`` while their inputs are unchanged;
+``RWKV_REGISTRY_SMOKE_WEIGHTS=DIR`` keeps them in DIR instead) are registered with ``add-base``
+and ``add``, and both entries are smoke-tested on the tiny case set, each result recorded in the
+tiny registry's index.json. Each entry beats the base alone significantly (the random base never
+writes a valid call), and the tiny registry then validates with its smoke records.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from rwkv_registry.model.smoke.cases import TINY_CASES, builtin_path
+from rwkv_registry.model.smoke.train_tiny import TinyWeights, TrainConfig, build_tiny_weights
+
+TINY_REGISTRY_NAME = "demo/tiny-smoke"
+STATE_ID = "tiny-state-v1"
+MISS_ID = "tiny-miss-v1"
+MISS_GROUP = "r32-demo"
+DEMO_THINK_TOKENS = 64  # the trained MiSS closes its thinking at once; the random base never does
+
+
+def _train_json(method: str, weights: TinyWeights, config: TrainConfig, data_sha: str, rows: int) -> dict[str, Any]:
+    hyper: dict[str, Any]
+    if method == "state":
+        hyper = {"lr": config.state_lr, "steps": config.state_steps, "optimizer": "adam, cosine"}
+    else:
+        hyper = {
+            "rank": config.miss_rank,
+            "alpha": config.miss_alpha,
+            "steps": config.miss_steps,
+            "optimizer": "adam, cosine",
+        }
+    train: dict[str, Any] = {
+        "trainer": {
+            "name": "rwkv_registry_train_tiny",
+            "version": "1.8.1",
+            "commit": None,
+            "x-note": "rwkv-registry's demo trainer; loss on the answer only, as rwkv_lightning_cuda's "
+            "segments mask since v1.8.1",
+        },
+        "method": method,
+        "data": {"version": "v1", "rows": rows, "sha256": data_sha},
+        "hyperparameters": hyper,
+        "command": "python -m rwkv_registry.model.smoke.train_tiny OUT_DIR",
+        "started": "2026-10-18T00:00:00Z",
+        "finished": "2026-10-18T00:01:00Z",
+        "x-cache-key": weights.key,
+    }
+    if method == "miss":
+        train["runs"] = [
+            {
+                "group": MISS_GROUP,
+                "lr": config.miss_lr,
+                "lr_final": config.miss_lr * config.min_lr_ratio,
+                "started": "2026-10-18T00:00:30Z",
+                "finished": "2026-10-18T00:01:00Z",
+            }
+        ]
+    return train
+
+
+def build_tiny_registry(work: Path, weights: TinyWeights, config: TrainConfig | None = None) -> Path:
+    """A fresh registry in ``work/registry`` with the tiny base, State and MiSS; returns its root."""
+    import hashlib
+
+    from rwkv_registry.model.smoke.cases import load_cases
+    from rwkv_registry.ops import add_base, add_entry, init_registry
+
+    config = config or TrainConfig()
+    root = work / "registry"
+    if root.exists():
+        shutil.rmtree(root)
+    init_registry(root, name=TINY_REGISTRY_NAME, title="Tiny smoke demo")
+    base = add_base(
+        root,
+        name=None,
+        source="rwkv-registry/tiny-demo",
+        base_file=weights.base,
+        notes="A tiny random RWKV-7 made by rwkv_registry.model.smoke.train_tiny.",
+    )
+    data = builtin_path(TINY_CASES)
+    data_sha = hashlib.sha256(data.read_bytes()).hexdigest()
+    rows = len(load_cases(data))
+    add_entry(
+        root,
+        weights.state,
+        base=base["name"],
+        data_version="v1",
+        entry_id=STATE_ID,
+        recommended=True,
+        train=_train_json("state", weights, config, data_sha, rows),
+        description="tiny State trained on the tiny smoke set",
+    )
+    add_entry(
+        root,
+        weights.miss,
+        base=base["name"],
+        data_version="v1",
+        group=MISS_GROUP,
+        entry_id=MISS_ID,
+        recommended=True,
+        train=_train_json("miss", weights, config, data_sha, rows),
+        description="tiny MiSS r32 trained on the tiny smoke set",
+    )
+    return root
+
+
+def run_demo_smoke(root: Path, *, console: Any, work_dir: Path | None = None, weights_dir: Path | None = None) -> int:
+    """Build (or reuse) the tiny weights and registry beside ``root`` and smoke-test both entries.
+
+    Returns 0 when both entries pass and each beats the base significantly, else 1.
+    """
+    import os
+
+    from rwkv_registry.model.smoke.evaluate import Settings, run_smoke
+    from rwkv_registry.model.smoke.report import append_record, build_report, render, smoke_record
+    from rwkv_registry.validate import validate_registry
+
+    root = Path(root)
+    work = work_dir or root.parent / f"{root.name}-smoke"
+    env = os.environ.get("RWKV_REGISTRY_SMOKE_WEIGHTS")  # a shared cache of the trained files (tests, CI)
+    wdir = weights_dir or (Path(env) if env else work / "weights")
+
+    def log(msg: str) -> None:
+        console.print(f"[dim]smoke demo:[/] {msg}")
+
+    weights = build_tiny_weights(wdir, log=log)
+    reg = build_tiny_registry(work, weights)
+    log(f"tiny registry in {reg} (base {weights.base.name}, entries {STATE_ID}, {MISS_ID})")
+    code = 0
+    for entry_id in (STATE_ID, MISS_ID):
+        result = run_smoke(
+            reg,
+            entry_id,
+            weights.base,
+            device="cpu",
+            cases_path=builtin_path(TINY_CASES),
+            settings=Settings(think_tokens=DEMO_THINK_TOKENS),
+        )
+        report = build_report(result)
+        append_record(reg, entry_id, smoke_record(report))
+        console.rule(f"smoke: {entry_id}")
+        render(report, console)
+        cmp_ = report["comparison"]
+        significant = cmp_["p_value"] < report["settings"]["alpha"] and cmp_["wins"] > cmp_["losses"]
+        if report["exit_code"] or not significant:
+            code = 1
+            log(f"[red]{entry_id} does not significantly beat the base[/]")
+    report_v = validate_registry(reg)
+    errors = report_v.counts.get("error", 0)
+    log(f"tiny registry validates with its smoke records: {'ok' if report_v.ok else f'{errors} error(s)'}")
+    return code if report_v.ok else 1

@@ -1,0 +1,380 @@
+"""The smoke evaluation itself: check the base file, load base and entry, run both sides twice.
+
+:func:`run_smoke` is what ``rwkv-registry smoke`` calls. Steps:
+
+1. read ``index.json``; find the entry and its base record (unknown entry: :class:`UsageError`);
+2. hash the base file (cached by stat key) and compare with the base record's sha256; a mismatch
+   stops with both hashes named (exit 2), before anything is loaded; the entry file is checked
+   against its own recorded sha256 too;
+3. load the base (CUDA bf16 when available, else CPU fp32) and the entry (State as initial WKV
+   state, MiSS merged into the weights); an entry that cannot be applied (wrong shapes, non-finite
+   MiSS values, another base's fingerprint) is *broken*: :class:`BrokenEntryError` (exit 1);
+4. run the cases with the entry's prompt profile, greedy, and then the base alone on the same
+   cases; each side runs twice so that determinism is checked token for token;
+5. score every case (:mod:`~rwkv_registry.model.smoke.scoring`) and compare the sides.
+"""
+
+from __future__ import annotations
+
+import platform
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+
+from rwkv_registry.errors import RefusedError, RegistryError, UsageError
+from rwkv_registry.model.errors import ModelError
+from rwkv_registry.model.profiles import get_profile
+from rwkv_registry.model.rwkv7 import RWKV7
+from rwkv_registry.model.smoke.cases import Case, CaseSet, load_cases
+from rwkv_registry.model.smoke.engine import Engine, Job, JobResult, RunStats
+from rwkv_registry.model.smoke.hashcache import cached_sha256
+from rwkv_registry.model.smoke.prompt import CALL_STOPS, STOP_TOKENS, THINK_STOPS, PromptBuilder, stop_bytes
+from rwkv_registry.model.smoke.scoring import CallScore, call_prefix_ok, score_call
+from rwkv_registry.model.state import StateWeights
+from rwkv_registry.model.tokenizer import get_tokenizer
+
+
+class BrokenEntryError(RegistryError):
+    """The entry cannot be used on its base: the smoke verdict is *broken* (exit 1)."""
+
+    exit_code = 1
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Knobs of a smoke run (documented in docs/smoke.md)."""
+
+    max_call_tokens: int | None = None  # tokens allowed for one call; None: 2 x the longest expected + 16
+    think_tokens: int = 256  # thinking budget of the g1k-think profile
+    parse_failure_threshold: float = 0.2  # entry parse failures above this share: broken
+    alpha: float = 0.05  # significance level of the McNemar test
+    runs: int = 2  # each side runs this many times; all runs must give the same tokens
+
+
+class Progress(Protocol):
+    """What a progress display offers the runner."""
+
+    def phase(self, description: str, total: int) -> None:
+        """Start a phase with ``total`` units of work."""
+
+    def advance(self, n: int) -> None:
+        """``n`` more units are done."""
+
+
+class _NoProgress:
+    def phase(self, description: str, total: int) -> None:
+        pass
+
+    def advance(self, n: int) -> None:
+        pass
+
+
+@dataclass
+class SideRun:
+    """One side (the entry, or the base alone) on every case."""
+
+    label: str
+    scores: list[CallScore]
+    calls: list[JobResult]  # the call pass of the first run
+    thinking: list[JobResult] | None  # the thinking pass of the first run (g1k-think)
+    nll: list[float]  # summed NLL of each case's expected completion
+    nll_tokens: list[int]
+    deterministic: list[bool]  # all runs gave the same tokens (and losses) for this case
+    finite: list[bool]  # every logits row of this case was finite, in every run
+    stats: RunStats = field(default_factory=RunStats)
+
+    @property
+    def solved(self) -> int:
+        """Cases answered correctly."""
+        return sum(s.correct for s in self.scores)
+
+    @property
+    def mean_loss(self) -> float | None:
+        """Mean per-token NLL of the expected completions (None when not finite)."""
+        total = sum(self.nll_tokens)
+        value = sum(self.nll) / total if total else None
+        return value if value is not None and value == value and abs(value) != float("inf") else None
+
+
+@dataclass
+class Environment:
+    """Where the run happened."""
+
+    device: str  # "cpu" or "cuda"
+    device_name: str  # e.g. "NVIDIA H200" or "cpu (x86_64)"
+    dtype: str
+    torch: str
+    cuda: str | None
+
+
+@dataclass
+class SmokeResult:
+    """Everything the report needs."""
+
+    root: Path
+    entry: dict[str, Any]
+    base: dict[str, Any]
+    base_file: Path
+    base_sha256: str
+    base_hash_cached: bool
+    cases: CaseSet
+    profile: str
+    settings: Settings
+    env: Environment
+    entry_side: SideRun
+    base_side: SideRun
+    timing: dict[str, float]
+
+
+def pick_device(name: str) -> tuple[str, torch.dtype]:
+    """``auto``: CUDA (bf16) when available, else CPU (fp32). ``cuda`` without a GPU: UsageError."""
+    if name not in ("auto", "cuda", "cpu"):
+        raise UsageError(f"--device {name!r}: use auto, cuda or cpu")
+    cuda = torch.cuda.is_available()
+    if name == "cuda" and not cuda:
+        raise UsageError("--device cuda: no CUDA device is available", hint="Use --device cpu (tiny models only).")
+    if name == "cuda" or (name == "auto" and cuda):
+        return "cuda", torch.bfloat16
+    return "cpu", torch.float32
+
+
+def environment(device: str, dtype: torch.dtype) -> Environment:
+    """The device name and the torch/CUDA versions recorded with a result."""
+    if device == "cuda":
+        name = torch.cuda.get_device_name(torch.cuda.current_device())
+    else:
+        name = f"cpu ({platform.machine() or 'unknown'})"
+    return Environment(device, name, str(dtype).replace("torch.", ""), torch.__version__, torch.version.cuda)
+
+
+def find_entry(root: Path, entry_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(entry, base record)`` from ``root/index.json``; UsageError names the known ids."""
+    from rwkv_registry.ops import load_index
+
+    try:
+        index = load_index(root)
+    except RefusedError as e:  # an invalid index: the command cannot run
+        raise UsageError(e.message, hint=e.hint, path=e.path) from None
+    entries = {e["id"]: e for e in index["entries"]}
+    if entry_id not in entries:
+        known = ", ".join(sorted(entries)[:12]) or "none"
+        raise UsageError(f"{root}: no entry {entry_id!r} in index.json", hint=f"Known entry ids: {known}.")
+    entry = entries[entry_id]
+    bases = {b["name"]: b for b in index["bases"]}
+    if entry["base"] not in bases:
+        raise UsageError(
+            f"entry {entry_id!r} names base {entry['base']!r}, which index.json does not list",
+            hint="Fix index.json (`rwkv-registry validate` lists every problem).",
+        )
+    return entry, bases[entry["base"]]
+
+
+def check_base_file(
+    base_file: Path, base: dict[str, Any], entry_id: str, progress: Callable[[int], None] | None = None
+) -> tuple[str, bool]:
+    """sha256 of ``base_file`` (cached) checked against the base record; UsageError on a mismatch."""
+    if not base_file.is_file():
+        raise UsageError(f"{base_file}: no such base file", hint=f"Give the file of base {base['name']!r}.")
+    try:
+        digest, cached = cached_sha256(base_file, progress=progress)
+    except OSError as e:
+        raise UsageError(f"{base_file}: cannot read the base file ({e.strerror or e})") from None
+    if digest != base["sha256"]:
+        raise UsageError(
+            f"{base_file} is not the base of entry {entry_id!r}: its sha256 is {digest}, but base "
+            f"{base['name']!r} is recorded with sha256 {base['sha256']}",
+            hint="Weights are valid only on the exact base file they were trained on (a MiSS adapter is refused "
+            "on any other); give that file to --base-file.",
+        )
+    return digest, cached
+
+
+def check_entry_file(root: Path, entry: dict[str, Any]) -> Path:
+    """The entry's weight file, checked against its recorded sha256 (cached hash)."""
+    path = root / entry["path"]
+    if not path.is_file():
+        raise UsageError(
+            f"{path}: the file of entry {entry['id']!r} is missing",
+            hint="Fetch the registry's weights (git lfs pull, or rwkv-registry pull).",
+        )
+    try:
+        digest, _ = cached_sha256(path)
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read the entry file ({e.strerror or e})") from None
+    want = entry["file"]["sha256"]
+    if digest != want:
+        raise UsageError(
+            f"{path}: sha256 {digest} differs from index.json's {want} for entry {entry['id']!r}",
+            hint="The file changed since it was registered; `rwkv-registry validate` shows the problem.",
+        )
+    return path
+
+
+def load_entry(model: RWKV7, entry: dict[str, Any], path: Path) -> StateWeights | None:
+    """Apply the entry to ``model``: a State is returned (initial state), a MiSS is merged."""
+    from rwkv_registry.model.miss import load_miss
+    from rwkv_registry.model.state import load_state_weights
+
+    try:
+        if entry["method"] == "state":
+            weights = load_state_weights(path)
+            model.new_state(1, weights)  # checks the shapes against the base
+            return weights
+        model.apply_miss(load_miss(path), mode="merge")
+        return None
+    except ModelError as e:
+        raise BrokenEntryError(
+            f"entry {entry['id']!r} cannot be used on its base: {e.message}",
+            hint=e.hint or "Retrain or re-export the weights for this base.",
+            path=str(path),
+        ) from None
+
+
+def run_side(
+    label: str,
+    model: RWKV7,
+    builder: PromptBuilder,
+    cases: CaseSet,
+    settings: Settings,
+    time_state: StateWeights | None,
+    progress: Progress,
+) -> SideRun:
+    """Run one side ``settings.runs`` times on every case and score the first run."""
+    engine = Engine(model, builder.tok, time_state=time_state)
+    stats = RunStats()
+    runs: list[tuple[list[JobResult] | None, list[JobResult], list[JobResult]]] = []
+    n = len(cases.cases)
+    for run in range(settings.runs):
+        suffix = f" (run {run + 1}/{settings.runs})" if settings.runs > 1 else ""
+        thinking = None
+        if builder.thinks:
+            progress.phase(f"{label}: thinking{suffix}", n)
+            jobs = [_think_job(builder, c, settings) for c in cases.cases]
+            thinking, st = engine.run(jobs, progress.advance)
+            stats.add(st)
+        progress.phase(f"{label}: calls{suffix}", 2 * n)
+        jobs = []
+        for i, c in enumerate(cases.cases):
+            p = builder.call_prompt(c, thinking[i].text if thinking else None)
+            jobs.append(
+                Job(
+                    p.prefix,
+                    p.suffix,
+                    max_new=call_budget(builder, cases, settings),
+                    stops=stop_bytes(CALL_STOPS),
+                    stop_tokens=STOP_TOKENS,
+                    prefix_check=call_prefix_ok,
+                )
+            )
+        for i, c in enumerate(cases.cases):
+            p = builder.call_prompt(c, thinking[i].text if thinking else None)
+            jobs.append(Job(p.prefix, p.suffix, targets=builder.completion_ids(c)))
+        results, st = engine.run(jobs, progress.advance)
+        stats.add(st)
+        runs.append((thinking, results[:n], results[n:]))
+    first_think, first_calls, first_loss = runs[0]
+    deterministic = []
+    finite = []
+    for i in range(n):
+        same = all(_same(runs[0], r, i) for r in runs[1:])
+        deterministic.append(same)
+        ok = True
+        for think, calls, loss in runs:
+            ok = ok and calls[i].finite and loss[i].finite and (think is None or think[i].finite)
+        finite.append(ok)
+    scores = [score_call(c, first_calls[i].text) for i, c in enumerate(cases.cases)]
+    return SideRun(
+        label=label,
+        scores=scores,
+        calls=first_calls,
+        thinking=first_think,
+        nll=[r.nll for r in first_loss],
+        nll_tokens=[len(builder.completion_ids(c)) for c in cases.cases],
+        deterministic=deterministic,
+        finite=finite,
+        stats=stats,
+    )
+
+
+def call_budget(builder: PromptBuilder, cases: CaseSet, settings: Settings) -> int:
+    """Tokens allowed for one call: the setting, or twice the longest expected completion + 16."""
+    if settings.max_call_tokens is not None:
+        return settings.max_call_tokens
+    return 2 * max(len(builder.completion_ids(c)) for c in cases.cases) + 16
+
+
+def _think_job(builder: PromptBuilder, case: Case, settings: Settings) -> Job:
+    p = builder.think_prompt(case)
+    return Job(
+        p.prefix, p.suffix, max_new=settings.think_tokens, stops=stop_bytes(THINK_STOPS), stop_tokens=STOP_TOKENS
+    )
+
+
+def _same(a: tuple[Any, ...], b: tuple[Any, ...], i: int) -> bool:
+    think_a, calls_a, loss_a = a
+    think_b, calls_b, loss_b = b
+    if (think_a is None) != (think_b is None):
+        return False
+    if think_a is not None and think_a[i].tokens != think_b[i].tokens:
+        return False
+    return calls_a[i].tokens == calls_b[i].tokens and loss_a[i].nll_terms == loss_b[i].nll_terms
+
+
+def run_smoke(
+    root: str | Path,
+    entry_id: str,
+    base_file: str | Path,
+    *,
+    device: str = "auto",
+    cases_path: str | Path | None = None,
+    settings: Settings | None = None,
+    progress: Progress | None = None,
+) -> SmokeResult:
+    """Evaluate ``entry_id`` of the registry at ``root`` on ``base_file`` (see the module docstring)."""
+    t_start = time.perf_counter()
+    settings = settings or Settings()
+    prog: Progress = progress or _NoProgress()
+    root = Path(root)
+    base_path = Path(base_file)
+    entry, base = find_entry(root, entry_id)
+    cases = load_cases(cases_path)
+    dev, dtype = pick_device(device)
+    size = base_path.stat().st_size if base_path.is_file() else 0
+    prog.phase("checking the base file's sha256", max(size, 1))
+    t0 = time.perf_counter()
+    digest, cached = check_base_file(base_path, base, entry_id, prog.advance)
+    entry_path = check_entry_file(root, entry)
+    t_hash = time.perf_counter() - t0
+    profile = get_profile(entry["profile"])
+    builder = PromptBuilder(profile, get_tokenizer())
+    settings = replace(settings, max_call_tokens=call_budget(builder, cases, settings))
+    prog.phase("loading the base", 1)
+    t0 = time.perf_counter()
+    model = RWKV7.from_pth(base_path, device=dev, dtype=dtype, fingerprint=digest)
+    time_state = load_entry(model, entry, entry_path)
+    prog.advance(1)
+    t_load = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    entry_side = run_side("entry", model, builder, cases, settings, time_state, prog)
+    model.remove_miss()  # the base alone: original weights, bit for bit
+    base_side = run_side("base", model, builder, cases, settings, None, prog)
+    t_eval = time.perf_counter() - t0
+    return SmokeResult(
+        root=root,
+        entry=entry,
+        base=base,
+        base_file=base_path,
+        base_sha256=digest,
+        base_hash_cached=cached,
+        cases=cases,
+        profile=profile.name,
+        settings=settings,
+        env=environment(dev, dtype),
+        entry_side=entry_side,
+        base_side=base_side,
+        timing={"hash_s": t_hash, "load_s": t_load, "eval_s": t_eval, "wall_s": time.perf_counter() - t_start},
+    )

@@ -1,0 +1,74 @@
+"""sha256 of big files (a 14 GB base), cached by stat key like ``validate``'s facts cache.
+
+The cache is one JSON file, ``smoke-sha256.json``, in the user cache directory
+(:func:`rwkv_registry.facts.cache_dir`, ``RWKV_REGISTRY_CACHE_DIR`` overrides it). An entry is
+used only when the file's stat key (device, inode, path, size, mtime and ctime in ns) is
+unchanged, so an edited file is always hashed again. A cache that cannot be read or written
+only costs time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from rwkv_registry.facts import cache_dir, stat_key
+from rwkv_registry.ops import hash_file
+
+CACHE_NAME = "smoke-sha256.json"
+_MAX_ENTRIES = 256
+
+
+def _cache_path() -> Path:
+    return cache_dir() / CACHE_NAME
+
+
+def _read() -> dict[str, dict[str, object]]:
+    try:
+        with open(_cache_path(), "rb") as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _write(data: dict[str, dict[str, object]]) -> None:
+    path = _cache_path()
+    if len(data) > _MAX_ENTRIES:
+        data = dict(list(data.items())[-_MAX_ENTRIES:])
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".smoke-sha256-", dir=path.parent)
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def cached_sha256(path: str | Path, *, progress: Callable[[int], None] | None = None) -> tuple[str, bool]:
+    """``(sha256, from_cache)`` of ``path``; hashes (calling ``progress(n_bytes)``) on a miss.
+
+    Raises :class:`rwkv_registry.errors.RegistryIOError` when the file cannot be read.
+    """
+    p = Path(path).resolve()
+    st = os.stat(p)
+    key = stat_key(st, str(p))
+    data = _read()
+    item = data.get(str(p))
+    if isinstance(item, dict) and item.get("key") == key and isinstance(item.get("sha256"), str):
+        return str(item["sha256"]), True
+    digest, _ = hash_file(p, progress)
+    try:
+        unchanged = stat_key(os.stat(p), str(p)) == key
+    except OSError:
+        unchanged = False
+    if unchanged:  # never cache a file that changed while it was read
+        data = _read()
+        data.pop(str(p), None)
+        data[str(p)] = {"key": key, "sha256": digest}
+        _write(data)
+    return digest, False

@@ -1,0 +1,464 @@
+"""Deterministic training of the demo's tiny State and tiny MiSS on the tiny smoke set.
+
+``python -m rwkv_registry.model.smoke.train_tiny OUT_DIR`` writes ``rwkv7-tiny-demo.pth`` (the
+base), ``tiny-state.pth`` and ``tiny-miss.pth`` (+ ``manifest.json``), or reuses them when
+``OUT_DIR`` already holds files made from the same inputs (the model and smoke sources, the tiny
+case file, the configuration and the torch version: :func:`cache_key`).
+
+- **The base** is a tiny random RWKV-7 (2 layers, width 128, the full 65536 vocabulary) from
+  :func:`rwkv_registry.model.tiny.tiny_base_tensors`, with one change: random decays forget
+  within a few tokens, while a State has to cross a 155-token System turn and the user's words
+  have to reach the answer ten tokens later. So every other decay channel is slow (``w0 = -6``:
+  0.2 % lost per token) and the others are spread over half-lives of 2 to 60 tokens (``w0`` from
+  0 to -4); the in-context learning rate is lowered (``a0 - 3``). A random model never writes a
+  valid call: the base alone scores 0.
+- **Training** uses the reference model itself (``RWKV7``, autograd) on every case of
+  ``data/tiny_cases.jsonl``, rendered exactly as the smoke evaluation renders it: the State with
+  ``g1k`` (loss on the call after the opener), the MiSS with ``g1k-think`` (loss on ``</think>``,
+  the opener and the call). Full-batch Adam from zero (the seed's "initial state zero, fixed data
+  order") with a cosine learning rate: State 300 steps at 1.0, MiSS (rank 32) 150 steps at 0.002.
+- **Speed** (about 30 s on two cores, once; then the files are reused): the State and the MiSS
+  train in two processes of one thread each; the WKV recurrence runs in its chunked form
+  (:mod:`~rwkv_registry.model.smoke.chunked`, equal to the reference up to float rounding); the
+  softmax is taken over the targets and their strongest rivals, refreshed from a full-vocabulary
+  pass every 10 steps (:class:`_Candidates`); the MiSS does not backpropagate through the System
+  turn (its state is recomputed with the current adapter every step, without gradient).
+- Same inputs, same bytes: no random numbers are drawn after the base, one thread, fp32.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import math
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from rwkv_registry.model.config import RWKV7Config
+from rwkv_registry.model.miss import TARGET_MODULES
+from rwkv_registry.model.profiles import get_profile
+from rwkv_registry.model.rwkv7 import RWKV7
+from rwkv_registry.model.smoke.cases import TINY_CASES, Case, builtin_path, load_cases
+from rwkv_registry.model.smoke.prompt import ANSWER_PREFIX, THINK_CLOSE, PromptBuilder
+from rwkv_registry.model.state import LayerState, RWKV7State, StateWeights
+from rwkv_registry.model.tiny import save_tensors, tiny_base_tensors, tiny_config
+from rwkv_registry.model.tokenizer import get_tokenizer
+
+BASE_NAME = "rwkv7-tiny-demo.pth"
+STATE_NAME = "tiny-state.pth"
+MISS_NAME = "tiny-miss.pth"
+MANIFEST = "manifest.json"
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything that decides the bytes of the trained files (part of the cache key)."""
+
+    seed: int = 0
+    n_layer: int = 2
+    n_embd: int = 128
+    state_steps: int = 300
+    state_lr: float = 1.0
+    miss_steps: int = 150
+    miss_lr: float = 0.002
+    miss_rank: int = 32
+    miss_alpha: float = 64.0
+    min_lr_ratio: float = 0.05
+    w0_slow: float = -6.0  # decay of every other channel (-6: 0.2 % lost per token)
+    w0_fast: tuple[float, float] = (0.0, -4.0)  # the other channels, spread over this range
+    a0_shift: float = -3.0  # lowers the in-context learning rate
+
+
+@dataclass(frozen=True)
+class TinyWeights:
+    """The trained demo files."""
+
+    base: Path
+    state: Path
+    miss: Path
+    key: str
+    reused: bool
+
+
+def cache_key(config: TrainConfig, cases_path: Path | None = None) -> str:
+    """sha256 over the model and smoke sources (the training code, the model, prompt rendering), the
+    case file, the configuration and the torch version."""
+    h = hashlib.sha256()
+    model_dir = Path(__file__).resolve().parents[1]
+    for src in sorted((*model_dir.glob("*.py"), *Path(__file__).resolve().parent.glob("*.py"))):
+        h.update(src.name.encode() + b"\0" + src.read_bytes())
+    h.update((cases_path or builtin_path(TINY_CASES)).read_bytes())
+    h.update(json.dumps(asdict(config), sort_keys=True).encode())
+    h.update(torch.__version__.split("+")[0].encode())
+    return h.hexdigest()
+
+
+def demo_base_tensors(config: TrainConfig) -> dict[str, torch.Tensor]:
+    """The tiny demo base (fp32): random weights, decays set as the module docstring says."""
+    cfg = tiny_config(n_layer=config.n_layer, n_embd=config.n_embd)
+    tensors = tiny_base_tensors(cfg, seed=config.seed)
+    n = cfg.head_size
+    w0 = torch.empty(n)
+    w0[0::2] = config.w0_slow
+    w0[1::2] = torch.linspace(config.w0_fast[0], config.w0_fast[1], n // 2)
+    for i in range(cfg.n_layer):
+        tensors[f"blocks.{i}.att.w0"] = w0.repeat(cfg.n_head).view(1, 1, -1).clone()
+        tensors[f"blocks.{i}.att.a0"] = tensors[f"blocks.{i}.att.a0"] + config.a0_shift
+    return tensors
+
+
+# ----------------------------------------------------------------------------------- the batch
+
+
+@dataclass
+class TrainBatch:
+    """Teacher-forced rows sharing one System prefix."""
+
+    prefix: list[int]
+    tokens: torch.Tensor  # [B, T] suffix + targets, right-padded with 0 (padding never scored)
+    rows: torch.Tensor  # [P] row of each scored position
+    cols: torch.Tensor  # [P] position whose logits predict the target
+    targets: torch.Tensor  # [P]
+
+
+def training_batch(builder: PromptBuilder, cases: list[Case]) -> TrainBatch:
+    """Rows for ``cases`` rendered as the smoke evaluation renders them (thinking left empty)."""
+    seqs: list[tuple[list[int], int]] = []
+    prefixes = set()
+    for case in cases:
+        prompt = builder.think_prompt(case) if builder.thinks else builder.call_prompt(case)
+        prefixes.add(prompt.prefix)
+        lead = builder.tok.encode(THINK_CLOSE + ANSWER_PREFIX) if builder.thinks else []
+        seqs.append((list(prompt.suffix) + lead + list(builder.completion_ids(case)), len(prompt.suffix)))
+    if len(prefixes) != 1:
+        raise ValueError("the tiny training set must share one System turn")
+    width = max(len(s) for s, _ in seqs)
+    tokens = torch.zeros(len(seqs), width, dtype=torch.long)
+    rows, cols, targets = [], [], []
+    for i, (seq, start) in enumerate(seqs):
+        tokens[i, : len(seq)] = torch.tensor(seq)
+        for j in range(start, len(seq)):
+            rows.append(i)
+            cols.append(j - 1)  # the logits at j - 1 predict token j
+            targets.append(seq[j])
+    return TrainBatch(list(prefixes.pop()), tokens, torch.tensor(rows), torch.tensor(cols), torch.tensor(targets))
+
+
+# ----------------------------------------------------------------------------------- training
+
+
+def _blocks(model: RWKV7, x: torch.Tensor, state: RWKV7State) -> tuple[torch.Tensor, RWKV7State]:
+    """The model's blocks on embeddings ``x`` [B, T, C] (no head)."""
+    v_first = None
+    layers = []
+    for block, layer_state in zip(model.blocks, state.layers, strict=True):
+        x, new_state, v_first = block(x, layer_state, v_first)
+        layers.append(new_state)
+    return x, RWKV7State(layers)
+
+
+def _hidden(model: RWKV7, batch: TrainBatch, time_state: StateWeights | None, prefix_grad: bool) -> torch.Tensor:
+    """``ln_out`` of the positions that predict the targets: ``[P, C]``."""
+    with torch.set_grad_enabled(prefix_grad and torch.is_grad_enabled()):
+        state = model.new_state(1, time_state)
+        _, state = _blocks(model, model.emb(torch.tensor([batch.prefix])), state)
+    B = batch.tokens.shape[0]
+    state = RWKV7State(
+        [
+            LayerState(s.att_shift.expand(B, -1), s.wkv.expand(B, -1, -1, -1), s.ffn_shift.expand(B, -1))
+            for s in state.layers
+        ]
+    )
+    x, _ = _blocks(model, model.emb(batch.tokens), state)  # [B, T, C]
+    return model.ln_out(x[batch.rows, batch.cols])  # [P, C]
+
+
+class _Candidates:
+    """The vocabulary the loss is normalised over: every target plus the strongest rivals.
+
+    A full softmax over 65536 tokens at every scored position is most of a step's cost, so the
+    loss uses the targets and the ``top`` highest-scoring other tokens of each position, found
+    with a full (gradient-free) pass every ``refresh`` steps and on the last steps; a rival that
+    climbs in between is caught at the next refresh. Greedy decoding later uses the full vocabulary.
+    """
+
+    def __init__(self, targets: torch.Tensor, refresh: int = 10, top: int = 32) -> None:
+        self.targets = targets
+        self.refresh = refresh
+        self.top = top
+        self.ids = torch.unique(targets)
+        self.index = torch.searchsorted(self.ids, targets)
+
+    def update(self, model: RWKV7, h: torch.Tensor) -> None:
+        with torch.no_grad():
+            logits = model.head(h.detach())  # [P, V]
+            logits[torch.arange(len(self.targets)), self.targets] = -float("inf")
+            rivals = logits.topk(self.top, dim=-1).indices.flatten()
+        self.ids = torch.unique(torch.cat((self.targets, rivals)))
+        self.index = torch.searchsorted(self.ids, self.targets)
+
+    def loss(self, model: RWKV7, h: torch.Tensor) -> torch.Tensor:
+        logits = h @ model.head.weight[self.ids].t()  # [P, |ids|]
+        return nn.functional.cross_entropy(logits, self.index)
+
+
+@contextlib.contextmanager
+def _chunked_wkv() -> Iterator[None]:
+    """Run the model's WKV through the chunked form (same recurrence) while training."""
+    import rwkv_registry.model.time_mix as time_mix
+    from rwkv_registry.model.smoke.chunked import wkv7_chunked
+
+    original = time_mix.wkv7
+    time_mix.wkv7 = wkv7_chunked
+    try:
+        yield
+    finally:
+        time_mix.wkv7 = original
+
+
+@contextlib.contextmanager
+def _one_thread() -> Iterator[None]:
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _cosine(step: int, steps: int, floor: float) -> float:
+    return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * step / steps))
+
+
+def _fit(
+    model: RWKV7,
+    batch: TrainBatch,
+    params: list[torch.Tensor],
+    hidden: Callable[[], torch.Tensor],
+    steps: int,
+    lr: float,
+    floor: float,
+    log: Callable[[str], None],
+    what: str,
+) -> float:
+    opt = torch.optim.Adam(params, lr=lr)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: _cosine(s, steps, floor))
+    cands = _Candidates(batch.targets)
+    loss = float("nan")
+    t0 = time.perf_counter()
+    for step in range(steps):
+        h = hidden()
+        if step % cands.refresh == 0 or step >= steps - 3:
+            cands.update(model, h)
+        value = cands.loss(model, h)
+        opt.zero_grad(set_to_none=True)
+        value.backward()
+        opt.step()
+        sched.step()
+        loss = float(value.detach())
+        if step % 50 == 0 or step == steps - 1:
+            log(f"{what}: step {step + 1}/{steps}, loss {loss:.4f} ({time.perf_counter() - t0:.1f} s)")
+    return loss
+
+
+def train_state(model: RWKV7, batch: TrainBatch, config: TrainConfig, log: Callable[[str], None]) -> torch.Tensor:
+    """A State ``[L, H, N, N]`` (fp32) trained from zero; the base stays frozen."""
+    cfg = model.config
+    s0 = torch.zeros(cfg.n_layer, cfg.n_head, cfg.head_size, cfg.head_size, requires_grad=True)
+
+    def hidden() -> torch.Tensor:
+        return _hidden(model, batch, StateWeights(tuple(s0[i] for i in range(cfg.n_layer))), prefix_grad=True)
+
+    _fit(model, batch, [s0], hidden, config.state_steps, config.state_lr, config.min_lr_ratio, log, "State")
+    return s0.detach().clone()
+
+
+class _TrainMiss(nn.Module):
+    """A linear map with a trainable MiSS ``D``: ``W + scale * D[:, k % r]`` (one matmul)."""
+
+    def __init__(self, base: nn.Linear, rank: int, scale: float) -> None:
+        super().__init__()
+        self.base = base
+        self.scale = scale
+        self.D = nn.Parameter(torch.zeros(base.out_features, rank))
+        self.register_buffer("cols", torch.arange(base.in_features) % rank, persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return nn.functional.linear(x, self.base.weight + self.scale * self.D[:, self.cols])
+
+
+def train_miss(
+    model: RWKV7, batch: TrainBatch, config: TrainConfig, log: Callable[[str], None]
+) -> dict[str, torch.Tensor]:
+    """MiSS ``D`` tensors ``{blocks.L.<target>.D: [out, rank]}`` (fp32) trained from zero."""
+    scale = config.miss_alpha / config.miss_rank
+    wrapped: list[tuple[nn.Module, str, nn.Linear, _TrainMiss, str]] = []
+    for layer, block in enumerate(model.blocks):
+        for target, (sub, attr) in TARGET_MODULES.items():
+            parent = getattr(block, sub)
+            lin = getattr(parent, attr)
+            mod = _TrainMiss(lin, config.miss_rank, scale)
+            setattr(parent, attr, mod)
+            wrapped.append((parent, attr, lin, mod, f"blocks.{layer}.{target}.D"))
+    try:
+        _fit(
+            model,
+            batch,
+            [m.D for *_, m, _ in wrapped],
+            lambda: _hidden(model, batch, None, prefix_grad=False),
+            config.miss_steps,
+            config.miss_lr,
+            config.min_lr_ratio,
+            log,
+            "MiSS",
+        )
+    finally:
+        for parent, attr, lin, _, _ in wrapped:
+            setattr(parent, attr, lin)
+    return {name: m.D.detach().clone() for *_, m, name in wrapped}
+
+
+# ----------------------------------------------------------------------------------- files
+
+
+def _write_miss(
+    path: Path, d_tensors: dict[str, torch.Tensor], base_path: Path, config: TrainConfig, cfg: RWKV7Config
+) -> None:
+    from rwkv_registry.miss import write_miss_file
+    from rwkv_registry.model.loading import sha256_file
+    from rwkv_registry.model.tiny import miss_in_out
+    from rwkv_registry.pthwrite import RawTensor
+
+    tensors = {}
+    for name, t in d_tensors.items():
+        raw = t.to(torch.bfloat16).contiguous().view(torch.uint16).numpy().tobytes()
+        tensors[name] = RawTensor("bfloat16", tuple(t.shape), raw)
+    in_features = {name: miss_in_out(cfg, name.split(".", 2)[2][: -len(".D")])[0] for name in d_tensors}
+    write_miss_file(
+        path,
+        tensors,
+        rank=config.miss_rank,
+        alpha=config.miss_alpha,
+        base_fingerprint=sha256_file(base_path),
+        dtype="bfloat16",
+        in_features=in_features,
+    )
+
+
+def _train_part(part: str, base_path: str, out_path: str, config: TrainConfig) -> list[str]:
+    """Train one file (``part`` is "state" or "miss") from the base file; returns the log lines.
+
+    Top-level so that it can run in a worker process; one thread, the chunked WKV, fp32.
+    """
+    lines: list[str] = []
+    tok = get_tokenizer()
+    cases = list(load_cases(builtin_path(TINY_CASES)).cases)
+    with _one_thread(), _chunked_wkv():
+        model = RWKV7.from_pth(base_path, dtype=torch.float32)
+        if part == "state":
+            batch = training_batch(PromptBuilder(get_profile("g1k"), tok), cases)
+            s0 = train_state(model, batch, config, lines.append)
+            save_tensors(out_path, {f"blocks.{i}.att.time_state": s0[i] for i in range(s0.shape[0])})
+        else:
+            batch = training_batch(PromptBuilder(get_profile("g1k-think"), tok), cases)
+            d = train_miss(model, batch, config, lines.append)
+            _write_miss(Path(out_path), d, Path(base_path), config, model.config)
+    return lines
+
+
+def _run_parts_in_processes(jobs: list[tuple[str, str, str, TrainConfig]]) -> list[list[str]]:
+    """Run :func:`_train_part` for each job in its own Python process, all at once."""
+    import subprocess
+
+    procs = []
+    for part, base, out, config in jobs:
+        cmd = [
+            sys.executable,
+            "-m",
+            "rwkv_registry.model.smoke.train_tiny",
+            "--part",
+            part,
+            base,
+            out,
+            json.dumps(asdict(config)),
+        ]
+        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    results = []
+    for p in procs:
+        out_text, err_text = p.communicate()
+        if p.returncode != 0:
+            raise RuntimeError(f"training the tiny weights failed ({p.args[4]}): {err_text.strip()[-2000:]}")
+        results.append(out_text.splitlines())
+    return results
+
+
+def build_tiny_weights(
+    out_dir: str | Path,
+    *,
+    config: TrainConfig | None = None,
+    log: Callable[[str], None] = lambda m: None,
+    parallel: bool = True,
+) -> TinyWeights:
+    """Train (or reuse) the demo's tiny base, State and MiSS in ``out_dir``.
+
+    ``parallel`` trains the State and the MiSS in two worker processes (one thread each; the
+    results are the same bytes as in one process).
+    """
+    config = config or TrainConfig()
+    out = Path(out_dir)
+    key = cache_key(config)
+    manifest = out / MANIFEST
+    files = TinyWeights(out / BASE_NAME, out / STATE_NAME, out / MISS_NAME, key, True)
+    try:
+        if json.loads(manifest.read_text())["key"] == key and all(
+            p.is_file() for p in (files.base, files.state, files.miss)
+        ):
+            log(f"reusing the tiny weights in {out} (key {key[:12]}…)")
+            return files
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    out.mkdir(parents=True, exist_ok=True)
+    manifest.unlink(missing_ok=True)
+    t0 = time.perf_counter()
+    tensors = demo_base_tensors(config)
+    save_tensors(files.base, {k: v.to(torch.bfloat16) for k, v in tensors.items()})
+    log(f"training the tiny State ({config.state_steps} steps) and MiSS ({config.miss_steps} steps) on the CPU…")
+    jobs = [("state", str(files.base), str(files.state), config), ("miss", str(files.base), str(files.miss), config)]
+    results = _run_parts_in_processes(jobs) if parallel else [_train_part(*job) for job in jobs]
+    for lines in results:
+        for line in lines:
+            log(line)
+    manifest.write_text(
+        json.dumps({"key": key, "config": asdict(config), "seconds": round(time.perf_counter() - t0, 1)}, indent=2)
+        + "\n"
+    )
+    log(f"tiny weights trained in {time.perf_counter() - t0:.1f} s into {out}")
+    return TinyWeights(files.base, files.state, files.miss, key, False)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m rwkv_registry.model.smoke.train_tiny OUT_DIR`` (``--part`` is internal)."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) == 5 and args[0] == "--part":  # a worker of build_tiny_weights(parallel=True)
+        raw = json.loads(args[4])
+        config = TrainConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()})
+        for line in _train_part(args[1], args[2], args[3], config):
+            print(line, flush=True)
+        return 0
+    if len(args) != 1:
+        print("usage: python -m rwkv_registry.model.smoke.train_tiny OUT_DIR", file=sys.stderr)
+        return 2
+    w = build_tiny_weights(args[0], log=print)
+    print(f"base {w.base}\nstate {w.state}\nmiss {w.miss}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,273 @@
+"""Case files: the shipped sets, the JSONL format and its refusals, prompts and scoring."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rwkv_registry.errors import UsageError
+from rwkv_registry.model import get_profile, get_tokenizer
+from rwkv_registry.model.smoke import casegen
+from rwkv_registry.model.smoke.cases import CATEGORIES, DEFAULT_CASES, NO_TOOL, TINY_CASES, builtin_path, load_cases
+from rwkv_registry.model.smoke.prompt import CALL_OPENER, PromptBuilder, expected_completion, render_text
+from rwkv_registry.model.smoke.scoring import parse_call, score_call
+from rwkv_registry.schemas import schema_errors
+
+TOOLS = [
+    {
+        "name": "archive_card",
+        "description": "Archive a card.",
+        "arguments": {"type": "object", "properties": {"card": {"type": "string"}}, "required": ["card"]},
+    },
+    {
+        "name": "delete_card",
+        "description": "Delete a card.",
+        "arguments": {
+            "type": "object",
+            "properties": {"card": {"type": "string"}, "why": {"type": "string"}},
+            "required": ["card"],
+        },
+    },
+]
+
+
+def case_line(**over: object) -> dict[str, object]:
+    c: dict[str, object] = {
+        "id": "c1",
+        "category": "hard-selection",
+        "tools": TOOLS,
+        "messages": [{"role": "user", "content": "Archive card 7"}],
+        "expected": {"name": "archive_card", "arguments": {"card": "7"}},
+        "check_values": ["card"],
+    }
+    c.update(over)
+    return c
+
+
+def write_jsonl(path: Path, *objs: object) -> Path:
+    path.write_text("\n".join(json.dumps(o) for o in objs) + "\n")
+    return path
+
+
+# ---------------------------------------------------------------------------------- shipped sets
+
+
+@pytest.mark.parametrize(("name", "render"), [(DEFAULT_CASES, casegen.default_jsonl), (TINY_CASES, casegen.tiny_jsonl)])
+def test_shipped_files_are_what_casegen_writes(name, render):
+    assert builtin_path(name).read_bytes() == render(), (
+        f"data/{name} is stale: run `python -m rwkv_registry.model.smoke.casegen model/smoke/data`"
+    )
+
+
+def test_default_set_covers_the_five_categories_with_forty_cases_or_more():
+    cs = load_cases()
+    assert len(cs) >= 40
+    counts = {c: sum(1 for x in cs.cases if x.category == c) for c in CATEGORIES}
+    assert all(n >= 5 for n in counts.values()), counts
+    assert cs.categories() == list(CATEGORIES)
+    assert cs.source == f"builtin:{DEFAULT_CASES}"
+
+
+def test_default_set_offers_near_duplicates_and_no_tool_everywhere():
+    cs = load_cases()
+    for c in cs.cases:
+        names = [t.name for t in c.tools]
+        assert names[-1] == NO_TOOL and names.count(NO_TOOL) == 1
+        assert {"archive_card", "delete_card", "archive_mail", "delete_mail", "search_mail", "web_search"} <= set(names)
+    # every abstention case expects no_tool, and no other category does (except multi-step answers)
+    assert all(c.abstain for c in cs.cases if c.category == "abstention")
+    assert not any(c.abstain for c in cs.cases if c.category in ("easy-selection", "hard-selection"))
+
+
+def test_every_shipped_line_follows_the_case_schema():
+    for name in (DEFAULT_CASES, TINY_CASES):
+        for line in builtin_path(name).read_text().splitlines():
+            assert schema_errors("smoke-case", json.loads(line)) == []
+
+
+def test_expected_calls_parse_back_to_themselves():
+    # The completion the loss is measured on is exactly what the scorer accepts as correct.
+    for name in (DEFAULT_CASES, TINY_CASES):
+        for c in load_cases(builtin_path(name)).cases:
+            text = expected_completion(c)
+            assert text.endswith("\n```")
+            call, error = parse_call(text[: -len("```")])
+            assert error == "" and call == {"name": c.expected_name, "arguments": c.expected_arguments}
+            assert score_call(c, text[: -len("```")]).correct
+
+
+# ---------------------------------------------------------------------------------- the format
+
+
+def test_toolset_lines_and_inline_tools(tmp_path):
+    p = write_jsonl(
+        tmp_path / "c.jsonl", {"toolset": "cards", "tools": TOOLS}, case_line(id="a", tools="cards"), case_line(id="b")
+    )
+    cs = load_cases(p)
+    assert [c.id for c in cs.cases] == ["a", "b"]
+    assert cs.cases[0].tools == cs.cases[1].tools
+    assert cs.cases[0].tools_key != cs.cases[1].tools_key or cs.cases[0].tools_key
+    assert cs.sha256 == __import__("hashlib").sha256(p.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        (["{not json"], "c.jsonl:1"),
+        ([case_line(category="Bad Cat")], "c.jsonl:1: $.category"),
+        ([case_line(), case_line()], "case id 'c1' already used on line 1"),
+        ([case_line(tools="cards")], "names toolset 'cards', not defined above"),
+        ([case_line(expected={"name": "send_mail", "arguments": {}})], "expects 'send_mail', which is not among"),
+        ([case_line(expected={"name": "archive_card", "arguments": {}})], "lacks required 'card'"),
+        ([case_line(expected={"name": "archive_card", "arguments": {"card": "7", "x": 1}})], "gives 'x', not declared"),
+        ([case_line(check_values=["why"])], "check_values names 'why'"),
+        (
+            [case_line(messages=[{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}])],
+            "must end with a user or tool turn",
+        ),
+        ([{"toolset": "t", "tools": TOOLS}, {"toolset": "t", "tools": TOOLS}, case_line()], "defined twice"),
+        ([], "no cases"),
+    ],
+)
+def test_bad_case_files_are_refused_with_file_and_line(tmp_path, lines, message):
+    p = tmp_path / "c.jsonl"
+    p.write_text("\n".join(x if isinstance(x, str) else json.dumps(x) for x in lines) + "\n")
+    with pytest.raises(UsageError) as err:
+        load_cases(p)
+    assert message in err.value.message
+    assert str(p) in err.value.message
+
+
+def test_missing_case_file(tmp_path):
+    with pytest.raises(UsageError, match="no such case file"):
+        load_cases(tmp_path / "absent.jsonl")
+
+
+# ---------------------------------------------------------------------------------- prompts
+
+
+def test_prompt_lists_tools_and_pre_opens_the_call(tmp_path):
+    c = load_cases(write_jsonl(tmp_path / "c.jsonl", case_line())).cases[0]
+    text = render_text(PromptBuilder(get_profile("g1k"), get_tokenizer()), c)
+    assert text.startswith("System: ")
+    lines = text.split("\n\n")[0].split("\n")
+    assert [json.loads(x)["name"] for x in lines[1:]] == ["archive_card", "delete_card", NO_TOOL]
+    assert text.endswith('User: Archive card 7\n\nAssistant: ```json\n{"name":"')
+    assert text.endswith(CALL_OPENER)
+
+
+def test_thinking_profile_thinks_then_pre_opens(tmp_path):
+    c = load_cases(write_jsonl(tmp_path / "c.jsonl", case_line())).cases[0]
+    b = PromptBuilder(get_profile("g1k-think"), get_tokenizer())
+    assert b.tok.decode(b.think_prompt(c).ids).endswith("Assistant: <think>")
+    assert render_text(b, c, "card 7 to archive").endswith(
+        'Assistant: <think>card 7 to archive</think> ```json\n{"name":"'
+    )
+    # the System turn is a shared prefix of both prompts
+    assert b.think_prompt(c).prefix == b.call_prompt(c, "x").prefix
+
+
+# ---------------------------------------------------------------------------------- scoring
+
+
+@pytest.fixture
+def case(tmp_path):
+    return load_cases(write_jsonl(tmp_path / "c.jsonl", case_line())).cases[0]
+
+
+@pytest.fixture
+def abstain(tmp_path):
+    return load_cases(
+        write_jsonl(
+            tmp_path / "c.jsonl",
+            case_line(expected={"name": "no_tool", "arguments": {"reason": "hi"}}, check_values=[]),
+        )
+    ).cases[0]
+
+
+@pytest.mark.parametrize(
+    ("output", "correct", "flags"),
+    [
+        ('archive_card","arguments":{"card":"7"}}\n', True, ()),
+        ('archive_card","arguments":{"card":" 7 "}}', True, ()),
+        ('archive_card","arguments":{"card":7}}', True, ()),
+        ('archive_card","arguments":{"card":"8"}}', False, ("wrong card",)),
+        ('delete_card","arguments":{"card":"7"}}', False, ("wrong tool",)),
+        ('archive_cards","arguments":{"card":"7"}}', False, ("unknown tool",)),
+        ('no_tool","arguments":{"reason":"no"}}', False, ("false refusal",)),
+        ('archive_card","arguments":{}}', False, ("missing card",)),
+        ('archive_card","arguments":{"card":"7","force":true}}', False, ("invented force",)),
+        ('archive_card","arguments":{"card":"7"}} and more', False, ("parse failure",)),
+        ('archive_card","arguments":{"card":"7"', False, ("parse failure",)),
+        ('archive_card","arguments":"7"}', False, ("parse failure",)),
+        ('archive_card","arguments":{},"extra":1}', False, ("parse failure",)),
+        ('archive_card","arguments":{"card":NaN}}', False, ("parse failure",)),
+    ],
+)
+def test_scoring_rules(case, output, correct, flags):
+    s = score_call(case, output)
+    assert s.correct is correct
+    assert s.flags == flags
+    assert s.parse_failure is (flags == ("parse failure",))
+    assert s.false_refusal is (flags == ("false refusal",))
+    assert s.unknown_tool is (flags == ("unknown tool",))
+
+
+def test_abstention_needs_no_tool_with_a_reason(abstain):
+    assert score_call(abstain, 'no_tool","arguments":{"reason":"Hello!"}}').correct
+    s = score_call(abstain, 'no_tool","arguments":{}}')
+    assert not s.correct and s.missing == ("reason",) and not s.false_refusal
+    s = score_call(abstain, 'archive_card","arguments":{"card":"7"}}')
+    assert not s.correct and not s.false_refusal and s.flags == ("wrong tool",)
+
+
+# ---------------------------------------------------------------------------------- early stop
+
+
+def test_every_prefix_of_an_expected_call_may_continue():
+    from rwkv_registry.model.smoke.scoring import call_prefix_ok
+
+    for name in (DEFAULT_CASES, TINY_CASES):
+        for c in load_cases(builtin_path(name)).cases:
+            text = expected_completion(c)[: -len("```")]
+            assert all(call_prefix_ok(text[:i]) for i in range(len(text) + 1)), c.id
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        'x" z',
+        'x","arguments":{}} trailing',
+        'x","arguments":{,',
+        'x","arguments":{"a":tru3',
+        'x","arguments":{"a":"\\q"',
+    ],
+)
+def test_a_call_that_can_no_longer_parse_is_recognised(output):
+    from rwkv_registry.model.smoke.scoring import call_prefix_ok
+
+    assert not call_prefix_ok(output)
+    assert parse_call(output + '"}}')[0] is None  # and indeed nothing completes it here
+
+
+_scalars = (
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8)
+)
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@given(_values, st.booleans())
+def test_json_prefix_scanner_accepts_every_prefix_of_valid_json(value, ascii_only):
+    from rwkv_registry.model.smoke.scoring import json_prefix_ok
+
+    text = json.dumps(value, ensure_ascii=ascii_only) + " \n"
+    assert all(json_prefix_ok(text[:i]) for i in range(len(text) + 1))
+    assert not json_prefix_ok(text + "x")

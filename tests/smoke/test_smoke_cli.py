@@ -1,0 +1,242 @@
+"""`rwkv-registry smoke` end to end on the demo's tiny trained weights (CPU).
+
+The tiny State and MiSS were trained (tests/smoke/conftest.py) to answer the tiny case set; the
+random base never writes a valid call. So each entry must beat the base significantly, every run
+must repeat bit for bit, a wrong base file must be refused, and a NaN State must fail.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+from regtools import edit_index
+
+from rwkv_registry.cli import main
+from rwkv_registry.compare import results_from_json
+from rwkv_registry.model.smoke.cases import TINY_CASES, builtin_path
+from rwkv_registry.model.smoke.demo import MISS_ID, STATE_ID, build_tiny_registry
+from rwkv_registry.model.tiny import make_tiny_base
+from rwkv_registry.ops import write_sums
+from rwkv_registry.schemas import schema_errors
+from rwkv_registry.validate import validate_registry
+
+pytestmark = pytest.mark.slow
+TINY = str(builtin_path(TINY_CASES))
+
+
+@pytest.fixture(scope="module")
+def registry(tiny_weights, tmp_path_factory) -> Path:
+    return build_tiny_registry(tmp_path_factory.mktemp("smoke"), tiny_weights)
+
+
+@pytest.fixture
+def copy(registry, tmp_path) -> Path:
+    """A private copy for tests that write."""
+    return Path(shutil.copytree(registry, tmp_path / "reg"))
+
+
+def smoke(capsys, root: Path, entry: str, base: Path, *extra: str) -> tuple[int, dict | None, str, str]:
+    code = main(
+        [
+            "smoke",
+            str(root),
+            entry,
+            "--base-file",
+            str(base),
+            "--device",
+            "cpu",
+            "--cases",
+            TINY,
+            "--think-tokens",
+            "24",
+            *extra,
+        ]
+    )
+    out, err = capsys.readouterr()
+    report = json.loads(out) if "--format" in extra and code in (0, 1) else None
+    return code, report, out, err
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.fixture(scope="module")
+def reports(registry, tiny_weights, tmp_path_factory) -> dict[str, tuple[int, Path]]:
+    """``--format json`` reports of both entries, run once: ``{entry: (exit code, report file)}``."""
+    out = {}
+    folder = tmp_path_factory.mktemp("reports")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as every test (bit-exact results need the same thread count)
+    for entry in (STATE_ID, MISS_ID):
+        path = folder / f"{entry}.json"
+        with open(path, "w") as f, contextlib.redirect_stdout(f):
+            code = main(
+                [
+                    "smoke",
+                    str(registry),
+                    entry,
+                    "--base-file",
+                    str(tiny_weights.base),
+                    "--device",
+                    "cpu",
+                    "--cases",
+                    TINY,
+                    "--think-tokens",
+                    "24",
+                    "--format",
+                    "json",
+                ]
+            )
+        out[entry] = (code, path)
+    torch.set_num_threads(threads)
+    return out
+
+
+@pytest.mark.parametrize("entry", [STATE_ID, MISS_ID])
+def test_trained_entry_significantly_beats_the_base(reports, entry):
+    code, path = reports[entry]
+    report = json.loads(path.read_text())
+    assert code == 0
+    assert schema_errors("smoke-report", report) == []
+    e, b, cmp_ = report["sides"]["entry"], report["sides"]["base"], report["comparison"]
+    # the random base never writes a valid call; the trained entry answers enough cases to win clearly
+    assert b["solved"] == 0 and b["parse_failures"] == b["total"] == 14
+    assert e["solved"] >= 6 and e["parse_failures"] / e["total"] <= 0.2
+    assert cmp_["wins"] == e["solved"] and cmp_["losses"] == 0
+    assert cmp_["p_value"] < 0.05
+    assert cmp_["p_value"] == pytest.approx(2 * 0.5 ** cmp_["wins"])  # exact McNemar with no losses
+    assert e["deterministic"] and b["deterministic"] and e["finite"] and b["finite"]
+    assert e["mean_loss"] < b["mean_loss"]
+    assert report["verdict"] == "pass" and report["reasons"] == []
+    assert report["entry"]["profile"] == ("g1k" if entry == STATE_ID else "g1k-think")
+    thinking = [c["entry"]["thinking"] for c in report["cases"]]
+    assert all(t is None for t in thinking) if entry == STATE_ID else all(isinstance(t, str) for t in thinking)
+    # `rwkv-registry compare` reads the report's per-case results
+    assert sum(results_from_json(report, "r").scores.values()) == e["solved"]
+
+
+def test_compare_reads_two_smoke_reports(reports, capsys):
+    assert main(["compare", str(reports[STATE_ID][1]), str(reports[MISS_ID][1]), "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    a, b = (json.loads(reports[e][1].read_text()) for e in (STATE_ID, MISS_ID))
+    assert out["questions"] == 14 and (out["a"], out["b"]) == (STATE_ID, MISS_ID)
+    assert out["score_a"] == a["sides"]["entry"]["solved"] and out["score_b"] == b["sides"]["entry"]["solved"]
+    assert set(out["by_category"]) == set(a["sides"]["entry"]["by_category"])
+
+
+def test_two_invocations_give_identical_results(capsys, registry, tiny_weights, reports):
+    a = json.loads(reports[STATE_ID][1].read_text())
+    _, b, _, _ = smoke(capsys, registry, STATE_ID, tiny_weights.base, "--format", "json")
+    assert a["cases"] == b["cases"]  # every token, score and loss, bit for bit
+
+
+def test_text_report(capsys, registry, tiny_weights):
+    code, _, out, _ = smoke(capsys, registry, STATE_ID, tiny_weights.base)
+    assert code == 0
+    for text in ("entry vs base alone", "hard selection", "McNemar", "deterministic", "PASS"):
+        assert text in out
+
+
+def test_record_appends_a_valid_record(capsys, copy, tiny_weights):
+    for _ in range(2):
+        code, _, out, _ = smoke(capsys, copy, MISS_ID, tiny_weights.base, "--record")
+        assert code == 0 and "smoke record appended" in out
+    index = json.loads((copy / "index.json").read_text())
+    [entry] = [e for e in index["entries"] if e["id"] == MISS_ID]
+    assert len(entry["smoke"]) == 2
+    rec = entry["smoke"][0]
+    assert schema_errors("smoke-record", rec) == []
+    assert rec["cases_sha256"] == hashlib.sha256(Path(TINY).read_bytes()).hexdigest()
+    assert rec["verdict"] == "pass" and rec["cases"] == 14 and rec["profile"] == "g1k-think"
+    assert rec["device"].startswith("cpu") and rec["cuda"] in (None, torch.version.cuda)
+    assert rec["p_value"] < 0.05 and rec["wins"] > rec["losses"]
+    report = validate_registry(copy)
+    assert report.ok, [f.message for f in report.findings]
+
+
+def test_wrong_base_file_is_refused_naming_both_hashes(capsys, copy, tiny_weights, tmp_path):
+    other = make_tiny_base(tmp_path / "other.pth", seed=9)
+    before = snapshot(copy)
+    code, _, _, err = smoke(capsys, copy, MISS_ID, other, "--record")
+    assert code == 2
+    got = hashlib.sha256(other.read_bytes()).hexdigest()
+    want = hashlib.sha256(tiny_weights.base.read_bytes()).hexdigest()
+    assert got in err.replace("\n", "") and want in err.replace("\n", "")
+    assert "is not the base of entry" in err
+    assert snapshot(copy) == before
+
+
+@pytest.mark.parametrize(
+    ("entry", "base", "message"),
+    [("no-such-entry", None, "no entry 'no-such-entry'"), (STATE_ID, "absent.pth", "no such base file")],
+)
+def test_usage_errors_exit_2(capsys, registry, tiny_weights, tmp_path, entry, base, message):
+    code, _, _, err = smoke(capsys, registry, entry, tmp_path / base if base else tiny_weights.base)
+    assert code == 2
+    assert message in err.replace("\n", " ")
+
+
+def test_bad_case_file_exits_2(capsys, registry, tiny_weights, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "x"}\n')
+    code = main(
+        [
+            "smoke",
+            str(registry),
+            STATE_ID,
+            "--base-file",
+            str(tiny_weights.base),
+            "--device",
+            "cpu",
+            "--cases",
+            str(bad),
+        ]
+    )
+    assert code == 2
+    assert "bad.jsonl:1" in capsys.readouterr().err
+
+
+def test_nan_state_is_broken_and_exits_1(capsys, copy, tiny_weights):
+    index = json.loads((copy / "index.json").read_text())
+    [entry] = [e for e in index["entries"] if e["id"] == STATE_ID]
+    path = copy / entry["path"]
+    sd = torch.load(path, weights_only=True)
+    sd["blocks.0.att.time_state"][0, 0, 0] = float("nan")
+    torch.save(sd, path)
+
+    def fix(data: dict) -> None:  # a careless user re-registers the broken file by hand
+        for e in data["entries"]:
+            if e["id"] == STATE_ID:
+                e["file"] = {"sha256": hashlib.sha256(path.read_bytes()).hexdigest(), "size": path.stat().st_size}
+
+    edit_index(copy, fix)
+    write_sums(copy)
+    code, report, _, _ = smoke(capsys, copy, STATE_ID, tiny_weights.base, "--format", "json")
+    assert code == 1
+    assert schema_errors("smoke-report", report) == []
+    assert report["verdict"] == "fail" and report["exit_code"] == 1
+    assert report["sides"]["entry"]["finite"] is False and report["sides"]["base"]["finite"] is True
+    assert any("non-finite logits" in r for r in report["reasons"])
+
+
+def test_entry_file_changed_since_registration_exits_2(capsys, copy, tiny_weights):
+    index = json.loads((copy / "index.json").read_text())
+    [entry] = [e for e in index["entries"] if e["id"] == STATE_ID]
+    path = copy / entry["path"]
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 1
+    path.write_bytes(bytes(data))
+    code, _, _, err = smoke(capsys, copy, STATE_ID, tiny_weights.base)
+    assert code == 2
+    assert "differs from index.json" in err.replace("\n", " ")

@@ -1,0 +1,155 @@
+"""The batched engine against the model's own generate() and forward(), and the chunked WKV."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from rwkv_registry.model import RWKV7, generate, get_tokenizer, load_state_weights
+from rwkv_registry.model.smoke.chunked import wkv7_chunked
+from rwkv_registry.model.smoke.engine import Engine, Job
+from rwkv_registry.model.tiny import make_tiny_base, make_tiny_state
+from rwkv_registry.model.wkv import wkv7_reference
+
+STOPS = (b"\n\n", b"```")
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_tiny_base(tmp_path_factory.mktemp("engine") / "base.pth", seed=3)
+
+
+@pytest.fixture(scope="module")
+def model(base: Path) -> RWKV7:
+    return RWKV7.from_pth(base, dtype=torch.float32)
+
+
+def prompts() -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    tok = get_tokenizer()
+    shared = tuple(tok.encode('System: Tools:\n{"name":"read_file"}\n\n'))
+    other = tuple(tok.encode("System: Be brief.\n\n"))
+    users = ["User: Open a.txt\n\nAssistant:", "User: Hi\n\nAssistant:", "User: Delete card 7 now please\n\nAssistant:"]
+    out = [(shared, tuple(tok.encode(u))) for u in users]
+    out.append((other, tuple(tok.encode(users[0]))))
+    return out
+
+
+def test_greedy_rows_equal_generate_one_by_one(model):
+    tok = get_tokenizer()
+    jobs = [Job(p, s, max_new=12, stops=STOPS) for p, s in prompts()]
+    results, stats = Engine(model, tok).run(jobs)
+    for job, res in zip(jobs, results, strict=True):
+        [ref] = generate(model, [list(job.prefix + job.suffix)], max_tokens=12, stop_strings=("\n\n", "```"))
+        assert res.tokens == ref.tokens
+        assert res.text == ref.text
+        assert res.finish == ref.finish_reason
+    assert stats.prefill_tokens == len(prompts()[0][0]) + len(prompts()[3][0])  # two distinct prefixes
+    assert stats.generated_tokens == sum(len(r.tokens) for r in results)
+
+
+def test_fixed_batch_gives_the_same_tokens(model):
+    tok = get_tokenizer()
+    jobs = [Job(p, s, max_new=10, stops=STOPS) for p, s in prompts()]
+    a, _ = Engine(model, tok, fixed_batch=False).run(jobs)
+    b, _ = Engine(model, tok, fixed_batch=True).run(jobs)
+    assert [r.tokens for r in a] == [r.tokens for r in b]
+
+
+def test_teacher_forced_loss_equals_a_full_forward(model):
+    tok = get_tokenizer()
+    (prefix, suffix), targets = prompts()[0], tuple(tok.encode(' read_file","arguments":{}}'))
+    [res], _ = Engine(model, tok).run([Job(prefix, suffix, targets=targets)])
+    ids = torch.tensor([list(prefix + suffix + targets)])
+    logits, _ = model.forward(ids, full_output=True)  # [1, T, V]
+    lsm = torch.log_softmax(logits[0], dim=-1)
+    start = len(prefix) + len(suffix)
+    want = [-float(lsm[start - 1 + j, t]) for j, t in enumerate(targets)]
+    assert len(res.nll_terms) == len(targets)
+    assert res.nll_terms == pytest.approx(want, rel=1e-4, abs=1e-4)
+    assert res.nll == pytest.approx(sum(want), rel=1e-4)
+    assert res.finish == "scored" and res.finite
+
+
+def test_mixed_batch_and_repeat_runs_are_identical(model):
+    tok = get_tokenizer()
+    jobs = [Job(p, s, max_new=8, stops=STOPS) for p, s in prompts()]
+    jobs += [Job(p, s, targets=tuple(tok.encode(" ok"))) for p, s in prompts()]
+    eng = Engine(model, tok)
+    a, _ = eng.run(jobs)
+    b, _ = eng.run(jobs)
+    assert [(r.tokens, r.nll_terms) for r in a] == [(r.tokens, r.nll_terms) for r in b]
+    alone, _ = eng.run(jobs[:1])
+    assert alone[0].tokens == a[0].tokens  # the other rows do not change a row's tokens
+    scored_alone, _ = eng.run(jobs[4:])  # loss rows that shared their suffix with a generation row
+    for x, y in zip(scored_alone, a[4:], strict=True):
+        assert x.nll_terms == pytest.approx(y.nll_terms, rel=1e-5, abs=1e-5)
+
+
+def test_initial_state_is_used_and_nan_is_reported(model, base, tmp_path):
+    tok = get_tokenizer()
+    jobs = [Job(p, s, max_new=6, stops=STOPS) for p, s in prompts()[:2]]
+    plain, _ = Engine(model, tok).run(jobs)
+    st = load_state_weights(make_tiny_state(tmp_path / "s.pth", base, seed=5, std=3.0))
+    with_state, _ = Engine(model, tok, time_state=st).run(jobs)
+    assert [r.tokens for r in plain] != [r.tokens for r in with_state]
+    assert all(r.finite for r in with_state)
+    bad = type(st)(tuple(t.clone().float() for t in st.time_state))
+    bad.time_state[0][0, 0, 0] = math.nan
+    broken, _ = Engine(model, tok, time_state=bad).run(jobs)
+    assert not any(r.finite for r in broken)
+
+
+def test_job_must_generate_or_score():
+    with pytest.raises(ValueError):
+        Job((1,), (2,))
+    with pytest.raises(ValueError):
+        Job((1,), (2,), max_new=3, targets=(4,))
+    with pytest.raises(ValueError):
+        Job((1,), (), max_new=3)
+
+
+@pytest.mark.parametrize(("B", "T", "H"), [(2, 37, 2), (1, 16, 1), (3, 1, 2), (1, 70, 2)], ids=str)
+def test_chunked_wkv_equals_the_reference(B, T, H):
+    g = torch.Generator().manual_seed(B * 100 + T)
+    N = 64
+
+    def rnd(*shape: int) -> torch.Tensor:
+        return torch.randn(*shape, generator=g, dtype=torch.float64)
+
+    r, k, v = rnd(B, T, H, N), rnd(B, T, H, N) * 0.5, rnd(B, T, H, N)
+    w = -torch.nn.functional.softplus(-rnd(B, T, H, N) * 2) - 0.5  # RWKV-7's decay: w <= -0.5
+    kk = torch.nn.functional.normalize(rnd(B, T, H, N), dim=-1)
+    a, b = -kk, kk * torch.rand(B, T, H, N, generator=g, dtype=torch.float64)
+    s = rnd(B, H, N, N)
+    leaves = [r, w, k, v, a, b, s]
+    for t in leaves:
+        t.requires_grad_(True)
+    y1, s1 = wkv7_reference(*leaves)
+    y2, s2 = wkv7_chunked(*leaves)
+    assert float(((y1 - y2).abs().max() / y1.std()).detach()) < 1e-5
+    assert float(((s1 - s2).abs().max() / s1.std()).detach()) < 1e-5
+    probe = torch.randn(y1.shape, generator=g, dtype=torch.float64)
+    g1 = torch.autograd.grad((y1 * probe).sum() + (s1**2).sum(), leaves)
+    g2 = torch.autograd.grad((y2 * probe).sum() + (s2**2).sum(), leaves)
+    for x1, x2 in zip(g1, g2, strict=True):
+        assert float((x1 - x2).abs().max() / x1.abs().max()) < 1e-4
+
+
+def test_sha256_cache_is_keyed_by_stat(tmp_path):
+    import hashlib
+    import os
+
+    from rwkv_registry.model.smoke.hashcache import cached_sha256
+
+    f = tmp_path / "base.pth"
+    f.write_bytes(b"weights" * 1000)
+    want = hashlib.sha256(f.read_bytes()).hexdigest()
+    assert cached_sha256(f) == (want, False)
+    assert cached_sha256(f) == (want, True)
+    f.write_bytes(b"Weights" * 1000)  # same size, new content: the stat key changes (mtime/ctime)
+    st = f.stat()
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns + 1))
+    assert cached_sha256(f) == (hashlib.sha256(f.read_bytes()).hexdigest(), False)
