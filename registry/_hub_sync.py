@@ -26,7 +26,7 @@ from typing import Any
 from ._hub_remote import RemoteEntry, RemoteRepo, connect, hub_error
 from .atomic import JOURNAL_NAME, LOCK_NAME, TMP_PREFIX
 from .errors import RefusedError, RegistryError, UsageError
-from .facts import FactsCache, FileFacts, gather_facts
+from .facts import FactsCache, FileFacts, gather_facts, sha256_file
 from .validate import WEIGHT_SUFFIXES, Report, Tree, Validator, validate_registry
 
 __all__ = ["PushResult", "pull_registry", "push_registry"]
@@ -98,20 +98,12 @@ def _changed(root: Path, local: dict[str, Path], remote: RemoteRepo) -> list[str
             continue
         if entry.lfs_sha256 is not None:
             f = facts.get(rel)
-            sha = f.sha256 if isinstance(f, FileFacts) else _sha256(path)
+            sha = f.sha256 if isinstance(f, FileFacts) else sha256_file(path)[0]
             if sha != entry.lfs_sha256:
                 out.append(rel)
         elif git_blob_id(path.read_bytes()) != entry.blob_id:
             out.append(rel)
     return out
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _protected(

@@ -56,6 +56,19 @@ class FileFacts:
         return [finding(f["code"], path, f["message"]) for f in self.findings]
 
 
+def sha256_file(path: str | os.PathLike[str], progress: Callable[[int], None] | None = None) -> tuple[str, int]:
+    """sha256 and size of a file of any size, streamed in 16 MiB chunks (``progress`` gets each length)."""
+    h = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as f:
+        while chunk := f.read(16 << 20):
+            h.update(chunk)
+            size += len(chunk)
+            if progress:
+                progress(len(chunk))
+    return h.hexdigest(), size
+
+
 def _add(facts: FileFacts, code: str, message: str) -> None:
     facts.findings.append({"code": code, "message": message})
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from .atomic import TMP_PREFIX, Transaction, registry_lock
 from .errors import RefusedError, RegistryIOError, UsageError
-from .facts import FactsCache, FileFacts, compute_facts, gather_facts
+from .facts import FactsCache, FileFacts, compute_facts, gather_facts, sha256_file
 from .readme import skeleton, update_readme
 from .rules import Finding, Severity, finding
 from .sums import SUMS_NAME, format_sums
@@ -133,11 +133,7 @@ def compute_sums(
         if isinstance(f, FileFacts):
             hashes[rel] = f.sha256
         else:
-            h = hashlib.sha256()
-            with open(p, "rb") as fh:
-                while chunk := fh.read(1 << 20):
-                    h.update(chunk)
-            hashes[rel] = h.hexdigest()
+            hashes[rel] = sha256_file(p)[0]
     for rel, data in staged.items():
         if rel != SUMS_NAME:
             hashes[rel] = hashlib.sha256(data).hexdigest()
@@ -204,19 +200,11 @@ def _sha256_of(path: Path) -> str:
 
 
 def hash_file(path: Path, progress: Callable[[int], None] | None = None) -> tuple[str, int]:
-    """sha256 and size of a (possibly 14 GB) file, streamed."""
-    h = hashlib.sha256()
-    size = 0
+    """sha256 and size of a (possibly 14 GB) file, streamed; an I/O error stops the command."""
     try:
-        with open(path, "rb") as f:
-            while chunk := f.read(16 << 20):
-                h.update(chunk)
-                size += len(chunk)
-                if progress:
-                    progress(len(chunk))
+        return sha256_file(path, progress)
     except OSError as e:
         raise RegistryIOError(f"cannot read {path}: {e.strerror or e}", path=str(path)) from e
-    return h.hexdigest(), size
 
 
 def read_base_architecture(path: Path) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from rwkv_registry._pickle import DTYPE_ITEMSIZE, STORAGE_DTYPES
+from rwkv_registry.ckpt import contiguous_stride
 from rwkv_registry.errors import RegistryIOError, UsageError
 
 __all__ = ["LAYOUTS", "RawTensor", "write_pth"]
@@ -131,7 +132,7 @@ class _MemoPickler:
         self.put()
         self.out += b"Q" + _int(0)
         self.tuple_(tensor.shape)
-        self.tuple_(_contiguous_stride(tensor.shape))
+        self.tuple_(contiguous_stride(tensor.shape))
         self.out += b"\x89"
         self.shared(("g", "odict"), _global("collections", "OrderedDict"))
         self.out += b")R"
@@ -177,7 +178,7 @@ def _lightning_pickle(tensors: Mapping[str, RawTensor]) -> bytes:
         out += _unicode(str(i)) + _unicode("cpu") + _lightning_int(_numel(tensor.shape)) + b"t"
         out += b"Q" + _lightning_int(0)
         out += b"(" + b"".join(_lightning_int(d) for d in tensor.shape) + b"t"
-        out += b"(" + b"".join(_lightning_int(s) for s in _contiguous_stride(tensor.shape)) + b"t"
+        out += b"(" + b"".join(_lightning_int(s) for s in contiguous_stride(tensor.shape)) + b"t"
         out += b"\x89}tR"
     out += b"u."
     return bytes(out)
@@ -275,15 +276,6 @@ def _numel(shape: tuple[int, ...]) -> int:
     for dim in shape:
         n *= dim
     return n
-
-
-def _contiguous_stride(shape: tuple[int, ...]) -> tuple[int, ...]:
-    stride: list[int] = []
-    step = 1
-    for dim in reversed(shape):
-        stride.append(step)
-        step *= dim
-    return tuple(reversed(stride))
 
 
 def _check_tensors(tensors: Mapping[str, RawTensor], layout: str) -> dict[str, RawTensor]:

@@ -25,7 +25,7 @@ from . import __version__
 from .arch import state_shape
 from .atomic import JOURNAL_NAME, LOCK_NAME, TMP_PREFIX
 from .errors import UsageError
-from .facts import FactsCache, FileFacts, gather_facts
+from .facts import FactsCache, FileFacts, gather_facts, sha256_file
 from .rules import Finding, Severity, finding
 from .schemas import schema_digest
 from .sums import SUMS_NAME, parse_sums
@@ -609,7 +609,7 @@ class Validator:
                 actual[rel] = self.small_hashes[rel]
             elif f is None:
                 try:
-                    actual[rel] = _hash_file(tree.files[rel])
+                    actual[rel] = sha256_file(tree.files[rel])[0]
                 except OSError:
                     continue
         for rel in sorted(expected - set(listed)):
@@ -699,14 +699,6 @@ def _read_bounded(path: Path, limit: int) -> bytes | None:
         if os.fstat(f.fileno()).st_size > limit:
             return None
         return f.read(limit + 1)
-
-
-def _hash_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def validate_registry(
