@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -25,6 +24,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from crash import machine  # one machine description for every benchmark's figures
 
 CLI = [sys.executable, "-m", "rwkv_registry.cli"]
 
@@ -41,18 +42,6 @@ def timed(cmd: list[str], cwd: Path | None = None, env: dict[str, str] | None = 
 def best(cmd: list[str], repeat: int, **kw: object) -> tuple[float, float]:
     times = [timed(cmd, **kw) for _ in range(repeat)]  # type: ignore[arg-type]
     return min(times), statistics.median(times)
-
-
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}"
 
 
 def main() -> None:
