@@ -433,7 +433,7 @@ _RULES: tuple[Rule, ...] = (
     Rule(
         "TRN002",
         E,
-        "trainer older than v1.8.1",
+        "rwkv_lightning_cuda trainer (rwkv_state_tune, rwkv_miss_tune) older than v1.8.1",
         "Builds before v1.8.1 (commit 47df608, `segments` mask) put loss on the whole prompt; retrain with "
         "v1.8.1 or later.",
     ),

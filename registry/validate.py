@@ -47,7 +47,8 @@ ROOT_FILES = {
 NOT_SUMMED = {SUMS_NAME, "SHA256SUMS.sig", LOCK_NAME, JOURNAL_NAME}
 WEIGHT_SUFFIXES = (".pth", ".safetensors")
 MAX_TEXT_BYTES = 64 * 2**20  # SHA256SUMS and README.md larger than this are refused unread
-MIN_TRAINER = (1, 8, 1)
+MIN_TRAINER = (1, 8, 1)  # rwkv_lightning_cuda with the `segments` mask (commit 47df608)
+LIGHTNING_TRAINERS = ("rwkv_state_tune", "rwkv_miss_tune")
 _VERSION_DIR = re.compile(r"^v[0-9][0-9A-Za-z._-]*$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
@@ -541,7 +542,7 @@ class Validator:
             self.add(finding("TRN005", rel, f"method is {t.get('method')!r} in {method}/"))
         trainer = t.get("trainer") if isinstance(t.get("trainer"), dict) else {}
         vt = _version_tuple(str(trainer.get("version", "")))
-        if vt is not None and vt < MIN_TRAINER:
+        if trainer.get("name") in LIGHTNING_TRAINERS and vt is not None and vt < MIN_TRAINER:
             self.add(
                 finding("TRN002", rel, f"trainer {trainer.get('name')} {trainer.get('version')} is older than 1.8.1")
             )

@@ -367,3 +367,9 @@ def test_trn006_is_only_a_note(template: Path) -> None:
     report = validate_registry(template, use_cache=False)
     notes = [f for f in report.findings if f.code == "TRN006"]
     assert [f.path for f in notes] == [STATE_TRAIN]  # the MiSS train.json records its commit
+
+
+def test_trn002_is_about_rwkv_lightning_cuda_versions(reg: Path) -> None:
+    """Another trainer's own version numbers are not compared with rwkv_lightning_cuda's 1.8.1."""
+    _json_edit(reg, STATE_TRAIN, lambda t: t["trainer"].update(name="rwkv_peft_state", version="0.3.0"))
+    assert "TRN002" not in {f.code for f in validate_registry(reg, use_cache=False).findings}
