@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -18,3 +19,20 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytes
 def registry(tmp_path: Path) -> Path:
     """A small valid registry: one tiny base, one State, two MiSS adapters."""
     return build_registry(tmp_path / "reg", tmp_path)
+
+
+@pytest.fixture(scope="session")
+def registry_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The small valid registry, built once per session; tests mutate copies (``reg``)."""
+    tmp = tmp_path_factory.mktemp("template")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RWKV_REGISTRY_CACHE_DIR", str(tmp / "cache"))
+        return build_registry(tmp / "reg", tmp)
+
+
+@pytest.fixture
+def reg(registry_template: Path, tmp_path: Path) -> Path:
+    """A fresh copy of the session's template registry, safe to damage."""
+    root = tmp_path / "reg"
+    shutil.copytree(registry_template, root, symlinks=True)
+    return root

@@ -16,28 +16,12 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-from regtools import build_registry
 
 from rwkv_registry.cli import main
 from rwkv_registry.errors import RefusedError, UsageError
 from rwkv_registry.rules import RULES
 from rwkv_registry.signing import SIG_NAME, generate_keypair, sign_registry
 from rwkv_registry.validate import validate_registry
-
-
-@pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tmp = tmp_path_factory.mktemp("signing")
-    return build_registry(tmp / "reg", tmp)
-
-
-@pytest.fixture
-def reg(template: Path, tmp_path: Path) -> Path:
-    import shutil
-
-    dest = tmp_path / "reg"
-    shutil.copytree(template, dest)
-    return dest
 
 
 @pytest.fixture

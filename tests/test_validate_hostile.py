@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
 import subprocess
 import sys
 import zlib
@@ -38,20 +36,6 @@ STATE = f"{TINY_BASE}/state/v1/s1.pth"
 MISS_A = f"{TINY_BASE}/miss/v2/r4-a/adapter-final.pth"
 TARGETS = ("att.receptance.weight", "att.key.weight", "att.value.weight", "att.output.weight",
            "ffn.key.weight", "ffn.value.weight")
-
-
-@pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tmp = tmp_path_factory.mktemp("hostile")
-    os.environ["RWKV_REGISTRY_CACHE_DIR"] = str(tmp / "cache")
-    return build_registry(tmp / "reg", tmp)
-
-
-@pytest.fixture
-def reg(template: Path, tmp_path: Path) -> Path:
-    root = tmp_path / "reg"
-    shutil.copytree(template, root, symlinks=True)
-    return root
 
 
 def plant(root: Path, rel: str, data: bytes) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +20,6 @@ from regtools import (
     TINY_ARCH,
     TINY_BASE,
     bf16_bytes,
-    build_registry,
     edit_index,
     resum,
     target_shape,
@@ -37,20 +35,6 @@ STATE = f"{TINY_BASE}/state/v1/s1.pth"
 MISS_A = f"{TINY_BASE}/miss/v2/r4-a/adapter-final.pth"
 STATE_TRAIN = f"{TINY_BASE}/state/v1/train.json"
 MISS_TRAIN = f"{TINY_BASE}/miss/v2/train.json"
-
-
-@pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tmp = tmp_path_factory.mktemp("template")
-    os.environ["RWKV_REGISTRY_CACHE_DIR"] = str(tmp / "cache")
-    return build_registry(tmp / "reg", tmp)
-
-
-@pytest.fixture
-def reg(template: Path, tmp_path: Path) -> Path:
-    root = tmp_path / "reg"
-    shutil.copytree(template, root, symlinks=True)
-    return root
 
 
 def refresh(root: Path, rel: str) -> None:
@@ -331,8 +315,8 @@ ELSEWHERE = {
 CASE_FILES = {"GIT": "test_git.py", "SIG": "test_signing.py"}
 
 
-def test_clean_registry_passes_every_rule(template: Path) -> None:
-    report = validate_registry(template, use_cache=False)
+def test_clean_registry_passes_every_rule(registry_template: Path) -> None:
+    report = validate_registry(registry_template, use_cache=False)
     bad = [f for f in report.findings if f.code != "TRN006"]
     assert bad == [], [f"{f.code} {f.path}: {f.message}" for f in bad]
     assert report.ok
@@ -363,8 +347,8 @@ def test_rule_fails_on_its_mutation(code: str, reg: Path, monkeypatch: pytest.Mo
         assert not report.ok
 
 
-def test_trn006_is_only_a_note(template: Path) -> None:
-    report = validate_registry(template, use_cache=False)
+def test_trn006_is_only_a_note(registry_template: Path) -> None:
+    report = validate_registry(registry_template, use_cache=False)
     notes = [f for f in report.findings if f.code == "TRN006"]
     assert [f.path for f in notes] == [STATE_TRAIN]  # the MiSS train.json records its commit
 
