@@ -326,11 +326,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--smoke", action="store_true", help="also run the CPU smoke evaluation of tiny weights")
 
     # commands implemented outside the core module set: imported only when they run
-    sp = cmd("list", _lazy("rwkv_registry.catalog:cmd_list"), "list the entries of a registry")
+    sp = cmd("list", _lazy("rwkv_registry.catalog_render:cmd_list"), "list the entries of a registry")
     sp.add_argument("path", nargs="?", default=".")
     sp.add_argument("--format", **fmt)
 
-    sp = cmd("show", _lazy("rwkv_registry.catalog:cmd_show"), "show one entry (or base) in detail")
+    sp = cmd("show", _lazy("rwkv_registry.catalog_render:cmd_show"), "show one entry (or base) in detail")
     sp.add_argument("entry_id")
     sp.add_argument("--path", default=".", help="registry root (default: current directory)")
     sp.add_argument("--format", **fmt)

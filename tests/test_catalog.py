@@ -11,14 +11,16 @@ import pytest
 from regtools import TINY_BASE, TINY_SHA, build_registry, miss_train, write_miss
 
 from rwkv_registry.catalog import (
-    BarChart,
     Catalog,
     EntryFilter,
     FindingIndex,
     NodeRef,
-    fold_same,
     side_by_side,
     worst_status,
+)
+from rwkv_registry.catalog_render import (
+    BarChart,
+    fold_same,
 )
 from rwkv_registry.cli import main
 from rwkv_registry.errors import RegistryError, UsageError

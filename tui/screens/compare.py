@@ -15,7 +15,13 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 from textual.worker import get_current_worker
 
-from rwkv_registry.catalog import Catalog, Comparison, render_comparison
+from rwkv_registry.catalog import (
+    Catalog,
+    Comparison,
+)
+from rwkv_registry.catalog_render import (
+    render_comparison,
+)
 
 
 class CompareScreen(Screen[None]):

@@ -15,6 +15,8 @@ from rwkv_registry.catalog import (
     Catalog,
     FindingIndex,
     NodeRef,
+)
+from rwkv_registry.catalog_render import (
     render_base_info,
     render_entry_info,
     render_findings,

@@ -1,0 +1,732 @@
+"""Rich renderings of the catalogue, shared by ``rwkv-registry show`` and the TUI's details pane,
+and the ``list`` / ``show`` commands. The data comes from :mod:`rwkv_registry.catalog`; rich is
+imported only when a renderable is built, textual never.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .catalog import (
+    _FRACTIONS,
+    CURRENT_MARK,
+    FROZEN_TAG,
+    METHOD_LABEL,
+    METHODS,
+    RECOMMENDED_MARK,
+    SEVERITY_MARK,
+    SEVERITY_STYLE,
+    Bar,
+    Catalog,
+    Comparison,
+    MissSummary,
+    NodeRef,
+    TrainInfo,
+    _d,
+    _data_text,
+    _duration,
+    _l,
+    _s,
+    fingerprint_matches,
+    human_size,
+    num,
+    score_text,
+    short_size,
+)
+from .rules import Finding
+
+if TYPE_CHECKING:
+    from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+    from rich.measure import Measurement
+    from rich.text import Text
+
+
+# --- rich renderables (shared by `show` and the TUI) --------------------------------------------------------
+
+
+class BarChart:
+    """A horizontal bar chart of one benchmark, drawn with block characters (readable without colour).
+
+    Bars scale to 100 for percentages, else to the largest total (or score). ``▶`` marks the
+    current entry; the base alone and weights never uploaded are labelled as such.
+    """
+
+    def __init__(self, title: str, bars: Sequence[Bar], *, max_label: int = 22) -> None:
+        self.title = title
+        self.bars = list(bars)
+        self.max_label = max_label
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        from rich.measure import Measurement
+
+        return Measurement(min(24, options.max_width), options.max_width)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        from rich.text import Text
+
+        yield Text(self.title, style="bold")
+        if not self.bars:
+            yield Text("  (no scores)", style="dim")
+            return
+        width = options.max_width
+        labels = [_bar_label(b) for b in self.bars]
+        lw = min(max(len(x) for x in labels), self.max_label)
+        values = [score_text({"score": b.score, "unit": b.unit, "total": b.total}) for b in self.bars]
+        vw = max(len(v) for v in values)
+        dates = {b.date for b in self.bars}
+        show_dates = len(dates) > 1
+        years = {d[:5] for d in dates}
+        same_year = len(years) == 1 and all(re.match(r"^\d{4}-\d\d-\d\d$", d) for d in dates)
+        shown = {b.date: (b.date[5:] if same_year else b.date) for b in self.bars}
+        dw = max(len(d) for d in shown.values()) + 1 if show_dates else 0
+        bar_w = max(4, width - (2 + lw + 1 + 1 + vw + dw))
+        if self.bars[0].unit == "percent":
+            scale = 100.0
+        else:
+            scale = float(max([b.total or 0 for b in self.bars] + [b.score for b in self.bars]) or 1)
+        for bar, label, value in zip(self.bars, labels, values, strict=True):
+            style = (
+                "bold"
+                if bar.current
+                else "dim"
+                if bar.kind == "base"
+                else "italic"
+                if bar.kind == "unpublished"
+                else ""
+            )
+            cells = max(0.0, min(1.0, bar.score / scale)) * bar_w
+            full = int(cells)
+            part = _FRACTIONS[int((cells - full) * 8)] if full < bar_w else ""
+            drawn = ("█" * full + part.strip()).ljust(bar_w)
+            text = Text(CURRENT_MARK + " " if bar.current else "  ", style="bold")
+            text.append(_fit(label, lw).ljust(lw), style=style)
+            text.append(" ")
+            text.append(drawn, style="bold yellow" if bar.current else "blue" if bar.kind == "entry" else "dim")
+            text.append(" " + value.rjust(vw), style=style)
+            if show_dates:
+                text.append(" " + shown[bar.date], style="dim")
+            yield text
+        if not show_dates and dates:
+            yield Text(f"  all on {next(iter(dates))}", style="dim")
+        elif same_year:
+            yield Text(f"  year {next(iter(years))[:4]}; different days compare loosely", style="dim")
+        if any(b.kind == "unpublished" for b in self.bars):
+            yield Text("  † never uploaded", style="dim")
+
+
+def _bar_label(b: Bar) -> str:
+    return f"{b.label}†" if b.kind == "unpublished" else b.label
+
+
+def _fit(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(0, width - 1)] + "…"
+
+
+def _kv_table() -> Any:
+    from rich.table import Table
+
+    t = Table.grid(padding=(0, 1))
+    t.add_column(style="bold", no_wrap=True)
+    t.add_column(overflow="fold")
+    return t
+
+
+def _mark(ok: bool | None, yes: str, no: str, unknown: str = "not checked") -> Text:
+    from rich.text import Text
+
+    if ok is None:
+        return Text(f"? {unknown}", style="dim")
+    return Text(f"✓ {yes}", style="green") if ok else Text(f"✗ {no}", style="bold red")
+
+
+def render_entry_info(cat: Catalog, e: dict[str, Any], *, usage: bool = True) -> RenderableType:
+    """Id, file, size, sha256, data, profiles, description, known issues and (``usage``) the usage command."""
+    from rich.console import Group
+    from rich.text import Text
+
+    t = _kv_table()
+    method = _s(e.get("method"))
+    title = Text(_s(e.get("id")), style="bold")
+    title.append(f"  {METHOD_LABEL.get(method, method)}")
+    if e.get("recommended") is True:
+        title.append(f"  {RECOMMENDED_MARK} recommended", style="bold yellow")
+    base = _s(e.get("base"))
+    base_text = Text(base)
+    if cat.base_status(base) == "frozen":
+        base_text.append(f" {FROZEN_TAG}", style="cyan")
+    elif cat.base_status(base) == "unknown":
+        base_text.append(" (not in index.json)", style="bold red")
+    t.add_row("file", _s(e.get("path")))
+    t.add_row("size", human_size(_d(e.get("file")).get("size")))
+    t.add_row("sha256", _s(_d(e.get("file")).get("sha256"), "—"))
+    t.add_row("base", base_text)
+    t.add_row("data", _data_text(e))
+    if e.get("group"):
+        t.add_row("group", _s(e.get("group")))
+    t.add_row("profile", _s(e.get("profile"), "—"))
+    t.add_row("sampling", _s(e.get("sampling"), "—"))
+    if e.get("method") == "miss":
+        t.add_row("adapter id", _s(e.get("adapter_id")) or _s(e.get("id")))
+    if e.get("step") is not None:
+        total = e.get("total_steps")
+        t.add_row("step", f"{e['step']} of {total}" if total is not None else _s(e["step"]))
+    if e.get("description"):
+        t.add_row("note", _s(e.get("description")))
+    for i, issue in enumerate(_l(e.get("known_issues"))):
+        t.add_row("known issue" if i == 0 else "", Text(_s(issue), style="yellow"))
+    if not usage:
+        return Group(title, t)
+    return Group(title, t, Text(""), *render_usage(cat, e))
+
+
+def render_usage(cat: Catalog, e: dict[str, Any]) -> list[Text]:
+    """The usage heading, the rwkv-cli command and the profile/sampling reminder."""
+    from rich.text import Text
+
+    u = cat.usage(e)
+    return [
+        Text("usage (from the registry root)", style="bold"),
+        Text(u.command, style="green"),
+        Text(u.then, style="dim"),
+    ]
+
+
+def render_train(info: TrainInfo, e: dict[str, Any] | None = None) -> RenderableType:
+    """train.json: trainer and version, data, hyper-parameters, per-run learning rates, command, times."""
+    from rich.console import Group
+    from rich.text import Text
+
+    head = Text(info.rel, style="bold")
+    if info.data is None:
+        return Group(head, Text(f"✗ {info.error}", style="bold red"))
+    t = info.data
+    table = _kv_table()
+    trainer = _d(t.get("trainer"))
+    tr = Text(f"{_s(trainer.get('name'), '?')} {_s(trainer.get('version'), '?')}")
+    if "commit" in trainer:
+        commit = trainer.get("commit")
+        tr.append(f" (commit {commit})" if commit else " (build commit not recorded)", style="dim")
+    table.add_row("trainer", tr)
+    table.add_row("method", METHOD_LABEL.get(_s(t.get("method")), _s(t.get("method"), "?")))
+    data = _d(t.get("data"))
+    parts = [_s(data.get("version"), "?")]
+    if data.get("rows") is not None:
+        parts.append(f"{data['rows']} rows")
+    parts.append(f"sha256 {_s(data.get('sha256'), '—')}")
+    table.add_row("data", " · ".join(parts))
+    for i, (k, v) in enumerate(_d(t.get("hyperparameters")).items()):
+        value = ", ".join(num(x) for x in v) if isinstance(v, list) else num(v)
+        table.add_row("hyper-params" if i == 0 else "", Text.assemble((f"{k} ", "dim"), value))
+    table.add_row("started", f"{_s(t.get('started'), '—')}")
+    took = _duration(t.get("started"), t.get("finished"))
+    table.add_row("finished", f"{_s(t.get('finished'), '—')}" + (f"  ({took})" if took else ""))
+    items: list[Any] = [head, table]
+    runs = [r for r in _l(t.get("runs")) if isinstance(r, dict)]
+    if runs:
+        items += [Text(""), Text(f"runs ({len(runs)})", style="bold")]
+        group = e.get("group") if e else None
+        for r in runs:
+            mine = group is not None and r.get("group") == group
+            line = Text(CURRENT_MARK + " " if mine else "  ", style="bold")
+            line.append(_s(r.get("group"), "?"), style="bold" if mine else "")
+            line.append(f"  lr {num(r.get('lr'))}")
+            if r.get("lr_final") is not None:
+                line.append(f" → {num(r.get('lr_final'))}")
+            if r.get("epochs") is not None:
+                line.append(f"  {num(r.get('epochs'))} epochs")
+            if r.get("steps") is not None:
+                line.append(f"  {num(r.get('steps'))} steps")
+            items.append(line)
+            took = _duration(r.get("started"), r.get("finished"))
+            items.append(
+                Text(
+                    f"    {_s(r.get('started'), '?')} → {_s(r.get('finished'), '?')}" + (f" ({took})" if took else ""),
+                    style="dim",
+                )
+            )
+    items += [Text(""), Text("command", style="bold"), Text(_s(t.get("command"), "—"), style="green")]
+    if t.get("notes"):
+        items += [Text(""), Text(_s(t.get("notes")), style="italic")]
+    return Group(*items)
+
+
+def render_miss(cat: Catalog, e: dict[str, Any], summary: MissSummary | None) -> RenderableType:
+    """Rank, alpha, scale, targets, content_version and the base fingerprint with its match mark."""
+    from rich.console import Group
+    from rich.text import Text
+
+    if summary is None:
+        return Text("A State entry has no MiSS manifest.", style="dim")
+    head = Text("archive/miss.json", style="bold")
+    head.append(f"  (from the {summary.source})", style="dim")
+    if summary.error:
+        return Group(head, Text(f"✗ {summary.error}", style="bold red"))
+    t = _kv_table()
+    t.add_row("rank", num(summary.rank))
+    t.add_row("alpha", num(summary.alpha))
+    t.add_row("scale", num(summary.scale))
+    t.add_row("dtype", _s(summary.dtype, "—"))
+    per = f" ({summary.targets // summary.layers} per layer × {summary.layers} layers)" if summary.layers else ""
+    t.add_row("targets", f"{summary.targets}{per}")
+    if summary.target_kinds:
+        t.add_row("", Text(", ".join(summary.target_kinds), style="dim"))
+    recorded = _d(e.get("miss")).get("content_version")
+    t.add_row("content_version", _s(summary.content_version, "—"))
+    t.add_row(
+        "",
+        _mark(
+            recorded == summary.content_version,
+            "index.json records the same",
+            f"index.json records {_s(recorded, 'nothing')}",
+        ),
+    )
+    if summary.source == "validation cache":
+        t.add_row(
+            "",
+            _mark(
+                summary.recomputed == summary.content_version if summary.recomputed else None,
+                "recomputed from the bytes: same",
+                f"recomputed from the bytes: {summary.recomputed}",
+                "could not be recomputed",
+            ),
+        )
+    else:
+        t.add_row("", Text("? recomputed on the next validation", style="dim"))
+    base = cat.base(_s(e.get("base")))
+    t.add_row("base fingerprint", _s(summary.base_fingerprint, "—"))
+    t.add_row(
+        "",
+        _mark(
+            fingerprint_matches(summary, base),
+            f"matches base {_s(e.get('base'))}",
+            f"does not match base {_s(e.get('base'))} ({_s(_d(base).get('sha256'), 'unknown')})",
+            "base not in index.json",
+        ),
+    )
+    return Group(head, t)
+
+
+def render_scores(
+    cat: Catalog,
+    base: str,
+    *,
+    entry: dict[str, Any] | None = None,
+    only: Iterable[str] | None = None,
+    table: bool = True,
+) -> RenderableType:
+    """An entry's (or, with ``table``, the base alone's) scores as a table, then one bar chart per
+    benchmark across the base's weights (``only`` those entries, plus the base alone)."""
+    from rich.console import Group
+    from rich.text import Text
+
+    only = list(only) if only is not None else None
+    items: list[Any] = []
+    if entry is not None or table:
+        own = _l(entry.get("scores")) if entry is not None else _l(_d(cat.base(base)).get("scores"))
+        label = "scores" if entry is not None else f"scores of {base} alone"
+        items += [Text(label, style="bold"), _scores_table(own)] if own else [Text(f"{label}: none", style="dim")]
+    current = _s(entry.get("id")) if entry is not None else ""
+    ids = [current] if entry is not None else only
+    for bench, unit in cat.benchmarks(base, ids):
+        title = f"{bench} · {'percent' if unit == 'percent' else 'points'}"
+        items += [Text(""), BarChart(title, cat.score_bars(base, bench, unit, current=current, only=only))]
+    if not items:
+        items.append(Text("no scores", style="dim"))
+    return Group(*items)
+
+
+def _scores_table(scores: list[Any]) -> Any:
+    from rich.table import Table
+
+    table = Table(box=None, padding=(0, 1), show_edge=False, header_style="bold")
+    table.add_column("benchmark", no_wrap=True)
+    table.add_column("date", no_wrap=True)
+    table.add_column("score", justify="right", no_wrap=True)
+    table.add_column("detail", overflow="fold")
+    for s in scores:
+        if not isinstance(s, dict):
+            continue
+        detail = []
+        if s.get("solved") is not None and s.get("total") is not None and s.get("unit") == "percent":
+            detail.append(f"{num(s['solved'])}/{s['total']}")
+        if s.get("runs") is not None:
+            detail.append(f"{s['runs']} runs")
+        cmp_ = _d(s.get("comparison"))
+        if cmp_:
+            wins, losses, p = cmp_.get("wins"), cmp_.get("losses"), num(cmp_.get("p_value"))
+            detail.append(f"vs {_s(cmp_.get('against'))} +{wins}/−{losses} p={p}")
+        if s.get("note"):
+            detail.append(_s(s.get("note")))
+        table.add_row(_s(s.get("benchmark")), _s(s.get("date")), score_text(s), "; ".join(detail))
+    return table
+
+
+def render_smoke(e: dict[str, Any]) -> RenderableType:
+    """Smoke records: verdict, entry vs base, wins/losses and where it ran."""
+    from rich.console import Group
+    from rich.text import Text
+
+    records = [r for r in _l(e.get("smoke")) if isinstance(r, dict)]
+    if not records:
+        return Text("smoke: no records (rwkv-registry smoke PATH ID --base-file BASE --record)", style="dim")
+    items: list[Any] = [Text(f"smoke records ({len(records)})", style="bold")]
+    for r in records:
+        verdict = _s(r.get("verdict"), "?")
+        es, bs = _d(r.get("entry_score")), _d(r.get("base_score"))
+        line = Text("✓ PASS " if verdict == "pass" else "✗ FAIL ", style="green" if verdict == "pass" else "bold red")
+        line.append(
+            f"{_s(r.get('date'))}  entry {es.get('solved')}/{es.get('total')} vs base {bs.get('solved')}/"
+            f"{bs.get('total')}  +{r.get('wins')}/−{r.get('losses')} p={num(r.get('p_value'))}"
+        )
+        items.append(line)
+        items.append(
+            Text(
+                f"    {_s(r.get('device'))}, torch {_s(r.get('torch'))}, {r.get('cases')} cases, profile "
+                f"{_s(r.get('profile'))}",
+                style="dim",
+            )
+        )
+        for cat_name, tally in _d(es.get("by_category")).items():
+            btally = _d(_d(bs.get("by_category")).get(cat_name))
+            items.append(
+                Text(
+                    f"    {cat_name}: {_d(tally).get('solved')}/{_d(tally).get('total')} "
+                    f"(base {btally.get('solved', '?')}/{btally.get('total', '?')})",
+                    style="dim",
+                )
+            )
+    return Group(*items)
+
+
+def render_findings(
+    findings: Sequence[Finding], *, checked: bool = True, title: str = "validation", within: str = ""
+) -> RenderableType:
+    """Findings with severity words, code, path, message and fix; paths under ``within/`` are shown
+    relative to it (``…/state/v1/train.json``)."""
+    from rich.console import Group
+    from rich.text import Text
+
+    if not checked:
+        return Group(Text(title, style="bold"), Text("· not validated yet (press v)", style="dim"))
+    if not findings:
+        return Group(Text(title, style="bold"), Text("✓ no findings", style="green"))
+    order = {"error": 0, "warning": 1, "info": 2}
+    items: list[Any] = [Text(f"{title} ({len(findings)} finding{'s' if len(findings) != 1 else ''})", style="bold")]
+    for f in sorted(findings, key=lambda f: (order.get(str(f.severity), 3), f.path, f.code)):
+        sev = str(f.severity)
+        line = Text(f"{SEVERITY_MARK.get(sev, '?')} {sev:<7} ", style=SEVERITY_STYLE.get(sev, ""))
+        line.append(f"{f.code} ", style="bold")
+        shown = f.path
+        if within and shown.startswith(within + "/"):
+            shown = "…/" + shown[len(within) + 1 :]
+        line.append(shown)
+        items += [line, Text(f"    {f.message}"), Text(f"    fix: {f.hint}", style="dim")]
+    return Group(*items)
+
+
+def render_base_info(cat: Catalog, b: dict[str, Any]) -> RenderableType:
+    """A base: status, source, sha256, size, vocabulary, architecture, notes, its entries."""
+    from rich.console import Group
+    from rich.text import Text
+
+    name = _s(b.get("name"))
+    status = _s(b.get("status"), "?")
+    title = Text(name, style="bold")
+    title.append(f"  {FROZEN_TAG}" if status == "frozen" else f"  {status}", style="cyan" if status == "frozen" else "")
+    t = _kv_table()
+    t.add_row("family", _s(b.get("family"), "—"))
+    src = _d(b.get("source"))
+    rev = f"@{src['revision']}" if src.get("revision") else ""
+    t.add_row("source", f"{_s(src.get('repo'), '?')}: {_s(src.get('file'), '?')}{rev}")
+    t.add_row("sha256", _s(b.get("sha256"), "—"))
+    t.add_row("size", human_size(b.get("size")) if b.get("size") is not None else "not recorded")
+    t.add_row("vocab", _s(b.get("vocab"), "—"))
+    a = _d(b.get("architecture"))
+    lora = _d(a.get("lora"))
+    t.add_row(
+        "architecture",
+        f"{a.get('n_layer')} layers × {a.get('n_embd')}, {a.get('n_head')} heads of {a.get('head_size')}, "
+        f"vocab {a.get('vocab_size')}, ffn {a.get('ffn_size')}, {_s(a.get('dtype'), '?')}",
+    )
+    if lora:
+        t.add_row(
+            "",
+            Text(
+                f"lora decay {lora.get('decay')} · aaa {lora.get('aaa')} · mv {lora.get('mv')} · gate "
+                f"{lora.get('gate')}",
+                style="dim",
+            ),
+        )
+    t.add_row("added", _s(b.get("added"), "—"))
+    mine = [e for e in cat.entries if _s(e.get("base")) == name]
+    counts = ", ".join(f"{sum(1 for e in mine if e.get('method') == m)} {METHOD_LABEL[m]}" for m in METHODS)
+    t.add_row("entries", f"{len(mine)} ({counts})")
+    if b.get("notes"):
+        t.add_row("notes", _s(b.get("notes")))
+    for i, issue in enumerate(_l(b.get("known_issues"))):
+        t.add_row("known issue" if i == 0 else "", Text(_s(issue), style="yellow"))
+    items: list[Any] = [title, t]
+    if status == "frozen":
+        items += [
+            Text(""),
+            Text("Frozen: superseded by a newer base of its family; this directory is never touched.", style="cyan"),
+        ]
+    return Group(*items)
+
+
+def render_group_info(cat: Catalog, ref: NodeRef) -> RenderableType:
+    """A method or data-version node: what is under it."""
+    from rich.console import Group
+    from rich.text import Text
+
+    entries = cat.entries_under(ref)
+    title = Text(ref.prefix + "/", style="bold")
+    items: list[Any] = [title]
+    if ref.kind == "version" and entries:
+        items.append(Text(f"data {_data_text(entries[0])}"))
+        items.append(Text(f"train.json {Catalog.train_rel(entries[0])}", style="dim"))
+    items.append(Text(""))
+    for e in entries:
+        line = Text(f"{RECOMMENDED_MARK if e.get('recommended') is True else ' '} ", style="bold yellow")
+        line.append(_s(e.get("id")), style="bold")
+        if ref.kind == "method":
+            line.append(f"  {_s(_d(e.get('data')).get('version'))}")
+        line.append(f"  {short_size(_d(e.get('file')).get('size'))}", style="dim")
+        if e.get("description"):
+            line.append(f"  {_s(e.get('description'))}")
+        items.append(line)
+    if not entries:
+        items.append(Text("(no entries)", style="dim"))
+    return Group(*items)
+
+
+def render_registry_info(cat: Catalog) -> RenderableType:
+    """The registry: name, title, what it is for, counts, known issues and links (or index.json's problem)."""
+    from rich.console import Group
+    from rich.text import Text
+
+    title = Text(cat.name, style="bold")
+    if cat.error:
+        return Group(
+            title, Text(""), Text(f"✗ {cat.error}", style="bold red"), Text(f"fix: {cat.error_hint}", style="dim")
+        )
+    reg = _d(cat.index.get("registry"))
+    t = _kv_table()
+    if reg.get("title"):
+        t.add_row("title", _s(reg.get("title")))
+    if reg.get("description"):
+        t.add_row("about", _s(reg.get("description")))
+    t.add_row("training data", _s(reg.get("training_data"), "—"))
+    t.add_row("server", _s(reg.get("server"), "—"))
+    t.add_row("license", _s(reg.get("license"), "none chosen yet"))
+    frozen = sum(1 for b in cat.bases if b.get("status") == "frozen")
+    t.add_row("bases", f"{len(cat.bases)}" + (f" ({frozen} frozen)" if frozen else ""))
+    by_method = ", ".join(f"{sum(1 for e in cat.entries if e.get('method') == m)} {METHOD_LABEL[m]}" for m in METHODS)
+    t.add_row("entries", f"{len(cat.entries)} ({by_method})")
+    if cat.unpublished:
+        t.add_row("not uploaded", ", ".join(_s(u.get("id")) for u in cat.unpublished))
+    for i, issue in enumerate(_l(cat.index.get("known_issues"))):
+        t.add_row("known issue" if i == 0 else "", Text(_s(issue), style="yellow"))
+    for i, link in enumerate(x for x in _l(cat.index.get("links")) if isinstance(x, dict)):
+        t.add_row("links" if i == 0 else "", f"{_s(link.get('title'))}: {_s(link.get('url'))}")
+    items: list[Any] = [title, t]
+    if not cat.bases:
+        items += [Text(""), Text("No base yet: add one with `rwkv-registry add-base PATH BASE.pth`.", style="dim")]
+    return Group(*items)
+
+
+def render_comparison(cmp: Comparison, *, context: int = 3) -> Iterator[RenderableType]:
+    """Fields, score deltas and the side-by-side train.json diff (``=`` same, ``~`` changed, ``-``/``+``
+    one side only); unchanged lines farther than ``context`` from a change fold into ``⋮``."""
+    from rich.table import Table
+    from rich.text import Text
+
+    a_id, b_id = _s(cmp.a.get("id")), _s(cmp.b.get("id"))
+    fields = Table(box=None, padding=(0, 1), header_style="bold", expand=True)
+    fields.add_column("", width=1, no_wrap=True)
+    fields.add_column("field", no_wrap=True)
+    fields.add_column(f"A: {a_id}", overflow="fold", ratio=1)
+    fields.add_column(f"B: {b_id}", overflow="fold", ratio=1)
+    for label, va, vb in cmp.fields:
+        same = va == vb
+        fields.add_row("=" if same else "≠", label, va, vb, style="dim" if same else "bold")
+    yield fields
+    yield Text("")
+    scores = Table(
+        box=None,
+        padding=(0, 1),
+        header_style="bold",
+        title="scores (latest per benchmark)",
+        title_justify="left",
+        title_style="bold",
+    )
+    scores.add_column("benchmark", no_wrap=True)
+    scores.add_column("A", justify="right", no_wrap=True)
+    scores.add_column("B", justify="right", no_wrap=True)
+    scores.add_column("B − A", justify="right", no_wrap=True)
+    scores.add_column("note", overflow="fold")
+    for d in cmp.scores:
+        delta = d.delta
+        dtext = (
+            Text("—")
+            if delta is None
+            else Text(f"{delta:+g}", style="green" if delta > 0 else "red" if delta < 0 else "")
+        )
+        note = (
+            ""
+            if d.a is None or d.b is None
+            else "same day"
+            if d.same_day
+            else (f"different days ({_s(d.a.get('date'))} / {_s(d.b.get('date'))}): compare loosely")
+        )
+        scores.add_row(d.benchmark, score_text(d.a) if d.a else "—", score_text(d.b) if d.b else "—", dtext, note)
+    if not cmp.scores:
+        scores.add_row("(none)", "", "", "", "")
+    yield scores
+    yield Text("")
+    diff = Table(
+        box=None,
+        padding=(0, 1),
+        header_style="bold",
+        expand=True,
+        title=f"train.json: {cmp.train_changes} line(s) differ",
+        title_justify="left",
+        title_style="bold",
+    )
+    diff.add_column("", width=1, no_wrap=True)
+    diff.add_column(f"A: {cmp.train_labels[0]}", overflow="fold", ratio=1)
+    diff.add_column(f"B: {cmp.train_labels[1]}", overflow="fold", ratio=1)
+    styles = {"=": "dim", "~": "bold yellow", "-": "bold red", "+": "bold green"}
+    for row in fold_same(cmp.train_rows, context):
+        if row is None:
+            diff.add_row("", Text("⋮", style="dim"), Text("⋮", style="dim"))
+        else:
+            op, left, right = row
+            diff.add_row(op if op != "=" else " ", left, right, style=styles[op])
+    yield diff
+
+
+def fold_same(rows: Sequence[tuple[str, str, str]], context: int) -> list[tuple[str, str, str] | None]:
+    """Keep ``context`` unchanged rows around each change; a None row stands for the folded ones.
+    A negative ``context`` keeps everything."""
+    if context < 0:
+        return list(rows)
+    changed = [i for i, r in enumerate(rows) if r[0] != "="]
+    keep = {j for i in changed for j in range(i - context, i + context + 1)}
+    out: list[tuple[str, str, str] | None] = []
+    for i, r in enumerate(rows):
+        if i in keep or r[0] != "=":
+            out.append(r)
+        elif out and out[-1] is None:
+            continue
+        else:
+            out.append(None)
+    return out
+
+
+# --- the commands --------------------------------------------------------------------------------------------
+
+
+def _console() -> Console:
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=False)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    """``rwkv-registry list [PATH] [--format text|json]``: one row per entry, grouped by base."""
+    cat = Catalog(args.path)
+    cat.require_index()
+    if args.format == "json":
+        out = {
+            "registry": cat.name,
+            "bases": [{"name": b.get("name"), "status": b.get("status")} for b in cat.bases],
+            "entries": [cat.entry_summary(e) for e in cat.entries],
+        }
+        sys.stdout.write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
+        return 0
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    console = _console()
+    console.print(Text(f"{cat.name}: {len(cat.entries)} entries, {len(cat.bases)} base(s)", style="bold"))
+    for base, methods in cat.grouped().items():
+        status = cat.base_status(base)
+        table = Table(
+            title=f"{base}" + (f" {FROZEN_TAG}" if status == "frozen" else ""),
+            title_justify="left",
+            title_style="bold",
+            header_style="bold",
+            padding=(0, 1),
+            box=box.SIMPLE_HEAD,
+        )
+        table.add_column("id", no_wrap=True)
+        table.add_column("method", no_wrap=True)
+        table.add_column("data", no_wrap=True)
+        table.add_column("size", justify="right", no_wrap=True)
+        table.add_column(RECOMMENDED_MARK, no_wrap=True)
+        table.add_column("profile", no_wrap=True)
+        table.add_column("description", overflow="fold", ratio=1)
+        for method, versions in methods.items():
+            for version, entries in versions.items():
+                for e in entries:
+                    table.add_row(
+                        _s(e.get("id")),
+                        METHOD_LABEL.get(method, method),
+                        version,
+                        short_size(_d(e.get("file")).get("size")),
+                        RECOMMENDED_MARK if e.get("recommended") is True else "",
+                        _s(e.get("profile"), "—"),
+                        _s(e.get("description")),
+                    )
+        if not methods:
+            table.add_row("(no entries)", "", "", "", "", "", "")
+        console.print(table)
+    if not cat.bases and not cat.entries:
+        console.print("no bases yet: `rwkv-registry add-base PATH BASE.pth`", style="dim")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    """``rwkv-registry show ENTRY_ID [--path PATH] [--format text|json]``: one entry (or base) in detail."""
+    cat = Catalog(args.path)
+    cat.require_index()
+    what = args.entry_id
+    e = cat.get_entry(what) or cat.entry_at(what)
+    b = None if e is not None else cat.base(what)
+    if e is None and b is None:
+        raise cat._unknown(what)
+    if args.format == "json":
+        data = cat.describe(e) if e is not None else cat.describe_base(b or {})
+        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        return 0
+    from rich.rule import Rule
+
+    console = _console()
+    if b is not None:
+        console.print(render_base_info(cat, b))
+        console.print(Rule("scores", align="left"))
+        console.print(render_scores(cat, _s(b.get("name"))))
+        return 0
+    assert e is not None
+    console.print(render_entry_info(cat, e, usage=False))
+    console.print()
+    for line in render_usage(cat, e):
+        console.print(line, soft_wrap=True)  # one line each, to copy and paste
+    info, _ = cat.effective_train(e)
+    console.print(Rule("train.json", align="left"))
+    console.print(render_train(info, e))
+    if e.get("method") == "miss":
+        console.print(Rule("MiSS manifest", align="left"))
+        console.print(render_miss(cat, e, cat.miss_summary(e)))
+    console.print(Rule("scores", align="left"))
+    console.print(render_scores(cat, _s(e.get("base")), entry=e))
+    console.print(Rule("smoke", align="left"))
+    console.print(render_smoke(e))
+    return 0
