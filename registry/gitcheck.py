@@ -65,8 +65,8 @@ def check_git(root: Path, index: dict[str, Any] | None, since: str | None = None
 
     bases_now = {b.get("name"): b for b in (index or {}).get("bases", []) if isinstance(b, dict)}
     bases_then = {b.get("name"): b for b in (baseline_index or {}).get("bases", []) if isinstance(b, dict)}
-    frozen = {n for n, b in {**bases_then, **bases_now}.items() if b.get("status") == "frozen"}
-    frozen |= {n for n, b in bases_then.items() if b.get("status") == "frozen"}
+    # frozen at the baseline or now: unfreezing a base in the same change does not open it
+    frozen = {n for bases in (bases_then, bases_now) for n, b in bases.items() if b.get("status") == "frozen"}
     known = set(bases_now) | set(bases_then)
 
     out: list[Finding] = []

@@ -141,3 +141,15 @@ def test_real_pre_commit_refuses_bad_commit_and_accepts_good(repo: Path, tmp_pat
     ok = subprocess.run(["git", "commit", "-m", "add s9"], cwd=repo, env=env, capture_output=True, text=True)
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert json.loads((repo / "index.json").read_text())["entries"][-1]["id"] == "s9"
+
+
+def test_unfreezing_in_the_same_change_does_not_open_a_frozen_base(repo: Path, tmp_path: Path) -> None:
+    edit_index(repo, lambda i: i["bases"][0].update(status="frozen"))
+    resum(repo)
+    from rwkv_registry.ops import write_readme
+
+    write_readme(repo)
+    git(repo, "commit", "-qam", "freeze")
+    edit_index(repo, lambda i: i["bases"][0].update(status="active"))  # sneaky unfreeze, not committed
+    (repo / TINY_BASE / "state" / "v1" / "s4.pth").write_bytes(write_state(tmp_path / "s4.pth", seed=4).read_bytes())
+    assert "GIT003" in codes(repo)
