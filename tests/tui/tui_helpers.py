@@ -11,22 +11,13 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+from regtools import DATA_SHA, TINY_ARCH
+from regtools import TINY_BASE as BASE
+from regtools import TINY_SHA as BASE_SHA
+
 from rwkv_registry.demo import write_synthetic_miss, write_synthetic_state
 from rwkv_registry.ops import add_base, add_entry, init_registry, update_index
 
-TINY_ARCH: dict[str, Any] = {
-    "n_layer": 2,
-    "n_embd": 128,
-    "head_size": 64,
-    "n_head": 2,
-    "vocab_size": 65536,
-    "ffn_size": 512,
-    "lora": {"decay": 32, "aaa": 32, "mv": 32, "gate": 32},
-    "dtype": "bfloat16",
-}
-BASE = "rwkv7-tiny-20260101-ctx4096"
-BASE_SHA = hashlib.sha256(b"tiny base file").hexdigest()
-DATA_SHA = hashlib.sha256(b"training data v1").hexdigest()
 NAME = "test/tui-registry"
 STATE_ID = "s1"
 MISS_IDS = ("v2-r4-a", "v2-r4-b")
