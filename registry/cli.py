@@ -120,20 +120,14 @@ def cmd_add_base(args: argparse.Namespace) -> int:
             freeze_previous=args.freeze_previous,
             family=args.family,
         )
-    elif args.base_file:
+        return _print_added_base(base)
+    common = {"name": args.name, "source": args.source, "vocab": args.vocab, "family": args.family,
+              "freeze_previous": args.freeze_previous}
+    if args.base_file:
         size = os.path.getsize(args.base_file) if os.path.isfile(args.base_file) else 0
         progress, advance = _progress_bar(size, f"hashing {os.path.basename(args.base_file)}")
         with progress:
-            base = add_base(
-                args.path,
-                name=args.name,
-                source=args.source,
-                base_file=args.base_file,
-                vocab=args.vocab,
-                family=args.family,
-                freeze_previous=args.freeze_previous,
-                progress=advance,
-            )
+            base = add_base(args.path, base_file=args.base_file, progress=advance, **common)
     else:
         if not (args.name and args.sha256 and args.arch and args.size is not None):
             raise UsageError(
@@ -141,17 +135,11 @@ def cmd_add_base(args: argparse.Namespace) -> int:
                 hint="e.g. add-base REG --name rwkv7-x --sha256 HEX --size 123 "
                 "--arch n_layer=32,n_embd=4096,vocab_size=65536 --source BlinkDL/rwkv7-g1",
             )
-        base = add_base(
-            args.path,
-            name=args.name,
-            source=args.source,
-            sha256=args.sha256,
-            size=args.size,
-            arch=parse_arch_option(args.arch),
-            vocab=args.vocab,
-            family=args.family,
-            freeze_previous=args.freeze_previous,
-        )
+        base = add_base(args.path, sha256=args.sha256, size=args.size, arch=parse_arch_option(args.arch), **common)
+    return _print_added_base(base)
+
+
+def _print_added_base(base: dict[str, Any]) -> int:
     a = base["architecture"]
     _console().print(
         f"added base {base['name']} ({a['n_layer']} layers × {a['n_embd']}, vocab {a['vocab_size']}, "
