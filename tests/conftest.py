@@ -21,13 +21,23 @@ def registry(tmp_path: Path) -> Path:
     return build_registry(tmp_path / "reg", tmp_path)
 
 
+def _template(tmp_path_factory: pytest.TempPathFactory, *, with_miss: bool) -> Path:
+    tmp = tmp_path_factory.mktemp("template")
+    with pytest.MonkeyPatch.context() as mp:  # session fixtures run before the per-test cache dir is set
+        mp.setenv("RWKV_REGISTRY_CACHE_DIR", str(tmp / "cache"))
+        return build_registry(tmp / "reg", tmp, with_miss=with_miss)
+
+
 @pytest.fixture(scope="session")
 def registry_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The small valid registry, built once per session; tests mutate copies (``reg``)."""
-    tmp = tmp_path_factory.mktemp("template")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("RWKV_REGISTRY_CACHE_DIR", str(tmp / "cache"))
-        return build_registry(tmp / "reg", tmp)
+    return _template(tmp_path_factory, with_miss=True)
+
+
+@pytest.fixture(scope="session")
+def state_only_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The small registry with its State only, built once per session; never modified."""
+    return _template(tmp_path_factory, with_miss=False)
 
 
 @pytest.fixture

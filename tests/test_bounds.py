@@ -33,22 +33,16 @@ EXTRA_RSS = 200 * MB
 
 
 @pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tmp = tmp_path_factory.mktemp("bounds")
-    return build_registry(tmp / "reg", tmp, with_miss=False)
-
-
-@pytest.fixture(scope="module")
-def baseline_rss(template: Path) -> int:
-    clean = probe("validate", str(template))
+def baseline_rss(state_only_template: Path) -> int:
+    clean = probe("validate", str(state_only_template))
     assert clean.rc == 0 and clean.json()["ok"], clean.stderr
     return clean.max_rss
 
 
-def _check_bomb(bomb_id: str, template: Path, baseline_rss: int, tmp_path: Path) -> None:
+def _check_bomb(bomb_id: str, state_only_template: Path, baseline_rss: int, tmp_path: Path) -> None:
     bomb = BOMBS[bomb_id]
     reg = tmp_path / "reg"
-    shutil.copytree(template, reg)
+    shutil.copytree(state_only_template, reg)
     path = place(bomb, reg)
     try:
         run = probe("validate", str(reg), timeout=60)
@@ -62,16 +56,18 @@ def _check_bomb(bomb_id: str, template: Path, baseline_rss: int, tmp_path: Path)
 
 
 @pytest.mark.parametrize("bomb_id", sorted(b.id for b in BOMBS.values() if not b.slow))
-def test_bomb_is_refused_in_bounded_memory(bomb_id: str, template: Path, baseline_rss: int, tmp_path: Path) -> None:
-    _check_bomb(bomb_id, template, baseline_rss, tmp_path)
+def test_bomb_is_refused_in_bounded_memory(
+    bomb_id: str, state_only_template: Path, baseline_rss: int, tmp_path: Path
+) -> None:
+    _check_bomb(bomb_id, state_only_template, baseline_rss, tmp_path)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("bomb_id", sorted(b.id for b in BOMBS.values() if b.slow))
 def test_slow_bomb_is_refused_in_bounded_memory(
-    bomb_id: str, template: Path, baseline_rss: int, tmp_path: Path
+    bomb_id: str, state_only_template: Path, baseline_rss: int, tmp_path: Path
 ) -> None:
-    _check_bomb(bomb_id, template, baseline_rss, tmp_path)
+    _check_bomb(bomb_id, state_only_template, baseline_rss, tmp_path)
 
 
 def test_the_memory_check_can_fail(tmp_path: Path) -> None:
@@ -202,13 +198,13 @@ def test_size_check_reads_nothing_big(tmp_path: Path) -> None:
 
 
 def test_index_declaring_a_huge_base_is_checked_in_bounded_time(
-    template: Path, baseline_rss: int, tmp_path: Path
+    state_only_template: Path, baseline_rss: int, tmp_path: Path
 ) -> None:
     """A 2**31-layer base: the State check used to build 2**31 expected names (found by bench/fuzz.py)."""
     import json
 
     reg = tmp_path / "reg"
-    shutil.copytree(template, reg)
+    shutil.copytree(state_only_template, reg)
     index = json.loads((reg / "index.json").read_text())
     index["bases"][0]["architecture"]["n_layer"] = 2**31
     (reg / "index.json").write_text(json.dumps(index, indent=2) + "\n")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from evil_cases import CASES, good_archive, marker_for, write_case
-from regtools import TINY_BASE, build_registry
+from regtools import TINY_BASE
 from rss_probe import MB, probe
 
 from rwkv_registry.ckpt import open_checkpoint
@@ -32,14 +32,8 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "security.md"
 
 
 @pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tmp = tmp_path_factory.mktemp("corpus")
-    return build_registry(tmp / "reg", tmp, with_miss=False)
-
-
-@pytest.fixture(scope="module")
-def baseline_rss(template: Path) -> int:
-    clean = probe("validate", str(template))
+def baseline_rss(state_only_template: Path) -> int:
+    clean = probe("validate", str(state_only_template))
     assert clean.rc == 0 and clean.json()["ok"], clean.stderr
     return clean.max_rss
 
@@ -66,7 +60,7 @@ def test_the_marker_check_can_fail(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("case_id", sorted(CASES))
 def test_case_is_refused_unexecuted_with_its_code(
-    case_id: str, template: Path, baseline_rss: int, tmp_path: Path
+    case_id: str, state_only_template: Path, baseline_rss: int, tmp_path: Path
 ) -> None:
     case = CASES[case_id]
     path = write_case(case, tmp_path / "files")
@@ -79,7 +73,7 @@ def test_case_is_refused_unexecuted_with_its_code(
     assert [f["code"] for f in compute_facts(path).findings] == [case.code]
 
     reg = tmp_path / "reg"
-    shutil.copytree(template, reg)
+    shutil.copytree(state_only_template, reg)
     shutil.copyfile(path, reg / STATE)
     run = probe("validate", str(reg))
     assert run.rc == 0, run.stderr
