@@ -16,10 +16,12 @@ Usage::
 
 Modules: ``config`` (shapes), ``rwkv7`` (model), ``time_mix`` / ``channel_mix`` / ``block`` /
 ``lora`` / ``wkv`` (one concept each), ``state`` (State files), ``miss`` (MiSS), ``tokenizer``,
-``profiles``, ``generate``, ``tiny`` (test checkpoints).
+``profiles``, ``generate``, ``decode`` (fixed-batch decode steps, CUDA graphs on a GPU), ``tiny``
+(test checkpoints).
 """
 
 from rwkv_registry.model.config import RWKV7Config
+from rwkv_registry.model.decode import Decoder
 from rwkv_registry.model.errors import (
     FingerprintMismatchError,
     ModelError,
@@ -41,12 +43,13 @@ from rwkv_registry.model.profiles import (
 from rwkv_registry.model.rwkv7 import RWKV7
 from rwkv_registry.model.state import LayerState, RWKV7State, StateWeights, load_state_weights
 from rwkv_registry.model.tokenizer import RWKVTokenizer, get_tokenizer
-from rwkv_registry.model.wkv import wkv7, wkv7_reference
+from rwkv_registry.model.wkv import set_wkv_backend, wkv7
 
 __all__ = [
     "PROFILES",
     "RWKV7",
     "SAMPLING_PRESETS",
+    "Decoder",
     "FingerprintMismatchError",
     "Generation",
     "LayerState",
@@ -70,6 +73,6 @@ __all__ = [
     "get_tokenizer",
     "load_miss",
     "load_state_weights",
+    "set_wkv_backend",
     "wkv7",
-    "wkv7_reference",
 ]

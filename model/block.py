@@ -26,13 +26,14 @@ class Block(nn.Module):
         self.ffn = ChannelMix(config)
 
     def forward(
-        self, x: torch.Tensor, state: LayerState, v_first: torch.Tensor | None
+        self, x: torch.Tensor, state: LayerState, v_first: torch.Tensor | None, inplace: bool = False
     ) -> tuple[torch.Tensor, LayerState, torch.Tensor]:
-        """``x`` [B, T, C] -> ``(x [B, T, C], new layer state, v_first [B, T, C])``."""
+        """``x`` [B, T, C] -> ``(x [B, T, C], new layer state, v_first [B, T, C])``; with
+        ``inplace`` the new state is written into ``state``'s tensors and ``state`` is returned."""
         if self.layer_id == 0:
             x = self.ln0(x)
-        dx, att_shift, wkv, v_first = self.att(self.ln1(x), state.att_shift, state.wkv, v_first)
+        dx, att_shift, wkv, v_first = self.att(self.ln1(x), state.att_shift, state.wkv, v_first, inplace)
         x = x + dx
-        dx, ffn_shift = self.ffn(self.ln2(x), state.ffn_shift)
+        dx, ffn_shift = self.ffn(self.ln2(x), state.ffn_shift, inplace)
         x = x + dx
-        return x, LayerState(att_shift, wkv, ffn_shift), v_first
+        return x, (state if inplace else LayerState(att_shift, wkv, ffn_shift)), v_first

@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from rwkv_registry.model.config import RWKV7Config
-from rwkv_registry.model.time_mix import token_shift
+from rwkv_registry.model.time_mix import last_input, token_shift
 
 
 class ChannelMix(nn.Module):
@@ -19,8 +19,9 @@ class ChannelMix(nn.Module):
         self.key = nn.Linear(C, F, bias=False)  # weight [F, C]
         self.value = nn.Linear(F, C, bias=False)  # weight [C, F]
 
-    def forward(self, x: torch.Tensor, shift: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``x`` [B, T, C], ``shift`` [B, C] -> ``(out [B, T, C], new shift [B, C])``."""
+    def forward(self, x: torch.Tensor, shift: torch.Tensor, inplace: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """``x`` [B, T, C], ``shift`` [B, C] -> ``(out [B, T, C], new shift [B, C])``; with
+        ``inplace`` the new shift is written into ``shift``."""
         xx = token_shift(x, shift) - x
         k = torch.relu(self.key(x + xx * self.x_k)) ** 2  # [B, T, F]
-        return self.value(k), x[:, -1]
+        return self.value(k), last_input(x, shift if inplace else None)

@@ -18,6 +18,7 @@ from typing import Literal
 import torch
 
 from rwkv_registry.errors import UsageError
+from rwkv_registry.model.decode import Decoder
 from rwkv_registry.model.profiles import PromptProfile, SamplingPreset
 from rwkv_registry.model.rwkv7 import RWKV7
 from rwkv_registry.model.state import RWKV7State, StateWeights
@@ -63,8 +64,13 @@ def generate(
     sampling: SamplingPreset | None = None,
     seed: int = 0,
     tokenizer: RWKVTokenizer | None = None,
+    fixed_batch: bool | None = None,
 ) -> list[Generation]:
     """Generate for each prompt (text, or token ids); results in prompt order.
+
+    ``fixed_batch`` (default: on CUDA) decodes every row until the last one stops, through one
+    :class:`~rwkv_registry.model.decode.Decoder` (a CUDA graph replayed per token); otherwise rows
+    that stop leave the batch. Both give the same tokens.
 
     ``profile`` adds its stop strings and tokens to the given ones. ``time_state`` (a State
     file) is the initial state of every row. ``sampling`` None or a greedy preset decodes
@@ -91,6 +97,10 @@ def generate(
         states.append(state)
     logits = torch.cat(firsts)  # [B, V]
     state = RWKV7State.cat(states)
+    decoder = None
+    if model.device.type == "cuda" if fixed_batch is None else fixed_batch:
+        decoder = Decoder(model, len(ids))
+        decoder.load(state)
     sampler = None if sampling is None or sampling.greedy else _Sampler(sampling, len(ids), logits.shape[-1], seed)
 
     out_tokens: list[list[int]] = [[] for _ in ids]
@@ -116,10 +126,15 @@ def generate(
         if not still or step == max_tokens - 1:
             active = still
             break
-        if len(still) < len(active):  # drop the rows that stopped
-            state = state.select([active.index(r) for r in still])
-        feed = torch.tensor([[out_tokens[r][-1]] for r in still], dtype=torch.long, device=model.device)
-        logits, state = model.forward(feed, state)
+        if decoder is not None:  # every row keeps its slot; stopped rows are fed 0 and ignored
+            last = {r: out_tokens[r][-1] for r in still}
+            feed = torch.tensor([[last.get(r, 0)] for r in range(len(ids))], dtype=torch.long)
+            logits = decoder.step(feed)[torch.tensor(still, device=model.device)]  # [A, V]
+        else:
+            if len(still) < len(active):  # drop the rows that stopped
+                state = state.select([active.index(r) for r in still])
+            feed = torch.tensor([[out_tokens[r][-1]] for r in still], dtype=torch.long, device=model.device)
+            logits, state = model.forward(feed, state)
         active = still
     for row in active:
         done[row] = ("max_tokens", None, len(out_bytes[row]))

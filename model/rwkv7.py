@@ -54,6 +54,7 @@ class RWKV7(nn.Module):
         self.source_path: str | None = None  # the base file, when loaded from one
         self._fingerprint: str | None = None
         self._miss: _AppliedMiss | None = None
+        self.weights_version = 0  # bumped whenever a weight tensor is replaced (MiSS merge / on the fly)
 
     # ----------------------------------------------------------------------------------- building
 
@@ -187,10 +188,30 @@ class RWKV7(nn.Module):
 
         Returns ``(logits, new state)``: logits ``[B, V]`` at the last position, or ``[B, T, V]``
         with ``full_output``; fp32. The given state is not modified. With tokens already on a CUDA
-        device nothing waits for the host, so the call can be captured as a CUDA graph
-        (``rwkv_registry.kernels.graph.GraphedStep``); ids are range-checked for CPU tokens only.
+        device nothing waits for the host; ids are range-checked for CPU tokens only.
         """
-        cfg = self.config
+        B = self._check_tokens(tokens)
+        if state is None:
+            state = self.new_state(B)
+        self._check_state(state, B, inplace=False)
+        return self._run(tokens, state, full_output, inplace=False)
+
+    @torch.no_grad()
+    def advance(self, tokens: torch.Tensor, state: RWKV7State, full_output: bool = False) -> torch.Tensor:
+        """Like :meth:`forward`, but the new state is written into ``state``'s own tensors
+        (inference only, no autograd) and only the logits are returned.
+
+        Nothing is allocated for the state and no state is copied, so a decode step
+        ``model.advance(tokens [B, 1], state)`` can be captured once as a CUDA graph and replayed
+        (:class:`rwkv_registry.model.decode.Decoder` does that per batch size). The state's
+        tensors must be contiguous, as :meth:`new_state`, ``select`` and ``cat`` make them.
+        """
+        B = self._check_tokens(tokens)
+        self._check_state(state, B, inplace=True)
+        logits, _ = self._run(tokens, state, full_output, inplace=True)
+        return logits
+
+    def _check_tokens(self, tokens: torch.Tensor) -> int:
         if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2 or tokens.dtype != torch.long:
             got = f"{tokens.dtype} {list(tokens.shape)}" if isinstance(tokens, torch.Tensor) else type(tokens).__name__
             raise ModelError(f"tokens must be a LongTensor [B, T], got {got}")
@@ -199,25 +220,46 @@ class RWKV7(nn.Module):
             raise ModelError(f"tokens must not be empty, got shape {[B, T]}")
         if tokens.device.type == "cpu":  # on a GPU this check would wait for the device (no CUDA graphs)
             lo, hi = int(tokens.min()), int(tokens.max())
-            if lo < 0 or hi >= cfg.vocab_size:
-                raise ModelError(f"token ids must lie in [0, {cfg.vocab_size}), got range [{lo}, {hi}]")
-        if state is None:
-            state = self.new_state(B)
-        elif state.batch_size != B or len(state.layers) != cfg.n_layer:
+            if lo < 0 or hi >= self.config.vocab_size:
+                raise ModelError(f"token ids must lie in [0, {self.config.vocab_size}), got range [{lo}, {hi}]")
+        return int(B)
+
+    def _check_state(self, state: RWKV7State, batch: int, *, inplace: bool) -> None:
+        cfg = self.config
+        if state.batch_size != batch or len(state.layers) != cfg.n_layer:
             raise ShapeMismatchError(
                 f"state holds {len(state.layers)} layers x batch {state.batch_size}, "
-                f"tokens need {cfg.n_layer} layers x batch {B}"
+                f"tokens need {cfg.n_layer} layers x batch {batch}"
             )
+        if inplace:
+            wkv_shape = (batch, cfg.n_head, cfg.head_size, cfg.head_size)
+            for i, layer in enumerate(state.layers):
+                for name, t, shape, dtype in (
+                    ("att_shift", layer.att_shift, (batch, cfg.n_embd), self.dtype),
+                    ("wkv", layer.wkv, wkv_shape, torch.float32),
+                    ("ffn_shift", layer.ffn_shift, (batch, cfg.n_embd), self.dtype),
+                ):
+                    if tuple(t.shape) != shape or t.dtype != dtype or t.device != self.device or not t.is_contiguous():
+                        raise ShapeMismatchError(
+                            f"state layer {i} {name} is {t.dtype} {list(t.shape)} on {t.device}"
+                            f"{'' if t.is_contiguous() else ' (not contiguous)'}; advance() needs a contiguous "
+                            f"{dtype} {list(shape)} on {self.device}",
+                            hint="Make the state with model.new_state(batch) (or copy it into one).",
+                        )
+
+    def _run(
+        self, tokens: torch.Tensor, state: RWKV7State, full_output: bool, inplace: bool
+    ) -> tuple[torch.Tensor, RWKV7State]:
         x = self.emb(tokens.to(self.device))  # [B, T, C]
         v_first: torch.Tensor | None = None
         new_layers = []
         for block, layer_state in zip(self.blocks, state.layers, strict=True):
-            x, new_state, v_first = block(x, layer_state, v_first)
+            x, new_state, v_first = block(x, layer_state, v_first, inplace)
             new_layers.append(new_state)
         if not full_output:
             x = x[:, -1]  # [B, C]
         logits = self.head(self.ln_out(x)).float()  # [B, V] or [B, T, V]
-        return logits, RWKV7State(new_layers)
+        return logits, (state if inplace else RWKV7State(new_layers))
 
     # ----------------------------------------------------------------------------------- MiSS
 
@@ -277,6 +319,7 @@ class RWKV7(nn.Module):
                 setattr(parent, attr, MissLinear(lin, t.D, adapter.scale))
                 undo.append((parent, attr, lin))
         self._miss = _AppliedMiss(adapter, mode, undo)
+        self.weights_version += 1
 
     def remove_miss(self) -> None:
         """Undo :meth:`apply_miss`: the original weight tensors come back, bit for bit."""
@@ -285,6 +328,7 @@ class RWKV7(nn.Module):
         for owner, attr, original in reversed(self._miss.undo):
             setattr(owner, attr, original)
         self._miss = None
+        self.weights_version += 1
 
     def _target_linear(self, layer: int, target: str) -> tuple[nn.Module, str, nn.Linear]:
         if not 0 <= layer < self.config.n_layer:

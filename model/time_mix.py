@@ -29,6 +29,12 @@ def token_shift(x: torch.Tensor, last: torch.Tensor) -> torch.Tensor:
     return torch.cat((last.unsqueeze(1), x[:, :-1]), dim=1)
 
 
+def last_input(x: torch.Tensor, into: torch.Tensor | None = None) -> torch.Tensor:
+    """The new token-shift state ``x[:, -1]`` ``[B, C]``: copied into ``into`` when given, else a
+    fresh tensor (a view would keep the whole ``[B, T, C]`` activation alive inside the state)."""
+    return x[:, -1].clone() if into is None else into.copy_(x[:, -1])
+
+
 class TimeMix(nn.Module):
     """Time mix of one layer. Parameter names and shapes are those of the checkpoint."""
 
@@ -59,11 +65,17 @@ class TimeMix(nn.Module):
         self.ln_x = nn.GroupNorm(H, C, eps=LN_X_EPS)
 
     def forward(
-        self, x: torch.Tensor, shift: torch.Tensor, wkv: torch.Tensor, v_first: torch.Tensor | None
+        self,
+        x: torch.Tensor,
+        shift: torch.Tensor,
+        wkv: torch.Tensor,
+        v_first: torch.Tensor | None,
+        inplace: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """``x`` [B, T, C], ``shift`` [B, C], ``wkv`` [B, H, N, N] fp32, ``v_first`` [B, T, C] (None in layer 0).
 
-        Returns ``(out [B, T, C], new shift [B, C], new wkv, v_first)``.
+        Returns ``(out [B, T, C], new shift [B, C], new wkv, v_first)``; with ``inplace`` the new
+        shift and wkv are written into ``shift`` and ``wkv`` (contiguous fp32), which are returned.
         """
         B, T, C = x.shape
         H, N = self.n_head, self.head_size
@@ -88,9 +100,11 @@ class TimeMix(nn.Module):
         def heads(t: torch.Tensor) -> torch.Tensor:
             return t.view(B, T, H, N)  # [B, T, H, N]
 
-        y, wkv = wkv7(heads(r), heads(w), heads(k), heads(v), heads(-kk), heads(kk * a), wkv)
+        y, wkv = wkv7(
+            heads(r), heads(w), heads(k), heads(v), heads(-kk), heads(kk * a), wkv, state_out=wkv if inplace else None
+        )
         y = y.to(x.dtype).reshape(B * T, C)  # [B*T, C]
         y = self.ln_x(y).view(B, T, C)
         bonus = (heads(r * k * self.r_k.view(1, 1, C)).sum(dim=-1, keepdim=True) * heads(v)).view(B, T, C)
         out = self.output((y + bonus) * g)  # [B, T, C]
-        return out, x[:, -1], wkv, v_first
+        return out, last_input(x, shift if inplace else None), wkv, v_first

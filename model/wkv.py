@@ -1,4 +1,4 @@
-"""The WKV-7 recurrence: one function that the model calls, and its fp32 reference.
+"""The WKV-7 recurrence as the model calls it: the Triton kernels on CUDA, the reference elsewhere.
 
 Per head, with a state ``S`` of shape ``[V, K]`` (``N x N``, value rows, key columns)::
 
@@ -7,67 +7,36 @@ Per head, with a state ``S`` of shape ``[V, K]`` (``N x N``, value rows, key col
 
 RWKV-7 calls it with ``a = -kk`` and ``b = kk * a_gate`` (``kk`` the normalised key, ``a_gate``
 the in-context learning rate). Inputs are ``[B, T, H, N]``; the state is ``[B, H, N, N]`` fp32.
-This is the same convention as ``rwkv_registry.kernels.wkv7.wkv7``: on CUDA, :func:`wkv7` uses
-that kernel when it is importable, and this per-token loop everywhere else.
+Both implementations live in ``rwkv_registry.kernels.wkv7``: :func:`wkv7` picks the chunked /
+step Triton kernels for CUDA tensors (forward only) and the plain per-token reference
+(``wkv7_naive``, fp32, differentiable) for everything else. ``RWKV_REGISTRY_WKV=reference`` (or
+:func:`set_wkv_backend`) forces the reference everywhere; ``kernels`` sends every device to the
+kernels' own choice, so that on a CPU with ``TRITON_INTERPRET=1`` the model runs through the
+interpreted Triton kernels (how the tests check the model's fast path without a GPU).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 
 import torch
 
-WkvFn = Callable[..., tuple[torch.Tensor, torch.Tensor]]
+from rwkv_registry.kernels.wkv7 import wkv7 as _kernel_wkv7
+from rwkv_registry.kernels.wkv7 import wkv7_naive
 
-# "auto": the kernels package on CUDA when present, else the reference. "reference": always the loop.
+BACKENDS = ("auto", "reference", "kernels")
+# "auto": the Triton kernels for CUDA tensors, else the reference. "reference": always the reference.
+# "kernels": rwkv_registry.kernels.wkv7.wkv7(backend="auto") on every device (forward only).
 _BACKEND = os.environ.get("RWKV_REGISTRY_WKV", "auto")
 
 
-def set_wkv_backend(name: str) -> None:
-    """Choose the WKV implementation: ``"auto"`` (default) or ``"reference"`` (the fp32 loop)."""
+def set_wkv_backend(name: str) -> str:
+    """Choose the WKV implementation (one of :data:`BACKENDS`); returns the previous one."""
     global _BACKEND
-    if name not in ("auto", "reference"):
-        raise ValueError(f"unknown WKV backend {name!r}; use 'auto' or 'reference'")
-    _BACKEND = name
-
-
-def wkv7_reference(
-    r: torch.Tensor,
-    w: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    a: torch.Tensor,
-    b: torch.Tensor,
-    state: torch.Tensor,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Plain per-token WKV-7 in fp32. Inputs ``[B, T, H, N]``, ``state`` ``[B, H, N, N]``.
-
-    Returns ``(y [B, T, H, N] fp32, final state [B, H, N, N] fp32)``. Differentiable; the input
-    state is not modified.
-    """
-    T = r.shape[1]
-    r, w, k, v, a, b = (t.float() for t in (r, w, k, v, a, b))
-    decay = torch.exp(-torch.exp(w))  # [B, T, H, N], over the key index
-    S = state.float()  # [B, H, V, K]
-    ys = []
-    for t in range(T):
-        S = (
-            S * decay[:, t, :, None, :]  # decay each key column
-            + (S @ a[:, t, :, :, None]) @ b[:, t, :, None, :]  # [B,H,V,1] @ [B,H,1,K]
-            + v[:, t, :, :, None] @ k[:, t, :, None, :]  # [B,H,V,1] @ [B,H,1,K]
-        )
-        ys.append((S @ r[:, t, :, :, None]).squeeze(-1))  # [B, H, V]
-    y = torch.stack(ys, dim=1)  # [B, T, H, N]
-    return y, S
-
-
-def _fast_kernel() -> WkvFn | None:
-    try:
-        from rwkv_registry.kernels.wkv7 import wkv7 as kernel  # type: ignore[attr-defined]
-    except (ImportError, AttributeError):
-        return None
-    return kernel
+    if name not in BACKENDS:
+        raise ValueError(f"unknown WKV backend {name!r}; use one of {', '.join(BACKENDS)}")
+    previous, _BACKEND = _BACKEND, name
+    return previous
 
 
 def wkv7(
@@ -78,12 +47,19 @@ def wkv7(
     a: torch.Tensor,
     b: torch.Tensor,
     state: torch.Tensor,
+    state_out: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The WKV-7 call of the model (see the module docstring). Same contract as the reference."""
+    """The WKV-7 call of the model: ``(y [B, T, H, N], final state [B, H, N, N] fp32)``.
+
+    ``w`` may be fp32 with the others in the model dtype. ``state`` is not modified unless it is
+    also ``state_out``, the contiguous fp32 tensor that receives the final state (written in
+    place by the kernels, copied into by the reference); ``y`` comes back in the dtype of ``r``.
+    """
     inputs = (r, w, k, v, a, b, state)
     needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in inputs)
-    if _BACKEND == "auto" and r.is_cuda and not needs_grad:  # the kernels are forward-only
-        kernel = _fast_kernel()
-        if kernel is not None:
-            return kernel(r, w, k, v, a, b, state)  # w fp32, the rest in the model dtype
-    return wkv7_reference(r, w, k, v, a, b, state)
+    if (_BACKEND == "kernels" or (_BACKEND == "auto" and r.is_cuda)) and not needs_grad:  # forward-only
+        return _kernel_wkv7(r, w, k, v, a, b, state, state_out=state_out)
+    y, final = wkv7_naive(r, w, k, v, a, b, state)
+    if state_out is not None:
+        final = state_out.copy_(final)
+    return y, final

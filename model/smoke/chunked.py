@@ -1,6 +1,6 @@
 """A chunked, differentiable WKV-7 in plain PyTorch, to train the demo's tiny weights quickly on a CPU.
 
-Same contract as :func:`rwkv_registry.model.wkv.wkv7_reference` (inputs ``[B, T, H, N]``, state
+Same contract as the reference :func:`rwkv_registry.kernels.wkv7.wkv7_naive` (inputs ``[B, T, H, N]``, state
 ``[B, H, V, K]`` fp32; returns ``(y [B, T, H, V], final state)``), the same recurrence::
 
     S_t = S_{t-1} · diag(d_t) + (S_{t-1} · a_t) · b_t^T + v_t · k_t^T,   d_t = exp(-exp(w_t))
@@ -37,9 +37,11 @@ def wkv7_chunked(
     a: torch.Tensor,
     b: torch.Tensor,
     state: torch.Tensor,
+    state_out: torch.Tensor | None = None,
     chunk: int = CHUNK,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """WKV-7 over ``[B, T, H, N]`` inputs from ``state`` ``[B, H, V, K]``; fp32, differentiable."""
+    """WKV-7 over ``[B, T, H, N]`` inputs from ``state`` ``[B, H, V, K]``; fp32, differentiable.
+    ``state_out`` receives a copy of the final state when given (the model's in-place calls)."""
     B, T, H, N = r.shape
     pad = (-T) % chunk
     n = (T + pad) // chunk
@@ -88,4 +90,6 @@ def wkv7_chunked(
         S = S @ Tm[:, :, i] + Cst[:, :, i]
     y = torch.stack(ys, dim=2)  # (B, H, n, V, C)
     y = y.permute(0, 2, 4, 1, 3).reshape(B, n * chunk, H, N)[:, :T]  # (B, T, H, V)
+    if state_out is not None:
+        S = state_out.copy_(S)
     return y, S

@@ -17,8 +17,8 @@ whose negative log-likelihood is summed (the loss rows). An :class:`Engine` run 
    ``prefix_check`` stops its row once the output can no longer become valid (finish
    ``"invalid"``), so a broken call costs a few tokens, not the whole budget. Rows that finish
    leave the batch on the CPU; on CUDA the batch keeps its shape (finished rows are fed token 0
-   and ignored) so that a CUDA-graph replay is possible (``rwkv_registry.kernels.graph``, used when
-   importable; ``RWKV_REGISTRY_SMOKE_GRAPHS=0`` turns it off).
+   and ignored) so that one captured step serves the whole decode
+   (:class:`rwkv_registry.model.decode.Decoder`; ``RWKV_REGISTRY_SMOKE_GRAPHS=0`` turns graphs off).
 
 Every logits row is checked for NaN/Inf and charged to its job. A run is exactly repeatable: the
 same jobs give the same tokens and losses bit for bit (the smoke evaluation runs twice to check).
@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from rwkv_registry.model.decode import Decoder
 from rwkv_registry.model.generate import prefill
 from rwkv_registry.model.rwkv7 import RWKV7
 from rwkv_registry.model.state import LayerState, RWKV7State, StateWeights
@@ -135,6 +136,7 @@ class Engine:
         if graphs is None:
             graphs = cuda and os.environ.get("RWKV_REGISTRY_SMOKE_GRAPHS", "1") != "0"
         self.graphs = bool(graphs and cuda and self.fixed_batch)
+        self._decoders: dict[int, Decoder] = {}
 
     @torch.inference_mode()
     def run(self, jobs: Sequence[Job], progress: Progress | None = None) -> tuple[list[JobResult], RunStats]:
@@ -264,12 +266,19 @@ class Engine:
         device = self.model.device
         state = _select(state, torch.tensor(gen, dtype=torch.long, device=device))
         active = list(gen)  # row index of each batch slot
-        step = self._step_fn(len(active), state)
-        stats.graphed = stats.graphed or bool(getattr(step, "captured", False))
+        decoder = None
+        if self.fixed_batch:  # one captured step per batch size, kept across runs (CUDA graphs when self.graphs)
+            decoder = self._decoders.get(len(active))
+            if decoder is None:
+                decoder = self._decoders[len(active)] = Decoder(self.model, len(active), graphs=self.graphs)
+            decoder.load(state)
         while any(not rows[i].done for i in active):
             feed = [0 if rows[i].done else rows[i].out[-1] for i in active]
-            tokens = torch.tensor(feed, dtype=torch.long).view(-1, 1).to(device)
-            logits, state = step(tokens, state)  # [A, V]
+            tokens = torch.tensor(feed, dtype=torch.long).view(-1, 1)
+            if decoder is not None:
+                logits = decoder.step(tokens)  # [A, V]
+            else:
+                logits, state = self.model.forward(tokens.to(device), state)
             stats.forwards += 1
             stats.fed_tokens += sum(1 for i in active if not rows[i].done)
             picks, bad, _ = _summarise(logits, None)
@@ -285,11 +294,12 @@ class Engine:
                     finished += 1
             if progress and finished:
                 progress(finished)
-            if not self.fixed_batch and finished:
+            if decoder is None and finished:
                 keep = [slot for slot, i in enumerate(active) if not rows[i].done]
                 if keep:
                     state = _select(state, torch.tensor(keep, dtype=torch.long, device=device))
                 active = [active[slot] for slot in keep]
+        stats.graphed = stats.graphed or (decoder is not None and decoder.captured)
 
     # ------------------------------------------------------------------------------ helpers
 
@@ -322,21 +332,6 @@ class Engine:
         r.result.tokens = tuple(r.out)
         r.result.text = r.out_bytes.decode("utf-8", errors="replace")
         return True
-
-    def _step_fn(
-        self, batch: int, state: RWKV7State
-    ) -> Callable[[torch.Tensor, RWKV7State], tuple[torch.Tensor, RWKV7State]]:
-        if not self.graphs:
-            return self.model.forward
-        try:
-            from rwkv_registry.kernels.graph import GraphedStep
-        except ImportError:
-            return self.model.forward
-        tokens = torch.zeros(batch, 1, dtype=torch.long, device=self.model.device)
-        try:
-            return GraphedStep(self.model.forward, tokens, state)
-        except Exception:  # the model cannot be captured on this machine: run eagerly
-            return self.model.forward
 
 
 def _summarise(logits: torch.Tensor, want: torch.Tensor | None) -> tuple[list[int], list[bool], list[float]]:

@@ -87,6 +87,16 @@ def test_rows_stop_independently(model: RWKV7) -> None:
     assert out[1].tokens == want1
 
 
+def test_fixed_batch_decoding_gives_the_same_generations(model: RWKV7) -> None:
+    """The CUDA default (every row keeps its slot in one Decoder) equals rows leaving the batch."""
+    full = generate(model, PROMPTS, max_tokens=8, stop_tokens=())
+    stop = full[0].tokens[1]  # row 0 stops early, the others run on
+    shrinking = generate(model, PROMPTS, max_tokens=8, stop_tokens=[stop], fixed_batch=False)
+    fixed = generate(model, PROMPTS, max_tokens=8, stop_tokens=[stop], fixed_batch=True)
+    assert fixed == shrinking
+    assert len(fixed[0].tokens) < max(len(g.tokens) for g in fixed)
+
+
 def test_profile_stops_and_state_file(model: RWKV7, tiny_state: Path) -> None:
     weights = load_state_weights(tiny_state)
     prompt = get_profile("g1k").render([("user", "hi")])
