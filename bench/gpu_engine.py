@@ -15,8 +15,9 @@ In order (each part is saved to ``--out`` as soon as it is done, so a timeout ke
 2. random weights with the 7.2B shape (32 layers, width 4096, head 64, FFN 16384, vocabulary 65536,
    LoRA widths decay 128, aaa 128, mv 96, gate 480) generated on the GPU in the checkpoint layout;
 3. our engine (``rwkv_registry.model.RWKV7``, WKV7 Triton kernels): prefill tok/s at B=1 for
-   T=2048 and T=8192, decode tok/s at B=1 and B=64 (CUDA-graph replay when the model's forward can
-   be captured), and decode with a random rank-16 MiSS adapter on the fly against merged;
+   T=2048 and T=8192, decode tok/s at B=1 and B=64 (the model's ``Decoder``: one CUDA graph per
+   batch size, state updated in place), decode with a random rank-16 MiSS adapter on the fly
+   against merged, and the fast path's logits against the reference WKV loop (bf16 agreement);
 4. the ``rwkv`` package 0.8.32 (``RWKV_V7_ON=1``, ``RWKV_CUDA_ON=1``, strategy ``cuda bf16``) on the
    same weights saved to /dev/shm (or a temporary folder), in a subprocess: prefill and B=1 decode,
    and its last-token logits against ours;
@@ -224,9 +225,17 @@ def arch_config(arch: Arch) -> Any:
     from rwkv_registry.model.config import RWKV7Config
 
     return RWKV7Config(
-        n_layer=arch.n_layer, n_embd=arch.n_embd, vocab_size=arch.vocab, n_head=arch.n_embd // arch.head_size,
-        head_size=arch.head_size, dim_ffn=arch.ffn, d_decay=arch.d_decay, d_aaa=arch.d_aaa, d_mv=arch.d_mv,
-        d_gate=arch.d_gate, d_mv0=arch.d_mv,
+        n_layer=arch.n_layer,
+        n_embd=arch.n_embd,
+        vocab_size=arch.vocab,
+        n_head=arch.n_embd // arch.head_size,
+        head_size=arch.head_size,
+        dim_ffn=arch.ffn,
+        d_decay=arch.d_decay,
+        d_aaa=arch.d_aaa,
+        d_mv=arch.d_mv,
+        d_gate=arch.d_gate,
+        d_mv0=arch.d_mv,
     )
 
 
@@ -265,38 +274,12 @@ def build_model(sd: dict[str, Any], plan: Plan) -> Any:
     return RWKV7.from_state_dict(sd, device=plan.device, dtype=getattr(torch, plan.dtype))
 
 
-def forward_blocks(model: Any, tokens: Any, state: Any) -> tuple[Any, Any]:
-    """ADAPTER: ``RWKV7.forward`` without its argument checks (they read tensors back to the host,
-    which a CUDA graph cannot capture). Replace with the model's own graph-safe step when it has one."""
-    x = model.emb(tokens)  # [B, T, C]
-    v_first = None
-    layers = []
-    for block, layer_state in zip(model.blocks, state.layers, strict=True):
-        x, new_state, v_first = block(x, layer_state, v_first)
-        layers.append(new_state)
-    logits = model.head(model.ln_out(x[:, -1])).float()  # [B, V]
-    return logits, type(state)(layers)
+def make_decoder(model: Any, batch: int) -> Any:
+    """ADAPTER: the model's fixed-batch decoder (``rwkv_registry.model.decode.Decoder``): on CUDA
+    ``RWKV7.advance`` captured once as a CUDA graph, the state updated in place."""
+    from rwkv_registry.model.decode import Decoder
 
-
-def make_decoder(model: Any, batch: int, device: str) -> tuple[Callable[[Any, Any], tuple[Any, Any]], str]:
-    """A decode step ``(tokens [B, 1], state) -> (logits, state)`` and how it runs ("cuda-graph" or
-    "eager"). The graph is tried on :func:`forward_blocks`; anything that stops the capture falls
-    back to eager ``model.forward``."""
-    import torch
-
-    if device != "cuda":
-        return model.forward, "eager"
-    from rwkv_registry.kernels.graph import GraphedStep
-
-    tokens = torch.zeros(batch, 1, dtype=torch.long, device=device)
-    state = model.new_state(batch)
-    try:
-        step = GraphedStep(lambda t, s: forward_blocks(model, t, s), tokens, state)
-        return step, "cuda-graph"
-    except Exception as exc:  # the model cannot be captured: report and measure eager
-        print(f"[gpu_engine] CUDA graph capture failed, decode runs eagerly: {exc!r}", file=sys.stderr)
-        torch.cuda.synchronize()
-        return model.forward, f"eager (capture failed: {type(exc).__name__})"
+    return Decoder(model, batch)
 
 
 def ours_prefill(model: Any, plan: Plan, tokens: list[int]) -> dict[str, Any]:
@@ -321,20 +304,23 @@ def ours_logits(model: Any, plan: Plan, tokens: list[int]) -> Any:
 def ours_decode(model: Any, plan: Plan, batch: int) -> dict[str, Any]:
     import torch
 
-    step, mode = make_decoder(model, batch, plan.device)
+    decoder = make_decoder(model, batch)
     gen = torch.Generator().manual_seed(batch)
     tok = torch.randint(0, plan.arch.vocab, (batch, 1), generator=gen).to(plan.device)
-    state = model.new_state(batch)
-    for _ in range(2):  # warm-up (compiles, fills caches)
-        logits, state = step(tok, state)
+    for _ in range(2):  # warm-up (captures the graph, compiles, fills caches)
+        logits = decoder.step(tok)
     sync(plan.device)
     start = time.perf_counter()
     for _ in range(plan.decode_steps):
-        logits, state = step(tok, state)
+        logits = decoder.step(tok)
         tok = logits.argmax(dim=-1, keepdim=True)  # stays on the device
     sync(plan.device)
     seconds = time.perf_counter() - start
     finite = bool(torch.isfinite(logits).all())
+    if decoder.captured:
+        mode = "cuda-graph"
+    else:
+        mode = "eager" + (f" (capture failed: {decoder.capture_error})" if decoder.capture_error else "")
     return {
         "mode": mode,
         "steps": plan.decode_steps,
@@ -342,6 +328,43 @@ def ours_decode(model: Any, plan: Plan, batch: int) -> dict[str, Any]:
         "tok_s": batch * plan.decode_steps / seconds,
         "finite": finite,
     }
+
+
+def ours_vs_reference(model: Any, plan: Plan, tokens: list[int]) -> dict[str, Any]:
+    """ADAPTER: logits of the fast path (Triton chunk prefill, then in-place step kernel decodes)
+    against the reference WKV loop on the same bf16 weights: relative RMS and max |Δ| / std per
+    output (prefill of 64 tokens, then 8 steps). On the CPU (``--dry-run``) the fast path is the
+    Triton interpreter."""
+    import torch
+
+    from rwkv_registry.model.wkv import set_wkv_backend
+
+    def run(backend: str) -> list[Any]:
+        previous = set_wkv_backend(backend)
+        try:
+            logits, state = model.forward(torch.tensor([tokens[:64]], device=plan.device))
+            outs = [logits]
+            for t in tokens[64:72]:
+                outs.append(model.advance(torch.tensor([[t]], device=plan.device), state))
+            return [x.double().cpu() for x in outs]
+        finally:
+            set_wkv_backend(previous)
+
+    saved = os.environ.get("TRITON_INTERPRET")
+    if plan.device != "cuda":
+        os.environ["TRITON_INTERPRET"] = "1"
+    try:
+        fast = run("kernels")
+    finally:
+        if plan.device != "cuda":
+            if saved is None:
+                os.environ.pop("TRITON_INTERPRET", None)
+            else:
+                os.environ["TRITON_INTERPRET"] = saved
+    ref = run("reference")
+    rms = [float((f - r).pow(2).mean().sqrt() / r.pow(2).mean().sqrt()) for f, r in zip(fast, ref, strict=True)]
+    mx = [float((f - r).abs().max() / r.std()) for f, r in zip(fast, ref, strict=True)]
+    return {"rel_rms_max": max(rms), "rel_rms": rms, "max_abs_over_std": max(mx), "tokens": 64, "steps": 8}
 
 
 def random_miss(model: Any, rank: int, plan: Plan) -> Any:
@@ -619,6 +642,12 @@ def table(results: dict[str, Any]) -> str:
         rows.append(
             f"| decode B=1 with MiSS r16 (tok/s) | {text} | — | — | ≤ +{TARGETS['miss_overhead_pct']:.0f}% | — |"
         )
+    vs = _get(results, "ours", "vs_reference") or {}
+    if "rel_rms_max" in vs:
+        rows.append(
+            f"| fast path vs reference WKV, logits rel. RMS (T={vs['tokens']} + {vs['steps']} steps) "
+            f"| {vs['rel_rms_max']:.3g} (max Δ/std {vs['max_abs_over_std']:.3g}) | — | — | ≤ 2e-2 (bf16) | — |"
+        )
     err = _get(results, "logits_vs_rwkv", "rel_rms")
     if err is not None:
         rows.append(f"| last-token logits, rel. RMS vs rwkv (T={lengths[0]}) | {err:.3g} | — | — | bf16 (~1e-2) | — |")
@@ -737,6 +766,7 @@ def main(argv: list[str] | None = None) -> int:
         for B in plan.decode_batches:
             ours["decode"][str(B)] = run.part(f"ours decode B={B}", lambda B=B: ours_decode(model, plan, B))
         ours["miss"] = run.part("ours MiSS fly vs merge", lambda: ours_miss(model, plan))
+        ours["vs_reference"] = run.part("ours fast vs reference logits", lambda: ours_vs_reference(model, plan, tokens))
     ours["op_sweep"] = run.part("ours WKV op sweep", lambda: ours_op_sweep(plan))
     run.save()
 

@@ -95,19 +95,21 @@ class MissAdapter:
         return cls(rank, float(alpha), alpha / rank, base_fingerprint, "", tuple(targets), manifest)
 
 
-def miss_term(x: torch.Tensor, D: torch.Tensor, scale: float) -> torch.Tensor:
-    """``scale * S @ D^T`` for ``x`` ``[..., K]`` and ``D`` ``[out, r]`` -> ``[..., out]``.
+def add_miss_term_(out: torch.Tensor, x: torch.Tensor, D: torch.Tensor, scale: float) -> torch.Tensor:
+    """``out += scale * S @ D^T`` in place, for ``x`` ``[..., K]``, ``D`` ``[out, r]`` and ``out``
+    ``[..., out]`` contiguous; ``S[..., j]`` sums ``x[..., k]`` over ``k % r == j`` (``x @ P^T``).
 
-    Half-precision inputs are summed in fp32 (``S`` adds up ``K / r`` values) and the result is
-    returned in ``x``'s dtype.
+    Two kernels: the block sum (accumulated in fp32 inside the reduction, whatever ``x``'s dtype)
+    and one ``addmm_`` that scales and adds in a single pass, so that decoding with the adapter on
+    the fly adds as little as possible to the base matmul. Differentiable in ``x`` and ``D``.
     """
     r = D.shape[1]
-    K = x.shape[-1]
-    blocks = -(-K // r)  # ceil(K / r)
-    xc = x.float() if x.dtype in (torch.bfloat16, torch.float16) else x
-    xp = F.pad(xc, (0, blocks * r - K))  # zero padding of the last partial block
-    S = xp.view(*x.shape[:-1], blocks, r).sum(dim=-2)  # [..., r]; S[j] sums x[k] with k % r == j
-    return ((S @ D.to(xc.dtype).t()) * scale).to(x.dtype)
+    pad = -x.shape[-1] % r
+    if pad:  # zero padding of the last partial block
+        x = F.pad(x, (0, pad))
+    S = x.unflatten(-1, (-1, r)).sum(dim=-2)  # [..., r]
+    out.view(-1, out.shape[-1]).addmm_(S.reshape(-1, r), D.t(), alpha=scale)
+    return out
 
 
 def merged_weight(W: torch.Tensor, D: torch.Tensor, scale: float) -> torch.Tensor:
@@ -139,8 +141,8 @@ class MissLinear(nn.Module):
         return self.base.out_features
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """``base(x) + scale * S(x) @ D^T``."""
-        return self.base(x) + miss_term(x, self.D, self.scale)
+        """``base(x) + scale * S(x) @ D^T`` (the term added into the base output in place)."""
+        return add_miss_term_(self.base(x), x, self.D, self.scale)
 
 
 def load_miss(path: str | Path) -> MissAdapter:

@@ -21,7 +21,7 @@ from rwkv_registry.model import (
     WeightsFormatError,
     load_miss,
 )
-from rwkv_registry.model.miss import MissLinear, merged_weight, miss_term
+from rwkv_registry.model.miss import MissLinear, add_miss_term_, merged_weight
 from rwkv_registry.model.tiny import miss_in_out, save_tensors, tiny_miss_tensors
 
 TOKS = [5, 300, 65000, 12, 261, 4444, 9]
@@ -89,7 +89,21 @@ def test_miss_term_is_S_times_D_transposed(in_features: int) -> None:
     x = torch.randn(3, 5, in_features, generator=g, dtype=torch.float64)
     D = torch.randn(6, RANK, generator=g, dtype=torch.float64)
     S = x @ modulo_matrix(RANK, in_features).double().t()  # [3, 5, r]: sums of x[k] with k % r == j
-    assert torch.allclose(miss_term(x, D, 0.5), 0.5 * S @ D.t(), rtol=0, atol=1e-12)
+    base = torch.randn(3, 5, 6, generator=g, dtype=torch.float64)
+    out = base.clone()
+    assert add_miss_term_(out, x, D, 0.5) is out  # added in place
+    assert torch.allclose(out, base + 0.5 * S @ D.t(), rtol=0, atol=1e-12)
+
+
+@torch.no_grad()
+def test_bf16_on_the_fly_term_matches_fp32_within_bf16() -> None:
+    g = torch.Generator().manual_seed(4)
+    lin = torch.nn.Linear(4096, 64, bias=False)
+    D = torch.randn(64, RANK, generator=g) * 0.05
+    x = torch.randn(2, 3, 4096, generator=g)
+    want = MissLinear(lin, D, 0.7)(x)
+    got = MissLinear(lin.to(torch.bfloat16), D, 0.7)(x.to(torch.bfloat16)).float()
+    assert float((got - want).pow(2).mean().sqrt() / want.pow(2).mean().sqrt()) < 1e-2
 
 
 def test_merged_weight_is_W_plus_scale_D_P() -> None:
