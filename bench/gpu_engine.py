@@ -274,12 +274,13 @@ def build_model(sd: dict[str, Any], plan: Plan) -> Any:
     return RWKV7.from_state_dict(sd, device=plan.device, dtype=getattr(torch, plan.dtype))
 
 
-def make_decoder(model: Any, batch: int) -> Any:
+def make_decoder(model: Any, batch: int, compile: bool = False) -> Any:
     """ADAPTER: the model's fixed-batch decoder (``rwkv_registry.model.decode.Decoder``): on CUDA
-    ``RWKV7.advance`` captured once as a CUDA graph, the state updated in place."""
+    ``RWKV7.advance`` captured once as a CUDA graph, the state updated in place; with ``compile``
+    the step goes through ``torch.compile`` (inductor) before the capture."""
     from rwkv_registry.model.decode import Decoder
 
-    return Decoder(model, batch)
+    return Decoder(model, batch, compile=compile)
 
 
 def ours_prefill(model: Any, plan: Plan, tokens: list[int]) -> dict[str, Any]:
@@ -301,15 +302,17 @@ def ours_logits(model: Any, plan: Plan, tokens: list[int]) -> Any:
     return logits[0].float().cpu()
 
 
-def ours_decode(model: Any, plan: Plan, batch: int) -> dict[str, Any]:
+def ours_decode(model: Any, plan: Plan, batch: int, compile: bool = False) -> dict[str, Any]:
     import torch
 
-    decoder = make_decoder(model, batch)
+    decoder = make_decoder(model, batch, compile)
     gen = torch.Generator().manual_seed(batch)
     tok = torch.randint(0, plan.arch.vocab, (batch, 1), generator=gen).to(plan.device)
-    for _ in range(2):  # warm-up (captures the graph, compiles, fills caches)
+    start = time.perf_counter()
+    for _ in range(2):  # warm-up (compiles, captures the graph, fills caches)
         logits = decoder.step(tok)
     sync(plan.device)
+    warmup = time.perf_counter() - start
     start = time.perf_counter()
     for _ in range(plan.decode_steps):
         logits = decoder.step(tok)
@@ -321,8 +324,11 @@ def ours_decode(model: Any, plan: Plan, batch: int) -> dict[str, Any]:
         mode = "cuda-graph"
     else:
         mode = "eager" + (f" (capture failed: {decoder.capture_error})" if decoder.capture_error else "")
+    if compile:
+        mode = f"compiled, {mode}"
     return {
         "mode": mode,
+        "warmup_seconds": warmup,
         "steps": plan.decode_steps,
         "seconds": seconds,
         "tok_s": batch * plan.decode_steps / seconds,
@@ -631,6 +637,18 @@ def table(results: dict[str, Any]) -> str:
             f"| decode B={B} (tok/s) | {_fmt(d.get('tok_s'))}{mode} | {other} | {_ratio(d.get('tok_s'), theirs)} "
             f"| {'≥ ' + format(target, ',') if target else '—'} | {ceiling} |"
         )
+    for B, d in (_get(results, "ours", "decode_compiled") or {}).items():
+        target = TARGETS["decode_b1"] if B == "1" else TARGETS["decode_b64"] if B == "64" else None
+        theirs = _get(rk, "decode_b1", "tok_s") if B == "1" else None
+        text = (
+            f"{_fmt(d.get('tok_s'))} ({d['mode']}, first steps {d['warmup_seconds']:.0f} s)"
+            if "tok_s" in d
+            else d.get("error", "—")
+        )
+        rows.append(
+            f"| decode B={B}, torch.compile (tok/s) | {text} | — | {_ratio(d.get('tok_s'), theirs)} "
+            f"| {'≥ ' + format(target, ',') if target else '—'} | — |"
+        )
     miss = _get(results, "ours", "miss") or {}
     if "error" in miss or "fly_overhead_pct" in miss:
         text = (
@@ -720,6 +738,7 @@ def main(argv: list[str] | None = None) -> int:
         "--time-limit", type=float, default=560.0, help="seconds for the whole run; workers get what is left"
     )
     parser.add_argument("--skip-rwkv", action="store_true", help="do not run the rwkv package")
+    parser.add_argument("--skip-compile", action="store_true", help="do not measure torch.compile-d decode")
     parser.add_argument("--skip-fla", action="store_true", help="do not run fla's chunk_rwkv7")
     parser.add_argument("--worker", choices=("rwkv", "fla"), help=argparse.SUPPRESS)
     parser.add_argument("--worker-in", type=Path, help=argparse.SUPPRESS)
@@ -765,6 +784,17 @@ def main(argv: list[str] | None = None) -> int:
         ours["decode"] = {}
         for B in plan.decode_batches:
             ours["decode"][str(B)] = run.part(f"ours decode B={B}", lambda B=B: ours_decode(model, plan, B))
+        if not args.skip_compile:  # torch.compile + graph: B=1 always, B=64 when time allows
+            ours["decode_compiled"] = {}
+            for B in plan.decode_batches:
+                if B != 1 and (plan.device != "cuda" or run.left() < args.time_limit * 0.6):
+                    ours["decode_compiled"][str(B)] = {
+                        "error": "skipped (compiles B=1 only on the CPU or when short of time)"
+                    }
+                    continue
+                ours["decode_compiled"][str(B)] = run.part(
+                    f"ours decode B={B} compiled", lambda B=B: ours_decode(model, plan, B, compile=True)
+                )
         ours["miss"] = run.part("ours MiSS fly vs merge", lambda: ours_miss(model, plan))
         ours["vs_reference"] = run.part("ours fast vs reference logits", lambda: ours_vs_reference(model, plan, tokens))
     ours["op_sweep"] = run.part("ours WKV op sweep", lambda: ours_op_sweep(plan))

@@ -36,8 +36,13 @@ from rwkv_registry.model.state import RWKV7State
 class Decoder:
     """Greedy-loop building block: ``logits = decoder.step(tokens)`` for ``batch`` rows."""
 
-    def __init__(self, model: RWKV7, batch: int, *, graphs: bool | None = None) -> None:
-        """``graphs``: capture a CUDA graph (default: when the model is on CUDA)."""
+    def __init__(
+        self, model: RWKV7, batch: int, *, graphs: bool | None = None, compile: bool | str = False
+    ) -> None:
+        """``graphs``: capture a CUDA graph (default: when the model is on CUDA). ``compile``:
+        run the step through ``torch.compile`` first (``True`` for the inductor backend, or a
+        backend name), which fuses the element-wise work around the matmuls into few kernels; the
+        first step then pays the compilation (seconds to minutes on a large model)."""
         if batch < 1:
             raise ModelError(f"a decoder needs a batch of at least 1, got {batch}")
         self.model = model
@@ -49,6 +54,10 @@ class Decoder:
         self._version = -1
         self.captures = 0  # how many times a graph was captured (for tests and benchmarks)
         self.capture_error: str | None = None  # why steps run eagerly although graphs were asked for
+        self._fn = self._advance
+        if compile:
+            backend = "inductor" if compile is True else str(compile)
+            self._fn = torch.compile(self._advance, backend=backend, fullgraph=True, dynamic=False)
 
     @property
     def captured(self) -> bool:
@@ -68,7 +77,7 @@ class Decoder:
             mine.ffn_shift.copy_(theirs.ffn_shift)
 
     def _advance(self, tokens: torch.Tensor) -> torch.Tensor:
-        return self.model.advance(tokens, self.state)
+        return self.model.advance(tokens, self.state, check=False)  # step() checked the tokens
 
     def _capture(self, tokens: torch.Tensor) -> None:
         """Capture ``advance`` on the decoder's state, keeping its values (the warm-up runs before
@@ -77,7 +86,7 @@ class Decoder:
         saved = self.state.copy()
         self._graph = None
         try:
-            self._graph = GraphedStep(self._advance, tokens)
+            self._graph = GraphedStep(self._fn, tokens)
             self.captures += 1
         except Exception as exc:  # an op that cannot be captured on this machine: decode eagerly
             self.graphs = False
@@ -104,5 +113,5 @@ class Decoder:
             self._capture(tokens)
             self._version = self.model.weights_version
         if not self.graphs or self._graph is None:
-            return self.model.advance(tokens, self.state)
+            return self._fn(tokens)
         return self._graph(tokens)

@@ -197,7 +197,9 @@ class RWKV7(nn.Module):
         return self._run(tokens, state, full_output, inplace=False)
 
     @torch.no_grad()
-    def advance(self, tokens: torch.Tensor, state: RWKV7State, full_output: bool = False) -> torch.Tensor:
+    def advance(
+        self, tokens: torch.Tensor, state: RWKV7State, full_output: bool = False, *, check: bool = True
+    ) -> torch.Tensor:
         """Like :meth:`forward`, but the new state is written into ``state``'s own tensors
         (inference only, no autograd) and only the logits are returned.
 
@@ -205,9 +207,11 @@ class RWKV7(nn.Module):
         ``model.advance(tokens [B, 1], state)`` can be captured once as a CUDA graph and replayed
         (:class:`rwkv_registry.model.decode.Decoder` does that per batch size). The state's
         tensors must be contiguous, as :meth:`new_state`, ``select`` and ``cat`` make them.
+        ``check=False`` skips the argument checks (for a caller that made both itself, such as a
+        ``torch.compile``-d step, where reading CPU token ids would break the graph).
         """
-        B = self._check_tokens(tokens)
-        self._check_state(state, B, inplace=True)
+        if check:
+            self._check_state(state, self._check_tokens(tokens), inplace=True)
         logits, _ = self._run(tokens, state, full_output, inplace=True)
         return logits
 

@@ -23,6 +23,7 @@ import torch
 
 from rwkv_registry.kernels.wkv7 import wkv7 as _kernel_wkv7
 from rwkv_registry.kernels.wkv7 import wkv7_naive
+from rwkv_registry.kernels.wkv7.op import wkv7_inplace
 
 BACKENDS = ("auto", "reference", "kernels")
 # "auto": the Triton kernels for CUDA tensors, else the reference. "reference": always the reference.
@@ -58,6 +59,11 @@ def wkv7(
     inputs = (r, w, k, v, a, b, state)
     needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in inputs)
     if (_BACKEND == "kernels" or (_BACKEND == "auto" and r.is_cuda)) and not needs_grad:  # forward-only
+        if torch.compiler.is_compiling():  # one opaque custom op for torch.compile, state written in place
+            dst = state_out if state_out is not None else state.to(torch.float32, copy=True)
+            if dst is not state and state_out is not None:
+                dst.copy_(state)
+            return wkv7_inplace(r, w, k, v, a, b, dst), dst
         return _kernel_wkv7(r, w, k, v, a, b, state, state_out=state_out)
     y, final = wkv7_naive(r, w, k, v, a, b, state)
     if state_out is not None:

@@ -80,6 +80,7 @@ def test_dry_run_exercises_every_part(tmp_path: Path) -> None:
     assert all(d["tok_s"] > 0 for d in ours["prefill"].values())
     assert all(d["finite"] for d in ours["decode"].values())
     assert set(ours["miss"]) >= {"fly", "merge", "fly_overhead_pct"}
+    assert ours["decode_compiled"]["1"]["tok_s"] > 0 and ours["decode_compiled"]["1"]["finite"]
     assert ours["vs_reference"]["rel_rms_max"] < 1e-4  # fp32: the interpreted kernels against the loop
     assert results["fla"]["available"] is False and results["fla"]["ours"]["tok_s"] > 0
     if results["rwkv"].get("available"):  # the rwkv package is a dev dependency; it may be absent
@@ -89,4 +90,4 @@ def test_dry_run_exercises_every_part(tmp_path: Path) -> None:
     table = out.with_suffix(".md").read_text()
     assert table == results["table"]
     assert "| decode B=1 (tok/s) |" in table and "| copy bandwidth" in table
-    assert "| fast path vs reference WKV" in table
+    assert "| fast path vs reference WKV" in table and "| decode B=1, torch.compile (tok/s) |" in table

@@ -159,3 +159,64 @@ def test_cuda_graph_decoder_equals_eager_steps(tiny_base) -> None:
         assert rel_err(decoder.step(tok), want) < 2e-2 and decoder.captures == 2
     finally:
         model.remove_miss()
+
+
+@pytest.mark.parametrize("wkv", ["reference", "kernels"])
+@torch.no_grad()
+def test_compiled_decoder_equals_the_eager_one(model: RWKV7, wkv: str, monkeypatch) -> None:
+    """``Decoder(compile=...)`` traces the whole step as one graph (fullgraph: no break), the WKV
+    custom op included ("kernels": the interpreted Triton step kernel), and gives the eager steps."""
+    from rwkv_registry.model import set_wkv_backend
+
+    if wkv == "kernels":
+        pytest.importorskip("triton")
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+    previous = set_wkv_backend(wkv)
+    try:
+        logits, state = model.forward(torch.tensor(PROMPTS))
+        eager, compiled = Decoder(model, 3), Decoder(model, 3, compile="aot_eager")
+        eager.load(state)
+        compiled.load(state)
+        tok = logits.argmax(-1, keepdim=True)
+        for _ in range(3):
+            want = eager.step(tok)
+            assert torch.equal(compiled.step(tok), want)
+            tok = want.argmax(-1, keepdim=True)
+        assert _same_state(compiled.state, eager.state)
+    finally:
+        set_wkv_backend(previous)
+
+
+@pytest.mark.slow
+@torch.no_grad()
+def test_inductor_compiled_decoder_matches_on_the_cpu(model: RWKV7) -> None:
+    """The real compiler (inductor, C++ on the CPU; Triton on a GPU) fuses the step: same logits."""
+    import shutil
+
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        pytest.skip("inductor needs a C compiler on the CPU")
+    logits, state = model.forward(torch.tensor(PROMPTS))
+    eager, compiled = Decoder(model, 3), Decoder(model, 3, compile=True)
+    eager.load(state)
+    compiled.load(state)
+    tok = logits.argmax(-1, keepdim=True)
+    for _ in range(2):
+        want = eager.step(tok)
+        assert rel_err(compiled.step(tok), want) < 1e-4
+        tok = want.argmax(-1, keepdim=True)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@torch.no_grad()
+def test_cuda_compiled_graph_decoder_equals_eager_steps(tiny_base) -> None:
+    model = RWKV7.from_pth(tiny_base, device="cuda", dtype=torch.bfloat16)
+    logits, state = model.forward(torch.tensor(PROMPTS, device="cuda"))
+    eager, compiled = Decoder(model, 3, graphs=False), Decoder(model, 3, compile=True)
+    eager.load(state)
+    compiled.load(state)
+    tok = logits.argmax(-1, keepdim=True)
+    for _ in range(4):
+        want = eager.step(tok)
+        assert rel_err(compiled.step(tok), want) < 2e-2 and compiled.captured
+        tok = want.argmax(-1, keepdim=True)
