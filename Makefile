@@ -23,6 +23,7 @@ demo: venv
 
 test: venv
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(PY) -m pytest -q -n 2 --dist loadfile
 
 lint: venv

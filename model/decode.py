@@ -36,9 +36,7 @@ from rwkv_registry.model.state import RWKV7State
 class Decoder:
     """Greedy-loop building block: ``logits = decoder.step(tokens)`` for ``batch`` rows."""
 
-    def __init__(
-        self, model: RWKV7, batch: int, *, graphs: bool | None = None, compile: bool | str = False
-    ) -> None:
+    def __init__(self, model: RWKV7, batch: int, *, graphs: bool | None = None, compile: bool | str = False) -> None:
         """``graphs``: capture a CUDA graph (default: when the model is on CUDA). ``compile``:
         run the step through ``torch.compile`` first (``True`` for the inductor backend, or a
         backend name), which fuses the element-wise work around the matmuls into few kernels; the

@@ -121,8 +121,13 @@ def cmd_add_base(args: argparse.Namespace) -> int:
             family=args.family,
         )
         return _print_added_base(base)
-    common = {"name": args.name, "source": args.source, "vocab": args.vocab, "family": args.family,
-              "freeze_previous": args.freeze_previous}
+    common = {
+        "name": args.name,
+        "source": args.source,
+        "vocab": args.vocab,
+        "family": args.family,
+        "freeze_previous": args.freeze_previous,
+    }
     if args.base_file:
         size = os.path.getsize(args.base_file) if os.path.isfile(args.base_file) else 0
         progress, advance = _progress_bar(size, f"hashing {os.path.basename(args.base_file)}")
@@ -326,8 +331,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp = cmd("tui", _lazy("rwkv_registry.tui.app:cmd_tui"), "browse the registry in a terminal UI")
     sp.add_argument("path", nargs="?", default=".")
 
-    sp = cmd("smoke", _lazy("rwkv_registry.model.smoke.cli:cmd_smoke"),
-             "quick smoke evaluation of an entry on its base (GPU, or CPU for tiny models)")
+    sp = cmd(
+        "smoke",
+        _lazy("rwkv_registry.model.smoke.cli:cmd_smoke"),
+        "quick smoke evaluation of an entry on its base (GPU, or CPU for tiny models)",
+    )
     sp.add_argument("path", help="registry root")
     sp.add_argument("entry_id")
     sp.add_argument("--base-file", required=True, metavar="BASE.pth")
@@ -337,8 +345,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--think-tokens", type=int, default=256, metavar="N", help="thinking budget of g1k-think")
     sp.add_argument("--format", **fmt)
 
-    sp = cmd("compare", _lazy("rwkv_registry.compare:cmd_compare"),
-             "per-question comparison of two result files (exact McNemar test)")
+    sp = cmd(
+        "compare",
+        _lazy("rwkv_registry.compare:cmd_compare"),
+        "per-question comparison of two result files (exact McNemar test)",
+    )
     sp.add_argument("a", metavar="A.json")
     sp.add_argument("b", metavar="B.json")
     sp.add_argument("--format", **fmt)

@@ -62,8 +62,10 @@ def results_from_json(data: Any, display: str) -> Results:
 
         errors = schema_errors("results", data)
         if errors:
-            raise UsageError(f"{display}: {errors[0][0]}: {errors[0][1]}",
-                             hint="See schemas/results.schema.json for the per-question format.")
+            raise UsageError(
+                f"{display}: {errors[0][0]}: {errors[0][1]}",
+                hint="See schemas/results.schema.json for the per-question format.",
+            )
         scores: dict[str, float] = {}
         cats: dict[str, str] = {}
         for r in data["results"]:
@@ -83,8 +85,10 @@ def results_from_json(data: Any, display: str) -> Results:
             scores[str(c["id"])] = 1.0 if c["entry"]["correct"] else 0.0
             cats[str(c["id"])] = str(c.get("category", ""))
         return Results(str(data.get("entry", {}).get("id", display)), scores, cats)
-    raise UsageError(f"{display}: neither a result file (format {RESULTS_FORMAT!r}) nor a smoke report",
-                     hint="See `rwkv-registry compare --help` and schemas/results.schema.json.")
+    raise UsageError(
+        f"{display}: neither a result file (format {RESULTS_FORMAT!r}) nor a smoke report",
+        hint="See `rwkv-registry compare --help` and schemas/results.schema.json.",
+    )
 
 
 @dataclass
@@ -106,9 +110,18 @@ class Comparison:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "a": self.a, "b": self.b, "questions": self.questions, "wins": self.wins, "losses": self.losses,
-            "ties": self.ties, "p_value": self.p_value, "score_a": self.score_a, "score_b": self.score_b,
-            "by_category": self.by_category, "won": self.won, "lost": self.lost,
+            "a": self.a,
+            "b": self.b,
+            "questions": self.questions,
+            "wins": self.wins,
+            "losses": self.losses,
+            "ties": self.ties,
+            "p_value": self.p_value,
+            "score_a": self.score_a,
+            "score_b": self.score_b,
+            "by_category": self.by_category,
+            "won": self.won,
+            "lost": self.lost,
         }
 
 
@@ -117,8 +130,10 @@ def compare(a: Results, b: Results) -> Comparison:
     only_a, only_b = set(a.scores) - set(b.scores), set(b.scores) - set(a.scores)
     if only_a or only_b:
         sample = sorted(only_a | only_b)[:5]
-        raise UsageError(f"the files hold different questions ({len(only_a)} only in A, {len(only_b)} only in B; "
-                         f"e.g. {sample})", hint="Compare results of the same benchmark and question set.")
+        raise UsageError(
+            f"the files hold different questions ({len(only_a)} only in A, {len(only_b)} only in B; e.g. {sample})",
+            hint="Compare results of the same benchmark and question set.",
+        )
     won, lost = [], []
     cats: dict[str, dict[str, float]] = {}
     for q in sorted(a.scores):
@@ -137,9 +152,20 @@ def compare(a: Results, b: Results) -> Comparison:
     for c in cats.values():
         c["delta"] = c["score_b"] - c["score_a"]
     n = len(a.scores)
-    return Comparison(a.name, b.name, n, len(won), len(lost), n - len(won) - len(lost),
-                      mcnemar_exact(len(won), len(lost)), sum(a.scores.values()), sum(b.scores.values()),
-                      dict(sorted(cats.items())), won, lost)
+    return Comparison(
+        a.name,
+        b.name,
+        n,
+        len(won),
+        len(lost),
+        n - len(won) - len(lost),
+        mcnemar_exact(len(won), len(lost)),
+        sum(a.scores.values()),
+        sum(b.scores.values()),
+        dict(sorted(cats.items())),
+        won,
+        lost,
+    )
 
 
 def load(path: str) -> Results:
@@ -164,13 +190,30 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for col in ("category", "questions", "A", "B", "Δ", "+wins", "−losses"):
         table.add_column(col, justify="left" if col == "category" else "right")
     for cat, c in result.by_category.items():
-        table.add_row(cat, str(int(c["questions"])), _fmt(c["score_a"]), _fmt(c["score_b"]), f"{c['delta']:+g}",
-                      str(int(c["wins"])), str(int(c["losses"])))
-    table.add_row("all", str(result.questions), _fmt(result.score_a), _fmt(result.score_b),
-                  f"{result.score_b - result.score_a:+g}", str(result.wins), str(result.losses), style="bold")
+        table.add_row(
+            cat,
+            str(int(c["questions"])),
+            _fmt(c["score_a"]),
+            _fmt(c["score_b"]),
+            f"{c['delta']:+g}",
+            str(int(c["wins"])),
+            str(int(c["losses"])),
+        )
+    table.add_row(
+        "all",
+        str(result.questions),
+        _fmt(result.score_a),
+        _fmt(result.score_b),
+        f"{result.score_b - result.score_a:+g}",
+        str(result.wins),
+        str(result.losses),
+        style="bold",
+    )
     console.print(table)
-    console.print(f"+{result.wins}/−{result.losses} on {result.wins + result.losses} discordant questions, "
-                  f"exact McNemar p = {result.p_value:.3g}")
+    console.print(
+        f"+{result.wins}/−{result.losses} on {result.wins + result.losses} discordant questions, "
+        f"exact McNemar p = {result.p_value:.3g}"
+    )
     return 0
 
 
@@ -178,11 +221,16 @@ def _fmt(x: float) -> str:
     return f"{x:g}"
 
 
-def results_file(name: str, scores: Mapping[str, float], categories: Mapping[str, str] | None = None,
-                 benchmark: str = "") -> dict[str, Any]:
+def results_file(
+    name: str, scores: Mapping[str, float], categories: Mapping[str, str] | None = None, benchmark: str = ""
+) -> dict[str, Any]:
     """A per-question result file (for exporting external benchmarks)."""
-    return {"format": RESULTS_FORMAT, "name": name, "benchmark": benchmark,
-            "results": [{"id": q, "category": (categories or {}).get(q, ""), "score": s} for q, s in scores.items()]}
+    return {
+        "format": RESULTS_FORMAT,
+        "name": name,
+        "benchmark": benchmark,
+        "results": [{"id": q, "category": (categories or {}).get(q, ""), "score": s} for q, s in scores.items()],
+    }
 
 
 def write_results(path: Path, data: dict[str, Any]) -> None:

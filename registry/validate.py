@@ -229,8 +229,14 @@ class Validator:
             if not self.invalid_json:
                 raise
             where = sorted(self.invalid_json)
-            self.add(finding("SCH005", where[0], f"rules of {step.__name__} skipped: {', '.join(where)} "
-                                                 f"does not follow its schema ({type(e).__name__})"))
+            self.add(
+                finding(
+                    "SCH005",
+                    where[0],
+                    f"rules of {step.__name__} skipped: {', '.join(where)} "
+                    f"does not follow its schema ({type(e).__name__})",
+                )
+            )
 
     def walk(self) -> Tree:
         """Every file and directory of the registry (symlinks checked, never followed out)."""

@@ -49,8 +49,16 @@ def target_shape(arch: dict[str, Any], target: str) -> tuple[int, int]:
     return (f, c) if target == "ffn.key.weight" else (c, f)
 
 
-def write_state(path: Path, arch: dict[str, Any] = TINY_ARCH, *, dtype: str = "bfloat16", seed: int = 0,
-                n_layer: int | None = None, shape: tuple[int, ...] | None = None, poison: bool = False) -> Path:
+def write_state(
+    path: Path,
+    arch: dict[str, Any] = TINY_ARCH,
+    *,
+    dtype: str = "bfloat16",
+    seed: int = 0,
+    n_layer: int | None = None,
+    shape: tuple[int, ...] | None = None,
+    poison: bool = False,
+) -> Path:
     """A State file written by torch.save (the trainer's own format)."""
     import torch
 
@@ -67,8 +75,16 @@ def write_state(path: Path, arch: dict[str, Any] = TINY_ARCH, *, dtype: str = "b
     return path
 
 
-def write_miss(path: Path, arch: dict[str, Any] = TINY_ARCH, *, base_sha: str = TINY_SHA, rank: int = 4,
-               alpha: float = 8, seed: int = 0, **kw: Any) -> dict[str, Any]:
+def write_miss(
+    path: Path,
+    arch: dict[str, Any] = TINY_ARCH,
+    *,
+    base_sha: str = TINY_SHA,
+    rank: int = 4,
+    alpha: float = 8,
+    seed: int = 0,
+    **kw: Any,
+) -> dict[str, Any]:
     """A MiSS package through the registry's writer (the trainer's layout)."""
     from rwkv_registry.miss import write_miss_file
     from rwkv_registry.pthwrite import RawTensor
@@ -77,8 +93,9 @@ def write_miss(path: Path, arch: dict[str, Any] = TINY_ARCH, *, base_sha: str = 
     for layer in range(arch["n_layer"]):
         for j, t in enumerate(MISS_TARGETS):
             out_f, _ = target_shape(arch, t)
-            tensors[f"blocks.{layer}.{t}.D"] = RawTensor("bfloat16", (out_f, rank),
-                                                         bf16_bytes(out_f * rank, seed * 100 + layer * 10 + j))
+            tensors[f"blocks.{layer}.{t}.D"] = RawTensor(
+                "bfloat16", (out_f, rank), bf16_bytes(out_f * rank, seed * 100 + layer * 10 + j)
+            )
     path.parent.mkdir(parents=True, exist_ok=True)
     return write_miss_file(path, tensors, rank=rank, alpha=alpha, base_fingerprint=base_sha, arch=arch, **kw)
 
@@ -106,8 +123,16 @@ def miss_train(version: str = "v2", groups: tuple[str, ...] = ("r4-a", "r4-b"), 
         "command": "rwkv_miss_tune --rank 4",
         "started": "2026-10-12T08:00:00Z",
         "finished": "2026-10-12T10:00:00Z",
-        "runs": [{"group": g, "lr": 2e-5, "lr_final": 2e-6, "started": "2026-10-12T08:00:00Z",
-                  "finished": "2026-10-12T09:00:00Z"} for g in groups],
+        "runs": [
+            {
+                "group": g,
+                "lr": 2e-5,
+                "lr_final": 2e-6,
+                "started": "2026-10-12T08:00:00Z",
+                "finished": "2026-10-12T09:00:00Z",
+            }
+            for g in groups
+        ],
     }
     t.update(over)
     return t
@@ -151,9 +176,16 @@ def resum(root: Path) -> None:
     write_sums(root)
 
 
-
-def write_tiny_base(path: Path, *, n_layer: int = 2, n_embd: int = 128, vocab: int = 1000, ffn: int = 512,
-                    lora: int = 32, dtype: str = "bfloat16") -> Path:
+def write_tiny_base(
+    path: Path,
+    *,
+    n_layer: int = 2,
+    n_embd: int = 128,
+    vocab: int = 1000,
+    ffn: int = 512,
+    lora: int = 32,
+    dtype: str = "bfloat16",
+) -> Path:
     """An RWKV-7-shaped checkpoint (zeros) written by torch.save: every tensor name and shape of FORMATS §2."""
     import torch
 

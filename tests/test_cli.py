@@ -25,8 +25,11 @@ from rwkv_registry.schemas import schema_errors
 
 
 def snapshot(root: Path) -> dict[str, str]:
-    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -76,9 +79,16 @@ def test_add_base_reads_architecture_from_headers(tmp_path: Path) -> None:
     b = index["bases"][0]
     assert b["name"] == "rwkv7-tiny-20261001-ctx4096" and b["family"] == "rwkv7-tiny"
     assert b["sha256"] == hashlib.sha256(base.read_bytes()).hexdigest() and b["size"] == base.stat().st_size
-    assert b["architecture"] == {"n_layer": 3, "n_embd": 192, "head_size": 64, "n_head": 3, "vocab_size": 777,
-                                 "ffn_size": 768, "lora": {"decay": 32, "aaa": 32, "mv": 32, "gate": 32},
-                                 "dtype": "bfloat16"}
+    assert b["architecture"] == {
+        "n_layer": 3,
+        "n_embd": 192,
+        "head_size": 64,
+        "n_head": 3,
+        "vocab_size": 777,
+        "ffn_size": 768,
+        "lora": {"decay": 32, "aaa": 32, "mv": 32, "gate": 32},
+        "dtype": "bfloat16",
+    }
     assert (root / b["name"] / "state").is_dir() and (root / b["name"] / "miss").is_dir()
     assert b["name"] in (root / "README.md").read_text()
     assert main(["validate", str(root)]) == 0
@@ -91,10 +101,41 @@ def test_add_base_by_metadata_and_freeze_previous(tmp_path: Path) -> None:
     root = tmp_path / "reg"
     main(["init", str(root)])
     arch = "n_layer=2,n_embd=128,vocab_size=65536,ffn_size=512"
-    assert main(["add-base", str(root), "--name", "rwkv7-t-20260101-ctx1", "--sha256", "a" * 64, "--size", "5",
-                 "--arch", arch]) == 0
-    assert main(["add-base", str(root), "--name", "rwkv7-t-20260201-ctx1", "--sha256", "b" * 64, "--size", "5",
-                 "--arch", arch, "--freeze-previous"]) == 0
+    assert (
+        main(
+            [
+                "add-base",
+                str(root),
+                "--name",
+                "rwkv7-t-20260101-ctx1",
+                "--sha256",
+                "a" * 64,
+                "--size",
+                "5",
+                "--arch",
+                arch,
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "add-base",
+                str(root),
+                "--name",
+                "rwkv7-t-20260201-ctx1",
+                "--sha256",
+                "b" * 64,
+                "--size",
+                "5",
+                "--arch",
+                arch,
+                "--freeze-previous",
+            ]
+        )
+        == 0
+    )
     status = {b["name"]: b["status"] for b in json.loads((root / "index.json").read_text())["bases"]}
     assert status == {"rwkv7-t-20260101-ctx1": "frozen", "rwkv7-t-20260201-ctx1": "active"}
     assert main(["add-base", str(root), "--name", "x", "--sha256", "zz", "--size", "5", "--arch", arch]) == 2
@@ -108,13 +149,44 @@ def test_add_state_and_miss_through_cli(tmp_path: Path) -> None:
     add_base(root, name=TINY_BASE, source="BlinkDL/rwkv7-g1", sha256="c" * 64, size=1, arch=dict(TINY_ARCH))
     st = write_state(tmp_path / "v1s10.pth")
     (tmp_path / "st.json").write_text(json.dumps(state_train()))
-    assert main(["add", str(root), str(st), "--base", TINY_BASE, "--data-version", "v1",
-                 "--train", str(tmp_path / "st.json"), "--recommended"]) == 0
+    assert (
+        main(
+            [
+                "add",
+                str(root),
+                str(st),
+                "--base",
+                TINY_BASE,
+                "--data-version",
+                "v1",
+                "--train",
+                str(tmp_path / "st.json"),
+                "--recommended",
+            ]
+        )
+        == 0
+    )
     mf = tmp_path / "g" / "adapter-final.pth"
     manifest = write_miss(mf, base_sha="c" * 64)
     (tmp_path / "mt.json").write_text(json.dumps(miss_train()))
-    assert main(["add", str(root), str(mf), "--base", TINY_BASE, "--data-version", "v2",
-                 "--train", str(tmp_path / "mt.json"), "--group", "r4-a"]) == 0
+    assert (
+        main(
+            [
+                "add",
+                str(root),
+                str(mf),
+                "--base",
+                TINY_BASE,
+                "--data-version",
+                "v2",
+                "--train",
+                str(tmp_path / "mt.json"),
+                "--group",
+                "r4-a",
+            ]
+        )
+        == 0
+    )
     index = json.loads((root / "index.json").read_text())
     state, miss = index["entries"]
     assert state["id"] == "v1s10" and state["profile"] == "g1k" and state["recommended"] is True
@@ -130,14 +202,34 @@ def test_add_refuses_incompatible_file_and_changes_nothing(registry: Path, tmp_p
     before = snapshot(registry)
     wrong_base = tmp_path / "x" / "adapter-final.pth"
     write_miss(wrong_base, base_sha="d" * 64)  # trained on another base file
-    out = run_cli("add", str(registry), str(wrong_base), "--base", TINY_BASE, "--data-version", "v2",
-                  "--train", str(_train_file(tmp_path, miss_train(groups=("r4-c",)))), "--group", "r4-c")
+    out = run_cli(
+        "add",
+        str(registry),
+        str(wrong_base),
+        "--base",
+        TINY_BASE,
+        "--data-version",
+        "v2",
+        "--train",
+        str(_train_file(tmp_path, miss_train(groups=("r4-c",)))),
+        "--group",
+        "r4-c",
+    )
     assert out.returncode == 1, out.stderr
     assert "MIS013" in out.stderr and "base_fingerprint" in out.stderr
     big = tmp_path / "big.pth"
     write_state(big, dict(TINY_ARCH, n_head=4))  # shapes of another model size
-    out = run_cli("add", str(registry), str(big), "--base", TINY_BASE, "--data-version", "v1",
-                  "--train", str(_train_file(tmp_path, state_train())))
+    out = run_cli(
+        "add",
+        str(registry),
+        str(big),
+        "--base",
+        TINY_BASE,
+        "--data-version",
+        "v1",
+        "--train",
+        str(_train_file(tmp_path, state_train())),
+    )
     assert out.returncode == 1 and "STA002" in out.stderr
     assert snapshot(registry) == before
 
@@ -145,8 +237,22 @@ def test_add_refuses_incompatible_file_and_changes_nothing(registry: Path, tmp_p
 def test_add_refuses_nan_state(registry: Path, tmp_path: Path) -> None:
     before = snapshot(registry)
     bad = write_state(tmp_path / "nan.pth", poison=True)
-    assert main(["add", str(registry), str(bad), "--base", TINY_BASE, "--data-version", "v1",
-                 "--train", str(_train_file(tmp_path, state_train()))]) == 1
+    assert (
+        main(
+            [
+                "add",
+                str(registry),
+                str(bad),
+                "--base",
+                TINY_BASE,
+                "--data-version",
+                "v1",
+                "--train",
+                str(_train_file(tmp_path, state_train())),
+            ]
+        )
+        == 1
+    )
     assert snapshot(registry) == before
 
 

@@ -17,8 +17,15 @@ from rwkv_registry.validate import validate_registry
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
 STATE = f"{TINY_BASE}/state/v1/s1.pth"
-ENV = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t",
-       "GIT_COMMITTER_EMAIL": "t@e", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
+ENV = {
+    **os.environ,
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@e",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@e",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
 
 
 def git(root: Path, *args: str) -> str:
@@ -105,8 +112,10 @@ def test_git_unavailable_is_a_warning(repo: Path, monkeypatch: pytest.MonkeyPatc
     assert str(f.severity) == "warning"
 
 
-@pytest.mark.skipif(shutil.which("pre-commit") is None and not (Path(sys.executable).parent / "pre-commit").exists(),
-                    reason="pre-commit not installed")
+@pytest.mark.skipif(
+    shutil.which("pre-commit") is None and not (Path(sys.executable).parent / "pre-commit").exists(),
+    reason="pre-commit not installed",
+)
 def test_real_pre_commit_refuses_bad_commit_and_accepts_good(repo: Path, tmp_path: Path) -> None:
     """pre-commit runs our hook definition (.pre-commit-hooks.yaml) with the installed rwkv-registry."""
     import yaml

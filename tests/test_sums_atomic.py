@@ -44,8 +44,9 @@ def test_sha256sum_accepts_our_file(tmp_path: Path) -> None:
     out = subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=tmp_path, capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
     (tmp_path / "a.txt").write_bytes(b"changed")
-    assert subprocess.run(["sha256sum", "-c", "--quiet", "SHA256SUMS"], cwd=tmp_path,
-                          capture_output=True).returncode == 1
+    assert (
+        subprocess.run(["sha256sum", "-c", "--quiet", "SHA256SUMS"], cwd=tmp_path, capture_output=True).returncode == 1
+    )
 
 
 def test_atomic_write_replaces_whole_file(tmp_path: Path) -> None:
@@ -105,8 +106,10 @@ def test_second_writer_fails_cleanly_when_lock_held(tmp_path: Path) -> None:
     p.start()
     try:
         assert ready.wait(20)
-        with pytest.raises(LockedError, match="another rwkv-registry command is writing"), \
-                registry_lock(tmp_path, timeout=0.2):
+        with (
+            pytest.raises(LockedError, match="another rwkv-registry command is writing"),
+            registry_lock(tmp_path, timeout=0.2),
+        ):
             pass
     finally:
         p.join(20)

@@ -34,8 +34,14 @@ from rwkv_registry.validate import validate_registry
 
 STATE = f"{TINY_BASE}/state/v1/s1.pth"
 MISS_A = f"{TINY_BASE}/miss/v2/r4-a/adapter-final.pth"
-TARGETS = ("att.receptance.weight", "att.key.weight", "att.value.weight", "att.output.weight",
-           "ffn.key.weight", "ffn.value.weight")
+TARGETS = (
+    "att.receptance.weight",
+    "att.key.weight",
+    "att.value.weight",
+    "att.output.weight",
+    "ffn.key.weight",
+    "ffn.value.weight",
+)
 
 
 def plant(root: Path, rel: str, data: bytes) -> None:
@@ -53,8 +59,11 @@ def plant(root: Path, rel: str, data: bytes) -> None:
 
 
 def run_validate_subprocess(root: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "rwkv_registry.cli", "validate", str(root), "--format", "json"],
-                          capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "rwkv_registry.cli", "validate", str(root), "--format", "json"],
+        capture_output=True,
+        text=True,
+    )
 
 
 def findings(out: subprocess.CompletedProcess[str]) -> set[str]:
@@ -85,8 +94,8 @@ def test_bad_crc(reg: Path) -> None:
     for sig, name_len_at, name_at, crc_at in ((b"PK\x03\x04", 26, 30, 14), (b"PK\x01\x02", 28, 46, 16)):
         off = data.find(sig)
         while off >= 0:
-            n = int.from_bytes(data[off + name_len_at:off + name_len_at + 2], "little")
-            if bytes(data[off + name_at:off + name_at + n]).endswith(b"/data.pkl"):
+            n = int.from_bytes(data[off + name_len_at : off + name_len_at + 2], "little")
+            if bytes(data[off + name_at : off + name_at + n]).endswith(b"/data.pkl"):
                 data[off + crc_at] ^= 0xFF
                 flipped += 1
             off = data.find(sig, off + 4)
@@ -115,8 +124,10 @@ def test_duplicate_tensor_names(reg: Path) -> None:
 
 
 def test_miss_manifest_over_8_mib(reg: Path) -> None:
-    data = lightning_bytes({"blocks.0.att.key.weight.D": ("bfloat16", (128, 4), bf16_bytes(512, 1))},
-                           miss_json=b'{"pad": "' + b"x" * (8 * 2**20) + b'"}')
+    data = lightning_bytes(
+        {"blocks.0.att.key.weight.D": ("bfloat16", (128, 4), bf16_bytes(512, 1))},
+        miss_json=b'{"pad": "' + b"x" * (8 * 2**20) + b'"}',
+    )
     plant(reg, MISS_A, data)
     assert "MIS002" in findings(run_validate_subprocess(reg))
 
@@ -167,11 +178,27 @@ def independent_miss(arch: dict, base_sha: str, *, rank: int = 4, poison: bytes 
             if poison is not None and layer == 0 and j == 0:
                 raw[6:8] = poison
             tensors[f"blocks.{layer}.{t}.D"] = ("bfloat16", (out_f, rank), bytes(raw))
-            targets.append({"name": f"blocks.{layer}.{t}", "layer": layer, "target": t, "in_features": in_f,
-                            "shape": [out_f, rank]})
-    manifest = {"format_version": 1, "method": "miss", "dtype": "bfloat16", "layout": "modulo_rank_zero_pad",
-                "kind": "inference_adapter", "rank": rank, "alpha": 8, "scale": 2.0, "base_fingerprint": base_sha,
-                "targets": targets}
+            targets.append(
+                {
+                    "name": f"blocks.{layer}.{t}",
+                    "layer": layer,
+                    "target": t,
+                    "in_features": in_f,
+                    "shape": [out_f, rank],
+                }
+            )
+    manifest = {
+        "format_version": 1,
+        "method": "miss",
+        "dtype": "bfloat16",
+        "layout": "modulo_rank_zero_pad",
+        "kind": "inference_adapter",
+        "rank": rank,
+        "alpha": 8,
+        "scale": 2.0,
+        "base_fingerprint": base_sha,
+        "targets": targets,
+    }
     body = json.dumps(manifest, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
     h = hashlib.sha256(body)
     for t in targets:
@@ -215,4 +242,3 @@ def test_tiny_random_base_end_to_end(tmp_path: Path) -> None:
 
     with pytest.raises(RefusedError, match="MIS013"):
         add_entry(root, wrong, base=b["name"], data_version="v2", train=miss_train(groups=("r4-b",)), group="r4-b")
-

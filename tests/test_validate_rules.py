@@ -62,34 +62,66 @@ def refresh(root: Path, rel: str) -> None:
     resum(root)
 
 
-def custom_miss(path: Path, *, manifest_edit: Callable[[dict], None] | None = None,
-                tensors_edit: Callable[[dict], None] | None = None, fix_cv: bool = True,
-                arch: dict[str, Any] = TINY_ARCH, rank: int = 4) -> None:
+def custom_miss(
+    path: Path,
+    *,
+    manifest_edit: Callable[[dict], None] | None = None,
+    tensors_edit: Callable[[dict], None] | None = None,
+    fix_cv: bool = True,
+    arch: dict[str, Any] = TINY_ARCH,
+    rank: int = 4,
+) -> None:
     """A MiSS package with a hand-edited manifest or tensors (content_version fixed unless asked)."""
     from rwkv_registry.pthwrite import RawTensor, write_pth
 
     tensors: dict[str, Any] = {}
     targets = []
     for layer in range(arch["n_layer"]):
-        for j, t in enumerate(("att.receptance.weight", "att.key.weight", "att.value.weight",
-                               "att.output.weight", "ffn.key.weight", "ffn.value.weight")):
+        for j, t in enumerate(
+            (
+                "att.receptance.weight",
+                "att.key.weight",
+                "att.value.weight",
+                "att.output.weight",
+                "ffn.key.weight",
+                "ffn.value.weight",
+            )
+        ):
             out_f, in_f = target_shape(arch, t)
-            tensors[f"blocks.{layer}.{t}.D"] = RawTensor("bfloat16", (out_f, rank),
-                                                         bf16_bytes(out_f * rank, layer * 10 + j))
-            targets.append({"name": f"blocks.{layer}.{t}", "layer": layer, "target": t,
-                            "in_features": in_f, "shape": [out_f, rank]})
+            tensors[f"blocks.{layer}.{t}.D"] = RawTensor(
+                "bfloat16", (out_f, rank), bf16_bytes(out_f * rank, layer * 10 + j)
+            )
+            targets.append(
+                {
+                    "name": f"blocks.{layer}.{t}",
+                    "layer": layer,
+                    "target": t,
+                    "in_features": in_f,
+                    "shape": [out_f, rank],
+                }
+            )
     manifest: dict[str, Any] = {
-        "format_version": 1, "method": "miss", "dtype": "bfloat16", "layout": "modulo_rank_zero_pad",
-        "kind": "inference_adapter", "rank": rank, "alpha": 8, "scale": 8 / rank,
-        "base_fingerprint": hashlib.sha256(b"tiny base file").hexdigest(), "targets": targets,
+        "format_version": 1,
+        "method": "miss",
+        "dtype": "bfloat16",
+        "layout": "modulo_rank_zero_pad",
+        "kind": "inference_adapter",
+        "rank": rank,
+        "alpha": 8,
+        "scale": 8 / rank,
+        "base_fingerprint": hashlib.sha256(b"tiny base file").hexdigest(),
+        "targets": targets,
     }
     if manifest_edit:
         manifest_edit(manifest)
     if tensors_edit:
         tensors_edit(tensors)
     if fix_cv:
-        chunks = [bytes(tensors[f"{t['name']}.D"].data) for t in manifest["targets"]
-                  if isinstance(t, dict) and f"{t.get('name')}.D" in tensors]
+        chunks = [
+            bytes(tensors[f"{t['name']}.D"].data)
+            for t in manifest["targets"]
+            if isinstance(t, dict) and f"{t.get('name')}.D" in tensors
+        ]
         manifest["content_version"] = content_version(manifest, chunks)
     manifest.setdefault("content_version", "0" * 64)
     write_pth(path, tensors, layout="lightning", extra_entries={"miss.json": jsoncpp.dumps_bytes(manifest)})
@@ -222,8 +254,11 @@ def _miss_other_arch(root: Path) -> None:
 def _miss_no_manifest(root: Path) -> None:
     from rwkv_registry.pthwrite import RawTensor, write_pth
 
-    write_pth(root / MISS_A, {"blocks.0.att.key.weight.D": RawTensor("bfloat16", (128, 4), bf16_bytes(512, 0))},
-              layout="lightning")
+    write_pth(
+        root / MISS_A,
+        {"blocks.0.att.key.weight.D": RawTensor("bfloat16", (128, 4), bf16_bytes(512, 0))},
+        layout="lightning",
+    )
     refresh(root, MISS_A)
 
 
@@ -309,8 +344,26 @@ CASES: dict[str, Callable[..., None]] = {
 # on hostile archives, git immutability needs a repository (tests/test_git.py), signatures need keys
 # (tests/test_signing.py).
 ELSEWHERE = {
-    "PTH002", "PTH003", "PTH004", "PTH005", "PTH006", "PTH007", "PTH008", "PTH009", "PTH010", "PTH011", "PTH012",
-    "PTH013", "GIT001", "GIT002", "GIT003", "GIT004", "SIG001", "SIG002", "SIG003", "SIG004",
+    "PTH002",
+    "PTH003",
+    "PTH004",
+    "PTH005",
+    "PTH006",
+    "PTH007",
+    "PTH008",
+    "PTH009",
+    "PTH010",
+    "PTH011",
+    "PTH012",
+    "PTH013",
+    "GIT001",
+    "GIT002",
+    "GIT003",
+    "GIT004",
+    "SIG001",
+    "SIG002",
+    "SIG003",
+    "SIG004",
 }
 CASE_FILES = {"GIT": "test_git.py", "SIG": "test_signing.py"}
 
