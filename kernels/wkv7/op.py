@@ -32,13 +32,6 @@ def wkv7_inplace(
 
 
 @wkv7_inplace.register_fake
-def _(
-    r: torch.Tensor,
-    w: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    a: torch.Tensor,
-    b: torch.Tensor,
-    state: torch.Tensor,
-) -> torch.Tensor:
+def _shape_only(r: torch.Tensor, *others: torch.Tensor) -> torch.Tensor:
+    """What the compiler needs to know: ``y`` has the shape and dtype of ``r``."""
     return torch.empty_like(r, memory_format=torch.contiguous_format)
