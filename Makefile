@@ -13,7 +13,7 @@ $(VENV)/.stamp: pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check "$(TORCH_SPEC)" || \
 		$(PY) -m pip install -q --disable-pip-version-check "torch>=2.10"
-	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev]'
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[dev,all]'
 	touch $@
 
 venv: $(VENV)/.stamp

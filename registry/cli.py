@@ -398,19 +398,36 @@ def main(argv: Sequence[str] | None = None) -> int:
         if e.hint:
             console.print(f"[dim]hint:[/] {escape(e.hint)}")
         return e.exit_code
+    except ModuleNotFoundError as e:
+        extra = _OPTIONAL_EXTRAS.get((e.name or "").partition(".")[0])
+        if extra is None:
+            return _unexpected(e)
+        sys.stderr.write(
+            f"error: `rwkv-registry {args.command}` needs {e.name!r}, which is not installed\n"
+            f"hint: install the optional part: pip install 'rwkv-registry[{extra}]' (or '[all]')\n"
+        )
+        return 2
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         return 130
     except BrokenPipeError:
         return 0
     except Exception as e:  # never a traceback for users unless asked
-        if os.environ.get("RWKV_REGISTRY_TRACEBACK"):
-            raise
-        sys.stderr.write(
-            f"error: unexpected {type(e).__name__}: {e}\n"
-            "hint: this is a bug in rwkv-registry; rerun with RWKV_REGISTRY_TRACEBACK=1 and report it.\n"
-        )
-        return 2
+        return _unexpected(e)
+
+
+# Third-party modules of the optional parts: the core (validate, add, ...) needs none of them.
+_OPTIONAL_EXTRAS = {"torch": "model", "rwkv": "model", "triton": "model", "textual": "tui"}
+
+
+def _unexpected(e: Exception) -> int:
+    if os.environ.get("RWKV_REGISTRY_TRACEBACK"):
+        raise e
+    sys.stderr.write(
+        f"error: unexpected {type(e).__name__}: {e}\n"
+        "hint: this is a bug in rwkv-registry; rerun with RWKV_REGISTRY_TRACEBACK=1 and report it.\n"
+    )
+    return 2
 
 
 if __name__ == "__main__":

@@ -40,3 +40,45 @@ def test_importing_every_core_module_keeps_torch_out() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+# Runs the CLI as if torch and textual were not installed (the core install: `pip install rwkv-registry`).
+WITHOUT_EXTRAS = """
+import sys
+
+class NotInstalled:
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in ("torch", "textual", "rwkv", "triton"):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, NotInstalled())
+from rwkv_registry.cli import main
+raise SystemExit(main(sys.argv[1:]))
+"""
+
+
+def test_core_dependencies_leave_out_torch_and_textual() -> None:
+    import tomllib
+
+    meta = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"]
+    core = " ".join(meta["dependencies"])
+    assert "torch" not in core and "textual" not in core and "rwkv=" not in core
+    assert any(d.startswith("torch") for d in meta["optional-dependencies"]["model"])
+    assert any(d.startswith("textual") for d in meta["optional-dependencies"]["tui"])
+
+
+def test_without_the_extras_the_core_works_and_the_rest_says_what_to_install(tmp_path: Path) -> None:
+    root = build_registry(tmp_path / "reg", tmp_path)
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", WITHOUT_EXTRAS, *args], capture_output=True, text=True)
+
+    ok = run("validate", str(root))
+    assert ok.returncode == 0, ok.stderr
+    tui = run("tui", str(root))
+    assert tui.returncode == 2 and "pip install 'rwkv-registry[tui]'" in tui.stderr
+    smoke = run("smoke", str(root), "some-entry", "--base-file", "base.pth")
+    assert smoke.returncode == 2 and "pip install 'rwkv-registry[model]'" in smoke.stderr
+    assert "needs 'textual'" in tui.stderr and "needs 'torch'" in smoke.stderr
+    assert "Traceback" not in tui.stderr + smoke.stderr
