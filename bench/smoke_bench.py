@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import sys
 import time
@@ -101,8 +102,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--profile", default="g1k", choices=["g1k", "g1k-think"])
     p.add_argument("--think-tokens", type=int, default=256)
     p.add_argument("--out", type=Path, default=Path("smoke_bench.json"))
+    p.add_argument("--compile", action="store_true", help="decode via torch.compile (RWKV_REGISTRY_SMOKE_COMPILE=1)")
     args = p.parse_args(argv)
     sys.path.insert(0, str(REPO))
+    if args.compile:
+        os.environ["RWKV_REGISTRY_SMOKE_COMPILE"] = "1"
 
     import torch
 
@@ -130,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         "arch": arch,
         "cases": n,
         "profile": args.profile,
+        "compile": args.compile,
         "target_s": TARGET_S,
     }
     t0 = time.perf_counter()

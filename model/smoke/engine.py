@@ -18,7 +18,8 @@ whose negative log-likelihood is summed (the loss rows). An :class:`Engine` run 
    ``"invalid"``), so a broken call costs a few tokens, not the whole budget. Rows that finish
    leave the batch on the CPU; on CUDA the batch keeps its shape (finished rows are fed token 0
    and ignored) so that one captured step serves the whole decode
-   (:class:`rwkv_registry.model.decode.Decoder`; ``RWKV_REGISTRY_SMOKE_GRAPHS=0`` turns graphs off).
+   (:class:`rwkv_registry.model.decode.Decoder`; ``RWKV_REGISTRY_SMOKE_GRAPHS=0`` turns graphs off,
+   ``RWKV_REGISTRY_SMOKE_COMPILE=1`` compiles the step first).
 
 Every logits row is checked for NaN/Inf and charged to its job. A run is exactly repeatable: the
 same jobs give the same tokens and losses bit for bit (the smoke evaluation runs twice to check).
@@ -127,7 +128,12 @@ class Engine:
         time_state: StateWeights | None = None,
         fixed_batch: bool | None = None,
         graphs: bool | None = None,
+        compile: bool | str | None = None,
     ) -> None:
+        """``fixed_batch`` (default: on CUDA) keeps finished rows in the decode batch; ``graphs``
+        (default: on CUDA, unless ``RWKV_REGISTRY_SMOKE_GRAPHS=0``) replays each decode step as a
+        CUDA graph; ``compile`` (default: ``RWKV_REGISTRY_SMOKE_COMPILE=1``) passes the step through
+        ``torch.compile`` first (see :class:`~rwkv_registry.model.decode.Decoder`)."""
         self.model = model
         self.tok = tokenizer
         self.time_state = time_state
@@ -136,6 +142,9 @@ class Engine:
         if graphs is None:
             graphs = cuda and os.environ.get("RWKV_REGISTRY_SMOKE_GRAPHS", "1") != "0"
         self.graphs = bool(graphs and cuda and self.fixed_batch)
+        if compile is None:
+            compile = os.environ.get("RWKV_REGISTRY_SMOKE_COMPILE", "0") == "1"
+        self.compile = compile
         self._decoders: dict[int, Decoder] = {}
 
     @torch.inference_mode()
@@ -270,7 +279,8 @@ class Engine:
         if self.fixed_batch:  # one captured step per batch size, kept across runs (CUDA graphs when self.graphs)
             decoder = self._decoders.get(len(active))
             if decoder is None:
-                decoder = self._decoders[len(active)] = Decoder(self.model, len(active), graphs=self.graphs)
+                decoder = Decoder(self.model, len(active), graphs=self.graphs, compile=self.compile)
+                self._decoders[len(active)] = decoder
             decoder.load(state)
         while any(not rows[i].done for i in active):
             feed = [0 if rows[i].done else rows[i].out[-1] for i in active]

@@ -59,6 +59,8 @@ def test_fixed_batch_gives_the_same_tokens(model):
     c, _ = engine.run(jobs)  # the second run reuses the first one's decoder (one capture on a GPU)
     assert [r.tokens for r in a] == [r.tokens for r in b] == [r.tokens for r in c]
     assert list(engine._decoders) == [len(jobs)]
+    compiled, _ = Engine(model, tok, fixed_batch=True, compile="aot_eager").run(jobs)  # the compiled step
+    assert [r.tokens for r in compiled] == [r.tokens for r in a]
 
 
 def test_teacher_forced_loss_equals_a_full_forward(model):
