@@ -79,17 +79,21 @@ class Decoder:
 
     def _capture(self, tokens: torch.Tensor) -> None:
         """Capture ``advance`` on the decoder's state, keeping its values (the warm-up runs before
-        the capture advance the state, so it is saved and put back). A capture that fails leaves
-        the decoder eager, with the reason in :attr:`capture_error` and a warning."""
+        the capture advance the state, so it is saved and put back). A compilation or capture that
+        fails leaves the decoder eager and uncompiled, with the reason in :attr:`capture_error` and
+        a warning."""
         saved = self.state.copy()
         self._graph = None
         try:
             self._graph = GraphedStep(self._fn, tokens)
             self.captures += 1
-        except Exception as exc:  # an op that cannot be captured on this machine: decode eagerly
+        except Exception as exc:  # an op that cannot be compiled or captured here: decode eagerly
             self.graphs = False
+            self._fn = self._advance
             self.capture_error = f"{type(exc).__name__}: {exc}"
-            warnings.warn(f"CUDA graph capture failed, decoding eagerly: {self.capture_error}", stacklevel=3)
+            warnings.warn(
+                f"compiling or capturing the step failed, decoding eagerly: {self.capture_error}", stacklevel=3
+            )
             if torch.cuda.is_available():
                 torch.cuda.synchronize()
         finally:

@@ -127,14 +127,15 @@ def test_a_failed_capture_decodes_eagerly_with_a_warning(model: RWKV7, monkeypat
 
     monkeypatch.setattr(decode_mod, "GraphedStep", refuse)
     logits, state = model.forward(torch.tensor(PROMPTS))
-    decoder = Decoder(model, 3)
+    decoder = Decoder(model, 3, compile="aot_eager")
     decoder.graphs = True
     decoder.load(state)
     tok = logits.argmax(-1, keepdim=True)
-    with pytest.warns(UserWarning, match="decoding eagerly"):
+    with pytest.warns(UserWarning, match="capturing the step failed, decoding eagerly"):
         got = decoder.step(tok)
     assert torch.equal(got, model.forward(tok, state)[0])
     assert not decoder.graphs and "not permitted" in (decoder.capture_error or "")
+    assert decoder._fn == decoder._advance  # uncompiled as well: the plain eager step
 
 
 @pytest.mark.parametrize("wkv", ["reference", "kernels"])
