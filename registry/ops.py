@@ -34,12 +34,19 @@ GITIGNORE = """# transient files of rwkv-registry writes
 .rwkv-registry.journal
 .rwkv-registry-tmp-*
 """
-PRECOMMIT = """# Validate the registry before every commit (https://pre-commit.com).
+PRECOMMIT = """# Validate the registry before every commit (https://pre-commit.com): run `pre-commit install` once.
+# The hook runs the rwkv-registry found on PATH (`pip install rwkv-registry`: the core, no torch);
+# it is the hook `rwkv-registry-validate` of the project's .pre-commit-hooks.yaml.
 repos:
-  - repo: https://github.com/rwkv-registry/rwkv-registry
-    rev: v0.1.0
+  - repo: local
     hooks:
       - id: rwkv-registry-validate
+        name: rwkv-registry validate
+        entry: rwkv-registry validate
+        language: system
+        pass_filenames: false
+        require_serial: true
+        always_run: true
 """
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")

@@ -117,20 +117,19 @@ def test_git_unavailable_is_a_warning(repo: Path, monkeypatch: pytest.MonkeyPatc
     reason="pre-commit not installed",
 )
 def test_real_pre_commit_refuses_bad_commit_and_accepts_good(repo: Path, tmp_path: Path) -> None:
-    """pre-commit runs our hook definition (.pre-commit-hooks.yaml) with the installed rwkv-registry."""
+    """pre-commit runs the hook that `rwkv-registry init` configured, with the installed rwkv-registry."""
     import yaml
 
-    hooks = yaml.safe_load((Path(__file__).resolve().parents[1] / ".pre-commit-hooks.yaml").read_text())
-    hook = dict(hooks[0])
-    assert hook["id"] == "rwkv-registry-validate" and hook["pass_filenames"] is False and hook["require_serial"]
-    # the package is already installed in this environment: run the same entry as a system hook
-    hook["language"] = "system"
-    hook["entry"] = f"{Path(sys.executable).parent / 'rwkv-registry'} validate"
-    (repo / ".pre-commit-config.yaml").write_text(yaml.safe_dump({"repos": [{"repo": "local", "hooks": [hook]}]}))
-    resum(repo)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "local hook config", "--no-verify")
-    env = {**ENV, "PRE_COMMIT_HOME": str(tmp_path / "pc-home")}
+    from rwkv_registry.ops import PRECOMMIT
+
+    config = repo / ".pre-commit-config.yaml"
+    assert config.read_text() == PRECOMMIT  # as init wrote it
+    [hook] = yaml.safe_load(PRECOMMIT)["repos"][0]["hooks"]
+    [shipped] = yaml.safe_load((Path(__file__).resolve().parents[1] / ".pre-commit-hooks.yaml").read_text())
+    for key in ("id", "name", "entry", "pass_filenames", "require_serial", "always_run"):
+        assert hook[key] == shipped[key], key  # the same hook as the one the project ships
+    bindir = str(Path(sys.executable).parent)  # where rwkv-registry is installed: on PATH, as for a user
+    env = {**ENV, "PRE_COMMIT_HOME": str(tmp_path / "pc-home"), "PATH": bindir + os.pathsep + ENV.get("PATH", "")}
     pc = str(Path(sys.executable).parent / "pre-commit")
     subprocess.run([pc, "install"], cwd=repo, env=env, check=True, capture_output=True)
     # bad: edit a published file
