@@ -172,5 +172,5 @@ SHA256SUMS                sha256 of every file (`sha256sum -c SHA256SUMS`)
 {SECTIONS_BEGIN}
 {SECTIONS_END}
 
-Kept honest by [rwkv-registry](https://github.com/rwkv-registry/rwkv-registry): `rwkv-registry validate .`
+Kept honest by rwkv-registry: `rwkv-registry validate .` (also as a pre-commit hook, see .pre-commit-config.yaml)
 """
