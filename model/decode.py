@@ -109,7 +109,7 @@ class Decoder:
                 f"decoder step: tokens must be int64 [{self.batch}, 1], got {tokens.dtype} {list(tokens.shape)}"
             )
         if tokens.device.type == "cpu":
-            self.model._check_tokens(tokens)  # ids in range (on the GPU that would wait for it)
+            self.model.check_tokens(tokens)  # ids in range (on the GPU that would wait for it)
         tokens = tokens.to(self.model.device)
         if self.graphs and self._version != self.model.weights_version:
             self._capture(tokens)

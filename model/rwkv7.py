@@ -190,7 +190,7 @@ class RWKV7(nn.Module):
         with ``full_output``; fp32. The given state is not modified. With tokens already on a CUDA
         device nothing waits for the host; ids are range-checked for CPU tokens only.
         """
-        B = self._check_tokens(tokens)
+        B = self.check_tokens(tokens)
         if state is None:
             state = self.new_state(B)
         self._check_state(state, B, inplace=False)
@@ -211,11 +211,13 @@ class RWKV7(nn.Module):
         ``torch.compile``-d step, where reading CPU token ids would break the graph).
         """
         if check:
-            self._check_state(state, self._check_tokens(tokens), inplace=True)
+            self._check_state(state, self.check_tokens(tokens), inplace=True)
         logits, _ = self._run(tokens, state, full_output, inplace=True)
         return logits
 
-    def _check_tokens(self, tokens: torch.Tensor) -> int:
+    def check_tokens(self, tokens: torch.Tensor) -> int:
+        """Refuse anything but a non-empty int64 ``[B, T]`` (ids range-checked when on the CPU,
+        where that costs no device wait); returns ``B``."""
         if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2 or tokens.dtype != torch.long:
             got = f"{tokens.dtype} {list(tokens.shape)}" if isinstance(tokens, torch.Tensor) else type(tokens).__name__
             raise ModelError(f"tokens must be a LongTensor [B, T], got {got}")
