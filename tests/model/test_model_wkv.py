@@ -114,3 +114,21 @@ def test_cuda_fast_path_matches_the_reference(tiny_base, shape: str) -> None:
     for got, want, exact in zip(fast, ref, truth, strict=True):
         assert rel_rms(got, want) < 2e-2
         assert rel_rms(got, exact) < 1.5 * rel_rms(want, exact) + 1e-3
+
+
+@torch.no_grad()
+def test_compiled_forward_through_the_custom_op_leaves_the_given_state_alone(tiny_base, launches: list[str]) -> None:
+    """Under torch.compile the kernels run as the custom op; forward copies the state first."""
+    model = RWKV7.from_pth(tiny_base, dtype=torch.float32)
+    previous = set_wkv_backend("kernels")
+    try:
+        _, state = model.forward(torch.tensor([PROMPT[:5]]))
+        before = state.copy()
+        want, want_state = model.forward(torch.tensor([PROMPT[5:]]), state)
+        compiled = torch.compile(model.forward, backend="aot_eager")
+        got, got_state = compiled(torch.tensor([PROMPT[5:]]), state)
+    finally:
+        set_wkv_backend(previous)
+    assert torch.equal(got, want)
+    assert torch.equal(got_state.layers[-1].wkv, want_state.layers[-1].wkv)
+    assert all(torch.equal(a.wkv, b.wkv) for a, b in zip(state.layers, before.layers, strict=True))
