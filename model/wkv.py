@@ -60,13 +60,10 @@ def wkv7(
     needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in inputs)
     if (_BACKEND == "kernels" or (_BACKEND == "auto" and r.is_cuda)) and not needs_grad:  # forward-only
         if torch.compiler.is_compiling():  # one opaque custom op for torch.compile, state written in place
-            dst = (
-                state_out
-                if state_out is not None
-                else state.to(torch.float32, copy=True, memory_format=torch.contiguous_format)
-            )
-            if dst is not state and state_out is not None:
-                dst.copy_(state)
+            if state_out is None:
+                dst = state.to(torch.float32, copy=True, memory_format=torch.contiguous_format)
+            else:
+                dst = state_out if state_out is state else state_out.copy_(state)
             return wkv7_inplace(r, w, k, v, a, b, dst), dst
         return _kernel_wkv7(r, w, k, v, a, b, state, state_out=state_out)
     y, final = wkv7_naive(r, w, k, v, a, b, state)
