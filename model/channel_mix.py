@@ -5,8 +5,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from rwkv_registry.kernels.timemix import token_mix
 from rwkv_registry.model.config import RWKV7Config
-from rwkv_registry.model.time_mix import last_input, token_shift
+from rwkv_registry.model.wkv import elementwise_backend
 
 
 class ChannelMix(nn.Module):
@@ -22,6 +23,10 @@ class ChannelMix(nn.Module):
     def forward(self, x: torch.Tensor, shift: torch.Tensor, inplace: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         """``x`` [B, T, C], ``shift`` [B, C] -> ``(out [B, T, C], new shift [B, C])``; with
         ``inplace`` the new shift is written into ``shift``."""
-        xx = token_shift(x, shift) - x
-        k = torch.relu(self.key(x + xx * self.x_k)) ** 2  # [B, T, F]
-        return self.value(k), last_input(x, shift if inplace else None)
+        (xk,), new_shift = token_mix(
+            x, shift, (self.x_k,), shift_out=shift if inplace else None, backend=elementwise_backend(x)
+        )
+        k = self.key(xk)  # [B, T, F]
+        # inference: in place, no [B, T, F] temporaries
+        k = torch.relu(k) ** 2 if torch.is_grad_enabled() else torch.relu_(k).square_()
+        return self.value(k), new_shift

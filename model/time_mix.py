@@ -9,30 +9,23 @@ For one layer, with ``x`` the ln1-normalised input ``[B, T, C]``:
 - ``kk = normalize(k * k_k)`` per head; ``k = k * (1 + (a - 1) * k_a)``;
 - WKV-7 with ``(a, b) = (-kk, kk * a)``; GroupNorm ``ln_x`` (eps 64e-5); the bonus
   ``(r * k * r_k).sum per head * v``; ``output((y + bonus) * g)``.
+
+The matmuls (the four r/k/v/output maps and the LoRA pairs, each ``x @ A`` squeezed to a narrow
+width and expanded with ``@ B``, checkpoint layout) run here; the element-wise work between them
+is three ops of :mod:`rwkv_registry.kernels.timemix` (token mix, gates, output), fused Triton
+kernels where the WKV kernels run and their PyTorch reference elsewhere.
 """
 
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
+from rwkv_registry.kernels.timemix import tm_gates, tm_output, token_mix
 from rwkv_registry.model.config import RWKV7Config
-from rwkv_registry.model.lora import decay_lora, gate_lora, sigmoid_lora
-from rwkv_registry.model.wkv import wkv7
+from rwkv_registry.model.wkv import elementwise_backend, wkv7
 
 LN_X_EPS = 64e-5
-
-
-def token_shift(x: torch.Tensor, last: torch.Tensor) -> torch.Tensor:
-    """``x`` shifted one step right with ``last`` ``[B, C]`` in front: ``[B, T, C]``."""
-    return torch.cat((last.unsqueeze(1), x[:, :-1]), dim=1)
-
-
-def last_input(x: torch.Tensor, into: torch.Tensor | None = None) -> torch.Tensor:
-    """The new token-shift state ``x[:, -1]`` ``[B, C]``: copied into ``into`` when given, else a
-    fresh tensor (a view would keep the whole ``[B, T, C]`` activation alive inside the state)."""
-    return x[:, -1].clone() if into is None else into.copy_(x[:, -1])
 
 
 class TimeMix(nn.Module):
@@ -77,34 +70,33 @@ class TimeMix(nn.Module):
         Returns ``(out [B, T, C], new shift [B, C], new wkv, v_first)``; with ``inplace`` the new
         shift and wkv are written into ``shift`` and ``wkv`` (contiguous fp32), which are returned.
         """
-        B, T, C = x.shape
+        B, T, _ = x.shape
         H, N = self.n_head, self.head_size
-        xx = token_shift(x, shift) - x  # [B, T, C]
-        xr, xw, xk = x + xx * self.x_r, x + xx * self.x_w, x + xx * self.x_k
-        xv, xa, xg = x + xx * self.x_v, x + xx * self.x_a, x + xx * self.x_g
-
+        backend = elementwise_backend(x)
+        mus = (self.x_r, self.x_w, self.x_k, self.x_v, self.x_a, self.x_g)
+        (xr, xw, xk, xv, xa, xg), new_shift = token_mix(
+            x, shift, mus, shift_out=shift if inplace else None, backend=backend
+        )
         r = self.receptance(xr)  # [B, T, C]
-        w = decay_lora(xw, self.w0, self.w1, self.w2)  # [B, T, C] fp32, log-log decay
+        wz = torch.tanh(xw @ self.w1) @ self.w2  # decay LoRA (soft clamp in tm_gates)
         k = self.key(xk)
         v = self.value(xv)
+        az = (xa @ self.a1) @ self.a2  # in-context learning rate LoRA
+        g = torch.sigmoid(xg @ self.g1) @ self.g2  # output gate (the non-linearity inside)
         if self.layer_id == 0 or v_first is None:
             v_first = v
+            w, k, v, a, b = tm_gates(k, v, wz, az, self.w0, self.a0, self.k_k, self.k_a, H, backend=backend)
         else:
-            v = v + (v_first - v) * sigmoid_lora(xv, self.v0, self.v1, self.v2)
-        a = sigmoid_lora(xa, self.a0, self.a1, self.a2)  # in-context learning rate
-        g = gate_lora(xg, self.g1, self.g2)
-
-        kk = F.normalize((k * self.k_k).view(B, T, H, N), dim=-1, p=2.0).view(B, T, C)
-        k = k * (1 + (a - 1) * self.k_a)
+            vz = (xv @ self.v1) @ self.v2  # value-residual LoRA
+            w, k, v, a, b = tm_gates(
+                k, v, wz, az, self.w0, self.a0, self.k_k, self.k_a, H, v_first, vz, self.v0, backend=backend
+            )
 
         def heads(t: torch.Tensor) -> torch.Tensor:
             return t.view(B, T, H, N)  # [B, T, H, N]
 
         y, wkv = wkv7(
-            heads(r), heads(w), heads(k), heads(v), heads(-kk), heads(kk * a), wkv, state_out=wkv if inplace else None
+            heads(r), heads(w), heads(k), heads(v), heads(a), heads(b), wkv, state_out=wkv if inplace else None
         )
-        y = y.to(x.dtype).reshape(B * T, C)  # [B*T, C]
-        y = self.ln_x(y).view(B, T, C)
-        bonus = (heads(r * k * self.r_k.view(1, 1, C)).sum(dim=-1, keepdim=True) * heads(v)).view(B, T, C)
-        out = self.output((y + bonus) * g)  # [B, T, C]
-        return out, last_input(x, shift if inplace else None), wkv, v_first
+        mixed = tm_output(y, r, k, v, g, self.ln_x.weight, self.ln_x.bias, self.r_k, self.ln_x.eps, backend=backend)
+        return self.output(mixed), new_shift, wkv, v_first

@@ -12,7 +12,8 @@ step Triton kernels for CUDA tensors (forward only) and the plain per-token refe
 (``wkv7_naive``, fp32, differentiable) for everything else. ``RWKV_REGISTRY_WKV=reference`` (or
 :func:`set_wkv_backend`) forces the reference everywhere; ``kernels`` sends every device to the
 kernels' own choice, so that on a CPU with ``TRITON_INTERPRET=1`` the model runs through the
-interpreted Triton kernels (how the tests check the model's fast path without a GPU).
+interpreted Triton kernels (how the tests check the model's fast path without a GPU). The same
+choice covers the fused element-wise kernels around the matmuls (:func:`elementwise_backend`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,22 @@ def set_wkv_backend(name: str) -> str:
     return previous
 
 
+def kernels_wanted(t: torch.Tensor) -> bool:
+    """Whether the backend choice sends tensors like ``t`` to the Triton kernels ("kernels", or
+    "auto" on CUDA); the kernels' own "auto" then still picks the reference where they cannot run
+    (a CPU without ``TRITON_INTERPRET=1``, or inputs that need gradients)."""
+    return _BACKEND == "kernels" or (_BACKEND == "auto" and t.is_cuda)
+
+
+def elementwise_backend(x: torch.Tensor) -> str:
+    """The backend of the fused element-wise ops (:mod:`rwkv_registry.kernels.timemix`) for the
+    block input ``x``: "auto" where the kernels are wanted, else "reference". Under
+    ``torch.compile`` always "reference": the compiler fuses that code itself."""
+    if torch.compiler.is_compiling() or not kernels_wanted(x):
+        return "reference"
+    return "auto"
+
+
 def wkv7(
     r: torch.Tensor,
     w: torch.Tensor,
@@ -58,7 +75,7 @@ def wkv7(
     """
     inputs = (r, w, k, v, a, b, state)
     needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in inputs)
-    if (_BACKEND == "kernels" or (_BACKEND == "auto" and r.is_cuda)) and not needs_grad:  # forward-only
+    if kernels_wanted(r) and not needs_grad:  # forward-only
         if torch.compiler.is_compiling():  # one opaque custom op for torch.compile, state written in place
             if state_out is None:
                 dst = state.to(torch.float32, copy=True, memory_format=torch.contiguous_format)

@@ -3,23 +3,18 @@
 The Triton kernel modules are imported lazily, on first use, so that importing this package needs
 neither Triton nor a GPU. Triton decides between compiling and interpreting when a kernel module is
 imported, so CPU tensors get their own interpreted copy of the kernels (see
-:func:`_load_kernel_module`) and CUDA tensors the compiled one, whatever the order of first use.
+:func:`rwkv_registry.kernels._triton.load_kernel_module`) and CUDA tensors the compiled one,
+whatever the order of first use.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib
-import importlib.util
-import inspect
-import os
-import sys
-from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 import torch
 
+from .._triton import interpret_requested, kernels_run_on, load_kernel_module, triton_installed
 from .naive import wkv7_naive
 from .validate import NAMES, Wkv7Shape, validate
 
@@ -33,76 +28,21 @@ TUNING: dict[str, dict[str, int | None]] = {
 }
 
 
-def _interpret_requested() -> bool:
-    return os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "on", "yes")
-
-
-def _load_kernel_module(name: str, interpret: bool) -> ModuleType:
-    """Import ``chunk`` or ``fused_recurrent``; ``interpret=True`` loads a second copy of the file
-    with ``TRITON_INTERPRET=1`` set while its ``@triton.jit`` decorators run, so CPU tensors go to
-    Triton's interpreter while CUDA tensors in the same process use compiled kernels."""
-    if not interpret:
-        return importlib.import_module(f"{__package__}.{name}")
-    qualified = f"{__package__}._interpreted_{name}"
-    spec = importlib.util.spec_from_file_location(qualified, Path(__file__).with_name(f"{name}.py"))
-    if spec is None or spec.loader is None:  # pragma: no cover - the file sits beside this one
-        raise ImportError(f"cannot load {name}.py for Triton's interpreter")
-    module = importlib.util.module_from_spec(spec)
-    # Triton itself must be imported before the variable is set: its own jit helpers stay in
-    # whatever mode the process chose, and Triton 3.6 checks that when it first interprets a call.
-    import triton.language  # noqa: F401
-
-    saved = os.environ.get("TRITON_INTERPRET")
-    os.environ["TRITON_INTERPRET"] = "1"
-    try:
-        sys.modules[qualified] = module
-        spec.loader.exec_module(module)
-    finally:
-        if saved is None:
-            del os.environ["TRITON_INTERPRET"]
-        else:
-            os.environ["TRITON_INTERPRET"] = saved
-    return module
-
-
-def _fix_old_interpreter_index() -> None:
-    """Triton <= 3.6's interpreter turns a 1-element block into a Python int with ``int(data)``,
-    which numpy >= 2.4 refuses for a 1-D array, so a ``range`` over a runtime bound fails. Wrap its
-    tensor patching to use ``int(data.reshape(-1)[0])``, what later Triton releases do (only for
-    the interpreter; nothing changes when the helper is missing or already wrapped)."""
-    from triton.runtime import interpreter
-
-    original = getattr(interpreter, "_patch_lang_tensor", None)
-    if original is None or getattr(original, "_wkv7_index_fix", False):
-        return
-    if list(inspect.signature(original).parameters) != ["tensor", "scope"]:  # another release: leave it
-        return
-
-    def patched(tensor: Any, scope: Any) -> None:
-        original(tensor, scope)
-        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.reshape(-1)[0]))
-
-    patched._wkv7_index_fix = True  # type: ignore[attr-defined]
-    interpreter._patch_lang_tensor = patched
-
-
 @functools.cache
 def _triton_modules(interpret: bool) -> tuple[ModuleType, ModuleType] | None:
     """The (chunk, fused_recurrent) kernel modules, compiled or interpreted; ``None`` without Triton."""
-    if importlib.util.find_spec("triton") is None:
+    if not triton_installed():
         return None
-    if interpret:
-        _fix_old_interpreter_index()
-    return _load_kernel_module("chunk", interpret), _load_kernel_module("fused_recurrent", interpret)
+    return load_kernel_module(__package__, "chunk", interpret), load_kernel_module(
+        __package__, "fused_recurrent", interpret
+    )
 
 
 def triton_available(device: torch.device) -> bool:
     """Whether the Triton kernels can run on tensors of ``device``: on CUDA with Triton installed, and
     on the CPU through Triton's interpreter (slow; ``backend="auto"`` uses it only when
     ``TRITON_INTERPRET=1`` is set)."""
-    if device.type not in ("cuda", "cpu"):
-        return False
-    return importlib.util.find_spec("triton") is not None
+    return kernels_run_on(device)
 
 
 def pick_backend(device: torch.device, seq_len: int, head_size: int = 64) -> str:
@@ -112,7 +52,7 @@ def pick_backend(device: torch.device, seq_len: int, head_size: int = 64) -> str
     n = head_size
     if n < 16 or n > 128 or n & (n - 1) or not triton_available(device):
         return "naive"
-    if device.type == "cpu" and not _interpret_requested():
+    if device.type == "cpu" and not interpret_requested():
         return "naive"
     return "step" if seq_len == 1 else "chunk"
 

@@ -6,6 +6,7 @@ import os
 import warnings
 from pathlib import Path
 
+import pytest
 import torch
 
 
@@ -28,3 +29,13 @@ def rwkv_package(path: Path):
 
         assert rwkv.model.RWKV is rwkv.model.RWKV_x070, "RWKV_V7_ON=1 was not set before rwkv.model was imported"
         return rwkv.model.RWKV(model=str(path)[: -len(".pth")], strategy="cpu fp32")
+
+
+def compiler_elementwise(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Eager blocks run the element-wise work as ``torch.compile`` sees it: the PyTorch reference
+    (left for the compiler to fuse), whatever the WKV backend; for bit-for-bit compile checks."""
+    import rwkv_registry.model.channel_mix as channel_mix
+    import rwkv_registry.model.time_mix as time_mix
+
+    for module in (time_mix, channel_mix):
+        monkeypatch.setattr(module, "elementwise_backend", lambda x: "reference")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from model_helpers import rel_err
+from model_helpers import compiler_elementwise, rel_err
 from test_model_miss import adapter_for
 
 import rwkv_registry.model.decode as decode_mod
@@ -142,12 +142,14 @@ def test_a_failed_capture_decodes_eagerly_with_a_warning(model: RWKV7, monkeypat
 @torch.no_grad()
 def test_compiled_decoder_equals_the_eager_one(model: RWKV7, wkv: str, monkeypatch) -> None:
     """``Decoder(compile=...)`` traces the whole step as one graph (fullgraph: no break), the WKV
-    custom op included ("kernels": the interpreted Triton step kernel), and gives the eager steps."""
+    custom op included ("kernels": the interpreted Triton step kernel), and gives the eager steps
+    (run with the element-wise work the compiler sees, see ``compiler_elementwise``)."""
     from rwkv_registry.model import set_wkv_backend
 
     if wkv == "kernels":
         pytest.importorskip("triton")
         monkeypatch.setenv("TRITON_INTERPRET", "1")
+        compiler_elementwise(monkeypatch)
     previous = set_wkv_backend(wkv)
     try:
         logits, state = model.forward(torch.tensor(PROMPTS))

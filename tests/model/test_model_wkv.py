@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from model_helpers import rel_err
+from model_helpers import compiler_elementwise, rel_err
 
 import rwkv_registry.model.wkv as wkv_mod
 from rwkv_registry.kernels.wkv7 import launch, wkv7_naive
@@ -117,8 +117,11 @@ def test_cuda_fast_path_matches_the_reference(tiny_base, shape: str) -> None:
 
 
 @torch.no_grad()
-def test_compiled_forward_through_the_custom_op_leaves_the_given_state_alone(tiny_base, launches: list[str]) -> None:
+def test_compiled_forward_through_the_custom_op_leaves_the_given_state_alone(
+    tiny_base, launches: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Under torch.compile the kernels run as the custom op; forward copies the state first."""
+    compiler_elementwise(monkeypatch)
     model = RWKV7.from_pth(tiny_base, dtype=torch.float32)
     previous = set_wkv_backend("kernels")
     try:

@@ -1,0 +1,97 @@
+"""Loading Triton kernel files, compiled for CUDA tensors and interpreted for CPU tensors.
+
+Triton decides between compiling and interpreting when a ``@triton.jit`` function is defined, so
+:func:`load_kernel_module` imports a kernel file normally for CUDA and loads a second copy of it,
+with ``TRITON_INTERPRET=1`` set only while it executes, for CPU tensors. Both can live in one
+process (the CPU tests need no environment variable). Kernel files loaded this way call only
+Triton builtins and their own jit functions (see docs/kernels.md).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import os
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import torch
+
+__all__ = ["interpret_requested", "kernels_run_on", "load_kernel_module", "triton_installed"]
+
+
+def interpret_requested() -> bool:
+    """Whether ``TRITON_INTERPRET`` asks for Triton's interpreter."""
+    return os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "on", "yes")
+
+
+def triton_installed() -> bool:
+    """Whether Triton can be imported (nothing is imported)."""
+    return importlib.util.find_spec("triton") is not None
+
+
+def kernels_run_on(device: torch.device) -> bool:
+    """Whether Triton kernels can run on tensors of ``device``: CUDA, or the CPU (interpreted)."""
+    return device.type in ("cuda", "cpu") and triton_installed()
+
+
+def load_kernel_module(package: str, name: str, interpret: bool) -> ModuleType:
+    """Import ``package.name``; ``interpret=True`` loads a second copy of the file (registered as
+    ``package._interpreted_name``) with ``TRITON_INTERPRET=1`` set while its ``@triton.jit``
+    decorators run, so that CPU tensors go to Triton's interpreter while CUDA tensors in the same
+    process use the compiled kernels."""
+    if not interpret:
+        return importlib.import_module(f"{package}.{name}")
+    _fix_old_interpreter_index()
+    qualified = f"{package}._interpreted_{name}"
+    if qualified in sys.modules:
+        return sys.modules[qualified]
+    origin = importlib.util.find_spec(f"{package}.{name}")
+    if origin is None or origin.origin is None:  # pragma: no cover - the file ships with the package
+        raise ImportError(f"cannot find {package}.{name} for Triton's interpreter")
+    spec = importlib.util.spec_from_file_location(qualified, Path(origin.origin))
+    if spec is None or spec.loader is None:  # pragma: no cover
+        raise ImportError(f"cannot load {origin.origin} for Triton's interpreter")
+    module = importlib.util.module_from_spec(spec)
+    # Triton itself must be imported before the variable is set: its own jit helpers stay in
+    # whatever mode the process chose, and Triton 3.6 checks that when it first interprets a call.
+    import triton.language  # noqa: F401
+
+    saved = os.environ.get("TRITON_INTERPRET")
+    os.environ["TRITON_INTERPRET"] = "1"
+    try:
+        sys.modules[qualified] = module
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(qualified, None)
+        raise
+    finally:
+        if saved is None:
+            del os.environ["TRITON_INTERPRET"]
+        else:
+            os.environ["TRITON_INTERPRET"] = saved
+    return module
+
+
+def _fix_old_interpreter_index() -> None:
+    """Triton <= 3.6's interpreter turns a 1-element block into a Python int with ``int(data)``,
+    which numpy >= 2.4 refuses for a 1-D array, so a ``range`` over a runtime bound fails. Wrap its
+    tensor patching to use ``int(data.reshape(-1)[0])``, what later Triton releases do (only for
+    the interpreter; nothing changes when the helper is missing or already wrapped)."""
+    from triton.runtime import interpreter
+
+    original = getattr(interpreter, "_patch_lang_tensor", None)
+    if original is None or getattr(original, "_wkv7_index_fix", False):
+        return
+    if list(inspect.signature(original).parameters) != ["tensor", "scope"]:  # another release: leave it
+        return
+
+    def patched(tensor: Any, scope: Any) -> None:
+        original(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.reshape(-1)[0]))
+
+    patched._wkv7_index_fix = True  # type: ignore[attr-defined]
+    interpreter._patch_lang_tensor = patched
