@@ -5,10 +5,12 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from rwkv_registry.kernels.add_norm import add_layer_norm
 from rwkv_registry.model.channel_mix import ChannelMix
 from rwkv_registry.model.config import RWKV7Config
 from rwkv_registry.model.state import LayerState
 from rwkv_registry.model.time_mix import TimeMix
+from rwkv_registry.model.wkv import elementwise_backend
 
 
 class Block(nn.Module):
@@ -30,10 +32,29 @@ class Block(nn.Module):
     ) -> tuple[torch.Tensor, LayerState, torch.Tensor]:
         """``x`` [B, T, C] -> ``(x [B, T, C], new layer state, v_first [B, T, C])``; with
         ``inplace`` the new state is written into ``state``'s tensors and ``state`` is returned."""
+        x, dx, state, v_first = self.step(x, None, state, v_first, inplace)
+        return x + dx, state, v_first
+
+    def step(
+        self,
+        x: torch.Tensor,
+        pending: torch.Tensor | None,
+        state: LayerState,
+        v_first: torch.Tensor | None,
+        inplace: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor, LayerState, torch.Tensor]:
+        """The block with its residual additions left open, so that each add is fused with the
+        LayerNorm after it: the input is ``x + pending`` (``x`` when ``pending`` is None), the
+        output ``x_out + dx_out``, returned as ``(x_out, dx_out, new layer state, v_first)``."""
+        backend = elementwise_backend(x)
         if self.layer_id == 0:
-            x = self.ln0(x)
-        dx, att_shift, wkv, v_first = self.att(self.ln1(x), state.att_shift, state.wkv, v_first, inplace)
-        x = x + dx
-        dx, ffn_shift = self.ffn(self.ln2(x), state.ffn_shift, inplace)
-        x = x + dx
-        return x, (state if inplace else LayerState(att_shift, wkv, ffn_shift)), v_first
+            x = self.ln0(x if pending is None else x + pending)
+            pending = None
+        if pending is None:
+            xn = self.ln1(x)
+        else:
+            x, xn = add_layer_norm(x, pending, self.ln1.weight, self.ln1.bias, self.ln1.eps, backend=backend)
+        dx, att_shift, wkv, v_first = self.att(xn, state.att_shift, state.wkv, v_first, inplace)
+        x, xn = add_layer_norm(x, dx, self.ln2.weight, self.ln2.bias, self.ln2.eps, backend=backend)
+        dx, ffn_shift = self.ffn(xn, state.ffn_shift, inplace)
+        return x, dx, (state if inplace else LayerState(att_shift, wkv, ffn_shift)), v_first

@@ -26,11 +26,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
+from rwkv_registry.kernels.miss import miss_term_
 from rwkv_registry.model.errors import WeightsFormatError
 from rwkv_registry.model.loading import torch_load_dict
+from rwkv_registry.model.wkv import elementwise_backend
 
 # The six targets and the (sub-module, linear) they name inside a block.
 TARGET_MODULES: dict[str, tuple[str, str]] = {
@@ -97,19 +98,16 @@ class MissAdapter:
 
 def add_miss_term_(out: torch.Tensor, x: torch.Tensor, D: torch.Tensor, scale: float) -> torch.Tensor:
     """``out += scale * S @ D^T`` in place, for ``x`` ``[..., K]``, ``D`` ``[out, r]`` and ``out``
-    ``[..., out]`` contiguous; ``S[..., j]`` sums ``x[..., k]`` over ``k % r == j`` (``x @ P^T``).
+    ``[..., out]`` contiguous (``x``'s leading dimensions, one dtype); ``S[..., j]`` sums
+    ``x[..., k]`` over ``k % r == j`` (``x @ P^T``). Returns ``out``.
 
-    Two kernels: the block sum (accumulated in fp32 inside the reduction, whatever ``x``'s dtype)
-    and one ``addmm_`` that scales and adds in a single pass, so that decoding with the adapter on
-    the fly adds as little as possible to the base matmul. Differentiable in ``x`` and ``D``.
+    Where the model runs its kernels (:func:`~rwkv_registry.model.wkv.elementwise_backend`), small
+    inputs (decode) take one fused Triton kernel (:func:`rwkv_registry.kernels.miss.miss_term_`);
+    otherwise two PyTorch kernels: the block sum (accumulated in fp32 inside the reduction) and one
+    ``addmm_`` that scales and adds in a single pass. Inputs that need gradients take the PyTorch
+    path, differentiable in ``x`` and ``D``.
     """
-    r = D.shape[1]
-    pad = -x.shape[-1] % r
-    if pad:  # zero padding of the last partial block
-        x = F.pad(x, (0, pad))
-    S = x.unflatten(-1, (-1, r)).sum(dim=-2)  # [..., r]
-    out.view(-1, out.shape[-1]).addmm_(S.reshape(-1, r), D.t(), alpha=scale)
-    return out
+    return miss_term_(out, x, D, scale, backend=elementwise_backend(out))
 
 
 def merged_weight(W: torch.Tensor, D: torch.Tensor, scale: float) -> torch.Tensor:

@@ -23,12 +23,14 @@ from typing import Literal
 import torch
 from torch import nn
 
+from rwkv_registry.kernels.add_norm import add_layer_norm
 from rwkv_registry.model.block import Block
 from rwkv_registry.model.config import RWKV7Config
 from rwkv_registry.model.errors import FingerprintMismatchError, ModelError, ShapeMismatchError, WeightsFormatError
 from rwkv_registry.model.loading import sha256_file, torch_load_dict
 from rwkv_registry.model.miss import TARGET_MODULES, MissAdapter, MissLinear, merged_weight
 from rwkv_registry.model.state import LayerState, RWKV7State, StateWeights, check_state_fits
+from rwkv_registry.model.wkv import elementwise_backend
 
 MissMode = Literal["merge", "fly"]
 
@@ -258,13 +260,17 @@ class RWKV7(nn.Module):
     ) -> tuple[torch.Tensor, RWKV7State]:
         x = self.emb(tokens.to(self.device))  # [B, T, C]
         v_first: torch.Tensor | None = None
+        pending: torch.Tensor | None = None  # each block's last residual add, fused with the next norm
         new_layers = []
         for block, layer_state in zip(self.blocks, state.layers, strict=True):
-            x, new_state, v_first = block(x, layer_state, v_first, inplace)
+            x, pending, new_state, v_first = block.step(x, pending, layer_state, v_first, inplace)
             new_layers.append(new_state)
+        assert pending is not None
         if not full_output:
-            x = x[:, -1]  # [B, C]
-        logits = self.head(self.ln_out(x)).float()  # [B, V] or [B, T, V]
+            x, pending = x[:, -1], pending[:, -1]  # [B, C]
+        ln = self.ln_out
+        _, h = add_layer_norm(x, pending, ln.weight, ln.bias, ln.eps, backend=elementwise_backend(x))
+        logits = self.head(h).float()  # [B, V] or [B, T, V]
         return logits, (state if inplace else RWKV7State(new_layers))
 
     # ----------------------------------------------------------------------------------- MiSS

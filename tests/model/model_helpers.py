@@ -34,8 +34,9 @@ def rwkv_package(path: Path):
 def compiler_elementwise(monkeypatch: pytest.MonkeyPatch) -> None:
     """Eager blocks run the element-wise work as ``torch.compile`` sees it: the PyTorch reference
     (left for the compiler to fuse), whatever the WKV backend; for bit-for-bit compile checks."""
-    import rwkv_registry.model.channel_mix as channel_mix
-    import rwkv_registry.model.time_mix as time_mix
+    import importlib
 
-    for module in (time_mix, channel_mix):
-        monkeypatch.setattr(module, "elementwise_backend", lambda x: "reference")
+    for name in ("block", "channel_mix", "miss", "rwkv7", "time_mix"):
+        module = importlib.import_module(f"rwkv_registry.model.{name}")
+        if hasattr(module, "elementwise_backend"):
+            monkeypatch.setattr(module, "elementwise_backend", lambda x: "reference")
