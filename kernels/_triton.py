@@ -14,13 +14,17 @@ import importlib.util
 import inspect
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import torch
 
-__all__ = ["interpret_requested", "kernels_run_on", "load_kernel_module", "triton_installed"]
+__all__ = ["BACKENDS", "interpret_requested", "kernels_run_on", "load_kernel_module", "triton_installed", "use_triton"]
+
+# the backends of the fused ops (timemix, add_norm, miss, lora); wkv7 has its own (it has two kernels)
+BACKENDS = ("auto", "reference", "triton")
 
 
 def interpret_requested() -> bool:
@@ -36,6 +40,26 @@ def triton_installed() -> bool:
 def kernels_run_on(device: torch.device) -> bool:
     """Whether Triton kernels can run on tensors of ``device``: CUDA, or the CPU (interpreted)."""
     return device.type in ("cuda", "cpu") and triton_installed()
+
+
+def use_triton(op: str, backend: str, device: torch.device, tensors: Sequence[torch.Tensor | None]) -> bool:
+    """Whether a fused op runs its Triton kernel: "triton" forces it (``ValueError`` when Triton
+    cannot run there, or when an input needs gradients: the kernels are forward-only);
+    "reference" never; "auto" on CUDA, or on the CPU under ``TRITON_INTERPRET=1``, unless an
+    input needs gradients (then the differentiable reference runs)."""
+    if backend not in BACKENDS:
+        raise ValueError(f"{op}: unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
+    if backend == "reference":
+        return False
+    if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors):
+        if backend == "triton":
+            raise ValueError(f"{op}: the Triton kernels are forward-only; use torch.no_grad() or backend='reference'")
+        return False
+    if backend == "triton":
+        if not kernels_run_on(device):
+            raise ValueError(f"{op}: backend 'triton' needs Triton and CUDA or CPU tensors; these are on {device}")
+        return True
+    return kernels_run_on(device) and (device.type == "cuda" or interpret_requested())
 
 
 def load_kernel_module(package: str, name: str, interpret: bool) -> ModuleType:

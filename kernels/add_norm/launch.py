@@ -7,8 +7,8 @@ from types import ModuleType
 
 import torch
 
-from .._triton import load_kernel_module
-from ..timemix.launch import KERNEL_DTYPES, _use_triton
+from .._triton import load_kernel_module, use_triton
+from ..timemix.launch import KERNEL_DTYPES
 from .reference import add_layer_norm_ref
 
 __all__ = ["MAX_WIDTH", "TUNING", "add_layer_norm"]
@@ -50,7 +50,7 @@ def add_layer_norm(
     for name, p in (("weight", weight), ("bias", bias)):
         if p.numel() != C or p.device != x.device:
             raise ValueError(f"add_layer_norm: {name} must hold C={C} values on {x.device}; got {list(p.shape)}")
-    use = _use_triton(backend, x.device, (x, dx, weight, bias))
+    use = use_triton("add_layer_norm", backend, x.device, (x, dx, weight, bias))
     if not use or x.dtype not in KERNEL_DTYPES or C > MAX_WIDTH or x.numel() == 0:
         return add_layer_norm_ref(x, dx, weight, bias, eps)
     x, dx = x.contiguous(), dx.contiguous()

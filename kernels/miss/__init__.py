@@ -13,7 +13,8 @@ imported lazily), ``launch`` (checks, backend choice, launch). See docs/kernels.
 
 from __future__ import annotations
 
-from .launch import BACKENDS, TUNING, miss_term_
+from .._triton import BACKENDS
+from .launch import TUNING, miss_term_
 from .reference import miss_term_ref
 
 __all__ = ["BACKENDS", "TUNING", "miss_term_", "miss_term_ref"]

@@ -12,15 +12,13 @@ prints the shapes.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
 from types import ModuleType
 
 import torch
 
-from .._triton import interpret_requested, kernels_run_on, load_kernel_module
+from .._triton import load_kernel_module, use_triton
 from .reference import miss_term_ref
 
-BACKENDS = ("auto", "reference", "triton")
 KERNEL_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
 # Launch configuration, read at every launch: output features per program (block_o), rank columns
@@ -32,26 +30,6 @@ TUNING: dict[str, int] = {"block_o": 64, "block_r": 64, "block_x": 4096, "num_wa
 @functools.cache
 def _kernels(interpret: bool) -> ModuleType:
     return load_kernel_module(__package__, "fused", interpret)
-
-
-def _use_triton(backend: str, device: torch.device, tensors: Sequence[torch.Tensor]) -> bool:
-    if backend not in BACKENDS:
-        raise ValueError(f"miss_term_: unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
-    if backend == "reference":
-        return False
-    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
-        if backend == "triton":
-            raise ValueError(
-                "miss_term_: the Triton kernel is forward-only; use torch.no_grad() or backend='reference'"
-            )
-        return False
-    if backend == "triton":
-        if not kernels_run_on(device):
-            raise ValueError(
-                f"miss_term_: backend 'triton' needs Triton and CUDA or CPU tensors; these are on {device}"
-            )
-        return True
-    return kernels_run_on(device) and (device.type == "cuda" or interpret_requested())
 
 
 def _pow2(n: int) -> int:
@@ -98,7 +76,7 @@ def miss_term_(
     _check(out, x, D, scale)
     K, n_out = x.shape[-1], D.shape[0]
     rows = out.numel() // n_out if n_out else 0
-    use = _use_triton(backend, out.device, (out, x, D))
+    use = use_triton("miss_term_", backend, out.device, (out, x, D))
     if backend == "auto" and rows > TUNING["max_rows"]:
         use = False
     if not use or out.dtype not in KERNEL_DTYPES:

@@ -14,7 +14,8 @@ imported lazily), ``launch`` (checks, backend choice, launches). See docs/kernel
 
 from __future__ import annotations
 
-from .launch import BACKENDS, TUNING, tm_gates, tm_output, token_mix
+from .._triton import BACKENDS
+from .launch import TUNING, tm_gates, tm_output, token_mix
 from .reference import tm_gates_ref, tm_output_ref, token_mix_ref
 
 __all__ = ["BACKENDS", "TUNING", "tm_gates", "tm_gates_ref", "tm_output", "tm_output_ref", "token_mix", "token_mix_ref"]

@@ -15,10 +15,9 @@ from types import ModuleType
 
 import torch
 
-from .._triton import interpret_requested, kernels_run_on, load_kernel_module
+from .._triton import load_kernel_module, use_triton
 from .reference import tm_gates_ref, tm_output_ref, token_mix_ref
 
-BACKENDS = ("auto", "reference", "triton")
 KERNEL_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 MAX_MIX = 6
 
@@ -30,22 +29,6 @@ TUNING: dict[str, int] = {"block_c": 1024, "heads_per_program": 4, "num_warps": 
 @functools.cache
 def _kernels(interpret: bool) -> ModuleType:
     return load_kernel_module(__package__, "fused", interpret)
-
-
-def _use_triton(backend: str, device: torch.device, tensors: Sequence[torch.Tensor | None]) -> bool:
-    if backend not in BACKENDS:
-        raise ValueError(f"timemix: unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
-    if backend == "reference":
-        return False
-    if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors):
-        if backend == "triton":
-            raise ValueError("timemix: the Triton kernels are forward-only; use torch.no_grad() or backend='reference'")
-        return False
-    if backend == "triton":
-        if not kernels_run_on(device):
-            raise ValueError(f"timemix: backend 'triton' needs Triton and CUDA or CPU tensors; these are on {device}")
-        return True
-    return kernels_run_on(device) and (device.type == "cuda" or interpret_requested())
 
 
 def _check_rows(op: str, names: Sequence[str], tensors: Sequence[torch.Tensor | None]) -> torch.Tensor:
@@ -122,7 +105,7 @@ def token_mix(
     if shift_out is not None and not shift_out.is_contiguous():
         raise ValueError(f"{op}: shift_out must be contiguous")
     _check_params(op, C, x.device, {f"mus[{i}]": mu for i, mu in enumerate(mus)})
-    if not _use_triton(backend, x.device, (x, shift, *mus)) or x.dtype not in KERNEL_DTYPES:
+    if not use_triton(op, backend, x.device, (x, shift, *mus)) or x.dtype not in KERNEL_DTYPES:
         return token_mix_ref(x, shift, mus, shift_out)
     x = x.contiguous()
     shift = shift.contiguous()
@@ -167,7 +150,7 @@ def tm_gates(
     _check_params(op, C, k.device, {"w0": w0, "a0": a0, "k_k": k_k, "k_a": k_a, "v0": v0})
     tensors = (k, v, wz, az, vz, v_first, w0, a0, k_k, k_a, v0)
     dtypes = {t.dtype for t in (k, v, v_first) if t is not None}
-    if not _use_triton(backend, k.device, tensors) or len(dtypes) != 1 or k.dtype not in KERNEL_DTYPES:
+    if not use_triton(op, backend, k.device, tensors) or len(dtypes) != 1 or k.dtype not in KERNEL_DTYPES:
         return tm_gates_ref(k, v, wz, az, w0, a0, k_k, k_a, heads, v_first, vz, v0)
     ins = [t.contiguous() for t in (k, v, wz, az)]
     has_v = vz is not None
@@ -209,7 +192,7 @@ def tm_output(
     n = _check_heads(op, C, heads)
     _check_params(op, C, r.device, {"ln_weight": ln_weight, "ln_bias": ln_bias, "r_k": r_k})
     tensors = (y, r, k, v, g, ln_weight, ln_bias, r_k)
-    if not _use_triton(backend, r.device, tensors) or r.dtype not in KERNEL_DTYPES:
+    if not use_triton(op, backend, r.device, tensors) or r.dtype not in KERNEL_DTYPES:
         return tm_output_ref(y, r, k, v, g, ln_weight, ln_bias, r_k, eps)
     ins = [t.contiguous() for t in (y, r, k, v, g)]
     out = torch.empty_like(ins[1])

@@ -89,3 +89,26 @@ def nan_state(num_seqs: int, heads: int, n: int, device: torch.device | str = "c
 def assert_close(name: str, got: torch.Tensor, want: torch.Tensor, tol: float, seed: int) -> None:
     err = rel_rms(got, want)
     assert err <= tol, f"{name}: relative RMS error {err:.3g} > {tol:g} (replay with WKV7_TEST_SEED={seed})"
+
+
+def compile_for_sm90(kernel: object, signature: dict[str, str], constants: dict[str, object], num_warps: int) -> object:
+    """Compile a Triton kernel for an H100/H200 (sm_90) on the CPU: Triton's front end, passes and
+    bundled ptxas, no GPU; a kernel only the interpreter accepts fails. Skips where Triton has no
+    ptxas for this platform. ``signature``: the runtime parameters' types; constexprs are added."""
+    import pytest
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    signature = {**signature, **dict.fromkeys(constants, "constexpr")}
+    names = list(kernel.arg_names)  # type: ignore[attr-defined]
+    assert sorted(signature) == sorted(names), f"the kernel's parameters changed ({names}): update the test"
+    signature = {name: signature[name] for name in names}
+    try:
+        return triton.compile(
+            ASTSource(kernel, signature, constants), target=GPUTarget("cuda", 90, 32), options={"num_warps": num_warps}
+        )
+    except (RuntimeError, FileNotFoundError) as exc:  # no ptxas for this platform
+        if "ptxas" in str(exc):
+            pytest.skip(f"Triton cannot assemble for sm_90 here: {exc}")
+        raise
