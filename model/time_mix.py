@@ -21,6 +21,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from rwkv_registry.kernels.lora import lora_down, lora_up
 from rwkv_registry.kernels.timemix import tm_gates, tm_output, token_mix
 from rwkv_registry.model.config import RWKV7Config
 from rwkv_registry.model.wkv import elementwise_backend, wkv7
@@ -78,18 +79,27 @@ class TimeMix(nn.Module):
             x, shift, mus, shift_out=shift if inplace else None, backend=backend
         )
         r = self.receptance(xr)  # [B, T, C]
-        wz = torch.tanh(xw @ self.w1) @ self.w2  # decay LoRA (soft clamp in tm_gates)
         k = self.key(xk)
         v = self.value(xv)
-        az = (xa @ self.a1) @ self.a2  # in-context learning rate LoRA
-        g = torch.sigmoid(xg @ self.g1) @ self.g2  # output gate (the non-linearity inside)
-        if self.layer_id == 0 or v_first is None:
+        # the LoRA pairs, all down-projections in one launch and all up-projections in another:
+        # decay tanh(xw @ w1) @ w2 (soft clamp in tm_gates), in-context learning rate (xa @ a1) @ a2,
+        # output gate sigmoid(xg @ g1) @ g2 and, after layer 0, value residual (xv @ v1) @ v2
+        first = self.layer_id == 0 or v_first is None
+        ins, downs, acts, ups = (
+            [xw, xa, xg],
+            [self.w1, self.a1, self.g1],
+            ["tanh", "none", "sigmoid"],
+            [self.w2, self.a2, self.g2],
+        )
+        if not first:
+            ins, downs, acts, ups = [*ins, xv], [*downs, self.v1], [*acts, "none"], [*ups, self.v2]
+        wz, az, g, *vz = lora_up(lora_down(ins, downs, acts, backend=backend), ups, backend=backend)
+        if first:
             v_first = v
             w, k, v, a, b = tm_gates(k, v, wz, az, self.w0, self.a0, self.k_k, self.k_a, H, backend=backend)
         else:
-            vz = (xv @ self.v1) @ self.v2  # value-residual LoRA
             w, k, v, a, b = tm_gates(
-                k, v, wz, az, self.w0, self.a0, self.k_k, self.k_a, H, v_first, vz, self.v0, backend=backend
+                k, v, wz, az, self.w0, self.a0, self.k_k, self.k_a, H, v_first, vz[0], self.v0, backend=backend
             )
 
         def heads(t: torch.Tensor) -> torch.Tensor:
