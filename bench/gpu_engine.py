@@ -16,14 +16,17 @@ In order (each part is saved to ``--out`` as soon as it is done, so a timeout ke
    LoRA widths decay 128, aaa 128, mv 96, gate 480) generated on the GPU in the checkpoint layout;
 3. our engine (``rwkv_registry.model.RWKV7``, WKV7 Triton kernels): prefill tok/s at B=1 for
    T=2048 and T=8192, decode tok/s at B=1 and B=64 (the model's ``Decoder``: one CUDA graph per
-   batch size, state updated in place), decode with a random rank-16 MiSS adapter on the fly
-   against merged, and the fast path's logits against the reference WKV loop (bf16 agreement);
+   batch size, state updated in place), the kernels one eager step launches and B=1 decode without
+   the graph, decode with a random rank-16 MiSS adapter on the fly against merged, and the fast
+   path's logits against the reference path (bf16 agreement);
 4. the ``rwkv`` package 0.8.32 (``RWKV_V7_ON=1``, ``RWKV_CUDA_ON=1``, strategy ``cuda bf16``) on the
    same weights saved to /dev/shm (or a temporary folder), in a subprocess: prefill and B=1 decode,
    and its last-token logits against ours;
 5. fla's ``chunk_rwkv7`` op against our ``wkv7`` on the same inputs (B=1, T=4096, H=64), in a
    subprocess; before it, our two kernels alone for every launch configuration (the ``op_sweep``
-   entry of the JSON: the numbers to set ``kernels/wkv7/launch.py``'s ``TUNING`` from);
+   entry of the JSON: the numbers to set ``kernels/wkv7/launch.py``'s ``TUNING`` from), and the
+   fused element-wise ops (``kernels/timemix``, ``add_norm``, ``miss``) against their PyTorch
+   references at M = 1, 64, 2048 rows (``fused_ops``);
 6. a markdown table with ratios and the issue's targets, written beside ``--out``;
 7. last, because compiling a 32-layer step may take minutes: decode through ``torch.compile``
    (B=1, then B=64 while at least ``COMPILE_RESERVE_S`` of ``--time-limit`` is left), and the
@@ -377,6 +380,98 @@ def ours_vs_reference(model: Any, plan: Plan, tokens: list[int]) -> dict[str, An
     return {"rel_rms_max": max(rms), "rel_rms": rms, "max_abs_over_std": max(mx), "tokens": 64, "steps": 8}
 
 
+def ours_launches(model: Any, plan: Plan) -> dict[str, Any]:
+    """Kernels one eager decode step launches (B=1), what a CUDA graph replays: total, per layer,
+    Triton launches, and the five most frequent ops (``rwkv_registry.kernels.launches``)."""
+    import torch
+
+    from rwkv_registry.kernels.launches import count_launches
+
+    state = model.new_state(1)
+    tok = torch.zeros(1, 1, dtype=torch.long, device=plan.device)
+    saved = os.environ.get("TRITON_INTERPRET")
+    if plan.device != "cuda":  # the dry run: the interpreted kernels stand in for the GPU's
+        os.environ["TRITON_INTERPRET"] = "1"
+    try:
+        from rwkv_registry.model.wkv import set_wkv_backend
+
+        previous = set_wkv_backend("kernels")
+        try:
+            model.advance(tok, state)
+            counts = count_launches(lambda: model.advance(tok, state, check=False))
+        finally:
+            set_wkv_backend(previous)
+    finally:
+        if plan.device != "cuda":
+            if saved is None:
+                os.environ.pop("TRITON_INTERPRET", None)
+            else:
+                os.environ["TRITON_INTERPRET"] = saved
+    return {
+        "total": counts.total(),
+        "per_layer": counts.total() / plan.arch.n_layer,
+        "triton": counts.triton(),
+        "top": dict(counts.most_common(5)),
+    }
+
+
+def ours_decode_eager(model: Any, plan: Plan) -> dict[str, Any]:
+    """B=1 decode without the CUDA graph (every kernel launched from Python): what the graph saves."""
+    import torch
+
+    from rwkv_registry.model.decode import Decoder
+
+    decoder = Decoder(model, 1, graphs=False)
+    tok = torch.zeros(1, 1, dtype=torch.long, device=plan.device)
+    steps = max(4, plan.decode_steps // 4)
+    seconds = timed(lambda: [decoder.step(tok) for _ in range(steps)], plan.device, 1)
+    return {"steps": steps, "seconds": seconds, "tok_s": steps / seconds}
+
+
+def fused_op_calls(plan: Plan, M: int) -> dict[str, Callable[[str], Any]]:
+    """The fused element-wise ops on random bf16 inputs of M rows, each a function of the backend."""
+    import torch
+
+    from rwkv_registry.kernels.add_norm import add_layer_norm
+    from rwkv_registry.kernels.miss import miss_term_
+    from rwkv_registry.kernels.timemix import tm_gates, tm_output, token_mix
+
+    C, H, F = plan.arch.n_embd, plan.arch.n_embd // plan.arch.head_size, plan.arch.ffn
+    gen = torch.Generator(device=plan.device).manual_seed(M)
+
+    def rnd(*shape: int) -> Any:
+        return torch.randn(*shape, generator=gen, device=plan.device).to(torch.bfloat16)
+
+    x, shift, p = rnd(1, M, C), rnd(1, C), [rnd(C) for _ in range(6)]
+    k, v, wz, az, vz, vf, y, r, g = (rnd(1, M, C) for _ in range(9))
+    ffn_x, D = rnd(1, M, F), rnd(C, 16)
+    return {
+        "token_mix x6": lambda be: token_mix(x, shift, p, backend=be),
+        "tm_gates": lambda be: tm_gates(k, v, wz, az, *p[:4], H, vf, vz, p[4], backend=be),
+        "tm_output": lambda be: tm_output(y, r, k, v, g, p[0], p[1], p[2].view(H, -1), 64e-5, backend=be),
+        "add_layer_norm": lambda be: add_layer_norm(x, k, p[0], p[1], 1e-5, backend=be),
+        "miss_term_ K=16384 r=16": lambda be: miss_term_(v, ffn_x, D, 0.5, backend=be),
+    }
+
+
+def ours_fused_ops(plan: Plan) -> dict[str, Any]:
+    """Each fused element-wise op, Triton against its PyTorch reference, at the model's width:
+    decode rows (M=1, 64) and a prefill (M=2048); microseconds per call (median of 20)."""
+    if plan.device != "cuda":
+        return {"skipped": "CPU dry run (the interpreter says nothing about speed)"}
+    out: dict[str, Any] = {}
+    for M in (1, 64, 2048):
+        for name, fn in fused_op_calls(plan, M).items():
+            row = {}
+            for be in ("triton", "reference"):
+                try:
+                    row[be + "_us"] = 1e6 * timed(lambda fn=fn, be=be: fn(be), plan.device, 20, warmup=3)
+                except Exception as exc:
+                    row[be + "_error"] = f"{type(exc).__name__}: {exc}"[:200]
+            out[f"{name} M={M}"] = row
+    return out
+
+
 def random_miss(model: Any, rank: int, plan: Plan) -> Any:
     """ADAPTER: a random rank-``rank`` MiSS adapter on every target of every layer (in memory)."""
     import torch
@@ -653,6 +748,15 @@ def table(results: dict[str, Any]) -> str:
             f"| decode B={B}, torch.compile (tok/s) | {text} | — | {_ratio(d.get('tok_s'), theirs)} "
             f"| {'≥ ' + format(target, ',') if target else '—'} | — |"
         )
+    eager = _get(results, "ours", "decode_eager", "tok_s")
+    if eager is not None:
+        rows.append(f"| decode B=1 without the CUDA graph (tok/s) | {_fmt(eager)} | — | — | — | — |")
+    launches = _get(results, "ours", "launches") or {}
+    if "total" in launches:
+        rows.append(
+            f"| kernels per decode step, eager (per layer) | {launches['total']} ({launches['per_layer']:.1f}, "
+            f"{launches['triton']} Triton) | — | — | — | — |"
+        )
     miss = _get(results, "ours", "miss") or {}
     if "error" in miss or "fly_overhead_pct" in miss:
         text = (
@@ -797,9 +901,12 @@ def main(argv: list[str] | None = None) -> int:
         ours["decode"] = {}
         for B in plan.decode_batches:
             ours["decode"][str(B)] = run.part(f"ours decode B={B}", lambda B=B: ours_decode(model, plan, B))
+        ours["launches"] = run.part("ours launches per decode step", lambda: ours_launches(model, plan))
+        ours["decode_eager"] = run.part("ours decode B=1 eager", lambda: ours_decode_eager(model, plan))
         ours["miss"] = run.part("ours MiSS fly vs merge", lambda: ours_miss(model, plan))
         ours["vs_reference"] = run.part("ours fast vs reference logits", lambda: ours_vs_reference(model, plan, tokens))
     ours["op_sweep"] = run.part("ours WKV op sweep", lambda: ours_op_sweep(plan))
+    ours["fused_ops"] = run.part("ours fused element-wise ops", lambda: ours_fused_ops(plan))
     run.save()
 
     if not args.skip_rwkv:
