@@ -39,6 +39,7 @@ reason. The places that depend on the model's API are the functions marked ``ADA
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -48,7 +49,7 @@ import tempfile
 import time
 import traceback
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -343,6 +344,23 @@ def ours_decode(model: Any, plan: Plan, batch: int, compile: bool = False) -> di
     }
 
 
+@contextlib.contextmanager
+def kernels_path(plan: Plan) -> Iterator[None]:
+    """On the CPU (``--dry-run``) the interpreted Triton kernels stand in for the GPU's: sets
+    ``TRITON_INTERPRET=1`` for the block and puts the previous value back."""
+    saved = os.environ.get("TRITON_INTERPRET")
+    if plan.device != "cuda":
+        os.environ["TRITON_INTERPRET"] = "1"
+    try:
+        yield
+    finally:
+        if plan.device != "cuda":
+            if saved is None:
+                os.environ.pop("TRITON_INTERPRET", None)
+            else:
+                os.environ["TRITON_INTERPRET"] = saved
+
+
 def ours_vs_reference(model: Any, plan: Plan, tokens: list[int]) -> dict[str, Any]:
     """ADAPTER: logits of the fast path (Triton chunk prefill, then in-place step kernel decodes)
     against the reference WKV loop on the same bf16 weights: relative RMS and max |Δ| / std per
@@ -363,17 +381,8 @@ def ours_vs_reference(model: Any, plan: Plan, tokens: list[int]) -> dict[str, An
         finally:
             set_wkv_backend(previous)
 
-    saved = os.environ.get("TRITON_INTERPRET")
-    if plan.device != "cuda":
-        os.environ["TRITON_INTERPRET"] = "1"
-    try:
+    with kernels_path(plan):
         fast = run("kernels")
-    finally:
-        if plan.device != "cuda":
-            if saved is None:
-                os.environ.pop("TRITON_INTERPRET", None)
-            else:
-                os.environ["TRITON_INTERPRET"] = saved
     ref = run("reference")
     rms = [float((f - r).pow(2).mean().sqrt() / r.pow(2).mean().sqrt()) for f, r in zip(fast, ref, strict=True)]
     mx = [float((f - r).abs().max() / r.std()) for f, r in zip(fast, ref, strict=True)]
@@ -386,27 +395,17 @@ def ours_launches(model: Any, plan: Plan) -> dict[str, Any]:
     import torch
 
     from rwkv_registry.kernels.launches import count_launches
+    from rwkv_registry.model.wkv import set_wkv_backend
 
     state = model.new_state(1)
     tok = torch.zeros(1, 1, dtype=torch.long, device=plan.device)
-    saved = os.environ.get("TRITON_INTERPRET")
-    if plan.device != "cuda":  # the dry run: the interpreted kernels stand in for the GPU's
-        os.environ["TRITON_INTERPRET"] = "1"
-    try:
-        from rwkv_registry.model.wkv import set_wkv_backend
-
+    with kernels_path(plan):
         previous = set_wkv_backend("kernels")
         try:
             model.advance(tok, state)
             counts = count_launches(lambda: model.advance(tok, state, check=False))
         finally:
             set_wkv_backend(previous)
-    finally:
-        if plan.device != "cuda":
-            if saved is None:
-                os.environ.pop("TRITON_INTERPRET", None)
-            else:
-                os.environ["TRITON_INTERPRET"] = saved
     return {
         "total": counts.total(),
         "per_layer": counts.total() / plan.arch.n_layer,

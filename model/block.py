@@ -6,11 +6,15 @@ import torch
 from torch import nn
 
 from rwkv_registry.kernels.add_norm import add_layer_norm
+from rwkv_registry.kernels.miss import miss_term_
 from rwkv_registry.model.channel_mix import ChannelMix
 from rwkv_registry.model.config import RWKV7Config
+from rwkv_registry.model.miss import MissTerm
 from rwkv_registry.model.state import LayerState
 from rwkv_registry.model.time_mix import TimeMix
 from rwkv_registry.model.wkv import elementwise_backend
+
+Residual = tuple[torch.Tensor, MissTerm | None]  # a residual add not yet done: (dx, MiSS term of dx)
 
 
 class Block(nn.Module):
@@ -32,29 +36,39 @@ class Block(nn.Module):
     ) -> tuple[torch.Tensor, LayerState, torch.Tensor]:
         """``x`` [B, T, C] -> ``(x [B, T, C], new layer state, v_first [B, T, C])``; with
         ``inplace`` the new state is written into ``state``'s tensors and ``state`` is returned."""
-        x, dx, state, v_first = self.step(x, None, state, v_first, inplace)
+        x, (dx, dx_miss), state, v_first = self.step(x, None, state, v_first, inplace)
+        if dx_miss is not None:
+            dx = miss_term_(dx, *dx_miss, backend=elementwise_backend(x))
         return x + dx, state, v_first
 
     def step(
         self,
         x: torch.Tensor,
-        pending: torch.Tensor | None,
+        pending: Residual | None,
         state: LayerState,
         v_first: torch.Tensor | None,
         inplace: bool = False,
-    ) -> tuple[torch.Tensor, torch.Tensor, LayerState, torch.Tensor]:
+    ) -> tuple[torch.Tensor, Residual, LayerState, torch.Tensor]:
         """The block with its residual additions left open, so that each add is fused with the
         LayerNorm after it: the input is ``x + pending`` (``x`` when ``pending`` is None), the
-        output ``x_out + dx_out``, returned as ``(x_out, dx_out, new layer state, v_first)``."""
+        output ``x_out + dx_out``, returned as ``(x_out, (dx_out, miss), new layer state, v_first)``.
+        A :data:`Residual` ``(dx, miss)`` may carry the MiSS term of the map that made ``dx`` (an
+        adapter on the fly), added by the same fused add + LayerNorm."""
         backend = elementwise_backend(x)
-        if self.layer_id == 0:
-            x = self.ln0(x if pending is None else x + pending)
+        if self.layer_id == 0 and pending is not None:
+            dx, miss = pending
+            x = x + (dx if miss is None else miss_term_(dx, *miss, backend=backend))
             pending = None
+        if self.layer_id == 0:
+            x = self.ln0(x)
         if pending is None:
             xn = self.ln1(x)
         else:
-            x, xn = add_layer_norm(x, pending, self.ln1.weight, self.ln1.bias, self.ln1.eps, backend=backend)
-        dx, att_shift, wkv, v_first = self.att(xn, state.att_shift, state.wkv, v_first, inplace)
-        x, xn = add_layer_norm(x, dx, self.ln2.weight, self.ln2.bias, self.ln2.eps, backend=backend)
-        dx, ffn_shift = self.ffn(xn, state.ffn_shift, inplace)
-        return x, dx, (state if inplace else LayerState(att_shift, wkv, ffn_shift)), v_first
+            ln = self.ln1
+            x, xn = add_layer_norm(x, pending[0], ln.weight, ln.bias, ln.eps, miss=pending[1], backend=backend)
+        dx, att_shift, wkv, v_first, dx_miss = self.att(xn, state.att_shift, state.wkv, v_first, inplace)
+        ln = self.ln2
+        x, xn = add_layer_norm(x, dx, ln.weight, ln.bias, ln.eps, miss=dx_miss, backend=backend)
+        dx, ffn_shift, dx_miss = self.ffn(xn, state.ffn_shift, inplace)
+        new_state = state if inplace else LayerState(att_shift, wkv, ffn_shift)
+        return x, (dx, dx_miss), new_state, v_first

@@ -5,8 +5,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from rwkv_registry.kernels.miss import relu_square_
 from rwkv_registry.kernels.timemix import token_mix
 from rwkv_registry.model.config import RWKV7Config
+from rwkv_registry.model.miss import MissTerm, linear_open
 from rwkv_registry.model.wkv import elementwise_backend
 
 
@@ -20,13 +22,15 @@ class ChannelMix(nn.Module):
         self.key = nn.Linear(C, F, bias=False)  # weight [F, C]
         self.value = nn.Linear(F, C, bias=False)  # weight [C, F]
 
-    def forward(self, x: torch.Tensor, shift: torch.Tensor, inplace: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-        """``x`` [B, T, C], ``shift`` [B, C] -> ``(out [B, T, C], new shift [B, C])``; with
-        ``inplace`` the new shift is written into ``shift``."""
-        (xk,), new_shift = token_mix(
-            x, shift, (self.x_k,), shift_out=shift if inplace else None, backend=elementwise_backend(x)
-        )
-        k = self.key(xk)  # [B, T, F]
-        # inference: in place, no [B, T, F] temporaries
-        k = torch.relu(k) ** 2 if torch.is_grad_enabled() else torch.relu_(k).square_()
-        return self.value(k), new_shift
+    def forward(
+        self, x: torch.Tensor, shift: torch.Tensor, inplace: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor, MissTerm | None]:
+        """``x`` [B, T, C], ``shift`` [B, C] -> ``(out [B, T, C], new shift [B, C], out_miss)``;
+        with ``inplace`` the new shift is written into ``shift``. ``out_miss``: the value map's MiSS
+        term still to be added to ``out`` (see :func:`~rwkv_registry.model.miss.linear_open`)."""
+        backend = elementwise_backend(x)
+        (xk,), new_shift = token_mix(x, shift, (self.x_k,), shift_out=shift if inplace else None, backend=backend)
+        k, k_miss = linear_open(self.key, xk, backend)  # [B, T, F]
+        k = relu_square_(k, k_miss, backend=backend)  # in place (a new tensor when gradients flow)
+        out, out_miss = linear_open(self.value, k, backend)
+        return out, new_shift, out_miss

@@ -110,6 +110,19 @@ def add_miss_term_(out: torch.Tensor, x: torch.Tensor, D: torch.Tensor, scale: f
     return miss_term_(out, x, D, scale, backend=elementwise_backend(out))
 
 
+MissTerm = tuple[torch.Tensor, torch.Tensor, float]  # (x, D, scale): a MiSS term not yet added
+
+
+def linear_open(lin: nn.Module, x: torch.Tensor, backend: str) -> tuple[torch.Tensor, MissTerm | None]:
+    """``(lin(x), None)``; but for an adapter on the fly (:class:`MissLinear`) where the fused
+    kernels run (``backend`` not "reference"), ``(base(x), (x, D, scale))``: the MiSS term is left
+    for the kernel that consumes the output to add (the gates' grouped term, relu², add +
+    LayerNorm), so it costs no launch of its own. The consumer must add it on every path."""
+    if isinstance(lin, MissLinear) and backend != "reference":
+        return lin.base(x), (x, lin.D, lin.scale)
+    return lin(x), None
+
+
 def merged_weight(W: torch.Tensor, D: torch.Tensor, scale: float) -> torch.Tensor:
     """``W + scale * D @ P`` computed in fp32 and returned in ``W``'s dtype (a new tensor)."""
     K = W.shape[1]

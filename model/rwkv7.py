@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from rwkv_registry.kernels.add_norm import add_layer_norm
-from rwkv_registry.model.block import Block
+from rwkv_registry.model.block import Block, Residual
 from rwkv_registry.model.config import RWKV7Config
 from rwkv_registry.model.errors import FingerprintMismatchError, ModelError, ShapeMismatchError, WeightsFormatError
 from rwkv_registry.model.loading import sha256_file, torch_load_dict
@@ -260,16 +260,18 @@ class RWKV7(nn.Module):
     ) -> tuple[torch.Tensor, RWKV7State]:
         x = self.emb(tokens.to(self.device))  # [B, T, C]
         v_first: torch.Tensor | None = None
-        pending: torch.Tensor | None = None  # each block's last residual add, fused with the next norm
+        pending: Residual | None = None  # each block's last residual add, fused with the next norm
         new_layers = []
         for block, layer_state in zip(self.blocks, state.layers, strict=True):
             x, pending, new_state, v_first = block.step(x, pending, layer_state, v_first, inplace)
             new_layers.append(new_state)
         assert pending is not None
-        if not full_output:
-            x, pending = x[:, -1], pending[:, -1]  # [B, C]
+        dx, miss = pending
+        if not full_output:  # only the last position: [B, C]
+            x, dx = x[:, -1], dx[:, -1]
+            miss = None if miss is None else (miss[0][:, -1], miss[1], miss[2])
         ln = self.ln_out
-        _, h = add_layer_norm(x, pending, ln.weight, ln.bias, ln.eps, backend=elementwise_backend(x))
+        _, h = add_layer_norm(x, dx, ln.weight, ln.bias, ln.eps, miss=miss, backend=elementwise_backend(x))
         logits = self.head(h).float()  # [B, V] or [B, T, V]
         return logits, (state if inplace else RWKV7State(new_layers))
 

@@ -22,8 +22,10 @@ import torch
 from torch import nn
 
 from rwkv_registry.kernels.lora import lora_down, lora_up
+from rwkv_registry.kernels.miss import miss_terms_
 from rwkv_registry.kernels.timemix import tm_gates, tm_output, token_mix
 from rwkv_registry.model.config import RWKV7Config
+from rwkv_registry.model.miss import MissTerm, linear_open
 from rwkv_registry.model.wkv import elementwise_backend, wkv7
 
 LN_X_EPS = 64e-5
@@ -65,11 +67,13 @@ class TimeMix(nn.Module):
         wkv: torch.Tensor,
         v_first: torch.Tensor | None,
         inplace: bool = False,
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, MissTerm | None]:
         """``x`` [B, T, C], ``shift`` [B, C], ``wkv`` [B, H, N, N] fp32, ``v_first`` [B, T, C] (None in layer 0).
 
-        Returns ``(out [B, T, C], new shift [B, C], new wkv, v_first)``; with ``inplace`` the new
-        shift and wkv are written into ``shift`` and ``wkv`` (contiguous fp32), which are returned.
+        Returns ``(out [B, T, C], new shift [B, C], new wkv, v_first, out_miss)``; with ``inplace``
+        the new shift and wkv are written into ``shift`` and ``wkv`` (contiguous fp32), which are
+        returned. ``out_miss``: the MiSS term of the output map still to be added to ``out`` (an
+        adapter on the fly, fused kernels; see :func:`~rwkv_registry.model.miss.linear_open`), else None.
         """
         B, T, _ = x.shape
         H, N = self.n_head, self.head_size
@@ -78,9 +82,13 @@ class TimeMix(nn.Module):
         (xr, xw, xk, xv, xa, xg), new_shift = token_mix(
             x, shift, mus, shift_out=shift if inplace else None, backend=backend
         )
-        r = self.receptance(xr)  # [B, T, C]
-        k = self.key(xk)
-        v = self.value(xv)
+        # r, k, v; MiSS terms of an adapter on the fly are added in one launch
+        r, r_miss = linear_open(self.receptance, xr, backend)  # [B, T, C]
+        k, k_miss = linear_open(self.key, xk, backend)
+        v, v_miss = linear_open(self.value, xv, backend)
+        open_terms = [(out, term) for out, term in ((r, r_miss), (k, k_miss), (v, v_miss)) if term is not None]
+        if open_terms:
+            miss_terms_(*_segments(open_terms), backend=backend)
         # the LoRA pairs, all down-projections in one launch and all up-projections in another:
         # decay tanh(xw @ w1) @ w2 (soft clamp in tm_gates), in-context learning rate (xa @ a1) @ a2,
         # output gate sigmoid(xg @ g1) @ g2 and, after layer 0, value residual (xv @ v1) @ v2
@@ -109,4 +117,12 @@ class TimeMix(nn.Module):
             heads(r), heads(w), heads(k), heads(v), heads(a), heads(b), wkv, state_out=wkv if inplace else None
         )
         mixed = tm_output(y, r, k, v, g, self.ln_x.weight, self.ln_x.bias, self.r_k, self.ln_x.eps, backend=backend)
-        return self.output(mixed), new_shift, wkv, v_first
+        out, out_miss = linear_open(self.output, mixed, backend)
+        return out, new_shift, wkv, v_first, out_miss
+
+
+def _segments(
+    terms: list[tuple[torch.Tensor, MissTerm]],
+) -> tuple[list[torch.Tensor], list[torch.Tensor], list[torch.Tensor], list[float]]:
+    """``(outs, xs, Ds, scales)`` of open MiSS terms, for :func:`miss_terms_`."""
+    return [o for o, _ in terms], [t[0] for _, t in terms], [t[1] for _, t in terms], [t[2] for _, t in terms]

@@ -8,6 +8,8 @@ from types import ModuleType
 import torch
 
 from .._triton import load_kernel_module, use_triton
+from ..miss import TUNING as MISS_TUNING
+from ..miss import add_layer_norm_miss, miss_term_
 from ..timemix.launch import KERNEL_DTYPES
 from .reference import add_layer_norm_ref
 
@@ -29,9 +31,16 @@ def add_layer_norm(
     bias: torch.Tensor,
     eps: float,
     *,
+    miss: tuple[torch.Tensor, torch.Tensor, float] | None = None,
     backend: str = "auto",
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(s, y) = (x + dx, LayerNorm(x + dx))`` over the last dimension C, both in ``x``'s dtype.
+
+    ``miss=(xm, D, scale)``: ``dx`` is the base output of a linear map with a MiSS adapter on the
+    fly, whose term ``scale * S(xm) @ D^T`` (:func:`rwkv_registry.kernels.miss.miss_term_`) is
+    added to ``dx`` first: in the same launch for decode rows (``kernels.miss``'s
+    ``add_layer_norm_kernel``, at most its ``TUNING["max_rows"]`` under "auto"), else one launch
+    before. ``dx`` is not modified.
 
     ``x`` and ``dx``: one shape ``[..., C]``, dtype and device; ``weight``, ``bias``: C values.
     ``backend``: "auto" (Triton on CUDA, or on the CPU under ``TRITON_INTERPRET=1``; the
@@ -50,8 +59,16 @@ def add_layer_norm(
     for name, p in (("weight", weight), ("bias", bias)):
         if p.numel() != C or p.device != x.device:
             raise ValueError(f"add_layer_norm: {name} must hold C={C} values on {x.device}; got {list(p.shape)}")
-    use = use_triton("add_layer_norm", backend, x.device, (x, dx, weight, bias))
-    if not use or x.dtype not in KERNEL_DTYPES or C > MAX_WIDTH or x.numel() == 0:
+    extra = () if miss is None else tuple(t for t in miss[:2] if isinstance(t, torch.Tensor))
+    use = use_triton("add_layer_norm", backend, x.device, (x, dx, weight, bias, *extra))
+    use = use and x.dtype in KERNEL_DTYPES and C <= MAX_WIDTH and x.numel() > 0
+    if miss is not None:
+        rows = x.numel() // C if C else 0
+        if use and (backend == "triton" or rows <= MISS_TUNING["max_rows"]):  # one launch for all of it
+            return add_layer_norm_miss(x.contiguous(), dx.contiguous(), weight, bias, eps, miss)
+        # else the term first, into a copy of dx
+        dx = miss_term_(dx.clone(memory_format=torch.contiguous_format), *miss, backend=backend)
+    if not use:
         return add_layer_norm_ref(x, dx, weight, bias, eps)
     x, dx = x.contiguous(), dx.contiguous()
     s, y = torch.empty_like(x), torch.empty_like(x)

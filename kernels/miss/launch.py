@@ -1,30 +1,61 @@
-"""The MiSS on-the-fly term: argument checks, backend choice and the Triton launch.
+"""The MiSS on-the-fly term and the squared ReLU: argument checks, backend choice and the Triton launches.
 
-``backend="auto"`` runs the Triton kernel (``fused.py``) on CUDA tensors and under
-``TRITON_INTERPRET=1`` on the CPU, for at most ``TUNING["max_rows"]`` rows (decode; cuBLAS wins
-at prefill sizes), and the PyTorch reference (``reference.py``) elsewhere; "reference" and
-"triton" force one ("triton" for any number of rows). The Triton kernel is forward-only: inputs
-that require grad while grad is enabled are refused (``ValueError``), and dtypes other than
-bf16/fp16/fp32 go to the reference. Every bad argument is a ``ValueError`` that names it and
-prints the shapes.
+- ``miss_terms_(outs, xs, Ds, scales)``: ``out_s += scale_s * S(x_s) @ D_s^T`` for 1 to 3
+  segments in ONE launch (a time-mix layer's receptance, key and value); ``miss_term_`` is the
+  one-segment case.
+- ``relu_square_(h, miss=None)``: ``h = relu(h + scale * S(x) @ D^T) ** 2`` with ``miss=(x, D,
+  scale)`` (the channel mix's key map and its activation), else ``h = relu(h) ** 2``: one launch.
+
+``backend="auto"`` runs the Triton kernels (``fused.py``) on CUDA tensors and under
+``TRITON_INTERPRET=1`` on the CPU, and the PyTorch reference (``reference.py``) elsewhere; with a
+MiSS term only for at most ``TUNING["max_rows"]`` rows (decode; cuBLAS wins at prefill sizes),
+while the plain squared ReLU (element-wise) takes the kernel for any number of rows. "reference"
+and "triton" force one ("triton" for any number of rows). The kernels are forward-only: inputs that
+require grad while grad is enabled are refused (``ValueError``) by "triton" and sent to the
+reference by "auto"; dtypes other than bf16/fp16/fp32 go to the reference. Every bad argument is a
+``ValueError`` that names it and prints the shapes.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
+import math
+from collections.abc import Sequence
 from types import ModuleType
 
 import torch
 
 from .._triton import load_kernel_module, use_triton
-from .reference import miss_term_ref
+from .reference import miss_terms_ref, relu_square_ref
+
+__all__ = [
+    "KERNEL_DTYPES",
+    "MAX_SEGMENTS",
+    "TUNING",
+    "add_layer_norm_miss",
+    "miss_term_",
+    "miss_terms_",
+    "relu_square_",
+]
 
 KERNEL_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+MAX_SEGMENTS = 3
 
 # Launch configuration, read at every launch: output features per program (block_o), rank columns
 # per step (block_r), elements of the x tile summed per step (block_x: block_x // block_r blocks of
-# x), warps, and the most rows "auto" sends to the kernel (max_rows). Block sizes: powers of two.
-TUNING: dict[str, int] = {"block_o": 64, "block_r": 64, "block_x": 4096, "num_warps": 4, "max_rows": 64}
+# x), features per program of the plain squared ReLU (block_e), rank columns per step of the
+# add + LayerNorm kernel (block_r_ln: it holds a [C, block_r_ln] tile of D), warps, and the most
+# rows "auto" sends to a kernel with a MiSS term (max_rows). Block sizes: powers of two.
+TUNING: dict[str, int] = {
+    "block_o": 64,
+    "block_r": 64,
+    "block_x": 4096,
+    "block_e": 1024,
+    "block_r_ln": 4,
+    "num_warps": 4,
+    "max_rows": 64,
+}
 
 
 @functools.cache
@@ -37,61 +68,245 @@ def _pow2(n: int) -> int:
     return 1 << (max(n, 1) - 1).bit_length()
 
 
-def _check(out: torch.Tensor, x: torch.Tensor, D: torch.Tensor, scale: float) -> None:
-    for name, t in (("out", out), ("x", x), ("D", D)):
+def _shape(t: object) -> str:
+    return str(list(t.shape)) if isinstance(t, torch.Tensor) else type(t).__name__
+
+
+def _check_one(
+    op: str,
+    out: torch.Tensor,
+    x: torch.Tensor,
+    D: torch.Tensor,
+    scale: float,
+    names: tuple[str, str, str, str] = ("out", "x", "D", "scale"),
+) -> None:
+    """One segment: ``out`` [..., O] contiguous, ``x`` [..., K] (same leading dims), ``D`` [O, r],
+    one floating dtype and device, ``scale`` a Python number. ``names``: how the messages call them."""
+    o, xn, dn, sn = names
+    for name, t in ((o, out), (xn, x), (dn, D)):
         if not isinstance(t, torch.Tensor):
-            raise ValueError(f"miss_term_: {name} must be a torch.Tensor, got {type(t).__name__}")
-    shapes = f"out={list(out.shape)}, x={list(x.shape)}, D={list(D.shape)}"
+            raise ValueError(f"{op}: {name} must be a torch.Tensor, got {type(t).__name__}")
+    shapes = f"{o}={list(out.shape)}, {xn}={list(x.shape)}, {dn}={list(D.shape)}"
     if D.dim() != 2 or D.shape[1] < 1:
-        raise ValueError(f"miss_term_: D must be [out_features, rank] with rank >= 1; got {shapes}")
+        raise ValueError(f"{op}: {dn} must be [out_features, rank] with rank >= 1; got {shapes}")
     if out.dim() < 1 or out.shape[-1] != D.shape[0]:
-        raise ValueError(f"miss_term_: out's last dimension must be D.shape[0] = {D.shape[0]}; got {shapes}")
+        raise ValueError(f"{op}: {o}'s last dimension must be {dn}.shape[0] = {D.shape[0]}; got {shapes}")
     if x.dim() != out.dim() or x.shape[:-1] != out.shape[:-1]:
-        raise ValueError(f"miss_term_: x [..., K] and out [..., O] must share their leading dimensions; got {shapes}")
+        raise ValueError(f"{op}: {xn} [..., K] and {o} [..., O] must share their leading dimensions; got {shapes}")
     if not (x.dtype == out.dtype == D.dtype) or not out.dtype.is_floating_point:
         raise ValueError(
-            f"miss_term_: out, x and D must share one floating dtype; got out {out.dtype}, x {x.dtype}, "
-            f"D {D.dtype} ({shapes})"
+            f"{op}: {o}, {xn} and {dn} must share one floating dtype; got {o} {out.dtype}, {xn} {x.dtype}, "
+            f"{dn} {D.dtype} ({shapes})"
         )
     if not (x.device == out.device == D.device):
         raise ValueError(
-            f"miss_term_: out, x and D must be on one device; got out {out.device}, x {x.device}, D {D.device}"
+            f"{op}: {o}, {xn} and {dn} must be on one device; got {o} {out.device}, {xn} {x.device}, {dn} {D.device}"
         )
     if not out.is_contiguous():
-        raise ValueError(f"miss_term_: out must be contiguous (it is written in place); got {shapes}")
+        raise ValueError(f"{op}: {o} must be contiguous (it is written in place); got {shapes}")
     if isinstance(scale, bool) or not isinstance(scale, int | float):
-        raise ValueError(f"miss_term_: scale must be a Python number, got {type(scale).__name__}")
+        raise ValueError(f"{op}: {sn} must be a Python number, got {type(scale).__name__}")
+
+
+def _check_group(
+    op: str,
+    outs: Sequence[torch.Tensor],
+    xs: Sequence[torch.Tensor],
+    Ds: Sequence[torch.Tensor],
+    scales: Sequence[float],
+) -> None:
+    """Segment count, one (out, x, D, scale) per segment, each checked, and the shared leading
+    dimensions, dtype and device."""
+    for name, seq in (("outs", outs), ("xs", xs), ("Ds", Ds), ("scales", scales)):
+        if isinstance(seq, torch.Tensor | str) or not isinstance(seq, Sequence):
+            raise ValueError(f"{op}: {name} must be a sequence (list or tuple), one entry per segment")
+    n = len(outs)
+    if not 1 <= n <= MAX_SEGMENTS:
+        raise ValueError(f"{op}: 1 to {MAX_SEGMENTS} segments, got {n} outs")
+    if not len(xs) == len(Ds) == len(scales) == n:
+        raise ValueError(
+            f"{op}: one x, D and scale per out; got {n} outs, {len(xs)} xs, {len(Ds)} Ds, {len(scales)} scales"
+        )
+    for i in range(n):
+        _check_one(op, outs[i], xs[i], Ds[i], scales[i], (f"outs[{i}]", f"xs[{i}]", f"Ds[{i}]", f"scales[{i}]"))
+
+    def listing() -> str:
+        return ", ".join(f"outs[{i}]={_shape(out)} {out.dtype} {out.device}" for i, out in enumerate(outs))
+
+    for out in outs[1:]:
+        if out.shape[:-1] != outs[0].shape[:-1]:
+            raise ValueError(f"{op}: the segments must share their leading dimensions; got {listing()}")
+        if out.dtype != outs[0].dtype:
+            raise ValueError(f"{op}: the segments must share one dtype; got {listing()}")
+        if out.device != outs[0].device:
+            raise ValueError(f"{op}: the segments must be on one device; got {listing()}")
+
+
+def _tiles(ks: Sequence[int], rs: Sequence[int], ns: Sequence[int]) -> tuple[int, int, int]:
+    """``(BLOCK_O, BLOCK_R, BLOCK_N)`` for MiSS segments of widths ``ks``, ranks ``rs`` and outputs ``ns``."""
+    block_o = min(TUNING["block_o"], _pow2(max(ns)))
+    block_r = min(TUNING["block_r"], _pow2(max(rs)))
+    n_blocks = max(-(-k // r) for k, r in zip(ks, rs, strict=True))
+    block_n = max(1, min(TUNING["block_x"] // block_r, _pow2(n_blocks)))
+    return block_o, block_r, block_n
+
+
+def _rows_of(x: torch.Tensor, rows: int) -> torch.Tensor:
+    """``x`` [..., K] as [rows, K] with a unit column stride (a view where possible)."""
+    x2 = x.reshape(rows, x.shape[-1])
+    return x2 if x2.stride(-1) == 1 else x2.contiguous()
+
+
+def miss_terms_(
+    outs: Sequence[torch.Tensor],
+    xs: Sequence[torch.Tensor],
+    Ds: Sequence[torch.Tensor],
+    scales: Sequence[float],
+    *,
+    backend: str = "auto",
+) -> list[torch.Tensor]:
+    """``out_s += scale_s * S(x_s) @ D_s^T`` in place for 1 to 3 segments, in one launch; returns
+    ``list(outs)``.
+
+    Per segment: ``x_s`` [..., K_s]; ``D_s`` [O_s, r_s] (any r_s >= 1, per segment); ``out_s``
+    [..., O_s] contiguous; ``scale_s`` a Python number. All segments share the leading dimensions,
+    the dtype and the device. ``S_s[..., j]`` sums ``x_s[..., k]`` over ``k % r_s == j`` (the last
+    partial block zero padded). The kernel accumulates ``S`` and the product in fp32 and rounds once,
+    when it stores ``out``; the reference rounds ``S`` and the product to the dtype.
+    """
+    _check_group("miss_terms_", outs, xs, Ds, scales)
+    return _miss_terms("miss_terms_", outs, xs, Ds, scales, backend)
 
 
 def miss_term_(
     out: torch.Tensor, x: torch.Tensor, D: torch.Tensor, scale: float, *, backend: str = "auto"
 ) -> torch.Tensor:
-    """``out += scale * S @ D^T`` in place; returns ``out``.
+    """``out += scale * S @ D^T`` in place; returns ``out``: :func:`miss_terms_` for one segment.
 
     ``x`` [..., K]; ``D`` [O, r] (any r >= 1); ``out`` [..., O] contiguous, with ``x``'s leading
     dimensions; one dtype for all three. ``S[..., j]`` sums ``x[..., k]`` over ``k % r == j`` (the
-    last partial block zero padded). The kernel accumulates ``S`` and the product in fp32 and
-    rounds once, when it stores ``out``; the reference rounds ``S`` and the product to the dtype.
+    last partial block zero padded).
     """
-    _check(out, x, D, scale)
-    K, n_out = x.shape[-1], D.shape[0]
-    rows = out.numel() // n_out if n_out else 0
-    use = use_triton("miss_term_", backend, out.device, (out, x, D))
+    _check_one("miss_term_", out, x, D, scale)
+    return _miss_terms("miss_term_", [out], [x], [D], [scale], backend)[0]
+
+
+def _miss_terms(
+    op: str,
+    outs: Sequence[torch.Tensor],
+    xs: Sequence[torch.Tensor],
+    Ds: Sequence[torch.Tensor],
+    scales: Sequence[float],
+    backend: str,
+) -> list[torch.Tensor]:
+    """Checked segments: the backend choice and the launch."""
+    ns = [D.shape[0] for D in Ds]
+    rows = math.prod(outs[0].shape[:-1])
+    use = use_triton(op, backend, outs[0].device, [*outs, *xs, *Ds])
     if backend == "auto" and rows > TUNING["max_rows"]:
         use = False
-    if not use or out.dtype not in KERNEL_DTYPES:
-        return miss_term_ref(out, x, D, scale)
-    if rows == 0 or n_out == 0:
-        return out
-    r = D.shape[1]
-    x2 = x.contiguous().view(rows, K)
-    D = D.contiguous()
-    block_o = min(TUNING["block_o"], _pow2(n_out))
-    block_r = min(TUNING["block_r"], _pow2(r))
-    block_n = max(1, min(TUNING["block_x"] // block_r, _pow2(-(-K // r))))
-    grid = (rows, -(-n_out // block_o))
-    _kernels(out.device.type != "cuda").miss_term_kernel[grid](
-        x2, D, out, K, n_out, r, float(scale),
-        BLOCK_O=block_o, BLOCK_R=block_r, BLOCK_N=block_n, num_warps=TUNING["num_warps"],
+    if not use or outs[0].dtype not in KERNEL_DTYPES:
+        return miss_terms_ref(outs, xs, Ds, scales)
+    if rows == 0 or sum(ns) == 0:
+        return list(outs)
+    x2 = [_rows_of(x, rows) for x in xs]
+    ds = [D.contiguous() for D in Ds]
+    ks, rs = [x.shape[-1] for x in xs], [D.shape[1] for D in Ds]
+    block_o, block_r, block_n = _tiles(ks, rs, ns)
+    ends = list(itertools.accumulate(-(-n // block_o) for n in ns))  # running output blocks
+    pad = MAX_SEGMENTS - len(outs)
+    bounds = (ends + [ends[-1]] * pad)[:2]
+    _kernels(outs[0].device.type != "cuda").miss_term_kernel[(rows, ends[-1])](
+        *x2, *[x2[0]] * pad, *ds, *[ds[0]] * pad, *outs, *[outs[0]] * pad,
+        *ks, *[0] * pad, *ns, *[0] * pad, *rs, *[1] * pad, *[x.stride(0) for x in x2], *[0] * pad,
+        *[float(s) for s in scales], *[0.0] * pad, *bounds,
+        N_SEG=len(outs), BLOCK_O=block_o, BLOCK_R=block_r, BLOCK_N=block_n, num_warps=TUNING["num_warps"],
     )  # fmt: skip
-    return out
+    return list(outs)
+
+
+def relu_square_(
+    h: torch.Tensor,
+    miss: tuple[torch.Tensor, torch.Tensor, float] | None = None,
+    *,
+    backend: str = "auto",
+) -> torch.Tensor:
+    """``h = relu(h + scale * S(x) @ D^T) ** 2`` with ``miss=(x, D, scale)``, else ``h = relu(h) ** 2``.
+
+    ``h`` [..., F] contiguous; ``miss``: ``x`` [..., K] with ``h``'s leading dimensions, ``D``
+    [F, r], ``h``'s dtype and device, ``scale`` a Python number (as :func:`miss_term_`, ``h`` being
+    ``out``). In place, returning ``h`` itself: one launch where the kernel runs (fp32 inside, one
+    rounding at the store), else the reference (``miss_term_ref`` then ``torch.relu_(h).square_()``).
+    With grad mode on and ``h``, ``x`` or ``D`` requiring grad, the differentiable reference returns
+    a NEW tensor ``relu(h + term) ** 2`` and leaves ``h`` untouched: callers use the return value.
+    """
+    op = "relu_square_"
+    if not isinstance(h, torch.Tensor):
+        raise ValueError(f"{op}: h must be a torch.Tensor, got {type(h).__name__}")
+    if h.dim() < 1 or not h.is_floating_point():
+        raise ValueError(f"{op}: h must be a floating tensor [..., F]; got {list(h.shape)} {h.dtype}")
+    if not h.is_contiguous():
+        raise ValueError(f"{op}: h must be contiguous (it is written in place); got {list(h.shape)}")
+    tensors = [h]
+    if miss is not None:
+        if isinstance(miss, torch.Tensor) or not isinstance(miss, tuple | list) or len(miss) != 3:
+            raise ValueError(f"{op}: miss must be None or a tuple (x, D, scale); got {type(miss).__name__}")
+        _check_one(op, h, miss[0], miss[1], miss[2], ("h", "x", "D", "scale"))
+        tensors += [miss[0], miss[1]]
+    n_out = h.shape[-1]
+    rows = h.numel() // n_out if n_out else 0
+    use = use_triton(op, backend, h.device, tensors)
+    if miss is not None and backend == "auto" and rows > TUNING["max_rows"]:
+        use = False
+    if not use or h.dtype not in KERNEL_DTYPES:
+        return relu_square_ref(h, None if miss is None else (miss[0], miss[1], miss[2]))
+    if rows == 0 or n_out == 0:
+        return h
+    kernels = _kernels(h.device.type != "cuda")
+    if miss is None:
+        block = min(TUNING["block_e"], _pow2(n_out))
+        kernels.relu_square_kernel[(rows, -(-n_out // block))](
+            h, h, h, n_out, 0, 1, 0, 0.0,
+            HAS_MISS=False, BLOCK_O=block, BLOCK_R=1, BLOCK_N=1, num_warps=TUNING["num_warps"],
+        )  # fmt: skip
+        return h
+    x, D, scale = miss
+    x2, D = _rows_of(x, rows), D.contiguous()
+    K, r = x.shape[-1], D.shape[1]
+    block_o, block_r, block_n = _tiles([K], [r], [n_out])
+    kernels.relu_square_kernel[(rows, -(-n_out // block_o))](
+        h, x2, D, n_out, K, r, x2.stride(0), float(scale),
+        HAS_MISS=True, BLOCK_O=block_o, BLOCK_R=block_r, BLOCK_N=block_n, num_warps=TUNING["num_warps"],
+    )  # fmt: skip
+    return h
+
+
+def add_layer_norm_miss(
+    x: torch.Tensor,
+    dx: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor,
+    eps: float,
+    miss: tuple[torch.Tensor, torch.Tensor, float],
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The Triton kernel of :func:`rwkv_registry.kernels.add_norm.add_layer_norm` with a MiSS
+    term, one launch: ``s = x + dx + scale * S(xm) @ D^T``, ``y = LayerNorm(s)`` over C.
+    ``add_layer_norm`` decides when it runs (and checks ``x``, ``dx`` [..., C] contiguous,
+    ``weight``, ``bias``); ``miss=(xm, D, scale)`` is checked here (``ValueError``)."""
+    xm, D, scale = miss
+    _check_one("add_layer_norm", dx, xm, D, scale, ("dx", "miss x", "miss D", "miss scale"))
+    C = x.shape[-1]
+    rows = x.numel() // C
+    s, y = torch.empty_like(x), torch.empty_like(x)
+    if rows == 0:
+        return s, y
+    xm2, D = _rows_of(xm, rows), D.contiguous()
+    K, r = xm.shape[-1], D.shape[1]
+    block_r = min(TUNING["block_r_ln"], _pow2(r))
+    block_n = max(1, min(TUNING["block_x"] // block_r, _pow2(-(-K // r))))
+    _kernels(x.device.type != "cuda").add_layer_norm_kernel[(rows,)](
+        x, dx, weight.reshape(-1).contiguous(), bias.reshape(-1).contiguous(), s, y, xm2, D,
+        C, K, r, xm2.stride(0), float(scale), float(eps),
+        BLOCK_C=_pow2(C), BLOCK_R=block_r, BLOCK_N=block_n, num_warps=8,
+    )  # fmt: skip
+    return s, y

@@ -3,6 +3,8 @@ interpreter on the CPU: fresh random inputs, fp64 truth, NaN-filled outputs."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 from wkv7_helpers import DTYPE_NAMES, new_seed, rel_rms
@@ -11,6 +13,7 @@ pytest.importorskip("triton")
 
 from rwkv_registry.kernels.add_norm import MAX_WIDTH, add_layer_norm, add_layer_norm_ref
 from rwkv_registry.kernels.add_norm import launch as an_launch
+from rwkv_registry.kernels.miss import miss_term_ref
 
 TOL = {torch.float32: 1e-5, torch.bfloat16: 1e-2, torch.float16: 2e-3}
 CASES = [((1, 1, 64), torch.float32), ((2, 5, 48), torch.float32), ((3, 1, 4096), torch.bfloat16),
@@ -94,6 +97,105 @@ def test_choice_of_backend(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_bad_arguments_are_value_errors(args: tuple[object, ...], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         add_layer_norm(*args, 1e-5)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------- with a MiSS term (kernels/miss)
+
+
+def miss_inputs(rows: int, C: int, K: int, r: int, dtype: torch.dtype, seed: int) -> tuple[torch.Tensor, ...]:
+    gen = torch.Generator().manual_seed(seed + 1)
+    xm = torch.randn(rows, K, generator=gen).to(dtype)
+    D = (0.2 * torch.randn(C, r, generator=gen)).to(dtype)
+    return xm, D
+
+
+MISS_CASES = [(1, 64, 256, 16, torch.float32), (3, 48, 100, 7, torch.float32), (2, 128, 512, 4, torch.bfloat16),
+              (5, 40, 30, 64, torch.float16)]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("rows", "C", "K", "r", "dtype"),
+    MISS_CASES,
+    ids=[f"M{c[0]}-C{c[1]}-K{c[2]}-r{c[3]}-{DTYPE_NAMES[c[4]]}" for c in MISS_CASES],
+)
+def test_with_a_miss_term_matches_reference(rows: int, C: int, K: int, r: int, dtype: torch.dtype) -> None:
+    """``s = x + dx + scale * S(xm) @ D^T`` in one launch (K % r != 0 and r > K included): within
+    the dtype's tolerance of the fp64 truth and no further from it than the reference; dx untouched."""
+    seed = new_seed()
+    x, dx, w, b = inputs((rows, C), dtype, seed)
+    xm, D = miss_inputs(rows, C, K, r, dtype, seed)
+    dx_before = dx.clone()
+    s, y = add_layer_norm(x, dx, w, b, 1e-5, miss=(xm, D, 0.5), backend="triton")
+    s_ref, y_ref = add_layer_norm(x, dx, w, b, 1e-5, miss=(xm, D, 0.5), backend="reference")
+    d64 = miss_term_ref(dx.double().clone(), xm.double(), D.double(), 0.5)
+    s_true, y_true = add_layer_norm_ref(x.double(), d64, w.double(), b.double(), 1e-5)
+    assert torch.equal(dx, dx_before)
+    for name, got, ref, true in (("s", s, s_ref, s_true), ("y", y, y_ref, y_true)):
+        err, ref_err = rel_rms(got, true), rel_rms(ref, true)
+        assert err <= TOL[dtype], f"{name}: rel. RMS {err:.3g} (replay with WKV7_TEST_SEED={seed})"
+        assert err <= 1.5 * ref_err + 1e-6, f"{name}: {err:.3g} vs the reference's {ref_err:.3g} (seed {seed})"
+
+
+def test_with_a_miss_term_one_launch_for_decode_rows_two_above(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ "auto" (interpreted here): the fused kernel for at most max_rows rows; above, the MiSS
+    term then the plain kernel, with the same result; a strided dx (the last position) is fine."""
+    from rwkv_registry.kernels.launches import count_launches
+    from rwkv_registry.kernels.miss import TUNING as MISS_TUNING
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    seed = new_seed()
+    x, dx, w, b = inputs((4, 3, 32), torch.float32, seed)
+    xm, D = miss_inputs(12, 32, 50, 8, torch.float32, seed)
+    xm = xm.view(4, 3, 50)
+    fused = count_launches(lambda: add_layer_norm(x, dx, w, b, 1e-5, miss=(xm, D, 0.25)))
+    poison = "aten.fill_.Scalar"  # the NaN fill of this file's output fixture
+    assert {k: n for k, n in fused.items() if k != poison} == {"triton:add_layer_norm_kernel": 1}
+    want = add_layer_norm(x, dx, w, b, 1e-5, miss=(xm, D, 0.25), backend="reference")
+    monkeypatch.setitem(MISS_TUNING, "max_rows", 4)
+    split = count_launches(lambda: add_layer_norm(x, dx, w, b, 1e-5, miss=(xm, D, 0.25)))
+    assert (
+        split["aten.addmm_.default"] == 1 and split.triton() == 1
+    )  # above max_rows: the term by cuBLAS, then the norm
+    got = add_layer_norm(x, dx, w, b, 1e-5, miss=(xm, D, 0.25))
+    for g, r in zip(got, want, strict=True):
+        assert rel_rms(g, r) < 1e-6, f"seed {seed}"
+    last = add_layer_norm(x[:, -1], dx[:, -1], w, b, 1e-5, miss=(xm[:, -1], D, 0.25))
+    for g, r in zip(last, want, strict=True):
+        assert rel_rms(g, r[:, -1]) < 1e-6, f"seed {seed}"
+
+
+def test_a_bad_miss_term_is_a_value_error() -> None:
+    x = torch.zeros(2, 8)
+    with pytest.raises(ValueError, match=r"miss D's|miss D must be|dx's last dimension"):
+        add_layer_norm(
+            x,
+            x,
+            torch.ones(8),
+            torch.zeros(8),
+            1e-5,
+            miss=(torch.zeros(2, 5), torch.zeros(7, 2), 1.0),
+            backend="triton",
+        )
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16", "fp32"])
+def test_miss_kernel_compiles_for_sm90(dtype: str) -> None:
+    """kernels/miss's add_layer_norm_kernel at the 7.2B width and the FFN value's K, offline."""
+    from wkv7_helpers import compile_for_sm90
+
+    from rwkv_registry.kernels.miss import TUNING as MISS_TUNING
+    from rwkv_registry.kernels.miss import launch as miss_launch
+
+    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+        pytest.skip("TRITON_INTERPRET=1 makes every kernel interpreted")
+    kernel = miss_launch._kernels(False).add_layer_norm_kernel
+    ptrs = ("x_ptr", "dx_ptr", "w_ptr", "b_ptr", "s_ptr", "y_ptr", "xm_ptr", "d_ptr")
+    sig = (
+        {p: f"*{dtype}" for p in ptrs} | dict.fromkeys(("C", "K", "R", "SX"), "i32") | {"scale": "fp32", "eps": "fp32"}
+    )
+    block_r = MISS_TUNING["block_r_ln"]
+    constants = {"BLOCK_C": 4096, "BLOCK_R": block_r, "BLOCK_N": MISS_TUNING["block_x"] // block_r}
+    assert compile_for_sm90(kernel, sig, constants, 8)
 
 
 @pytest.mark.gpu
