@@ -21,10 +21,20 @@ from typing import Any
 
 import torch
 
-__all__ = ["BACKENDS", "interpret_requested", "kernels_run_on", "load_kernel_module", "triton_installed", "use_triton"]
+__all__ = [
+    "BACKENDS",
+    "KERNEL_DTYPES",
+    "interpret_requested",
+    "kernels_run_on",
+    "load_kernel_module",
+    "triton_installed",
+    "use_triton",
+]
 
 # the backends of the fused ops (timemix, add_norm, miss, lora); wkv7 has its own (it has two kernels)
 BACKENDS = ("auto", "reference", "triton")
+# the dtypes their kernels take (others go to the reference)
+KERNEL_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
 
 def interpret_requested() -> bool:

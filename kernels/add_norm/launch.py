@@ -7,10 +7,9 @@ from types import ModuleType
 
 import torch
 
-from .._triton import load_kernel_module, use_triton
+from .._triton import KERNEL_DTYPES, load_kernel_module, use_triton
 from ..miss import TUNING as MISS_TUNING
 from ..miss import add_layer_norm_miss, miss_term_
-from ..timemix.launch import KERNEL_DTYPES
 from .reference import add_layer_norm_ref
 
 __all__ = ["MAX_WIDTH", "TUNING", "add_layer_norm"]

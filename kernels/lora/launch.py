@@ -20,12 +20,11 @@ from types import ModuleType
 
 import torch
 
-from .._triton import BACKENDS, load_kernel_module, use_triton
+from .._triton import BACKENDS, KERNEL_DTYPES, load_kernel_module, use_triton
 from .reference import ACTIVATIONS, lora_down_ref, lora_up_ref
 
 __all__ = ["ACTS", "BACKENDS", "KERNEL_DTYPES", "MAX_SEGMENTS", "TUNING", "lora_down", "lora_up"]
 
-KERNEL_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 ACTS = tuple(ACTIVATIONS)  # "none", "tanh", "sigmoid"
 _ACT_CODES = {"none": 0, "tanh": 1, "sigmoid": 2}  # fused.ACT_NONE, ACT_TANH, ACT_SIGMOID
 MAX_SEGMENTS = 4

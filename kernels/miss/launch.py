@@ -26,7 +26,7 @@ from types import ModuleType
 
 import torch
 
-from .._triton import load_kernel_module, use_triton
+from .._triton import KERNEL_DTYPES, load_kernel_module, use_triton
 from .reference import miss_terms_ref, relu_square_ref
 
 __all__ = [
@@ -39,7 +39,6 @@ __all__ = [
     "relu_square_",
 ]
 
-KERNEL_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 MAX_SEGMENTS = 3
 
 # Launch configuration, read at every launch: output features per program (block_o), rank columns

@@ -15,10 +15,9 @@ from types import ModuleType
 
 import torch
 
-from .._triton import load_kernel_module, use_triton
+from .._triton import KERNEL_DTYPES, load_kernel_module, use_triton
 from .reference import tm_gates_ref, tm_output_ref, token_mix_ref
 
-KERNEL_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 MAX_MIX = 6
 
 # Launch configuration, read at every launch: channels per token_mix program, heads per program of

@@ -9,7 +9,7 @@ import os
 
 import pytest
 import torch
-from wkv7_helpers import DTYPE_NAMES, compile_for_sm90, new_seed, rel_rms
+from wkv7_helpers import DTYPE_NAMES, compile_for_sm90, new_seed, rel_rms, spy_paths
 
 pytest.importorskip("triton")
 
@@ -124,20 +124,7 @@ def test_fp64_goes_to_the_reference() -> None:
 @pytest.fixture
 def calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Which path each call took: "kernel" (a Triton launch) or "reference"."""
-    seen: list[str] = []
-    real_kernels, real_ref = miss_launch._kernels, miss_launch.miss_terms_ref
-
-    def kernels(interpret: bool) -> object:
-        seen.append("kernel")
-        return real_kernels(interpret)
-
-    def ref(*args: object) -> list[torch.Tensor]:
-        seen.append("reference")
-        return real_ref(*args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(miss_launch, "_kernels", kernels)
-    monkeypatch.setattr(miss_launch, "miss_terms_ref", ref)
-    return seen
+    return spy_paths(monkeypatch, miss_launch, "miss_terms_ref")
 
 
 def test_auto_sends_decode_rows_to_the_kernel_and_more_to_the_reference(

@@ -112,3 +112,22 @@ def compile_for_sm90(kernel: object, signature: dict[str, str], constants: dict[
         if "ptxas" in str(exc):
             pytest.skip(f"Triton cannot assemble for sm_90 here: {exc}")
         raise
+
+
+def spy_paths(monkeypatch: object, launch: object, reference: str) -> list[str]:
+    """Record which path each call of a fused op takes: "kernel" when the ``launch`` module loads
+    its Triton kernels (once per launch), "reference" when it calls its ``reference`` function."""
+    seen: list[str] = []
+    real_kernels, real_ref = launch._kernels, getattr(launch, reference)  # type: ignore[attr-defined]
+
+    def kernels(interpret: bool) -> object:
+        seen.append("kernel")
+        return real_kernels(interpret)
+
+    def ref(*args: object, **kwargs: object) -> object:
+        seen.append("reference")
+        return real_ref(*args, **kwargs)
+
+    monkeypatch.setattr(launch, "_kernels", kernels)  # type: ignore[attr-defined]
+    monkeypatch.setattr(launch, reference, ref)  # type: ignore[attr-defined]
+    return seen
