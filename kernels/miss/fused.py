@@ -19,8 +19,8 @@ dtype: one rounding, ``S`` never leaves registers.
 
 ``add_layer_norm_kernel``: ``kernels/add_norm``'s residual add + LayerNorm with the MiSS term of
 the map that made ``dx`` added first (an attention output or FFN value map adapted on the fly),
-one program per row: the term for all C channels, in ``BLOCK_R``-wide rank chunks to keep the
-``[C, BLOCK_R]`` tile of ``D`` in registers.
+one program per row (the norm needs the whole row): ``S`` once for the full rank, then the row in
+chunks of ``BLOCK_C`` channels, ``D``'s rows read whole.
 
 Each MiSS program re-reads its row of ``x`` (from L2 after the first), which costs less than a
 second launch at decode sizes. The launcher is ``launch.py``; this module only holds the kernels.
@@ -193,20 +193,43 @@ def add_layer_norm_kernel(
 ):
     """``s = x + dx + scale * S(xm) @ D^T`` (stored in s's dtype) and ``y = LayerNorm(s)`` for one
     row of C channels (``kernels/add_norm`` with the MiSS term of the map that made ``dx``): ``xm``
-    [M, K] with row stride ``SX``, ``D`` [C, R]; x, dx, s, y [M, C] contiguous."""
+    [M, K] with row stride ``SX``, ``D`` [C, R]; x, dx, s, y [M, C] contiguous. ``BLOCK_R`` covers
+    the whole rank: ``S`` is summed once, then the row is walked in ``BLOCK_C`` chunks (``D`` rows
+    read whole, coalesced) three times: the sum (storing ``s``), the centred squares, the norm."""
     m = tl.program_id(0)
     row = m.to(tl.int64) * C
-    offs = tl.arange(0, BLOCK_C)
-    mask = offs < C
-    v = tl.load(x_ptr + row + offs, mask=mask, other=0.0).to(tl.float32)
-    v += tl.load(dx_ptr + row + offs, mask=mask, other=0.0).to(tl.float32)
-    v += scale * _miss_acc(xm_ptr + m.to(tl.int64) * SX, d_ptr, offs, mask, K, R, BLOCK_C, BLOCK_R, BLOCK_N)
-    s = v.to(s_ptr.dtype.element_ty)
-    tl.store(s_ptr + row + offs, s, mask=mask)
-    v = s.to(tl.float32)  # the norm of the stream as stored
-    mean = tl.reduce(v, 0, _SUM) / C
-    d = tl.where(mask, v - mean, 0.0)
-    var = tl.reduce(d * d, 0, _SUM) / C
-    w = tl.load(w_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-    b = tl.load(b_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-    tl.store(y_ptr + row + offs, (d / tl.sqrt(var + eps) * w + b).to(y_ptr.dtype.element_ty), mask=mask)
+    xm_row = xm_ptr + m.to(tl.int64) * SX
+    offs_r = tl.arange(0, BLOCK_R)
+    mask_r = offs_r < R
+    S = tl.full([BLOCK_R], 0.0, dtype=tl.float32)  # S[j] = sum over k % R == j of xm[k]
+    for i0 in range(0, (K + R - 1) // R, BLOCK_N):
+        k = (i0 + tl.arange(0, BLOCK_N))[:, None] * R + offs_r[None, :]  # [BLOCK_N, BLOCK_R]
+        S += tl.reduce(tl.load(xm_row + k, mask=mask_r[None, :] & (k < K), other=0.0).to(tl.float32), 0, _SUM)
+    total = tl.full([BLOCK_C], 0.0, dtype=tl.float32)
+    for c0 in range(0, C, BLOCK_C):
+        offs = c0 + tl.arange(0, BLOCK_C)
+        mask = offs < C
+        d = tl.load(
+            d_ptr + offs.to(tl.int64)[:, None] * R + offs_r[None, :], mask=mask[:, None] & mask_r[None, :], other=0.0
+        ).to(tl.float32)  # [BLOCK_C, BLOCK_R]
+        v = tl.load(x_ptr + row + offs, mask=mask, other=0.0).to(tl.float32)
+        v += tl.load(dx_ptr + row + offs, mask=mask, other=0.0).to(tl.float32)
+        v += scale * tl.reduce(d * S[None, :], 1, _SUM)
+        s = v.to(s_ptr.dtype.element_ty)
+        tl.store(s_ptr + row + offs, s, mask=mask)
+        total += tl.where(mask, s.to(tl.float32), 0.0)  # the norm is of the stream as stored
+    mean = tl.reduce(total, 0, _SUM) / C
+    squares = tl.full([BLOCK_C], 0.0, dtype=tl.float32)
+    for c0 in range(0, C, BLOCK_C):
+        offs = c0 + tl.arange(0, BLOCK_C)
+        mask = offs < C
+        d = tl.where(mask, tl.load(s_ptr + row + offs, mask=mask, other=0.0).to(tl.float32) - mean, 0.0)
+        squares += d * d
+    rstd = 1.0 / tl.sqrt(tl.reduce(squares, 0, _SUM) / C + eps)
+    for c0 in range(0, C, BLOCK_C):
+        offs = c0 + tl.arange(0, BLOCK_C)
+        mask = offs < C
+        v = tl.load(s_ptr + row + offs, mask=mask, other=0.0).to(tl.float32)
+        w = tl.load(w_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+        b = tl.load(b_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+        tl.store(y_ptr + row + offs, ((v - mean) * rstd * w + b).to(y_ptr.dtype.element_ty), mask=mask)

@@ -43,15 +43,16 @@ MAX_SEGMENTS = 3
 
 # Launch configuration, read at every launch: output features per program (block_o), rank columns
 # per step (block_r), elements of the x tile summed per step (block_x: block_x // block_r blocks of
-# x), features per program of the plain squared ReLU (block_e), rank columns per step of the
-# add + LayerNorm kernel (block_r_ln: it holds a [C, block_r_ln] tile of D), warps, and the most
-# rows "auto" sends to a kernel with a MiSS term (max_rows). Block sizes: powers of two.
+# x), features per program of the plain squared ReLU (block_e), the elements of D's tile in the
+# add + LayerNorm kernel (tile_ln: [tile_ln // rank channels, rank]) and its warps, warps, and the
+# most rows "auto" sends to a kernel with a MiSS term (max_rows). Block sizes: powers of two.
 TUNING: dict[str, int] = {
     "block_o": 64,
     "block_r": 64,
     "block_x": 4096,
     "block_e": 1024,
-    "block_r_ln": 4,
+    "tile_ln": 16384,
+    "num_warps_ln": 8,
     "num_warps": 4,
     "max_rows": 64,
 }
@@ -301,11 +302,12 @@ def add_layer_norm_miss(
         return s, y
     xm2, D = _rows_of(xm, rows), D.contiguous()
     K, r = xm.shape[-1], D.shape[1]
-    block_r = min(TUNING["block_r_ln"], _pow2(r))
+    block_r = _pow2(r)  # the whole rank (at most 1024)
+    block_c = min(_pow2(C), max(16, TUNING["tile_ln"] // block_r))
     block_n = max(1, min(TUNING["block_x"] // block_r, _pow2(-(-K // r))))
     _kernels(x.device.type != "cuda").add_layer_norm_kernel[(rows,)](
         x, dx, weight.reshape(-1).contiguous(), bias.reshape(-1).contiguous(), s, y, xm2, D,
         C, K, r, xm2.stride(0), float(scale), float(eps),
-        BLOCK_C=_pow2(C), BLOCK_R=block_r, BLOCK_N=block_n, num_warps=8,
+        BLOCK_C=block_c, BLOCK_R=block_r, BLOCK_N=block_n, num_warps=TUNING["num_warps_ln"],
     )  # fmt: skip
     return s, y

@@ -136,6 +136,20 @@ def test_with_a_miss_term_matches_reference(rows: int, C: int, K: int, r: int, d
         assert err <= 1.5 * ref_err + 1e-6, f"{name}: {err:.3g} vs the reference's {ref_err:.3g} (seed {seed})"
 
 
+def test_with_a_miss_term_over_several_channel_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A small D tile: C = 100 walked in chunks of 16 (the last one partial), rank 7 in a block of 8."""
+    from rwkv_registry.kernels.miss import TUNING as MISS_TUNING
+
+    monkeypatch.setitem(MISS_TUNING, "tile_ln", 128)
+    seed = new_seed()
+    x, dx, w, b = inputs((3, 100), torch.float32, seed)
+    xm, D = miss_inputs(3, 100, 70, 7, torch.float32, seed)
+    got = add_layer_norm(x, dx, w, b, 1e-5, miss=(xm, D, 0.3), backend="triton")
+    want = add_layer_norm(x, dx, w, b, 1e-5, miss=(xm, D, 0.3), backend="reference")
+    for g, r in zip(got, want, strict=True):
+        assert rel_rms(g, r) < 1e-6, f"seed {seed}"
+
+
 def test_with_a_miss_term_one_launch_for_decode_rows_two_above(monkeypatch: pytest.MonkeyPatch) -> None:
     """ "auto" (interpreted here): the fused kernel for at most max_rows rows; above, the MiSS
     term then the plain kernel, with the same result; a strided dx (the last position) is fine."""
@@ -193,9 +207,9 @@ def test_miss_kernel_compiles_for_sm90(dtype: str) -> None:
     sig = (
         {p: f"*{dtype}" for p in ptrs} | dict.fromkeys(("C", "K", "R", "SX"), "i32") | {"scale": "fp32", "eps": "fp32"}
     )
-    block_r = MISS_TUNING["block_r_ln"]
-    constants = {"BLOCK_C": 4096, "BLOCK_R": block_r, "BLOCK_N": MISS_TUNING["block_x"] // block_r}
-    assert compile_for_sm90(kernel, sig, constants, 8)
+    for r in (16, 64):  # the launcher's tiles for the FFN value (K = 16384)
+        constants = {"BLOCK_C": MISS_TUNING["tile_ln"] // r, "BLOCK_R": r, "BLOCK_N": MISS_TUNING["block_x"] // r}
+        assert compile_for_sm90(kernel, sig, constants, MISS_TUNING["num_warps_ln"])
 
 
 @pytest.mark.gpu
