@@ -5,8 +5,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from rwkv_registry.kernels.add_norm import add_layer_norm
+from rwkv_registry.kernels.add_norm import add_layer_norm_mix
 from rwkv_registry.kernels.miss import miss_term_
+from rwkv_registry.kernels.timemix import token_mix
 from rwkv_registry.model.channel_mix import ChannelMix
 from rwkv_registry.model.config import RWKV7Config
 from rwkv_registry.model.miss import MissTerm
@@ -50,25 +51,36 @@ class Block(nn.Module):
         inplace: bool = False,
     ) -> tuple[torch.Tensor, Residual, LayerState, torch.Tensor]:
         """The block with its residual additions left open, so that each add is fused with the
-        LayerNorm after it: the input is ``x + pending`` (``x`` when ``pending`` is None), the
-        output ``x_out + dx_out``, returned as ``(x_out, (dx_out, miss), new layer state, v_first)``.
+        LayerNorm after it (and, on a decode step, with the token mix after that): the input is
+        ``x + pending`` (``x`` when ``pending`` is None), the output ``x_out + dx_out``, returned
+        as ``(x_out, (dx_out, miss), new layer state, v_first)``.
         A :data:`Residual` ``(dx, miss)`` may carry the MiSS term of the map that made ``dx`` (an
         adapter on the fly), added by the same fused add + LayerNorm."""
         backend = elementwise_backend(x)
+        att, ffn = self.att, self.ffn
         if self.layer_id == 0 and pending is not None:
             dx, miss = pending
             x = x + (dx if miss is None else miss_term_(dx, *miss, backend=backend))
             pending = None
         if self.layer_id == 0:
             x = self.ln0(x)
+        # each norm is fused with the residual add before it and the token mix after it (one launch
+        # per decode step; the ops one after the other otherwise)
+        att_shift = state.att_shift if inplace else None
         if pending is None:
-            xn = self.ln1(x)
+            mixes, att_shift = token_mix(self.ln1(x), state.att_shift, att.mus(), shift_out=att_shift, backend=backend)
         else:
             ln = self.ln1
-            x, xn = add_layer_norm(x, pending[0], ln.weight, ln.bias, ln.eps, miss=pending[1], backend=backend)
-        dx, att_shift, wkv, v_first, dx_miss = self.att(xn, state.att_shift, state.wkv, v_first, inplace)
+            x, mixes, att_shift = add_layer_norm_mix(
+                x, pending[0], ln.weight, ln.bias, ln.eps, state.att_shift, att.mus(),
+                miss=pending[1], shift_out=att_shift, backend=backend,
+            )  # fmt: skip
+        dx, att_shift, wkv, v_first, dx_miss = att.mixed(mixes, att_shift, state.wkv, v_first, inplace)
         ln = self.ln2
-        x, xn = add_layer_norm(x, dx, ln.weight, ln.bias, ln.eps, miss=dx_miss, backend=backend)
-        dx, ffn_shift, dx_miss = self.ffn(xn, state.ffn_shift, inplace)
+        x, mixes, ffn_shift = add_layer_norm_mix(
+            x, dx, ln.weight, ln.bias, ln.eps, state.ffn_shift, ffn.mus(),
+            miss=dx_miss, shift_out=state.ffn_shift if inplace else None, backend=backend,
+        )  # fmt: skip
+        dx, ffn_shift, dx_miss = ffn.mixed(mixes, ffn_shift)
         new_state = state if inplace else LayerState(att_shift, wkv, ffn_shift)
         return x, (dx, dx_miss), new_state, v_first

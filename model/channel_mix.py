@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from torch import nn
 
@@ -22,14 +24,27 @@ class ChannelMix(nn.Module):
         self.key = nn.Linear(C, F, bias=False)  # weight [F, C]
         self.value = nn.Linear(F, C, bias=False)  # weight [C, F]
 
+    def mus(self) -> tuple[torch.Tensor]:
+        """The token-mix coefficient, as :meth:`mixed` takes its one mix."""
+        return (self.x_k,)
+
     def forward(
         self, x: torch.Tensor, shift: torch.Tensor, inplace: bool = False
     ) -> tuple[torch.Tensor, torch.Tensor, MissTerm | None]:
         """``x`` [B, T, C], ``shift`` [B, C] -> ``(out [B, T, C], new shift [B, C], out_miss)``;
         with ``inplace`` the new shift is written into ``shift``. ``out_miss``: the value map's MiSS
         term still to be added to ``out`` (see :func:`~rwkv_registry.model.miss.linear_open`)."""
-        backend = elementwise_backend(x)
-        (xk,), new_shift = token_mix(x, shift, (self.x_k,), shift_out=shift if inplace else None, backend=backend)
+        mixes, new_shift = token_mix(
+            x, shift, self.mus(), shift_out=shift if inplace else None, backend=elementwise_backend(x)
+        )
+        return self.mixed(mixes, new_shift)
+
+    def mixed(
+        self, mixes: Sequence[torch.Tensor], new_shift: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, MissTerm | None]:
+        """:meth:`forward` from the token mix ``(xk,)`` and the new shift already made."""
+        (xk,) = mixes
+        backend = elementwise_backend(xk)
         k, k_miss = linear_open(self.key, xk, backend)  # [B, T, F]
         k = relu_square_(k, k_miss, backend=backend)  # in place (a new tensor when gradients flow)
         out, out_miss = linear_open(self.value, k, backend)

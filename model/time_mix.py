@@ -18,6 +18,8 @@ kernels where the WKV kernels run and their PyTorch reference elsewhere.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from torch import nn
 
@@ -60,6 +62,10 @@ class TimeMix(nn.Module):
         self.output = nn.Linear(C, C, bias=False)
         self.ln_x = nn.GroupNorm(H, C, eps=LN_X_EPS)
 
+    def mus(self) -> tuple[torch.Tensor, ...]:
+        """The six token-mix coefficients (r, w, k, v, a, g), in the order :meth:`mixed` takes the mixes."""
+        return (self.x_r, self.x_w, self.x_k, self.x_v, self.x_a, self.x_g)
+
     def forward(
         self,
         x: torch.Tensor,
@@ -75,13 +81,25 @@ class TimeMix(nn.Module):
         returned. ``out_miss``: the MiSS term of the output map still to be added to ``out`` (an
         adapter on the fly, fused kernels; see :func:`~rwkv_registry.model.miss.linear_open`), else None.
         """
-        B, T, _ = x.shape
-        H, N = self.n_head, self.head_size
-        backend = elementwise_backend(x)
-        mus = (self.x_r, self.x_w, self.x_k, self.x_v, self.x_a, self.x_g)
-        (xr, xw, xk, xv, xa, xg), new_shift = token_mix(
-            x, shift, mus, shift_out=shift if inplace else None, backend=backend
+        mixes, new_shift = token_mix(
+            x, shift, self.mus(), shift_out=shift if inplace else None, backend=elementwise_backend(x)
         )
+        return self.mixed(mixes, new_shift, wkv, v_first, inplace)
+
+    def mixed(
+        self,
+        mixes: Sequence[torch.Tensor],
+        new_shift: torch.Tensor,
+        wkv: torch.Tensor,
+        v_first: torch.Tensor | None,
+        inplace: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, MissTerm | None]:
+        """:meth:`forward` from the token mixes ``(xr, xw, xk, xv, xa, xg)`` [B, T, C] and the new
+        shift already made (by the block's fused add + LayerNorm + mix on a decode step)."""
+        xr, xw, xk, xv, xa, xg = mixes
+        B, T, _ = xr.shape
+        H, N = self.n_head, self.head_size
+        backend = elementwise_backend(xr)
         # r, k, v; MiSS terms of an adapter on the fly are added in one launch
         r, r_miss = linear_open(self.receptance, xr, backend)  # [B, T, C]
         k, k_miss = linear_open(self.key, xk, backend)

@@ -1,8 +1,15 @@
-"""Triton kernel: residual add and LayerNorm in one pass (see ``reference.py``).
+"""Triton kernel: residual add and LayerNorm in one pass (see ``reference.py``), optionally with the
+MiSS term of the map that made ``dx`` and with the token mixes of the next half-block.
 
-Grid ``(rows,)``: one program per row of C channels (``BLOCK_C`` the next power of two). The sum
-is rounded to the stream's dtype and stored, and the norm is taken of that stored value, so the
-kernel's residual stream is the reference's bit for bit up to the one rounding of ``x + dx``.
+Grid ``(rows,)``: one program per row of C channels (the norm needs the whole row), walked in
+``BLOCK_C`` chunks three times: the sum (``s`` rounded to the stream's dtype and stored: the norm
+is of the stream as stored, so the residual is the reference's up to the one rounding of the
+sum), the centred squares, the norm. With ``HAS_MISS`` the program first sums ``S`` over its row
+of ``xm`` for the whole rank (``BLOCK_R`` >= R) and adds ``scale * D @ S`` chunk by chunk, ``D``'s
+rows read whole. With ``N_MIX`` > 0 (rows of one token each: decode) it also does
+``kernels/timemix``'s token mix on the normed row: ``out_i = y + (shift - y) * mu_i`` with the
+row's previous token ``shift``, and stores ``y`` as the new shift (``y_ptr`` may be ``shift_ptr``:
+each chunk of the shift is read before it is overwritten, by the same program).
 """
 
 # Triton kernels take untyped pointers and scalars, so the annotation rules are off for this file.
@@ -24,20 +31,104 @@ _SUM = getattr(tl.standard, "_sum_combine", _add)
 
 
 @triton.jit
-def add_layer_norm_kernel(x_ptr, dx_ptr, w_ptr, b_ptr, s_ptr, y_ptr, C, eps, BLOCK_C: tl.constexpr):
-    """``s = x + dx`` (stored in s's dtype), ``y = (s - mean) / sqrt(var + eps) * w + b``."""
-    row = tl.program_id(0).to(tl.int64) * C
-    offs = tl.arange(0, BLOCK_C)
-    mask = offs < C
-    s = tl.load(x_ptr + row + offs, mask=mask, other=0.0).to(tl.float32)
-    s += tl.load(dx_ptr + row + offs, mask=mask, other=0.0).to(tl.float32)
-    s = s.to(s_ptr.dtype.element_ty)
-    tl.store(s_ptr + row + offs, s, mask=mask)
-    s = s.to(tl.float32)
-    mean = tl.reduce(s, 0, _SUM) / C
-    d = tl.where(mask, s - mean, 0.0)
-    var = tl.reduce(d * d, 0, _SUM) / C
-    w = tl.load(w_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-    b = tl.load(b_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-    y = d / tl.sqrt(var + eps) * w + b
-    tl.store(y_ptr + row + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
+def _mix(y, xx, mu_ptr, out_ptr, at, offs, mask):
+    mu = tl.load(mu_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    tl.store(out_ptr + at, (y + xx * mu).to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def add_layer_norm_kernel(
+    x_ptr,
+    dx_ptr,
+    w_ptr,
+    b_ptr,
+    s_ptr,
+    y_ptr,
+    xm_ptr,
+    d_ptr,
+    shift_ptr,
+    mu0_ptr,
+    mu1_ptr,
+    mu2_ptr,
+    mu3_ptr,
+    mu4_ptr,
+    mu5_ptr,
+    out0_ptr,
+    out1_ptr,
+    out2_ptr,
+    out3_ptr,
+    out4_ptr,
+    out5_ptr,
+    C,
+    K,
+    R,
+    SX,
+    scale,
+    eps,
+    BLOCK_C: tl.constexpr,
+    HAS_MISS: tl.constexpr,
+    BLOCK_R: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    N_MIX: tl.constexpr,
+):
+    """``s = x + dx (+ scale * S(xm) @ D^T)``, ``y = (s - mean) / sqrt(var + eps) * w + b``, and
+    with ``N_MIX`` the mixes of ``y`` with ``shift``. x, dx, s, y, shift, out_i [M, C]
+    contiguous; ``xm`` [M, K] with row stride ``SX``; ``D`` [C, R]. Unused pointers: any."""
+    m = tl.program_id(0)
+    row = m.to(tl.int64) * C
+    if HAS_MISS:
+        xm_row = xm_ptr + m.to(tl.int64) * SX
+        offs_r = tl.arange(0, BLOCK_R)
+        mask_r = offs_r < R
+        S = tl.full([BLOCK_R], 0.0, dtype=tl.float32)  # S[j] = sum over k % R == j of xm[k]
+        for i0 in range(0, (K + R - 1) // R, BLOCK_N):
+            k = (i0 + tl.arange(0, BLOCK_N))[:, None] * R + offs_r[None, :]  # [BLOCK_N, BLOCK_R]
+            S += tl.reduce(tl.load(xm_row + k, mask=mask_r[None, :] & (k < K), other=0.0).to(tl.float32), 0, _SUM)
+    total = tl.full([BLOCK_C], 0.0, dtype=tl.float32)
+    for c0 in range(0, C, BLOCK_C):
+        offs = c0 + tl.arange(0, BLOCK_C)
+        mask = offs < C
+        v = tl.load(x_ptr + row + offs, mask=mask, other=0.0).to(tl.float32)
+        v += tl.load(dx_ptr + row + offs, mask=mask, other=0.0).to(tl.float32)
+        if HAS_MISS:
+            d = tl.load(
+                d_ptr + offs.to(tl.int64)[:, None] * R + offs_r[None, :],
+                mask=mask[:, None] & mask_r[None, :],
+                other=0.0,
+            ).to(tl.float32)  # [BLOCK_C, BLOCK_R]
+            v += scale * tl.reduce(d * S[None, :], 1, _SUM)
+        s = v.to(s_ptr.dtype.element_ty)
+        tl.store(s_ptr + row + offs, s, mask=mask)
+        total += tl.where(mask, s.to(tl.float32), 0.0)
+    mean = tl.reduce(total, 0, _SUM) / C
+    squares = tl.full([BLOCK_C], 0.0, dtype=tl.float32)
+    for c0 in range(0, C, BLOCK_C):
+        offs = c0 + tl.arange(0, BLOCK_C)
+        mask = offs < C
+        d = tl.where(mask, tl.load(s_ptr + row + offs, mask=mask, other=0.0).to(tl.float32) - mean, 0.0)
+        squares += d * d
+    rstd = 1.0 / tl.sqrt(tl.reduce(squares, 0, _SUM) / C + eps)
+    for c0 in range(0, C, BLOCK_C):
+        offs = c0 + tl.arange(0, BLOCK_C)
+        mask = offs < C
+        v = tl.load(s_ptr + row + offs, mask=mask, other=0.0).to(tl.float32)
+        w = tl.load(w_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+        b = tl.load(b_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+        y = ((v - mean) * rstd * w + b).to(y_ptr.dtype.element_ty)
+        if N_MIX > 0:
+            prev = tl.load(shift_ptr + row + offs, mask=mask, other=0.0).to(tl.float32)  # before y overwrites it
+        tl.store(y_ptr + row + offs, y, mask=mask)
+        if N_MIX > 0:
+            yf = y.to(tl.float32)  # the mixes are of the normed row as stored
+            xx = prev - yf
+            _mix(yf, xx, mu0_ptr, out0_ptr, row + offs, offs, mask)
+            if N_MIX > 1:
+                _mix(yf, xx, mu1_ptr, out1_ptr, row + offs, offs, mask)
+            if N_MIX > 2:
+                _mix(yf, xx, mu2_ptr, out2_ptr, row + offs, offs, mask)
+            if N_MIX > 3:
+                _mix(yf, xx, mu3_ptr, out3_ptr, row + offs, offs, mask)
+            if N_MIX > 4:
+                _mix(yf, xx, mu4_ptr, out4_ptr, row + offs, offs, mask)
+            if N_MIX > 5:
+                _mix(yf, xx, mu5_ptr, out5_ptr, row + offs, offs, mask)

@@ -17,10 +17,7 @@ dtype: one rounding, ``S`` never leaves registers.
 ``h = relu(h) ** 2``; grid ``(M, cdiv(F, BLOCK_O))``. fp32 inside, one rounding at the store;
 ``relu`` keeps NaN (as ``torch.relu``). Without MiSS it is element-wise (any number of rows).
 
-``add_layer_norm_kernel``: ``kernels/add_norm``'s residual add + LayerNorm with the MiSS term of
-the map that made ``dx`` added first (an attention output or FFN value map adapted on the fly),
-one program per row (the norm needs the whole row): ``S`` once for the full rank, then the row in
-chunks of ``BLOCK_C`` channels, ``D``'s rows read whole.
+(``kernels/add_norm``'s kernel adds the term of an attention output or FFN value map itself.)
 
 Each MiSS program re-reads its row of ``x`` (from L2 after the first), which costs less than a
 second launch at decode sizes. The launcher is ``launch.py``; this module only holds the kernels.
@@ -34,7 +31,7 @@ second launch at decode sizes. The launcher is ``launch.py``; this module only h
 import triton
 import triton.language as tl
 
-__all__ = ["add_layer_norm_kernel", "miss_term_kernel", "relu_square_kernel"]
+__all__ = ["miss_term_kernel", "relu_square_kernel"]
 
 
 @triton.jit
@@ -169,67 +166,3 @@ def relu_square_kernel(
         y += scale * _miss_acc(x_ptr + m.to(tl.int64) * SX, d_ptr, offs_o, mask_o, K, R, BLOCK_O, BLOCK_R, BLOCK_N)
     y = tl.where(y < 0.0, 0.0, y)  # relu that keeps NaN (a max would drop it on a GPU)
     tl.store(h_ptrs, (y * y).to(h_ptr.dtype.element_ty), mask=mask_o)
-
-
-@triton.jit
-def add_layer_norm_kernel(
-    x_ptr,
-    dx_ptr,
-    w_ptr,
-    b_ptr,
-    s_ptr,
-    y_ptr,
-    xm_ptr,
-    d_ptr,
-    C,
-    K,
-    R,
-    SX,
-    scale,
-    eps,
-    BLOCK_C: tl.constexpr,
-    BLOCK_R: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-):
-    """``s = x + dx + scale * S(xm) @ D^T`` (stored in s's dtype) and ``y = LayerNorm(s)`` for one
-    row of C channels (``kernels/add_norm`` with the MiSS term of the map that made ``dx``): ``xm``
-    [M, K] with row stride ``SX``, ``D`` [C, R]; x, dx, s, y [M, C] contiguous. ``BLOCK_R`` covers
-    the whole rank: ``S`` is summed once, then the row is walked in ``BLOCK_C`` chunks (``D`` rows
-    read whole, coalesced) three times: the sum (storing ``s``), the centred squares, the norm."""
-    m = tl.program_id(0)
-    row = m.to(tl.int64) * C
-    xm_row = xm_ptr + m.to(tl.int64) * SX
-    offs_r = tl.arange(0, BLOCK_R)
-    mask_r = offs_r < R
-    S = tl.full([BLOCK_R], 0.0, dtype=tl.float32)  # S[j] = sum over k % R == j of xm[k]
-    for i0 in range(0, (K + R - 1) // R, BLOCK_N):
-        k = (i0 + tl.arange(0, BLOCK_N))[:, None] * R + offs_r[None, :]  # [BLOCK_N, BLOCK_R]
-        S += tl.reduce(tl.load(xm_row + k, mask=mask_r[None, :] & (k < K), other=0.0).to(tl.float32), 0, _SUM)
-    total = tl.full([BLOCK_C], 0.0, dtype=tl.float32)
-    for c0 in range(0, C, BLOCK_C):
-        offs = c0 + tl.arange(0, BLOCK_C)
-        mask = offs < C
-        d = tl.load(
-            d_ptr + offs.to(tl.int64)[:, None] * R + offs_r[None, :], mask=mask[:, None] & mask_r[None, :], other=0.0
-        ).to(tl.float32)  # [BLOCK_C, BLOCK_R]
-        v = tl.load(x_ptr + row + offs, mask=mask, other=0.0).to(tl.float32)
-        v += tl.load(dx_ptr + row + offs, mask=mask, other=0.0).to(tl.float32)
-        v += scale * tl.reduce(d * S[None, :], 1, _SUM)
-        s = v.to(s_ptr.dtype.element_ty)
-        tl.store(s_ptr + row + offs, s, mask=mask)
-        total += tl.where(mask, s.to(tl.float32), 0.0)  # the norm is of the stream as stored
-    mean = tl.reduce(total, 0, _SUM) / C
-    squares = tl.full([BLOCK_C], 0.0, dtype=tl.float32)
-    for c0 in range(0, C, BLOCK_C):
-        offs = c0 + tl.arange(0, BLOCK_C)
-        mask = offs < C
-        d = tl.where(mask, tl.load(s_ptr + row + offs, mask=mask, other=0.0).to(tl.float32) - mean, 0.0)
-        squares += d * d
-    rstd = 1.0 / tl.sqrt(tl.reduce(squares, 0, _SUM) / C + eps)
-    for c0 in range(0, C, BLOCK_C):
-        offs = c0 + tl.arange(0, BLOCK_C)
-        mask = offs < C
-        v = tl.load(s_ptr + row + offs, mask=mask, other=0.0).to(tl.float32)
-        w = tl.load(w_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-        b = tl.load(b_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-        tl.store(y_ptr + row + offs, ((v - mean) * rstd * w + b).to(y_ptr.dtype.element_ty), mask=mask)

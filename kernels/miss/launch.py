@@ -33,7 +33,7 @@ __all__ = [
     "KERNEL_DTYPES",
     "MAX_SEGMENTS",
     "TUNING",
-    "add_layer_norm_miss",
+    "check_miss_term",
     "miss_term_",
     "miss_terms_",
     "relu_square_",
@@ -43,16 +43,14 @@ MAX_SEGMENTS = 3
 
 # Launch configuration, read at every launch: output features per program (block_o), rank columns
 # per step (block_r), elements of the x tile summed per step (block_x: block_x // block_r blocks of
-# x), features per program of the plain squared ReLU (block_e), the elements of D's tile in the
-# add + LayerNorm kernel (tile_ln: [tile_ln // rank channels, rank]) and its warps, warps, and the
-# most rows "auto" sends to a kernel with a MiSS term (max_rows). Block sizes: powers of two.
+# x), features per program of the plain squared ReLU (block_e), warps, and the most rows "auto"
+# sends to a kernel with a MiSS term (max_rows; kernels/add_norm follows it too). Block sizes:
+# powers of two.
 TUNING: dict[str, int] = {
     "block_o": 64,
     "block_r": 64,
     "block_x": 4096,
     "block_e": 1024,
-    "tile_ln": 16384,
-    "num_warps_ln": 8,
     "num_warps": 4,
     "max_rows": 64,
 }
@@ -72,7 +70,7 @@ def _shape(t: object) -> str:
     return str(list(t.shape)) if isinstance(t, torch.Tensor) else type(t).__name__
 
 
-def _check_one(
+def check_miss_term(
     op: str,
     out: torch.Tensor,
     x: torch.Tensor,
@@ -128,7 +126,7 @@ def _check_group(
             f"{op}: one x, D and scale per out; got {n} outs, {len(xs)} xs, {len(Ds)} Ds, {len(scales)} scales"
         )
     for i in range(n):
-        _check_one(op, outs[i], xs[i], Ds[i], scales[i], (f"outs[{i}]", f"xs[{i}]", f"Ds[{i}]", f"scales[{i}]"))
+        check_miss_term(op, outs[i], xs[i], Ds[i], scales[i], (f"outs[{i}]", f"xs[{i}]", f"Ds[{i}]", f"scales[{i}]"))
 
     def listing() -> str:
         return ", ".join(f"outs[{i}]={_shape(out)} {out.dtype} {out.device}" for i, out in enumerate(outs))
@@ -187,7 +185,7 @@ def miss_term_(
     dimensions; one dtype for all three. ``S[..., j]`` sums ``x[..., k]`` over ``k % r == j`` (the
     last partial block zero padded).
     """
-    _check_one("miss_term_", out, x, D, scale)
+    check_miss_term("miss_term_", out, x, D, scale)
     return _miss_terms("miss_term_", [out], [x], [D], [scale], backend)[0]
 
 
@@ -251,7 +249,7 @@ def relu_square_(
     if miss is not None:
         if isinstance(miss, torch.Tensor) or not isinstance(miss, tuple | list) or len(miss) != 3:
             raise ValueError(f"{op}: miss must be None or a tuple (x, D, scale); got {type(miss).__name__}")
-        _check_one(op, h, miss[0], miss[1], miss[2], ("h", "x", "D", "scale"))
+        check_miss_term(op, h, miss[0], miss[1], miss[2], ("h", "x", "D", "scale"))
         tensors += [miss[0], miss[1]]
     n_out = h.shape[-1]
     rows = h.numel() // n_out if n_out else 0
@@ -279,35 +277,3 @@ def relu_square_(
         HAS_MISS=True, BLOCK_O=block_o, BLOCK_R=block_r, BLOCK_N=block_n, num_warps=TUNING["num_warps"],
     )  # fmt: skip
     return h
-
-
-def add_layer_norm_miss(
-    x: torch.Tensor,
-    dx: torch.Tensor,
-    weight: torch.Tensor,
-    bias: torch.Tensor,
-    eps: float,
-    miss: tuple[torch.Tensor, torch.Tensor, float],
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The Triton kernel of :func:`rwkv_registry.kernels.add_norm.add_layer_norm` with a MiSS
-    term, one launch: ``s = x + dx + scale * S(xm) @ D^T``, ``y = LayerNorm(s)`` over C.
-    ``add_layer_norm`` decides when it runs (and checks ``x``, ``dx`` [..., C] contiguous,
-    ``weight``, ``bias``); ``miss=(xm, D, scale)`` is checked here (``ValueError``)."""
-    xm, D, scale = miss
-    _check_one("add_layer_norm", dx, xm, D, scale, ("dx", "miss x", "miss D", "miss scale"))
-    C = x.shape[-1]
-    rows = x.numel() // C
-    s, y = torch.empty_like(x), torch.empty_like(x)
-    if rows == 0:
-        return s, y
-    xm2, D = _rows_of(xm, rows), D.contiguous()
-    K, r = xm.shape[-1], D.shape[1]
-    block_r = _pow2(r)  # the whole rank (at most 1024)
-    block_c = min(_pow2(C), max(16, TUNING["tile_ln"] // block_r))
-    block_n = max(1, min(TUNING["block_x"] // block_r, _pow2(-(-K // r))))
-    _kernels(x.device.type != "cuda").add_layer_norm_kernel[(rows,)](
-        x, dx, weight.reshape(-1).contiguous(), bias.reshape(-1).contiguous(), s, y, xm2, D,
-        C, K, r, xm2.stride(0), float(scale), float(eps),
-        BLOCK_C=block_c, BLOCK_R=block_r, BLOCK_N=block_n, num_warps=TUNING["num_warps_ln"],
-    )  # fmt: skip
-    return s, y

@@ -11,7 +11,7 @@ from wkv7_helpers import DTYPE_NAMES, new_seed, rel_rms
 
 pytest.importorskip("triton")
 
-from rwkv_registry.kernels.add_norm import MAX_WIDTH, add_layer_norm, add_layer_norm_ref
+from rwkv_registry.kernels.add_norm import MAX_WIDTH, TUNING, add_layer_norm, add_layer_norm_mix, add_layer_norm_ref
 from rwkv_registry.kernels.add_norm import launch as an_launch
 from rwkv_registry.kernels.miss import miss_term_ref
 
@@ -138,9 +138,7 @@ def test_with_a_miss_term_matches_reference(rows: int, C: int, K: int, r: int, d
 
 def test_with_a_miss_term_over_several_channel_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     """A small D tile: C = 100 walked in chunks of 16 (the last one partial), rank 7 in a block of 8."""
-    from rwkv_registry.kernels.miss import TUNING as MISS_TUNING
-
-    monkeypatch.setitem(MISS_TUNING, "tile_ln", 128)
+    monkeypatch.setitem(TUNING, "tile", 128)
     seed = new_seed()
     x, dx, w, b = inputs((3, 100), torch.float32, seed)
     xm, D = miss_inputs(3, 100, 70, 7, torch.float32, seed)
@@ -193,23 +191,83 @@ def test_a_bad_miss_term_is_a_value_error() -> None:
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp16", "fp32"])
-def test_miss_kernel_compiles_for_sm90(dtype: str) -> None:
-    """kernels/miss's add_layer_norm_kernel at the 7.2B width and the FFN value's K, offline."""
+@pytest.mark.parametrize(("rank", "n_mix"), [(0, 0), (0, 6), (0, 1), (16, 0), (64, 6)])
+def test_kernel_compiles_for_sm90(dtype: str, rank: int, n_mix: int) -> None:
+    """At the 7.2B width, with and without a MiSS term (K = 16384, the FFN value) and token mixes."""
     from wkv7_helpers import compile_for_sm90
-
-    from rwkv_registry.kernels.miss import TUNING as MISS_TUNING
-    from rwkv_registry.kernels.miss import launch as miss_launch
 
     if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
         pytest.skip("TRITON_INTERPRET=1 makes every kernel interpreted")
-    kernel = miss_launch._kernels(False).add_layer_norm_kernel
-    ptrs = ("x_ptr", "dx_ptr", "w_ptr", "b_ptr", "s_ptr", "y_ptr", "xm_ptr", "d_ptr")
+    kernel = an_launch._kernels(False).add_layer_norm_kernel
+    ptrs = ["x_ptr", "dx_ptr", "w_ptr", "b_ptr", "s_ptr", "y_ptr", "xm_ptr", "d_ptr", "shift_ptr"]
+    ptrs += [f"mu{i}_ptr" for i in range(6)] + [f"out{i}_ptr" for i in range(6)]
     sig = (
         {p: f"*{dtype}" for p in ptrs} | dict.fromkeys(("C", "K", "R", "SX"), "i32") | {"scale": "fp32", "eps": "fp32"}
     )
-    for r in (16, 64):  # the launcher's tiles for the FFN value (K = 16384)
-        constants = {"BLOCK_C": MISS_TUNING["tile_ln"] // r, "BLOCK_R": r, "BLOCK_N": MISS_TUNING["block_x"] // r}
-        assert compile_for_sm90(kernel, sig, constants, MISS_TUNING["num_warps_ln"])
+    block_r = rank or 1
+    block_c = min(TUNING["block_c"], TUNING["tile"] // block_r) if rank else TUNING["block_c"]
+    constants = {
+        "BLOCK_C": block_c,
+        "HAS_MISS": rank > 0,
+        "BLOCK_R": block_r,
+        "BLOCK_N": 4096 // block_r,
+        "N_MIX": n_mix,
+    }
+    assert compile_for_sm90(kernel, sig, constants, TUNING["num_warps"])
+
+
+# ------------------------------------------------------------- with the next token mix (decode)
+
+
+@pytest.mark.parametrize("n_mix", [6, 1])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+@pytest.mark.parametrize("with_miss", [False, True], ids=["plain", "miss"])
+def test_add_norm_mix_is_the_two_ops_in_one_launch(
+    n_mix: int, dtype: torch.dtype, with_miss: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """T == 1 (decode): one launch gives what add_layer_norm then token_mix give (bit for bit: the
+    mixes are of the normed row as stored), the shift updated in place; T > 1: the two ops."""
+    from rwkv_registry.kernels.launches import count_launches
+    from rwkv_registry.kernels.timemix import token_mix
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    seed = new_seed()
+    gen = torch.Generator().manual_seed(seed + 2)
+    for T in (1, 3):
+        x, dx, w, b = inputs((4, T, 96), dtype, seed)
+        shift = torch.randn(4, 96, generator=gen).to(dtype)
+        mus = [torch.rand(1, 1, 96, generator=gen).to(dtype) for _ in range(n_mix)]
+        miss = None
+        if with_miss:
+            xm, D = miss_inputs(4 * T, 96, 40, 6, dtype, seed)
+            miss = (xm.view(4, T, 40), D, 0.5)
+        s_want, y = add_layer_norm(x, dx, w, b, 1e-5, miss=miss)
+        want, shift_want = token_mix(y, shift.clone(), mus)
+        args = (x, dx, w, b, 1e-5, shift.clone(), mus)
+        counts = count_launches(lambda args=args, miss=miss: add_layer_norm_mix(*args, miss=miss, shift_out=args[5]))
+        poison = "aten.fill_.Scalar"  # the NaN fill of this file's output fixture
+        launches = {k: n for k, n in counts.items() if k != poison}
+        assert launches == ({"triton:add_layer_norm_kernel": 1} if T == 1 else
+                            {"triton:add_layer_norm_kernel": 1, "triton:token_mix_kernel": 1}), f"T={T}"  # fmt: skip
+        state = shift.clone()
+        s, mixed, new_shift = add_layer_norm_mix(x, dx, w, b, 1e-5, state, mus, miss=miss, shift_out=state)
+        assert new_shift is state and torch.equal(new_shift, shift_want), f"T={T} seed {seed}"
+        assert torch.equal(s, s_want), f"T={T} seed {seed}"
+        for got, ref in zip(mixed, want, strict=True):
+            assert torch.equal(got, ref), f"T={T} seed {seed}"
+
+
+def test_add_norm_mix_reference_and_bad_arguments() -> None:
+    x, dx, w, b = inputs((2, 1, 32), torch.float32, 0)
+    shift, mus = torch.zeros(2, 32), [torch.full((32,), 0.5)]
+    s, (mixed,), new_shift = add_layer_norm_mix(x, dx, w, b, 1e-5, shift, mus, backend="reference")
+    assert torch.equal(s, x + dx)
+    _, y = add_layer_norm_ref(x, dx, w, b, 1e-5)
+    assert torch.equal(new_shift, y[:, -1]) and rel_rms(mixed, 0.5 * y) < 1e-6
+    with pytest.raises(ValueError, match=r"x must be \[B, T, C\]"):
+        add_layer_norm_mix(x[0], dx[0], w, b, 1e-5, shift, mus)
+    with pytest.raises(ValueError, match="shift must be"):
+        add_layer_norm_mix(x, dx, w, b, 1e-5, shift[:1], mus, backend="triton")
 
 
 @pytest.mark.gpu

@@ -1,4 +1,4 @@
-"""The fused element-wise kernels (timemix, add_norm) compile for an H100/H200 (sm_90) without a
+"""The fused time-mix kernels compile for an H100/H200 (sm_90) without a
 GPU, at the 7.2B shape's constants: a kernel that only Triton's interpreter accepts fails here."""
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ pytestmark = pytest.mark.skipif(
 
 from wkv7_helpers import compile_for_sm90  # noqa: E402
 
-from rwkv_registry.kernels.add_norm import launch as an_launch  # noqa: E402
 from rwkv_registry.kernels.timemix import launch as tm_launch  # noqa: E402
 
 DTYPES = ["bf16", "fp16", "fp32"]
@@ -51,10 +50,3 @@ def test_output_compiles(dtype: str) -> None:
     sig.update({"C": "i32", "eps": "fp32"})
     constants = {"N": 64, "HB": tm_launch._heads_per_program(64)}
     assert compile_for_sm90(tm_launch._kernels(False).tm_output_kernel, sig, constants, tm_launch.TUNING["num_warps"])
-
-
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_add_layer_norm_compiles(dtype: str) -> None:
-    sig = {**pointers(dtype, "x_ptr", "dx_ptr", "w_ptr", "b_ptr", "s_ptr", "y_ptr"), "C": "i32", "eps": "fp32"}
-    kernel = an_launch._kernels(False).add_layer_norm_kernel
-    assert compile_for_sm90(kernel, sig, {"BLOCK_C": 4096}, an_launch.TUNING["num_warps"])
