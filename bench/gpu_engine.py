@@ -25,7 +25,7 @@ In order (each part is saved to ``--out`` as soon as it is done, so a timeout ke
 5. fla's ``chunk_rwkv7`` op against our ``wkv7`` on the same inputs (B=1, T=4096, H=64), in a
    subprocess; before it, our two kernels alone for every launch configuration (the ``op_sweep``
    entry of the JSON: the numbers to set ``kernels/wkv7/launch.py``'s ``TUNING`` from), and the
-   fused element-wise ops (``kernels/timemix``, ``add_norm``, ``miss``) against their PyTorch
+   fused element-wise ops (``kernels/timemix``, ``lora``, ``add_norm``, ``miss``) against their PyTorch
    references at M = 1, 64, 2048 rows (``fused_ops``);
 6. a markdown table with ratios and the issue's targets, written beside ``--out``;
 7. last, because compiling a 32-layer step may take minutes: decode through ``torch.compile``
@@ -431,7 +431,8 @@ def fused_op_calls(plan: Plan, M: int) -> dict[str, Callable[[str], Any]]:
     """The fused element-wise ops on random bf16 inputs of M rows, each a function of the backend."""
     import torch
 
-    from rwkv_registry.kernels.add_norm import add_layer_norm
+    from rwkv_registry.kernels.add_norm import add_layer_norm, add_layer_norm_mix
+    from rwkv_registry.kernels.lora import lora_down, lora_up
     from rwkv_registry.kernels.miss import miss_term_
     from rwkv_registry.kernels.timemix import tm_gates, tm_output, token_mix
 
@@ -444,7 +445,14 @@ def fused_op_calls(plan: Plan, M: int) -> dict[str, Callable[[str], Any]]:
     x, shift, p = rnd(1, M, C), rnd(1, C), [rnd(C) for _ in range(6)]
     k, v, wz, az, vz, vf, y, r, g = (rnd(1, M, C) for _ in range(9))
     ffn_x, D = rnd(1, M, F), rnd(C, 16)
+    widths = (plan.arch.d_decay, plan.arch.d_aaa, plan.arch.d_gate, plan.arch.d_mv)
+    downs, ups = [rnd(C, d) for d in widths], [rnd(d, C) for d in widths]
+    hs = [rnd(1, M, d) for d in widths]
+    rows, row_shift = (x.view(M, 1, C), k.view(M, 1, C)), rnd(M, C)  # M sequences of one token
     return {
+        "lora_down x4": lambda be: lora_down([x, k, v, r], downs, ["tanh", "none", "sigmoid", "none"], backend=be),
+        "lora_up x4": lambda be: lora_up(hs, ups, backend=be),
+        "add_layer_norm_mix x6 (T=1)": lambda be: add_layer_norm_mix(*rows, p[0], p[1], 1e-5, row_shift, p, backend=be),
         "token_mix x6": lambda be: token_mix(x, shift, p, backend=be),
         "tm_gates": lambda be: tm_gates(k, v, wz, az, *p[:4], H, vf, vz, p[4], backend=be),
         "tm_output": lambda be: tm_output(y, r, k, v, g, p[0], p[1], p[2].view(H, -1), 64e-5, backend=be),
