@@ -476,6 +476,27 @@ def ours_fused_ops(plan: Plan) -> dict[str, Any]:
                 except Exception as exc:
                     row[be + "_error"] = f"{type(exc).__name__}: {exc}"[:200]
             out[f"{name} M={M}"] = row
+    out["lora_down x4 M=1 block_k sweep"] = lora_block_k_sweep(plan)
+    return out
+
+
+def lora_block_k_sweep(plan: Plan) -> dict[str, Any]:
+    """The grouped LoRA down-projection at one row for each ``block_k`` (K = 4096 walked in
+    ``block_k`` steps by ~52 programs: the launch parameter most likely to matter at B=1)."""
+    from rwkv_registry.kernels.lora import TUNING as LORA_TUNING
+
+    call = fused_op_calls(plan, 1)["lora_down x4"]
+    saved = dict(LORA_TUNING)
+    out: dict[str, Any] = {}
+    try:
+        for block_k in (64, 128, 256, 512):
+            LORA_TUNING["block_k"] = block_k
+            try:
+                out[str(block_k)] = 1e6 * timed(lambda: call("triton"), plan.device, 20, warmup=3)
+            except Exception as exc:
+                out[str(block_k)] = f"{type(exc).__name__}: {exc}"[:200]
+    finally:
+        LORA_TUNING.update(saved)
     return out
 
 
