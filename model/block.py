@@ -10,6 +10,7 @@ from rwkv_registry.kernels.miss import miss_term_
 from rwkv_registry.kernels.timemix import token_mix
 from rwkv_registry.model.channel_mix import ChannelMix
 from rwkv_registry.model.config import RWKV7Config
+from rwkv_registry.model.errors import ModelError
 from rwkv_registry.model.miss import MissTerm
 from rwkv_registry.model.state import LayerState
 from rwkv_registry.model.time_mix import TimeMix
@@ -58,11 +59,9 @@ class Block(nn.Module):
         adapter on the fly), added by the same fused add + LayerNorm."""
         backend = elementwise_backend(x)
         att, ffn = self.att, self.ffn
-        if self.layer_id == 0 and pending is not None:
-            dx, miss = pending
-            x = x + (dx if miss is None else miss_term_(dx, *miss, backend=backend))
-            pending = None
         if self.layer_id == 0:
+            if pending is not None:
+                raise ModelError("block 0 takes the embedding itself, not a pending residual add")
             x = self.ln0(x)
         # each norm is fused with the residual add before it and the token mix after it (one launch
         # per decode step; the ops one after the other otherwise)
