@@ -433,7 +433,7 @@ def fused_op_calls(plan: Plan, M: int) -> dict[str, Callable[[str], Any]]:
 
     from rwkv_registry.kernels.add_norm import add_layer_norm, add_layer_norm_mix
     from rwkv_registry.kernels.lora import lora_down, lora_up
-    from rwkv_registry.kernels.miss import miss_term_
+    from rwkv_registry.kernels.miss import miss_term_, relu_square_
     from rwkv_registry.kernels.timemix import tm_gates, tm_output, token_mix
 
     C, H, F = plan.arch.n_embd, plan.arch.n_embd // plan.arch.head_size, plan.arch.ffn
@@ -444,7 +444,7 @@ def fused_op_calls(plan: Plan, M: int) -> dict[str, Callable[[str], Any]]:
 
     x, shift, p = rnd(1, M, C), rnd(1, C), [rnd(C) for _ in range(6)]
     k, v, wz, az, vz, vf, y, r, g = (rnd(1, M, C) for _ in range(9))
-    ffn_x, D = rnd(1, M, F), rnd(C, 16)
+    ffn_x, D, D16f = rnd(1, M, F), rnd(C, 16), rnd(F, 16)
     widths = (plan.arch.d_decay, plan.arch.d_aaa, plan.arch.d_gate, plan.arch.d_mv)
     downs, ups = [rnd(C, d) for d in widths], [rnd(d, C) for d in widths]
     hs = [rnd(1, M, d) for d in widths]
@@ -457,6 +457,10 @@ def fused_op_calls(plan: Plan, M: int) -> dict[str, Callable[[str], Any]]:
         "tm_gates": lambda be: tm_gates(k, v, wz, az, *p[:4], H, vf, vz, p[4], backend=be),
         "tm_output": lambda be: tm_output(y, r, k, v, g, p[0], p[1], p[2].view(H, -1), 64e-5, backend=be),
         "add_layer_norm": lambda be: add_layer_norm(x, k, p[0], p[1], 1e-5, backend=be),
+        "add_layer_norm + MiSS r=16 K=16384": lambda be: add_layer_norm(
+            x, k, p[0], p[1], 1e-5, miss=(ffn_x, D, 0.5), backend=be
+        ),
+        "relu_square_ + MiSS r=16 K=4096": lambda be: relu_square_(ffn_x, (x, D16f, 0.5), backend=be),
         "miss_term_ K=16384 r=16": lambda be: miss_term_(v, ffn_x, D, 0.5, backend=be),
     }
 
