@@ -138,6 +138,10 @@ def _check_group(
             raise ValueError(f"{op}: the segments must share one dtype; got {listing()}")
         if out.device != outs[0].device:
             raise ValueError(f"{op}: the segments must be on one device; got {listing()}")
+    spans = sorted((o.data_ptr(), o.data_ptr() + o.numel() * o.element_size(), i) for i, o in enumerate(outs))
+    for (_, end, i), (start, _, j) in itertools.pairwise(spans):
+        if start < end:  # contiguous outs: overlapping byte ranges mean shared elements
+            raise ValueError(f"{op}: outs[{i}] and outs[{j}] overlap in memory; each segment needs its own output")
 
 
 def _tiles(ks: Sequence[int], rs: Sequence[int], ns: Sequence[int]) -> tuple[int, int, int]:

@@ -399,6 +399,9 @@ def test_segments_with_no_rows_or_outputs() -> None:
     assert got[0].shape == (2, 0) and rel_rms(got[1], truth(torch.zeros(2, 5), xs[1], Ds[1], 1.0)) <= 1e-6
 
 
+_SHARED = torch.zeros(4, 8)  # two overlapping [3, 8] views of it
+
+
 def _group(n: int = 2, **over: object) -> dict[str, object]:
     args: dict[str, object] = {
         "outs": [torch.zeros(3, 8) for _ in range(n)],
@@ -436,6 +439,7 @@ def _group(n: int = 2, **over: object) -> dict[str, object]:
         (_group(xs=[torch.randn(3, 10), torch.randn(3, 10).double()]), r"one floating dtype.*xs\[1\] torch.float64"),
         (_group(scales=[0.5, torch.tensor(1.0)]), r"scales\[1\] must be a Python number"),
         (_group(outs=[torch.zeros(3, 8), torch.zeros(8, 3).t()]), r"outs\[1\] must be contiguous"),
+        (_group(outs=[_SHARED[:3], _SHARED[1:]]), r"outs\[0\] and outs\[1\] overlap in memory"),
     ],
     ids=[
         "0-segments",
@@ -451,6 +455,7 @@ def _group(n: int = 2, **over: object) -> dict[str, object]:
         "x-dtype",
         "scale-tensor",
         "out-strided",
+        "outs-overlap",
     ],
 )
 @pytest.mark.parametrize("backend", ["reference", "triton"])
