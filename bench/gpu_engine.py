@@ -14,7 +14,8 @@ In order (each part is saved to ``--out`` as soon as it is done, so a timeout ke
    matmul rate;
 2. random weights with the 7.2B shape (32 layers, width 4096, head 64, FFN 16384, vocabulary 65536,
    LoRA widths decay 128, aaa 128, mv 96, gate 480) generated on the GPU in the checkpoint layout;
-3. our engine (``rwkv_registry.model.RWKV7``, WKV7 Triton kernels): prefill tok/s at B=1 for
+3. our engine (``rwkv_registry.model.RWKV7``, WKV7 and fused Triton kernels; a preflight turns the
+   fused element-wise kernels off, and says so, should they fail): prefill tok/s at B=1 for
    T=2048 and T=8192, decode tok/s at B=1 and B=64 (the model's ``Decoder``: one CUDA graph per
    batch size, state updated in place), the kernels one eager step launches and B=1 decode without
    the graph, decode with a random rank-16 MiSS adapter on the fly against merged, and the fast
@@ -280,6 +281,35 @@ def build_model(sd: dict[str, Any], plan: Plan) -> Any:
     from rwkv_registry.model import RWKV7
 
     return RWKV7.from_state_dict(sd, device=plan.device, dtype=getattr(torch, plan.dtype))
+
+
+def fast_path_preflight(model: Any, plan: Plan, tokens: list[int]) -> dict[str, Any]:
+    """ADAPTER: a 16-token prefill and one decode step on the fast path, before anything is timed.
+    Should the fused element-wise kernels fail here (an exception, or logits that are not finite),
+    they are turned off for the rest of the run (``set_fused_ops(False)``: their PyTorch references,
+    the WKV kernels unchanged) and the reason is recorded, so that one broken kernel does not cost
+    the whole run."""
+    import torch
+
+    from rwkv_registry.model.wkv import set_fused_ops
+
+    ids = torch.tensor([tokens[:16]], dtype=torch.long, device=plan.device)
+
+    def attempt() -> str | None:
+        try:
+            logits, state = model.forward(ids)
+            step = model.advance(ids[:, -1:], state)
+            sync(plan.device)
+        except Exception as exc:
+            traceback.print_exc()
+            return f"{type(exc).__name__}: {exc}"[:300]
+        return None if bool(torch.isfinite(logits).all() and torch.isfinite(step).all()) else "non-finite logits"
+
+    reason = attempt()
+    if reason is None:
+        return {"fused_ops": "on"}
+    set_fused_ops(False)
+    return {"fused_ops": "off", "reason": reason, "without_them": attempt() or "ok"}
 
 
 def make_decoder(model: Any, batch: int, compile: bool = False) -> Any:
@@ -780,6 +810,12 @@ def table(results: dict[str, Any]) -> str:
             f"| decode B={B}, torch.compile (tok/s) | {text} | — | {_ratio(d.get('tok_s'), theirs)} "
             f"| {'≥ ' + format(target, ',') if target else '—'} | — |"
         )
+    pre = _get(results, "ours", "preflight") or {}
+    if pre.get("fused_ops") == "off" or "error" in pre:
+        why = pre.get("reason") or pre.get("error")
+        rows.append(
+            f"| fused element-wise kernels | OFF for this run ({why}); their PyTorch references ran | — | — | — | — |"
+        )
     eager = _get(results, "ours", "decode_eager", "tok_s")
     if eager is not None:
         rows.append(f"| decode B=1 without the CUDA graph (tok/s) | {_fmt(eager)} | — | — | — | — |")
@@ -929,6 +965,7 @@ def main(argv: list[str] | None = None) -> int:
     if isinstance(model, dict):  # the build failed
         ours["error"] = model["error"]
     else:
+        ours["preflight"] = run.part("ours fast-path preflight", lambda: fast_path_preflight(model, plan, tokens))
         ours["prefill"] = run.part("ours prefill", lambda: ours_prefill(model, plan, tokens))
         ours["decode"] = {}
         for B in plan.decode_batches:

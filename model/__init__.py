@@ -43,7 +43,7 @@ from rwkv_registry.model.profiles import (
 from rwkv_registry.model.rwkv7 import RWKV7
 from rwkv_registry.model.state import LayerState, RWKV7State, StateWeights, load_state_weights
 from rwkv_registry.model.tokenizer import RWKVTokenizer, get_tokenizer
-from rwkv_registry.model.wkv import set_wkv_backend, wkv7
+from rwkv_registry.model.wkv import set_fused_ops, set_wkv_backend, wkv7
 
 __all__ = [
     "PROFILES",
@@ -73,6 +73,7 @@ __all__ = [
     "get_tokenizer",
     "load_miss",
     "load_state_weights",
+    "set_fused_ops",
     "set_wkv_backend",
     "wkv7",
 ]

@@ -41,6 +41,19 @@ def set_wkv_backend(name: str) -> str:
     return previous
 
 
+_FUSED = os.environ.get("RWKV_REGISTRY_FUSED", "1") != "0"  # the fused element-wise kernels, where the WKV kernels run
+
+
+def set_fused_ops(enabled: bool) -> bool:
+    """Turn the fused element-wise kernels (:mod:`rwkv_registry.kernels.timemix`, ``lora``,
+    ``add_norm``, ``miss``) on or off, the WKV kernels staying as chosen; returns the previous
+    setting. Off, the model runs their PyTorch references (what ``RWKV_REGISTRY_FUSED=0`` does
+    from the start): a fallback should one of them fail on some GPU."""
+    global _FUSED
+    previous, _FUSED = _FUSED, bool(enabled)
+    return previous
+
+
 def kernels_wanted(t: torch.Tensor) -> bool:
     """Whether the backend choice sends tensors like ``t`` to the Triton kernels ("kernels", or
     "auto" on CUDA); the kernels' own "auto" then still picks the reference where they cannot run
@@ -51,8 +64,9 @@ def kernels_wanted(t: torch.Tensor) -> bool:
 def elementwise_backend(x: torch.Tensor) -> str:
     """The backend of the fused element-wise ops (:mod:`rwkv_registry.kernels.timemix`) for the
     block input ``x``: "auto" where the kernels are wanted, else "reference". Under
-    ``torch.compile`` always "reference": the compiler fuses that code itself."""
-    if torch.compiler.is_compiling() or not kernels_wanted(x):
+    ``torch.compile`` always "reference": the compiler fuses that code itself; and "reference"
+    when :func:`set_fused_ops` turned them off."""
+    if torch.compiler.is_compiling() or not _FUSED or not kernels_wanted(x):
         return "reference"
     return "auto"
 

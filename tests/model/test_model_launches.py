@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from rwkv_registry.kernels.launches import count_launches
-from rwkv_registry.model import RWKV7, MissAdapter, set_wkv_backend
+from rwkv_registry.model import RWKV7, MissAdapter, set_fused_ops, set_wkv_backend
 from rwkv_registry.model.miss import TARGET_MODULES
 from rwkv_registry.model.tiny import miss_in_out, tiny_miss_tensors
 
@@ -75,3 +75,15 @@ def test_miss_on_the_fly_adds_one_launch_per_layer(model: RWKV7, monkeypatch: py
     added = {name: fly.get(name, 0) - base.get(name, 0) for name in set(fly) | set(base)}
     assert {k: v for k, v in added.items() if v} == {"triton:miss_term_kernel": cfg.n_layer}
     assert len(TARGET_MODULES) == 6 and len(adapter.targets) == 6 * cfg.n_layer
+
+
+def test_fused_ops_can_be_turned_off(model: RWKV7, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``set_fused_ops(False)`` (or ``RWKV_REGISTRY_FUSED=0``): the WKV kernel only, the rest PyTorch."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    previous = set_fused_ops(False)
+    try:
+        counts = _step_counts(model, 1, "kernels")
+    finally:
+        set_fused_ops(previous)
+    triton = {name: n for name, n in counts.items() if name.startswith("triton:")}
+    assert triton == {"triton:wkv7_fused_recurrent_fwd_kernel": model.config.n_layer}
