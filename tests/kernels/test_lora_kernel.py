@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 import torch
-from wkv7_helpers import DTYPE_NAMES, new_seed, rel_rms
+from wkv7_helpers import DTYPE_NAMES, compile_for_sm90, new_seed, rel_rms
 
 pytest.importorskip("triton")
 
@@ -294,10 +294,6 @@ def test_decode_step_launches_two_lora_kernels_per_layer(monkeypatch: pytest.Mon
 def test_kernel_compiles_for_sm90(dtype: str, rows: int, n_seg: int) -> None:
     """Triton's front end, passes and bundled ptxas on the CPU (a kernel only the interpreter accepts
     fails), with the tiles the launcher picks for the 7.2B down-projection."""
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-
     kernel = lora_launch._kernels(False).lora_kernel
     signature = {f"{p}{i}_ptr": f"*{dtype}" for p in ("x", "w", "out") for i in range(4)}
     signature |= {"M": "i32"} | {f"{p}{i}": "i32" for p in ("K", "N", "SX") for i in range(4)}
@@ -307,18 +303,7 @@ def test_kernel_compiles_for_sm90(dtype: str, rows: int, n_seg: int) -> None:
     block_m, block_n, block_k, _ = lora_launch._tiles(rows, [4096] * n_seg, ns, torch_dtype)
     constants = {"N_SEG": n_seg, "ACT0": 1, "ACT1": 0, "ACT2": 2, "ACT3": 0, "BLOCK_M": block_m}
     constants |= {"BLOCK_N": block_n, "BLOCK_K": block_k, "DOT_F32": dtype == "fp32"}
-    signature |= dict.fromkeys(constants, "constexpr")
-    assert list(signature) == list(kernel.arg_names), "the kernel's parameters changed: update this test"
-    try:
-        compiled = triton.compile(
-            ASTSource(kernel, signature, constants),
-            target=GPUTarget("cuda", 90, 32),
-            options={"num_warps": TUNING["num_warps"]},
-        )
-    except (RuntimeError, FileNotFoundError) as exc:  # no ptxas for this platform
-        if "ptxas" in str(exc):
-            pytest.skip(f"Triton cannot assemble for sm_90 here: {exc}")
-        raise
+    compiled = compile_for_sm90(kernel, signature, constants, TUNING["num_warps"])
     assert compiled.asm["cubin"]
 
 

@@ -13,26 +13,17 @@ pytestmark = pytest.mark.skipif(
     os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"), reason="TRITON_INTERPRET=1 makes every kernel interpreted"
 )
 
+from wkv7_helpers import compile_for_sm90  # noqa: E402
+
 from rwkv_registry.kernels.wkv7 import launch  # noqa: E402
 
 POINTERS = ("r_ptr", "w_ptr", "k_ptr", "v_ptr", "a_ptr", "b_ptr", "y_ptr")
 
 
 def _compile(kernel: object, dtype: str, constants: dict[str, object], num_warps: int) -> object:
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-
     signature = {name: f"*{dtype}" for name in POINTERS}
     signature.update({"s0_ptr": "*fp32", "st_ptr": "*fp32", "cu_seqlens_ptr": "*i32", "seq_len": "i32"})
-    signature.update(dict.fromkeys(constants, "constexpr"))
-    assert list(signature) == list(kernel.arg_names), "the kernel's parameters changed: update this test"
-    source = ASTSource(kernel, signature, constants)
-    try:
-        return triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": num_warps})
-    except (RuntimeError, FileNotFoundError) as exc:  # no ptxas for this platform
-        if "ptxas" in str(exc):
-            pytest.skip(f"Triton cannot assemble for sm_90 here: {exc}")
-        raise
+    return compile_for_sm90(kernel, signature, constants, num_warps)
 
 
 @pytest.mark.slow

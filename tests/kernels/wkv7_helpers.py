@@ -94,7 +94,8 @@ def assert_close(name: str, got: torch.Tensor, want: torch.Tensor, tol: float, s
 def compile_for_sm90(kernel: object, signature: dict[str, str], constants: dict[str, object], num_warps: int) -> object:
     """Compile a Triton kernel for an H100/H200 (sm_90) on the CPU: Triton's front end, passes and
     bundled ptxas, no GPU; a kernel only the interpreter accepts fails. Skips where Triton has no
-    ptxas for this platform. ``signature``: the runtime parameters' types; constexprs are added."""
+    ptxas for this platform. ``signature``: the runtime parameters' types in the kernel's order;
+    the constexprs are added after them, and the whole must be the kernel's parameter list."""
     import pytest
     import triton
     from triton.backends.compiler import GPUTarget
@@ -102,8 +103,7 @@ def compile_for_sm90(kernel: object, signature: dict[str, str], constants: dict[
 
     signature = {**signature, **dict.fromkeys(constants, "constexpr")}
     names = list(kernel.arg_names)  # type: ignore[attr-defined]
-    assert sorted(signature) == sorted(names), f"the kernel's parameters changed ({names}): update the test"
-    signature = {name: signature[name] for name in names}
+    assert list(signature) == names, f"the kernel's parameters changed ({names}): update the test"
     try:
         return triton.compile(
             ASTSource(kernel, signature, constants), target=GPUTarget("cuda", 90, 32), options={"num_warps": num_warps}
