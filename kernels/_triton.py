@@ -24,9 +24,11 @@ import torch
 __all__ = [
     "BACKENDS",
     "KERNEL_DTYPES",
+    "as_rows",
     "interpret_requested",
     "kernels_run_on",
     "load_kernel_module",
+    "next_pow2",
     "triton_installed",
     "use_triton",
 ]
@@ -50,6 +52,18 @@ def triton_installed() -> bool:
 def kernels_run_on(device: torch.device) -> bool:
     """Whether Triton kernels can run on tensors of ``device``: CUDA, or the CPU (interpreted)."""
     return device.type in ("cuda", "cpu") and triton_installed()
+
+
+def next_pow2(n: int) -> int:
+    """The smallest power of two >= ``n`` (1 for ``n`` <= 1): a Triton block size."""
+    return 1 << (max(n, 1) - 1).bit_length()
+
+
+def as_rows(x: torch.Tensor, rows: int) -> torch.Tensor:
+    """``x`` [..., K] as [rows, K] with a unit column stride (a view where possible), for a kernel
+    that walks rows by their stride."""
+    x2 = x.reshape(rows, x.shape[-1])
+    return x2 if x2.stride(-1) == 1 else x2.contiguous()
 
 
 def use_triton(op: str, backend: str, device: torch.device, tensors: Sequence[torch.Tensor | None]) -> bool:

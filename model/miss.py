@@ -28,7 +28,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from rwkv_registry.kernels.miss import miss_term_
+from rwkv_registry.kernels.miss import MissTerm, miss_term_
 from rwkv_registry.model.errors import WeightsFormatError
 from rwkv_registry.model.loading import torch_load_dict
 from rwkv_registry.model.wkv import elementwise_backend
@@ -108,9 +108,6 @@ def add_miss_term_(out: torch.Tensor, x: torch.Tensor, D: torch.Tensor, scale: f
     path, differentiable in ``x`` and ``D``.
     """
     return miss_term_(out, x, D, scale, backend=elementwise_backend(out))
-
-
-MissTerm = tuple[torch.Tensor, torch.Tensor, float]  # (x, D, scale): a MiSS term not yet added
 
 
 def linear_open(lin: nn.Module, x: torch.Tensor, backend: str) -> tuple[torch.Tensor, MissTerm | None]:

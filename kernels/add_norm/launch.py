@@ -8,9 +8,9 @@ from types import ModuleType
 
 import torch
 
-from .._triton import KERNEL_DTYPES, load_kernel_module, use_triton
+from .._triton import KERNEL_DTYPES, as_rows, load_kernel_module, next_pow2, use_triton
 from ..miss import TUNING as MISS_TUNING
-from ..miss import miss_term_
+from ..miss import MissTerm, miss_term_
 from ..miss.launch import check_miss_term
 from ..timemix import token_mix
 from .reference import add_layer_norm_ref
@@ -22,16 +22,10 @@ MAX_WIDTH = 16384  # one program holds a row; wider rows use the reference
 # a MiSS term ([tile // rank channels, rank]), and warps.
 TUNING: dict[str, int] = {"block_c": 4096, "tile": 16384, "num_warps": 8}
 
-MissArg = tuple[torch.Tensor, torch.Tensor, float]
-
 
 @functools.cache
 def _kernels(interpret: bool) -> ModuleType:
     return load_kernel_module(__package__, "fused", interpret)
-
-
-def _pow2(n: int) -> int:
-    return 1 << (max(n, 1) - 1).bit_length()
 
 
 def _check(op: str, x: torch.Tensor, dx: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> int:
@@ -51,7 +45,7 @@ def _check(op: str, x: torch.Tensor, dx: torch.Tensor, weight: torch.Tensor, bia
 
 
 def _kernel_applies(
-    op: str, backend: str, x: torch.Tensor, tensors: tuple[torch.Tensor, ...], miss: MissArg | None
+    op: str, backend: str, x: torch.Tensor, tensors: tuple[torch.Tensor, ...], miss: MissTerm | None
 ) -> bool:
     """Whether the Triton kernel runs: the fused ops' rule, a kernel dtype, a row that fits, and with
     a MiSS term at most ``kernels.miss.TUNING["max_rows"]`` rows under "auto" (else cuBLAS adds it)."""
@@ -70,7 +64,7 @@ def _launch(
     weight: torch.Tensor,
     bias: torch.Tensor,
     eps: float,
-    miss: MissArg | None,
+    miss: MissTerm | None,
     y: torch.Tensor,
     shift: torch.Tensor | None = None,
     mus: Sequence[torch.Tensor] = (),
@@ -82,16 +76,15 @@ def _launch(
     flat = [mu.reshape(-1).contiguous() for mu in mus]
     outs = [torch.empty_like(x) for _ in mus]
     pad = 6 - len(mus)
-    block_c = min(_pow2(C), TUNING["block_c"])
+    block_c = min(next_pow2(C), TUNING["block_c"])
     xm, D, scale, K, r, sx, block_r, block_n = x, x, 0.0, 0, 1, 0, 1, 1
     if miss is not None:
         check_miss_term("add_layer_norm", dx, *miss, ("dx", "miss x", "miss D", "miss scale"))
-        xm, D, scale = miss[0].reshape(rows, -1), miss[1].contiguous(), float(miss[2])
-        xm = xm if xm.stride(-1) == 1 else xm.contiguous()
+        xm, D, scale = as_rows(miss[0], rows), miss[1].contiguous(), float(miss[2])
         K, r, sx = xm.shape[-1], D.shape[1], xm.stride(0)
-        block_r = _pow2(r)  # the whole rank (at most 1024)
+        block_r = next_pow2(r)  # the whole rank (at most 1024)
         block_c = min(block_c, max(16, TUNING["tile"] // block_r))
-        block_n = max(1, min(4096 // block_r, _pow2(-(-K // r))))
+        block_n = max(1, min(4096 // block_r, next_pow2(-(-K // r))))
     _kernels(x.device.type != "cuda").add_layer_norm_kernel[(rows,)](
         x, dx, weight.reshape(-1).contiguous(), bias.reshape(-1).contiguous(), s, y, xm, D,
         shift if shift is not None else x, *flat, *[x] * pad, *outs, *[x] * pad,
@@ -109,7 +102,7 @@ def add_layer_norm(
     bias: torch.Tensor,
     eps: float,
     *,
-    miss: MissArg | None = None,
+    miss: MissTerm | None = None,
     backend: str = "auto",
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(s, y) = (x + dx, LayerNorm(x + dx))`` over the last dimension C, both in ``x``'s dtype.
@@ -147,7 +140,7 @@ def add_layer_norm_mix(
     shift: torch.Tensor,
     mus: Sequence[torch.Tensor],
     *,
-    miss: MissArg | None = None,
+    miss: MissTerm | None = None,
     shift_out: torch.Tensor | None = None,
     backend: str = "auto",
 ) -> tuple[torch.Tensor, list[torch.Tensor], torch.Tensor]:

@@ -20,7 +20,7 @@ from types import ModuleType
 
 import torch
 
-from .._triton import BACKENDS, KERNEL_DTYPES, load_kernel_module, use_triton
+from .._triton import BACKENDS, KERNEL_DTYPES, as_rows, load_kernel_module, next_pow2, use_triton
 from .reference import ACTIVATIONS, lora_down_ref, lora_up_ref
 
 __all__ = ["ACTS", "BACKENDS", "KERNEL_DTYPES", "MAX_SEGMENTS", "TUNING", "lora_down", "lora_up"]
@@ -114,15 +114,11 @@ def _check(
 
 def _tiles(rows: int, ks: Sequence[int], ns: Sequence[int], dtype: torch.dtype) -> tuple[int, int, int, list[int]]:
     """``(BLOCK_M, BLOCK_N, BLOCK_K, output blocks per segment)`` for the launch."""
-
-    def pow2(n: int) -> int:
-        return 1 << max(n - 1, 0).bit_length()
-
-    block_m = 1 if rows < TUNING["dot_rows"] else max(16, min(TUNING["block_m"], pow2(rows)))
-    block_k = max(16, min(TUNING["block_k"], pow2(max(ks))))
+    block_m = 1 if rows < TUNING["dot_rows"] else max(16, min(TUNING["block_m"], next_pow2(rows)))
+    block_k = max(16, min(TUNING["block_k"], next_pow2(max(ks))))
     if block_m > 1 and dtype == torch.float32:
         block_k = min(block_k, 32)  # an IEEE fp32 tl.dot runs on FMAs: smaller tiles, fewer registers
-    block_n = max(16, min(TUNING["block_n"], pow2(max(ns))))
+    block_n = max(16, min(TUNING["block_n"], next_pow2(max(ns))))
     row_blocks = -(-rows // block_m)
     while block_n > 16 and row_blocks * sum(-(-n // block_n) for n in ns) < TUNING["min_programs"]:
         block_n //= 2
@@ -132,8 +128,7 @@ def _tiles(rows: int, ks: Sequence[int], ns: Sequence[int], dtype: torch.dtype) 
 def _launch(
     xs: Sequence[torch.Tensor], weights: Sequence[torch.Tensor], acts: Sequence[str], rows: int, lead: torch.Size
 ) -> list[torch.Tensor]:
-    x2 = [x.reshape(rows, x.shape[-1]) for x in xs]
-    x2 = [x if x.stride(-1) == 1 else x.contiguous() for x in x2]
+    x2 = [as_rows(x, rows) for x in xs]
     ws = [w.contiguous() for w in weights]
     ks, ns = [w.shape[0] for w in ws], [w.shape[1] for w in ws]
     outs = [torch.empty((rows, n), dtype=xs[0].dtype, device=xs[0].device) for n in ns]

@@ -18,13 +18,14 @@ Triton kernels, imported lazily), ``launch`` (checks, backend choice, launches).
 from __future__ import annotations
 
 from .._triton import BACKENDS
-from .launch import MAX_SEGMENTS, TUNING, miss_term_, miss_terms_, relu_square_
+from .launch import MAX_SEGMENTS, TUNING, MissTerm, miss_term_, miss_terms_, relu_square_
 from .reference import miss_term_ref, miss_terms_ref, relu_square_ref
 
 __all__ = [
     "BACKENDS",
     "MAX_SEGMENTS",
     "TUNING",
+    "MissTerm",
     "miss_term_",
     "miss_term_ref",
     "miss_terms_",

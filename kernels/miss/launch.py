@@ -26,13 +26,14 @@ from types import ModuleType
 
 import torch
 
-from .._triton import KERNEL_DTYPES, load_kernel_module, use_triton
+from .._triton import KERNEL_DTYPES, as_rows, load_kernel_module, next_pow2, use_triton
 from .reference import miss_terms_ref, relu_square_ref
 
 __all__ = [
     "KERNEL_DTYPES",
     "MAX_SEGMENTS",
     "TUNING",
+    "MissTerm",
     "check_miss_term",
     "miss_term_",
     "miss_terms_",
@@ -40,6 +41,7 @@ __all__ = [
 ]
 
 MAX_SEGMENTS = 3
+MissTerm = tuple[torch.Tensor, torch.Tensor, float]  # (x, D, scale): a MiSS term to add to an output
 
 # Launch configuration, read at every launch: output features per program (block_o), rank columns
 # per step (block_r), elements of the x tile summed per step (block_x: block_x // block_r blocks of
@@ -59,11 +61,6 @@ TUNING: dict[str, int] = {
 @functools.cache
 def _kernels(interpret: bool) -> ModuleType:
     return load_kernel_module(__package__, "fused", interpret)
-
-
-def _pow2(n: int) -> int:
-    """The smallest power of two >= n (n >= 1)."""
-    return 1 << (max(n, 1) - 1).bit_length()
 
 
 def _shape(t: object) -> str:
@@ -146,17 +143,11 @@ def _check_group(
 
 def _tiles(ks: Sequence[int], rs: Sequence[int], ns: Sequence[int]) -> tuple[int, int, int]:
     """``(BLOCK_O, BLOCK_R, BLOCK_N)`` for MiSS segments of widths ``ks``, ranks ``rs`` and outputs ``ns``."""
-    block_o = min(TUNING["block_o"], _pow2(max(ns)))
-    block_r = min(TUNING["block_r"], _pow2(max(rs)))
+    block_o = min(TUNING["block_o"], next_pow2(max(ns)))
+    block_r = min(TUNING["block_r"], next_pow2(max(rs)))
     n_blocks = max(-(-k // r) for k, r in zip(ks, rs, strict=True))
-    block_n = max(1, min(TUNING["block_x"] // block_r, _pow2(n_blocks)))
+    block_n = max(1, min(TUNING["block_x"] // block_r, next_pow2(n_blocks)))
     return block_o, block_r, block_n
-
-
-def _rows_of(x: torch.Tensor, rows: int) -> torch.Tensor:
-    """``x`` [..., K] as [rows, K] with a unit column stride (a view where possible)."""
-    x2 = x.reshape(rows, x.shape[-1])
-    return x2 if x2.stride(-1) == 1 else x2.contiguous()
 
 
 def miss_terms_(
@@ -211,7 +202,7 @@ def _miss_terms(
         return miss_terms_ref(outs, xs, Ds, scales)
     if rows == 0 or sum(ns) == 0:
         return list(outs)
-    x2 = [_rows_of(x, rows) for x in xs]
+    x2 = [as_rows(x, rows) for x in xs]
     ds = [D.contiguous() for D in Ds]
     ks, rs = [x.shape[-1] for x in xs], [D.shape[1] for D in Ds]
     block_o, block_r, block_n = _tiles(ks, rs, ns)
@@ -229,7 +220,7 @@ def _miss_terms(
 
 def relu_square_(
     h: torch.Tensor,
-    miss: tuple[torch.Tensor, torch.Tensor, float] | None = None,
+    miss: MissTerm | None = None,
     *,
     backend: str = "auto",
 ) -> torch.Tensor:
@@ -266,14 +257,14 @@ def relu_square_(
         return h
     kernels = _kernels(h.device.type != "cuda")
     if miss is None:
-        block = min(TUNING["block_e"], _pow2(n_out))
+        block = min(TUNING["block_e"], next_pow2(n_out))
         kernels.relu_square_kernel[(rows, -(-n_out // block))](
             h, h, h, n_out, 0, 1, 0, 0.0,
             HAS_MISS=False, BLOCK_O=block, BLOCK_R=1, BLOCK_N=1, num_warps=TUNING["num_warps"],
         )  # fmt: skip
         return h
     x, D, scale = miss
-    x2, D = _rows_of(x, rows), D.contiguous()
+    x2, D = as_rows(x, rows), D.contiguous()
     K, r = x.shape[-1], D.shape[1]
     block_o, block_r, block_n = _tiles([K], [r], [n_out])
     kernels.relu_square_kernel[(rows, -(-n_out // block_o))](

@@ -15,7 +15,7 @@ from types import ModuleType
 
 import torch
 
-from .._triton import KERNEL_DTYPES, load_kernel_module, use_triton
+from .._triton import KERNEL_DTYPES, load_kernel_module, next_pow2, use_triton
 from .reference import tm_gates_ref, tm_output_ref, token_mix_ref
 
 MAX_MIX = 6
@@ -112,7 +112,7 @@ def token_mix(
     outs = [torch.empty_like(x) for _ in mus]
     flat = [_flat(mu) for mu in mus]
     pad = MAX_MIX - len(mus)
-    block = min(TUNING["block_c"], 1 << (C - 1).bit_length())
+    block = min(TUNING["block_c"], next_pow2(C))
     grid = (B * T, (C + block - 1) // block)
     _kernels(x.device.type != "cuda").token_mix_kernel[grid](
         x, shift, new_shift, *flat, *[flat[0]] * pad, *outs, *[outs[0]] * pad, T, C,
