@@ -74,12 +74,12 @@ class Block(nn.Module):
                 x, pending[0], ln.weight, ln.bias, ln.eps, state.att_shift, att.mus(),
                 miss=pending[1], shift_out=att_shift, backend=backend,
             )  # fmt: skip
-        dx, att_shift, wkv, v_first, dx_miss = att.mixed(mixes, att_shift, state.wkv, v_first, inplace)
+        dx, att_shift, wkv, v_first, dx_miss = att(mixes, att_shift, state.wkv, v_first, inplace)
         ln = self.ln2
         x, mixes, ffn_shift = add_layer_norm_mix(
             x, dx, ln.weight, ln.bias, ln.eps, state.ffn_shift, ffn.mus(),
             miss=dx_miss, shift_out=state.ffn_shift if inplace else None, backend=backend,
         )  # fmt: skip
-        dx, ffn_shift, dx_miss = ffn.mixed(mixes, ffn_shift)
+        dx, ffn_shift, dx_miss = ffn(mixes, ffn_shift)
         new_state = state if inplace else LayerState(att_shift, wkv, ffn_shift)
         return x, (dx, dx_miss), new_state, v_first

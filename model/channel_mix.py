@@ -8,7 +8,6 @@ import torch
 from torch import nn
 
 from rwkv_registry.kernels.miss import relu_square_
-from rwkv_registry.kernels.timemix import token_mix
 from rwkv_registry.model.config import RWKV7Config
 from rwkv_registry.model.miss import MissTerm, linear_open
 from rwkv_registry.model.wkv import elementwise_backend
@@ -25,24 +24,16 @@ class ChannelMix(nn.Module):
         self.value = nn.Linear(F, C, bias=False)  # weight [C, F]
 
     def mus(self) -> tuple[torch.Tensor]:
-        """The token-mix coefficient, as :meth:`mixed` takes its one mix."""
+        """The token-mix coefficient, as :meth:`forward` takes its one mix."""
         return (self.x_k,)
 
     def forward(
-        self, x: torch.Tensor, shift: torch.Tensor, inplace: bool = False
-    ) -> tuple[torch.Tensor, torch.Tensor, MissTerm | None]:
-        """``x`` [B, T, C], ``shift`` [B, C] -> ``(out [B, T, C], new shift [B, C], out_miss)``;
-        with ``inplace`` the new shift is written into ``shift``. ``out_miss``: the value map's MiSS
-        term still to be added to ``out`` (see :func:`~rwkv_registry.model.miss.linear_open`)."""
-        mixes, new_shift = token_mix(
-            x, shift, self.mus(), shift_out=shift if inplace else None, backend=elementwise_backend(x)
-        )
-        return self.mixed(mixes, new_shift)
-
-    def mixed(
         self, mixes: Sequence[torch.Tensor], new_shift: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, MissTerm | None]:
-        """:meth:`forward` from the token mix ``(xk,)`` and the new shift already made."""
+        """From the token mix ``(xk,)`` [B, T, C] of the ln2-normalised input with :meth:`mus` and
+        the new token-shift state ``new_shift`` [B, C] (the block makes both) -> ``(out [B, T, C],
+        new_shift, out_miss)``. ``out_miss``: the value map's MiSS term still to be added to ``out``
+        (see :func:`~rwkv_registry.model.miss.linear_open`), else None."""
         (xk,) = mixes
         backend = elementwise_backend(xk)
         k, k_miss = linear_open(self.key, xk, backend)  # [B, T, F]

@@ -10,10 +10,12 @@ For one layer, with ``x`` the ln1-normalised input ``[B, T, C]``:
 - WKV-7 with ``(a, b) = (-kk, kk * a)``; GroupNorm ``ln_x`` (eps 64e-5); the bonus
   ``(r * k * r_k).sum per head * v``; ``output((y + bonus) * g)``.
 
-The matmuls (the four r/k/v/output maps and the LoRA pairs, each ``x @ A`` squeezed to a narrow
-width and expanded with ``@ B``, checkpoint layout) run here; the element-wise work between them
-is three ops of :mod:`rwkv_registry.kernels.timemix` (token mix, gates, output), fused Triton
-kernels where the WKV kernels run and their PyTorch reference elsewhere.
+The token shift and mixes are made by the block (fused with the LayerNorm before them on a
+decode step) and passed in. The matmuls (the four r/k/v/output maps; the LoRA pairs, each
+``x @ A`` squeezed to a narrow width and expanded with ``@ B``, checkpoint layout, grouped by
+:mod:`rwkv_registry.kernels.lora`) run here; the element-wise work between them is two ops of
+:mod:`rwkv_registry.kernels.timemix` (gates, output), fused Triton kernels where the WKV kernels
+run and their PyTorch reference elsewhere.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from torch import nn
 
 from rwkv_registry.kernels.lora import lora_down, lora_up
 from rwkv_registry.kernels.miss import miss_terms_
-from rwkv_registry.kernels.timemix import tm_gates, tm_output, token_mix
+from rwkv_registry.kernels.timemix import tm_gates, tm_output
 from rwkv_registry.model.config import RWKV7Config
 from rwkv_registry.model.miss import MissTerm, linear_open
 from rwkv_registry.model.wkv import elementwise_backend, wkv7
@@ -63,30 +65,10 @@ class TimeMix(nn.Module):
         self.ln_x = nn.GroupNorm(H, C, eps=LN_X_EPS)
 
     def mus(self) -> tuple[torch.Tensor, ...]:
-        """The six token-mix coefficients (r, w, k, v, a, g), in the order :meth:`mixed` takes the mixes."""
+        """The six token-mix coefficients (r, w, k, v, a, g), in the order :meth:`forward` takes the mixes."""
         return (self.x_r, self.x_w, self.x_k, self.x_v, self.x_a, self.x_g)
 
     def forward(
-        self,
-        x: torch.Tensor,
-        shift: torch.Tensor,
-        wkv: torch.Tensor,
-        v_first: torch.Tensor | None,
-        inplace: bool = False,
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, MissTerm | None]:
-        """``x`` [B, T, C], ``shift`` [B, C], ``wkv`` [B, H, N, N] fp32, ``v_first`` [B, T, C] (None in layer 0).
-
-        Returns ``(out [B, T, C], new shift [B, C], new wkv, v_first, out_miss)``; with ``inplace``
-        the new shift and wkv are written into ``shift`` and ``wkv`` (contiguous fp32), which are
-        returned. ``out_miss``: the MiSS term of the output map still to be added to ``out`` (an
-        adapter on the fly, fused kernels; see :func:`~rwkv_registry.model.miss.linear_open`), else None.
-        """
-        mixes, new_shift = token_mix(
-            x, shift, self.mus(), shift_out=shift if inplace else None, backend=elementwise_backend(x)
-        )
-        return self.mixed(mixes, new_shift, wkv, v_first, inplace)
-
-    def mixed(
         self,
         mixes: Sequence[torch.Tensor],
         new_shift: torch.Tensor,
@@ -94,8 +76,16 @@ class TimeMix(nn.Module):
         v_first: torch.Tensor | None,
         inplace: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, MissTerm | None]:
-        """:meth:`forward` from the token mixes ``(xr, xw, xk, xv, xa, xg)`` [B, T, C] and the new
-        shift already made (by the block's fused add + LayerNorm + mix on a decode step)."""
+        """From the token mixes ``(xr, xw, xk, xv, xa, xg)`` [B, T, C] of the ln1-normalised input
+        with :meth:`mus` (the block makes them, with the new token-shift state ``new_shift`` [B, C]:
+        :func:`~rwkv_registry.kernels.timemix.token_mix`, or on a decode step the fused add +
+        LayerNorm + mix), ``wkv`` [B, H, N, N] fp32 and ``v_first`` [B, T, C] (None in layer 0).
+
+        Returns ``(out [B, T, C], new_shift, new wkv, v_first, out_miss)``; with ``inplace`` the
+        new wkv is written into ``wkv`` (contiguous fp32), which is returned. ``out_miss``: the MiSS
+        term of the output map still to be added to ``out`` (an adapter on the fly, fused kernels;
+        see :func:`~rwkv_registry.model.miss.linear_open`), else None.
+        """
         xr, xw, xk, xv, xa, xg = mixes
         B, T, _ = xr.shape
         H, N = self.n_head, self.head_size
