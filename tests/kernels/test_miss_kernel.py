@@ -9,16 +9,13 @@ import os
 
 import pytest
 import torch
-from wkv7_helpers import DTYPE_NAMES, compile_for_sm90, new_seed, rel_rms, spy_paths
+from wkv7_helpers import DTYPE_NAMES, FUSED_TOL, check_vs_truth, compile_for_sm90, new_seed, rel_rms, spy_paths
 
 pytest.importorskip("triton")
 
 from rwkv_registry.kernels.launches import count_launches
 from rwkv_registry.kernels.miss import TUNING, miss_term_, miss_term_ref, miss_terms_, miss_terms_ref
 from rwkv_registry.kernels.miss import launch as miss_launch
-
-# relative RMS error allowed against the fp64 truth, per dtype (the kernel rounds once, at the store)
-TOL = {torch.float32: 1e-5, torch.bfloat16: 1e-2, torch.float16: 2e-3}
 
 # (leading shape of x and out, K, O, r, dtype)
 CASES = [
@@ -75,7 +72,7 @@ def test_kernel_matches_reference(case: tuple[tuple[int, ...], int, int, int, to
         return
     exact = truth(base, x, D, scale)
     err, ref_err = rel_rms(out, exact), rel_rms(ref, exact)
-    assert err <= TOL[dtype], f"rel. RMS {err:.3g} > {TOL[dtype]:g} (replay with WKV7_TEST_SEED={seed})"
+    assert err <= FUSED_TOL[dtype], f"rel. RMS {err:.3g} > {FUSED_TOL[dtype]:g} (replay with WKV7_TEST_SEED={seed})"
     assert err <= 1.5 * ref_err + 1e-4, f"{err:.3g} vs the reference's {ref_err:.3g} (WKV7_TEST_SEED={seed})"
 
 
@@ -223,7 +220,7 @@ def test_7b_shape_on_cuda(K: int, rows: int) -> None:
     ref = miss_term_ref(base.clone(), x, D, 0.5)
     exact = truth(base.cpu(), x.cpu(), D.cpu(), 0.5)
     err, ref_err = rel_rms(out.cpu(), exact), rel_rms(ref.cpu(), exact)
-    assert err <= TOL[torch.bfloat16], f"rel. RMS {err:.3g} (replay with WKV7_TEST_SEED={seed})"
+    assert err <= FUSED_TOL[torch.bfloat16], f"rel. RMS {err:.3g} (replay with WKV7_TEST_SEED={seed})"
     assert err <= 1.5 * ref_err + 1e-4, f"{err:.3g} vs cuBLAS's {ref_err:.3g} (WKV7_TEST_SEED={seed})"
 
 
@@ -239,7 +236,7 @@ def test_7b_three_segments_on_cuda(rows: int) -> None:
     got = miss_terms_([b.clone() for b in bases], xs, Ds, scales)
     refs = miss_terms_ref([b.clone() for b in bases], xs, Ds, scales)
     for i, (g, b, x, D, s, ref) in enumerate(zip(got, bases, xs, Ds, scales, refs, strict=True)):
-        check(f"segment {i}", g.cpu(), truth(b.cpu(), x.cpu(), D.cpu(), s), ref.cpu(), seed)
+        check_vs_truth(f"segment {i}", g.cpu(), truth(b.cpu(), x.cpu(), D.cpu(), s), ref.cpu(), seed)
 
 
 @pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # numpy, in the interpreter
@@ -286,15 +283,6 @@ def group_inputs(
     return [b for b, _, _ in per_seg], [x for _, x, _ in per_seg], [D for _, _, D in per_seg], scales
 
 
-def check(name: str, got: torch.Tensor, exact: torch.Tensor, ref: torch.Tensor, seed: int) -> None:
-    """Within the dtype's tolerance of the fp64 truth, and no further from it than the reference in
-    the same dtype (x1.5, plus slack for tiny errors)."""
-    err, ref_err = rel_rms(got, exact), rel_rms(ref, exact)
-    tol = TOL[got.dtype]
-    assert err <= tol, f"{name}: rel. RMS {err:.3g} > {tol:g} (replay with WKV7_TEST_SEED={seed})"
-    assert err <= 1.5 * ref_err + 1e-6, f"{name}: {err:.3g} vs the reference's {ref_err:.3g} (WKV7_TEST_SEED={seed})"
-
-
 @pytest.mark.parametrize("case", GROUP_CASES, ids=[group_id(c) for c in GROUP_CASES])
 def test_segments_match_the_truth(case: tuple[list[tuple[int, int, int]], tuple[int, ...], torch.dtype]) -> None:
     segs, lead, dtype = case
@@ -307,7 +295,7 @@ def test_segments_match_the_truth(case: tuple[list[tuple[int, int, int]], tuple[
     assert len(got) == len(segs) and all(g is o for g, o in zip(got, outs, strict=True))  # in place
     for i, (g, b, x, D, s, ref) in enumerate(zip(got, bases, xs, Ds, scales, refs, strict=True)):
         assert g.dtype == dtype and g.shape == b.shape
-        check(f"segment {i}", g, truth(b, x, D, s), ref, seed)
+        check_vs_truth(f"segment {i}", g, truth(b, x, D, s), ref, seed)
 
 
 def test_segments_with_small_tiles(monkeypatch: pytest.MonkeyPatch) -> None:

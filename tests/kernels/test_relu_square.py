@@ -10,7 +10,7 @@ import os
 
 import pytest
 import torch
-from wkv7_helpers import DTYPE_NAMES, compile_for_sm90, new_seed, rel_rms, spy_paths
+from wkv7_helpers import DTYPE_NAMES, check_vs_truth, compile_for_sm90, new_seed, rel_rms, spy_paths
 
 pytest.importorskip("triton")
 
@@ -18,8 +18,6 @@ from rwkv_registry.kernels.launches import count_launches
 from rwkv_registry.kernels.miss import TUNING, relu_square_, relu_square_ref
 from rwkv_registry.kernels.miss import launch as miss_launch
 
-# relative RMS error allowed against the fp64 truth, per dtype (the kernel rounds once, at the store)
-TOL = {torch.float32: 1e-5, torch.bfloat16: 1e-2, torch.float16: 2e-3}
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 
 Miss = tuple[torch.Tensor, torch.Tensor, float]
@@ -52,15 +50,6 @@ def truth(h: torch.Tensor, miss: Miss | None) -> torch.Tensor:
     return torch.relu(y) ** 2
 
 
-def check(name: str, got: torch.Tensor, exact: torch.Tensor, ref: torch.Tensor, seed: int) -> None:
-    """Within the dtype's tolerance of the fp64 truth, and no further from it than the reference in
-    the same dtype (x1.5, plus slack for tiny errors)."""
-    err, ref_err = rel_rms(got, exact), rel_rms(ref, exact)
-    tol = TOL[got.dtype]
-    assert err <= tol, f"{name}: rel. RMS {err:.3g} > {tol:g} (replay with WKV7_TEST_SEED={seed})"
-    assert err <= 1.5 * ref_err + 1e-6, f"{name}: {err:.3g} vs the reference's {ref_err:.3g} (WKV7_TEST_SEED={seed})"
-
-
 # ------------------------------------------------------------------------------------- numerics
 
 
@@ -78,7 +67,7 @@ def test_plain_matches_the_reference_bit_for_bit(lead: tuple[int, ...], F: int, 
         assert relu_square_(out, backend="triton") is out  # in place
         ref = relu_square_ref(h.clone())
     assert out.dtype == dtype and out.shape == h.shape
-    check("relu²", out, truth(h, None), ref, seed)
+    check_vs_truth("relu²", out, truth(h, None), ref, seed)
     assert torch.equal(out, ref), f"not the reference's values (replay with WKV7_TEST_SEED={seed})"
 
 
@@ -112,7 +101,7 @@ def test_with_miss_matches_the_truth(case: tuple[tuple[int, ...], int, int, int,
     assert out.dtype == dtype and out.shape == h.shape
     exact = truth(h, miss)
     assert (exact == 0).any() and (exact > 0).any(), f"both sides of the ReLU (seed {seed})"
-    check("relu²(h + term)", out, exact, ref, seed)
+    check_vs_truth("relu²(h + term)", out, exact, ref, seed)
 
 
 def test_with_miss_small_tiles(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -327,6 +316,6 @@ def test_7b_shape_on_cuda(r: int | None, rows: int) -> None:
     assert relu_square_(out, miss) is out
     ref = relu_square_ref(h.clone(), miss)
     miss_cpu = None if miss is None else (miss[0].cpu(), miss[1].cpu(), miss[2])
-    check("relu²", out.cpu(), truth(h.cpu(), miss_cpu), ref.cpu(), seed)
+    check_vs_truth("relu²", out.cpu(), truth(h.cpu(), miss_cpu), ref.cpu(), seed)
     if miss is None:
         assert torch.equal(out, ref), f"not the reference's values (replay with WKV7_TEST_SEED={seed})"

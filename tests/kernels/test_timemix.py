@@ -8,15 +8,12 @@ from collections.abc import Callable, Iterator
 
 import pytest
 import torch
-from wkv7_helpers import DTYPE_NAMES, new_seed, rel_rms
+from wkv7_helpers import DTYPE_NAMES, check_vs_truth, new_seed, rel_rms
 
 pytest.importorskip("triton")
 
 from rwkv_registry.kernels.timemix import TUNING, tm_gates, tm_output, token_mix
 from rwkv_registry.kernels.timemix import launch as tm_launch
-
-# relative RMS error allowed against the fp64 truth, per dtype (the kernels round once, at the end)
-TOL = {torch.float32: 1e-5, torch.bfloat16: 1e-2, torch.float16: 2e-3}
 
 CASES = [
     (1, 1, 4, 16, torch.float32),  # one decode token
@@ -54,16 +51,6 @@ def randn(gen: torch.Generator, *shape: int, scale: float = 1.0, dtype: torch.dt
     return (torch.randn(*shape, generator=gen) * scale).to(dtype)
 
 
-def check(name: str, got: torch.Tensor, truth: torch.Tensor, same_dtype_ref: torch.Tensor, seed: int) -> None:
-    """Within the dtype's tolerance of the fp64 truth, and no further from it than the reference
-    computed in the same dtype (x1.5, plus slack for tiny errors). The kernels round once, at the
-    end, to nearest even (on the CPU too: see ``kernels._triton._round_bf16_like_a_gpu``)."""
-    dtype = same_dtype_ref.dtype if same_dtype_ref.dtype in TOL else torch.float32
-    err, ref_err = rel_rms(got, truth), rel_rms(same_dtype_ref, truth)
-    assert err <= TOL[dtype], f"{name}: rel. RMS {err:.3g} > {TOL[dtype]:g} (replay with WKV7_TEST_SEED={seed})"
-    assert err <= 1.5 * ref_err + 1e-6, f"{name}: {err:.3g} vs the reference's {ref_err:.3g} (seed {seed})"
-
-
 def f64(ts: tuple[torch.Tensor | None, ...]) -> list[torch.Tensor | None]:
     return [None if t is None else t.double() for t in ts]
 
@@ -84,7 +71,7 @@ def test_token_mix_matches_reference(case: tuple[int, int, int, int, torch.dtype
     ref, _ = token_mix(x, shift, mus, backend="reference")
     assert len(outs) == n_mix and all(o.dtype == dtype and o.shape == x.shape for o in outs)
     for i, (got, want, same) in enumerate(zip(outs, truth, ref, strict=True)):
-        check(f"mix {i}", got, want, same, seed)
+        check_vs_truth(f"mix {i}", got, want, same, seed)
     assert torch.equal(new_shift, x[:, -1]) and new_shift.data_ptr() != shift.data_ptr()
 
 
@@ -168,7 +155,7 @@ def test_gates_match_reference(case: tuple[int, int, int, int, torch.dtype], wit
     truth = tm_gates(*f64(args), H, **dict(zip(extra, f64(tuple(extra.values())), strict=True)), backend="reference")
     assert got[0].dtype == torch.float32 and all(t.dtype == dtype for t in got[1:])
     for name, g, t, r in zip(("w", "k", "v", "a", "b"), got, truth, ref, strict=True):
-        check(name, g, t, r, seed)
+        check_vs_truth(name, g, t, r, seed)
     assert (got[0] < -0.5).all(), "the decay must stay below -0.5"
 
 
@@ -198,7 +185,7 @@ def test_output_matches_reference(case: tuple[int, int, int, int, torch.dtype]) 
     ref = tm_output(*args, 64e-5, backend="reference")
     truth = tm_output(*f64(args), 64e-5, backend="reference")  # type: ignore[arg-type]
     assert got.dtype == dtype and got.shape == (B, T, C)
-    check("out", got, truth, ref, seed)
+    check_vs_truth("out", got, truth, ref, seed)
 
 
 # ------------------------------------------------------------------------------ choice and checks
@@ -270,17 +257,17 @@ def test_cuda_kernels_at_the_7b_shape(B: int, T: int) -> None:
     truth, _ = token_mix(x.double(), shift.double(), [m.double() for m in mus], backend="reference")
     ref, _ = token_mix(x, shift, mus, backend="reference")
     for got, want, same in zip(outs, truth, ref, strict=True):
-        check("mix", got, want, same, seed)
+        check_vs_truth("mix", got, want, same, seed)
     args, extra = gate_inputs(B, T, H, N, dtype, seed, True)
     args, extra = tuple(a.cuda() for a in args), {k: v.cuda() for k, v in extra.items() if v is not None}
     got = tm_gates(*args, H, **extra)
     ref = tm_gates(*args, H, **extra, backend="reference")
     truth = tm_gates(*f64(args), H, **{k: v.double() for k, v in extra.items()}, backend="reference")
     for name, g, t, r in zip(("w", "k", "v", "a", "b"), got, truth, ref, strict=True):
-        check(name, g, t, r, seed)
+        check_vs_truth(name, g, t, r, seed)
     y = args[0]
     out_args = (y, args[1], args[0], args[1], args[2], args[4].flatten(), args[5].flatten(), args[6].view(H, N))
-    check(
+    check_vs_truth(
         "out",
         tm_output(*out_args, 64e-5),
         tm_output(*f64(out_args), 64e-5, backend="reference"),  # type: ignore[arg-type]

@@ -131,3 +131,20 @@ def spy_paths(monkeypatch: object, launch: object, reference: str) -> list[str]:
     monkeypatch.setattr(launch, "_kernels", kernels)  # type: ignore[attr-defined]
     monkeypatch.setattr(launch, reference, ref)  # type: ignore[attr-defined]
     return seen
+
+
+# relative RMS error a fused element-wise kernel may have against the fp64 truth (it rounds once)
+FUSED_TOL = {torch.float32: 1e-5, torch.bfloat16: 1e-2, torch.float16: 2e-3}
+
+
+def check_vs_truth(name: str, got: torch.Tensor, truth: torch.Tensor, same_dtype_ref: torch.Tensor, seed: int) -> None:
+    """A fused kernel's output: the reference's dtype and the truth's shape, within the dtype's
+    tolerance of the fp64 truth (``FUSED_TOL``), and no further from it than the reference computed
+    in the same dtype (x1.5, plus slack for tiny errors). The kernels round once, to nearest even
+    (on the CPU too: see ``kernels._triton._round_bf16_like_a_gpu``); a NaN never passes."""
+    assert got.dtype == same_dtype_ref.dtype and got.shape == truth.shape, f"{name}: {got.dtype} {list(got.shape)}"
+    dtype = got.dtype if got.dtype in FUSED_TOL else torch.float32
+    err, ref_err = rel_rms(got, truth), rel_rms(same_dtype_ref, truth)
+    tol = FUSED_TOL[dtype]
+    assert err <= tol, f"{name}: rel. RMS {err:.3g} > {tol:g} (replay with WKV7_TEST_SEED={seed})"
+    assert err <= 1.5 * ref_err + 1e-6, f"{name}: {err:.3g} vs the reference's {ref_err:.3g} (WKV7_TEST_SEED={seed})"
