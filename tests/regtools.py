@@ -8,6 +8,8 @@ import random
 from pathlib import Path
 from typing import Any
 
+from rwkv_registry.miss import MISS_TARGETS
+
 TINY_ARCH: dict[str, Any] = {
     "n_layer": 2,
     "n_embd": 128,
@@ -21,15 +23,6 @@ TINY_ARCH: dict[str, Any] = {
 TINY_BASE = "rwkv7-tiny-20260101-ctx4096"
 TINY_SHA = hashlib.sha256(b"tiny base file").hexdigest()
 DATA_SHA = hashlib.sha256(b"training data v1").hexdigest()
-
-MISS_TARGETS = (
-    "att.receptance.weight",
-    "att.key.weight",
-    "att.value.weight",
-    "att.output.weight",
-    "ffn.key.weight",
-    "ffn.value.weight",
-)
 
 
 def bf16_bytes(n: int, seed: int, *, high: tuple[int, int] = (0x3A, 0x3C)) -> bytes:

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from rwkv_registry import schemas
+from rwkv_registry.miss import MISS_TARGETS
 from rwkv_registry.schemas import SCHEMA_NAMES, load_schema, schema_digest, schema_errors
 
 BASE = "rwkv7-g1k-7.2b-20260930-ctx25600"
@@ -325,16 +326,6 @@ def miss_train() -> dict[str, Any]:
     return t
 
 
-TARGETS = [
-    "att.receptance.weight",
-    "att.key.weight",
-    "att.value.weight",
-    "att.output.weight",
-    "ffn.key.weight",
-    "ffn.value.weight",
-]
-
-
 def miss_manifest() -> dict[str, Any]:
     shapes = {"ffn.key.weight": (16384, 4096), "ffn.value.weight": (4096, 16384)}
     return {
@@ -357,7 +348,7 @@ def miss_manifest() -> dict[str, Any]:
                 "shape": [shapes.get(t, (4096, 4096))[0], 16],
             }
             for layer in range(2)
-            for t in TARGETS
+            for t in MISS_TARGETS
         ],
         "trainer": "rwkv_miss_tune 1.8.1",
     }

@@ -29,19 +29,12 @@ from regtools import (
     state_train,
 )
 
+from rwkv_registry.miss import MISS_TARGETS
 from rwkv_registry.ops import add_base, add_entry, init_registry, write_readme
 from rwkv_registry.validate import validate_registry
 
 STATE = f"{TINY_BASE}/state/v1/s1.pth"
 MISS_A = f"{TINY_BASE}/miss/v2/r4-a/adapter-final.pth"
-TARGETS = (
-    "att.receptance.weight",
-    "att.key.weight",
-    "att.value.weight",
-    "att.output.weight",
-    "ffn.key.weight",
-    "ffn.value.weight",
-)
 
 
 def plant(root: Path, rel: str, data: bytes) -> None:
@@ -171,7 +164,7 @@ def independent_miss(arch: dict, base_sha: str, *, rank: int = 4, poison: bytes 
     """A MiSS package computed here from FORMATS §4 alone (compact sorted JSON = JsonCpp for these values)."""
     tensors, targets = {}, []
     for layer in range(arch["n_layer"]):
-        for j, t in enumerate(TARGETS):
+        for j, t in enumerate(MISS_TARGETS):
             c, f = arch["n_embd"], arch["ffn_size"]
             out_f, in_f = (c, c) if t.startswith("att.") else ((f, c) if t == "ffn.key.weight" else (c, f))
             raw = bytearray(bf16_bytes(out_f * rank, 1000 + layer * 10 + j))

@@ -27,7 +27,7 @@ from regtools import (
 )
 
 from rwkv_registry import jsoncpp
-from rwkv_registry.miss import content_version
+from rwkv_registry.miss import MISS_TARGETS, content_version
 from rwkv_registry.rules import RULES
 from rwkv_registry.validate import validate_registry
 
@@ -77,16 +77,7 @@ def custom_miss(
     tensors: dict[str, Any] = {}
     targets = []
     for layer in range(arch["n_layer"]):
-        for j, t in enumerate(
-            (
-                "att.receptance.weight",
-                "att.key.weight",
-                "att.value.weight",
-                "att.output.weight",
-                "ffn.key.weight",
-                "ffn.value.weight",
-            )
-        ):
+        for j, t in enumerate(MISS_TARGETS):
             out_f, in_f = target_shape(arch, t)
             tensors[f"blocks.{layer}.{t}.D"] = RawTensor(
                 "bfloat16", (out_f, rank), bf16_bytes(out_f * rank, layer * 10 + j)
