@@ -29,19 +29,14 @@ import torch
 from torch import nn
 
 from rwkv_registry.kernels.miss import MissTerm, miss_term_
+from rwkv_registry.miss import MISS_TARGETS, tensor_name
 from rwkv_registry.model.errors import WeightsFormatError
 from rwkv_registry.model.loading import torch_load_dict
 from rwkv_registry.model.wkv import elementwise_backend
 
-# The six targets and the (sub-module, linear) they name inside a block.
-TARGET_MODULES: dict[str, tuple[str, str]] = {
-    "att.receptance.weight": ("att", "receptance"),
-    "att.key.weight": ("att", "key"),
-    "att.value.weight": ("att", "value"),
-    "att.output.weight": ("att", "output"),
-    "ffn.key.weight": ("ffn", "key"),
-    "ffn.value.weight": ("ffn", "value"),
-}
+# The six targets (the registry's list) and the (sub-module, linear) each names inside a block:
+# "att.key.weight" -> ("att", "key").
+TARGET_MODULES: dict[str, tuple[str, str]] = {t: (t.split(".")[0], t.split(".")[1]) for t in MISS_TARGETS}
 _NAME_RE = re.compile(r"^blocks\.(\d+)\.(.+?)(?:\.D)?$")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _FLOAT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
@@ -59,7 +54,7 @@ class MissTarget:
     @property
     def name(self) -> str:
         """The tensor name in the package: ``blocks.L.<target>.D``."""
-        return f"blocks.{self.layer}.{self.target}.D"
+        return tensor_name(self.layer, self.target)
 
 
 @dataclass(frozen=True)
@@ -245,7 +240,7 @@ def _adapter_from(p: Path, m: Any, tensors: dict[str, object]) -> MissAdapter:
             layer, target = (int(mt.group(1)), mt.group(2)) if mt else (None, None)
         if not isinstance(layer, int) or layer < 0 or target not in TARGET_MODULES:
             raise bad(f"target {e.get('name')!r}: layer/target not one of {sorted(TARGET_MODULES)} in a block")
-        name = f"blocks.{layer}.{target}.D"
+        name = tensor_name(layer, target)
         if (layer, target) in seen:
             raise bad(f"target {name!r} appears twice")
         seen.add((layer, target))

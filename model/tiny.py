@@ -18,6 +18,7 @@ from pathlib import Path
 
 import torch
 
+from rwkv_registry.miss import tensor_name
 from rwkv_registry.model.config import RWKV7Config
 from rwkv_registry.model.loading import sha256_file, torch_load_dict
 from rwkv_registry.model.miss import TARGET_MODULES
@@ -194,7 +195,7 @@ def tiny_miss_tensors(
     for layer in range(cfg.n_layer):
         for target in targets or tuple(TARGET_MODULES):
             _, n_out = miss_in_out(cfg, target)
-            out[f"blocks.{layer}.{target}.D"] = (torch.randn(n_out, rank, generator=g) * std).to(torch.bfloat16)
+            out[tensor_name(layer, target)] = (torch.randn(n_out, rank, generator=g) * std).to(torch.bfloat16)
     return out
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from .arch import miss_target_shape, parse_arch_option, state_shape
 from .errors import UsageError
-from .miss import MISS_TARGETS, write_miss_file
+from .miss import MISS_TARGETS, tensor_name, write_miss_file
 from .ops import add_base, add_entry, init_registry, update_index
 
 BASE = "rwkv7-g1k-7.2b-20260930-ctx25600"
@@ -138,7 +138,7 @@ def write_synthetic_miss(
         for j, target in enumerate(MISS_TARGETS):
             out_features, _ = miss_target_shape(arch, target)
             data = synthetic_bf16(out_features * rank, seed * 100_000 + layer * 10 + j)
-            tensors[f"blocks.{layer}.{target}.D"] = RawTensor("bfloat16", (out_features, rank), data)
+            tensors[tensor_name(layer, target)] = RawTensor("bfloat16", (out_features, rank), data)
     return write_miss_file(path, tensors, rank=rank, alpha=alpha, base_fingerprint=base_sha256, arch=arch)
 
 

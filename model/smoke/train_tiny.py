@@ -41,6 +41,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from rwkv_registry.miss import tensor_name
 from rwkv_registry.model.config import RWKV7Config
 from rwkv_registry.model.miss import TARGET_MODULES
 from rwkv_registry.model.profiles import get_profile
@@ -306,7 +307,7 @@ def train_miss(
             lin = getattr(parent, attr)
             mod = _TrainMiss(lin, config.miss_rank, scale)
             setattr(parent, attr, mod)
-            wrapped.append((parent, attr, lin, mod, f"blocks.{layer}.{target}.D"))
+            wrapped.append((parent, attr, lin, mod, tensor_name(layer, target)))
     try:
         _fit(
             model,
