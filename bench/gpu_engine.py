@@ -666,7 +666,8 @@ def op_inputs(T: int, H: int, B: int, device: str) -> list[Any]:
 
 def ours_op_sweep(plan: Plan) -> dict[str, Any]:
     """Our WKV7 kernels alone at the 7.2B head count, for each launch configuration of
-    ``launch.TUNING`` (block_v, num_warps): chunk at B=1, T=op_seq_len; step at B=1 and B=64."""
+    ``launch.TUNING`` (block_v, num_warps; and the chunk kernel's chunk_size, 16 or 32): chunk at
+    B=1, T=op_seq_len; step at B=1 and B=64."""
     from rwkv_registry.kernels.wkv7 import launch, wkv7
 
     out: dict[str, Any] = {}
@@ -682,17 +683,28 @@ def ours_op_sweep(plan: Plan) -> dict[str, Any]:
         for kind, B, T in cases:
             ins = op_inputs(T, plan.op_heads, B, plan.device)
             rows = []
-            for block_v in (16, 32, 64):
-                for num_warps in (4, 8) if kind == "chunk" else (2, 4):
-                    launch.TUNING[kind].update(block_v=block_v, num_warps=num_warps)
-                    try:
-                        seconds = timed(lambda ins=ins, kind=kind: wkv7(*ins, backend=kind), plan.device, 10, warmup=2)
-                    except Exception as exc:
-                        rows.append({"block_v": block_v, "num_warps": num_warps, "error": repr(exc)[:200]})
-                        continue
-                    rows.append(
-                        {"block_v": block_v, "num_warps": num_warps, "us": seconds * 1e6, "tok_s": B * T / seconds}
+            configs = [
+                (chunk_size, block_v, num_warps)
+                for chunk_size in ((16, 32) if kind == "chunk" else (launch.CHUNK_SIZE,))
+                for block_v in (16, 32, 64)
+                for num_warps in ((4, 8) if kind == "chunk" else (2, 4))
+            ]
+            for chunk_size, block_v, num_warps in configs:
+                launch.TUNING[kind].update(block_v=block_v, num_warps=num_warps)
+                config = {"block_v": block_v, "num_warps": num_warps}
+                if kind == "chunk":
+                    config["chunk_size"] = chunk_size
+                try:
+                    seconds = timed(
+                        lambda ins=ins, kind=kind, c=chunk_size: wkv7(*ins, backend=kind, chunk_size=c),
+                        plan.device,
+                        10,
+                        warmup=2,
                     )
+                except Exception as exc:
+                    rows.append({**config, "error": repr(exc)[:200]})
+                    continue
+                rows.append({**config, "us": seconds * 1e6, "tok_s": B * T / seconds})
             ok = [r for r in rows if "us" in r]
             out[f"{kind} B={B} T={T}"] = {"best": min(ok, key=lambda r: r["us"]) if ok else None, "all": rows}
             launch.TUNING[kind].update(saved[kind])
