@@ -396,8 +396,13 @@ class ScoreDelta:
 
     @property
     def same_day(self) -> bool:
-        """Scores are comparable only when run the same day (same backend)."""
-        return bool(self.a and self.b and self.a.get("date") == self.b.get("date"))
+        """Scores are comparable only when run the same day on the same backend (seed 000)."""
+        return bool(self.a and self.b and self.a.get("date") == self.b.get("date") and self.same_backend)
+
+    @property
+    def same_backend(self) -> bool:
+        """Both scores name the same backend (or neither names one)."""
+        return bool(self.a and self.b and self.a.get("backend") == self.b.get("backend"))
 
 
 @dataclass

@@ -580,9 +580,11 @@ def render_comparison(cmp: Comparison, *, context: int = 3) -> Iterator[Renderab
         note = (
             ""
             if d.a is None or d.b is None
-            else "same day"
+            else "same day and backend"
             if d.same_day
             else (f"different days ({_s(d.a.get('date'))} / {_s(d.b.get('date'))}): compare loosely")
+            if d.a.get("date") != d.b.get("date")
+            else "same day, different backends: compare loosely"
         )
         scores.add_row(d.benchmark, score_text(d.a) if d.a else "—", score_text(d.b) if d.b else "—", dtext, note)
     if not cmp.scores:

@@ -26,7 +26,7 @@ from . import __version__
 from .errors import CheckpointError
 from .rules import Finding, finding
 
-FACTS_VERSION = 1
+FACTS_VERSION = 2  # bump when the checks behind cached findings change
 _STATE_NAME = re.compile(r"^blocks\.(\d+)\.att\.time_state$")
 
 

@@ -2,8 +2,8 @@
 
 Baseline: ``HEAD``, or ``--since REV``. A file that exists at the baseline under a base directory
 must not be modified or deleted in the working tree or the index (GIT001, GIT002; the message
-names the commit that published it); a base that is ``frozen`` at the baseline or now gets no new
-files (GIT003). Outside a git repository these rules do not apply.
+names the commit that published it); a base that is ``frozen`` at the baseline or now, or that a
+newer base of its family supersedes, gets no new files (GIT003). Outside a git repository these rules do not apply.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from .errors import UsageError
+from .lineage import superseded
 from .rules import Finding, finding
 
 
@@ -35,7 +36,10 @@ def check_git(root: Path, index: dict[str, Any] | None, since: str | None = None
         repo = git.Repo(root, search_parent_directories=True)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
         if since:
-            raise UsageError(f"--since {since}: {root} is not inside a git repository") from None
+            raise UsageError(
+                f"--since {since}: {root} is not inside a git repository",
+                hint="Drop --since, or run it in a clone of the registry's repository.",
+            ) from None
         return []
     except git.GitCommandNotFound:
         return [finding("GIT004", ".", "the git executable is not available")]
@@ -67,6 +71,11 @@ def check_git(root: Path, index: dict[str, Any] | None, since: str | None = None
     bases_then = {b.get("name"): b for b in (baseline_index or {}).get("bases", []) if isinstance(b, dict)}
     # frozen at the baseline or now: unfreezing a base in the same change does not open it
     frozen = {n for bases in (bases_then, bases_now) for n, b in bases.items() if b.get("status") == "frozen"}
+    # a base that a newer one of its family supersedes is closed too, whatever its status says (IDX007)
+    closed = {n: "frozen" for n in frozen}
+    for bases in (bases_then, bases_now):
+        for n in superseded(bases.values()):
+            closed.setdefault(n, "superseded")
     known = set(bases_now) | set(bases_then)
 
     out: list[Finding] = []
@@ -88,15 +97,35 @@ def check_git(root: Path, index: dict[str, Any] | None, since: str | None = None
                         f"{what} in the {where}, but it was published in {_published_in(repo, path, commit.hexsha)}",
                     )
                 )
-            elif status == "A" and base in frozen:
+            elif status == "A" and base in closed:
                 seen.add(r)
-                out.append(finding("GIT003", r, f"new file under frozen base {base} (in the {where})"))
+                out.append(finding("GIT003", r, f"new file under {closed[base]} base {base} (in the {where})"))
     for path in untracked:
         r = rel(path)
         base = r.split("/", 1)[0] if "/" in r else None
-        if base in frozen and r not in seen:
-            out.append(finding("GIT003", r, f"new untracked file under frozen base {base}"))
+        if base in closed and r not in seen:
+            out.append(finding("GIT003", r, f"new untracked file under {closed[base]} base {base}"))
     return out
+
+
+def published_in(root: Path, rel: str) -> str | None:
+    """Where ``rel`` (relative to the registry at ``root``) was published, if ``HEAD`` holds it:
+    ``"commit abc1234 (date, “subject”)"``; None outside git, before the first commit, or when
+    ``HEAD`` does not hold the file (so it may still change)."""
+    try:
+        import git
+    except ImportError:
+        return None
+    try:
+        repo = git.Repo(root, search_parent_directories=True)
+        top = Path(repo.working_tree_dir or root).resolve()
+        path = (root.resolve() / rel).relative_to(top).as_posix()
+        repo.commit("HEAD").tree[path]  # KeyError: not in HEAD
+        return _published_in(repo, path, "HEAD")
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError, git.GitCommandError, ValueError, KeyError):
+        return None
+    except git.GitCommandNotFound:
+        return None
 
 
 def _published_in(repo: Any, path: str, rev: str) -> str:

@@ -210,7 +210,7 @@ def add_base_from_hub(
     *,
     name: str | None = None,
     vocab: str = "rwkv_vocab_v20230424.txt",
-    freeze_previous: bool = False,
+    freeze_previous: bool = True,
     family: str | None = None,
     endpoint: str | None = None,
     token: str | bool | None = None,

@@ -121,6 +121,15 @@ def check_manifest(manifest: Any, path: str) -> tuple[list[Finding], list[Target
             out.append(finding("MIS007", path, f"miss.json lists layer {layer} {target} twice"))
             continue
         seen.add((layer, target))
+        stem = tensor_name(layer, target)[: -len(".D")]
+        if t.get("name") != stem:
+            out.append(
+                finding(
+                    "MIS003",
+                    path,
+                    f"miss.json {where}.name is {_short(t.get('name'))}, its layer and target say {stem!r}",
+                )
+            )
         shape = t.get("shape")
         in_features = t.get("in_features")
         if not (isinstance(shape, list) and len(shape) == 2 and all(isinstance(s, int) and s >= 1 for s in shape)):
@@ -135,6 +144,10 @@ def check_manifest(manifest: Any, path: str) -> tuple[list[Finding], list[Target
             )
             continue
         specs.append(TargetSpec(layer, target, tensor_name(layer, target), in_features, (shape[0], shape[1])))
+    if not out:  # what the checks above do not cover, schemas/miss.schema.json has the last word
+        from .schemas import schema_errors
+
+        out += [finding("MIS003", path, f"miss.json {where}: {msg}") for where, msg in schema_errors("miss", manifest)]
     return out, specs
 
 

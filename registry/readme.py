@@ -61,8 +61,17 @@ def _scores_rows(label: str, scores: list[dict[str, Any]]) -> list[str]:
     for s in scores:
         note = s.get("note") or ""
         cmp_ = s.get("comparison")
+        extras = []
         if cmp_:
-            extra = f"vs {cmp_['against']}: +{cmp_['wins']}/−{cmp_['losses']}, p={cmp_['p_value']}"
+            extras.append(f"vs {cmp_['against']}: +{cmp_['wins']}/−{cmp_['losses']}, p={cmp_['p_value']}")
+        categories = s.get("by_category") or {}
+        if categories:
+            extras.append(", ".join(f"{k} {_num(v.get('solved'))}/{v.get('total')}" for k, v in categories.items()))
+        if s.get("run_scores"):
+            extras.append("runs " + ", ".join(_num(x) for x in s["run_scores"]))
+        if s.get("report"):
+            extras.append(f"report: {s['report']}")
+        for extra in extras:
             note = f"{note}; {extra}" if note else extra
         rows.append(
             f"| {_cell(label)} | {_cell(s.get('benchmark'))} | {_cell(s.get('date'))} | {_score_text(s)} | "
@@ -85,7 +94,9 @@ def render_sections(index: dict[str, Any]) -> str:
             path = str(e.get("path", ""))
             rel = path[len(prefix) :] if path.startswith(prefix) else path
             data = e.get("data") or {}
-            data_text = f"{data.get('version')} ({data.get('rows')} rows, sha256 {str(data.get('sha256'))[:8]}…)"
+            facts = [f"{data['rows']} rows"] if data.get("rows") is not None else []
+            facts += [f"sha256 {str(data['sha256'])[:8]}…"] if data.get("sha256") else []
+            data_text = f"{data.get('version')} ({', '.join(facts)})" if facts else str(data.get("version"))
             method = "State" if e.get("method") == "state" else f"MiSS r{(e.get('miss') or {}).get('rank')}"
             note = e.get("description") or ""
             if e.get("recommended"):

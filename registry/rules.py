@@ -67,8 +67,9 @@ _RULES: tuple[Rule, ...] = (
         "LAY001",
         E,
         "unknown entry at the registry root",
-        "Only index.json, SHA256SUMS, README.md, .gitattributes, signature files, dot-files of git and "
-        "one directory per base may sit at the root; move or delete the entry.",
+        "Only index.json, SHA256SUMS (and SHA256SUMS.sig), README.md, LICENSE (.md, .txt), .gitattributes, "
+        ".gitignore, .pre-commit-config.yaml and one directory per base may sit at the root; move or delete "
+        "the entry.",
     ),
     Rule(
         "LAY002",
@@ -86,8 +87,9 @@ _RULES: tuple[Rule, ...] = (
         "LAY004",
         E,
         "file in a place the layout does not allow",
-        "Weights go to <base>/state/<data-version>/<name>.pth or "
-        "<base>/miss/<data-version>/<group>/adapter-final.pth, with train.json beside the versions; "
+        "Weights go to <base>/state/<data-version>/<name>.pth (or .safetensors) or "
+        "<base>/miss/<data-version>/<group>/adapter-final.pth (the single-file package; a legacy "
+        "adapter.json + adapter.pth folder is not published), with train.json beside the versions; "
         "move or delete the file.",
     ),
     Rule(
@@ -169,12 +171,17 @@ _RULES: tuple[Rule, ...] = (
         "Fix the schema errors reported for the file (SCH002/SCH003); the skipped rules run again then.",
     ),
     # --- index consistency --------------------------------------------------------
-    Rule("IDX001", E, "duplicate base name or entry id", "Give every base and every entry a unique name/id."),
+    Rule(
+        "IDX001",
+        E,
+        "duplicate base name or weight id",
+        "Give every base a unique name, and every entry and unpublished weight a unique id (they share one id space).",
+    ),
     Rule(
         "IDX002",
         E,
-        "entry refers to an unknown base",
-        "Add the base first (`rwkv-registry add-base`) or fix the entry's `base`.",
+        "entry or unpublished weight refers to an unknown base",
+        "Add the base first (`rwkv-registry add-base`) or fix the item's `base`.",
     ),
     Rule(
         "IDX003",
@@ -191,6 +198,34 @@ _RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "IDX005", E, "two entries record the same path", "Each weight file has exactly one entry; remove the duplicate."
+    ),
+    Rule(
+        "IDX006",
+        E,
+        "base name differs from its file name",
+        "A base directory is named after the base file without .pth, so that the server's base and the "
+        "directory can be matched by eye; make `name` and `source.file` agree.",
+    ),
+    Rule(
+        "IDX007",
+        W,
+        "base superseded by a newer one of its family is still active",
+        'Old base directories are never touched: set the older base\'s status to "frozen" (`rwkv-registry '
+        "add-base` does so unless given --keep-previous-active) and run `rwkv-registry sums`.",
+    ),
+    Rule(
+        "IDX008",
+        E,
+        "score or step count inconsistent",
+        "solved <= total (per category too), one run score per run, step <= total_steps, and a comparison's "
+        "`against` names an entry or unpublished weight of the index.",
+    ),
+    Rule(
+        "IDX009",
+        W,
+        "comparison p-value does not match its wins and losses",
+        "p_value is the exact two-sided McNemar (sign) test of wins against losses; `rwkv-registry compare` "
+        "computes it from result files.",
     ),
     # --- hashes ---------------------------------------------------------------------
     Rule(
@@ -409,7 +444,7 @@ _RULES: tuple[Rule, ...] = (
         "MIS015",
         E,
         "index.json MiSS fields differ from the manifest",
-        "rank, alpha and dtype in index.json must equal the manifest; re-run `rwkv-registry add`.",
+        "rank, alpha, scale and dtype in index.json must equal the manifest; re-run `rwkv-registry add`.",
     ),
     Rule(
         "MIS016",
@@ -456,12 +491,20 @@ _RULES: tuple[Rule, ...] = (
         '`method` is "state" under state/ and "miss" under miss/.',
     ),
     Rule("TRN006", N, "trainer build commit not recorded", "Record trainer.commit for new training runs."),
+    Rule(
+        "TRN007",
+        E,
+        "trainer does not match the method",
+        "A State is trained with rwkv_state_tune and a MiSS adapter with rwkv_miss_tune; fix trainer.name, or "
+        "move the weights under the right method.",
+    ),
     # --- profiles --------------------------------------------------------------------------
     Rule(
         "PRF001",
-        W,
+        E,
         "MiSS entry with a non-thinking prompt profile",
-        "MiSS adapters were trained with thinking; use profile g1k-think.",
+        "MiSS adapters were trained with thinking and must run with profile g1k-think (without it they score "
+        "clearly worse).",
     ),
     Rule(
         "PRF002",
@@ -499,8 +542,9 @@ _RULES: tuple[Rule, ...] = (
     Rule(
         "GIT003",
         E,
-        "new file under a frozen base",
-        "A frozen base gets no new files; add the weights under the active base.",
+        "new file under a frozen or superseded base",
+        "A frozen base, or one that a newer base of its family has superseded, gets no new files; add the "
+        "weights under the newest base.",
     ),
     Rule(
         "GIT004",

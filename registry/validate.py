@@ -12,6 +12,7 @@ unchanged registry reads only the small JSON and text files.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 import time
@@ -142,6 +143,21 @@ def _version_tuple(text: str) -> tuple[int, ...] | None:
     return tuple(int(x) for x in m.groups()) if m else None
 
 
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _is_num(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal, numbers within float rounding (a scale of 2.0 written as 2 or 2.0000000001)."""
+    if _is_num(a) and _is_num(b):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+    return bool(a == b)
+
+
 class Validator:
     """One validation run. Use :func:`validate_registry`."""
 
@@ -156,6 +172,7 @@ class Validator:
         self.index: dict[str, Any] | None = None
         self.bases: dict[str, dict[str, Any]] = {}
         self.entries_by_path: dict[str, dict[str, Any]] = {}
+        self.ids: set[str] = set()  # entry and unpublished ids
         self.small_hashes: dict[str, str] = {}
         self.stats: dict[str, Any] = {}
         self.trusted_keys: list[str] = []
@@ -308,10 +325,121 @@ class Validator:
                         f"entry {eid!r} refers to base {e.get('base')!r}, which index.json does not list",
                     )
                 )
+        for u in value.get("unpublished", []) if isinstance(value.get("unpublished"), list) else []:
+            if not isinstance(u, dict):
+                continue
+            uid = u.get("id")
+            if uid in ids:
+                self.add(
+                    finding("IDX001", "index.json", f"unpublished id {uid!r} is also used by an entry or listed twice")
+                )
+            ids.add(uid)
+            if u.get("base") not in self.bases:
+                self.add(
+                    finding(
+                        "IDX002",
+                        "index.json",
+                        f"unpublished weight {uid!r} refers to base {u.get('base')!r}, which index.json does not list",
+                    )
+                )
+        self.ids = {i for i in ids if isinstance(i, str)}
+        self.guarded(self.check_bases)
+        self.guarded(self.check_scores, value)
         return value
+
+    def check_bases(self) -> None:
+        """IDX006 (directory name = base file name without .pth), IDX007 (superseded but active)."""
+        from .lineage import superseded
+
+        for name, b in self.bases.items():
+            file = (b.get("source") or {}).get("file") if isinstance(b.get("source"), dict) else None
+            if isinstance(file, str) and PurePosixPath(file).stem != name:
+                self.add(
+                    finding(
+                        "IDX006",
+                        "index.json",
+                        f"base {name!r} comes from file {file!r}: its directory must be {PurePosixPath(file).stem!r}",
+                    )
+                )
+        for name, newer in sorted(superseded(self.bases.values()).items()):
+            if self.bases[name].get("status") == "active":
+                self.add(
+                    finding(
+                        "IDX007",
+                        "index.json",
+                        f"base {name!r} is superseded by {newer!r} (same family, newer) but its status is active",
+                    )
+                )
+
+    def check_scores(self, index: dict[str, Any]) -> None:
+        """IDX008 (solved <= total, run scores, steps, comparison targets), IDX009 (p-values)."""
+        from .compare import mcnemar_exact
+
+        known = self.ids | set(self.bases)
+        owners: list[tuple[str, dict[str, Any]]] = [(f"base {n!r}", b) for n, b in self.bases.items()]
+        for kind, key in (("entry", "entries"), ("unpublished weight", "unpublished")):
+            items = index.get(key) if isinstance(index.get(key), list) else []
+            owners += [(f"{kind} {x.get('id')!r}", x) for x in items if isinstance(x, dict)]
+        for who, item in owners:
+            below = item.get("on_top_of")
+            if isinstance(below, str) and (below not in self.ids or below == item.get("id")):
+                self.add(
+                    finding(
+                        "IDX008", "index.json", f"{who}: on_top_of {below!r} is no other entry or unpublished weight"
+                    )
+                )
+            step, total_steps = item.get("step"), item.get("total_steps")
+            if _is_int(step) and _is_int(total_steps) and step > total_steps:
+                self.add(finding("IDX008", "index.json", f"{who}: step {step} is beyond total_steps {total_steps}"))
+            for sc in item.get("scores") or [] if isinstance(item.get("scores"), list) else []:
+                if isinstance(sc, dict):
+                    self.check_score(f"{who}, {sc.get('benchmark')} {sc.get('date')}", sc, known, mcnemar_exact)
+
+    def check_score(self, who: str, sc: dict[str, Any], known: set[str], mcnemar: Callable[[int, int], float]) -> None:
+        def over(solved: Any, total: Any, what: str) -> None:
+            if _is_num(solved) and _is_num(total) and solved > total:
+                self.add(finding("IDX008", "index.json", f"{who}: {what}solved {solved} of {total}"))
+
+        over(sc.get("solved"), sc.get("total"), "")
+        categories = sc.get("by_category") if isinstance(sc.get("by_category"), dict) else {}
+        for name, cat in categories.items():
+            if isinstance(cat, dict):
+                over(cat.get("solved"), cat.get("total"), f"category {name!r}: ")
+        run_scores, runs = sc.get("run_scores"), sc.get("runs")
+        if isinstance(run_scores, list) and _is_int(runs) and len(run_scores) != runs:
+            self.add(finding("IDX008", "index.json", f"{who}: {len(run_scores)} run scores for {runs} runs"))
+        comp = sc.get("comparison")
+        if not isinstance(comp, dict):
+            return
+        if isinstance(comp.get("against"), str) and comp["against"] not in known:
+            self.add(
+                finding(
+                    "IDX008",
+                    "index.json",
+                    f"{who}: compared against {comp['against']!r}, which is no entry, unpublished weight or base",
+                )
+            )
+        wins, losses, p = comp.get("wins"), comp.get("losses"), comp.get("p_value")
+        if _is_int(wins) and _is_int(losses) and _is_num(sc.get("total")) and wins + losses > sc["total"]:
+            self.add(
+                finding("IDX008", "index.json", f"{who}: +{wins}/-{losses} differ on more than {sc['total']} questions")
+            )
+        if _is_int(wins) and _is_int(losses) and _is_num(p):
+            exact = mcnemar(wins, losses)
+            if abs(p - exact) > max(0.005, 0.25 * exact):
+                self.add(
+                    finding(
+                        "IDX009",
+                        "index.json",
+                        f"{who}: p_value {p:g} for +{wins}/-{losses}; the exact two-sided McNemar test "
+                        f"gives {exact:.2g}",
+                    )
+                )
 
     def check_layout(self, tree: Tree) -> None:
         base_dirs = {d for d in tree.dirs if "/" not in d}
+        if self.index is None or not isinstance(self.index.get("bases"), list):
+            base_dirs = set()  # index.json unreadable (SCH001/SCH002/SCH004 say so): no verdict on the directories
         for name in sorted(base_dirs - set(self.bases)):
             self.add(finding("LAY002", name, f"directory {name}/ is not a base in index.json"))
         for name in sorted(set(self.bases) - base_dirs):
@@ -493,8 +621,8 @@ class Validator:
                     f"index.json records content_version {rec.get('content_version')}, the file embeds {embedded}",
                 )
             )
-        for key in ("rank", "alpha", "dtype"):
-            if key in rec and rec.get(key) != manifest.get(key):
+        for key in ("rank", "alpha", "scale", "dtype"):
+            if key in rec and not _same(rec.get(key), manifest.get(key)):
                 self.add(
                     finding(
                         "MIS015", path, f"index.json {key} is {rec.get(key)!r}, the manifest says {manifest.get(key)!r}"
@@ -552,7 +680,12 @@ class Validator:
             self.add(
                 finding("TRN002", rel, f"trainer {trainer.get('name')} {trainer.get('version')} is older than 1.8.1")
             )
-        if "commit" in trainer and trainer.get("commit") is None:
+        expected = {"state": "rwkv_state_tune", "miss": "rwkv_miss_tune"}.get(method)
+        if trainer.get("name") in LIGHTNING_TRAINERS and trainer.get("name") != expected:
+            self.add(
+                finding("TRN007", rel, f"trainer {trainer.get('name')} trained weights under {method}/ ({expected})")
+            )
+        if trainer and trainer.get("commit") is None:
             self.add(
                 finding(
                     "TRN006", rel, f"trainer {trainer.get('name')} {trainer.get('version')}: build commit not recorded"
@@ -626,7 +759,7 @@ class Validator:
         for rel in sorted(set(listed) & set(actual)):
             if listed[rel] != actual[rel]:
                 self.add(finding("HSH006", rel, f"sha256 is {actual[rel]}, SHA256SUMS says {listed[rel]}"))
-        if not bad and [line.path for line in lines] != sorted(listed, key=lambda p: p.encode()):
+        if not bad and list(listed) != sorted(listed, key=lambda p: p.encode()):  # first listings, in order
             self.add(finding("HSH007", SUMS_NAME, "lines are not sorted by path"))
 
     def check_readme(self, tree: Tree) -> None:
@@ -721,6 +854,13 @@ def validate_registry(
     if not root.is_dir():
         raise UsageError(f"{path}: not a directory", hint="Give the registry's root directory.")
     root = root.resolve()
+    if not (root / "index.json").exists():
+        outer = next((d for d in root.parents if (d / "index.json").is_file() and (d / SUMS_NAME).is_file()), None)
+        if outer is not None:
+            raise UsageError(
+                f"{path}: no index.json here; it lies inside the registry at {outer}",
+                hint=f"Validate the registry's root: rwkv-registry validate {outer}",
+            )
     v = Validator(root, use_cache=use_cache, since=since, progress=progress)
     v.trusted_keys = list(trusted_keys or [])
     v.run()

@@ -503,7 +503,11 @@ VALID = {
     "train": state_train,
     "miss": miss_manifest,
     "report": report,
-    "score": lambda: score("exam", "2026-10-17", 52.2, solved=296.5),
+    "score": lambda: {
+        **score("exam", "2026-10-17", 52.2, solved=296.5),
+        "by_category": {"abstention": {"solved": 12, "total": 17}, "arguments": {"solved": 19.5, "total": 22}},
+        "run_scores": [52.0, 52.4],
+    },
     "smoke-record": lambda: copy.deepcopy(SMOKE),
     "results": lambda: {
         "format": "rwkv-registry-results/1",
@@ -635,7 +639,13 @@ INVALID: list[tuple[str, str, Any, str, str]] = [
     ("index", "entries.0.file.size", -1, "$.entries[0].file.size", "minimum 0"),
     ("index", "entries.0.file.size", None, "$.entries[0].file.size", "expected integer, got null"),
     ("index", "entries.0.profile", "g2k", "$.entries[0].profile", "not one of"),
-    ("index", "entries.0.sampling", "", "$.entries[0].sampling", "shorter"),
+    ("index", "entries.0.sampling", "", "$.entries[0].sampling", "not one of"),
+    ("index", "entries.0.sampling", "bogus", "$.entries[0].sampling", "not one of"),
+    ("score", "by_category.abstention.solved", _DEL, "$.by_category.abstention", '"solved"'),
+    ("score", "by_category.abstention.total", 1.5, "$.by_category.abstention.total", "expected integer"),
+    ("score", "by_category.abstention.rate", 1, "$.by_category.abstention.rate", "unknown property"),
+    ("score", "run_scores", [], "$.run_scores", "at least 1 item"),
+    ("score", "run_scores", ["57"], "$.run_scores[0]", "expected number"),
     ("index", "entries.0.recommended", "yes", "$.entries[0].recommended", "expected boolean"),
     ("index", "entries.0.description", None, "$.entries[0].description", "expected string"),
     ("index", "entries.0.step", -1, "$.entries[0].step", "minimum 0"),
@@ -699,7 +709,6 @@ INVALID: list[tuple[str, str, Any, str, str]] = [
     ("train", "hyperparameters.betas", [[0.9]], "$.hyperparameters.betas[0]", "got array"),
     ("train", "command", "", "$.command", "shorter"),
     ("train", "started", "yesterday", "$.started", "not a valid date-time"),
-    ("train", "finished", _DEL, "$", '"finished"'),
     ("train", "method", "miss", "$", 'missing required property "runs"'),
     # miss.json
     ("miss", "format_version", 2, "$.format_version", "expected 1, got 2"),
@@ -887,6 +896,20 @@ def test_train_commit_may_be_absent_and_runs_are_open():
     doc["runs"][0]["ctx"] = 8192  # a per-run override
     doc["extra_top_level"] = {"anything": [1]}
     assert schema_errors("train", doc) == []
+
+
+def test_times_are_required_for_miss_training_only():
+    """The user's State train.json records no times (seed 000); a MiSS one records when it ran."""
+    doc = state_train()
+    del doc["started"], doc["finished"]
+    assert schema_errors("train", doc) == []
+    doc = miss_train()
+    del doc["finished"]
+    for run in doc["runs"]:
+        del run["started"], run["finished"]  # per-run times are optional
+    assert schema_errors("train", doc) == [
+        ("$", 'missing required property "finished" (required for MiSS training: the runs and the start and end times)')
+    ]
 
 
 def test_miss_manifest_allows_unknown_keys():

@@ -266,6 +266,43 @@ def _unreadable(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(facts, "compute_facts", fake)
 
 
+def _newer_base(root: Path) -> None:
+    """A newer dated base of the same family, registered beside the old one (which stays active)."""
+    newer = TINY_BASE.replace("20260101", "20260301")
+
+    def add(index: dict[str, Any]) -> None:
+        b = json.loads(json.dumps(index["bases"][0]))
+        b.update(name=newer, source=dict(b["source"], file=f"{newer}.pth"), sha256="5" * 64, added="2026-03-02")
+        index["bases"].append(b)
+
+    edit_index(root, add)
+    (root / newer / "state").mkdir(parents=True)
+    (root / newer / "state" / ".gitkeep").write_bytes(b"")
+    (root / newer / "miss").mkdir()
+    (root / newer / "miss" / ".gitkeep").write_bytes(b"")
+    refresh(root, STATE)
+
+
+def _score(**more: Any) -> dict[str, Any]:
+    return {
+        "benchmark": "exam",
+        "date": "2026-10-17",
+        "score": 52.2,
+        "unit": "percent",
+        "solved": 296.5,
+        "total": 568,
+        "runs": 2,
+        "backend": None,
+        "note": None,
+        "report": None,
+        **more,
+    }
+
+
+def _vs_state(wins: int, losses: int, p: float) -> dict[str, Any]:
+    return {"against": "s1", "wins": wins, "losses": losses, "p_value": p}
+
+
 CASES: dict[str, Callable[..., None]] = {
     "LAY001": lambda r: _text(r, "notes.txt", "hello"),
     "LAY002": lambda r: _text(r, "otherbase/state/v1/train.json", "{}"),
@@ -289,6 +326,10 @@ CASES: dict[str, Callable[..., None]] = {
     "IDX003": _non_state_file,
     "IDX004": lambda r: edit_index(r, lambda i: [_set(e, "recommended", True) for e in i["entries"]]),
     "IDX005": _dup_entry("path"),
+    "IDX006": lambda r: edit_index(r, lambda i: i["bases"][0]["source"].update(file="rwkv7-tiny-20260101.pth")),
+    "IDX007": _newer_base,
+    "IDX008": _entry(STATE, lambda e: e.update(step=1400, total_steps=1374)),
+    "IDX009": _entry(MISS_A, lambda e: _set(e, "scores", [_score(comparison=_vs_state(95, 54, 0.9))])),
     "HSH001": _flip_byte,
     "HSH002": _entry(STATE, lambda e: _set(e, "file", dict(e["file"], size=e["file"]["size"] + 1))),
     "HSH003": lambda r: (r / "SHA256SUMS").open("a").write("not a line\n"),
@@ -326,6 +367,7 @@ CASES: dict[str, Callable[..., None]] = {
     "TRN004": lambda r: _json_edit(r, MISS_TRAIN, lambda t: t["runs"].pop()),
     "TRN005": lambda r: _json_edit(r, STATE_TRAIN, lambda t: _set(t, "method", "miss")),
     "TRN006": lambda r: _json_edit(r, MISS_TRAIN, lambda t: t["trainer"].update(commit=None)),
+    "TRN007": lambda r: _json_edit(r, STATE_TRAIN, lambda t: t["trainer"].update(name="rwkv_miss_tune")),
     "PRF001": _entry(MISS_A, lambda e: _set(e, "profile", "g1k")),
     "PRF002": _entry(STATE, lambda e: _set(e, "profile", "g1k-think")),
     "RDM001": lambda r: _text(r, "README.md", "# no markers\n"),
@@ -401,3 +443,86 @@ def test_trn002_is_about_rwkv_lightning_cuda_versions(reg: Path) -> None:
     """Another trainer's own version numbers are not compared with rwkv_lightning_cuda's 1.8.1."""
     _json_edit(reg, STATE_TRAIN, lambda t: t["trainer"].update(name="rwkv_peft_state", version="0.3.0"))
     assert "TRN002" not in {f.code for f in validate_registry(reg, use_cache=False).findings}
+
+
+def _scores_of(reg: Path, *scores: dict[str, Any]) -> set[str]:
+    edit_index(reg, lambda i: next(e for e in i["entries"] if e["path"] == MISS_A).update(scores=list(scores)))
+    refresh(reg, MISS_A)
+    return {f.code for f in validate_registry(reg, use_cache=False).findings}
+
+
+def test_score_checks_pass_consistent_numbers(reg: Path) -> None:
+    """The seed's own figures (+95/-54, p = 0.001; 12/17 abstention; two runs) are consistent."""
+    ok = _score(
+        comparison=_vs_state(95, 54, 0.001),
+        by_category={"abstention": {"solved": 12, "total": 17}},
+        run_scores=[52.0, 52.4],
+    )
+    assert not {"IDX008", "IDX009"} & _scores_of(reg, ok)
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        {"solved": 600},
+        {"by_category": {"abstention": {"solved": 18, "total": 17}}},
+        {"run_scores": [52.0]},
+        {"comparison": _vs_state(95, 54, 0.001) | {"against": "nobody"}},
+        {"comparison": _vs_state(500, 100, 0.0)},
+    ],
+    ids=["solved", "category", "run-count", "against", "differing"],
+)
+def test_score_inconsistencies_are_idx008(reg: Path, edit: dict[str, Any]) -> None:
+    assert "IDX008" in _scores_of(reg, _score(**edit))
+
+
+@pytest.mark.parametrize(("below", "bad"), [("v2-r4-a", False), ("nobody", True), ("s1", True)])
+def test_on_top_of_names_another_weight(reg: Path, below: str, bad: bool) -> None:
+    """A State trained on top of an adapter records it (seed 003's native composition)."""
+    _entry(STATE, lambda e: _set(e, "on_top_of", below))(reg)
+    found = [f.message for f in validate_registry(reg, use_cache=False).findings if f.code == "IDX008"]
+    assert found == ([f"entry 's1': on_top_of {below!r} is no other entry or unpublished weight"] if bad else [])
+
+
+def test_unpublished_ids_share_the_entry_id_space_and_need_a_known_base(reg: Path) -> None:
+    def add(index: dict[str, Any]) -> None:
+        u = {
+            "id": "s1",
+            "base": "nowhere",
+            "method": "miss",
+            "data": {"version": "v2.0"},
+            "description": "",
+            "scores": [],
+        }
+        index["unpublished"] = [u]
+
+    edit_index(reg, add)
+    refresh(reg, STATE)
+    found = [(f.code, f.message) for f in validate_registry(reg, use_cache=False).findings]
+    assert ("IDX001", "unpublished id 's1' is also used by an entry or listed twice") in found
+    assert any(c == "IDX002" and "unpublished weight 's1'" in m for c, m in found)
+
+
+def test_miss_scale_in_the_index_is_checked(reg: Path) -> None:
+    _entry(MISS_A, lambda e: _set(e, "miss", dict(e["miss"], scale=e["miss"]["scale"] * 2)))(reg)
+    found = [f for f in validate_registry(reg, use_cache=False).findings if f.code == "MIS015"]
+    assert [f.message.split(" is ")[0] for f in found] == ["index.json scale"]
+
+
+def test_trn006_also_when_the_commit_is_absent(reg: Path) -> None:
+    _json_edit(reg, MISS_TRAIN, lambda t: t["trainer"].pop("commit"))
+    assert MISS_TRAIN in {f.path for f in validate_registry(reg, use_cache=False).findings if f.code == "TRN006"}
+
+
+def test_state_train_json_without_times_is_valid(reg: Path) -> None:
+    """The user's State train.json records no start or end time (seed 000)."""
+    _json_edit(reg, STATE_TRAIN, lambda t: [t.pop("started"), t.pop("finished")])
+    resum(reg)
+    assert validate_registry(reg, use_cache=False).ok
+
+
+def test_a_broken_index_does_not_blame_the_base_directories(reg: Path) -> None:
+    """With index.json unparseable, the weights' directories are not called unregistered (LAY002)."""
+    _text(reg, "index.json", "{")
+    codes = {f.code for f in validate_registry(reg, use_cache=False).findings}
+    assert "SCH001" in codes and "LAY002" not in codes
