@@ -43,7 +43,7 @@ from regtools import TINY_BASE, TINY_SHA, state_train, write_state  # noqa: E402
 from rwkv_registry.atomic import registry_lock  # noqa: E402
 from rwkv_registry.validate import validate_registry  # noqa: E402
 
-OTHER_BASE = "rwkv7-tiny-20260201-ctx4096"
+OTHER_BASE = "rwkv7-other-20260201-ctx4096"  # another family: adding it freezes nothing
 
 
 def prepare_template(base: Path) -> Path:
@@ -52,13 +52,18 @@ def prepare_template(base: Path) -> Path:
     reg = template / "reg"
     subprocess.run([*CLI, "init", str(reg), "--name", "test/registry"], check=True, capture_output=True)
     subprocess.run([*CLI, "add-base", str(reg), "--name", TINY_BASE, "--sha256", TINY_SHA, "--size", "1234",
-                    "--arch", ARCH], check=True, capture_output=True)  # fmt: skip
+                    "--arch", ARCH, "--source", "BlinkDL/rwkv7-g1"], check=True, capture_output=True)  # fmt: skip
     inputs = template / "in"
     write_state(inputs / "a" / "sa.pth", seed=11)
     write_state(inputs / "b" / "sb.pth", seed=12)
     write_state(inputs / "c" / "sa.pth", seed=13)  # same name as a/sa.pth, other content
     (inputs / "train.json").write_text(json.dumps(state_train("v1")))
     return template
+
+
+def _metadata_base(work: Path, name: str) -> list[str]:
+    return ["add-base", str(work / "reg"), "--name", name, "--sha256", "c" * 64, "--size", "99", "--arch", ARCH,
+            "--source", "BlinkDL/rwkv7-g1"]  # fmt: skip
 
 
 def _add(work: Path, rel: str) -> list[str]:
@@ -71,7 +76,7 @@ PAIRS: dict[str, Callable[[Path], tuple[list[str], list[str]]]] = {
     "add+add-same": lambda w: (_add(w, "a/sa.pth"), _add(w, "c/sa.pth")),
     "add+add-base": lambda w: (
         _add(w, "a/sa.pth"),
-        ["add-base", str(w / "reg"), "--name", OTHER_BASE, "--sha256", "c" * 64, "--size", "99", "--arch", ARCH],
+        _metadata_base(w, OTHER_BASE),
     ),
     "add+sums": lambda w: (_add(w, "a/sa.pth"), ["sums", str(w / "reg")]),
 }

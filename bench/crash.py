@@ -112,7 +112,7 @@ def _registry(work: Path, *, base: bool = True) -> None:
 
 def _add_base_args(work: Path) -> list[str]:
     return ["add-base", str(work / "reg"), "--name", TINY_BASE, "--sha256", TINY_SHA, "--size", "1234",
-            "--arch", ARCH]  # fmt: skip
+            "--arch", ARCH, "--source", "BlinkDL/rwkv7-g1"]  # fmt: skip
 
 
 def _prepare_add(work: Path) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 from .errors import UsageError
 
 HEAD_SIZE = 64
+_ARCH_EXAMPLE = "e.g. --arch n_layer=32,n_embd=4096,vocab_size=65536"
 
 _BLOCK = re.compile(r"^blocks\.(\d+)\.")
 
@@ -77,9 +78,7 @@ def parse_arch_option(text: str) -> dict[str, Any]:
     for part in filter(None, (p.strip() for p in text.split(","))):
         key, sep, val = part.partition("=")
         if not sep or not val:
-            raise UsageError(
-                f"--arch: {part!r} is not KEY=VALUE", hint="e.g. --arch n_layer=32,n_embd=4096,vocab_size=65536"
-            )
+            raise UsageError(f"--arch: {part!r} is not KEY=VALUE", hint=_ARCH_EXAMPLE)
         values[key.strip()] = val.strip()
     ints: dict[str, int] = {}
     for key, val in values.items():
@@ -88,15 +87,17 @@ def parse_arch_option(text: str) -> dict[str, Any]:
         try:
             ints[key] = int(val)
         except ValueError:
-            raise UsageError(f"--arch: {key}={val!r} is not an integer") from None
+            raise UsageError(f"--arch: {key}={val!r} is not an integer", hint=_ARCH_EXAMPLE) from None
     for key in ("n_layer", "n_embd", "vocab_size"):
         if key not in ints:
-            raise UsageError(f"--arch needs {key}", hint="e.g. --arch n_layer=32,n_embd=4096,vocab_size=65536")
+            raise UsageError(f"--arch needs {key}", hint=_ARCH_EXAMPLE)
     c = ints["n_embd"]
     head_size = ints.get("head_size", HEAD_SIZE)
     dtype = values.get("dtype", "bfloat16")
     if dtype not in ("bfloat16", "float16", "float32"):
-        raise UsageError(f"--arch: dtype {dtype!r} is not bfloat16, float16 or float32")
+        raise UsageError(
+            f"--arch: dtype {dtype!r} is not bfloat16, float16 or float32", hint="e.g. dtype=bfloat16 (the default)"
+        )
     defaults = default_lora_widths(c)
     arch = {
         "n_layer": ints["n_layer"],
@@ -110,9 +111,17 @@ def parse_arch_option(text: str) -> dict[str, Any]:
     }
     unknown = set(ints) - {*ARCH_KEYS, "lora_decay", "lora_aaa", "lora_mv", "lora_gate"}
     if unknown:
-        raise UsageError(f"--arch: unknown keys {sorted(unknown)}")
+        raise UsageError(
+            f"--arch: unknown keys {sorted(unknown)}",
+            hint=f"Known keys: {', '.join(ARCH_KEYS)}, lora_decay, lora_aaa, lora_mv, lora_gate and dtype.",
+        )
     if arch["n_head"] * head_size != c:
-        raise UsageError(f"--arch: n_head {arch['n_head']} x head_size {head_size} != n_embd {c}")
+        raise UsageError(
+            f"--arch: n_head {arch['n_head']} x head_size {head_size} != n_embd {c}",
+            hint=f"n_embd must be n_head x head_size (head_size {HEAD_SIZE} unless given; n_head defaults to "
+            f"n_embd / head_size): give an n_embd that is a multiple of {head_size}, e.g. "
+            f"n_embd={max(head_size, round(c / head_size) * head_size)}, or give head_size and n_head.",
+        )
     return arch
 
 

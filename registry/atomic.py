@@ -14,13 +14,26 @@ directories the write created (each is recorded in ``.rwkv-registry-tmp-dirs`` b
 and the registry is byte-identical to before. Killed after step 2, :func:`recover` completes the
 renames, and the registry is in its new, valid state. The lock (``.rwkv-registry.lock``, an
 ``flock`` through the filelock library) is released by the kernel when a process dies, so a stale
-lock file never blocks; a second writer waits up to ``timeout`` seconds, then fails cleanly. The
-next writer recovers before it writes and says so on the ``rwkv_registry`` logger (stderr).
+lock file never blocks; a second writer waits up to ``timeout`` seconds (saying so on stderr after
+a second when stderr is a terminal, after five otherwise), then fails cleanly. The next writer
+recovers before it writes and says so on the ``rwkv_registry`` logger (stderr). The lock is taken
+only in a registry (a directory holding ``index.json``, or one where a write was interrupted);
+``init`` opts out with ``creating=True``.
+
+Ctrl-C (SIGINT): an interrupt while files are staged rolls the transaction back (every temporary
+file and created directory is removed; the registry is byte-identical). From the journal to the
+end of :meth:`Transaction.commit` the interrupt is held back, so the commit completes; the
+``KeyboardInterrupt`` is raised after it, and :func:`committed_count` tells the CLI that a write
+was committed so that it can say so. Rollback and :func:`recover` hold interrupts back too.
+SIGKILL cannot be held back: that is what the journal and :func:`recover` are for. A rename that
+fails after the journal (an I/O error) keeps the journal and the temporary files for
+:func:`recover` to finish.
 
 Crash tests set ``RWKV_REGISTRY_FAULT`` to one of the fault points to have the process SIGKILL
 itself there: ``mkdir-<k>`` (k-th directory created), ``partial-<i>`` (half of the i-th staged file
 written), ``written-<i>`` (i-th staged file complete), ``staged``, ``journal-tmp`` (journal
 written, not yet renamed), ``journal``, ``rename-<i>``, ``renamed`` and ``committed``.
+``RWKV_REGISTRY_FAULT_SIGNAL=INT`` sends SIGINT (Ctrl-C) there instead, and the process goes on.
 """
 
 from __future__ import annotations
@@ -31,11 +44,13 @@ import logging
 import os
 import secrets
 import signal
+import sys
+import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from .errors import LockedError, RegistryIOError
+from .errors import LockedError, RegistryIOError, UsageError
 
 LOCK_NAME = ".rwkv-registry.lock"
 JOURNAL_NAME = ".rwkv-registry.journal"
@@ -43,15 +58,56 @@ TMP_PREFIX = ".rwkv-registry-tmp-"
 DIRS_NAME = TMP_PREFIX + "dirs"  # directories a transaction created, one per line (removed on rollback)
 TRANSIENT_NAMES = (LOCK_NAME, JOURNAL_NAME)
 FAULT_ENV = "RWKV_REGISTRY_FAULT"
+FAULT_SIGNAL_ENV = "RWKV_REGISTRY_FAULT_SIGNAL"  # "INT": the fault point sends SIGINT instead of SIGKILL
+WAIT_NOTICE_TTY_S = 1.0  # a blocked writer says that it waits after this long (stderr is a terminal)
+WAIT_NOTICE_S = 5.0  # ... and after this long when stderr is a pipe or a file (scripts, CI logs)
 MAX_JOURNAL = 16 * 1024 * 1024
 _log = logging.getLogger("rwkv_registry")
 
 
+_commits = 0  # transactions this process committed (see committed_count)
+
+
 def fault_point(name: str) -> None:
-    """Crash-test hook: ``RWKV_REGISTRY_FAULT=name`` kills the process here with SIGKILL."""
+    """Crash-test hook: ``RWKV_REGISTRY_FAULT=name`` kills the process here with SIGKILL
+    (with ``RWKV_REGISTRY_FAULT_SIGNAL=INT``, sends it SIGINT, as Ctrl-C would)."""
     wanted = os.environ.get(FAULT_ENV)
     if wanted and wanted == name:
-        os.kill(os.getpid(), signal.SIGKILL)
+        sig = signal.SIGINT if os.environ.get(FAULT_SIGNAL_ENV, "").upper() == "INT" else signal.SIGKILL
+        os.kill(os.getpid(), sig)
+
+
+def committed_count() -> int:
+    """How many transactions this process has committed (the CLI reports an interrupt after one)."""
+    return _commits
+
+
+@contextlib.contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """Hold SIGINT (Ctrl-C) back while the block runs; raise ``KeyboardInterrupt`` after it.
+
+    Only in the main thread with Python's default SIGINT handler in place (elsewhere, and when
+    nested, the block runs unchanged). An exception raised by the block wins over a held
+    interrupt, which is then dropped (the exception already stops the command).
+    """
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield
+        return
+    held: list[int] = []
+
+    def hold(signum: int, frame: object) -> None:
+        held.append(signum)
+
+    signal.signal(signal.SIGINT, hold)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if held:
+        raise KeyboardInterrupt
 
 
 def _fsync_dir(path: Path) -> None:
@@ -75,6 +131,7 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
 def _atomic_write(path: Path, data: bytes, fault: str = "") -> None:
     tmp = path.with_name(f"{TMP_PREFIX}{secrets.token_hex(6)}-{path.name}")
     try:
+        _refuse_directory(path)
         with open(tmp, "wb") as f:
             f.write(data)
             f.flush()
@@ -82,34 +139,112 @@ def _atomic_write(path: Path, data: bytes, fault: str = "") -> None:
         if fault:
             fault_point(fault)
         os.replace(tmp, path)
-    except OSError as e:
+    except BaseException as e:  # Ctrl-C too: never leave the temporary file behind
         with contextlib.suppress(OSError):
             tmp.unlink()
-        raise RegistryIOError(f"cannot write {path}: {e.strerror or e}", path=str(path)) from e
+        if isinstance(e, RegistryIOError):
+            raise
+        if isinstance(e, OSError):
+            raise RegistryIOError(f"cannot write {path}: {e.strerror or e}", path=str(path)) from e
+        raise
     _fsync_dir(path.parent)
 
 
+def _refuse_directory(final: Path) -> None:
+    """A write puts a file at ``final``: refuse (before anything is staged) if a directory is there."""
+    if final.is_dir() and not final.is_symlink():
+        raise RegistryIOError(
+            f"cannot write {final}: it is a directory, where a file belongs",
+            hint=f"Remove or rename the directory {final}, then run the command again.",
+            path=str(final),
+        )
+
+
+def _is_transient(name: str) -> bool:
+    return name.startswith(".rwkv-registry")  # the lock, the journal, temporary files, the dirs record
+
+
+def require_registry(root: str | os.PathLike[str], *, creating: bool = False, strict: bool = False) -> Path:
+    """``root`` as a Path, checked to be a registry before anything is created in it.
+
+    A registry is a directory holding ``index.json``, or (unless ``strict``) one holding nothing
+    but the transient files of an interrupted rwkv-registry write (a killed ``init``), which
+    :func:`recover` cleans. ``creating`` (``init``): the directory must exist; it need not be a
+    registry yet. Raises :class:`UsageError` naming the path (and the registry around it, if
+    there is one).
+    """
+    root = Path(root)
+    hint = "Give the registry's root directory (the one with index.json)."
+    if not root.exists():
+        raise UsageError(f"{root}: not a directory (it does not exist)", hint=hint, path=str(root))
+    if not root.is_dir():
+        raise UsageError(f"{root}: not a directory (it is a file)", hint=hint, path=str(root))
+    if creating or (root / "index.json").exists():
+        return root
+    try:
+        names = [n for n in os.listdir(root) if n != ".git"]
+    except OSError as e:
+        raise RegistryIOError(f"cannot read the directory {root}: {e.strerror or e}", path=str(root)) from e
+    if names and all(_is_transient(n) for n in names) and not strict:
+        return root  # an interrupted init: recover() cleans it
+    above = next((p for p in root.absolute().parents if (p / "index.json").is_file()), None)
+    if above is not None:
+        rel = os.path.relpath(above)
+        shown = str(above) if rel.startswith("..") else rel
+        hint = f"{root} lies inside the registry {shown}: give {shown}."
+    else:
+        hint += f" To make {root} a registry: `rwkv-registry init {root}` (an empty directory)."
+    raise UsageError(f"{root} is not a registry (no index.json); give the registry root", hint=hint, path=str(root))
+
+
+def _stderr_is_terminal() -> bool:
+    try:
+        return bool(sys.stderr is not None and sys.stderr.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
 @contextlib.contextmanager
-def registry_lock(root: str | os.PathLike[str], *, timeout: float = 30.0, quiet: bool = False) -> Iterator[list[str]]:
+def registry_lock(
+    root: str | os.PathLike[str], *, timeout: float = 30.0, quiet: bool = False, creating: bool = False
+) -> Iterator[list[str]]:
     """Hold the registry's write lock; recovers an interrupted write first.
 
-    Yields the list of recovery messages (empty when there was nothing to recover). Unless
-    ``quiet``, they are also logged as a warning on the ``rwkv_registry`` logger, which Python
-    prints on stderr when no logging is configured.
+    ``root`` must be a registry (:func:`require_registry`; ``creating=True`` for ``init``, which
+    makes one): nothing, not even the lock file, is created in any other directory. Yields the
+    list of recovery messages (empty when there was nothing to recover). Unless ``quiet``, they
+    are also logged as a warning on the ``rwkv_registry`` logger, which Python prints on stderr
+    when no logging is configured. A writer that has to wait says so on stderr, after
+    WAIT_NOTICE_TTY_S when stderr is a terminal, else after WAIT_NOTICE_S.
     """
     from filelock import FileLock, Timeout
 
-    root = Path(root)
+    root = require_registry(root, creating=creating)
     lock = FileLock(str(root / LOCK_NAME), timeout=timeout)
+    notice = WAIT_NOTICE_TTY_S if _stderr_is_terminal() else WAIT_NOTICE_S
     try:
-        lock.acquire()
+        try:
+            lock.acquire(timeout=min(notice, timeout))
+        except Timeout:
+            if timeout <= notice:
+                raise
+            sys.stderr.write(
+                f"{root}: waiting for the lock held by another rwkv-registry command… (up to {timeout:g} s)\n"
+            )
+            sys.stderr.flush()
+            lock.acquire(timeout=timeout - notice)
     except Timeout:
         raise LockedError(
             f"{root}: another rwkv-registry command is writing (lock {LOCK_NAME} held for {timeout:g} s)",
             hint="Wait for it to finish and run the command again.",
         ) from None
     except OSError as e:
-        raise RegistryIOError(f"cannot create the lock file in {root}: {e.strerror or e}") from e
+        raise RegistryIOError(
+            f"cannot create the lock file {root / LOCK_NAME}: {e.strerror or e}",
+            hint=f"Every write takes a lock file in the registry: {root} must be writable (check its "
+            "permissions, and whether its file system is mounted read-only).",
+            path=str(root),
+        ) from e
     try:
         messages = recover(root)
         if messages and not quiet:
@@ -197,8 +332,14 @@ def _read_journal(root: Path, journal: Path) -> list[tuple[Path, Path]]:
 
 
 def recover(root: str | os.PathLike[str]) -> list[str]:
-    """Finish or undo an interrupted write. Call only while holding the lock."""
-    root = Path(root)
+    """Finish or undo an interrupted write. Call only while holding the lock.
+
+    Ctrl-C is held back until it is done."""
+    with interrupts_deferred():
+        return _recover(Path(root))
+
+
+def _recover(root: Path) -> list[str]:
     messages: list[str] = []
     journal = root / JOURNAL_NAME
     if journal.exists():
@@ -206,8 +347,17 @@ def recover(root: str | os.PathLike[str]) -> list[str]:
         done = 0
         for src, dst in renames:
             if src.exists():
-                dst.parent.mkdir(parents=True, exist_ok=True)
-                os.replace(src, dst)
+                try:
+                    _refuse_directory(dst)
+                    dst.parent.mkdir(parents=True, exist_ok=True)
+                    os.replace(src, dst)
+                except OSError as e:
+                    raise RegistryIOError(
+                        f"{root}: cannot finish an interrupted write ({done} of {len(renames)} file(s) done, "
+                        f"the journal is kept): {e.strerror if not isinstance(e, RegistryIOError) else e.message}",
+                        hint="Fix that (e.g. remove the directory in the way), then run `rwkv-registry recover` again.",
+                        path=str(dst),
+                    ) from e
                 _fsync_dir(dst.parent)
                 done += 1
         journal.unlink()
@@ -238,10 +388,14 @@ class Transaction:
         self.root = Path(root)
         self.staged: list[tuple[Path, Path]] = []  # (tmp, final), absolute
         self.created_dirs: list[Path] = []
+        self._temps: list[Path] = []  # every temporary file, noted before it is opened (Ctrl-C mid-write)
+        self._dirs_record = False  # this transaction wrote DIRS_NAME
+        self._journaled = False  # the journal is in place: from now on the write rolls forward
 
     def _record_dir(self, d: Path) -> None:
         """Note ``d`` in DIRS_NAME (fsync'ed) before creating it, so that recover can remove it."""
         line = d.relative_to(self.root).as_posix() + "\n"
+        self._dirs_record = True
         try:
             with open(self.root / DIRS_NAME, "ab") as f:
                 f.write(line.encode("utf-8", "surrogateescape"))
@@ -252,6 +406,7 @@ class Transaction:
 
     def _tmp_for(self, rel: str) -> tuple[Path, Path]:
         final = self.root / rel
+        _refuse_directory(final)
         missing = []
         parent = final.parent
         while not parent.exists():
@@ -259,8 +414,11 @@ class Transaction:
             parent = parent.parent
         for d in reversed(missing):
             self._record_dir(d)
-            d.mkdir()
-            self.created_dirs.append(d)
+            self.created_dirs.append(d)  # before mkdir: a Ctrl-C right after it still removes it
+            try:
+                d.mkdir()
+            except OSError as e:
+                raise RegistryIOError(f"cannot create the directory {d}: {e.strerror or e}", path=str(d)) from e
             fault_point(f"mkdir-{len(self.created_dirs) - 1}")
         return final.with_name(f"{TMP_PREFIX}{secrets.token_hex(6)}-{final.name}"), final
 
@@ -291,6 +449,7 @@ class Transaction:
     def write_bytes(self, rel: str, data: bytes) -> None:
         """Stage ``data`` as the new content of ``rel`` (registry-relative POSIX path)."""
         tmp, final = self._tmp_for(rel)
+        self._temps.append(tmp)
         try:
             self._write_staged(tmp, [data])
         except OSError as e:
@@ -300,6 +459,7 @@ class Transaction:
     def copy_file(self, rel: str, src: str | os.PathLike[str]) -> None:
         """Stage a copy of ``src`` as ``rel``."""
         tmp, final = self._tmp_for(rel)
+        self._temps.append(tmp)
         try:
             with open(src, "rb") as fin:
                 self._write_staged(tmp, iter(lambda: fin.read(8 << 20), b""))
@@ -312,43 +472,69 @@ class Transaction:
         self._tmp_for(rel + "/.keep")
 
     def commit(self) -> None:
-        """Publish every staged file (journal, renames, fsyncs)."""
+        """Publish every staged file (journal, renames, fsyncs).
+
+        Ctrl-C is held back from the journal on, and raised once the commit is complete. An I/O
+        error after the journal keeps the journal and the temporary files: `recover` finishes.
+        """
+        global _commits
         fault_point("staged")
-        journal = self.root / JOURNAL_NAME
-        plan = {"renames": [[str(t.relative_to(self.root)), str(f.relative_to(self.root))] for t, f in self.staged]}
-        _atomic_write(journal, json.dumps(plan).encode(), fault="journal-tmp")
-        _fsync_dir(self.root)
-        fault_point("journal")
-        for i, (tmp, final) in enumerate(self.staged):
-            os.replace(tmp, final)
-            _fsync_dir(final.parent)
-            fault_point(f"rename-{i}")
-        with contextlib.suppress(FileNotFoundError):
-            (self.root / DIRS_NAME).unlink()  # before the journal: a crash now rolls forward
-        fault_point("renamed")
-        journal.unlink()
-        _fsync_dir(self.root)
-        fault_point("committed")
-        self.staged.clear()
-        self.created_dirs.clear()
+        with interrupts_deferred():
+            journal = self.root / JOURNAL_NAME
+            plan = {"renames": [[str(t.relative_to(self.root)), str(f.relative_to(self.root))] for t, f in self.staged]}
+            _atomic_write(journal, json.dumps(plan).encode(), fault="journal-tmp")
+            self._journaled = True
+            _fsync_dir(self.root)
+            fault_point("journal")
+            final = journal
+            try:
+                for i, (tmp, final) in enumerate(self.staged):
+                    os.replace(tmp, final)
+                    _fsync_dir(final.parent)
+                    fault_point(f"rename-{i}")
+                with contextlib.suppress(FileNotFoundError):
+                    (self.root / DIRS_NAME).unlink()  # before the journal: a crash now rolls forward
+                fault_point("renamed")
+                final = journal
+                journal.unlink()
+            except OSError as e:
+                raise RegistryIOError(
+                    f"cannot finish the write: {final}: {e.strerror or e} (its journal {JOURNAL_NAME} is kept)",
+                    hint=f"Fix that, then run `rwkv-registry recover {self.root}` to finish the write.",
+                    path=str(final),
+                ) from e
+            _fsync_dir(self.root)
+            fault_point("committed")
+            self.staged.clear()
+            self._temps.clear()
+            self.created_dirs.clear()
+            self._dirs_record = self._journaled = False
+            _commits += 1
 
     def rollback(self) -> None:
-        """Drop every staged file and the directories this transaction created."""
-        for tmp, _ in self.staged:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
-        for d in reversed(self.created_dirs):
-            with contextlib.suppress(OSError):
-                d.rmdir()
-        if self.created_dirs:
-            with contextlib.suppress(OSError):
-                (self.root / DIRS_NAME).unlink()
-        self.staged.clear()
-        self.created_dirs.clear()
+        """Drop every staged file and the directories this transaction created.
+
+        Not after the journal is in place: then the write rolls forward (`recover` finishes it)."""
+        if self._journaled:
+            return
+        with interrupts_deferred():
+            for tmp in self._temps:
+                with contextlib.suppress(OSError):
+                    tmp.unlink()
+            for d in reversed(self.created_dirs):
+                with contextlib.suppress(OSError):
+                    d.rmdir()
+            if self._dirs_record:
+                with contextlib.suppress(OSError):
+                    (self.root / DIRS_NAME).unlink()
+            self.staged.clear()
+            self._temps.clear()
+            self.created_dirs.clear()
+            self._dirs_record = False
 
     def __enter__(self) -> Transaction:
         return self
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        if exc_type is not None or self.staged:
+        if exc_type is not None or self.staged or self._temps:
             self.rollback()

@@ -65,6 +65,16 @@ def print_report(report: Any, console: Any) -> None:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     target = args.path
+    if args.full and not target.startswith("hf://"):
+        raise UsageError(
+            f"--full is only for a Hub target (hf://OWNER/REPO); {target} is a local directory",
+            hint="A local validate always reads every file in full: drop --full.",
+        )
+    if args.since is not None and target.startswith("hf://"):
+        raise UsageError(
+            "--since is for a local git registry, not a Hub target",
+            hint="Give a git revision of the registry's repository with a local PATH, or drop --since.",
+        )
     if target.startswith("hf://"):
         mod = importlib.import_module("rwkv_registry.hub")
         report = mod.validate_hub(target, full=args.full, trusted_keys=args.pubkey)
@@ -110,6 +120,16 @@ def cmd_add_base(args: argparse.Namespace) -> int:
     from .arch import parse_arch_option
     from .ops import add_base
 
+    if args.from_hub and args.source:
+        raise UsageError(
+            "--source is not used with --from-hub: the base's source is the Hub repository named there",
+            hint="Drop --source.",
+        )
+    if not args.from_hub and not args.source:
+        raise UsageError(
+            "add-base needs --source OWNER/REPO: the repository the base file comes from (recorded in index.json)",
+            hint="e.g. --source BlinkDL/rwkv7-g1 for the RWKV-7 G1 bases",
+        )
     if args.from_hub:
         mod = importlib.import_module("rwkv_registry.hub")
         base = mod.add_base_from_hub(
@@ -132,7 +152,9 @@ def cmd_add_base(args: argparse.Namespace) -> int:
         size = os.path.getsize(args.base_file) if os.path.isfile(args.base_file) else 0
         progress, advance = _progress_bar(size, f"hashing {os.path.basename(args.base_file)}")
         with progress:
-            base = add_base(args.path, base_file=args.base_file, progress=advance, **common)
+            base = add_base(
+                args.path, base_file=args.base_file, sha256=args.sha256, size=args.size, progress=advance, **common
+            )
     else:
         if not (args.name and args.sha256 and args.arch and args.size is not None):
             raise UsageError(
@@ -179,6 +201,8 @@ def cmd_add(args: argparse.Namespace) -> int:
 def cmd_sums(args: argparse.Namespace) -> int:
     from .ops import check_sums, write_sums
 
+    if args.check and args.force:
+        raise UsageError("--force is for writing SHA256SUMS; --check only reads", hint="Drop one of them.")
     if args.check:
         findings = check_sums(args.path)
         console = _console()
@@ -187,7 +211,7 @@ def cmd_sums(args: argparse.Namespace) -> int:
         errors = [f for f in findings if str(f.severity) == "error"]
         console.print("SHA256SUMS: OK" if not errors else f"SHA256SUMS: {len(errors)} error(s)")
         return 1 if errors else 0
-    lines = write_sums(args.path).count(b"\n")
+    lines = write_sums(args.path, check_index=not args.force).count(b"\n")
     _console().print(f"SHA256SUMS written ({lines} files)")
     return 0
 
@@ -242,12 +266,120 @@ def cmd_rules(args: argparse.Namespace) -> int:
 # --- commands implemented outside the core (imported only when they run) -------------------------------
 
 
-def _lazy(target: str) -> Handler:
+def _lazy(target: str, precheck: Handler | None = None) -> Handler:
+    """A handler that imports ``module:func`` only when it runs, after ``precheck`` (if any)."""
+
     def run(args: argparse.Namespace) -> int:
+        if precheck is not None:
+            precheck(args)
         module, _, func = target.partition(":")
         return int(getattr(importlib.import_module(module), func)(args))
 
     return run
+
+
+def _require_index(args: argparse.Namespace) -> int:
+    """``list`` / ``show``: the path must be a registry (named in the message, with the fix)."""
+    from .atomic import require_registry
+
+    require_registry(args.path, strict=True)
+    return 0
+
+
+def _smoke_cases_module() -> Any:
+    """``rwkv_registry.model.smoke.cases``, loaded without running ``rwkv_registry.model``'s
+    ``__init__`` (which imports torch, about 2 s), so that ``smoke`` refuses bad input at once.
+    The module itself needs no torch. Falls back to the ordinary import."""
+    import importlib.util
+    from pathlib import Path
+
+    name = "rwkv_registry.model.smoke.cases"
+    if name in sys.modules:
+        return sys.modules[name]
+    try:
+        spec = importlib.util.find_spec("rwkv_registry.model")  # imports rwkv_registry only
+        locations = list(spec.submodule_search_locations or []) if spec is not None else []
+        path = next(p for loc in locations if (p := Path(loc) / "smoke" / "cases.py").is_file())
+        private = "_rwkv_registry_smoke_cases"
+        mod_spec = importlib.util.spec_from_file_location(private, path)
+        assert mod_spec is not None and mod_spec.loader is not None
+        module = importlib.util.module_from_spec(mod_spec)
+        sys.modules[private] = module  # dataclasses look their module up while the file runs
+        mod_spec.loader.exec_module(module)
+        module.DATA_DIR = path.parent / "data"
+        return module
+    except (ImportError, StopIteration, AssertionError, OSError, ValueError):
+        return importlib.import_module(name)
+
+
+def _smoke_precheck(args: argparse.Namespace) -> int:
+    """What ``smoke`` can refuse before torch is imported and anything is evaluated: the registry
+    and the entry, the base file, the case file, and (``--record``) that the record can be written.
+    A toy base (narrower than any released RWKV-7) without ``--cases`` gets the tiny case set."""
+    import importlib.util
+    from pathlib import Path
+
+    from .atomic import TMP_PREFIX, registry_lock, require_registry
+    from .errors import RefusedError, RegistryIOError
+    from .ops import load_index
+
+    if importlib.util.find_spec("torch") is None:  # what to install comes first (main() words it)
+        raise ModuleNotFoundError("No module named 'torch'", name="torch")
+    if args.think_tokens < 1:
+        raise UsageError(f"--think-tokens {args.think_tokens}: give a positive number of tokens")
+    root = require_registry(args.path, strict=True)
+    try:
+        index = load_index(root)
+    except RefusedError as e:  # an invalid index: the command cannot run
+        raise UsageError(e.message, hint=e.hint, path=e.path) from None
+    entries = {e["id"]: e for e in index["entries"]}
+    entry = entries.get(args.entry_id)
+    if entry is None:
+        known = ", ".join(sorted(entries)[:12]) or "none"
+        raise UsageError(f"{root}: no entry {args.entry_id!r} in index.json", hint=f"Known entry ids: {known}.")
+    base = next((b for b in index["bases"] if b["name"] == entry["base"]), None)
+    if base is None:
+        raise UsageError(
+            f"entry {args.entry_id!r} names base {entry['base']!r}, which index.json does not list",
+            hint="Fix index.json (`rwkv-registry validate` lists every problem).",
+        )
+    base_file = Path(args.base_file)
+    if base_file.is_dir():
+        raise UsageError(
+            f"--base-file {base_file}: is a directory, not a base file",
+            hint=f"Give the .pth file of base {base['name']!r} (e.g. {base_file / (base['name'] + '.pth')}).",
+        )
+    if not base_file.is_file():
+        raise UsageError(f"{base_file}: no such base file", hint=f"Give the .pth file of base {base['name']!r}.")
+    if args.record:
+        try:
+            with registry_lock(root):
+                probe = root / f"{TMP_PREFIX}probe-{os.getpid()}"
+                probe.open("xb").close()
+                probe.unlink()
+        except (RegistryIOError, OSError) as e:
+            message = e.message if isinstance(e, RegistryIOError) else f"cannot write in {root}: {e.strerror or e}"
+            hint = e.hint if isinstance(e, RegistryIOError) and e.hint else f"Make {root} writable."
+            raise RegistryIOError(
+                f"--record: {message}; nothing was evaluated",
+                hint=f"{hint} Or run without --record.",
+                path=str(root),
+            ) from e
+    cases = _smoke_cases_module()
+    if args.cases is None and cases.is_toy_base(base):
+        data_dir = getattr(cases, "DATA_DIR", None) or cases.builtin_path(cases.TINY_CASES).parent
+        args.cases = str(data_dir / cases.TINY_CASES)
+        from rich.markup import escape
+
+        arch = base.get("architecture") or {}
+        _console(stderr=True).print(
+            f"[dim]note:[/] base {escape(base['name'])} is a toy model (width {arch.get('n_embd')}): using the "
+            f"built-in tiny case set {cases.TINY_CASES} (the built-in tool-calling cases need a released RWKV-7 base); "
+            "--cases FILE chooses another"
+        )
+    if args.cases is not None:
+        cases.load_cases(args.cases)  # every problem named with its line, before torch is imported
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -278,15 +410,26 @@ def build_parser() -> argparse.ArgumentParser:
     sp = cmd("add-base", cmd_add_base, "register a base model (from its file, from metadata, or from the Hub)")
     sp.add_argument("path")
     sp.add_argument("base_file", nargs="?", help="the base .pth (hashed; architecture read from its headers)")
-    sp.add_argument("--source", default="BlinkDL/rwkv7-g1", help="OWNER/REPO the base comes from")
+    sp.add_argument(
+        "--source",
+        metavar="OWNER/REPO",
+        help="the repository the base comes from, e.g. BlinkDL/rwkv7-g1 (required, except with --from-hub)",
+    )
     sp.add_argument("--from-hub", metavar="OWNER/REPO/FILE", help="read sha256, size and architecture from the Hub")
     sp.add_argument("--vocab", default="rwkv_vocab_v20230424.txt")
-    sp.add_argument("--name", help="directory name (default: file name without .pth)")
-    sp.add_argument("--family", help="family for --freeze-previous (default: the name up to its date)")
+    sp.add_argument("--name", help="directory name: the base file name without .pth (needed only without BASE_FILE)")
+    sp.add_argument("--family", help="the base's family (default: the name up to its date)")
     sp.add_argument("--sha256", help="without BASE_FILE: the base's sha256")
     sp.add_argument("--size", type=int, help="without BASE_FILE: the base's size in bytes")
     sp.add_argument("--arch", help="without BASE_FILE: n_layer=…,n_embd=…,vocab_size=…[,ffn_size=…,lora_decay=…]")
-    sp.add_argument("--freeze-previous", action="store_true", help="mark the active base of the same family frozen")
+    sp.add_argument(
+        "--keep-previous-active",
+        dest="freeze_previous",
+        action="store_false",
+        help="leave older bases of the same family active (by default they are marked frozen: old base "
+        "directories are never touched)",
+    )
+    sp.add_argument("--freeze-previous", action="store_true", help=argparse.SUPPRESS)  # the default; kept for scripts
 
     sp = cmd("add", cmd_add, "register a State or MiSS file under a base")
     sp.add_argument("path")
@@ -304,11 +447,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = cmd("sums", cmd_sums, "write (or --check) SHA256SUMS")
     sp.add_argument("path")
-    sp.add_argument("--check", action="store_true")
+    sp.add_argument("--check", action="store_true", help="only check SHA256SUMS against the files")
+    sp.add_argument(
+        "--force",
+        action="store_true",
+        help="write even when index.json cannot be read or a registered file differs from it",
+    )
 
     sp = cmd("readme", cmd_readme, "regenerate README.md's generated sections")
     sp.add_argument("path")
-    sp.add_argument("--reset", action="store_true", help="start from the skeleton README")
+    sp.add_argument(
+        "--reset",
+        action="store_true",
+        help="rebuild README.md from the skeleton: the publisher's own text is dropped (back it up first)",
+    )
 
     sp = cmd("recover", cmd_recover, "finish or undo an interrupted write")
     sp.add_argument("path")
@@ -319,11 +471,13 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--smoke", action="store_true", help="also run the CPU smoke evaluation of tiny weights")
 
     # commands implemented outside the core module set: imported only when they run
-    sp = cmd("list", _lazy("rwkv_registry.catalog_render:cmd_list"), "list the entries of a registry")
+    sp = cmd("list", _lazy("rwkv_registry.catalog_render:cmd_list", _require_index), "list the entries of a registry")
     sp.add_argument("path", nargs="?", default=".")
     sp.add_argument("--format", **fmt)
 
-    sp = cmd("show", _lazy("rwkv_registry.catalog_render:cmd_show"), "show one entry (or base) in detail")
+    sp = cmd(
+        "show", _lazy("rwkv_registry.catalog_render:cmd_show", _require_index), "show one entry (or base) in detail"
+    )
     sp.add_argument("entry_id")
     sp.add_argument("--path", default=".", help="registry root (default: current directory)")
     sp.add_argument("--format", **fmt)
@@ -333,14 +487,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = cmd(
         "smoke",
-        _lazy("rwkv_registry.model.smoke.cli:cmd_smoke"),
+        _lazy("rwkv_registry.model.smoke.cli:cmd_smoke", _smoke_precheck),
         "quick smoke evaluation of an entry on its base (GPU, or CPU for tiny models)",
     )
     sp.add_argument("path", help="registry root")
     sp.add_argument("entry_id")
     sp.add_argument("--base-file", required=True, metavar="BASE.pth")
     sp.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto")
-    sp.add_argument("--cases", metavar="FILE.jsonl", help="case set (default: the built-in tool-calling set)")
+    sp.add_argument(
+        "--cases",
+        metavar="FILE.jsonl",
+        help="case set (default: the built-in tool-calling set; the built-in tiny set for a toy base)",
+    )
     sp.add_argument("--record", action="store_true", help="append a smoke record to the entry in index.json")
     sp.add_argument("--think-tokens", type=int, default=256, metavar="N", help="thinking budget of g1k-think")
     sp.add_argument("--format", **fmt)
@@ -408,12 +566,44 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     except KeyboardInterrupt:
-        sys.stderr.write("interrupted\n")
+        sys.stderr.write(_interrupted_message(args) + "\n")
         return 130
     except BrokenPipeError:
         return 0
     except Exception as e:  # never a traceback for users unless asked
         return _unexpected(e)
+
+
+# What a command that was interrupted after its write was committed has done (Ctrl-C is held back
+# during a commit, so a write is either rolled back or complete).
+_COMMITTED = {
+    "init": "the registry was created",
+    "add-base": "the base is registered",
+    "add": "the entry is registered",
+    "sums": "SHA256SUMS was written",
+    "readme": "README.md was updated",
+    "smoke": "the smoke record was appended to index.json",
+}
+_WRITERS = {*_COMMITTED, "sign", "demo"}
+
+
+def _interrupted_message(args: argparse.Namespace) -> str:
+    atomic = sys.modules.get("rwkv_registry.atomic")
+    done = atomic.committed_count() if atomic is not None else 0
+    command = getattr(args, "command", "")
+    if not done:
+        return "interrupted: nothing was written" if command in _WRITERS else "interrupted"
+    if command == "demo":
+        return (
+            f"interrupted after {done} write(s): the demo registry in {args.path} is incomplete; run "
+            f"`rwkv-registry demo {args.path} --force` to build it again"
+        )
+    if command in _COMMITTED and done == 1:
+        return f"interrupted after the write was committed: {_COMMITTED[command]}"
+    return (
+        f"interrupted after {done} write(s) to the registry were committed, each complete "
+        "(`rwkv-registry validate` shows the registry's state)"
+    )
 
 
 # Third-party modules of the optional parts: the core (validate, add, ...) needs none of them.

@@ -173,8 +173,13 @@ def load(path: str) -> Results:
 
     try:
         return results_from_json(load_json_file(path), path)
-    except JsonLoadError as e:
-        raise UsageError(f"{path}: {e}") from None
+    except JsonLoadError as e:  # its message already names the file
+        raise UsageError(
+            e.message,
+            hint=(e.hint + " " if e.hint else "")
+            + "compare takes per-question result files (results.schema.json) or `smoke --format json` reports.",
+            path=path,
+        ) from None
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

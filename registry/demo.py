@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .arch import miss_target_shape, parse_arch_option, state_shape
-from .errors import UsageError
+from .errors import RegistryIOError, UsageError
 from .miss import MISS_TARGETS, tensor_name, write_miss_file
 from .ops import add_base, add_entry, init_registry, update_index
 
@@ -149,8 +149,6 @@ STATE_TRAIN = {
     "hyperparameters": {"lr": 0.01, "lr_final": 0.00167, "ctx": 4096, "steps": 1374, "precision": "bf16"},
     "command": f"rwkv_state_tune --model {BASE}.pth --data rwkv-agent-distill/v1.41 --lr 0.01 --lr-final 0.00167 "
     "--ctx 4096 --save-every 51",
-    "started": "2026-10-12T08:00:00Z",
-    "finished": "2026-10-12T10:00:00Z",
     "notes": "v141b-s1224 is the checkpoint of step 1224 of 1374.",
 }
 MISS_RUNS = [
@@ -319,15 +317,44 @@ No license has been chosen for this repository yet.
 def build_demo(path: str | Path, *, force: bool = False, log: Callable[[str], None] = print) -> Path:
     """Build the seed mirror in ``path``; ``force`` replaces an earlier demo there."""
     root = Path(path)
-    if root.exists() and any(root.iterdir()):
+    if root.exists() and not root.is_dir():
+        raise UsageError(
+            f"{path}: is a file, not a directory",
+            hint="Give a new directory for the demo registry (or an earlier demo's, with --force).",
+            path=str(path),
+        )
+    try:
+        occupied = root.exists() and any(root.iterdir())
+    except OSError as e:
+        raise RegistryIOError(f"cannot read the directory {path}: {e.strerror or e}", path=str(path)) from e
+    if occupied:
         index = root / "index.json"
-        is_demo = index.exists() and REGISTRY_NAME in index.read_text("utf-8", "replace")[:4000]
-        if not (force and is_demo):
+        try:
+            is_demo = index.is_file() and REGISTRY_NAME in index.read_text("utf-8", "replace")[:4000]
+        except OSError:
+            is_demo = False
+        if not force:
             raise UsageError(
                 f"{path} exists and is not empty",
-                hint="Give a new directory (or --force to replace an earlier demo there).",
+                hint="Give a new directory"
+                + (", or add --force to replace the earlier demo there." if is_demo else "."),
+                path=str(path),
             )
-        shutil.rmtree(root)
+        if not is_demo:
+            raise UsageError(
+                f"{path} is not an earlier demo: --force replaces only a demo registry (index.json naming "
+                f"{REGISTRY_NAME})",
+                hint="Give a new directory; nothing in this one was touched.",
+                path=str(path),
+            )
+        try:
+            shutil.rmtree(root)
+        except OSError as e:
+            raise RegistryIOError(
+                f"cannot remove the earlier demo in {path}: {e.strerror or e}",
+                hint="Remove it by hand, then run the command again.",
+                path=str(path),
+            ) from e
     from .readme import BASES_BEGIN, BASES_END, SECTIONS_BEGIN, SECTIONS_END
 
     init_registry(root, name=REGISTRY_NAME, title="RWKV-Agent weights (State and MiSS adapters)")

@@ -21,6 +21,8 @@ from typing import Any
 from .atomic import TMP_PREFIX, Transaction, registry_lock
 from .errors import RefusedError, RegistryIOError, UsageError
 from .facts import FactsCache, FileFacts, compute_facts, gather_facts, sha256_file
+from .gitcheck import published_in
+from .lineage import family_of, superseded
 from .readme import skeleton, update_readme
 from .rules import Finding, Severity, finding
 from .sums import SUMS_NAME, format_sums
@@ -140,7 +142,14 @@ def compute_sums(
         if isinstance(f, FileFacts):
             hashes[rel] = f.sha256
         else:
-            hashes[rel] = sha256_file(p)[0]
+            try:
+                hashes[rel] = sha256_file(p)[0]
+            except OSError as e:
+                raise RegistryIOError(
+                    f"cannot read {p} to list it in SHA256SUMS: {e.strerror or e}",
+                    hint="Make the file readable (or remove it if it does not belong), then run the command again.",
+                    path=rel,
+                ) from e
     for rel, data in staged.items():
         if rel != SUMS_NAME:
             hashes[rel] = hashlib.sha256(data).hexdigest()
@@ -159,13 +168,23 @@ def _publish(
 
 def _readme_for(root: Path, index: dict[str, Any]) -> bytes:
     path = root / "README.md"
-    text = path.read_text("utf-8") if path.exists() else skeleton()
+    try:
+        text = path.read_text("utf-8") if path.exists() else skeleton()
+    except UnicodeDecodeError as e:
+        raise RefusedError(
+            f"{path}: not UTF-8 text ({e.reason} at byte {e.start})",
+            hint="Save README.md as UTF-8, then run the command again.",
+            path="README.md",
+        ) from None
+    except OSError as e:
+        raise RegistryIOError(f"cannot read {path}: {e.strerror or e}", path="README.md") from e
     new = update_readme(text, index)
     if new is None:
         raise RefusedError(
-            "README.md has no generated-section markers",
-            hint="Add `<!-- rwkv-registry:bases:begin -->`…`end` and "
-            "`<!-- rwkv-registry:sections:begin -->`…`end`, or run `rwkv-registry readme PATH --reset`.",
+            f"{path} has no generated-section markers",
+            hint="Add `<!-- rwkv-registry:bases:begin -->`…`end` and `<!-- rwkv-registry:sections:begin -->`…`end` "
+            f"where the generated tables belong; or run `rwkv-registry readme {root} --reset`, which rebuilds "
+            "README.md from the skeleton and DROPS the publisher's own text (back README.md up first).",
             path="README.md",
         )
     return new.encode("utf-8")
@@ -175,27 +194,58 @@ def _readme_for(root: Path, index: dict[str, Any]) -> bytes:
 
 
 def init_registry(path: str | os.PathLike[str], *, name: str = "", title: str = "RWKV-7 weights") -> list[str]:
-    """Create a new registry in ``path`` (which must be absent or empty, a `.git` folder aside)."""
+    """Create a new registry in ``path`` (which must be absent or empty, a `.git` folder aside).
+
+    A directory this call created is removed again if the command fails."""
+    from .atomic import LOCK_NAME
+
     root = Path(path)
-    if root.exists() and (
-        not root.is_dir() or [n for n in os.listdir(root) if not re.match(r"\.(git$|rwkv-registry)", n)]
-    ):
-        raise UsageError(f"{path}: exists and is not empty", hint="Give a new or empty directory.")
-    root.mkdir(parents=True, exist_ok=True)
-    with registry_lock(root):
-        index = empty_index(name or root.resolve().name)
-        index["registry"]["title"] = title
-        readme = update_readme(skeleton(title), index)
-        assert readme is not None
-        files = {
-            "index.json": dump_json(index),
-            "README.md": readme.encode("utf-8"),
-            ".gitattributes": GITATTRIBUTES.encode(),
-            ".gitignore": GITIGNORE.encode(),
-            ".pre-commit-config.yaml": PRECOMMIT.encode(),
-        }
-        with Transaction(root) as txn:
-            _publish(root, txn, files)
+    hint = "Give a new or empty directory."
+    if root.exists() and not root.is_dir():
+        raise UsageError(f"{path}: is a file, not a directory", hint=hint, path=str(path))
+    created = not root.exists()
+    if not created:
+        try:
+            names = [n for n in os.listdir(root) if not re.match(r"\.(git$|rwkv-registry)", n)]
+        except OSError as e:
+            raise RegistryIOError(f"cannot read the directory {path}: {e.strerror or e}", path=str(path)) from e
+        if "index.json" in names:
+            raise UsageError(f"{path}: is already a registry (it holds index.json)", hint=hint, path=str(path))
+        if names:
+            raise UsageError(f"{path}: exists and is not empty", hint=hint, path=str(path))
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise RegistryIOError(
+            f"cannot create the directory {path}: {e.strerror or e}",
+            hint="Choose a place you can write to (check the parent directory's permissions, and whether its file "
+            "system is mounted read-only).",
+            path=str(path),
+        ) from e
+    try:
+        with registry_lock(root, creating=True):
+            index = empty_index(name or root.resolve().name)
+            index["registry"]["title"] = title
+            readme = update_readme(skeleton(title), index)
+            assert readme is not None
+            files = {
+                "index.json": dump_json(index),
+                "README.md": readme.encode("utf-8"),
+                ".gitattributes": GITATTRIBUTES.encode(),
+                ".gitignore": GITIGNORE.encode(),
+                ".pre-commit-config.yaml": PRECOMMIT.encode(),
+            }
+            with Transaction(root) as txn:
+                _publish(root, txn, files)
+    except BaseException:
+        if created:  # leave no empty directory (or one holding only the lock file) behind
+            try:
+                if set(os.listdir(root)) <= {LOCK_NAME}:
+                    (root / LOCK_NAME).unlink(missing_ok=True)
+                    root.rmdir()
+            except OSError:
+                pass
+        raise
     return sorted([*files, SUMS_NAME])
 
 
@@ -231,7 +281,10 @@ def read_base_architecture(path: Path) -> dict[str, Any]:
         raise RegistryIOError(f"cannot read {path}: {e.strerror or e}", path=str(path)) from e
     shapes = {n: tuple(t.shape) for n, t in ck.tensors.items()}
     dtype = Counter(t.dtype for t in ck.tensors.values()).most_common(1)
-    return architecture_from_shapes(shapes, dtype=dtype[0][0] if dtype else None)
+    try:
+        return architecture_from_shapes(shapes, dtype=dtype[0][0] if dtype else None)
+    except UsageError as e:
+        raise UsageError(f"{path}: {e.message}", hint=e.hint, path=str(path)) from None
 
 
 def add_base(
@@ -247,7 +300,7 @@ def add_base(
     arch: dict[str, Any] | None = None,
     vocab: str = "rwkv_vocab_v20230424.txt",
     family: str | None = None,
-    freeze_previous: bool = False,
+    freeze_previous: bool = True,
     scores: list[dict[str, Any]] | None = None,
     notes: str | None = None,
     progress: Callable[[int], None] | None = None,
@@ -264,8 +317,15 @@ def add_base(
     src_file: str
     if base_file is not None:
         bf = Path(base_file)
+        if bf.is_dir():
+            raise UsageError(f"{base_file}: is a directory, not a base file", hint="Give the base .pth itself.")
         if not bf.is_file():
             raise UsageError(f"{base_file}: no such file")
+        if sha256 is not None or size is not None:
+            raise UsageError(
+                "--sha256 and --size are for a base given by metadata; with BASE_FILE they are read from the file",
+                hint="Drop --sha256/--size, or drop BASE_FILE.",
+            )
         arch = read_base_architecture(bf)
         sha256, size = hash_file(bf, progress)
         name = name or bf.stem
@@ -278,12 +338,17 @@ def add_base(
             raise UsageError(f"--sha256 {sha256!r} is not 64 hex characters")
         src_file = source_file or f"{name}.pth"
     assert name is not None
+    if PurePosixPath(src_file).stem != name:
+        raise UsageError(
+            f"base name {name!r} differs from its file {src_file!r} (IDX006)",
+            hint="A base directory is named after the base file without .pth: drop --name.",
+        )
     if not _NAME.match(name) or name in (".", ".."):
         raise UsageError(
             f"base name {name!r} is not a valid directory name",
             hint="Letters, digits, '.', '_' and '-', starting with a letter or digit.",
         )
-    family = family or _family_of(name)
+    family = family or family_of(name)
     with registry_lock(root):
         index = load_index(root)
         if any(b["name"] == name for b in index["bases"]):
@@ -292,10 +357,6 @@ def add_base(
             )
         if (root / name).exists():
             raise RefusedError(f"{root / name} already exists", hint="Remove the stray directory first.")
-        if freeze_previous:
-            for b in index["bases"]:
-                if b.get("family") == family and b.get("status") == "active":
-                    b["status"] = "frozen"
         index["bases"].append(
             {
                 "name": name,
@@ -311,6 +372,11 @@ def add_base(
                 "notes": notes,
             }
         )
+        if freeze_previous:  # old base directories are never touched: freeze what the new base supersedes
+            older = superseded(index["bases"])
+            for b in index["bases"]:
+                if b["name"] in older and b.get("status") == "active":
+                    b["status"] = "frozen"
         _check_index_schema(index)
         texts = {
             "index.json": dump_json(index),
@@ -321,12 +387,6 @@ def add_base(
         with Transaction(root) as txn:
             _publish(root, txn, texts)
     return index["bases"][-1]
-
-
-def _family_of(name: str) -> str:
-    """``rwkv7-g1k-7.2b-20260930-ctx25600`` -> ``rwkv7-g1k-7.2b``: the name up to its date."""
-    m = re.match(r"^(.*?)-(?:19|20)\d{6}(?:-|$)", name)
-    return m.group(1) if m else name
 
 
 def _check_index_schema(index: dict[str, Any]) -> None:
@@ -362,8 +422,9 @@ def check_weight_file(facts: FileFacts, base: dict[str, Any], display: str) -> l
     v = Validator.__new__(Validator)
     v.findings = []
     method = facts.method
-    if method is None:
-        return [
+    if method is None:  # unreadable (empty, truncated, not a zip...) says so first
+        broken = [f for f in facts.content_findings(display) if f.severity == Severity.ERROR]
+        return broken or [
             finding(
                 "IDX003",
                 display,
@@ -403,6 +464,8 @@ def add_entry(
 
     root = Path(path)
     src = Path(file)
+    if src.is_dir():
+        raise UsageError(f"{file}: is a directory, not a weight file", hint="Give the .pth (or .safetensors) itself.")
     if not src.is_file():
         raise UsageError(f"{file}: no such file")
     if not _VERSION.match(data_version):
@@ -437,16 +500,28 @@ def add_entry(
             raise RefusedError(
                 f"base {base!r} is frozen: it gets no new files", hint="Add the weights under the active base."
             )
-        display = src.name
-        _refuse(check_weight_file(facts, b, display), f"{display}")
+        newer = superseded(index["bases"]).get(base)
+        if newer is not None:
+            raise RefusedError(
+                f"base {base!r} is superseded by {newer!r} (same family, newer): old base directories are "
+                "never touched",
+                hint=f"Retrain on {newer} and add the weights there.",
+            )
+        display = str(file)
+        _refuse(check_weight_file(facts, b, display), display)
         if train_obj.get("method") != method:
             raise RefusedError(f"--train says method {train_obj.get('method')!r}, the file is a {method}")
         tdata = train_obj.get("data") or {}
         if tdata.get("version") != data_version:
             raise RefusedError(f"--train data.version is {tdata.get('version')!r}, --data-version is {data_version!r}")
         if method == "miss":
-            if not group or not _NAME.match(group):
+            if not group:
                 raise UsageError("a MiSS adapter needs --group NAME (its sub-folder, e.g. r16-lr2e-5-e2)")
+            if not _NAME.match(group):
+                raise UsageError(
+                    f"--group {group!r} is not usable as a folder name",
+                    hint="Letters, digits, '.', '_' and '-', starting with a letter or digit (e.g. r16-lr2e-5-e2).",
+                )
             rel = f"{base}/miss/{data_version}/{group}/adapter-final.pth"
             runs = [r for r in train_obj.get("runs", []) if r.get("group") == group]
             if not runs:
@@ -464,6 +539,13 @@ def add_entry(
             raise RefusedError(f"{rel} already exists", hint="Published weights never change; use a new name.")
         train_rel = f"{base}/{method}/{data_version}/train.json"
         train_new = _merge_train(root / train_rel, train_obj, group)
+        published = published_in(root, train_rel) if train_new is not None and (root / train_rel).exists() else None
+        if published is not None:
+            raise RefusedError(
+                f"{train_rel} was published in {published}; adding run {group!r} would change it (GIT001)",
+                hint="Published directories never change: put the new run under a new data version "
+                "(e.g. --data-version " + _next_version(data_version) + ") with its own train.json.",
+            )
         eid = entry_id or (src.stem if method == "state" else f"{data_version.replace('.', '')}-{group}")
         if any(e["id"] == eid for e in index["entries"]):
             raise RefusedError(f"entry id {eid!r} exists", hint="Give another --id.")
@@ -519,6 +601,12 @@ def add_entry(
                 raise RegistryIOError(f"{file} changed while it was being added", hint="Run the command again.")
             _publish(root, txn, texts, {rel: facts.sha256})
     return entry
+
+
+def _next_version(version: str) -> str:
+    """``v2.1`` -> ``v2.2`` (a suggestion for a message; ``v2.1b`` -> ``v2.1b.1``)."""
+    m = re.fullmatch(r"(.*?)(\d+)", version)
+    return f"{m.group(1)}{int(m.group(2)) + 1}" if m else f"{version}.1"
 
 
 def _merge_train(path: Path, new: dict[str, Any], group: str | None) -> bytes | None:
@@ -584,13 +672,48 @@ def update_index(
 # --- sums / readme ------------------------------------------------------------------------------------
 
 
-def write_sums(path: str | os.PathLike[str]) -> bytes:
-    """Recompute SHA256SUMS."""
-    root = Path(path)
-    if not root.is_dir():
-        raise UsageError(f"{path}: not a directory")
+def write_sums(path: str | os.PathLike[str], *, check_index: bool = True) -> bytes:
+    """Recompute SHA256SUMS.
+
+    ``check_index`` (the default; ``rwkv-registry sums --force`` turns it off): refuse
+    (:class:`RefusedError`, nothing written) when index.json cannot be parsed or a registered file
+    is missing or differs from index.json, since SHA256SUMS would bless the damage. Not a
+    registry, or SHA256SUMS a directory: refused before anything is created.
+    """
+    from .atomic import require_registry
+    from .sums import index_mismatches
+
+    root = require_registry(path)
+    sums_path = root / SUMS_NAME
+    if sums_path.is_dir() and not sums_path.is_symlink():
+        raise RegistryIOError(
+            f"{sums_path}: is a directory; SHA256SUMS must be a file",
+            hint=f"Remove or rename the directory {sums_path}, then run `rwkv-registry sums {path}` again.",
+            path=SUMS_NAME,
+        )
     with registry_lock(root), Transaction(root) as txn:
-        data = compute_sums(root)
+        if not (root / "index.json").is_file():
+            raise UsageError(
+                f"{path} is not a registry (no index.json); give the registry root",
+                hint="Give the registry's root directory (the one with index.json).",
+                path=str(path),
+            )
+        try:
+            data = compute_sums(root)
+        except OSError as e:
+            if isinstance(e, RegistryIOError):
+                raise
+            raise RegistryIOError(
+                f"cannot read {e.filename or path}: {e.strerror or e}", path=str(e.filename or "")
+            ) from e
+        problems = index_mismatches(root, data) if check_index else []
+        if problems:
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            raise RefusedError(
+                f"SHA256SUMS not written: {problems[0]}{more}",
+                hint=f"Run `rwkv-registry validate {path}` to see why; `--force` to write anyway.",
+                path=SUMS_NAME,
+            )
         txn.write_bytes(SUMS_NAME, data)
         txn.commit()
     return data
@@ -598,9 +721,10 @@ def write_sums(path: str | os.PathLike[str]) -> bytes:
 
 def check_sums(path: str | os.PathLike[str]) -> list[Finding]:
     """Only the SHA256SUMS rules (HSH003–HSH007), like `sha256sum -c`."""
+    from .atomic import require_registry
     from .validate import Tree, Validator, _walk
 
-    root = Path(path).resolve()
+    root = require_registry(path).resolve()
     v = Validator(root, use_cache=True, since=None)
     tree: Tree = _walk(root, v.findings)
     weights = [r for r in tree.files if r.endswith((".pth", ".safetensors"))]

@@ -175,6 +175,14 @@ def load_private_key(path: str | os.PathLike[str]) -> tuple[Any, PublicKey]:
         mode = p.stat().st_mode
     except OSError as e:
         raise UsageError(f"--key {path}: cannot read it ({e.strerror or e})") from None
+    if _looks_public(data):
+        private = str(path)[: -len(".pub")] if str(path).endswith(".pub") else "KEY"
+        raise UsageError(
+            f"--key {path}: this is a public key; signing needs the private key",
+            hint=f"Give the private key file written by `rwkv-registry keygen` ({private}; {path} is its public half, "
+            "for `verify --pubkey` and `validate --pubkey`).",
+            path=str(path),
+        )
     if os.name == "posix" and mode & 0o077:
         raise RefusedError(
             f"--key {path}: the private key is readable by other users (mode {stat.S_IMODE(mode):04o})",
@@ -199,6 +207,17 @@ def load_private_key(path: str | os.PathLike[str]) -> tuple[Any, PublicKey]:
         except (UsageError, OSError, UnicodeDecodeError):
             pass
     return key, PublicKey(raw, comment, str(path))
+
+
+def _looks_public(data: bytes) -> bool:
+    """Is this the content of a public key file (one-line ``ed25519 …`` or a PEM public key)?"""
+    if b"PRIVATE KEY" in data[:200]:
+        return False
+    try:
+        parse_public_key(data.decode("utf-8"))
+    except (UsageError, UnicodeDecodeError):
+        return False
+    return True
 
 
 def _write_new(path: Path, data: bytes, mode: int) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 SUMS_NAME = "SHA256SUMS"
 _LINE = re.compile(r"^(\\?)([0-9a-fA-F]{64}) ([ *])(.+)$")
@@ -76,3 +77,44 @@ def parse_sums(data: bytes) -> tuple[list[SumsLine], list[tuple[int, str]]]:
             path = path[2:]
         good.append(SumsLine(i, m.group(2).lower(), path))
     return good, bad
+
+
+def index_mismatches(root: Path, sums: bytes) -> list[str]:
+    """Why SHA256SUMS content ``sums`` must not be written over the registry at ``root``.
+
+    One line per problem: index.json cannot be parsed, or a registered file is missing or differs
+    (size, sha256) from what index.json records for it. ``sums`` supplies the files' hashes, so
+    nothing is hashed twice. Empty when SHA256SUMS may be written. The full diagnosis is
+    ``rwkv-registry validate``'s; this only keeps ``sums`` from blessing a damaged registry.
+    """
+    from .jsonload import JsonLoadError, load_json_file
+
+    index_path = root / "index.json"
+    try:
+        index = load_json_file(index_path, display=str(index_path))
+    except JsonLoadError as e:
+        return [e.message]
+    if not isinstance(index, dict):
+        return [f"{index_path}: the top level is a {type(index).__name__}, not an object"]
+    hashes = {line.path: line.sha256 for line in parse_sums(sums)[0]}
+    entries = index.get("entries")
+    out: list[str] = []
+    for entry in entries if isinstance(entries, list) else []:
+        rel = entry.get("path") if isinstance(entry, dict) else None
+        rec = entry.get("file") if isinstance(entry, dict) else None
+        if not isinstance(rel, str) or not isinstance(rec, dict):
+            continue  # a schema problem: validate reports it
+        shown = root / rel
+        want_sha, want_size = rec.get("sha256"), rec.get("size")
+        if rel not in hashes:
+            out.append(f"{shown}: the file of entry {entry.get('id')!r} is missing")
+            continue
+        try:
+            size: int | None = (root / rel).stat().st_size
+        except OSError:
+            size = None
+        if isinstance(want_size, int) and size != want_size:
+            out.append(f"{shown}: {size} bytes, but index.json records {want_size}")
+        elif isinstance(want_sha, str) and hashes[rel] != want_sha.lower():
+            out.append(f"{shown}: sha256 {hashes[rel][:12]}… differs from index.json's {want_sha[:12]}…")
+    return out

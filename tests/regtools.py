@@ -164,9 +164,10 @@ def edit_index(root: Path, fn: Any) -> None:
 
 
 def resum(root: Path) -> None:
+    """SHA256SUMS of the files as they are, however damaged (``sums --force``): tests break one rule at a time."""
     from rwkv_registry.ops import write_sums
 
-    write_sums(root)
+    write_sums(root, check_index=False)
 
 
 def write_tiny_base(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -272,6 +273,9 @@ def test_compare_two_miss_entries(scored: Path) -> None:
     (d,) = cross.scores
     assert d.delta == pytest.approx(10.0) and not d.same_day
     assert cross.train_changes > 5
+    (d,) = cmp.scores
+    other = dataclasses.replace(d, b=dict(d.b, backend="another backend"))  # same day, another backend
+    assert d.same_day and not other.same_day and not other.same_backend
 
 
 # --- the commands ----------------------------------------------------------------------------------------------
@@ -313,7 +317,7 @@ def test_show_entry_base_and_unknown(scored: Path, capsys: pytest.CaptureFixture
 
 def test_commands_refuse_a_directory_without_index(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["list", str(tmp_path)]) == 2
-    assert "index.json is missing" in capsys.readouterr().err
+    assert f"{tmp_path} is not a registry (no index.json)" in capsys.readouterr().err
     assert main(["list", str(tmp_path / "nowhere")]) == 2
     assert "not a directory" in capsys.readouterr().err
     (tmp_path / "index.json").write_text("[1,")

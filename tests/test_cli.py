@@ -114,6 +114,8 @@ def test_add_base_by_metadata_and_freeze_previous(tmp_path: Path) -> None:
                 "5",
                 "--arch",
                 arch,
+                "--source",
+                "BlinkDL/rwkv7-g1",
             ]
         )
         == 0
@@ -131,6 +133,8 @@ def test_add_base_by_metadata_and_freeze_previous(tmp_path: Path) -> None:
                 "5",
                 "--arch",
                 arch,
+                "--source",
+                "BlinkDL/rwkv7-g1",
                 "--freeze-previous",
             ]
         )
@@ -138,7 +142,8 @@ def test_add_base_by_metadata_and_freeze_previous(tmp_path: Path) -> None:
     )
     status = {b["name"]: b["status"] for b in json.loads((root / "index.json").read_text())["bases"]}
     assert status == {"rwkv7-t-20260101-ctx1": "frozen", "rwkv7-t-20260201-ctx1": "active"}
-    assert main(["add-base", str(root), "--name", "x", "--sha256", "zz", "--size", "5", "--arch", arch]) == 2
+    bad_sha = ["add-base", str(root), "--name", "x", "--sha256", "zz", "--size", "5", "--arch", arch, "--source", "a/b"]
+    assert main(bad_sha) == 2
 
 
 def test_add_state_and_miss_through_cli(tmp_path: Path) -> None:

@@ -100,6 +100,7 @@ def _hold_lock(root: str, ready: multiprocessing.Event, seconds: float) -> None:
 
 
 def test_second_writer_fails_cleanly_when_lock_held(tmp_path: Path) -> None:
+    (tmp_path / "index.json").write_text("{}")  # the lock is taken only in a registry
     ctx = multiprocessing.get_context("spawn")
     ready = ctx.Event()
     p = ctx.Process(target=_hold_lock, args=(str(tmp_path), ready, 3.0))

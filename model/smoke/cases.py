@@ -49,6 +49,7 @@ NO_TOOL_SPEC: dict[str, Any] = {
 }
 DEFAULT_CASES = "default_cases.jsonl"
 TINY_CASES = "tiny_cases.jsonl"
+TOY_WIDTH = 512  # a base narrower than this is a toy: the smallest released RWKV-7 (0.1B) is 768 wide
 _MAX_FILE = 16 << 20
 
 
@@ -128,6 +129,22 @@ class CaseSet:
 def builtin_path(name: str = DEFAULT_CASES) -> Path:
     """Path of a case file shipped with the package (``data/<name>``)."""
     return Path(str(resources.files("rwkv_registry.model.smoke").joinpath("data", name)))
+
+
+def is_toy_base(base: Mapping[str, Any]) -> bool:
+    """Is the base (its record in index.json) a toy model, narrower than any released RWKV-7?
+
+    Such a base (the demo's tiny one is 128 wide) cannot answer the built-in tool-calling cases,
+    so a smoke run without ``--cases`` uses the tiny set (:data:`TINY_CASES`) instead.
+    """
+    arch = base.get("architecture")
+    width = arch.get("n_embd") if isinstance(arch, Mapping) else None
+    return isinstance(width, int) and not isinstance(width, bool) and width < TOY_WIDTH
+
+
+def default_cases(base: Mapping[str, Any]) -> str:
+    """Name of the built-in case set for ``base``: the tiny set for a toy base, else the default set."""
+    return TINY_CASES if is_toy_base(base) else DEFAULT_CASES
 
 
 def load_cases(path: str | Path | None = None) -> CaseSet:

@@ -3,6 +3,8 @@
 :func:`run_smoke` is what ``rwkv-registry smoke`` calls. Steps:
 
 1. read ``index.json``; find the entry and its base record (unknown entry: :class:`UsageError`);
+   without a case file, a toy base (:func:`~rwkv_registry.model.smoke.cases.is_toy_base`) gets
+   the tiny case set, the others the built-in tool-calling set;
 2. hash the base file (cached by stat key) and compare with the base record's sha256; a mismatch
    stops with both hashes named (exit 2), before anything is loaded; the entry file is checked
    against its own recorded sha256 too;
@@ -29,7 +31,7 @@ from rwkv_registry.errors import RefusedError, RegistryError, UsageError
 from rwkv_registry.model.errors import ModelError
 from rwkv_registry.model.profiles import get_profile
 from rwkv_registry.model.rwkv7 import RWKV7
-from rwkv_registry.model.smoke.cases import Case, CaseSet, load_cases
+from rwkv_registry.model.smoke.cases import TINY_CASES, Case, CaseSet, builtin_path, is_toy_base, load_cases
 from rwkv_registry.model.smoke.engine import Engine, Job, JobResult, RunStats
 from rwkv_registry.model.smoke.hashcache import cached_sha256
 from rwkv_registry.model.smoke.prompt import CALL_STOPS, STOP_TOKENS, THINK_STOPS, PromptBuilder, stop_bytes
@@ -177,6 +179,11 @@ def check_base_file(
     base_file: Path, base: dict[str, Any], entry_id: str, progress: Callable[[int], None] | None = None
 ) -> tuple[str, bool]:
     """sha256 of ``base_file`` (cached) checked against the base record; UsageError on a mismatch."""
+    if base_file.is_dir():
+        raise UsageError(
+            f"--base-file {base_file}: is a directory, not a base file",
+            hint=f"Give the .pth file of base {base['name']!r}.",
+        )
     if not base_file.is_file():
         raise UsageError(f"{base_file}: no such base file", hint=f"Give the file of base {base['name']!r}.")
     try:
@@ -341,6 +348,8 @@ def run_smoke(
     root = Path(root)
     base_path = Path(base_file)
     entry, base = find_entry(root, entry_id)
+    if cases_path is None and is_toy_base(base):  # the default cases need a released RWKV-7
+        cases_path = builtin_path(TINY_CASES)
     cases = load_cases(cases_path)
     dev, dtype = pick_device(device)
     size = base_path.stat().st_size if base_path.is_file() else 0

@@ -1,0 +1,535 @@
+"""Bad input and interruptions never give a traceback, an "unexpected" error or a half-written registry.
+
+One test (or a few) per defect of the robustness audit: read-only and wrong paths for init, demo,
+sums, recover and readme; the lock refused outside a registry; `sums` refusing to bless a damaged
+registry; Ctrl-C before, at and after the commit point; the waiting notice of a blocked writer;
+options that were silently ignored; messages that named the wrong problem; and `smoke` checking
+everything that needs no model before torch is imported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import hashlib
+import json
+import multiprocessing
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from regtools import TINY_BASE, TINY_SHA, state_train, write_state
+
+from rwkv_registry import atomic
+from rwkv_registry.atomic import (
+    JOURNAL_NAME,
+    LOCK_NAME,
+    TMP_PREFIX,
+    Transaction,
+    recover,
+    registry_lock,
+    require_registry,
+)
+from rwkv_registry.cli import build_parser, main
+from rwkv_registry.errors import RegistryIOError, UsageError
+
+ARCH = "n_layer=2,n_embd=128,vocab_size=65536,ffn_size=512"
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    """Every file (sha256) and directory of ``root``, the lock file aside."""
+    out = {}
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root).as_posix()
+        if p.name == LOCK_NAME:
+            continue
+        out[rel] = "dir" if p.is_dir() else hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+def transient(root: Path) -> list[str]:
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob(".rwkv-registry*") if p.name != LOCK_NAME)
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "rwkv_registry.cli", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def clean_error(err: str) -> str:
+    """stderr flattened; asserts the error is a clean one."""
+    assert "Traceback" not in err and "unexpected" not in err, err
+    return " ".join(err.split())
+
+
+# --- 1. init -----------------------------------------------------------------------------------------------
+
+
+def test_init_under_a_read_only_parent_is_an_io_error_naming_the_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    real_mkdir = Path.mkdir
+
+    def read_only_mkdir(self: Path, *args: Any, **kwargs: Any) -> None:
+        if tmp_path / "romnt" in (self, *self.parents):
+            raise OSError(errno.EROFS, "Read-only file system", str(self))
+        real_mkdir(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", read_only_mkdir)  # root ignores chmod: a read-only mount, simulated
+    target = tmp_path / "romnt" / "sub"
+    assert main(["init", str(target)]) == 2
+    err = clean_error(capsys.readouterr().err)
+    assert f"cannot create the directory {target}: Read-only file system" in err
+    assert "hint:" in err and "read-only" in err.split("hint:")[1]
+    assert not target.exists()
+
+
+def test_init_on_a_file_says_it_is_a_file(reg: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    before = snapshot(reg)
+    assert main(["init", str(reg / "index.json")]) == 2
+    assert "index.json: is a file, not a directory" in clean_error(capsys.readouterr().err)
+    assert main(["init", str(reg)]) == 2
+    assert "is already a registry" in clean_error(capsys.readouterr().err)
+    assert snapshot(reg) == before
+
+
+def test_a_failed_init_leaves_no_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def fail(*args: Any, **kwargs: Any) -> None:
+        raise RegistryIOError("disk full (simulated)")
+
+    monkeypatch.setattr("rwkv_registry.ops._publish", fail)
+    assert main(["init", str(tmp_path / "new")]) == 2
+    assert not (tmp_path / "new").exists()
+
+
+# --- 2. demo -----------------------------------------------------------------------------------------------
+
+
+def test_demo_on_a_file_is_a_usage_error(reg: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", str(reg / "index.json")]) == 2
+    assert "index.json: is a file, not a directory" in clean_error(capsys.readouterr().err)
+
+
+def test_demo_force_on_another_registry_does_not_suggest_force(reg: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    before = snapshot(reg)
+    assert main(["demo", str(reg), "--force"]) == 2
+    err = clean_error(capsys.readouterr().err)
+    assert "is not an earlier demo: --force replaces only a demo registry" in err
+    assert "or --force" not in err
+    assert main(["demo", str(reg)]) == 2  # without --force: not a demo, so --force is not offered either
+    assert "--force" not in clean_error(capsys.readouterr().err)
+    assert snapshot(reg) == before
+
+
+# --- 3. SHA256SUMS a directory; a rename failing after the journal -----------------------------------------
+
+
+def test_sums_refuses_when_sha256sums_is_a_directory_and_leaves_nothing(reg: Path) -> None:
+    (reg / "SHA256SUMS").unlink()
+    (reg / "SHA256SUMS").mkdir()
+    before = snapshot(reg)
+    out = run_cli("sums", str(reg))
+    assert out.returncode == 2
+    err = clean_error(out.stderr)
+    assert "SHA256SUMS: is a directory; SHA256SUMS must be a file" in err and "Remove or rename" in err
+    assert transient(reg) == [] and snapshot(reg) == before
+    rec = run_cli("recover", str(reg))
+    assert rec.returncode == 0 and "nothing to recover" in rec.stdout
+
+
+def test_a_rename_failing_after_the_journal_keeps_it_for_recover(reg: Path) -> None:
+    txn = Transaction(reg)
+    txn.write_bytes("LICENSE", b"MIT\n")
+    (reg / "LICENSE").mkdir()  # appears between staging and commit
+    with pytest.raises(RegistryIOError, match="cannot finish the write") as info, txn:
+        txn.commit()
+    assert "rwkv-registry recover" in info.value.hint
+    assert (reg / JOURNAL_NAME).exists() and len(list(reg.glob(TMP_PREFIX + "*"))) == 1  # not rolled back
+    with pytest.raises(RegistryIOError, match="cannot finish an interrupted write"):
+        recover(reg)  # never claims to have completed it
+    assert (reg / JOURNAL_NAME).exists()
+    (reg / "LICENSE").rmdir()
+    assert "completed an interrupted write (1 of 1" in recover(reg)[0]
+    assert (reg / "LICENSE").read_bytes() == b"MIT\n" and transient(reg) == []
+
+
+def test_staging_a_file_where_a_directory_is_refuses_before_anything(reg: Path) -> None:
+    (reg / "README.md").unlink()
+    (reg / "README.md").mkdir()
+    before = snapshot(reg)
+    with pytest.raises(RegistryIOError, match="it is a directory, where a file belongs"), Transaction(reg) as txn:
+        txn.write_bytes("README.md", b"x")
+    assert snapshot(reg) == before and transient(reg) == []
+
+
+# --- 4. paths that are not registries ---------------------------------------------------------------------
+
+
+def test_sums_on_a_directory_without_index_json_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "notes.txt").write_text("x")
+    assert main(["sums", str(plain)]) == 2
+    assert "is not a registry (no index.json)" in clean_error(capsys.readouterr().err)
+    assert sorted(p.name for p in plain.iterdir()) == ["notes.txt"]  # no SHA256SUMS, no lock file
+
+
+@pytest.mark.parametrize("argv", [["sums", "{p}", "--check"], ["sums", "{p}"], ["recover", "{p}"], ["readme", "{p}"]])
+def test_a_missing_path_is_not_a_directory_and_is_not_created(
+    argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    nope = tmp_path / "nope"
+    assert main([a.format(p=nope) for a in argv]) == 2
+    assert f"{nope}: not a directory" in clean_error(capsys.readouterr().err)
+    assert not nope.exists()
+
+
+# --- 5. the lock is taken only in a registry -----------------------------------------------------------------
+
+
+def test_add_into_a_base_directory_names_the_registry_and_creates_nothing(
+    reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    state = write_state(tmp_path / "in" / "s9.pth", seed=9)
+    train = tmp_path / "in" / "train.json"
+    train.write_text(json.dumps(state_train("v9")))
+    before = snapshot(reg)
+    wrong = reg / TINY_BASE
+    argv = ["add", str(wrong), str(state), "--base", TINY_BASE, "--data-version", "v9", "--train", str(train)]
+    assert main(argv) == 2
+    err = clean_error(capsys.readouterr().err)
+    assert f"{wrong} is not a registry (no index.json); give the registry root" in err
+    assert f"inside the registry {reg}" in err or f"give {os.path.relpath(reg)}" in err
+    assert not (wrong / LOCK_NAME).exists() and snapshot(reg) == before
+    assert main(["validate", str(reg)]) == 0
+
+
+def test_registry_lock_refuses_a_non_registry_unless_creating(tmp_path: Path) -> None:
+    d = tmp_path / "d"
+    d.mkdir()
+    (d / "x").write_text("x")
+    with pytest.raises(UsageError, match="is not a registry"), registry_lock(d):
+        pass
+    assert not (d / LOCK_NAME).exists()
+    with pytest.raises(UsageError, match="not a directory"), registry_lock(tmp_path / "absent"):
+        pass
+    assert not (tmp_path / "absent").exists()
+    with registry_lock(d, creating=True):  # init: the directory becomes a registry
+        pass
+    interrupted = tmp_path / "killed-init"  # only the transient files of a killed init: recover cleans it
+    interrupted.mkdir()
+    (interrupted / f"{TMP_PREFIX}abc-index.json").write_text("{}")
+    with registry_lock(interrupted, quiet=True) as messages:
+        assert messages == ["removed 1 temporary file(s) of an interrupted write"]
+    with pytest.raises(UsageError):
+        require_registry(interrupted, strict=True)
+
+
+# --- 6. sums does not bless a damaged registry -----------------------------------------------------------------
+
+
+def test_sums_refuses_a_truncated_weight_file(reg: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    weight = reg / TINY_BASE / "state" / "v1" / "s1.pth"
+    with open(weight, "r+b") as f:
+        f.truncate(100)
+    before = snapshot(reg)
+    assert main(["sums", str(reg)]) == 1
+    err = clean_error(capsys.readouterr().err)
+    assert f"{weight}: 100 bytes, but index.json records" in err
+    assert "run `rwkv-registry validate" in err.lower() and "`--force` to write anyway" in err
+    assert snapshot(reg) == before and transient(reg) == []
+    assert main(["sums", str(reg), "--force"]) == 0
+    assert snapshot(reg)["SHA256SUMS"] != before["SHA256SUMS"]
+
+
+def test_sums_refuses_a_changed_weight_of_the_same_size(reg: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    weight = reg / TINY_BASE / "state" / "v1" / "s1.pth"
+    data = bytearray(weight.read_bytes())
+    data[len(data) // 2] ^= 1
+    weight.write_bytes(bytes(data))
+    assert main(["sums", str(reg)]) == 1
+    assert "differs from index.json's" in clean_error(capsys.readouterr().err)
+
+
+def test_sums_refuses_an_unparsable_index(reg: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (reg / "index.json").write_text("{\n")
+    before = snapshot(reg)
+    assert main(["sums", str(reg)]) == 1
+    err = clean_error(capsys.readouterr().err)
+    assert "SHA256SUMS not written" in err and "index.json: line 2" in err and "--force" in err
+    assert snapshot(reg) == before
+
+
+def test_sums_still_writes_after_an_ordinary_edit(reg: Path) -> None:
+    (reg / "README.md").write_text((reg / "README.md").read_text() + "\nmore\n")
+    assert main(["sums", str(reg)]) == 0
+    assert main(["sums", str(reg), "--check"]) == 0
+
+
+# --- 7. Ctrl-C -------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def add_inputs(tmp_path: Path) -> list[str]:
+    state = write_state(tmp_path / "in" / "s9.pth", seed=9)
+    train = tmp_path / "in" / "train.json"
+    train.write_text(json.dumps(state_train("v9")))
+    return [str(state), "--base", TINY_BASE, "--data-version", "v9", "--train", str(train)]
+
+
+def _interrupt_at(point: str, *argv: str) -> subprocess.CompletedProcess[str]:
+    return run_cli(*argv, env={atomic.FAULT_ENV: point, atomic.FAULT_SIGNAL_ENV: "INT"})
+
+
+@pytest.mark.parametrize("point", ["mkdir-0", "partial-0", "written-2", "staged"])
+def test_ctrl_c_before_the_commit_point_rolls_back(point: str, reg: Path, add_inputs: list[str]) -> None:
+    before = snapshot(reg)
+    out = _interrupt_at(point, "add", str(reg), *add_inputs)
+    assert out.returncode == 130
+    assert clean_error(out.stderr) == "interrupted: nothing was written"
+    assert transient(reg) == [] and snapshot(reg) == before
+
+
+@pytest.mark.parametrize("point", ["journal-tmp", "journal", "rename-0", "renamed", "committed"])
+def test_ctrl_c_at_or_after_the_commit_point_completes_and_says_so(
+    point: str, reg: Path, add_inputs: list[str]
+) -> None:
+    out = _interrupt_at(point, "add", str(reg), *add_inputs)
+    assert out.returncode == 130
+    assert clean_error(out.stderr) == "interrupted after the write was committed: the entry is registered"
+    assert transient(reg) == []
+    index = json.loads((reg / "index.json").read_text())
+    assert "s9" in {e["id"] for e in index["entries"]}
+    assert main(["validate", str(reg)]) == 0
+
+
+@pytest.mark.parametrize(("point", "committed"), [("mkdir-1", False), ("partial-2", False), ("rename-1", True)])
+def test_ctrl_c_during_add_base(point: str, committed: bool, reg: Path) -> None:
+    before = snapshot(reg)
+    argv = ["add-base", str(reg), "--name", "rwkv7-tiny-20270101-ctx4096", "--sha256", "b" * 64, "--size", "5"]
+    out = _interrupt_at(point, *argv, "--arch", ARCH, "--source", "BlinkDL/rwkv7-g1")
+    assert out.returncode == 130 and transient(reg) == []
+    if committed:
+        assert "the base is registered" in clean_error(out.stderr)
+        assert main(["validate", str(reg)]) == 0
+    else:
+        assert clean_error(out.stderr) == "interrupted: nothing was written"
+        assert snapshot(reg) == before
+
+
+def test_interrupts_are_held_back_only_inside_the_block() -> None:
+    import signal
+
+    with pytest.raises(KeyboardInterrupt), atomic.interrupts_deferred():
+        os.kill(os.getpid(), signal.SIGINT)
+        done = True  # reached: the interrupt waits for the end of the block
+    assert done
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+# --- 8. a blocked writer says that it waits -------------------------------------------------------------------
+
+
+def _hold_lock(root: str, ready: Any, seconds: float) -> None:
+    with registry_lock(root):
+        ready.set()
+        time.sleep(seconds)
+
+
+def test_a_blocked_writer_says_that_it_waits(
+    reg: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(atomic, "_stderr_is_terminal", lambda: True)
+    ctx = multiprocessing.get_context("spawn")
+    ready = ctx.Event()
+    holder = ctx.Process(target=_hold_lock, args=(str(reg), ready, 2.0))
+    holder.start()
+    try:
+        assert ready.wait(30)
+        t0 = time.monotonic()
+        with registry_lock(reg, timeout=20):
+            waited = time.monotonic() - t0
+    finally:
+        holder.join(30)
+    err = capsys.readouterr().err
+    assert "waiting for the lock held by another rwkv-registry command" in err and "(up to 20 s)" in err
+    assert waited >= atomic.WAIT_NOTICE_TTY_S
+
+
+def test_an_unblocked_writer_says_nothing(reg: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with registry_lock(reg):
+        pass
+    assert capsys.readouterr().err == ""
+
+
+# --- 9. options that were silently ignored or made up ------------------------------------------------------------
+
+
+def test_validate_full_on_a_local_path_is_a_usage_error(reg: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(reg), "--full"]) == 2
+    assert "--full is only for a Hub target" in clean_error(capsys.readouterr().err)
+    assert main(["validate", "hf://a/b", "--since", "HEAD"]) == 2
+    assert "--since is for a local git registry" in clean_error(capsys.readouterr().err)
+
+
+def test_add_base_requires_source(reg: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    before = snapshot(reg)
+    argv = ["add-base", str(reg), "--name", "rwkv7-tiny-20270101-ctx4096", "--sha256", "b" * 64, "--size", "5"]
+    assert main([*argv, "--arch", ARCH]) == 2
+    assert "add-base needs --source OWNER/REPO" in clean_error(capsys.readouterr().err)
+    assert snapshot(reg) == before
+    assert main(["add-base", str(reg), "--from-hub", "a/b/c.pth", "--source", "a/b"]) == 2
+    assert "--source is not used with --from-hub" in clean_error(capsys.readouterr().err)
+    assert main([*argv, "--arch", ARCH, "--source", "BlinkDL/rwkv7-g1"]) == 0
+
+
+# --- 10. messages that named the wrong problem ---------------------------------------------------------------------
+
+
+def test_smoke_base_file_that_is_a_directory(reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["smoke", str(reg), "s1", "--base-file", str(tmp_path)]) == 2
+    assert f"--base-file {tmp_path}: is a directory, not a base file" in clean_error(capsys.readouterr().err)
+
+
+def test_signing_with_a_public_key_says_so(reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    key = tmp_path / "keys" / "k"
+    key.parent.mkdir()
+    assert main(["keygen", str(key)]) == 0
+    capsys.readouterr()
+    assert main(["sign", str(reg), "--key", f"{key}.pub"]) == 2
+    err = clean_error(capsys.readouterr().err)
+    assert "this is a public key; signing needs the private key" in err and f"({key};" in err
+    assert "chmod" not in err
+    assert not (reg / "SHA256SUMS.sig").exists()
+
+
+def test_compare_names_a_missing_file_once_with_a_hint(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    nope = tmp_path / "nope.json"
+    assert main(["compare", str(nope), str(nope)]) == 2
+    err = clean_error(capsys.readouterr().err)
+    assert err.count(str(nope)) == 1 and "cannot be read" in err and "hint:" in err
+
+
+@pytest.mark.parametrize("command", [["list", "{p}"], ["show", "x", "--path", "{p}"]])
+def test_list_and_show_name_the_path_that_is_not_a_registry(
+    command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main([a.format(p=empty) for a in command]) == 2
+    assert f"{empty} is not a registry (no index.json)" in clean_error(capsys.readouterr().err)
+
+
+def test_arch_errors_have_a_hint(reg: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["add-base", str(reg), "--name", "x", "--sha256", "b" * 64, "--size", "5", "--source", "a/b"]
+    assert main([*argv, "--arch", "n_layer=2,n_embd=100,vocab_size=65536"]) == 2
+    err = clean_error(capsys.readouterr().err)
+    assert "n_embd 100" in err and "hint:" in err and "multiple of 64" in err
+
+
+def test_readme_hint_warns_that_reset_drops_the_text(reg: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    readme = reg / "README.md"
+    readme.write_text("My own text, no markers.\n")
+    assert main(["readme", str(reg)]) == 1
+    err = clean_error(capsys.readouterr().err)
+    assert "--reset" in err and "DROPS the publisher's own text" in err and "back README.md up first" in err
+    assert readme.read_text() == "My own text, no markers.\n"
+
+
+# --- 11. smoke: checks before the model ------------------------------------------------------------------------------
+
+
+def _smoke_in_subprocess(*argv: str) -> tuple[int, bool, str]:
+    """(exit code, whether torch was imported, stderr) of ``main(["smoke", *argv])`` in a fresh process."""
+    code = (
+        "import sys; from rwkv_registry.cli import main; rc = main(sys.argv[1:]); "
+        "print(json.dumps([rc, 'torch' in sys.modules]))"
+    )
+    out = subprocess.run([sys.executable, "-c", "import json; " + code, "smoke", *argv], capture_output=True, text=True)
+    rc, torch_loaded = json.loads(out.stdout.strip().splitlines()[-1])
+    return rc, torch_loaded, out.stderr
+
+
+def test_smoke_refuses_bad_input_without_importing_torch(reg: Path, tmp_path: Path) -> None:
+    base = tmp_path / "base.pth"
+    base.write_bytes(b"not a base")
+    rc, torch_loaded, err = _smoke_in_subprocess(str(reg), "no-such-entry", "--base-file", str(base))
+    assert (rc, torch_loaded) == (2, False) and "no entry 'no-such-entry'" in clean_error(err)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "x"}\n')
+    rc, torch_loaded, err = _smoke_in_subprocess(str(reg), "s1", "--base-file", str(base), "--cases", str(bad))
+    assert (rc, torch_loaded) == (2, False) and "bad.jsonl:1" in clean_error(err)
+
+
+def test_smoke_record_on_a_read_only_registry_fails_before_evaluating(
+    reg: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import rwkv_registry.cli as cli
+
+    base = tmp_path / "base.pth"
+    base.write_bytes(b"x")
+    real_open = os.open
+    inside = str(reg.resolve())
+
+    def read_only_open(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if os.path.abspath(path).startswith(inside) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
+            raise OSError(errno.EROFS, "Read-only file system", str(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    real_import = cli.importlib.import_module
+
+    def no_evaluation(name: str, *args: Any) -> Any:
+        assert "smoke" not in name, "the evaluation was started"
+        return real_import(name, *args)
+
+    monkeypatch.setattr(os, "open", read_only_open)  # root ignores chmod: a read-only mount, simulated
+    monkeypatch.setattr(cli.importlib, "import_module", no_evaluation)
+    before = snapshot(reg)
+    assert main(["smoke", str(reg), "s1", "--base-file", str(base), "--cases", str(tmp_path / "x"), "--record"]) == 2
+    err = clean_error(capsys.readouterr().err)
+    assert "--record:" in err and "Read-only file system" in err and "nothing was evaluated" in err
+    assert "without --record" in err
+    assert snapshot(reg) == before
+
+
+def test_smoke_on_a_toy_base_uses_the_tiny_cases(reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from rwkv_registry.cli import _smoke_precheck
+
+    base = tmp_path / "base.pth"
+    base.write_bytes(b"x")
+    args = build_parser().parse_args(["smoke", str(reg), "s1", "--base-file", str(base)])
+    assert isinstance(args, argparse.Namespace)
+    _smoke_precheck(args)
+    assert args.cases is not None and Path(args.cases).name == "tiny_cases.jsonl" and Path(args.cases).is_file()
+    err = " ".join(capsys.readouterr().err.split())
+    assert "is a toy model (width 128): using the built-in tiny case set tiny_cases.jsonl" in err
+    mine = tmp_path / "mine.jsonl"  # --cases given: used as given
+    mine.write_text(Path(args.cases).read_text())
+    args = build_parser().parse_args(["smoke", str(reg), "s1", "--base-file", str(base), "--cases", str(mine)])
+    _smoke_precheck(args)
+    assert args.cases == str(mine) and capsys.readouterr().err == ""
+
+
+def test_toy_base_detection() -> None:
+    from rwkv_registry.cli import _smoke_cases_module
+
+    cases = _smoke_cases_module()
+    assert cases.is_toy_base({"architecture": {"n_embd": 128}})
+    assert not cases.is_toy_base({"architecture": {"n_embd": 768}})  # RWKV-7 0.1B, the smallest release
+    assert not cases.is_toy_base({"architecture": {"n_embd": 4096}}) and not cases.is_toy_base({})
+    assert cases.default_cases({"architecture": {"n_embd": 4096}}) == cases.DEFAULT_CASES
+
+
+def test_add_base_metadata_source_is_recorded(reg: Path) -> None:
+    argv = ["add-base", str(reg), "--name", "rwkv7-tiny-20270101-ctx4096", "--sha256", TINY_SHA, "--size", "5"]
+    assert main([*argv, "--arch", ARCH, "--source", "someone/somewhere"]) == 0
+    bases = json.loads((reg / "index.json").read_text())["bases"]
+    assert bases[-1]["source"]["repo"] == "someone/somewhere"
