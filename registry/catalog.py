@@ -1017,3 +1017,38 @@ def _data_text(e: dict[str, Any], *, full: bool = True) -> str:
     if isinstance(sha, str):
         parts.append(f"sha256 {sha if full else sha[:8] + '…'}")
     return " · ".join(parts)
+
+
+def find_entry(root: Path, entry_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(entry, base record)`` from ``root/index.json``; a :class:`UsageError` names the known ids
+    (what ``smoke`` needs before anything is loaded)."""
+    from .errors import RefusedError
+    from .ops import load_index
+
+    try:
+        index = load_index(root)
+    except RefusedError as e:  # an invalid index: the command cannot run
+        raise UsageError(e.message, hint=e.hint, path=e.path) from None
+    entries = {e["id"]: e for e in index["entries"]}
+    if entry_id not in entries:
+        known = ", ".join(sorted(entries)[:12]) or "none"
+        raise UsageError(f"{root}: no entry {entry_id!r} in index.json", hint=f"Known entry ids: {known}.")
+    entry = entries[entry_id]
+    bases = {b["name"]: b for b in index["bases"]}
+    if entry["base"] not in bases:
+        raise UsageError(
+            f"entry {entry_id!r} names base {entry['base']!r}, which index.json does not list",
+            hint="Fix index.json (`rwkv-registry validate` lists every problem).",
+        )
+    return entry, bases[entry["base"]]
+
+
+def check_base_path(base_file: Path, base: dict[str, Any]) -> None:
+    """``--base-file`` must be a file (not a directory, not missing); its hash is checked later."""
+    if base_file.is_dir():
+        raise UsageError(
+            f"--base-file {base_file}: is a directory, not a base file",
+            hint=f"Give the .pth file of base {base['name']!r} (e.g. {base_file / (base['name'] + '.pth')}).",
+        )
+    if not base_file.is_file():
+        raise UsageError(f"{base_file}: no such base file", hint=f"Give the .pth file of base {base['name']!r}.")

@@ -320,37 +320,17 @@ def _smoke_precheck(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from .atomic import TMP_PREFIX, registry_lock, require_registry
-    from .errors import RefusedError, RegistryIOError
-    from .ops import load_index
+    from .catalog import check_base_path, find_entry
+    from .errors import RegistryIOError
 
     if importlib.util.find_spec("torch") is None:  # what to install comes first (main() words it)
         raise ModuleNotFoundError("No module named 'torch'", name="torch")
     if args.think_tokens < 1:
         raise UsageError(f"--think-tokens {args.think_tokens}: give a positive number of tokens")
     root = require_registry(args.path, strict=True)
-    try:
-        index = load_index(root)
-    except RefusedError as e:  # an invalid index: the command cannot run
-        raise UsageError(e.message, hint=e.hint, path=e.path) from None
-    entries = {e["id"]: e for e in index["entries"]}
-    entry = entries.get(args.entry_id)
-    if entry is None:
-        known = ", ".join(sorted(entries)[:12]) or "none"
-        raise UsageError(f"{root}: no entry {args.entry_id!r} in index.json", hint=f"Known entry ids: {known}.")
-    base = next((b for b in index["bases"] if b["name"] == entry["base"]), None)
-    if base is None:
-        raise UsageError(
-            f"entry {args.entry_id!r} names base {entry['base']!r}, which index.json does not list",
-            hint="Fix index.json (`rwkv-registry validate` lists every problem).",
-        )
+    _, base = find_entry(root, args.entry_id)
     base_file = Path(args.base_file)
-    if base_file.is_dir():
-        raise UsageError(
-            f"--base-file {base_file}: is a directory, not a base file",
-            hint=f"Give the .pth file of base {base['name']!r} (e.g. {base_file / (base['name'] + '.pth')}).",
-        )
-    if not base_file.is_file():
-        raise UsageError(f"{base_file}: no such base file", hint=f"Give the .pth file of base {base['name']!r}.")
+    check_base_path(base_file, base)
     if args.record:
         try:
             with registry_lock(root):

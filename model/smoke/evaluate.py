@@ -27,7 +27,8 @@ from typing import Any, Protocol
 
 import torch
 
-from rwkv_registry.errors import RefusedError, RegistryError, UsageError
+from rwkv_registry.catalog import check_base_path, find_entry
+from rwkv_registry.errors import RegistryError, UsageError
 from rwkv_registry.model.errors import ModelError
 from rwkv_registry.model.profiles import get_profile
 from rwkv_registry.model.rwkv7 import RWKV7
@@ -153,39 +154,11 @@ def environment(device: str, dtype: torch.dtype) -> Environment:
     return Environment(device, name, str(dtype).replace("torch.", ""), torch.__version__, torch.version.cuda)
 
 
-def find_entry(root: Path, entry_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``(entry, base record)`` from ``root/index.json``; UsageError names the known ids."""
-    from rwkv_registry.ops import load_index
-
-    try:
-        index = load_index(root)
-    except RefusedError as e:  # an invalid index: the command cannot run
-        raise UsageError(e.message, hint=e.hint, path=e.path) from None
-    entries = {e["id"]: e for e in index["entries"]}
-    if entry_id not in entries:
-        known = ", ".join(sorted(entries)[:12]) or "none"
-        raise UsageError(f"{root}: no entry {entry_id!r} in index.json", hint=f"Known entry ids: {known}.")
-    entry = entries[entry_id]
-    bases = {b["name"]: b for b in index["bases"]}
-    if entry["base"] not in bases:
-        raise UsageError(
-            f"entry {entry_id!r} names base {entry['base']!r}, which index.json does not list",
-            hint="Fix index.json (`rwkv-registry validate` lists every problem).",
-        )
-    return entry, bases[entry["base"]]
-
-
 def check_base_file(
     base_file: Path, base: dict[str, Any], entry_id: str, progress: Callable[[int], None] | None = None
 ) -> tuple[str, bool]:
     """sha256 of ``base_file`` (cached) checked against the base record; UsageError on a mismatch."""
-    if base_file.is_dir():
-        raise UsageError(
-            f"--base-file {base_file}: is a directory, not a base file",
-            hint=f"Give the .pth file of base {base['name']!r}.",
-        )
-    if not base_file.is_file():
-        raise UsageError(f"{base_file}: no such base file", hint=f"Give the file of base {base['name']!r}.")
+    check_base_path(base_file, base)
     try:
         digest, cached = cached_sha256(base_file, progress=progress)
     except OSError as e:
