@@ -683,7 +683,9 @@ class Validator:
         expected = {"state": "rwkv_state_tune", "miss": "rwkv_miss_tune"}.get(method)
         if trainer.get("name") in LIGHTNING_TRAINERS and trainer.get("name") != expected:
             self.add(
-                finding("TRN007", rel, f"trainer {trainer.get('name')} trained weights under {method}/ ({expected})")
+                finding(
+                    "TRN007", rel, f"trainer is {trainer.get('name')}, but {method}/ weights are trained by {expected}"
+                )
             )
         if trainer and trainer.get("commit") is None:
             self.add(
