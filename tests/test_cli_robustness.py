@@ -15,6 +15,7 @@ import hashlib
 import json
 import multiprocessing
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -55,12 +56,19 @@ def transient(root: Path) -> list[str]:
     return sorted(p.relative_to(root).as_posix() for p in root.rglob(".rwkv-registry*") if p.name != LOCK_NAME)
 
 
+def _sigint_as_at_a_terminal() -> None:
+    """In the child: Ctrl-C's default disposition. A test run started in the background (``make test &``,
+    some CI runners) inherits SIGINT ignored, and Python then keeps it ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "rwkv_registry.cli", *args],
         capture_output=True,
         text=True,
         env={**os.environ, **(env or {})},
+        preexec_fn=_sigint_as_at_a_terminal,
     )
 
 
@@ -326,13 +334,15 @@ def test_ctrl_c_during_add_base(point: str, committed: bool, reg: Path) -> None:
 
 
 def test_interrupts_are_held_back_only_inside_the_block() -> None:
-    import signal
-
-    with pytest.raises(KeyboardInterrupt), atomic.interrupts_deferred():
-        os.kill(os.getpid(), signal.SIGINT)
-        done = True  # reached: the interrupt waits for the end of the block
-    assert done
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as at a terminal (see run_cli)
+    try:
+        with pytest.raises(KeyboardInterrupt), atomic.interrupts_deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            done = True  # reached: the interrupt waits for the end of the block
+        assert done
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 # --- 8. a blocked writer says that it waits -------------------------------------------------------------------
