@@ -168,6 +168,8 @@ def render_entry_info(cat: Catalog, e: dict[str, Any], *, usage: bool = True) ->
     t.add_row("data", _data_text(e))
     if e.get("group"):
         t.add_row("group", _s(e.get("group")))
+    if e.get("on_top_of"):
+        t.add_row("on top of", f"{_s(e.get('on_top_of'))} (trained and used with it)")
     t.add_row("profile", _s(e.get("profile"), "—"))
     t.add_row("sampling", _s(e.get("sampling"), "—"))
     if e.get("method") == "miss":
@@ -355,7 +357,13 @@ def _scores_table(scores: list[Any]) -> Any:
         if s.get("solved") is not None and s.get("total") is not None and s.get("unit") == "percent":
             detail.append(f"{num(s['solved'])}/{s['total']}")
         if s.get("runs") is not None:
-            detail.append(f"{s['runs']} runs")
+            runs = _l(s.get("run_scores"))
+            detail.append(f"{s['runs']} runs" + (f" ({', '.join(num(x) for x in runs)})" if runs else ""))
+        categories = _d(s.get("by_category"))
+        if categories:
+            detail.append(
+                ", ".join(f"{k} {num(_d(v).get('solved'))}/{_d(v).get('total')}" for k, v in categories.items())
+            )
         cmp_ = _d(s.get("comparison"))
         if cmp_:
             wins, losses, p = cmp_.get("wins"), cmp_.get("losses"), num(cmp_.get("p_value"))

@@ -344,3 +344,27 @@ def test_list_and_show_never_import_textual(registry: Path) -> None:
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout.rsplit("RESULT=", 1)[1])
     assert result == {"codes": [0, 0], "textual": False, "torch": False}
+
+
+def test_show_renders_categories_run_scores_and_stacking(registry: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Seed 003's per-category results, single runs and a State trained on top of an adapter appear in `show`."""
+
+    def edit(index: dict) -> None:
+        s1 = next(e for e in index["entries"] if e["id"] == "s1")
+        s1["on_top_of"] = "v2-r4-a"
+        s1["scores"] = [
+            dict(
+                exam(70.7, "2026-01-05"),
+                solved=58,
+                total=82,
+                run_scores=[57, 59],
+                by_category={"abstention": {"solved": 12, "total": 17}},
+            )
+        ]
+
+    update_index(registry, edit)
+    assert validate_registry(registry, use_cache=False).ok
+    assert main(["show", "s1", "--path", str(registry)]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "v2-r4-a (trained and used with it)" in text
+    assert "2 runs (57, 59)" in text and "abstention 12/17" in text
