@@ -457,7 +457,7 @@ class Validator:
             if parts[0] not in self.bases:
                 continue  # LAY002 covers the whole directory
             if not _layout_ok(parts):
-                self.add(finding("LAY004", rel, "this place is not part of the layout"))
+                self.add(finding("LAY004", rel, _misplaced(parts)))
         for d in tree.dirs:
             parts = d.split("/")
             if len(parts) == 3 and parts[1] in ("state", "miss") and not _VERSION_DIR.match(parts[2]):
@@ -823,6 +823,16 @@ def _layout_ok(parts: list[str]) -> bool:
         and bool(_NAME.match(parts[3]))
         and parts[4] == "adapter-final.pth"
     )
+
+
+def _misplaced(parts: list[str]) -> str:
+    """Why a file is not part of the layout: a bad name in the right place, or the wrong place."""
+    name = parts[-1]
+    if len(parts) == 4 and parts[1] == "state" and _VERSION_DIR.match(parts[2]) and name.endswith(WEIGHT_SUFFIXES):
+        return f"file name {name!r} is not usable: letters, digits, '.', '_' and '-', starting with a letter or digit"
+    if len(parts) == 5 and parts[1] == "miss" and name == "adapter-final.pth" and not _NAME.match(parts[3]):
+        return f"group folder {parts[3]!r} is not usable: letters, digits, '.', '_' and '-'"
+    return "this place is not part of the layout"
 
 
 def _lfs_routed(text: str, suffix: str) -> bool:

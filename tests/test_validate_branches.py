@@ -337,3 +337,12 @@ def test_validating_a_folder_inside_a_registry_names_the_root(reg: Path) -> None
     with pytest.raises(UsageError, match="lies inside the registry at") as e:
         validate_registry(reg / TINY_BASE)
     assert str(reg.resolve()) in e.value.hint
+
+
+def test_lay004_names_a_bad_file_name_in_the_right_place(reg: Path) -> None:
+    """A State file with spaces or emoji in its name is told so, not just 'not part of the layout'."""
+    (reg / TINY_BASE / "state" / "v1" / "ñoño 🚀.pth").write_bytes(b"x")
+    messages = where(reg, "LAY004")[f"{TINY_BASE}/state/v1/ñoño 🚀.pth"]
+    assert messages == [
+        "file name 'ñoño 🚀.pth' is not usable: letters, digits, '.', '_' and '-', starting with a letter or digit"
+    ]
