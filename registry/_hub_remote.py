@@ -77,6 +77,7 @@ def hub_error(e: BaseException, repo_id: str, revision: str | None, endpoint: st
     where = f"{repo_id}@{revision}" if revision else repo_id
     if isinstance(e, RegistryError):
         return e
+    endpoint = redact(endpoint)  # credentials in an HF_ENDPOINT URL never reach a message
     if isinstance(e, GatedRepoError):
         return UsageError(f"{where}: gated repository on {endpoint}", hint="Accept its terms on the Hub and log in.")
     if isinstance(e, RepositoryNotFoundError):
@@ -102,8 +103,16 @@ def hub_error(e: BaseException, repo_id: str, revision: str | None, endpoint: st
     return RegistryIOError(f"{where}: {type(e).__name__}: {_first_line(e)}")
 
 
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s]+@")
+
+
+def redact(text: str) -> str:
+    """``text`` with the user:password part of every URL in it replaced by ``***``."""
+    return _USERINFO.sub(r"\1***@", text)
+
+
 def _first_line(e: BaseException) -> str:
-    text = str(e).strip()
+    text = redact(str(e).strip())
     return text.splitlines()[0] if text else type(e).__name__
 
 

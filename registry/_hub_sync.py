@@ -4,9 +4,9 @@ push: the local registry must validate (signatures included when keys are truste
 branch is pinned at its current commit; only files whose bytes differ from the remote (sha256 for
 LFS files, git blob id for the others) are uploaded, and remote files absent locally are deleted,
 all in ONE commit created with ``parent_commit`` so that a concurrent push makes it fail instead of
-overwriting. Published files are protected: a push never deletes a weight file (.pth, .safetensors),
-never changes one under a base directory, and never changes, deletes or adds anything under a
-frozen base (frozen in the local or the remote index.json).
+overwriting. Published files are protected: a push never deletes a weight file (.pth, .safetensors)
+or any file under a base directory, never changes a weight file under a base directory, and never
+changes or adds anything under a frozen or superseded base (in the local or the remote index.json).
 
 pull: ``snapshot_download`` of the repository at one commit (with ``base``: every small file, and
 the weight files of that base only) into a new or empty directory, then validation. Weights of the
@@ -27,6 +27,7 @@ from ._hub_remote import RemoteEntry, RemoteRepo, connect, hub_error
 from .atomic import JOURNAL_NAME, LOCK_NAME, TMP_PREFIX
 from .errors import RefusedError, RegistryError, UsageError
 from .facts import FactsCache, FileFacts, gather_facts, sha256_file
+from .lineage import superseded
 from .validate import WEIGHT_SUFFIXES, Report, Tree, Validator, validate_registry
 
 __all__ = ["PushResult", "pull_registry", "push_registry"]
@@ -114,6 +115,8 @@ def _protected(
     frozen = {
         n for idx in (local_index, remote_index) for n, b in _index_bases(idx).items() if b.get("status") == "frozen"
     }
+    # a base that a newer one of its family supersedes is closed like a frozen one (IDX007, GIT003)
+    frozen |= {n for idx in (local_index, remote_index) for n in superseded(_index_bases(idx).values())}
 
     def base_of(rel: str) -> str | None:
         top = rel.split("/", 1)[0] if "/" in rel else None
@@ -128,11 +131,11 @@ def _protected(
             problems.append(f"{rel} would change on the Hub" + (f" (base {base} is frozen)" if base in frozen else ""))
         elif rel not in remote.files and base in frozen:
             problems.append(f"{rel} would be added under the frozen base {base}")
-    for rel in deleted:
+    for rel in deleted:  # published files are never deleted (GIT002): nothing under a base, no weight anywhere
         base = base_of(rel)
-        if rel.endswith(WEIGHT_SUFFIXES) or (base is not None and base in frozen):
-            why = f" (base {base} is frozen)" if base in frozen else ""
-            problems.append(f"{rel} would be deleted from the Hub{why}")
+        if rel.endswith(WEIGHT_SUFFIXES) or base is not None:
+            why = f"; base {base} is frozen or superseded" if base in frozen else ""
+            problems.append(f"{rel} would be deleted from the Hub (published files are never deleted{why})")
     return problems
 
 
@@ -228,8 +231,10 @@ def _commit_error(e: Exception, remote: RemoteRepo, revision: str, parent: str) 
         now = f"it is now at {head[:12]}" if head else "it has moved"
         return RefusedError(
             f"{remote.repo_id}@{revision} moved during the push: it was at {parent[:12]}, {now}; nothing was committed",
-            hint=f"Someone else pushed meanwhile: inspect it (`rwkv-registry validate hf://{remote.repo_id}@{revision}`)"
-            ", bring your copy up to date, then push again.",
+            hint="Someone else pushed meanwhile: inspect it "
+            f"(`rwkv-registry validate hf://{remote.repo_id}@{revision}`), then "
+            f"`rwkv-registry pull {remote.repo_id} NEW_DIR`, redo your change there "
+            "(e.g. `rwkv-registry add NEW_DIR …`) and push from NEW_DIR.",
         )
     return hub_error(e, remote.repo_id, revision, remote.endpoint)
 

@@ -425,12 +425,14 @@ def check_signatures(
 def sign_registry(path: str | os.PathLike[str], key: str | os.PathLike[str], *, trust: bool = False) -> PublicKey:
     """Sign the registry's SHA256SUMS with ``key``; with ``trust``, first record the key in index.json.
 
-    Order, each step under the registry lock: (1) add the key to ``signing.trusted_keys`` if asked
-    (index.json, README and SHA256SUMS are rewritten together), (2) check that SHA256SUMS matches
-    every file, (3) sign SHA256SUMS's bytes and write SHA256SUMS.sig atomically.
+    Order, each step under the registry lock: (1) add the key to ``signing.trusted_keys`` if asked,
+    after checking that SHA256SUMS matches every file (index.json, README and SHA256SUMS are then
+    rewritten together, so nothing else is blessed), (2) check again that SHA256SUMS matches every
+    file, (3) sign SHA256SUMS's bytes and write SHA256SUMS.sig atomically. A key the registry does
+    not trust is refused unless ``trust`` (its signature would fail SIG003).
     """
     from .atomic import Transaction, registry_lock
-    from .ops import check_sums, update_index
+    from .ops import update_index
 
     root = Path(path)
     if not root.is_dir() or not (root / "index.json").is_file():
@@ -442,7 +444,15 @@ def sign_registry(path: str | os.PathLike[str], key: str | os.PathLike[str], *, 
             hint="Move it outside the registry (and out of git history), then sign again.",
         )
     private, public = load_private_key(key)
-    if trust and public.b64 not in {k.b64 for k in index_keys(_read_index(root))}:
+    trusted = {k.b64 for k in index_keys(_read_index(root))}
+    if trusted and public.b64 not in trusted and not trust:
+        raise RefusedError(
+            f"--key {key}: key {public.id} is not among the keys this registry trusts, so `validate` would "
+            "reject its signature (SIG003); the current signature is kept",
+            hint="Sign with a trusted key, or add this one with `sign --trust` (a reviewed change of index.json).",
+        )
+    if trust and public.b64 not in trusted:
+        _refuse_stale_sums(root)  # trusting rewrites SHA256SUMS: it must not bless files changed since
 
         def add_key(index: dict[str, Any]) -> None:
             signing = index.setdefault("signing", {"trusted_keys": []})
@@ -455,13 +465,7 @@ def sign_registry(path: str | os.PathLike[str], key: str | os.PathLike[str], *, 
 
         update_index(root, add_key)
     with registry_lock(root):
-        errors = [f for f in check_sums(root) if str(f.severity) == "error"]
-        if errors:
-            raise RefusedError(
-                f"SHA256SUMS does not match the registry ({errors[0].code} {errors[0].path}: {errors[0].message})",
-                hint="Run `rwkv-registry sums PATH` (or fix the files), then sign again.",
-                findings=errors,
-            )
+        _refuse_stale_sums(root)
         try:
             sums = (root / SUMS_NAME).read_bytes()
         except OSError as e:
@@ -470,6 +474,19 @@ def sign_registry(path: str | os.PathLike[str], key: str | os.PathLike[str], *, 
             txn.write_bytes(SIG_NAME, signature_document(sums, private, public))
             txn.commit()
     return public
+
+
+def _refuse_stale_sums(root: Path) -> None:
+    """Refuse to sign (or to trust a key, which rewrites SHA256SUMS) unless SHA256SUMS matches every file."""
+    from .ops import check_sums
+
+    errors = [f for f in check_sums(root) if str(f.severity) == "error"]
+    if errors:
+        raise RefusedError(
+            f"SHA256SUMS does not match the registry ({errors[0].code} {errors[0].path}: {errors[0].message})",
+            hint="Review the change, run `rwkv-registry sums PATH` (or fix the files), then sign again.",
+            findings=errors,
+        )
 
 
 def _read_index(root: Path) -> dict[str, Any] | None:

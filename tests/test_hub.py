@@ -407,6 +407,12 @@ def test_frozen_bases_get_no_change_addition_or_deletion(hub: FakeHub, tiny: Pat
     assert _protected([f"{new}/state/v1/train.json", f"{new}/state/v2/c.pth"], ["LICENSE"], remote, index, {}) == []
     assert _protected([], [f"{old}/state/v1/a.pth"], remote, {"bases": [{"name": old}]}, {}) != []
     assert _protected([], ["model.safetensors"], remote, {}, {}) != []  # weights are never deleted
+    # nothing published under a base is ever deleted, active base or not
+    assert _protected([], [f"{new}/state/v1/train.json"], remote, index, {}) != []
+    # superseded (a newer base of the family exists) closes a base even while its status says active
+    active = {"bases": [{"name": old, "status": "active"}, {"name": new, "status": "active"}]}
+    assert _protected([f"{old}/state/v2/b.pth"], [], remote, active, {}) != []
+    assert _protected([f"{new}/state/v2/b.pth"], [], remote, active, {}) == []
 
 
 def test_push_to_a_missing_repo_or_branch_is_a_clear_error(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
@@ -453,3 +459,12 @@ def test_pull_one_base_checks_the_others_by_metadata(hub: FakeHub, tiny: Path, t
     assert "HSH001" in errors(report)
     with pytest.raises(UsageError, match="no base"):
         pull_registry(repo_id, tmp_path / "three", base="nope", log=lambda m: None)
+
+
+def test_credentials_in_the_endpoint_never_reach_a_message() -> None:
+    from rwkv_registry._hub_remote import hub_error
+
+    err = hub_error(
+        OSError("GET http://user:hunter2@hub.local/api failed"), "o/r", None, "http://user:hunter2@hub.local"
+    )
+    assert "hunter2" not in err.message and "http://***@hub.local" in err.message

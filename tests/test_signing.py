@@ -217,3 +217,26 @@ def test_sign_trust_twice_records_the_key_once(reg: Path, keys: tuple[Path, Path
     assert (reg / "index.json").read_bytes() == index_before
     assert len(json.loads(index_before)["signing"]["trusted_keys"]) == 1
     assert validate_registry(reg).ok
+
+
+def test_sign_trust_does_not_bless_files_changed_since_sha256sums(reg: Path, keys: tuple[Path, Path]) -> None:
+    """Trusting a key rewrites SHA256SUMS: a file edited after the last `sums` must stop it, not be signed."""
+    key, _ = keys
+    train = reg / "rwkv7-tiny-20260101-ctx4096" / "state" / "v1" / "train.json"
+    train.write_text(train.read_text().replace("1.8.1", "6.6.6"))
+    before = {p: p.read_bytes() for p in reg.rglob("*") if p.is_file() and ".rwkv-registry" not in p.name}
+    with pytest.raises(RefusedError, match="SHA256SUMS does not match"):
+        sign_registry(reg, key, trust=True)
+    assert {p: p.read_bytes() for p in before} == before and not (reg / SIG_NAME).exists()
+
+
+def test_sign_with_an_untrusted_key_keeps_the_good_signature(
+    reg: Path, keys: tuple[Path, Path], tmp_path: Path
+) -> None:
+    key, _ = keys
+    sign_registry(reg, key, trust=True)
+    good = (reg / SIG_NAME).read_bytes()
+    other, _, _ = generate_keypair(tmp_path / "other.key")
+    with pytest.raises(RefusedError, match="not among the keys this registry trusts"):
+        sign_registry(reg, other)
+    assert (reg / SIG_NAME).read_bytes() == good and validate_registry(reg).ok
