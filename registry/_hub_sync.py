@@ -25,7 +25,7 @@ from typing import Any
 
 from ._hub_remote import RemoteEntry, RemoteRepo, connect, hub_error
 from .atomic import JOURNAL_NAME, LOCK_NAME, TMP_PREFIX
-from .errors import RefusedError, RegistryError, UsageError
+from .errors import RefusedError, RegistryError, RegistryIOError, UsageError
 from .facts import FactsCache, FileFacts, gather_facts, sha256_file
 from .lineage import superseded
 from .validate import WEIGHT_SUFFIXES, Report, Tree, Validator, validate_registry
@@ -285,11 +285,15 @@ def pull_registry(
     from huggingface_hub import snapshot_download
 
     dest = Path(path)
-    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
-        raise UsageError(
-            f"{path} exists and is not empty",
-            hint="Pull into a new or empty directory (a git clone of the Hub repository updates with `git pull`).",
-        )
+    hint = "Pull into a new or empty directory (a git clone of the Hub repository updates with `git pull`)."
+    if not str(path).strip():
+        raise UsageError("pull needs a destination directory", hint=hint)
+    if dest.exists() and not dest.is_dir():
+        raise UsageError(f"{path}: is a file, not a directory", hint=hint)
+    if dest.exists() and any(dest.iterdir()):
+        raise UsageError(f"{path} exists and is not empty", hint=hint)
+    if not dest.parent.is_dir():
+        raise UsageError(f"{path}: the directory {dest.parent} does not exist", hint=hint)
     remote = connect(repo_id, revision, endpoint=endpoint, token=token)
     skipped: dict[str, RemoteEntry] = {}
     allow: list[str] | None = None
@@ -310,14 +314,28 @@ def pull_registry(
         f"pulling {repo_id}@{remote.sha[:12]} into {path}: {len(want)} file(s), "
         f"{sum(e.size for e in want) / 1e6:.1f} MB" + (f" (weights of base {base} only)" if base else "")
     )
+    # into a hidden sibling first: an interrupted pull leaves PATH as it was (absent or empty)
+    staging = dest.parent / f".{dest.name}{PULL_STAGING}{os.getpid()}"
     try:
         snapshot_download(
-            repo_id, revision=remote.sha, local_dir=dest, allow_patterns=allow, endpoint=remote.endpoint, token=token
+            repo_id, revision=remote.sha, local_dir=staging, allow_patterns=allow, endpoint=remote.endpoint, token=token
         )
-    except Exception as e:
-        raise hub_error(e, repo_id, revision, remote.endpoint) from e
-    finally:
-        _drop_download_metadata(dest)
+    except BaseException as e:  # Ctrl-C too
+        shutil.rmtree(staging, ignore_errors=True)
+        if isinstance(e, Exception):
+            raise hub_error(e, repo_id, revision, remote.endpoint) from e
+        raise
+    _drop_download_metadata(staging)
+    try:
+        if dest.exists():
+            dest.rmdir()  # empty, checked above
+        staging.rename(dest)
+    except OSError as e:
+        raise RegistryIOError(
+            f"cannot move the pulled files from {staging} to {path}: {e.strerror or e}",
+            hint=f"Everything was downloaded into {staging}; move it to {path} yourself, then validate it.",
+            path=str(path),
+        ) from e
     if not skipped:
         return validate_registry(dest)
     v = _PartialValidator(dest.resolve(), skipped)
@@ -325,6 +343,9 @@ def pull_registry(
     order = {"error": 0, "warning": 1, "info": 2}
     v.findings.sort(key=lambda f: (order[str(f.severity)], f.path, f.code, f.message))
     return Report(str(path), v.findings, v.stats)
+
+
+PULL_STAGING = ".rwkv-registry-pull-"  # .<dest><this><pid>: where a pull downloads before the final rename
 
 
 def _drop_download_metadata(dest: Path) -> None:

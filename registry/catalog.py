@@ -55,6 +55,7 @@ FROZEN_TAG = "[frozen]"
 CURRENT_MARK = "▶"
 _FRACTIONS = " ▏▎▍▌▋▊▉"
 _QUOTED_ID = re.compile(r"'([A-Za-z0-9][A-Za-z0-9._-]*)'")
+_ENTRY_AT = re.compile(r"^\$\.entries\[(\d+)\]")  # a schema finding's JSON path inside one entry
 
 
 def worst_status(statuses: Iterable[str]) -> str:
@@ -429,11 +430,15 @@ class FindingIndex:
     """A validation report's findings, looked up by entry and by directory.
 
     A finding belongs to an entry when its path is the entry's file, the entry's train.json or a
-    directory above the entry's file (path prefix), or when it is on index.json and names the
-    entry's id in quotes. Everything else is registry-level (README, SHA256SUMS, stray files).
+    directory above the entry's file (path prefix), or when it is on index.json and either names
+    the entry's id in quotes or is a schema error at ``$.entries[N]…`` (``index_entries``: the raw
+    ``entries`` list of index.json, to resolve N). Everything else is registry-level (README,
+    SHA256SUMS, stray files).
     """
 
-    def __init__(self, findings: Sequence[Finding], entries: Sequence[dict[str, Any]]) -> None:
+    def __init__(
+        self, findings: Sequence[Finding], entries: Sequence[dict[str, Any]], index_entries: Sequence[Any] = ()
+    ) -> None:
         self.findings = list(findings)
         by_path: dict[str, list[str]] = {}
         ids = set()
@@ -453,6 +458,10 @@ class FindingIndex:
         self.registry_level: list[Finding] = []
         for f in self.findings:
             owners = list(by_path.get(f.path.rstrip("/"), []))
+            at = _ENTRY_AT.match(str(f.extra.get("json_path", ""))) if f.path == "index.json" else None
+            if not owners and at and int(at.group(1)) < len(index_entries):
+                item = index_entries[int(at.group(1))]
+                owners = [_s(item.get("id"))] if isinstance(item, dict) and _s(item.get("id")) in ids else []
             if not owners and f.path == "index.json":
                 owners = [i for i in dict.fromkeys(_QUOTED_ID.findall(f.message)) if i in ids]
             for eid in owners:
@@ -509,6 +518,7 @@ class Catalog:
         self.error_hint: str = ""
         self.generation = 0
         self.entries: list[dict[str, Any]] = []
+        self.index_entries: list[Any] = []
         self.bases: list[dict[str, Any]] = []
         self.unpublished: list[dict[str, Any]] = []
         self._by_id: dict[str, dict[str, Any]] = {}
@@ -555,7 +565,8 @@ class Catalog:
                         self.error_hint = "index.json holds one JSON object (`rwkv-registry validate` lists the rules)."
             self.index = index
             self.bases = [b for b in _l(index.get("bases")) if isinstance(b, dict)]
-            self.entries = [e for e in _l(index.get("entries")) if isinstance(e, dict) and e.get("id") is not None]
+            self.index_entries = _l(index.get("entries"))  # as written, to resolve $.entries[N] of a finding
+            self.entries = [e for e in self.index_entries if isinstance(e, dict) and e.get("id") is not None]
             self.unpublished = [u for u in _l(index.get("unpublished")) if isinstance(u, dict)]
             self._by_id = {_s(e["id"]): e for e in reversed(self.entries)}
             self._by_path = {_s(e.get("path")): e for e in reversed(self.entries)}

@@ -119,6 +119,26 @@ class BarChart:
             yield Text("  † never uploaded", style="dim")
 
 
+_PLAIN_TABLE: Any = None
+
+
+def _table_class() -> Any:
+    """rich's ``Table``, except that string cells are plain text. Strings from index.json and
+    train.json are never read as Rich markup: a description holding ``[/]`` crashed ``show`` and the
+    TUI, and ``[bold]…[/]`` was silently swallowed."""
+    global _PLAIN_TABLE
+    if _PLAIN_TABLE is None:
+        from rich.table import Table
+        from rich.text import Text
+
+        class PlainTable(Table):
+            def add_row(self, *renderables: Any, **kwargs: Any) -> None:
+                super().add_row(*(Text(r) if isinstance(r, str) else r for r in renderables), **kwargs)
+
+        _PLAIN_TABLE = PlainTable
+    return _PLAIN_TABLE
+
+
 def _bar_label(b: Bar) -> str:
     return f"{b.label}†" if b.kind == "unpublished" else b.label
 
@@ -128,7 +148,7 @@ def _fit(text: str, width: int) -> str:
 
 
 def _kv_table() -> Any:
-    from rich.table import Table
+    Table = _table_class()
 
     t = Table.grid(padding=(0, 1))
     t.add_column(style="bold", no_wrap=True)
@@ -343,7 +363,7 @@ def render_scores(
 
 
 def _scores_table(scores: list[Any]) -> Any:
-    from rich.table import Table
+    Table = _table_class()
 
     table = Table(box=None, padding=(0, 1), show_edge=False, header_style="bold")
     table.add_column("benchmark", no_wrap=True)
@@ -551,7 +571,7 @@ def render_registry_info(cat: Catalog) -> RenderableType:
 def render_comparison(cmp: Comparison, *, context: int = 3) -> Iterator[RenderableType]:
     """Fields, score deltas and the side-by-side train.json diff (``=`` same, ``~`` changed, ``-``/``+``
     one side only); unchanged lines farther than ``context`` from a change fold into ``⋮``."""
-    from rich.table import Table
+    Table = _table_class()
     from rich.text import Text
 
     a_id, b_id = _s(cmp.a.get("id")), _s(cmp.b.get("id"))
@@ -661,7 +681,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
         return 0
     from rich import box
-    from rich.table import Table
+
+    Table = _table_class()
     from rich.text import Text
 
     console = _console()
@@ -728,7 +749,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     console.print(render_entry_info(cat, e, usage=False))
     console.print()
     for line in render_usage(cat, e):
-        console.print(line, soft_wrap=True)  # one line each, to copy and paste
+        console.print(line, soft_wrap=True, markup=False, highlight=False)  # one line each, to copy and paste
     info, _ = cat.effective_train(e)
     console.print(Rule("train.json", align="left"))
     console.print(render_train(info, e))

@@ -287,8 +287,19 @@ def cmd_pull(args: argparse.Namespace) -> int:
     from ._hub_sync import pull_registry
     from .cli import print_report
 
-    report = pull_registry(args.repo, args.path, base=args.base, revision=args.revision, log=_print)
+    repo, revision = args.repo, args.revision
+    if repo.startswith("hf://"):  # the form `validate` takes is accepted here too
+        repo, at = parse_hf_target(repo)
+        if at and revision and at != revision:
+            raise UsageError(f"{args.repo} and --revision {revision} name two revisions", hint="Give one of them.")
+        revision = revision or at
+    report = pull_registry(repo, args.path, base=args.base, revision=revision, log=_print)
     print_report(report, _console())
+    if not report.ok:
+        _print(
+            f"The files are in {args.path}, but they do not validate: do not use or publish them as they are "
+            f"(fix the Hub repository, or delete {args.path})."
+        )
     return 0 if report.ok else 1
 
 

@@ -368,3 +368,23 @@ def test_show_renders_categories_run_scores_and_stacking(registry: Path, capsys:
     text = " ".join(capsys.readouterr().out.split())
     assert "v2-r4-a (trained and used with it)" in text
     assert "2 runs (57, 59)" in text and "abstention 12/17" in text
+
+
+def test_schema_findings_of_an_entry_belong_to_that_entry(registry: Path) -> None:
+    """SCH002 names the entry by its position ($.entries[N]); the TUI must still mark that entry."""
+    from rwkv_registry.catalog import Catalog, FindingIndex
+
+    def edit(index: dict) -> None:
+        index["entries"][1]["miss"] = "nope"
+
+    p = registry / "index.json"
+    data = json.loads(p.read_text())
+    edit(data)
+    p.write_text(json.dumps(data, indent=2))
+    report = validate_registry(registry, use_cache=False)
+    assert any(f.code == "SCH002" for f in report.findings)
+    cat = Catalog(registry)
+    found = FindingIndex(report.findings, cat.entries, cat.index_entries)
+    eid = cat.index_entries[1]["id"]
+    assert found.status(eid) == "error" and any(f.code == "SCH002" for f in found.for_entry(eid))
+    assert all(f.code != "SCH002" for f in found.for_entry(cat.index_entries[0]["id"]))  # only the broken one

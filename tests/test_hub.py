@@ -468,3 +468,34 @@ def test_credentials_in_the_endpoint_never_reach_a_message() -> None:
         OSError("GET http://user:hunter2@hub.local/api failed"), "o/r", None, "http://user:hunter2@hub.local"
     )
     assert "hunter2" not in err.message and "http://***@hub.local" in err.message
+
+
+def test_an_interrupted_pull_leaves_nothing_behind(
+    hub: FakeHub, tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The download goes to a hidden sibling and is moved into place only when complete."""
+    import huggingface_hub
+
+    repo_id = new_repo(hub, tiny)
+    real = huggingface_hub.snapshot_download
+
+    def interrupted(*args: object, **kwargs: object) -> str:
+        real(*args, **kwargs)  # everything arrives, then Ctrl-C before the move
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        pull_registry(repo_id, tmp_path / "dest", log=lambda m: None)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no dest, no staging directory
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", real)
+    assert pull_registry(repo_id, tmp_path / "dest", log=lambda m: None).ok
+
+
+def test_pull_takes_the_hf_form_and_names_a_bad_destination(
+    hub: FakeHub, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo_id = new_repo(hub, tiny)
+    (tmp_path / "a-file").write_text("x")
+    assert main(["pull", repo_id, str(tmp_path / "a-file")]) == 2
+    assert "is a file, not a directory" in capsys.readouterr().err
+    assert main(["pull", f"hf://{repo_id}", str(tmp_path / "dest")]) == 0

@@ -8,6 +8,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from regtools import TINY_ARCH
 from textual.widgets import Input
 from tui_helpers import (
     BASE,
@@ -417,9 +418,46 @@ async def test_frozen_base_is_marked(small: Path) -> None:
     app = RegistryApp(str(small), validate_on_start=False, keymap={})
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        assert visible_labels(app.main.tree)[1] == f"  · {BASE} [frozen] (3)"
+        label = visible_labels(app.main.tree)[1]  # the name gives way (…) to the tag and count in a narrow tree
+        assert label.startswith(f"  · {BASE[:12]}") and label.endswith(" [frozen] (3)")
         await pilot.press("down")
         await settle(pilot)
         assert f"{BASE}  [frozen]" in tab_text(app, "info") and "never touched" in tab_text(app, "info")
         await goto(pilot, STATE_ID)
         assert f"{BASE} [frozen]" in tab_text(app, "info")
+
+
+@run_async
+async def test_text_from_index_json_is_never_read_as_markup(small: Path) -> None:
+    """A description holding '[/]' crashed the first paint; '[bold]…[/]' was swallowed. Both show as written."""
+    from rwkv_registry.ops import update_index
+
+    def edit(index: dict) -> None:
+        index["registry"]["description"] = "Weights [/] for agents"
+        entry = next(e for e in index["entries"] if e["id"] == MISS_IDS[1])
+        entry["description"] = "[bold red]not markup[/] and [/] too"
+
+    update_index(small, edit)
+    app = RegistryApp(str(small), validate_on_start=False, keymap={})
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert "Weights [/] for agents" in tab_text(app, "info")
+        await walk_to(pilot, MISS_IDS[1])
+        assert "[bold red]not markup[/] and [/] too" in tab_text(app, "info")
+
+
+@run_async
+async def test_a_long_base_name_gives_way_to_its_tag_and_count(small: Path) -> None:
+    """In a narrow tree the name is cut with … so that [frozen] and the entry count stay visible."""
+    from rwkv_registry.ops import add_base
+
+    newer = BASE.replace("2026", "2027", 1)
+    assert newer != BASE
+    add_base(small, name=newer, source="BlinkDL/rwkv7-g1", sha256="c" * 64, size=1, arch=dict(TINY_ARCH))
+    app = RegistryApp(str(small), validate_on_start=False, keymap={})
+    async with app.run_test(size=(60, 20)) as pilot:
+        await settle(pilot)
+        tree = app.main.tree
+        lines = ["".join(seg.text for seg in tree.render_line(y)).rstrip() for y in range(3)]
+        old = next(line for line in lines if "[frozen]" in line)
+        assert old.endswith("[frozen] (3)") and "…" in old, lines

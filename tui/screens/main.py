@@ -233,7 +233,7 @@ class MainScreen(Screen[None]):
             self._update_entries_text()
         self.validating = False
         self.report = message.report
-        self.findings = FindingIndex(message.report.findings, self.catalog.entries)
+        self.findings = FindingIndex(message.report.findings, self.catalog.entries, self.catalog.index_entries)
         statuses = {str(e.get("id")): self.findings.status(str(e.get("id"))) for e in self.catalog.entries}
         self.tree.set_statuses(statuses, status_of_findings(message.report.findings))
         if self.tree.filter.flags:

@@ -172,9 +172,9 @@ class RegistryTree(Tree[NodeRef]):
 
     def _root_label(self) -> Text:
         label = self._mark(self.registry_status)
-        label.append(self.catalog.name, style="bold")
         total = len(self.catalog.entries)
         count = f" ({self.shown_entries} of {total} shown)" if self.filter.active else f" ({total})"
+        label.append(self._fit(self.catalog.name, depth=0, tail=len(count)), style="bold")
         label.append(count, style="dim")
         return label
 
@@ -189,18 +189,31 @@ class RegistryTree(Tree[NodeRef]):
             n = len(shown.get(ref.method, {}).get(ref.version, []))
         label = self._mark(worst_status(self._status(str(e.get("id"))) for e in entries) if entries else "ok")
         if ref.kind == "base":
-            label.append(ref.base, style="bold")
             status = self.catalog.base_status(ref.base)
-            if status == "frozen":
-                label.append(f" {FROZEN_TAG}", style="cyan")
-            elif status == "unknown":
-                label.append(" [not in index]", style="bold red")
+            tag = f" {FROZEN_TAG}" if status == "frozen" else " [not in index]" if status == "unknown" else ""
+            # a long base name gives way (…) so that its tag and count stay visible in a narrow tree
+            label.append(self._fit(ref.base, depth=1, tail=len(tag) + len(f" ({n})")), style="bold")
+            if tag:
+                label.append(tag, style="cyan" if status == "frozen" else "bold red")
         elif ref.kind == "method":
             label.append(METHOD_LABEL.get(ref.method, ref.method))
         else:
             label.append(ref.version)
         label.append(f" ({n})", style="dim")
         return label
+
+    def _fit(self, text: str, *, depth: int, tail: int) -> str:
+        """``text`` cut short with … so that a label at ``depth`` (guides, status mark, text, ``tail``
+        more cells) fits the tree's current width; unchanged before the first layout."""
+        width = self.scrollable_content_region.width
+        if width <= 0:
+            return text
+        room = width - self.guide_depth * depth - 4 - tail  # 4: the ▼ of an expandable node and the mark
+        return text if len(text) <= room else text[: max(room - 1, 8)] + "…"
+
+    def on_resize(self) -> None:
+        """Labels that were cut to fit are cut again for the new width."""
+        self.refresh_groups()
 
     def _entry_label(self, e: dict[str, Any]) -> Text:
         eid = str(e.get("id"))
