@@ -185,6 +185,11 @@ _FILTER_KEYS = {
 FILTER_HELP = "text  method:miss  base:NAME  data:v2.1  is:rec|error|warning|frozen"
 
 
+_KNOWN_FLAGS = frozenset(
+    {"rec", "recommended", "error", "errors", "err", "broken", "warning", "warnings", "warn", "ok", "frozen", "active"}
+)
+
+
 @dataclass(frozen=True)
 class EntryFilter:
     """What the filter box (and ``list``) keeps. Parsed from ``text method:miss base:… data:v2.1 is:error``.
@@ -228,7 +233,10 @@ class EntryFilter:
         parts = [f"method {self.method}"] if self.method else []
         parts += [f"base ~{self.base}"] if self.base else []
         parts += [f"data {self.data_version}…"] if self.data_version else []
-        parts += [f"is {f}" for f in self.flags]
+        parts += [f"is {f}" for f in self.flags if f in _KNOWN_FLAGS]
+        unknown = [f for f in self.flags if f not in _KNOWN_FLAGS]
+        if unknown:
+            parts.append(f"is:{','.join(unknown)} ignored (is: takes rec, error, warning, ok, frozen, active)")
         parts += [repr(" ".join(self.words))] if self.words else []
         return ", ".join(parts) if parts else "everything"
 

@@ -88,6 +88,8 @@ def test_filter_parsing_and_matching() -> None:
     assert EntryFilter.parse("is:frozen").matches(e, base_status="frozen")
     assert EntryFilter.parse("nosuch:x r4").words == ("nosuch:x", "r4")  # unknown keys are plain words
     assert not EntryFilter.parse("").active and EntryFilter.parse("x").active
+    bogus = EntryFilter.parse("is:bogus")  # an unknown flag keeps everything, and the status line says so
+    assert bogus.matches(e) and "is:bogus ignored" in bogus.describe()
 
 
 def test_worst_status_order() -> None:
