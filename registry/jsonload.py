@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from rwkv_registry.errors import RegistryError
+from rwkv_registry.rules import RULES
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -42,7 +43,7 @@ __all__ = [
 DEFAULT_MAX_DEPTH = 64
 DEFAULT_MAX_BYTES = 64 * 2**20
 
-_HINT = "Write the file as UTF-8 JSON (RFC 8259); `python -m json.tool FILE` shows where it breaks."
+_HINT = RULES["SCH001"].hint  # one fix text for an unparseable JSON file, wherever it is reported
 
 # A JSON string, matched possessively (no backtracking); an unterminated one runs to the end.
 _STRING = r'"[^"\\]*+(?:\\.[^"\\]*+)*+(?:"|\Z)'

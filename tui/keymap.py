@@ -75,5 +75,10 @@ def _add(keymap: dict[str, str], problems: list[str], binding_id: str, key: obje
         problems.append(f"{where}: unknown binding id {binding_id!r} (known: {', '.join(BINDING_IDS)})")
     elif not isinstance(key, str) or not key.strip():
         problems.append(f"{where}: {binding_id}: the key must be a non-empty string")
+    elif any(not k.strip() or " " in k.strip() for k in key.split(",")):
+        problems.append(
+            f"{where}: {binding_id}: {key!r} is not a key or a comma-separated list of keys "
+            "(one key each, e.g. 'ctrl+y,y'; no spaces, no key sequences)"
+        )
     else:
         keymap[binding_id] = key.strip()

@@ -76,3 +76,12 @@ def test_keymap_from_file_and_environment(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.delenv("RWKV_REGISTRY_KEYMAP")
     keymap, problems = load_keymap()
     assert keymap == {} and len(problems) == 1 and str(config) in problems[0]
+
+
+def test_keymap_refuses_a_key_sequence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """'y y' (a sequence) bound nothing at all; it is reported and the default binding stays."""
+    monkeypatch.setenv("RWKV_REGISTRY_TUI_CONFIG", str(tmp_path / "absent.json"))
+    monkeypatch.setenv("RWKV_REGISTRY_KEYMAP", "registry.copy_usage=y y;registry.compare=ctrl+y,x")
+    keymap, problems = load_keymap()
+    assert keymap == {"registry.compare": "ctrl+y,x"}
+    assert len(problems) == 1 and "'y y' is not a key" in problems[0]
