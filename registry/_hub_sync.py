@@ -28,7 +28,7 @@ from .atomic import JOURNAL_NAME, LOCK_NAME, TMP_PREFIX
 from .errors import RefusedError, RegistryError, RegistryIOError, UsageError
 from .facts import FactsCache, FileFacts, gather_facts, sha256_file
 from .lineage import superseded
-from .validate import WEIGHT_SUFFIXES, Report, Tree, Validator, validate_registry
+from .validate import WEIGHT_SUFFIXES, Report, Tree, Validator, sort_findings, validate_registry
 
 __all__ = ["PushResult", "pull_registry", "push_registry"]
 
@@ -340,8 +340,7 @@ def pull_registry(
         return validate_registry(dest)
     v = _PartialValidator(dest.resolve(), skipped)
     v.run()
-    order = {"error": 0, "warning": 1, "info": 2}
-    v.findings.sort(key=lambda f: (order[str(f.severity)], f.path, f.code, f.message))
+    sort_findings(v.findings)
     return Report(str(path), v.findings, v.stats)
 
 

@@ -32,7 +32,7 @@ from typing import Any
 from ._hub_remote import RemoteEntry, RemoteRepo, check_repo_id, connect, hub_endpoint, hub_error, parse_hf_target
 from .errors import CheckpointError, RefusedError, RegistryError, RegistryIOError, UsageError
 from .facts import FileFacts, compute_facts
-from .validate import Report, Tree, Validator
+from .validate import Report, Tree, Validator, sort_findings
 
 __all__ = [
     "HubValidator",
@@ -146,8 +146,7 @@ def validate_hub(
             raise
         except Exception as e:  # HTTP trouble while walking: say so, never a traceback
             raise hub_error(e, repo_id, revision, remote.endpoint) from e
-    order = {"error": 0, "warning": 1, "info": 2}
-    v.findings.sort(key=lambda f: (order[str(f.severity)], f.path, f.code, f.message))
+    sort_findings(v.findings)
     v.stats.update(
         {
             "bytes_fetched": remote.fetcher.bytes_fetched,

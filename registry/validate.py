@@ -876,6 +876,21 @@ def validate_registry(
     v = Validator(root, use_cache=use_cache, since=since, progress=progress)
     v.trusted_keys = list(trusted_keys or [])
     v.run()
-    order = {"error": 0, "warning": 1, "info": 2}
-    v.findings.sort(key=lambda f: (order[str(f.severity)], f.path, f.code, f.message))
+    sort_findings(v.findings)
     return Report(str(path), v.findings, v.stats)
+
+
+_SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+_DIGITS = re.compile(r"(\d+)")
+
+
+def sort_findings(findings: list[Finding]) -> None:
+    """Report order, in place: errors first, then by path, code and message, numbers in a message
+    compared as numbers ("line 2" before "line 10")."""
+
+    def key(f: Finding) -> tuple[Any, ...]:
+        parts = _DIGITS.split(f.message)
+        natural = tuple((0, int(p), "") if i % 2 else (1, 0, p) for i, p in enumerate(parts))
+        return (_SEVERITY_ORDER[str(f.severity)], f.path, f.code, natural)
+
+    findings.sort(key=key)

@@ -346,3 +346,10 @@ def test_lay004_names_a_bad_file_name_in_the_right_place(reg: Path) -> None:
     assert messages == [
         "file name 'ñoño 🚀.pth' is not usable: letters, digits, '.', '_' and '-', starting with a letter or digit"
     ]
+
+
+def test_findings_of_one_file_come_in_line_order(reg: Path) -> None:
+    """HSH003 on lines 1…12 is reported 1, 2, …, 12 (not 1, 10, 11, 12, 2, …)."""
+    (reg / "SHA256SUMS").write_text("".join(f"bad line {i}\n" for i in range(12)))
+    lines = [int(m.split(":")[0].split()[1]) for m in where(reg, "HSH003")["SHA256SUMS"]]
+    assert lines == sorted(lines) and len(lines) == 12
