@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -161,6 +162,11 @@ def push_registry(
     root = Path(path)
     if not root.is_dir():
         raise UsageError(f"{path}: not a directory", hint="Give the registry's root directory.")
+    if re.fullmatch(r"[0-9a-f]{7,40}", revision):
+        raise UsageError(
+            f"--revision {revision}: push commits onto a branch, and this looks like a commit id",
+            hint="Give the branch to push to (default main); a commit can be validated or pulled, not pushed onto.",
+        )
     root = root.resolve()
     report = validate_registry(root)
     errors = [f for f in report.findings if str(f.severity) == "error"]

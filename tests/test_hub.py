@@ -499,3 +499,9 @@ def test_pull_takes_the_hf_form_and_names_a_bad_destination(
     assert main(["pull", repo_id, str(tmp_path / "a-file")]) == 2
     assert "is a file, not a directory" in capsys.readouterr().err
     assert main(["pull", f"hf://{repo_id}", str(tmp_path / "dest")]) == 0
+
+
+def test_push_onto_a_commit_id_is_refused_before_anything_is_sent(tiny: Path, tmp_path: Path) -> None:
+    reg = copy(tiny, tmp_path / "reg")
+    with pytest.raises(UsageError, match="looks like a commit id"):
+        push_registry(reg, "tester/any", revision="0" * 40, log=lambda m: None)
