@@ -245,11 +245,18 @@ def generate_keypair(key: str | os.PathLike[str], *, comment: str = "") -> tuple
 
     if "\n" in comment or "\r" in comment:
         raise UsageError("--comment must be one line")
+    if not str(key).strip() or Path(key).is_dir():
+        raise UsageError(
+            f"keygen needs a file name for the private key, not {str(key)!r}",
+            hint="e.g. rwkv-registry keygen ~/.config/rwkv-registry/signing.key (KEY.pub is written beside it).",
+        )
     path = Path(key)
     pub_path = Path(str(path) + ".pub")
     parent = path.resolve().parent
     if not parent.is_dir():
-        raise UsageError(f"{path.parent}: no such directory")
+        raise UsageError(
+            f"{path.parent}: no such directory", hint=f"Create it first (mkdir -p {path.parent}), or give another KEY."
+        )
     registry = _registry_around(parent)
     if registry is not None:
         raise RefusedError(

@@ -240,3 +240,13 @@ def test_sign_with_an_untrusted_key_keeps_the_good_signature(
     with pytest.raises(RefusedError, match="not among the keys this registry trusts"):
         sign_registry(reg, other)
     assert (reg / SIG_NAME).read_bytes() == good and validate_registry(reg).ok
+
+
+def test_keygen_names_what_is_wrong_with_the_path(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="needs a file name"):
+        generate_keypair("")
+    with pytest.raises(UsageError, match="needs a file name"):
+        generate_keypair(tmp_path)
+    with pytest.raises(UsageError, match="no such directory") as e:
+        generate_keypair(tmp_path / "missing" / "k")
+    assert "mkdir -p" in e.value.hint
