@@ -32,7 +32,7 @@ from typing import Any
 from ._hub_remote import RemoteEntry, RemoteRepo, check_repo_id, connect, hub_endpoint, hub_error, parse_hf_target
 from .errors import CheckpointError, RefusedError, RegistryError, RegistryIOError, UsageError
 from .facts import FileFacts, compute_facts
-from .validate import Report, Tree, Validator, sort_findings
+from .validate import MAX_TEXT_BYTES, WEIGHT_SUFFIXES, Report, Tree, Validator, sort_findings
 
 __all__ = [
     "HubValidator",
@@ -61,8 +61,13 @@ class HubValidator(Validator):
         self.work = workdir or mirror.parent / f"{mirror.name}-work"
 
     def walk(self) -> Tree:
-        """The remote tree; every file not stored in LFS is downloaded into the mirror."""
-        small = sorted(p for p, e in self.remote.files.items() if e.lfs_sha256 is None)
+        """The remote tree; every file but the weights is downloaded into the mirror (a small file may sit
+        in LFS too, when .gitattributes routes everything there)."""
+        small = sorted(
+            p
+            for p, e in self.remote.files.items()
+            if e.lfs_sha256 is None or (not p.endswith(WEIGHT_SUFFIXES) and e.size <= MAX_TEXT_BYTES)
+        )
         self.root.mkdir(parents=True, exist_ok=True)
 
         def fetch(path: str) -> None:

@@ -840,7 +840,7 @@ def _lfs_routed(text: str, suffix: str) -> bool:
         fields = line.split()
         if not fields or fields[0].startswith("#"):
             continue
-        if fields[0] in (f"*{suffix}", f"**/*{suffix}") and "filter=lfs" in fields[1:]:
+        if fields[0] in (f"*{suffix}", f"**/*{suffix}", "*", "**") and "filter=lfs" in fields[1:]:
             return True
     return False
 

@@ -505,3 +505,15 @@ def test_push_onto_a_commit_id_is_refused_before_anything_is_sent(tiny: Path, tm
     reg = copy(tiny, tmp_path / "reg")
     with pytest.raises(UsageError, match="looks like a commit id"):
         push_registry(reg, "tester/any", revision="0" * 40, log=lambda m: None)
+
+
+def test_a_repository_with_every_file_in_lfs_validates(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
+    """`* filter=lfs` puts index.json and README in LFS too: they are fetched, and LFS002 counts `*`."""
+    reg = copy(tiny, tmp_path / "reg")
+    (reg / ".gitattributes").write_text("* filter=lfs diff=lfs merge=lfs -text\n")
+    resum(reg)
+    assert validate_registry(reg, use_cache=False).ok
+    repo_id = new_repo(hub, reg)
+    assert hub.files(repo_id)  # loaded
+    report = validate_hub(f"hf://{repo_id}")
+    assert report.ok, [(f.code, f.path, f.message) for f in report.findings if str(f.severity) == "error"]
