@@ -543,3 +543,9 @@ def test_add_base_metadata_source_is_recorded(reg: Path) -> None:
     assert main([*argv, "--arch", ARCH, "--source", "someone/somewhere"]) == 0
     bases = json.loads((reg / "index.json").read_text())["bases"]
     assert bases[-1]["source"]["repo"] == "someone/somewhere"
+
+
+def test_add_recommended_says_which_entry_lost_the_mark(reg: Path, add_inputs: list[str]) -> None:
+    out = run_cli("add", str(reg), *add_inputs, "--recommended")
+    assert out.returncode == 0, out.stderr
+    assert "recommended instead of s1" in out.stdout
