@@ -541,6 +541,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
     root = Path(args.path)
     if not root.is_dir():
         raise UsageError(f"{args.path}: not a directory", hint="Give the registry's root directory.")
+    for name in (SUMS_NAME, SIG_NAME):
+        if (root / name).exists() and not (root / name).is_file():
+            raise UsageError(f"{root / name}: not a file", hint=f"{name} must be a plain file; remove what is there.")
     present = {n for n in (SUMS_NAME, SIG_NAME) if (root / n).is_file()}
     findings = check_signatures(root, present, None, list(args.pubkey))
     if not any(f.code in ("SIG001", "SIG003", "SIG004") for f in findings):

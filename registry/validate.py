@@ -757,7 +757,8 @@ class Validator:
         for rel in sorted(expected - set(listed)):
             self.add(finding("HSH004", rel, "not listed in SHA256SUMS"))
         for rel in sorted(set(listed) - expected):
-            self.add(finding("HSH005", SUMS_NAME, f"lists {rel}, which does not exist"))
+            why = "is a symbolic link (never followed)" if (self.root / rel).is_symlink() else "does not exist"
+            self.add(finding("HSH005", SUMS_NAME, f"lists {rel}, which {why}"))
         for rel in sorted(set(listed) & set(actual)):
             if listed[rel] != actual[rel]:
                 self.add(finding("HSH006", rel, f"sha256 is {actual[rel]}, SHA256SUMS says {listed[rel]}"))

@@ -250,3 +250,11 @@ def test_keygen_names_what_is_wrong_with_the_path(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="no such directory") as e:
         generate_keypair(tmp_path / "missing" / "k")
     assert "mkdir -p" in e.value.hint
+
+
+def test_verify_names_a_directory_where_the_signature_belongs(reg: Path, keys: tuple[Path, Path]) -> None:
+    from rwkv_registry.cli import main
+
+    _, pub = keys
+    (reg / SIG_NAME).mkdir()
+    assert main(["verify", str(reg), "--pubkey", str(pub)]) == 2

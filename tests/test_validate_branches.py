@@ -353,3 +353,13 @@ def test_findings_of_one_file_come_in_line_order(reg: Path) -> None:
     (reg / "SHA256SUMS").write_text("".join(f"bad line {i}\n" for i in range(12)))
     lines = [int(m.split(":")[0].split()[1]) for m in where(reg, "HSH003")["SHA256SUMS"]]
     assert lines == sorted(lines) and len(lines) == 12
+
+
+def test_hsh005_says_when_the_listed_file_is_a_symlink(reg: Path) -> None:
+    """A README.md replaced by a symbolic link is not 'missing': the message says what it is."""
+    readme = reg / "README.md"
+    target = reg.parent / "elsewhere.md"
+    target.write_bytes(readme.read_bytes())
+    readme.unlink()
+    readme.symlink_to(target)
+    assert where(reg, "HSH005")["SHA256SUMS"] == ["lists README.md, which is a symbolic link (never followed)"]
