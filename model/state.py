@@ -109,12 +109,13 @@ class StateWeights:
         return (self.n_layer, *self.time_state[0].shape)
 
 
-def load_state_weights(path: str | Path) -> StateWeights:
+def load_state_weights(path: str | Path, *, check_finite: bool = True) -> StateWeights:
     """Read a State file (``blocks.N.att.time_state`` ``[H, V, K]``, bf16/fp16/fp32).
 
     Uses ``torch.load(weights_only=True)``: no pickled code runs. Raises
     :class:`WeightsFormatError` naming the file when a tensor is missing, extra, of another
-    rank or dtype, or when the layers disagree on the shape.
+    rank or dtype, when the layers disagree on the shape, or (``check_finite``) when a value is
+    NaN or infinite.
     """
     p = Path(path)
     tensors = torch_load_dict(p, what="State file")
@@ -156,6 +157,13 @@ def load_state_weights(path: str | Path) -> StateWeights:
             raise WeightsFormatError(
                 f"{p}: blocks.{i}.att.time_state has dtype {t.dtype}, expected bfloat16, float16 or float32",
                 hint="Re-export the State in bf16 or fp32.",
+                path=str(p),
+            )
+        if check_finite and not bool(torch.isfinite(t).all()):
+            bad = int((~torch.isfinite(t)).sum())
+            raise WeightsFormatError(
+                f"{p}: blocks.{i}.att.time_state holds {bad} NaN/Inf value(s)",
+                hint="The training diverged or the file was damaged: use an earlier checkpoint, or retrain.",
                 path=str(p),
             )
     return StateWeights(tuple(layers[i] for i in range(n)), str(p))

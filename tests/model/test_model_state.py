@@ -176,3 +176,17 @@ def test_state_written_by_the_trainer_layout_loads(model: RWKV7, tmp_path: Path)
     state = model.new_state(1, load_state_weights(path))
     for i, layer in enumerate(state.layers):
         assert torch.equal(layer.wkv[0], tensors[f"blocks.{i}.att.time_state"])
+
+
+def test_a_state_holding_nan_is_refused_unless_asked_not_to(tmp_path: Path) -> None:
+    """The model API refuses a NaN State by default; smoke runs it (check_finite=False) and reports it."""
+    from rwkv_registry.model.errors import WeightsFormatError
+    from rwkv_registry.model.state import load_state_weights
+
+    path = tmp_path / "nan-state.pth"
+    states = {f"blocks.{i}.att.time_state": torch.zeros(2, 64, 64) for i in range(2)}
+    states["blocks.1.att.time_state"][0, 3, 4] = float("nan")
+    torch.save(states, path)
+    with pytest.raises(WeightsFormatError, match=r"blocks\.1\.att\.time_state holds 1 NaN/Inf"):
+        load_state_weights(path)
+    assert load_state_weights(path, check_finite=False).shape[0] == 2

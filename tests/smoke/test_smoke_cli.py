@@ -228,6 +228,8 @@ def test_nan_state_is_broken_and_exits_1(capsys, copy, tiny_weights):
     assert report["verdict"] == "fail" and report["exit_code"] == 1
     assert report["sides"]["entry"]["finite"] is False and report["sides"]["base"]["finite"] is True
     assert any("non-finite logits" in r for r in report["reasons"])
+    # NaN losses twice are the same result: no false "non-deterministic" reason
+    assert not any("non-deterministic" in r for r in report["reasons"]), report["reasons"]
 
 
 def test_entry_file_changed_since_registration_exits_2(capsys, copy, tiny_weights):
