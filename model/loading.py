@@ -8,6 +8,9 @@ converted tensor exists beside the mapping while loading to another dtype or dev
 from __future__ import annotations
 
 import hashlib
+import pickle
+import re
+import zipfile
 from pathlib import Path
 
 import torch
@@ -33,6 +36,8 @@ def torch_load_dict(path: str | Path, *, what: str = "checkpoint", mmap: bool = 
     ``what`` names the kind of file in messages ("base checkpoint", "State file", …).
     """
     p = Path(path)
+    if p.is_dir():
+        raise WeightsFormatError(f"{p}: is a directory, not a {what}", hint="Give the .pth file itself.", path=str(p))
     if not p.is_file():
         raise WeightsFormatError(f"{p}: no such {what}", hint="Check the path.", path=str(p))
     with open(p, "rb") as f:
@@ -43,8 +48,24 @@ def torch_load_dict(path: str | Path, *, what: str = "checkpoint", mmap: bool = 
             hint="Fetch the real file (git lfs pull, or download it from the Hub).",
             path=str(p),
         )
+    if not zipfile.is_zipfile(p):  # torch's own message would be about mmap and serialization flags
+        raise WeightsFormatError(
+            f"{p}: this {what} is not a PyTorch zip checkpoint (a legacy pickle, another format, or a damaged file)",
+            hint="Re-save it with torch.save (PyTorch ≥ 1.6 writes the zip format), or re-download it.",
+            path=str(p),
+        )
     try:
         obj = torch.load(p, map_location="cpu", weights_only=True, mmap=mmap)
+    except pickle.UnpicklingError as exc:  # weights_only refused something: never retried without it
+        # torch names the refused global: "…unsupported GLOBAL posix.system…" (wording varies by release)
+        m = re.search(r"[Uu]nsupported (?:global:? )?GLOBAL (\S+)|[Uu]nsupported operand \S+", str(exc))
+        found = f": {m.group(1) or m.group(0)}" if m else ""
+        raise WeightsFormatError(
+            f"{p}: this {what} holds pickled objects other than tensors{found}; refused, never run",
+            hint="Use a checkpoint of plain tensors (torch.save of a dict of tensors); never load this one with "
+            "weights_only=False unless you trust whoever made it.",
+            path=str(p),
+        ) from None
     except Exception as exc:  # torch raises many exception types for a bad archive
         first = (str(exc).splitlines() or [""])[0][:200]
         raise WeightsFormatError(

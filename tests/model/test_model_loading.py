@@ -135,9 +135,10 @@ def test_not_rwkv7_is_refused(tmp_path: Path) -> None:
             b"version https://git-lfs.github.com/spec/v1\noid sha256:" + b"0" * 64 + b"\nsize 9\n",
             "is a Git LFS pointer, not the weights",
         ),
-        (b"PK\x03\x04 truncated", "cannot read this base checkpoint as a PyTorch checkpoint"),
+        (b"PK\x03\x04 truncated", "is not a PyTorch zip checkpoint"),
+        (b"just some text", "is not a PyTorch zip checkpoint"),
     ],
-    ids=["lfs-pointer", "truncated"],
+    ids=["lfs-pointer", "truncated", "text"],
 )
 def test_unreadable_files_are_refused(tmp_path: Path, content: bytes, message: str) -> None:
     path = tmp_path / "base.pth"
@@ -193,3 +194,19 @@ def test_cuda_bf16_matches_cpu_fp32(tiny_base: Path) -> None:
     logits, state = model.forward(torch.tensor(TOKS, device="cuda"))
     assert state.layers[0].wkv.device.type == "cuda"
     assert rel_err(logits.cpu(), ref) < 0.3
+
+
+def test_a_pickle_with_code_is_refused_unrun_and_said_so(tmp_path: Path) -> None:
+    import os
+
+    class Evil:
+        def __reduce__(self) -> tuple[object, tuple[str]]:
+            return (os.system, (f"touch {tmp_path / 'pwned'}",))
+
+    path = tmp_path / "base.pth"
+    torch.save({"emb.weight": torch.zeros(2), "x": Evil()}, path)
+    with pytest.raises(WeightsFormatError, match=r"pickled objects other than tensors: .*system; refused, never run"):
+        RWKV7.from_pth(path)
+    assert not (tmp_path / "pwned").exists()
+    with pytest.raises(WeightsFormatError, match="is a directory"):
+        RWKV7.from_pth(tmp_path)
