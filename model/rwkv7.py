@@ -77,6 +77,12 @@ class RWKV7(nn.Module):
         Raises :class:`WeightsFormatError` naming the file for anything that is not an x070 base.
         """
         p = Path(path)
+        if torch.device(device).type == "cuda" and not torch.cuda.is_available():  # before reading 14 GB
+            raise ModelError(
+                f"{p}: device {str(device)!r} asked, but this torch sees no CUDA device",
+                hint="Load with device='cpu' (tiny models), or run where a GPU and a CUDA build of torch are.",
+                path=str(p),
+            )
         tensors = torch_load_dict(p, what="base checkpoint")
         model = cls.from_state_dict(tensors, device=device, dtype=dtype, source=str(p))
         model.source_path = str(p)

@@ -89,9 +89,9 @@ def load_index(root: Path) -> dict[str, Any]:
         raise UsageError(f"{root}: no index.json here", hint="Create a registry with `rwkv-registry init PATH`.")
     try:
         index = load_json_file(path, display="index.json")
-    except JsonLoadError as e:
+    except JsonLoadError as e:  # its message starts with the file's name
         raise RefusedError(
-            f"index.json: {e}", hint="Fix index.json first (`rwkv-registry validate`).", path="index.json"
+            e.message, hint="Fix index.json first (`rwkv-registry validate`).", path="index.json"
         ) from None
     errors = schema_errors("index", index)
     if errors:

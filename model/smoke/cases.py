@@ -161,10 +161,16 @@ def load_cases(path: str | Path | None = None) -> CaseSet:
     except FileNotFoundError:
         raise UsageError(f"{display}: no such case file", hint="Give a JSONL case file to --cases.") from None
     except OSError as e:
-        raise UsageError(f"{display}: cannot read the case file ({e.strerror or e})") from None
+        raise UsageError(
+            f"{display}: cannot read the case file ({e.strerror or e})", hint="Give a readable JSONL file to --cases."
+        ) from None
     if len(data) > _MAX_FILE:
-        raise UsageError(f"{display}: case file larger than {_MAX_FILE >> 20} MiB")
+        raise UsageError(f"{display}: case file larger than {_MAX_FILE >> 20} MiB", hint=_CASE_HINT)
     return parse_cases(data, display)
+
+
+_CASE_HINT = "See the case format in docs/smoke.md (schemas/smoke-case.schema.json)."
+MAX_CASE_LINE = 256 * 1024  # a case line (toolsets aside): a smoke case is a short conversation
 
 
 def parse_cases(data: bytes, display: str = "cases") -> CaseSet:
@@ -191,12 +197,21 @@ def parse_cases(data: bytes, display: str = "cases") -> CaseSet:
         if "toolset" in obj:
             name = obj["toolset"]
             if name in toolsets:
-                raise UsageError(f"{where}: toolset {name!r} is defined twice")
+                raise UsageError(
+                    f"{where}: toolset {name!r} is defined twice", hint="Give each toolset line its own name."
+                )
             toolsets[name] = _tools(obj["tools"], where)
             continue
+        if len(text) > MAX_CASE_LINE and "toolset" not in obj:
+            raise UsageError(
+                f"{where}: a case line of {len(text) >> 10} KiB (at most {MAX_CASE_LINE >> 10} KiB)",
+                hint="smoke is a quick check of short conversations; long ones belong in a full evaluation.",
+            )
         case = _case(obj, toolsets, where)
         if case.id in ids:
-            raise UsageError(f"{where}: case id {case.id!r} already used on line {ids[case.id]}")
+            raise UsageError(
+                f"{where}: case id {case.id!r} already used on line {ids[case.id]}", hint="Give every case its own id."
+            )
         ids[case.id] = no
         cases.append(case)
     if not cases:
@@ -209,11 +224,14 @@ def _tools(items: list[Mapping[str, Any]], where: str) -> tuple[Tool, ...]:
     names = [t.name for t in tools]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
-        raise UsageError(f"{where}: tool {dup[0]!r} listed twice")
+        raise UsageError(f"{where}: tool {dup[0]!r} listed twice", hint="List each tool once per toolset or case.")
     for t in tools:
         undeclared = [r for r in t.required if r not in t.properties]
         if undeclared:
-            raise UsageError(f"{where}: tool {t.name!r} requires {undeclared[0]!r} but does not declare it")
+            raise UsageError(
+                f"{where}: tool {t.name!r} requires {undeclared[0]!r} but does not declare it",
+                hint="Declare every required argument under the tool's parameters.",
+            )
     return tuple(tools)
 
 
@@ -223,7 +241,10 @@ def _case(obj: Mapping[str, Any], toolsets: Mapping[str, tuple[Tool, ...]], wher
     if isinstance(spec, str):
         if spec not in toolsets:
             known = ", ".join(toolsets) or "none defined above"
-            raise UsageError(f"{where}: case {cid!r} names toolset {spec!r}, not defined above ({known})")
+            raise UsageError(
+                f"{where}: case {cid!r} names toolset {spec!r}, not defined above ({known})",
+                hint="Define the toolset on a line before the cases that use it.",
+            )
         tools = toolsets[spec]
         key = f"toolset:{spec}"
     else:
@@ -233,7 +254,7 @@ def _case(obj: Mapping[str, Any], toolsets: Mapping[str, tuple[Tool, ...]], wher
         tools = (*tools, NO_TOOL_TOOL)
     messages = tuple((m["role"], m["content"]) for m in obj["messages"])
     if messages[-1][0] not in ("user", "tool"):
-        raise UsageError(f"{where}: case {cid!r}: the conversation must end with a user or tool turn")
+        raise UsageError(f"{where}: case {cid!r}: the conversation must end with a user or tool turn", hint=_CASE_HINT)
     exp = obj["expected"]
     name, args = exp["name"], dict(exp.get("arguments", {}))
     case = Case(
@@ -250,13 +271,19 @@ def _case(obj: Mapping[str, Any], toolsets: Mapping[str, tuple[Tool, ...]], wher
     )
     tool = case.tool(name)
     if tool is None:
-        raise UsageError(f"{where}: case {cid!r} expects {name!r}, which is not among its tools")
+        raise UsageError(
+            f"{where}: case {cid!r} expects {name!r}, which is not among its tools",
+            hint="Offer the expected tool in the case's tools or toolset (or expect no_tool).",
+        )
     missing = [r for r in tool.required if r not in args]
     extra = [a for a in args if a not in tool.properties]
     if missing or extra:
         what = f"lacks required {missing[0]!r}" if missing else f"gives {extra[0]!r}, not declared by the tool"
-        raise UsageError(f"{where}: case {cid!r}: the expected call {what}")
+        raise UsageError(f"{where}: case {cid!r}: the expected call {what}", hint=_CASE_HINT)
     for a in case.check_values:
         if a not in args:
-            raise UsageError(f"{where}: case {cid!r}: check_values names {a!r}, absent from the expected arguments")
+            raise UsageError(
+                f"{where}: case {cid!r}: check_values names {a!r}, absent from the expected arguments",
+                hint="check_values lists arguments of the expected call whose values are compared.",
+            )
     return case

@@ -72,7 +72,7 @@ def parse_call(output: str) -> tuple[dict[str, Any] | None, str]:
     try:
         obj, end = json.JSONDecoder(parse_constant=_refuse_constant).raw_decode(text)
     except json.JSONDecodeError as e:
-        return None, f"not JSON: {e.msg} at character {max(0, e.pos - len(CALL_OPENER))}"
+        return None, f"not JSON: {e.msg} (character {max(0, e.pos - len(CALL_OPENER))})"
     except ValueError as e:  # NaN / Infinity: not JSON
         return None, f"not JSON: {e}"
     rest = text[end:].strip()

@@ -210,3 +210,12 @@ def test_a_pickle_with_code_is_refused_unrun_and_said_so(tmp_path: Path) -> None
     assert not (tmp_path / "pwned").exists()
     with pytest.raises(WeightsFormatError, match="is a directory"):
         RWKV7.from_pth(tmp_path)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only case")
+def test_cuda_without_a_gpu_is_refused_before_reading(tmp_path: Path) -> None:
+    from rwkv_registry.model.errors import ModelError
+
+    missing = tmp_path / "never-read.pth"  # the check comes first: the file need not even exist
+    with pytest.raises(ModelError, match="sees no CUDA device"):
+        RWKV7.from_pth(missing, device="cuda")

@@ -271,3 +271,14 @@ def test_json_prefix_scanner_accepts_every_prefix_of_valid_json(value, ascii_onl
     text = json.dumps(value, ensure_ascii=ascii_only) + " \n"
     assert all(json_prefix_ok(text[:i]) for i in range(len(text) + 1))
     assert not json_prefix_ok(text + "x")
+
+
+def test_a_huge_case_line_is_refused_with_the_limit() -> None:
+    """A 5 MB message never finished; a case line is capped, toolset lines are not."""
+    from rwkv_registry.model.smoke.cases import MAX_CASE_LINE, builtin_path, parse_cases
+
+    toolset, case = builtin_path("tiny_cases.jsonl").read_text().splitlines()[:2]
+    big = json.loads(case)
+    big["messages"][0]["content"] = "x" * (MAX_CASE_LINE + 1)
+    with pytest.raises(UsageError, match=r"huge\.jsonl:2: a case line of \d+ KiB \(at most 256 KiB\)"):
+        parse_cases(f"{toolset}\n{json.dumps(big)}\n".encode(), "huge.jsonl")
