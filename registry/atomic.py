@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from .errors import LockedError, RegistryIOError, UsageError
+from .sums import SUMS_NAME
 
 LOCK_NAME = ".rwkv-registry.lock"
 JOURNAL_NAME = ".rwkv-registry.journal"
@@ -164,6 +165,15 @@ def _is_transient(name: str) -> bool:
     return name.startswith(".rwkv-registry")  # the lock, the journal, temporary files, the dirs record
 
 
+def registry_around(path: Path) -> Path | None:
+    """The root of the registry holding ``path``: ``path`` itself or the nearest directory above it
+    with index.json beside SHA256SUMS or README.md; None outside every registry."""
+    for d in [path, *path.parents] if path.is_dir() else path.parents:
+        if (d / "index.json").is_file() and ((d / SUMS_NAME).is_file() or (d / "README.md").is_file()):
+            return d
+    return None
+
+
 def require_registry(root: str | os.PathLike[str], *, creating: bool = False, strict: bool = False) -> Path:
     """``root`` as a Path, checked to be a registry before anything is created in it.
 
@@ -187,7 +197,7 @@ def require_registry(root: str | os.PathLike[str], *, creating: bool = False, st
         raise RegistryIOError(f"cannot read the directory {root}: {e.strerror or e}", path=str(root)) from e
     if names and all(_is_transient(n) for n in names) and not strict:
         return root  # an interrupted init: recover() cleans it
-    above = next((p for p in root.absolute().parents if (p / "index.json").is_file()), None)
+    above = registry_around(root.absolute())
     if above is not None:
         rel = os.path.relpath(above)
         shown = str(above) if rel.startswith("..") else rel

@@ -6,6 +6,7 @@ imported only when a renderable is built, textual never.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import re
 import sys
@@ -119,24 +120,19 @@ class BarChart:
             yield Text("  † never uploaded", style="dim")
 
 
-_PLAIN_TABLE: Any = None
-
-
+@functools.cache
 def _table_class() -> Any:
     """rich's ``Table``, except that string cells are plain text. Strings from index.json and
     train.json are never read as Rich markup: a description holding ``[/]`` crashed ``show`` and the
     TUI, and ``[bold]…[/]`` was silently swallowed."""
-    global _PLAIN_TABLE
-    if _PLAIN_TABLE is None:
-        from rich.table import Table
-        from rich.text import Text
+    from rich.table import Table
+    from rich.text import Text
 
-        class PlainTable(Table):
-            def add_row(self, *renderables: Any, **kwargs: Any) -> None:
-                super().add_row(*(Text(r) if isinstance(r, str) else r for r in renderables), **kwargs)
+    class PlainTable(Table):
+        def add_row(self, *renderables: Any, **kwargs: Any) -> None:
+            super().add_row(*(Text(r) if isinstance(r, str) else r for r in renderables), **kwargs)
 
-        _PLAIN_TABLE = PlainTable
-    return _PLAIN_TABLE
+    return PlainTable
 
 
 def _bar_label(b: Bar) -> str:

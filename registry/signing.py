@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .atomic import registry_around
 from .errors import RefusedError, RegistryIOError, UsageError
 from .rules import Finding, finding
 from .sums import SUMS_NAME
@@ -102,14 +103,6 @@ class PublicKey:
 
 
 # --- key files --------------------------------------------------------------------------------------
-
-
-def _registry_around(path: Path) -> Path | None:
-    """The registry root holding ``path``, if any directory above it looks like one."""
-    for d in [path, *path.parents] if path.is_dir() else path.parents:
-        if (d / "index.json").is_file() and ((d / SUMS_NAME).is_file() or (d / "README.md").is_file()):
-            return d
-    return None
 
 
 def _decode_raw_key(text: str, origin: str) -> bytes:
@@ -257,7 +250,7 @@ def generate_keypair(key: str | os.PathLike[str], *, comment: str = "") -> tuple
         raise UsageError(
             f"{path.parent}: no such directory", hint=f"Create it first (mkdir -p {path.parent}), or give another KEY."
         )
-    registry = _registry_around(parent)
+    registry = registry_around(parent)
     if registry is not None:
         raise RefusedError(
             f"{path}: refusing to write a private key inside the registry {registry}",

@@ -24,7 +24,7 @@ from typing import Any
 
 from . import __version__
 from .arch import state_shape
-from .atomic import JOURNAL_NAME, LOCK_NAME, TMP_PREFIX
+from .atomic import JOURNAL_NAME, LOCK_NAME, TMP_PREFIX, registry_around
 from .errors import UsageError
 from .facts import FactsCache, FileFacts, gather_facts, sha256_file
 from .rules import Finding, Severity, finding
@@ -868,7 +868,7 @@ def validate_registry(
         raise UsageError(f"{path}: not a directory", hint="Give the registry's root directory.")
     root = root.resolve()
     if not (root / "index.json").exists():
-        outer = next((d for d in root.parents if (d / "index.json").is_file() and (d / SUMS_NAME).is_file()), None)
+        outer = registry_around(root)
         if outer is not None:
             raise UsageError(
                 f"{path}: no index.json here; it lies inside the registry at {outer}",
