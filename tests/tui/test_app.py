@@ -455,9 +455,32 @@ async def test_a_long_base_name_gives_way_to_its_tag_and_count(small: Path) -> N
     assert newer != BASE
     add_base(small, name=newer, source="BlinkDL/rwkv7-g1", sha256="c" * 64, size=1, arch=dict(TINY_ARCH))
     app = RegistryApp(str(small), validate_on_start=False, keymap={})
-    async with app.run_test(size=(60, 20)) as pilot:
+    async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         tree = app.main.tree
         lines = ["".join(seg.text for seg in tree.render_line(y)).rstrip() for y in range(3)]
         old = next(line for line in lines if "[frozen]" in line)
         assert old.endswith("[frozen] (3)") and "…" in old, lines
+
+
+@run_async
+async def test_a_narrow_terminal_stacks_the_tree_above_the_details(broken: Path) -> None:
+    """Under 80 columns tree and details each get the full width; the status bar shortens its counts."""
+    app = RegistryApp(str(broken), keymap={})
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: str(app.main.status_bar.render()).startswith("validated"))
+        main = app.main
+        errors = validate_registry(broken, use_cache=False).counts["error"]
+        assert not main.has_class("-narrow")
+        assert main.details.region.x > main.tree.region.x and main.details.region.y == main.tree.region.y - 1
+        assert f"✗ {errors} error" in str(main.status_bar.render())
+        await pilot.resize_terminal(60, 20)
+        await settle(pilot)
+        assert main.has_class("-narrow")
+        assert main.details.region.y > main.tree.region.bottom - 1 and main.details.region.width >= 58
+        assert main.tree.region.width >= 58
+        status = str(main.status_bar.render())
+        assert f"✗{errors} " in status and "error" not in status and "entries" in status, status
+        await pilot.resize_terminal(100, 30)
+        await settle(pilot)
+        assert not main.has_class("-narrow") and f"✗ {errors} error" in str(main.status_bar.render())

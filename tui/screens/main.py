@@ -7,7 +7,7 @@ import shlex
 import subprocess
 from typing import ClassVar
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult, SuspendNotSupported
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
@@ -23,6 +23,8 @@ from rwkv_registry.tui.widgets.filter_input import FilterInput
 from rwkv_registry.tui.widgets.registry_tree import RegistryTree
 from rwkv_registry.tui.widgets.status_bar import StatusBar
 from rwkv_registry.validate import Report
+
+NARROW = 80  # below this many columns the tree sits above the details instead of beside them
 
 
 class MainScreen(Screen[None]):
@@ -65,6 +67,10 @@ class MainScreen(Screen[None]):
             yield DetailsPane(id="details")
         yield StatusBar(id="status")
         yield Footer()
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Stack tree and details in a narrow terminal, where side by side both would be cramped."""
+        self.set_class(event.size.width < NARROW, "-narrow")
 
     @property
     def tree(self) -> RegistryTree:

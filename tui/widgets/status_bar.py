@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.text import Text
+from textual import events
 from textual.widgets import Static
 
 from rwkv_registry.catalog import SEVERITY_MARK, SEVERITY_STYLE
@@ -38,14 +39,25 @@ class StatusBar(Static):
         self.marked = entry_id
         self._draw()
 
+    def on_resize(self, event: events.Resize) -> None:
+        self._draw()
+
     def _draw(self) -> None:
+        room = self.content_size.width
+        text = self._text(compact=False)
+        if room and text.cell_len > room:
+            text = self._text(compact=True)  # ``validated │ ✗1 !0 i2 │ 4 entries``
+        self.update(text)
+
+    def _text(self, *, compact: bool) -> Text:
         text = Text(self.state, style="bold" if self.state.startswith("validating") else "")
         if self.counts is not None:
             text.append(" │ ", style="dim")
             for sev, word in (("error", "error"), ("warning", "warning"), ("info", "note")):
                 n = self.counts.get(sev, 0)
-                text.append(f"{SEVERITY_MARK[sev]} {_plural(n, word)}", style=SEVERITY_STYLE[sev] if n else "dim")
-                text.append("  ")
+                shown = f"{SEVERITY_MARK[sev]}{n}" if compact else f"{SEVERITY_MARK[sev]} {_plural(n, word)}"
+                text.append(shown, style=SEVERITY_STYLE[sev] if n else "dim")
+                text.append(" " if compact else "  ")
             text.rstrip()
         if self.entries:
             text.append(" │ ", style="dim")
@@ -53,4 +65,4 @@ class StatusBar(Static):
         if self.marked:
             text.append(" │ ", style="dim")
             text.append(f"compare: {self.marked} + ?", style="bold")
-        self.update(text)
+        return text
