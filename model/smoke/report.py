@@ -290,6 +290,12 @@ def render(report: dict[str, Any], console: Any) -> None:
         f"+{cmp_['wins']}/−{cmp_['losses']} on {cmp_['wins'] + cmp_['losses']} discordant cases, "
         f"exact McNemar p = {cmp_['p_value']:.3g}"
     )
+    best = mcnemar_exact(0, e["total"]) if e["total"] else 1.0
+    if best >= report["settings"]["alpha"]:
+        console.print(
+            f"[yellow]note[/]: with {e['total']} case(s) no difference from the base can reach p < "
+            f"{report['settings']['alpha']} (at best p = {best:.3g}); this run looks for breakage only"
+        )
     if cmp_["won"]:
         console.print(f"[green]won[/]: {escape(', '.join(cmp_['won']))}")
     if cmp_["lost"]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import json
 import shutil
 from pathlib import Path
@@ -146,6 +147,23 @@ def test_text_report(capsys, registry, tiny_weights):
     assert code == 0
     for text in ("entry vs base alone", "hard selection", "McNemar", "deterministic", "PASS"):
         assert text in out
+
+
+def test_text_report_says_when_the_case_set_is_too_small_to_tell(reports):
+    """Five cases lost out of five give p = 0.0625: no verdict can say 'worse', and the text says so."""
+    from rich.console import Console
+
+    from rwkv_registry.model.smoke.report import render
+
+    report = json.loads(reports[STATE_ID][1].read_text())
+    for total, shown in ((5, True), (6, False), (report["sides"]["entry"]["total"], False)):
+        report["sides"]["entry"]["total"] = total
+        console = Console(record=True, width=120, file=io.StringIO())
+        render(report, console)
+        text = console.export_text()
+        assert ("no difference from the base can reach p < 0.05" in text) is shown, (total, text)
+        if shown:
+            assert f"with {total} case(s)" in text and "p = 0.0625" in text
 
 
 def test_record_appends_a_valid_record(capsys, copy, tiny_weights):
