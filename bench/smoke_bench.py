@@ -77,7 +77,7 @@ def case_set(n: int) -> Any:
     """The built-in cases cycled to ``n`` (ids made unique)."""
     from dataclasses import replace
 
-    from rwkv_registry.model.smoke.cases import CaseSet, load_cases
+    from rwkv_registry.smoke_cases import CaseSet, load_cases
 
     base = load_cases()
     cases = [

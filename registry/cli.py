@@ -296,32 +296,6 @@ def _require_index(args: argparse.Namespace) -> int:
     return 0
 
 
-def _smoke_cases_module() -> Any:
-    """``rwkv_registry.model.smoke.cases``, loaded without running ``rwkv_registry.model``'s
-    ``__init__`` (which imports torch, about 2 s), so that ``smoke`` refuses bad input at once.
-    The module itself needs no torch. Falls back to the ordinary import."""
-    import importlib.util
-    from pathlib import Path
-
-    name = "rwkv_registry.model.smoke.cases"
-    if name in sys.modules:
-        return sys.modules[name]
-    try:
-        spec = importlib.util.find_spec("rwkv_registry.model")  # imports rwkv_registry only
-        locations = list(spec.submodule_search_locations or []) if spec is not None else []
-        path = next(p for loc in locations if (p := Path(loc) / "smoke" / "cases.py").is_file())
-        private = "_rwkv_registry_smoke_cases"
-        mod_spec = importlib.util.spec_from_file_location(private, path)
-        assert mod_spec is not None and mod_spec.loader is not None
-        module = importlib.util.module_from_spec(mod_spec)
-        sys.modules[private] = module  # dataclasses look their module up while the file runs
-        mod_spec.loader.exec_module(module)
-        module.DATA_DIR = path.parent / "data"
-        return module
-    except (ImportError, StopIteration, AssertionError, OSError, ValueError):
-        return importlib.import_module(name)
-
-
 def _smoke_precheck(args: argparse.Namespace) -> int:
     """What ``smoke`` can refuse before torch is imported and anything is evaluated: the registry
     and the entry, the base file, the case file, and (``--record``) that the record can be written.
@@ -355,10 +329,10 @@ def _smoke_precheck(args: argparse.Namespace) -> int:
                 hint=f"{hint} Or run without --record.",
                 path=str(root),
             ) from e
-    cases = _smoke_cases_module()
+    from . import smoke_cases as cases
+
     if args.cases is None and cases.is_toy_base(base):
-        data_dir = getattr(cases, "DATA_DIR", None) or cases.builtin_path(cases.TINY_CASES).parent
-        args.cases = str(data_dir / cases.TINY_CASES)
+        args.cases = str(cases.builtin_path(cases.TINY_CASES))
         from rich.markup import escape
 
         arch = base.get("architecture") or {}

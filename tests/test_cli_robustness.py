@@ -529,9 +529,8 @@ def test_smoke_on_a_toy_base_uses_the_tiny_cases(reg: Path, tmp_path: Path, caps
 
 
 def test_toy_base_detection() -> None:
-    from rwkv_registry.cli import _smoke_cases_module
+    from rwkv_registry import smoke_cases as cases
 
-    cases = _smoke_cases_module()
     assert cases.is_toy_base({"architecture": {"n_embd": 128}})
     assert not cases.is_toy_base({"architecture": {"n_embd": 768}})  # RWKV-7 0.1B, the smallest release
     assert not cases.is_toy_base({"architecture": {"n_embd": 4096}}) and not cases.is_toy_base({})

@@ -4,7 +4,7 @@ The files are the data (users copy and edit them); this module writes them from 
 so that every case offers the same, consistent tool definitions. A test fails when a shipped file
 differs from what this module writes; regenerate both with::
 
-    python -m rwkv_registry.model.smoke.casegen model/smoke/data
+    python -m rwkv_registry.model.smoke.casegen registry/data
 
 The default set has 50 tool-calling cases in the five categories of seed 003, over one toolset of
 26 realistic local-agent tools (files, mail, calendar, cards, tasks, web, notes, reminders) with
@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rwkv_registry.model.smoke.cases import DEFAULT_CASES, TINY_CASES
 from rwkv_registry.model.smoke.prompt import fenced_call
+from rwkv_registry.smoke_cases import DEFAULT_CASES, TINY_CASES
 
 
 def _s(desc: str, **extra: Any) -> dict[str, Any]:
@@ -646,5 +646,5 @@ def write_case_files(folder: str | Path) -> list[Path]:
 
 
 if __name__ == "__main__":  # pragma: no cover - a maintenance command
-    for p in write_case_files(sys.argv[1] if len(sys.argv) > 1 else "model/smoke/data"):
+    for p in write_case_files(sys.argv[1] if len(sys.argv) > 1 else "registry/data"):
         print(p)

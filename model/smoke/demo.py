@@ -16,8 +16,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from rwkv_registry.model.smoke.cases import TINY_CASES, builtin_path
 from rwkv_registry.model.smoke.train_tiny import TinyWeights, TrainConfig, build_tiny_weights
+from rwkv_registry.smoke_cases import TINY_CASES, builtin_path
 
 TINY_REGISTRY_NAME = "demo/tiny-smoke"
 STATE_ID = "tiny-state-v1"
@@ -70,8 +70,8 @@ def build_tiny_registry(work: Path, weights: TinyWeights, config: TrainConfig | 
     """A fresh registry in ``work/registry`` with the tiny base, State and MiSS; returns its root."""
     import hashlib
 
-    from rwkv_registry.model.smoke.cases import load_cases
     from rwkv_registry.ops import add_base, add_entry, init_registry
+    from rwkv_registry.smoke_cases import load_cases
 
     config = config or TrainConfig()
     root = work / "registry"

@@ -3,7 +3,7 @@
 :func:`run_smoke` is what ``rwkv-registry smoke`` calls. Steps:
 
 1. read ``index.json``; find the entry and its base record (unknown entry: :class:`UsageError`);
-   without a case file, a toy base (:func:`~rwkv_registry.model.smoke.cases.is_toy_base`) gets
+   without a case file, a toy base (:func:`~rwkv_registry.smoke_cases.is_toy_base`) gets
    the tiny case set, the others the built-in tool-calling set;
 2. hash the base file (cached by stat key) and compare with the base record's sha256; a mismatch
    stops with both hashes named (exit 2), before anything is loaded; the entry file is checked
@@ -33,13 +33,13 @@ from rwkv_registry.errors import RegistryError, UsageError
 from rwkv_registry.model.errors import ModelError
 from rwkv_registry.model.profiles import get_profile
 from rwkv_registry.model.rwkv7 import RWKV7
-from rwkv_registry.model.smoke.cases import TINY_CASES, Case, CaseSet, builtin_path, is_toy_base, load_cases
 from rwkv_registry.model.smoke.engine import Engine, Job, JobResult, RunStats
 from rwkv_registry.model.smoke.hashcache import cached_sha256
 from rwkv_registry.model.smoke.prompt import CALL_STOPS, STOP_TOKENS, THINK_STOPS, PromptBuilder, stop_bytes
 from rwkv_registry.model.smoke.scoring import CallScore, call_prefix_ok, score_call
 from rwkv_registry.model.state import StateWeights
 from rwkv_registry.model.tokenizer import get_tokenizer
+from rwkv_registry.smoke_cases import TINY_CASES, Case, CaseSet, builtin_path, is_toy_base, load_cases
 
 
 class BrokenEntryError(RegistryError):

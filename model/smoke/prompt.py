@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from rwkv_registry.model.profiles import ROLES, PromptProfile, ThinkingMode, clean_text
-from rwkv_registry.model.smoke.cases import Case
 from rwkv_registry.model.tokenizer import RWKVTokenizer
+from rwkv_registry.smoke_cases import Case
 
 DEFAULT_INSTRUCTION = (
     "You are an agent on the user's computer. Call exactly one tool per turn, answering with one fenced call: "

@@ -19,8 +19,8 @@ from typing import Any
 
 from rwkv_registry import __version__
 from rwkv_registry.compare import mcnemar_exact
-from rwkv_registry.model.smoke.cases import CATEGORY_TITLES
 from rwkv_registry.model.smoke.evaluate import SideRun, SmokeResult
+from rwkv_registry.smoke_cases import CATEGORY_TITLES
 
 REPORT_KIND = "rwkv-registry-smoke"
 REPORT_FORMAT = 1

@@ -46,11 +46,11 @@ from rwkv_registry.model.config import RWKV7Config
 from rwkv_registry.model.miss import TARGET_MODULES
 from rwkv_registry.model.profiles import get_profile
 from rwkv_registry.model.rwkv7 import RWKV7
-from rwkv_registry.model.smoke.cases import TINY_CASES, Case, builtin_path, load_cases
 from rwkv_registry.model.smoke.prompt import ANSWER_PREFIX, THINK_CLOSE, PromptBuilder
 from rwkv_registry.model.state import LayerState, RWKV7State, StateWeights
 from rwkv_registry.model.tiny import save_tensors, tiny_base_tensors, tiny_config
 from rwkv_registry.model.tokenizer import get_tokenizer
+from rwkv_registry.smoke_cases import TINY_CASES, Case, builtin_path, load_cases
 
 BASE_NAME = "rwkv7-tiny-demo.pth"
 STATE_NAME = "tiny-state.pth"

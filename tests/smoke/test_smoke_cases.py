@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 from rwkv_registry.errors import UsageError
 from rwkv_registry.model import get_profile, get_tokenizer
 from rwkv_registry.model.smoke import casegen
-from rwkv_registry.model.smoke.cases import CATEGORIES, DEFAULT_CASES, NO_TOOL, TINY_CASES, builtin_path, load_cases
 from rwkv_registry.model.smoke.prompt import CALL_OPENER, PromptBuilder, expected_completion, render_text
 from rwkv_registry.model.smoke.scoring import parse_call, score_call
 from rwkv_registry.schemas import schema_errors
+from rwkv_registry.smoke_cases import CATEGORIES, DEFAULT_CASES, NO_TOOL, TINY_CASES, builtin_path, load_cases
 
 TOOLS = [
     {
@@ -59,7 +59,7 @@ def write_jsonl(path: Path, *objs: object) -> Path:
 @pytest.mark.parametrize(("name", "render"), [(DEFAULT_CASES, casegen.default_jsonl), (TINY_CASES, casegen.tiny_jsonl)])
 def test_shipped_files_are_what_casegen_writes(name, render):
     assert builtin_path(name).read_bytes() == render(), (
-        f"data/{name} is stale: run `python -m rwkv_registry.model.smoke.casegen model/smoke/data`"
+        f"data/{name} is stale: run `python -m rwkv_registry.model.smoke.casegen registry/data`"
     )
 
 
@@ -275,7 +275,7 @@ def test_json_prefix_scanner_accepts_every_prefix_of_valid_json(value, ascii_onl
 
 def test_a_huge_case_line_is_refused_with_the_limit() -> None:
     """A 5 MB message never finished; a case line is capped, toolset lines are not."""
-    from rwkv_registry.model.smoke.cases import MAX_CASE_LINE, builtin_path, parse_cases
+    from rwkv_registry.smoke_cases import MAX_CASE_LINE, builtin_path, parse_cases
 
     toolset, case = builtin_path("tiny_cases.jsonl").read_text().splitlines()[:2]
     big = json.loads(case)

@@ -20,11 +20,11 @@ from regtools import edit_index
 
 from rwkv_registry.cli import main
 from rwkv_registry.compare import results_from_json
-from rwkv_registry.model.smoke.cases import TINY_CASES, builtin_path
 from rwkv_registry.model.smoke.demo import MISS_ID, STATE_ID, build_tiny_registry
 from rwkv_registry.model.tiny import make_tiny_base
 from rwkv_registry.ops import write_sums
 from rwkv_registry.schemas import schema_errors
+from rwkv_registry.smoke_cases import TINY_CASES, builtin_path
 from rwkv_registry.validate import validate_registry
 
 pytestmark = pytest.mark.slow

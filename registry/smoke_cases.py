@@ -1,5 +1,8 @@
 """Smoke cases: tool-calling questions with their expected call, read from JSONL.
 
+The format belongs to the registry (no torch here), so ``rwkv-registry smoke`` checks a case
+file before it imports torch; ``rwkv_registry.model.smoke`` evaluates the cases.
+
 A case file is JSON Lines (``schemas/smoke-case.schema.json`` describes one line). A line is
 either a **case** or a **toolset** that later cases name instead of repeating the tools::
 
@@ -26,8 +29,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from rwkv_registry.errors import UsageError
-from rwkv_registry.jsonload import JsonLoadError, load_json_bytes
+from .errors import UsageError
+from .jsonload import JsonLoadError, load_json_bytes
 
 NO_TOOL = "no_tool"
 CATEGORIES = ("easy-selection", "hard-selection", "argument-filling", "abstention", "multi-step")
@@ -127,8 +130,8 @@ class CaseSet:
 
 
 def builtin_path(name: str = DEFAULT_CASES) -> Path:
-    """Path of a case file shipped with the package (``data/<name>``)."""
-    return Path(str(resources.files("rwkv_registry.model.smoke").joinpath("data", name)))
+    """Path of a case file shipped with the package (``registry/data/<name>``)."""
+    return Path(str(resources.files("rwkv_registry").joinpath("data", name)))
 
 
 def is_toy_base(base: Mapping[str, Any]) -> bool:
@@ -175,7 +178,7 @@ MAX_CASE_LINE = 256 * 1024  # a case line (toolsets aside): a smoke case is a sh
 
 def parse_cases(data: bytes, display: str = "cases") -> CaseSet:
     """Parse JSONL case text (see the module docstring); ``display`` names it in messages."""
-    from rwkv_registry.schemas import schema_errors
+    from .schemas import schema_errors
 
     toolsets: dict[str, tuple[Tool, ...]] = {}
     cases: list[Case] = []
