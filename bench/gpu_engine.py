@@ -14,20 +14,26 @@ In order (each part is saved to ``--out`` as soon as it is done, so a timeout ke
    matmul rate;
 2. random weights with the 7.2B shape (32 layers, width 4096, head 64, FFN 16384, vocabulary 65536,
    LoRA widths decay 128, aaa 128, mv 96, gate 480) generated on the GPU in the checkpoint layout;
-3. our engine (``rwkv_registry.model.RWKV7``, WKV7 and fused Triton kernels; a preflight turns the
-   fused element-wise kernels off, and says so, should they fail): prefill tok/s at B=1 for
+3. our engine (``rwkv_registry.model.RWKV7``, WKV7 and fused Triton kernels; a preflight in
+   subprocesses, where a bad memory access cannot spoil this process's CUDA context, turns the
+   fused element-wise kernels off, then the WKV kernels too, and says so, should they fail; it
+   also fills Triton's cache): prefill tok/s at B=1 for
    T=2048 and T=8192, decode tok/s at B=1 and B=64 (the model's ``Decoder``: one CUDA graph per
    batch size, state updated in place), the kernels one eager step launches and B=1 decode without
    the graph, decode with a random rank-16 MiSS adapter on the fly against merged, and the fast
    path's logits against the reference path (bf16 agreement);
 4. the ``rwkv`` package 0.8.32 (``RWKV_V7_ON=1``, ``RWKV_CUDA_ON=1``, strategy ``cuda bf16``) on the
    same weights saved to /dev/shm (or a temporary folder), in a subprocess: prefill and B=1 decode,
-   and its last-token logits against ours;
+   and its last-token logits against ours. Its CUDA extensions (nvcc, minutes) are compiled in the
+   background from the start (``MAX_JOBS=4``), so the worker loads them built; a worker that runs
+   out of time is killed with everything it started;
 5. fla's ``chunk_rwkv7`` op against our ``wkv7`` on the same inputs (B=1, T=4096, H=64), in a
    subprocess; before it, our two kernels alone for every launch configuration (the ``op_sweep``
    entry of the JSON: the numbers to set ``kernels/wkv7/launch.py``'s ``TUNING`` from), and the
    fused element-wise ops (``kernels/timemix``, ``lora``, ``add_norm``, ``miss``) against their PyTorch
-   references at M = 1, 64, 2048 rows (``fused_ops``);
+   references at M = 1, 64, 2048 rows (``fused_ops``); these op timings replay many calls from one
+   CUDA graph (``timed_graph``), as the decode does, so a kernel of a few microseconds is not
+   hidden by the host's cost of launching it;
 6. a markdown table with ratios and the issue's targets, written beside ``--out``;
 7. last, because compiling a 32-layer step may take minutes: decode through ``torch.compile``
    (B=1, then B=64 while at least ``COMPILE_RESERVE_S`` of ``--time-limit`` is left), and the
@@ -204,6 +210,45 @@ def timed(fn: Callable[[], Any], device: str, reps: int, warmup: int = 1) -> flo
     return statistics.median(times)
 
 
+def timed_graph(fn: Callable[[], Any], device: str, reps: int = 10, calls: int = 20) -> tuple[float, str]:
+    """``(seconds per call, how)`` for a short op, without the host's cost of launching it: on CUDA
+    ``calls`` calls are captured in one CUDA graph (after two warm-up calls on a side stream, which
+    compile the kernels), the graph is replayed ``reps`` times between CUDA events, and the median
+    replay is divided by ``calls``. Elsewhere, or where the capture fails, :func:`timed` (host
+    clock, launch cost included), and ``how`` says so. Outputs are written into the graph's pool."""
+    if device != "cuda":
+        return timed(fn, device, reps), "host clock"
+    import torch
+
+    try:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(2):
+                fn()
+        torch.cuda.current_stream().wait_stream(side)
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(calls):
+                fn()
+        graph.replay()
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(reps):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            graph.replay()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) / 1e3 / calls)
+        del graph
+        return statistics.median(times), "cuda graph"
+    except Exception as exc:
+        torch.cuda.synchronize()
+        return timed(fn, device, reps, warmup=2), f"host clock (capture failed: {type(exc).__name__})"
+
+
 def copy_bandwidth(plan: Plan) -> dict[str, Any]:
     import torch
 
@@ -283,33 +328,56 @@ def build_model(sd: dict[str, Any], plan: Plan) -> Any:
     return RWKV7.from_state_dict(sd, device=plan.device, dtype=getattr(torch, plan.dtype))
 
 
-def fast_path_preflight(model: Any, plan: Plan, tokens: list[int]) -> dict[str, Any]:
-    """ADAPTER: a 16-token prefill and one decode step on the fast path, before anything is timed.
-    Should the fused element-wise kernels fail here (an exception, or logits that are not finite),
-    they are turned off for the rest of the run (``set_fused_ops(False)``: their PyTorch references,
-    the WKV kernels unchanged) and the reason is recorded, so that one broken kernel does not cost
-    the whole run."""
+PREFLIGHT_CONFIGS = (
+    {"fused_ops": True, "wkv": "auto"},
+    {"fused_ops": False, "wkv": "auto"},
+    {"fused_ops": False, "wkv": "reference"},
+)
+
+
+def worker_preflight(payload: dict[str, Any]) -> dict[str, Any]:
+    """In a fresh process (a bad memory access spoils a CUDA context for good): the random model
+    with one configuration of the fast path, a 16-token prefill, an in-place step and a B=1 decode
+    step through the CUDA graph; ``{"ok": True}`` or the reason. It also fills Triton's disk cache."""
     import torch
 
-    from rwkv_registry.model.wkv import set_fused_ops
+    bootstrap_package()
+    from rwkv_registry.model.wkv import set_fused_ops, set_wkv_backend
 
-    ids = torch.tensor([tokens[:16]], dtype=torch.long, device=plan.device)
+    plan = Plan(**{**payload["plan"], "arch": Arch(**payload["plan"]["arch"])})
+    set_fused_ops(payload["fused_ops"])
+    if payload["wkv"] != "auto":
+        set_wkv_backend(payload["wkv"])
+    torch.set_grad_enabled(False)
+    with kernels_path(plan):
+        model = build_model(random_base(plan.arch, plan.device, plan.dtype), plan)
+        ids = torch.tensor([payload["tokens"][:16]], dtype=torch.long, device=plan.device)
+        logits, state = model.forward(ids)
+        step = model.advance(ids[:, -1:], state)
+        graphed = make_decoder(model, 1).step(ids[:, -1:])
+        sync(plan.device)
+    finite = all(bool(torch.isfinite(x).all()) for x in (logits, step, graphed))
+    return {"ok": finite, "reason": None if finite else "non-finite logits"}
 
-    def attempt() -> str | None:
-        try:
-            logits, state = model.forward(ids)
-            step = model.advance(ids[:, -1:], state)
-            sync(plan.device)
-        except Exception as exc:
-            traceback.print_exc()
-            return f"{type(exc).__name__}: {exc}"[:300]
-        return None if bool(torch.isfinite(logits).all() and torch.isfinite(step).all()) else "non-finite logits"
 
-    reason = attempt()
-    if reason is None:
-        return {"fused_ops": "on"}
+def preflight(plan: Plan, tokens: list[int], timeout: float) -> dict[str, Any]:
+    """The fast path tried in subprocesses before anything is timed: fused element-wise kernels on;
+    should that fail (an exception, a crash, non-finite logits), off (their PyTorch references);
+    should that fail too, the reference WKV loop as well. The first that works is set in this
+    process, and every attempt is recorded, so that one broken kernel does not cost the whole run."""
+    from rwkv_registry.model.wkv import set_fused_ops, set_wkv_backend
+
+    tried = []
+    for config in PREFLIGHT_CONFIGS:
+        answer = run_worker("preflight", {"plan": asdict(plan), "tokens": tokens[:16], **config}, timeout, {})
+        tried.append({**config, "ok": bool(answer.get("ok")), "reason": answer.get("reason")})
+        if answer.get("ok"):
+            set_fused_ops(config["fused_ops"])
+            if config["wkv"] != "auto":
+                set_wkv_backend(config["wkv"])
+            return {"fused_ops": "on" if config["fused_ops"] else "off", "wkv": config["wkv"], "tried": tried}
     set_fused_ops(False)
-    return {"fused_ops": "off", "reason": reason, "without_them": attempt() or "ok"}
+    return {"fused_ops": "off", "wkv": "auto", "error": "no configuration ran in a subprocess", "tried": tried}
 
 
 def make_decoder(model: Any, batch: int, compile: bool = False) -> Any:
@@ -497,16 +565,23 @@ def fused_op_calls(plan: Plan, M: int) -> dict[str, Callable[[str], Any]]:
 
 def ours_fused_ops(plan: Plan) -> dict[str, Any]:
     """Each fused element-wise op, Triton against its PyTorch reference, at the model's width:
-    decode rows (M=1, 64) and a prefill (M=2048); microseconds per call (median of 20)."""
+    decode rows (M=1, 64) and a prefill (M=2048); microseconds per call, timed by
+    :func:`timed_graph` (a decode step replays them from a CUDA graph, so launch cost is left out).
+    Each backend gets freshly made inputs: the in-place ops (``relu_square_``, ``miss_term_``)
+    change theirs on every call, which changes no timing but would feed one backend the other's
+    results."""
     if plan.device != "cuda":
         return {"skipped": "CPU dry run (the interpreter says nothing about speed)"}
     out: dict[str, Any] = {}
     for M in (1, 64, 2048):
-        for name, fn in fused_op_calls(plan, M).items():
-            row = {}
+        names = list(fused_op_calls(plan, M))
+        for name in names:
+            row: dict[str, Any] = {}
             for be in ("triton", "reference"):
+                fn = fused_op_calls(plan, M)[name]
                 try:
-                    row[be + "_us"] = 1e6 * timed(lambda fn=fn, be=be: fn(be), plan.device, 20, warmup=3)
+                    seconds, row["timing"] = timed_graph(lambda fn=fn, be=be: fn(be), plan.device)
+                    row[be + "_us"] = 1e6 * seconds
                 except Exception as exc:
                     row[be + "_error"] = f"{type(exc).__name__}: {exc}"[:200]
             out[f"{name} M={M}"] = row
@@ -526,7 +601,7 @@ def lora_block_k_sweep(plan: Plan) -> dict[str, Any]:
         for block_k in (64, 128, 256, 512):
             LORA_TUNING["block_k"] = block_k
             try:
-                out[str(block_k)] = 1e6 * timed(lambda: call("triton"), plan.device, 20, warmup=3)
+                out[str(block_k)] = 1e6 * timed_graph(lambda: call("triton"), plan.device)[0]
             except Exception as exc:
                 out[str(block_k)] = f"{type(exc).__name__}: {exc}"[:200]
     finally:
@@ -583,8 +658,18 @@ def save_for_rwkv(sd: dict[str, Any], plan: Plan) -> Path:
     return path
 
 
+def _kill_group(proc: subprocess.Popen[Any]) -> None:
+    """Kill a child started with ``start_new_session`` and everything it started (ninja, nvcc)."""
+    import signal
+
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
 def run_worker(kind: str, payload: dict[str, Any], timeout: float, env_extra: dict[str, str]) -> dict[str, Any]:
-    """Run ``--worker kind`` in a subprocess; its JSON answer, or ``{"available": False, "reason"}``."""
+    """Run ``--worker kind`` in a subprocess (its own process group, all of which a timeout kills);
+    its JSON answer, or ``{"available": False, "reason"}``."""
     with tempfile.TemporaryDirectory(prefix=f"gpu_engine_{kind}_") as tmp:
         inp, outp = Path(tmp) / "in.json", Path(tmp) / "out.json"
         inp.write_text(json.dumps(payload))
@@ -599,14 +684,67 @@ def run_worker(kind: str, payload: dict[str, Any], timeout: float, env_extra: di
             "--worker-out",
             str(outp),
         ]
+        proc = subprocess.Popen(
+            cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+        )
         try:
-            done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=max(timeout, 1.0))
+            log, _ = proc.communicate(timeout=max(timeout, 1.0))
         except subprocess.TimeoutExpired:
+            _kill_group(proc)
             return {"available": False, "reason": f"timed out after {timeout:.0f} s"}
         if outp.exists():
             return json.loads(outp.read_text())
-        tail = (done.stderr or done.stdout or "").strip().splitlines()[-3:]
-        return {"available": False, "reason": f"worker exited {done.returncode}: {' | '.join(tail)}"}
+        tail = (log or "").strip().splitlines()[-3:]
+        return {"available": False, "reason": f"worker exited {proc.returncode}: {' | '.join(tail)}"}
+
+
+def rwkv_env(plan: Plan) -> dict[str, str]:
+    """The ``rwkv`` package's switches, and the build settings its CUDA extensions are compiled
+    with (the same for the early build and the worker, so that the worker finds them built)."""
+    env = {"RWKV_V7_ON": "1", "RWKV_JIT_ON": "1", "RWKV_CUDA_ON": "1" if plan.rwkv_cuda else "0", "MAX_JOBS": "4"}
+    if plan.device == "cuda":
+        import torch
+
+        major, minor = torch.cuda.get_device_capability()
+        env["TORCH_CUDA_ARCH_LIST"] = f"{major}.{minor}"
+    return env
+
+
+def start_rwkv_build(plan: Plan) -> tuple[subprocess.Popen[Any], Path, float] | None:
+    """Start compiling the ``rwkv`` package's CUDA extensions (``import rwkv.model`` runs nvcc,
+    minutes) in the background at once, so that its worker, much later, loads them built instead of
+    building them inside its time. None where nothing is to be built."""
+    if not plan.rwkv_cuda:
+        return None
+    log = Path(tempfile.mkstemp(prefix="gpu_engine_rwkv_build_", suffix=".log")[1])
+    with open(log, "w") as f:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", "import rwkv.model"],
+            env={**os.environ, **rwkv_env(plan)},
+            stdout=f,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    return proc, log, time.monotonic()
+
+
+def finish_rwkv_build(build: tuple[subprocess.Popen[Any], Path, float] | None, timeout: float) -> dict[str, Any]:
+    """Wait (at most ``timeout`` s) for :func:`start_rwkv_build`; what it did."""
+    if build is None:
+        return {"built": "nothing to build (no CUDA)"}
+    proc, log, started = build
+    try:
+        proc.wait(timeout=max(timeout, 1.0))
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+    text = log.read_text(errors="replace") if log.exists() else ""
+    log.unlink(missing_ok=True)
+    return {
+        "returncode": proc.returncode,
+        "seconds_since_start": round(time.monotonic() - started, 1),
+        "fell_back_without_cublas": "Failed to build cuBLAS matmul" in text,
+        "tail": text.strip().splitlines()[-3:],
+    }
 
 
 def worker_rwkv(payload: dict[str, Any]) -> dict[str, Any]:
@@ -667,7 +805,8 @@ def op_inputs(T: int, H: int, B: int, device: str) -> list[Any]:
 def ours_op_sweep(plan: Plan) -> dict[str, Any]:
     """Our WKV7 kernels alone at the 7.2B head count, for each launch configuration of
     ``launch.TUNING`` (block_v, num_warps; and the chunk kernel's chunk_size, 16 or 32): chunk at
-    B=1, T=op_seq_len; step at B=1 and B=64."""
+    B=1, T=op_seq_len; step at B=1 and B=64; timed from CUDA graphs (:func:`timed_graph`), as the
+    decode replays them, so that a step of a few microseconds is not hidden by its launch."""
     from rwkv_registry.kernels.wkv7 import launch, wkv7
 
     out: dict[str, Any] = {}
@@ -682,6 +821,7 @@ def ours_op_sweep(plan: Plan) -> dict[str, Any]:
         cases = [("chunk", 1, plan.op_seq_len), ("step", 1, 1), ("step", 64, 1)]
         for kind, B, T in cases:
             ins = op_inputs(T, plan.op_heads, B, plan.device)
+            calls = 4 if kind == "chunk" else 20  # a step runs for microseconds: time many per graph
             rows = []
             configs = [
                 (chunk_size, block_v, num_warps)
@@ -695,21 +835,20 @@ def ours_op_sweep(plan: Plan) -> dict[str, Any]:
                 if kind == "chunk":
                     config["chunk_size"] = chunk_size
                 try:
-                    seconds = timed(
+                    seconds, how = timed_graph(
                         lambda ins=ins, kind=kind, c=chunk_size: wkv7(*ins, backend=kind, chunk_size=c),
                         plan.device,
-                        10,
-                        warmup=2,
+                        calls=calls,
                     )
                 except Exception as exc:
                     rows.append({**config, "error": repr(exc)[:200]})
                     continue
-                rows.append({**config, "us": seconds * 1e6, "tok_s": B * T / seconds})
+                rows.append({**config, "us": seconds * 1e6, "tok_s": B * T / seconds, "timing": how})
             ok = [r for r in rows if "us" in r]
             out[f"{kind} B={B} T={T}"] = {"best": min(ok, key=lambda r: r["us"]) if ok else None, "all": rows}
             launch.TUNING[kind].update(saved[kind])
-            seconds = timed(lambda ins=ins, kind=kind: wkv7(*ins, backend=kind), plan.device, 10, warmup=2)
-            out[f"{kind} B={B} T={T}"]["default"] = {"us": seconds * 1e6, "tok_s": B * T / seconds}
+            seconds, how = timed_graph(lambda ins=ins, kind=kind: wkv7(*ins, backend=kind), plan.device, calls=calls)
+            out[f"{kind} B={B} T={T}"]["default"] = {"us": seconds * 1e6, "tok_s": B * T / seconds, "timing": how}
     finally:
         for kind, cfg in saved.items():
             launch.TUNING[kind].update(cfg)
@@ -738,15 +877,8 @@ def worker_fla(payload: dict[str, Any]) -> dict[str, Any]:
         return out
     log_w = -torch.exp(bf[1].float()).to(torch.bfloat16)  # fla takes the log-decay
 
-    def call_fla() -> Any:
-        for kwargs in ({"w": log_w}, {"log_w": log_w}):
-            try:
-                return chunk_rwkv7(
-                    r=bf[0], k=bf[2], v=bf[3], a=bf[4], b=bf[5], scale=1.0, output_final_state=True, **kwargs
-                )
-            except TypeError:
-                continue
-        raise TypeError("chunk_rwkv7 takes neither w= nor log_w=")
+    def call_fla() -> Any:  # fla 0.6.0: chunk_rwkv7(r, w, k, v, a, b, scale, ...), w the log-decay
+        return chunk_rwkv7(r=bf[0], w=log_w, k=bf[2], v=bf[3], a=bf[4], b=bf[5], scale=1.0, output_final_state=True)
 
     fla_s = timed(call_fla, device, payload["reps"], warmup=2)
     y_fla = call_fla()[0].float()
@@ -823,11 +955,11 @@ def table(results: dict[str, Any]) -> str:
             f"| {'≥ ' + format(target, ',') if target else '—'} | — |"
         )
     pre = _get(results, "ours", "preflight") or {}
-    if pre.get("fused_ops") == "off" or "error" in pre:
-        why = pre.get("reason") or pre.get("error")
-        rows.append(
-            f"| fused element-wise kernels | OFF for this run ({why}); their PyTorch references ran | — | — | — | — |"
-        )
+    if pre.get("fused_ops") == "off" or pre.get("wkv") == "reference" or "error" in pre:
+        failed = [t for t in pre.get("tried", []) if not t.get("ok")]
+        why = "; ".join(f"{t['reason']}" for t in failed if t.get("reason")) or pre.get("error")
+        off = "fused element-wise kernels" + (" and WKV kernels" if pre.get("wkv") == "reference" else "")
+        rows.append(f"| {off} | OFF for this run ({why}); their PyTorch references ran | — | — | — | — |")
     eager = _get(results, "ours", "decode_eager", "tok_s")
     if eager is not None:
         rows.append(f"| decode B=1 without the CUDA graph (tok/s) | {_fmt(eager)} | — | — | — | — |")
@@ -886,6 +1018,7 @@ class Run:
         self.out = out
         self.deadline = deadline
         self.results: dict[str, Any] = {}
+        self.rwkv_build: tuple[subprocess.Popen[Any], Path, float] | None = None
 
     def left(self) -> float:
         return self.deadline - time.monotonic()
@@ -917,6 +1050,13 @@ def write_table(run: Run, out: Path) -> None:
     out.with_suffix(".md").write_text(md)
 
 
+WORKERS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "rwkv": worker_rwkv,
+    "fla": worker_fla,
+    "preflight": worker_preflight,
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
@@ -937,7 +1077,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-rwkv", action="store_true", help="do not run the rwkv package")
     parser.add_argument("--skip-compile", action="store_true", help="do not measure torch.compile-d decode")
     parser.add_argument("--skip-fla", action="store_true", help="do not run fla's chunk_rwkv7")
-    parser.add_argument("--worker", choices=("rwkv", "fla"), help=argparse.SUPPRESS)
+    parser.add_argument("--worker", choices=tuple(WORKERS), help=argparse.SUPPRESS)
     parser.add_argument("--worker-in", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--worker-out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -947,7 +1087,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.worker:
         payload = json.loads(args.worker_in.read_text())
         try:
-            answer = (worker_rwkv if args.worker == "rwkv" else worker_fla)(payload)
+            answer = WORKERS[args.worker](payload)
         except Exception as exc:
             traceback.print_exc()
             answer = {"available": False, "reason": f"{type(exc).__name__}: {exc}"}
@@ -964,20 +1104,31 @@ def main(argv: list[str] | None = None) -> int:
     run.results["plan"] = asdict(plan)
     run.results["environment"] = run.part("environment", lambda: environment(plan))
     torch.set_grad_enabled(False)
+    try:
+        return measure(args, plan, run, torch)
+    finally:
+        if run.rwkv_build is not None and run.rwkv_build[0].poll() is None:
+            _kill_group(run.rwkv_build[0])
+
+
+def measure(args: argparse.Namespace, plan: Plan, run: Run, torch: Any) -> int:
+    """Every part in turn (see the module docstring), each saved as it ends."""
+    if not args.skip_rwkv:
+        run.rwkv_build = start_rwkv_build(plan)  # nvcc in the background while the GPU is busy
     run.results["copy"] = run.part("copy", lambda: copy_bandwidth(plan))
     run.results["matmul"] = run.part("matmul", lambda: matmul_rate(plan))
-    sd = random_base(plan.arch, plan.device, plan.dtype)
-    run.results["ceilings"] = ceilings(sd, run.results["copy"], run.results["matmul"])
     gen = torch.Generator().manual_seed(1)
     tokens = torch.randint(0, plan.arch.vocab, (max(plan.prefill_lengths) + 32,), generator=gen).tolist()
-
-    model = run.part("build model", lambda: build_model(sd, plan))
     ours: dict[str, Any] = {}
     run.results["ours"] = ours
-    if isinstance(model, dict):  # the build failed
+    ours["preflight"] = run.part("ours fast-path preflight (subprocesses)", lambda: preflight(plan, tokens, 240))
+    sd = run.part("random weights", lambda: random_base(plan.arch, plan.device, plan.dtype))
+    if "error" not in sd:
+        run.results["ceilings"] = run.part("ceilings", lambda: ceilings(sd, run.results["copy"], run.results["matmul"]))
+    model = run.part("build model", lambda: build_model(sd, plan)) if "error" not in sd else sd
+    if isinstance(model, dict):  # the weights or the model could not be made
         ours["error"] = model["error"]
     else:
-        ours["preflight"] = run.part("ours fast-path preflight", lambda: fast_path_preflight(model, plan, tokens))
         ours["prefill"] = run.part("ours prefill", lambda: ours_prefill(model, plan, tokens))
         ours["decode"] = {}
         for B in plan.decode_batches:
@@ -990,8 +1141,15 @@ def main(argv: list[str] | None = None) -> int:
     ours["fused_ops"] = run.part("ours fused element-wise ops", lambda: ours_fused_ops(plan))
     run.save()
 
-    if not args.skip_rwkv:
+    if not args.skip_rwkv and "error" in sd:
+        run.results["rwkv"] = {"available": False, "reason": "no weights to give it"}
+    elif not args.skip_rwkv:
+        fla_reserve = 0 if args.skip_fla else 240
         path = run.part("save weights for rwkv", lambda: str(save_for_rwkv(sd, plan)))
+        run.results["rwkv_build"] = run.part(
+            "rwkv CUDA build (started at the beginning)",
+            lambda: finish_rwkv_build(run.rwkv_build, run.left() - fla_reserve - 90),
+        )
         if isinstance(path, str):
             try:
                 with tempfile.TemporaryDirectory() as tmp:
@@ -1006,10 +1164,8 @@ def main(argv: list[str] | None = None) -> int:
                         "steps": min(plan.decode_steps, 32),
                         "logits_path": str(logits_path),
                     }
-                    env = {"RWKV_V7_ON": "1", "RWKV_JIT_ON": "1", "RWKV_CUDA_ON": "1" if plan.rwkv_cuda else "0"}
-                    fla_reserve = 0 if args.skip_fla else 150
                     run.results["rwkv"] = run.part(
-                        "rwkv package", lambda: run_worker("rwkv", payload, run.left() - fla_reserve, env)
+                        "rwkv package", lambda: run_worker("rwkv", payload, run.left() - fla_reserve, rwkv_env(plan))
                     )
                     if run.results["rwkv"].get("available") and logits_path.exists() and not isinstance(model, dict):
                         theirs = torch.load(logits_path)

@@ -38,6 +38,9 @@ MAX_SEGMENTS = 4
 #   block_n is halved (down to 16) while the grid has fewer than min_programs programs, so that a
 #   down-projection (N = D small, K = C large) still spreads over the GPU;
 # - num_warps: warps per program.
+# With tl.dot tiles (BLOCK_M > 1) block_k is also halved until the x and W tiles of the software
+# pipeline's stages fit in SMEM_BUDGET bytes of shared memory (an H100/H200 block has 227 KB), so
+# a larger TUNING entry cannot fail to launch for want of shared memory.
 TUNING: dict[str, int] = {
     "max_rows": 64,
     "dot_rows": 8,
@@ -47,6 +50,15 @@ TUNING: dict[str, int] = {
     "min_programs": 128,
     "num_warps": 4,
 }
+
+
+SMEM_BUDGET = 160 * 1024  # bytes of shared memory the pipelined x and W tiles may take
+PIPELINE_STAGES = 3  # Triton's default num_stages on CUDA
+
+
+def tile_smem_bytes(block_m: int, block_n: int, block_k: int, dtype: torch.dtype) -> int:
+    """Shared memory of the pipelined ``x`` [BLOCK_M, BLOCK_K] and ``W`` [BLOCK_K, BLOCK_N] tiles."""
+    return (block_m * block_k + block_k * block_n) * dtype.itemsize * PIPELINE_STAGES
 
 
 @functools.cache
@@ -122,6 +134,8 @@ def _tiles(rows: int, ks: Sequence[int], ns: Sequence[int], dtype: torch.dtype) 
     row_blocks = -(-rows // block_m)
     while block_n > 16 and row_blocks * sum(-(-n // block_n) for n in ns) < TUNING["min_programs"]:
         block_n //= 2
+    while block_m > 1 and block_k > 16 and tile_smem_bytes(block_m, block_n, block_k, dtype) > SMEM_BUDGET:
+        block_k //= 2
     return block_m, block_n, block_k, [-(-n // block_n) for n in ns]
 
 

@@ -66,6 +66,67 @@ def test_table_marks_missing_parts_and_computes_ratios() -> None:
     assert "| prefill B=1 T=2048 (tok/s) | 30,000 | not available: cannot import rwkv | — |" in engine.table(results)
 
 
+def test_preflight_falls_back_and_the_table_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fast path that fails in its subprocess (here: the fused kernels) is turned off in this
+    process, the next configuration is kept, and the table names the reason."""
+    from rwkv_registry.model import wkv
+
+    engine = _load()
+    asked: list[dict[str, object]] = []
+
+    def worker(kind: str, payload: dict[str, object], timeout: float, env: dict[str, str]) -> dict[str, object]:
+        assert kind == "preflight"
+        asked.append(payload)
+        if payload["fused_ops"]:
+            return {"available": False, "reason": "worker exited -11: illegal memory access"}
+        return {"ok": True, "reason": None}
+
+    monkeypatch.setattr(engine, "run_worker", worker)
+    plan = engine.make_plan(True, None)
+    before = wkv.set_fused_ops(True)
+    try:
+        pre = engine.preflight(plan, list(range(40)), 10)
+        assert wkv.set_fused_ops(True) is False  # off in this process after the failure
+    finally:
+        wkv.set_fused_ops(before)
+    assert [(a["fused_ops"], a["wkv"]) for a in asked] == [(True, "auto"), (False, "auto")]
+    assert pre["fused_ops"] == "off" and pre["wkv"] == "auto" and [t["ok"] for t in pre["tried"]] == [False, True]
+    text = engine.table({"plan": {}, "ours": {"preflight": pre}})
+    assert "| fused element-wise kernels | OFF for this run (worker exited -11: illegal memory access)" in text
+
+
+def test_a_timed_out_worker_is_killed_with_what_it_started(tmp_path: Path) -> None:
+    """The rwkv worker's nvcc/ninja must not outlive its timeout: the whole process group goes."""
+    import os
+    import time
+
+    engine = _load()
+    pid_file = tmp_path / "grandchild"
+    proc = subprocess.Popen(["sh", "-c", f"sleep 120 & echo $! > {pid_file}; wait"], start_new_session=True)
+    deadline = time.monotonic() + 10
+    while not (pid_file.exists() and pid_file.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    grandchild = int(pid_file.read_text())
+    engine._kill_group(proc)
+    assert proc.returncode is not None
+    for _ in range(100):
+        try:
+            os.kill(grandchild, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail(f"the worker's child {grandchild} survived")
+
+
+def test_op_timings_off_cuda_say_they_are_host_timed() -> None:
+    engine = _load()
+    calls = []
+    seconds, how = engine.timed_graph(lambda: calls.append(1), "cpu", reps=3)
+    assert how == "host clock" and seconds >= 0 and len(calls) == 4  # one warm-up, three timed
+    assert engine.finish_rwkv_build(None, 1.0) == {"built": "nothing to build (no CUDA)"}
+
+
 @pytest.mark.slow
 def test_dry_run_exercises_every_part(tmp_path: Path) -> None:
     out = tmp_path / "results.json"
@@ -78,6 +139,7 @@ def test_dry_run_exercises_every_part(tmp_path: Path) -> None:
     for part in (ours["prefill"], *ours["decode"].values(), ours["miss"], ours["op_sweep"]):
         assert "error" not in part, part
     assert all(d["tok_s"] > 0 for d in ours["prefill"].values())
+    assert ours["preflight"]["fused_ops"] == "on" and ours["preflight"]["tried"][0]["ok"] is True
     assert all(d["finite"] for d in ours["decode"].values())
     assert set(ours["miss"]) >= {"fly", "merge", "fly_overhead_pct"}
     assert ours["decode_compiled"]["1"]["tok_s"] > 0 and ours["decode_compiled"]["1"]["finite"]

@@ -279,6 +279,25 @@ def test_kernel_compiles_for_sm90(dtype: str, rows: int, n_seg: int) -> None:
     assert compiled.asm["cubin"]
 
 
+@pytest.mark.skipif(os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"), reason="TRITON_INTERPRET=1 interprets")
+def test_a_large_block_k_is_cut_to_fit_shared_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    """block_k = 512 at 64 rows would need ~390 KB of shared memory (an H200 block has 227 KB): the
+    launcher halves it until the compiled kernel fits, as ptxas's own count confirms."""
+    monkeypatch.setitem(TUNING, "block_k", 512)
+    ns = (128, 128, 480, 96)
+    block_m, block_n, block_k, _ = lora_launch._tiles(64, [4096] * 4, ns, torch.bfloat16)
+    assert lora_launch.tile_smem_bytes(block_m, block_n, 512, torch.bfloat16) > 227 * 1024
+    assert block_m == 64 and block_k < 512
+    assert lora_launch.tile_smem_bytes(block_m, block_n, block_k, torch.bfloat16) <= lora_launch.SMEM_BUDGET
+    signature = {f"{p}{i}_ptr": "*bf16" for p in ("x", "w", "out") for i in range(4)}
+    signature |= {"M": "i32"} | {f"{p}{i}": "i32" for p in ("K", "N", "SX") for i in range(4)}
+    signature |= {"B1": "i32", "B2": "i32", "B3": "i32"}
+    constants = {"N_SEG": 4, "ACT0": 1, "ACT1": 0, "ACT2": 2, "ACT3": 0, "BLOCK_M": block_m}
+    constants |= {"BLOCK_N": block_n, "BLOCK_K": block_k, "DOT_F32": False}
+    compiled = compile_for_sm90(lora_launch._kernels(False).lora_kernel, signature, constants, TUNING["num_warps"])
+    assert 0 < compiled.metadata.shared <= 227 * 1024, compiled.metadata.shared
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 @pytest.mark.parametrize("M", [1, 64])
