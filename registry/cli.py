@@ -157,9 +157,9 @@ def cmd_add_base(args: argparse.Namespace) -> int:
                 args.path, base_file=args.base_file, sha256=args.sha256, size=args.size, progress=advance, **common
             )
     else:
-        if not (args.name and args.sha256 and args.arch and args.size is not None):
+        if not (args.name and args.sha256 and args.arch):
             raise UsageError(
-                "give BASE_FILE, or --name, --sha256, --size and --arch",
+                "give BASE_FILE, or --name, --sha256 and --arch (and --size when known)",
                 hint="e.g. add-base REG --name rwkv7-x --sha256 HEX --size 123 "
                 "--arch n_layer=32,n_embd=4096,vocab_size=65536 --source BlinkDL/rwkv7-g1",
             )
@@ -384,7 +384,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--name", help="directory name: the base file name without .pth (needed only without BASE_FILE)")
     sp.add_argument("--family", help="the base's family (default: the name up to its date)")
     sp.add_argument("--sha256", help="without BASE_FILE: the base's sha256")
-    sp.add_argument("--size", type=int, help="without BASE_FILE: the base's size in bytes")
+    sp.add_argument("--size", type=int, help="without BASE_FILE: the base's size in bytes, when known")
     sp.add_argument("--arch", help="without BASE_FILE: n_layer=…,n_embd=…,vocab_size=…[,ffn_size=…,lora_decay=…]")
     sp.add_argument(
         "--keep-previous-active",

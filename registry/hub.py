@@ -30,6 +30,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ._hub_remote import RemoteEntry, RemoteRepo, check_repo_id, connect, hub_endpoint, hub_error, parse_hf_target
+from ._hub_sync import pull_registry, push_registry
 from .errors import CheckpointError, RefusedError, RegistryError, RegistryIOError, UsageError
 from .facts import FileFacts, compute_facts
 from .validate import MAX_TEXT_BYTES, WEIGHT_SUFFIXES, Report, Tree, Validator, sort_findings
@@ -40,6 +41,8 @@ __all__ = [
     "cmd_pull",
     "cmd_push",
     "parse_hub_file",
+    "pull_registry",
+    "push_registry",
     "validate_hub",
 ]
 
@@ -281,14 +284,11 @@ def add_base_from_hub(
 
 def cmd_push(args: argparse.Namespace) -> int:
     """``rwkv-registry push PATH --repo OWNER/REPO [--revision main] [--message TEXT]``."""
-    from ._hub_sync import push_registry
-
     return push_registry(args.path, args.repo, revision=args.revision, message=args.message, log=_print).exit_code
 
 
 def cmd_pull(args: argparse.Namespace) -> int:
     """``rwkv-registry pull OWNER/REPO PATH [--base NAME] [--revision REV]``: download, then validate."""
-    from ._hub_sync import pull_registry
     from .cli import print_report
 
     repo, revision = args.repo, args.revision

@@ -332,7 +332,7 @@ def add_base(
         src_file = bf.name
     else:
         if not (sha256 and arch and name):
-            raise UsageError("without BASE_FILE, give --name, --sha256, --size and --arch")
+            raise UsageError("without BASE_FILE, give --name, --sha256 and --arch (and --size when known)")
         sha256 = sha256.lower()
         if not _HEX64.match(sha256):
             raise UsageError(f"--sha256 {sha256!r} is not 64 hex characters")

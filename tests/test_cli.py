@@ -22,6 +22,7 @@ from regtools import (
 
 from rwkv_registry.cli import main
 from rwkv_registry.schemas import schema_errors
+from rwkv_registry.validate import validate_registry
 
 
 def snapshot(root: Path) -> dict[str, str]:
@@ -144,6 +145,22 @@ def test_add_base_by_metadata_and_freeze_previous(tmp_path: Path) -> None:
     assert status == {"rwkv7-t-20260101-ctx1": "frozen", "rwkv7-t-20260201-ctx1": "active"}
     bad_sha = ["add-base", str(root), "--name", "x", "--sha256", "zz", "--size", "5", "--arch", arch, "--source", "a/b"]
     assert main(bad_sha) == 2
+
+
+def test_add_base_by_metadata_without_a_size(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The user's README gives a base's sha256 but not its size: --size may be left out (null)."""
+    root = tmp_path / "reg"
+    main(["init", str(root)])
+    arch = "n_layer=32,n_embd=4096,vocab_size=65536"
+    name = "rwkv7-g1k-7.2b-20260930-ctx25600"
+    argv = ["add-base", str(root), "--name", name, "--sha256", "c" * 64, "--arch", arch, "--source", "BlinkDL/rwkv7-g1"]
+    assert main(argv) == 0
+    [base] = json.loads((root / "index.json").read_text())["bases"]
+    assert base["size"] is None and base["sha256"] == "c" * 64
+    assert validate_registry(root, use_cache=False).ok
+    capsys.readouterr()
+    assert main(["add-base", str(root), "--name", "rwkv7-x", "--sha256", "c" * 64, "--source", "a/b"]) == 2
+    assert "--name, --sha256 and --arch (and --size when known)" in capsys.readouterr().err
 
 
 def test_add_state_and_miss_through_cli(tmp_path: Path) -> None:

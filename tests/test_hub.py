@@ -26,10 +26,10 @@ from regtools import (
     write_tiny_base,
 )
 
-from rwkv_registry._hub_sync import _protected, pull_registry, push_registry
+from rwkv_registry._hub_sync import _protected
 from rwkv_registry.cli import main
 from rwkv_registry.errors import RefusedError, UsageError
-from rwkv_registry.hub import add_base_from_hub, validate_hub
+from rwkv_registry.hub import add_base_from_hub, pull_registry, push_registry, validate_hub
 from rwkv_registry.ops import add_base, add_entry, read_base_architecture
 from rwkv_registry.validate import validate_registry
 
