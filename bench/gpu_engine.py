@@ -804,7 +804,7 @@ def op_inputs(T: int, H: int, B: int, device: str) -> list[Any]:
 
 def ours_op_sweep(plan: Plan) -> dict[str, Any]:
     """Our WKV7 kernels alone at the 7.2B head count, for each launch configuration of
-    ``launch.TUNING`` (block_v, num_warps; and the chunk kernel's chunk_size, 16 or 32): chunk at
+    ``launch.TUNING`` (block_v, num_warps): chunk at
     B=1, T=op_seq_len; step at B=1 and B=64; timed from CUDA graphs (:func:`timed_graph`), as the
     decode replays them, so that a step of a few microseconds is not hidden by its launch."""
     from rwkv_registry.kernels.wkv7 import launch, wkv7
@@ -824,21 +824,16 @@ def ours_op_sweep(plan: Plan) -> dict[str, Any]:
             calls = 4 if kind == "chunk" else 20  # a step runs for microseconds: time many per graph
             rows = []
             configs = [
-                (chunk_size, block_v, num_warps)
-                for chunk_size in ((16, 32) if kind == "chunk" else (launch.CHUNK_SIZE,))
+                (block_v, num_warps)
                 for block_v in (16, 32, 64)
                 for num_warps in ((4, 8) if kind == "chunk" else (2, 4))
             ]
-            for chunk_size, block_v, num_warps in configs:
+            for block_v, num_warps in configs:
                 launch.TUNING[kind].update(block_v=block_v, num_warps=num_warps)
                 config = {"block_v": block_v, "num_warps": num_warps}
-                if kind == "chunk":
-                    config["chunk_size"] = chunk_size
                 try:
                     seconds, how = timed_graph(
-                        lambda ins=ins, kind=kind, c=chunk_size: wkv7(*ins, backend=kind, chunk_size=c),
-                        plan.device,
-                        calls=calls,
+                        lambda ins=ins, kind=kind: wkv7(*ins, backend=kind), plan.device, calls=calls
                     )
                 except Exception as exc:
                     rows.append({**config, "error": repr(exc)[:200]})

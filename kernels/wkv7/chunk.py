@@ -18,7 +18,13 @@ unit-lower-triangular inverse (the UT/WY trick; computed as a product of log2(C)
     Qb[t,s] = sum_k r_t[k] b_s[k] e^{g_t[k] - g_s[k]},  Qk likewise with k_s         (s <= t)
     S_C = S_0 diag(e^{g_C}) + U^T (b ⊙ e^{g_C - g}) + V^T (k ⊙ e^{g_C - g})
 
-Every step is a small matmul (``tl.dot``). Numerics: the log-decays are summed in fp32 and only
+Every step is a small matmul (``tl.dot``). Precision: when keys repeat inside a chunk (RWKV-7's
+``a = -kk``, ``b = kk · gate``, gate near 1), every ``Aab[t,s]`` is near -1 and the entries of
+``T = (I - Aab)^{-1}`` grow like ``2^(t-s-1)``, up to 2^15 at C = 16, while the outputs stay of
+order one: the products that build and apply ``T`` (``Aab``, ``Aak``, ``T``, ``U``) run at about fp32
+precision (``PRECISION_INV``: ``tf32x3`` on CUDA, chosen by the launcher; in plain tf32 the state
+came out wrong by 40 % on such input), and C stays 16 (at 32 even fp32 does not suffice).
+Numerics of the decays: the log-decays are summed in fp32 and only
 relative decays are exponentiated. The C×C matrices are factored around a reference point in the
 middle of the chunk, ``e^{g_t - g_s} = e^{g_t - g_ref} · e^{g_ref - g_s}``, so each factor stays
 below ``e^{(C/2)·|log d|max}``; a per-token log-decay is clamped at ``LOG_DECAY_MIN`` (= -64/(C/2),
@@ -105,8 +111,11 @@ def wkv7_chunk_fwd_kernel(
     USE_INITIAL_STATE: tl.constexpr,
     IS_VARLEN: tl.constexpr,
     PRECISION: tl.constexpr,
+    PRECISION_INV: tl.constexpr,
 ):
-    """Grid ``(V // BV, num_seqs * H)``. Inputs ``[B, T, H, K]`` contiguous; state ``[num_seqs, H, V, K]``."""
+    """Grid ``(V // BV, num_seqs * H)``. Inputs ``[B, T, H, K]`` contiguous; state ``[num_seqs, H, V, K]``.
+    ``PRECISION_INV``: the ``tl.dot`` precision of ``Aab``, ``Aak``, ``T`` and ``U`` (where the large
+    entries of ``T`` amplify rounding); ``PRECISION``: every other product."""
     i_v = tl.program_id(0)
     i_nh = tl.program_id(1)
     i_n = i_nh // H
@@ -158,11 +167,11 @@ def wkv7_chunk_fwd_kernel(
         r_ref = r * tl.exp(g - g_ref[None, :])
         b_ref = b * e_from_ref
         k_ref = k * e_from_ref
-        A_ab = tl.where(strict, tl.dot(a_ref, tl.trans(b_ref), input_precision=PRECISION), 0.0)
-        A_ak = tl.where(strict, tl.dot(a_ref, tl.trans(k_ref), input_precision=PRECISION), 0.0)
+        A_ab = tl.where(strict, tl.dot(a_ref, tl.trans(b_ref), input_precision=PRECISION_INV), 0.0)
+        A_ak = tl.where(strict, tl.dot(a_ref, tl.trans(k_ref), input_precision=PRECISION_INV), 0.0)
         Q_b = tl.where(causal, tl.dot(r_ref, tl.trans(b_ref), input_precision=PRECISION), 0.0)
         Q_k = tl.where(causal, tl.dot(r_ref, tl.trans(k_ref), input_precision=PRECISION), 0.0)
-        T_inv = _unit_lower_inverse(A_ab, o_t, LOG2_BT, PRECISION)  # (BT, BT)
+        T_inv = _unit_lower_inverse(A_ab, o_t, LOG2_BT, PRECISION_INV)  # (BT, BT)
 
         # cross-chunk terms: every exponent here is <= 0
         a_0 = a * tl.exp(g_ex)  # (BT, K)
@@ -172,9 +181,9 @@ def wkv7_chunk_fwd_kernel(
         k_end = k * e_to_end
 
         # U = T (ã S0^T + Aak V); Y = r̃ S0^T + Qb U + Qk V
-        u = tl.dot(a_0, tl.trans(state), input_precision=PRECISION)  # (BT, BV)
-        u = tl.dot(A_ak, v, acc=u, input_precision=PRECISION)
-        u = tl.dot(T_inv, u, input_precision=PRECISION)
+        u = tl.dot(a_0, tl.trans(state), input_precision=PRECISION_INV)  # (BT, BV)
+        u = tl.dot(A_ak, v, acc=u, input_precision=PRECISION_INV)
+        u = tl.dot(T_inv, u, input_precision=PRECISION_INV)
         y = tl.dot(r_0, tl.trans(state), input_precision=PRECISION)
         y = tl.dot(Q_b, u, acc=y, input_precision=PRECISION)
         y = tl.dot(Q_k, v, acc=y, input_precision=PRECISION)

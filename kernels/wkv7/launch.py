@@ -18,12 +18,31 @@ from .._triton import interpret_requested, kernels_run_on, load_kernel_module, t
 from .naive import wkv7_naive
 from .validate import NAMES, Wkv7Shape, validate
 
-CHUNK_SIZE = 16  # tokens per chunk of the chunked kernel (16 or 32; 16 keeps the decay clamp at e^-8)
+# Tokens per chunk of the chunked kernel. Not 32: with keys repeated inside a chunk (a = -kk,
+# b = kk) the entries of the in-chunk inverse (I - Aab)^-1 grow like 2^(C-1), which at C = 32 is
+# past fp32's 24-bit mantissa (relative errors of 7e-2 measured in fp32); 16 also keeps the decay
+# clamp at e^-8 (see chunk.py).
+CHUNK_SIZE = 16
+
+
+def dot_precisions(dtype: torch.dtype, device_type: str) -> tuple[str, str]:
+    """``(PRECISION, PRECISION_INV)``: the chunk kernel's ``tl.dot`` input precisions. On CUDA the
+    products that build and apply the in-chunk inverse run in "tf32x3" (three tf32 products, about
+    fp32) whatever the dtype: with repeated keys its entries reach 2^15 and plain tf32's 10-bit
+    mantissa left the state wrong by 40 % (an emulation of its rounding); the other products run in
+    "tf32" for bf16/fp16 inputs (below their own rounding) and "tf32x3" for fp32. The interpreter
+    computes in fp32 ("ieee")."""
+    if device_type != "cuda":
+        return "ieee", "ieee"
+    return ("tf32x3" if dtype == torch.float32 else "tf32"), "tf32x3"
+
 
 # Launch configuration, read at every launch (bench/gpu_engine.py sweeps it on the GPU):
 # block_v = rows of the state one program owns (None: chosen from the GPU's SM count), num_warps.
+# The chunk kernel takes 8 warps: compiled for sm_90 (Triton 3.6 and 3.9, bf16 inputs, head 64)
+# it spills nothing at block_v 16 and 32 with 8 warps, and 24-168 bytes of stack with 4.
 TUNING: dict[str, dict[str, int | None]] = {
-    "chunk": {"block_v": None, "num_warps": 4},
+    "chunk": {"block_v": None, "num_warps": 8},
     "step": {"block_v": None, "num_warps": 4},
 }
 
@@ -106,7 +125,6 @@ def _launch(
     shape: Wkv7Shape,
     out: torch.Tensor | None,
     state_out: torch.Tensor | None,
-    chunk_size: int,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     device = tensors["r"].device
     mods = _triton_modules(device.type != "cuda") if triton_available(device) else None
@@ -141,15 +159,14 @@ def _launch(
     cu_arg = cu_seqlens if cu_seqlens is not None else y
     if kind == "chunk":
         chunk, _ = mods
-        precision = "tf32x3" if ins[0].dtype == torch.float32 else "tf32"
-        if device.type != "cuda":
-            precision = "ieee"
+        precision, precision_inv = dot_precisions(ins[0].dtype, device.type)
         chunk.wkv7_chunk_fwd_kernel[grid](
             *ins, y, s0_arg, st, cu_arg,
-            BT=chunk_size,
-            LOG2_BT=chunk_size.bit_length() - 1,
-            LOG_DECAY_MIN=chunk.log_decay_min(chunk_size),
+            BT=CHUNK_SIZE,
+            LOG2_BT=CHUNK_SIZE.bit_length() - 1,
+            LOG_DECAY_MIN=chunk.log_decay_min(CHUNK_SIZE),
             PRECISION=precision,
+            PRECISION_INV=precision_inv,
             num_warps=num_warps,
             **common,
         )  # fmt: skip
@@ -172,7 +189,6 @@ def wkv7(
     backend: str = "auto",
     out: torch.Tensor | None = None,
     state_out: torch.Tensor | None = None,
-    chunk_size: int = CHUNK_SIZE,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """WKV7 forward: ``y, final_state = wkv7(r, w, k, v, a, b, state)``.
 
@@ -192,7 +208,6 @@ def wkv7(
         out: optional preallocated ``y`` (contiguous, shape and dtype of ``r``).
         state_out: optional preallocated final state (contiguous fp32 ``[num_seqs, H, N, N]``); it may be
             ``state`` itself for an in-place update (useful for CUDA graphs).
-        chunk_size: tokens per chunk of the "chunk" backend (16 or 32).
 
     Returns:
         ``y`` ``[B, T, H, N]`` in the dtype of ``r`` and the final state ``[num_seqs, H, N, N]`` fp32.
@@ -205,8 +220,6 @@ def wkv7(
     """
     tensors = {"r": r, "w": w, "k": k, "v": v, "a": a, "b": b}
     shape = validate(tensors, state, cu_seqlens, backend, out, state_out)
-    if chunk_size not in (16, 32):
-        raise ValueError(f"wkv7: chunk_size must be 16 or 32; got {chunk_size}")
     if backend == "auto":
         backend = pick_backend(r.device, shape.seq_len, shape.head_size)
     if backend == "naive":
@@ -217,4 +230,4 @@ def wkv7(
         if state_out is not None:
             st = state_out.copy_(st)
         return y, st
-    return _launch(backend, tensors, state, cu_seqlens, shape, out, state_out, chunk_size)
+    return _launch(backend, tensors, state, cu_seqlens, shape, out, state_out)

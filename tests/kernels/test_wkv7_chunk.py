@@ -66,16 +66,6 @@ def test_chunk_without_initial_state() -> None:
     assert_close("final state", st, st_ref, TOL[torch.float32], seed)
 
 
-def test_chunk_size_32() -> None:
-    seed = new_seed()
-    ins = rwkv_inputs(1, 70, 1, 32, torch.float32, seed)
-    s0 = random_state(1, 1, 32, seed)
-    y, st = _run(ins, s0, chunk_size=32)
-    y_ref, st_ref = reference(ins, s0)
-    assert_close("y", y, y_ref, TOL[torch.float32], seed)
-    assert_close("final state", st, st_ref, TOL[torch.float32], seed)
-
-
 def test_state_carries_across_calls() -> None:
     """Prefill in two calls (split inside a chunk) equals one call: the state in and out is exact."""
     seed = new_seed()
