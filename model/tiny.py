@@ -18,10 +18,11 @@ from pathlib import Path
 
 import torch
 
-from rwkv_registry.miss import tensor_name
+from rwkv_registry.miss import tensor_name, write_miss_file
 from rwkv_registry.model.config import RWKV7Config
 from rwkv_registry.model.loading import sha256_file, torch_load_dict
 from rwkv_registry.model.miss import TARGET_MODULES
+from rwkv_registry.pthwrite import RawTensor
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,7 @@ class TinySet:
 
     base: Path
     state: Path
-    miss: Path | None  # None when rwkv_registry.miss.write_miss_file is not available
+    miss: Path
 
 
 def tiny_config(
@@ -214,9 +215,6 @@ def make_tiny_miss(
     Uses :func:`rwkv_registry.miss.write_miss_file` (the rwkv_lightning_cuda single-file layout
     with the embedded manifest). ``base_fingerprint`` defaults to the sha256 of ``base_path``.
     """
-    from rwkv_registry.miss import write_miss_file  # the core's writer
-    from rwkv_registry.pthwrite import RawTensor
-
     cfg = read_config(base_path)
     d_tensors = tiny_miss_tensors(cfg, rank=rank, seed=seed, std=std)
     tensors = {
@@ -239,12 +237,9 @@ def make_tiny_miss(
 
 
 def make_tiny_set(directory: str | Path, *, seed: int = 0, **base_kwargs: object) -> TinySet:
-    """A tiny base plus State and MiSS files in ``directory`` (MiSS None without the writer)."""
+    """A tiny base plus State and MiSS files in ``directory``."""
     d = Path(directory)
     base = make_tiny_base(d / "rwkv7-tiny.pth", seed=seed, **base_kwargs)  # type: ignore[arg-type]
     state = make_tiny_state(d / "state.pth", base, seed=seed + 1)
-    try:
-        miss: Path | None = make_tiny_miss(d / "adapter-final.pth", base, seed=seed + 2)
-    except ImportError:
-        miss = None
+    miss = make_tiny_miss(d / "adapter-final.pth", base, seed=seed + 2)
     return TinySet(base, state, miss)

@@ -100,6 +100,19 @@ def test_recover_keeps_directories_that_hold_files(tmp_path: Path) -> None:
     assert not (tmp_path / DIRS_NAME).exists()
 
 
+def test_recover_ignores_a_record_line_cut_by_the_crash(tmp_path: Path) -> None:
+    """A crash while appending ``b/partial\n`` leaves ``b/par``: only complete lines count, so an
+    existing empty directory that happens to carry the cut-off name is not removed."""
+    (tmp_path / "a").mkdir()  # recorded and created by the killed write
+    (tmp_path / "b" / "par").mkdir(parents=True)  # the user's own, empty, there before the write
+    (tmp_path / DIRS_NAME).write_text("a\nb/par")
+    messages = recover(tmp_path)
+    assert messages == ["removed 1 temporary file(s) and 1 empty directory(ies) of an interrupted write"]
+    assert not (tmp_path / "a").exists()
+    assert (tmp_path / "b" / "par").is_dir()
+    assert not (tmp_path / DIRS_NAME).exists()
+
+
 def test_commit_leaves_no_record(tmp_path: Path) -> None:
     with Transaction(tmp_path) as txn:
         txn.write_bytes("d/e/f", b"1")

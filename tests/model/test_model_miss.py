@@ -343,7 +343,6 @@ def test_missing_tensor_is_refused(model: RWKV7, tmp_path: Path) -> None:
 
 
 def test_tiny_miss_file_loads_and_applies(model: RWKV7, tiny_base: Path, tmp_path: Path) -> None:
-    pytest.importorskip("rwkv_registry.pthwrite", reason="the core's MiSS writer is not there yet")
     from rwkv_registry.model.tiny import make_tiny_miss
 
     path = make_tiny_miss(tmp_path / "adapter-final.pth", tiny_base, rank=RANK, seed=2)

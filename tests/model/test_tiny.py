@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-import pytest
 import torch
 
 from rwkv_registry.model import RWKV7, RWKV7Config, load_state_weights
@@ -45,7 +44,6 @@ def test_state_matches_its_base(tiny_base: Path, tiny_state: Path) -> None:
 
 
 def test_miss_bytes_are_deterministic(tmp_path: Path, tiny_base: Path) -> None:
-    pytest.importorskip("rwkv_registry.pthwrite", reason="the core's MiSS writer is not there yet")
     from rwkv_registry.model.tiny import make_tiny_miss
 
     a = make_tiny_miss(tmp_path / "a" / "adapter-final.pth", tiny_base, rank=4, seed=5)
@@ -55,7 +53,6 @@ def test_miss_bytes_are_deterministic(tmp_path: Path, tiny_base: Path) -> None:
 
 
 def test_miss_file_passes_the_registry_checks(tmp_path: Path, tiny_base: Path) -> None:
-    pytest.importorskip("rwkv_registry.pthwrite", reason="the core's MiSS writer is not there yet")
     import json
 
     from rwkv_registry.ckpt import open_checkpoint
@@ -73,10 +70,21 @@ def test_miss_file_passes_the_registry_checks(tmp_path: Path, tiny_base: Path) -
 
 
 def test_tiny_set(tmp_path: Path) -> None:
-    s = make_tiny_set(tmp_path, n_embd=64, vocab=500)
-    model = RWKV7.from_pth(s.base)
-    model.new_state(1, load_state_weights(s.state))
-    if s.miss is not None:
-        from rwkv_registry.model import load_miss
+    from rwkv_registry.model import load_miss
 
-        model.apply_miss(load_miss(s.miss))  # fingerprint matches the base
+    s = make_tiny_set(tmp_path, n_embd=64, vocab=500)
+    assert s.miss is not None and s.miss.is_file()
+    assert s.base.parent == s.state.parent == s.miss.parent == tmp_path
+    model = RWKV7.from_pth(s.base)
+    state = load_state_weights(s.state)
+    tokens = torch.tensor([[5, 300, 12, 499, 7]])
+    with torch.no_grad():
+        before, _ = model.forward(tokens, model.new_state(1, state), full_output=True)
+        model.apply_miss(load_miss(s.miss))  # fingerprint matches the base: no force needed
+        assert model.miss is not None
+        applied, _ = model.forward(tokens, model.new_state(1, state), full_output=True)
+        model.remove_miss()
+        after, _ = model.forward(tokens, model.new_state(1, state), full_output=True)
+    assert before.shape == (1, 5, 500) and torch.isfinite(before).all()
+    assert (applied - before).abs().max().item() > 1e-3  # the adapter changes the logits
+    assert torch.equal(after, before)  # and removing it restores them exactly

@@ -217,6 +217,35 @@ def test_scoring_rules(case, output, correct, flags):
     assert s.unknown_tool is (flags == ("unknown tool",))
 
 
+@pytest.mark.parametrize(
+    ("why", "correct"),
+    [
+        ("urgent", True),
+        ("  Urgent ", True),  # surrounding whitespace and case do not count...
+        ("\\turgent\\n", True),
+        ("URGENT", True),
+        ("urgentx", False),  # ...but every other character does
+        ("ur gent", False),
+        ("", False),
+    ],
+)
+def test_string_values_compare_stripped_and_casefolded(tmp_path, why, correct):
+    """A string that is no number: only ``.strip().casefold()`` makes these equal (float() does not)."""
+    c = load_cases(
+        write_jsonl(
+            tmp_path / "c.jsonl",
+            case_line(
+                expected={"name": "delete_card", "arguments": {"card": "7", "why": "urgent"}},
+                check_values=["card", "why"],
+            ),
+        )
+    ).cases[0]
+    s = score_call(c, 'delete_card","arguments":{"card":"7","why":"' + why + '"}}')
+    assert not s.parse_failure and s.correct is correct
+    assert s.wrong_values == (() if correct else ("why",))
+    assert s.flags == (() if correct else ("wrong why",))
+
+
 def test_abstention_needs_no_tool_with_a_reason(abstain):
     assert score_call(abstain, 'no_tool","arguments":{"reason":"Hello!"}}').correct
     s = score_call(abstain, 'no_tool","arguments":{}}')
@@ -245,6 +274,8 @@ def test_every_prefix_of_an_expected_call_may_continue():
         'x","arguments":{,',
         'x","arguments":{"a":tru3',
         'x","arguments":{"a":"\\q"',
+        'x","arguments":{"a":"b\x01',  # a raw control character inside a string
+        "x\n",
     ],
 )
 def test_a_call_that_can_no_longer_parse_is_recognised(output):
@@ -271,6 +302,25 @@ def test_json_prefix_scanner_accepts_every_prefix_of_valid_json(value, ascii_onl
     text = json.dumps(value, ensure_ascii=ascii_only) + " \n"
     assert all(json_prefix_ok(text[:i]) for i in range(len(text) + 1))
     assert not json_prefix_ok(text + "x")
+
+
+@pytest.mark.parametrize("ctrl", ["\x00", "\x01", "\t", "\n", "\x1f"])
+def test_json_prefix_scanner_refuses_raw_control_characters_in_strings(ctrl):
+    """JSON strings may hold control characters only escaped; outside strings whitespace is fine."""
+    from rwkv_registry.model.smoke.scoring import call_prefix_ok, json_prefix_ok
+
+    assert not json_prefix_ok('{"name": "x' + ctrl)
+    assert not json_prefix_ok('{"name": "x' + ctrl + 'y"}')
+    assert not json_prefix_ok('{"k' + ctrl)  # in a key too
+    assert not call_prefix_ok("x" + ctrl)
+    escaped = f"\\u{ord(ctrl):04x}"  # the escaped form is accepted, whole or cut off
+    assert json_prefix_ok('{"name": "x' + escaped)
+    assert json_prefix_ok('{"name": "x' + escaped[:3])
+    assert json_prefix_ok('{"name": "x' + escaped + '"}')
+    assert call_prefix_ok("x" + escaped)
+    assert json.loads('{"name": "x' + escaped + '"}') == {"name": "x" + ctrl}
+    if ctrl in "\t\n":  # JSON whitespace between tokens
+        assert json_prefix_ok("{" + ctrl + '"name"' + ctrl + ":" + ctrl + '"x"' + ctrl + "}" + ctrl)
 
 
 def test_a_huge_case_line_is_refused_with_the_limit() -> None:
