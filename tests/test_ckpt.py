@@ -452,6 +452,29 @@ def test_storage_missing_or_short():
     assert code_of(with_pickle(twice, {"0": bytes(8)})) == "PTH006"
 
 
+def test_storage_declared_twice_with_different_sizes():
+    """Storage '0' declared as 2 floats, then as 1: the second tensor fits either, so only the comparison of the
+    two declarations refuses it (not the storage's size or the tensor's bounds)."""
+    twice = tensor_pickle([T("a", numel=2), T("b", numel=1, shape=(1,))])
+    with pytest.raises(CheckpointError) as info:
+        open_checkpoint(with_pickle(twice, {"0": bytes(8)}))
+    assert (info.value.code, info.value.message) == (
+        "PTH006",
+        "storage '0' declared as 2 x float32 and as 1 x float32",
+    )
+    same = tensor_pickle([T("a", numel=2), T("b", numel=2, shape=(1,), offset=1)])  # one storage, two views
+    assert open_checkpoint(with_pickle(same, {"0": bytes(8)})).tensors["b"].storage_offset == 1
+
+
+def test_negative_storage_offset():
+    """A storage offset of -1 would read the byte before the storage: PTH009, not a read out of bounds."""
+    pkl = tensor_pickle([T("w", numel=2, shape=(1,), offset=-1)])
+    with pytest.raises(CheckpointError) as info:
+        open_checkpoint(with_pickle(pkl, {"0": bytes(8)}))
+    assert info.value.code == "PTH009"
+    assert info.value.message.endswith(": storage offset is int -1")
+
+
 def test_duplicate_tensor_names():
     pkl = tensor_pickle([T("w"), T("w")])
     with pytest.raises(CheckpointError) as info:

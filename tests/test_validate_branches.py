@@ -363,3 +363,69 @@ def test_hsh005_says_when_the_listed_file_is_a_symlink(reg: Path) -> None:
     readme.unlink()
     readme.symlink_to(target)
     assert where(reg, "HSH005")["SHA256SUMS"] == ["lists README.md, which is a symbolic link (never followed)"]
+
+
+# --- LAY005: symbolic links ----------------------------------------------------------------------------
+
+
+def test_lay005_link_inside_the_registry_is_not_reported(reg: Path) -> None:
+    """LAY005 is about links that leave the registry; one to a file inside it is not reported by LAY005."""
+    (reg / TINY_BASE / "state" / "v1" / "link.pth").symlink_to("s1.pth")
+    (reg / TINY_BASE / "state" / "v2").symlink_to("v1", target_is_directory=True)
+    assert where(reg, "LAY005") == {}
+
+
+def test_lay005_link_to_a_sibling_with_the_registry_name_as_prefix(reg: Path) -> None:
+    """A link to ``<root>-evil/...`` leaves the registry although its path starts with the root's."""
+    outside = reg.parent / f"{reg.name}-evil"
+    outside.mkdir()
+    (outside / "s9.pth").write_bytes((reg / STATE).read_bytes())
+    rel = f"{TINY_BASE}/state/v1/s9.pth"
+    (reg / rel).symlink_to(outside / "s9.pth")
+    assert where(reg, "LAY005") == {rel: [f"symbolic link to {outside / 's9.pth'} leaves the registry"]}
+
+
+# --- State files in safetensors format -------------------------------------------------------------
+
+
+def _state_safetensors(path: Path, shape: tuple[int, ...] = (2, 64, 64)) -> Path:
+    """A State as safetensors.torch.save_file writes it (bf16, one tensor per layer of the tiny base)."""
+    import torch
+    from safetensors.torch import save_file
+
+    g = torch.Generator().manual_seed(5)
+    tensors = {
+        f"blocks.{i}.att.time_state": (torch.randn(shape, generator=g) * 0.1).to(torch.bfloat16)
+        for i in range(TINY_ARCH["n_layer"])
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_file(tensors, path, metadata={"format": "pt"})
+    return path
+
+
+def _add_safetensors_state(reg: Path, tmp_path: Path) -> str:
+    src = _state_safetensors(tmp_path / "src" / "s2.safetensors")
+    add_entry(reg, src, base=TINY_BASE, data_version="v1", train=state_train())
+    return f"{TINY_BASE}/state/v1/s2.safetensors"
+
+
+def test_safetensors_state_validates(reg: Path, tmp_path: Path) -> None:
+    """A State saved as .safetensors is registered and validates like a .pth one."""
+    rel = _add_safetensors_state(reg, tmp_path)
+    entry = next(e for e in json.loads((reg / "index.json").read_text())["entries"] if e["path"] == rel)
+    assert entry["method"] == "state"
+    report = validate_registry(reg, use_cache=False)
+    assert [(f.code, f.path) for f in report.findings if f.path == rel] == []
+    assert not [f for f in report.findings if f.code[:3] in ("STA", "PTH", "LAY", "IDX")]
+    assert report.ok
+
+
+def test_safetensors_state_of_the_wrong_shape_is_sta002(reg: Path, tmp_path: Path) -> None:
+    """The same State replaced by one trained for another base (heads of 32): STA002 on that file."""
+    rel = _add_safetensors_state(reg, tmp_path)
+    _state_safetensors(reg / rel, shape=(2, 32, 32))
+    refresh(reg, rel)
+    assert where(reg, "STA002") == {
+        rel: ["blocks.0.att.time_state has shape [2, 32, 32], the base needs [2, 64, 64] [H, V, K]"]
+    }
+    assert where(reg, "PTH012") == {}

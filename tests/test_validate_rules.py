@@ -8,6 +8,7 @@ keeps this table complete.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import shutil
@@ -375,30 +376,31 @@ CASES: dict[str, Callable[..., None]] = {
 }
 # Rules whose failing cases live elsewhere: the safe reader (tests/test_ckpt.py) raises the PTH/LFS codes
 # on hostile archives, git immutability needs a repository (tests/test_git.py), signatures need keys
-# (tests/test_signing.py).
-ELSEWHERE = {
-    "PTH002",
-    "PTH003",
-    "PTH004",
-    "PTH005",
-    "PTH006",
-    "PTH007",
-    "PTH008",
-    "PTH009",
-    "PTH010",
-    "PTH011",
-    "PTH012",
-    "PTH013",
-    "GIT001",
-    "GIT002",
-    "GIT003",
-    "GIT004",
-    "SIG001",
-    "SIG002",
-    "SIG003",
-    "SIG004",
+# (tests/test_signing.py). Each code names the test function that fails on it; test_every_rule_has_a_case
+# checks, with ast, that the function exists and uses the code as a string literal in an assert, a comparison
+# or its parametrize decorator (a comment or a docstring naming the code does not count).
+ELSEWHERE: dict[str, tuple[str, str]] = {
+    "PTH002": ("test_ckpt.py", "test_bad_crc_in_data_pkl"),
+    "PTH003": ("test_ckpt.py", "test_code_execution_globals"),
+    "PTH004": ("test_ckpt.py", "test_opcodes_outside_the_allow_list"),
+    "PTH005": ("test_ckpt.py", "test_torchscript_archive"),
+    "PTH006": ("test_ckpt.py", "test_storage_missing_or_short"),
+    "PTH007": ("test_ckpt.py", "test_duplicate_tensor_names"),
+    "PTH008": ("test_ckpt.py", "test_unsafe_entry_names"),
+    "PTH009": ("test_ckpt.py", "test_not_a_flat_dict_of_tensors"),
+    "PTH010": ("test_ckpt.py", "test_too_many_entries"),
+    "PTH011": ("test_ckpt.py", "test_compressed_entries"),
+    "PTH012": ("test_ckpt.py", "test_bad_safetensors_headers"),
+    "PTH013": ("test_ckpt.py", "test_big_endian_byteorder"),
+    "GIT001": ("test_git.py", "test_modified_published_file_names_its_commit"),
+    "GIT002": ("test_git.py", "test_deleted_published_file"),
+    "GIT003": ("test_git.py", "test_new_file_under_frozen_base"),
+    "GIT004": ("test_git.py", "test_git_unavailable_is_a_warning"),
+    "SIG001": ("test_signing.py", "test_sig001_missing_signature_when_keys_are_trusted"),
+    "SIG002": ("test_signing.py", "test_sig002_changed_byte_in_sha256sums"),
+    "SIG003": ("test_signing.py", "test_sig003_wrong_key"),
+    "SIG004": ("test_signing.py", "test_sig004_malformed_or_truncated_signature"),
 }
-CASE_FILES = {"GIT": "test_git.py", "SIG": "test_signing.py"}
 
 
 def test_clean_registry_passes_every_rule(registry_template: Path) -> None:
@@ -408,12 +410,35 @@ def test_clean_registry_passes_every_rule(registry_template: Path) -> None:
     assert report.ok
 
 
+def _checked_literals(func: ast.FunctionDef) -> set[str]:
+    """String literals a test function checks: inside its asserts, its comparisons (``f.code == "X"`` in a
+    ``next(...)`` that raises when nothing matches) and its decorators (``parametrize`` values). Comments are not
+    in the tree; the docstring is neither an assert, a comparison nor a decorator."""
+    nodes: list[ast.AST] = [*func.decorator_list]
+    nodes += [n for stmt in func.body for n in ast.walk(stmt) if isinstance(n, ast.Assert | ast.Compare)]
+    return {c.value for n in nodes for c in ast.walk(n) if isinstance(c, ast.Constant) and isinstance(c.value, str)}
+
+
 def test_every_rule_has_a_case() -> None:
-    assert set(RULES) == set(CASES) | ELSEWHERE
+    assert set(RULES) == set(CASES) | set(ELSEWHERE)
+    assert not set(CASES) & set(ELSEWHERE)
     here = Path(__file__).parent
-    for code in ELSEWHERE:
-        path = here / CASE_FILES.get(code[:3], "test_ckpt.py")
-        assert code in path.read_text(), f"{code} has no failing case in {path.name}"
+    trees = {name: ast.parse((here / name).read_text()) for name, _ in ELSEWHERE.values()}
+    for code, (name, func_name) in sorted(ELSEWHERE.items()):
+        funcs = [n for n in trees[name].body if isinstance(n, ast.FunctionDef) and n.name == func_name]
+        assert len(funcs) == 1 and func_name.startswith("test_"), f"{code}: no test {func_name} in {name}"
+        assert code in _checked_literals(funcs[0]), f"{code}: {name}::{func_name} does not check it"
+
+
+def test_the_case_check_ignores_comments_and_docstrings() -> None:
+    """The check above cannot be fooled by a code that a test merely mentions."""
+    source = 'def test_x():\n    """PTH002 is tested here."""\n    # PTH002\n    name = "PTH002"\n    assert True\n'
+    [func] = ast.parse(source).body
+    assert isinstance(func, ast.FunctionDef)
+    assert "PTH002" not in _checked_literals(func)
+    [real] = ast.parse('def test_y():\n    assert code_of(b"") == "PTH002"\n').body
+    assert isinstance(real, ast.FunctionDef)
+    assert "PTH002" in _checked_literals(real)
 
 
 @pytest.mark.parametrize("code", sorted(CASES))
@@ -427,7 +452,7 @@ def test_rule_fails_on_its_mutation(code: str, reg: Path, monkeypatch: pytest.Mo
     found = {f.code for f in report.findings}
     assert code in found, f"{code} not reported; got {sorted(found)}"
     f = next(f for f in report.findings if f.code == code)
-    assert (f.message and f.hint == RULES[code].hint) or f.hint
+    assert f.message and f.hint == RULES[code].hint and f.path is not None
     assert f.severity == RULES[code].severity
     if RULES[code].severity == "error":
         assert not report.ok
@@ -526,3 +551,119 @@ def test_a_broken_index_does_not_blame_the_base_directories(reg: Path) -> None:
     _text(reg, "index.json", "{")
     codes = {f.code for f in validate_registry(reg, use_cache=False).findings}
     assert "SCH001" in codes and "LAY002" not in codes
+
+
+# --- branches of single rules that the table above reaches only one way ------------------------------
+
+
+def _lay009_paths(reg: Path) -> list[str]:
+    """Paths of the LAY009 findings that compare an entry's fields with its path (not its `train`)."""
+    return [
+        f.path
+        for f in validate_registry(reg, use_cache=False).findings
+        if f.code == "LAY009" and f.message.endswith("does not match its path")
+    ]
+
+
+LAY009_CASES: dict[str, tuple[str, Callable[[dict[str, Any]], None], str]] = {
+    # name: (entry, edit, the entry's path afterwards); each breaks one of base, method, data version, group, name
+    "miss-under-state": (
+        MISS_A,
+        lambda e: _set(e, "path", MISS_A.replace("/miss/", "/state/")),
+        MISS_A.replace("/miss/", "/state/"),
+    ),
+    "state-under-miss": (
+        STATE,
+        lambda e: _set(e, "path", STATE.replace("/state/", "/miss/")),
+        STATE.replace("/state/", "/miss/"),
+    ),
+    "base": (STATE, lambda e: _set(e, "base", "rwkv7-other-20260101-ctx4096"), STATE),
+    "data-version": (STATE, lambda e: _set(e, "data", dict(e["data"], version="v9")), STATE),
+    "group": (MISS_A, lambda e: _set(e, "group", "r4-b"), MISS_A),
+    "file-name": (
+        MISS_A,
+        lambda e: _set(e, "path", MISS_A.replace("adapter-final.pth", "adapter.pth")),
+        MISS_A.replace("adapter-final.pth", "adapter.pth"),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LAY009_CASES))
+def test_lay009_each_field_of_the_path_is_compared(case: str, reg: Path) -> None:
+    """LAY009 compares the entry's base, method, data version and group (and the adapter's file name) with its
+    path; the train-path variant of LAY009 does not count here."""
+    rel, edit, path = LAY009_CASES[case]
+    _entry(rel, edit)(reg)
+    assert _lay009_paths(reg) == [path]
+
+
+def test_lay009_clean_entries_match_their_paths(registry_template: Path) -> None:
+    assert _lay009_paths(registry_template) == []
+
+
+@pytest.mark.parametrize(("key", "value"), [("rank", 8), ("alpha", 16), ("scale", 4.0), ("dtype", "float16")], ids=str)
+def test_mis015_each_miss_field_of_the_index_is_compared(reg: Path, key: str, value: Any) -> None:
+    """rank, alpha, scale and dtype of index.json's miss record are each compared with the embedded manifest."""
+    _entry(MISS_A, lambda e: _set(e, "miss", dict(e["miss"], **{key: value})))(reg)
+    found = [f for f in validate_registry(reg, use_cache=False).findings if f.code == "MIS015"]
+    assert [(f.path, f.message.split(" is ")[0]) for f in found] == [(MISS_A, f"index.json {key}")]
+
+
+def test_trn003_data_rows_is_compared(reg: Path) -> None:
+    _json_edit(reg, STATE_TRAIN, lambda t: t["data"].update(rows=101))
+    found = [(f.path, f.message) for f in validate_registry(reg, use_cache=False).findings if f.code == "TRN003"]
+    assert found == [(STATE_TRAIN, "data.rows is 101, entry 's1' records 100")]
+
+
+@pytest.mark.parametrize(
+    ("version", "old"),
+    [("1.8.0", True), ("1.7.99", True), ("1.8.1", False), ("v1.8.1", False), ("1.8.2", False), ("1.10.0", False)],
+)
+def test_trn002_threshold_is_1_8_1(reg: Path, version: str, old: bool) -> None:
+    """Versions compare as numbers: 1.8.0 is older than the minimum, 1.8.1 itself and 1.10.0 are not."""
+    _json_edit(reg, STATE_TRAIN, lambda t: t["trainer"].update(version=version))
+    found = [f.message for f in validate_registry(reg, use_cache=False).findings if f.code == "TRN002"]
+    assert found == ([f"trainer rwkv_state_tune {version} is older than 1.8.1"] if old else [])
+
+
+@pytest.mark.parametrize(
+    ("wins", "losses", "p", "bad"),
+    [
+        (95, 54, 0.05, True),  # exact 0.000983: off by 0.049, beyond the 0.005 floor
+        (95, 54, 0.001, False),  # the exact value as papers round it
+        (95, 54, 0.00098, False),
+        (95, 54, 0.0055, False),  # within the 0.005 floor
+        (95, 54, 0.0065, True),
+        (10, 12, 0.7, False),  # exact 0.832: within 25 %
+        (10, 12, 0.5, True),
+    ],
+)
+def test_idx009_tolerance(reg: Path, wins: int, losses: int, p: float, bad: bool) -> None:
+    """IDX009 allows max(0.005, 25 % of the exact p) for rounding, and no more."""
+    assert ("IDX009" in _scores_of(reg, _score(comparison=_vs_state(wins, losses, p)))) is bad
+
+
+@pytest.mark.parametrize(
+    ("text", "unrouted"),
+    [
+        ("*.pth diff=lfs merge=lfs -text\n*.safetensors filter=lfs diff=lfs merge=lfs -text\n", [".pth"]),
+        ("*.pth filter=lfs diff=lfs merge=lfs -text\n# *.safetensors filter=lfs\n", [".safetensors"]),
+        ("*.pth filter=lfs diff=lfs merge=lfs -text\n*.safetensors filter=lfs diff=lfs merge=lfs -text\n", []),
+        ("* filter=lfs diff=lfs merge=lfs -text\n", []),
+    ],
+    ids=["no-filter", "commented", "both", "everything"],
+)
+def test_lfs002_needs_filter_lfs(reg: Path, text: str, unrouted: list[str]) -> None:
+    """diff=lfs and merge=lfs without filter=lfs store the weights in git itself."""
+    _text(reg, ".gitattributes", text)
+    resum(reg)
+    found = [(f.path, f.message) for f in validate_registry(reg, use_cache=False).findings if f.code == "LFS002"]
+    assert found == [(".gitattributes", f"*{s} files are not routed through Git LFS") for s in unrouted]
+
+
+@pytest.mark.parametrize(("step", "bad"), [(1373, False), (1374, False), (1375, True)])
+def test_idx008_step_may_equal_total_steps(reg: Path, step: int, bad: bool) -> None:
+    """The final checkpoint of a run has step == total_steps; only a step beyond it is inconsistent."""
+    _entry(STATE, lambda e: e.update(step=step, total_steps=1374))(reg)
+    found = [f.message for f in validate_registry(reg, use_cache=False).findings if f.code == "IDX008"]
+    assert found == ([f"entry 's1': step {step} is beyond total_steps 1374"] if bad else [])
