@@ -55,13 +55,15 @@ import sys
 import tempfile
 import time
 import traceback
-import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/checkout.py, also when loaded by path
+from checkout import bootstrap_package, unpack_wheels  # noqa: E402
+
 RWKV_VERSION = "0.8.32"
 COMPILE_RESERVE_S = 150  # the compiled decode runs only with this much of --time-limit left
 TARGETS = {"prefill": 25_000, "decode_b1": 220, "decode_b64": 6_000, "miss_overhead_pct": 5.0}
@@ -128,39 +130,6 @@ def make_plan(dry_run: bool, args: argparse.Namespace) -> Plan:
 
 
 # ------------------------------------------------------------------------------ environment
-
-
-def unpack_wheels(folder: Path) -> Path:
-    """Unzip every ``*.whl`` of ``folder`` (pure Python) into one directory and put it on the path."""
-    target = Path(tempfile.mkdtemp(prefix="gpu_engine_wheels_"))
-    for whl in sorted(folder.glob("*.whl")):
-        with zipfile.ZipFile(whl) as zf:
-            zf.extractall(target)
-    sys.path.insert(0, str(target))
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(target), os.environ.get("PYTHONPATH", "")]))
-    return target
-
-
-def bootstrap_package() -> None:
-    """Make ``rwkv_registry`` importable from this checkout even when it is not pip-installed
-    (``registry/`` is the package; ``model/``, ``kernels/`` ... are its sub-packages)."""
-    try:
-        import rwkv_registry  # noqa: F401
-
-        return
-    except ImportError:
-        pass
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "rwkv_registry",
-        REPO / "registry" / "__init__.py",
-        submodule_search_locations=[str(REPO / "registry"), str(REPO)],
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["rwkv_registry"] = module
-    spec.loader.exec_module(module)
 
 
 def environment(plan: Plan) -> dict[str, Any]:
@@ -1078,7 +1047,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.wheels:
-        unpack_wheels(args.wheels)
+        _, skipped = unpack_wheels(args.wheels)
+        if skipped and not args.worker:
+            left_out = ", ".join(skipped)
+            print(f"[gpu_engine] wheels for another Python or platform, left out: {left_out}", file=sys.stderr)
     if args.worker:
         payload = json.loads(args.worker_in.read_text())
         try:

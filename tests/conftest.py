@@ -2,11 +2,28 @@
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 from pathlib import Path
 
 import pytest
-from regtools import build_registry
+
+
+def _bootstrap_from_checkout() -> None:
+    """On a machine where the package is not installed (the GPU machine: no network to pip install),
+    import ``rwkv_registry`` from this checkout's folders (``bench/checkout.py``)."""
+    if importlib.util.find_spec("rwkv_registry") is not None:
+        return
+    spec = importlib.util.spec_from_file_location("_checkout", Path(__file__).parents[1] / "bench" / "checkout.py")
+    assert spec is not None and spec.loader is not None
+    checkout = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(checkout)
+    checkout.bootstrap_package()
+
+
+_bootstrap_from_checkout()
+
+from regtools import build_registry  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
