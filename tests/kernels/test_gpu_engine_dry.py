@@ -153,3 +153,19 @@ def test_dry_run_exercises_every_part(tmp_path: Path) -> None:
     assert table == results["table"]
     assert "| decode B=1 (tok/s) |" in table and "| copy bandwidth" in table
     assert "| fast path vs reference WKV" in table and "| decode B=1, torch.compile (tok/s) |" in table
+
+
+def test_the_one_call_script_runs_its_steps_and_notes_them(tmp_path: Path) -> None:
+    """bench/h200.sh on the CPU (DRY=1), the GPU-test step only: its summary names the step's exit."""
+    import os
+
+    out = tmp_path / "out"
+    env = {**os.environ, "DRY": "1", "STEPS": "tests", "BUDGET": "200", "OUT": str(out), "PY": sys.executable}
+    done = subprocess.run(
+        ["bash", str(REPO / "bench" / "h200.sh")], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = (out / "summary.txt").read_text()
+    assert "dry run on the CPU" in summary and "gpu_tests: exit 0" in summary, summary
+    assert "gpu_engine" not in summary and "smoke_bench" not in summary
+    assert "skipped" in (out / "gpu_tests.log").read_text()  # every GPU test skips on a CPU

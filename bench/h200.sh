@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Every GPU check and benchmark of the project in one device call, within one command's limit.
+#
+#   bash bench/h200.sh                 # on the GPU machine, from the checkout (.whl carried along)
+#   STEPS=engine BUDGET=590 bash bench/h200.sh      # one step with the whole call (then, in a second
+#   STEPS="tests smoke" bash bench/h200.sh          # call within the machine's idle time, the others)
+#   DRY=1 bash bench/h200.sh           # the same sequence on a CPU (tiny models), to check the script
+#
+# Results go to $OUT (the device tool brings back what is there): nvidia-smi.txt, gpu_tests.txt,
+# gpu_engine.json/.md/.log, smoke_bench.json/.log, and summary.txt with each step's exit status and
+# seconds. BUDGET (default 570 s) is the whole run; the steps get, in this order:
+#   1. the GPU tests (pytest tests/kernels tests/model -m gpu): at most 150 s;
+#   2. bench/gpu_engine.py (issue 4's table): what is left but SMOKE_S, as its --time-limit;
+#   3. bench/smoke_bench.py (64 cases at 7.2B): the last SMOKE_S (default 110 s).
+# A step that fails or runs out of time does not stop the next; each keeps what it saved.
+set -u
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/h200-out}
+BUDGET=${BUDGET:-570}
+SMOKE_S=${SMOKE_S:-110}
+STEPS=" ${STEPS:-tests engine smoke} "
+PY=${PY:-python3}
+mkdir -p "$OUT"
+start=$(date +%s)
+left() { echo $((BUDGET - ($(date +%s) - start))); }
+note() { echo "$*" | tee -a "$OUT/summary.txt"; }
+step() {  # step NAME SECONDS COMMAND...: run with a timeout, log to $OUT/NAME.log, note status and time
+    local name=$1 secs=$2 t0 rc
+    shift 2
+    if [ "$secs" -lt 20 ]; then
+        note "$name: skipped (${secs} s left)"
+        return
+    fi
+    t0=$(date +%s)
+    timeout --kill-after=10 "$secs" "$@" >"$OUT/$name.log" 2>&1
+    rc=$?
+    note "$name: exit $rc in $(($(date +%s) - t0)) s (limit $secs s)"
+}
+
+: >"$OUT/summary.txt"
+if [ -n "${DRY:-}" ]; then
+    note "dry run on the CPU: $(uname -m), $(nproc) cores"
+    dry=(--dry-run)
+else
+    nvidia-smi >"$OUT/nvidia-smi.txt" 2>&1
+    note "$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -1)"
+    dry=()
+fi
+note "python: $($PY -c 'import sys, torch, triton; print(sys.version.split()[0], "torch", torch.__version__, "triton", triton.__version__)' 2>&1)"
+
+[[ $STEPS == *" smoke "* ]] || SMOKE_S=0
+if [[ $STEPS == *" tests "* ]]; then
+    cap=$(($(left) - SMOKE_S - 5))
+    [[ $STEPS == *" engine "* ]] && cap=$((cap - 200))  # leave the benchmark at least 200 s
+    step gpu_tests "$((cap < 150 ? cap : 150))" "$PY" -m pytest -q -p no:cacheprovider tests/kernels tests/model -m gpu -rs
+fi
+if [[ $STEPS == *" engine "* ]]; then
+    engine=$(($(left) - SMOKE_S - 5))
+    step gpu_engine "$engine" "$PY" bench/gpu_engine.py --wheels .whl --out "$OUT/gpu_engine.json" \
+        --time-limit $((engine - 25)) "${dry[@]}"
+fi
+if [[ $STEPS == *" smoke "* ]]; then
+    step smoke_bench "$(($(left) - 5))" "$PY" bench/smoke_bench.py --wheels .whl --out "$OUT/smoke_bench.json" "${dry[@]}"
+fi
+note "total: $(($(date +%s) - start)) s of $BUDGET s"
