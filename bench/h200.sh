@@ -7,17 +7,18 @@
 #   DRY=1 bash bench/h200.sh           # the same sequence on a CPU (tiny models), to check the script
 #
 # Results go to $OUT (the device tool brings back what is there): nvidia-smi.txt, gpu_tests.txt,
-# gpu_engine.json/.md/.log, smoke_bench.json/.log, and summary.txt with each step's exit status and
+# gpu_engine.json/.md/.log, smoke_bench.json/.log, smoke_worst.json/.log, and summary.txt with each step's exit status and
 # seconds. BUDGET (default 570 s) is the whole run; the steps get, in this order:
-#   1. the GPU tests (pytest tests/kernels tests/model -m gpu): at most 150 s;
+#   1. the GPU tests (pytest tests/kernels tests/model -m gpu): at most TESTS_S (default 100 s);
 #   2. bench/gpu_engine.py (issue 4's table): what is left but SMOKE_S, as its --time-limit;
-#   3. bench/smoke_bench.py (64 cases at 7.2B): the last SMOKE_S (default 110 s).
+#   3. bench/smoke_bench.py (64 cases at 7.2B), then with --worst-case: the last SMOKE_S (default 120 s).
 # A step that fails or runs out of time does not stop the next; each keeps what it saved.
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/h200-out}
 BUDGET=${BUDGET:-570}
-SMOKE_S=${SMOKE_S:-110}
+SMOKE_S=${SMOKE_S:-120}
+TESTS_S=${TESTS_S:-100}
 STEPS=" ${STEPS:-tests engine smoke} "
 PY=${PY:-python3}
 mkdir -p "$OUT"
@@ -52,7 +53,7 @@ note "python: $($PY -c 'import sys, torch, triton; print(sys.version.split()[0],
 if [[ $STEPS == *" tests "* ]]; then
     cap=$(($(left) - SMOKE_S - 5))
     [[ $STEPS == *" engine "* ]] && cap=$((cap - 200))  # leave the benchmark at least 200 s
-    step gpu_tests "$((cap < 150 ? cap : 150))" "$PY" -m pytest -q -p no:cacheprovider tests/kernels tests/model -m gpu -rs
+    step gpu_tests "$((cap < TESTS_S ? cap : TESTS_S))" "$PY" -m pytest -q -p no:cacheprovider tests/kernels tests/model -m gpu -rs
 fi
 if [[ $STEPS == *" engine "* ]]; then
     engine=$(($(left) - SMOKE_S - 5))
@@ -60,6 +61,7 @@ if [[ $STEPS == *" engine "* ]]; then
         --time-limit $((engine - 25)) "${dry[@]}"
 fi
 if [[ $STEPS == *" smoke "* ]]; then
-    step smoke_bench "$(($(left) - 5))" "$PY" bench/smoke_bench.py --wheels .whl --out "$OUT/smoke_bench.json" "${dry[@]}"
+    step smoke_bench "$((($(left) - 5) / 2))" "$PY" bench/smoke_bench.py --wheels .whl --out "$OUT/smoke_bench.json" "${dry[@]}"
+    step smoke_worst "$(($(left) - 5))" "$PY" bench/smoke_bench.py --wheels .whl --worst-case --out "$OUT/smoke_worst.json" "${dry[@]}"
 fi
 note "total: $(($(date +%s) - start)) s of $BUDGET s"

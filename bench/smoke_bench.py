@@ -108,6 +108,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--think-tokens", type=int, default=256)
     p.add_argument("--out", type=Path, default=Path("smoke_bench.json"))
     p.add_argument("--wheels", type=Path, help="folder of wheels to unpack onto the path first (.whl)")
+    p.add_argument(
+        "--worst-case",
+        action="store_true",
+        help="every call runs to its token budget (no stop string, stop token or JSON-prefix stop): "
+        "a random model stops early, a trained one writes whole calls",
+    )
     p.add_argument("--compile", action="store_true", help="decode via torch.compile (RWKV_REGISTRY_SMOKE_COMPILE=1)")
     args = p.parse_args(argv)
     if args.wheels:
@@ -147,6 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         "cases": n,
         "profile": args.profile,
         "compile": args.compile,
+        "worst_case": args.worst_case,
         "target_s": TARGET_S,
     }
     # what needs no GPU first: a missing tokenizer or case schema fails before 14 GB are built
@@ -164,8 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     state = StateWeights(
         tuple(torch.randn(config.n_head, 64, 64, generator=g, device=device) * 0.1 for _ in range(config.n_layer))
     )
-    settings = Settings(think_tokens=args.think_tokens)
-    settings = Settings(think_tokens=args.think_tokens, max_call_tokens=call_budget(builder, cases, settings))
+    settings = Settings(think_tokens=args.think_tokens, stop_early=not args.worst_case)
+    settings = replace(settings, max_call_tokens=call_budget(builder, cases, settings))
     result["settings"] = asdict(settings)
 
     t0 = time.perf_counter()  # every batch size of the timed runs: kernels compiled, graphs captured

@@ -57,6 +57,7 @@ class Settings:
     parse_failure_threshold: float = 0.2  # entry parse failures above this share: broken
     alpha: float = 0.05  # significance level of the McNemar test
     runs: int = 2  # each side runs this many times; all runs must give the same tokens
+    stop_early: bool = True  # False: every call runs to its token budget (a timing's worst case)
 
 
 class Progress(Protocol):
@@ -248,9 +249,9 @@ def run_side(
                     p.prefix,
                     p.suffix,
                     max_new=call_budget(builder, cases, settings),
-                    stops=stop_bytes(CALL_STOPS),
-                    stop_tokens=STOP_TOKENS,
-                    prefix_check=call_prefix_ok,
+                    stops=stop_bytes(CALL_STOPS) if settings.stop_early else (),
+                    stop_tokens=STOP_TOKENS if settings.stop_early else (),
+                    prefix_check=call_prefix_ok if settings.stop_early else None,
                 )
             )
         for i, c in enumerate(cases.cases):

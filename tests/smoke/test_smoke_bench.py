@@ -13,10 +13,11 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
-def test_bench_dry_run(tmp_path):
+@pytest.mark.parametrize("extra", [[], ["--worst-case"]], ids=["early-stop", "worst-case"])
+def test_bench_dry_run(tmp_path, extra):
     out = tmp_path / "bench.json"
     proc = subprocess.run(
-        [sys.executable, str(REPO / "bench" / "smoke_bench.py"), "--dry-run", "--out", str(out)],
+        [sys.executable, str(REPO / "bench" / "smoke_bench.py"), "--dry-run", "--out", str(out), *extra],
         capture_output=True,
         text=True,
         timeout=300,
@@ -29,6 +30,10 @@ def test_bench_dry_run(tmp_path):
         assert s["deterministic"] and s["finite"]
         assert s["prefill_tokens"] > 0 and s["fed_tokens"] > 0 and s["forwards"] > 0
     assert result["eval_s"] > 0 and result["warmup_s"] > 0 and "within_target" in result
+    budget = result["settings"]["max_call_tokens"] * result["settings"]["runs"] * result["cases"]
+    for side in ("entry", "base"):  # worst case: every call runs to its budget; else a random model stops early
+        generated = result["sides"][side]["generated_tokens"]
+        assert generated == budget if extra else 0 < generated < budget, (side, generated, budget)
     assert "entry + base x2 runs" in proc.stdout
 
 
