@@ -246,6 +246,22 @@ def test_string_values_compare_stripped_and_casefolded(tmp_path, why, correct):
     assert s.flags == (() if correct else ("wrong why",))
 
 
+@pytest.mark.parametrize(("expected", "produced"), [("Straße", "STRASSE"), ("straße", "Strasse")])
+def test_string_values_compare_by_casefold_not_lower(tmp_path, expected, produced):
+    """casefold() maps ß to ss, lower() does not: the comparison must be Unicode's caseless one."""
+    c = load_cases(
+        write_jsonl(
+            tmp_path / "c.jsonl",
+            case_line(
+                expected={"name": "delete_card", "arguments": {"card": "7", "why": expected}},
+                check_values=["card", "why"],
+            ),
+        )
+    ).cases[0]
+    s = score_call(c, 'delete_card","arguments":{"card":"7","why":"' + produced + '"}}')
+    assert s.correct and s.wrong_values == ()
+
+
 def test_abstention_needs_no_tool_with_a_reason(abstain):
     assert score_call(abstain, 'no_tool","arguments":{"reason":"Hello!"}}').correct
     s = score_call(abstain, 'no_tool","arguments":{}}')
