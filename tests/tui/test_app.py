@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from regtools import TINY_ARCH
-from textual.widgets import Input
+from textual.widgets import Footer, Input
 from tui_helpers import (
     BASE,
     MISS_IDS,
@@ -476,7 +476,7 @@ async def test_a_narrow_terminal_stacks_the_tree_above_the_details(broken: Path)
         assert f"✗ {errors} error" in str(main.status_bar.render())
         await pilot.resize_terminal(60, 20)
         await settle(pilot)
-        assert main.has_class("-narrow")
+        assert main.has_class("-narrow") and main.query_one(Footer).compact
         assert main.details.region.y > main.tree.region.bottom - 1 and main.details.region.width >= 58
         assert main.tree.region.width >= 58
         status = str(main.status_bar.render())
@@ -484,3 +484,4 @@ async def test_a_narrow_terminal_stacks_the_tree_above_the_details(broken: Path)
         await pilot.resize_terminal(100, 30)
         await settle(pilot)
         assert not main.has_class("-narrow") and f"✗ {errors} error" in str(main.status_bar.render())
+        assert not main.query_one(Footer).compact

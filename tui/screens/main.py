@@ -70,7 +70,9 @@ class MainScreen(Screen[None]):
 
     def on_resize(self, event: events.Resize) -> None:
         """Stack tree and details in a narrow terminal, where side by side both would be cramped."""
-        self.set_class(event.size.width < NARROW, "-narrow")
+        narrow = event.size.width < NARROW
+        self.set_class(narrow, "-narrow")
+        self.query_one(Footer).compact = narrow  # no padding around the keys, so more of them fit
 
     @property
     def tree(self) -> RegistryTree:
