@@ -212,3 +212,15 @@ def write_tiny_base(
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save(sd, path)
     return path
+
+
+def hold_lock(root: str, ready: Any, seconds: float) -> None:
+    """A child process (multiprocessing, spawn) that holds the registry's write lock for ``seconds``,
+    setting ``ready`` once it has it."""
+    import time
+
+    from rwkv_registry.atomic import registry_lock
+
+    with registry_lock(root):
+        ready.set()
+        time.sleep(seconds)

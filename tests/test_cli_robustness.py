@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from regtools import TINY_BASE, TINY_SHA, state_train, write_state
+from regtools import TINY_BASE, TINY_SHA, hold_lock, state_train, write_state
 
 from rwkv_registry import atomic
 from rwkv_registry.atomic import (
@@ -348,19 +348,13 @@ def test_interrupts_are_held_back_only_inside_the_block() -> None:
 # --- 8. a blocked writer says that it waits -------------------------------------------------------------------
 
 
-def _hold_lock(root: str, ready: Any, seconds: float) -> None:
-    with registry_lock(root):
-        ready.set()
-        time.sleep(seconds)
-
-
 def test_a_blocked_writer_says_that_it_waits(
     reg: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(atomic, "_stderr_is_terminal", lambda: True)
     ctx = multiprocessing.get_context("spawn")
     ready = ctx.Event()
-    holder = ctx.Process(target=_hold_lock, args=(str(reg), ready, 2.0))
+    holder = ctx.Process(target=hold_lock, args=(str(reg), ready, 2.0))
     holder.start()
     try:
         assert ready.wait(30)

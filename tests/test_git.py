@@ -32,13 +32,17 @@ def git(root: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=root, env=ENV, check=True, capture_output=True, text=True).stdout
 
 
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    root = build_registry(tmp_path / "reg", tmp_path, with_miss=False)
+def publish(root: Path, message: str = "publish v1") -> Path:
+    """Make ``root`` a git repository with everything in it committed (the published state)."""
     git(root, "init", "-q", "-b", "main")
     git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "publish v1")
+    git(root, "commit", "-q", "-m", message)
     return root
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return publish(build_registry(tmp_path / "reg", tmp_path, with_miss=False))
 
 
 def codes(root: Path, **kw: object) -> set[str]:

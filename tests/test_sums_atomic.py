@@ -7,10 +7,10 @@ import json
 import multiprocessing
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
+from regtools import hold_lock
 
 from rwkv_registry.atomic import JOURNAL_NAME, TMP_PREFIX, Transaction, atomic_write_bytes, recover, registry_lock
 from rwkv_registry.errors import LockedError
@@ -93,17 +93,11 @@ def test_recover_rolls_back_unjournaled_temp_files(tmp_path: Path) -> None:
     assert "removed 1 temporary file" in messages[0]
 
 
-def _hold_lock(root: str, ready: multiprocessing.Event, seconds: float) -> None:  # type: ignore[valid-type]
-    with registry_lock(root):
-        ready.set()
-        time.sleep(seconds)
-
-
 def test_second_writer_fails_cleanly_when_lock_held(tmp_path: Path) -> None:
     (tmp_path / "index.json").write_text("{}")  # the lock is taken only in a registry
     ctx = multiprocessing.get_context("spawn")
     ready = ctx.Event()
-    p = ctx.Process(target=_hold_lock, args=(str(tmp_path), ready, 3.0))
+    p = ctx.Process(target=hold_lock, args=(str(tmp_path), ready, 3.0))
     p.start()
     try:
         assert ready.wait(20)

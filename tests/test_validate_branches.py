@@ -258,12 +258,10 @@ def test_mis014_layer_beyond_base_in_registry(reg: Path) -> None:
 @pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
 def test_git003_staged_new_file_under_frozen_base(tmp_path: Path) -> None:
     """The pre-commit case: a new weight file is `git add`-ed (not committed) under a frozen base."""
-    from test_git import git
+    from test_git import git, publish
 
     root = build_registry(tmp_path / "reg", tmp_path, with_miss=False)
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "publish v1")
+    publish(root, "publish v1")
     edit_index(root, lambda i: i["bases"][0].update(status="frozen"))
     write_readme(root)
     resum(root)
