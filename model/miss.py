@@ -18,7 +18,6 @@ entry ``<prefix>/miss.json`` (rwkv_lightning_cuda), or a legacy folder with ``ad
 from __future__ import annotations
 
 import json
-import math
 import re
 import zipfile
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from rwkv_registry.jsonload import is_finite_number
 from rwkv_registry.kernels.miss import MissTerm, miss_term_
 from rwkv_registry.miss import MISS_TARGETS, tensor_name
 from rwkv_registry.model.errors import WeightsFormatError
@@ -218,10 +218,10 @@ def _adapter_from(p: Path, m: Any, tensors: dict[str, object]) -> MissAdapter:
     if not isinstance(rank, int) or isinstance(rank, bool) or not 1 <= rank <= 1024:
         raise bad(f"rank is {rank!r}, expected an integer in 1..1024")
     alpha = m.get("alpha")
-    if not _finite(alpha):
+    if not is_finite_number(alpha):
         raise bad(f"alpha is {alpha!r}, expected a finite number")
     scale = m.get("scale", alpha / rank)
-    if not _finite(scale):
+    if not is_finite_number(scale):
         raise bad(f"scale is {scale!r}, expected a finite number")
     fp = m.get("base_fingerprint")
     if not isinstance(fp, str) or not _HEX64.match(fp):
@@ -268,7 +268,3 @@ def _adapter_from(p: Path, m: Any, tensors: dict[str, object]) -> MissAdapter:
         manifest=m,
         path=str(p),
     )
-
-
-def _finite(x: object) -> bool:
-    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)

@@ -35,6 +35,8 @@ __all__ = [
     "DEFAULT_MAX_DEPTH",
     "JsonLoadError",
     "JsonTooLargeError",
+    "is_finite_number",
+    "is_integer",
     "load_json_bytes",
     "load_json_file",
     "read_json_bytes",
@@ -101,6 +103,16 @@ class _DuplicateKey(Exception):
 
 class _BadConstant(Exception):
     pass
+
+
+def is_integer(x: Any) -> bool:
+    """A JSON integer as loaded: an ``int`` that is not a ``bool`` (``true`` is no count)."""
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def is_finite_number(x: Any) -> bool:
+    """A JSON number as loaded (``int`` or ``float``, not ``bool``) that is finite."""
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
 
 
 def _line_col(text: str, pos: int) -> tuple[int, int]:

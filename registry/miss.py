@@ -22,6 +22,7 @@ from typing import Any, BinaryIO
 
 from . import jsoncpp
 from .arch import miss_target_shape
+from .jsonload import is_finite_number
 from .rules import Finding, finding
 
 MISS_TARGETS = (
@@ -63,10 +64,6 @@ class TargetSpec:
     shape: tuple[int, int]
 
 
-def _is_number(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(float(x))
-
-
 def check_manifest(manifest: Any, path: str) -> tuple[list[Finding], list[TargetSpec]]:
     """Structural refusal rules of the server on a parsed manifest (no tensors, no base needed).
 
@@ -87,9 +84,9 @@ def check_manifest(manifest: Any, path: str) -> tuple[list[Finding], list[Target
     if not rank_ok:
         out.append(finding("MIS004", path, f"miss.json rank is {rank!r}, the server accepts integers 1…1024"))
     for key in ("alpha", "scale"):
-        if not _is_number(manifest.get(key)):
+        if not is_finite_number(manifest.get(key)):
             out.append(finding("MIS005", path, f"miss.json {key} is {manifest.get(key)!r}, not a finite number"))
-    if rank_ok and _is_number(manifest.get("alpha")) and _is_number(manifest.get("scale")):
+    if rank_ok and is_finite_number(manifest.get("alpha")) and is_finite_number(manifest.get("scale")):
         expected = float(manifest["alpha"]) / rank
         if not math.isclose(float(manifest["scale"]), expected, rel_tol=1e-6, abs_tol=1e-12):
             out.append(

@@ -27,6 +27,7 @@ from .arch import state_shape
 from .atomic import JOURNAL_NAME, LOCK_NAME, TMP_PREFIX, registry_around
 from .errors import UsageError
 from .facts import FactsCache, FileFacts, gather_facts, sha256_file
+from .jsonload import is_finite_number, is_integer
 from .rules import Finding, Severity, finding
 from .schemas import schema_digest
 from .sums import SUMS_NAME, parse_sums
@@ -143,17 +144,9 @@ def _version_tuple(text: str) -> tuple[int, ...] | None:
     return tuple(int(x) for x in m.groups()) if m else None
 
 
-def _is_int(x: Any) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
-
-
-def _is_num(x: Any) -> bool:
-    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
-
-
 def _same(a: Any, b: Any) -> bool:
     """Equal, numbers within float rounding (a scale of 2.0 written as 2 or 2.0000000001)."""
-    if _is_num(a) and _is_num(b):
+    if is_finite_number(a) and is_finite_number(b):
         return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
     return bool(a == b)
 
@@ -389,7 +382,7 @@ class Validator:
                     )
                 )
             step, total_steps = item.get("step"), item.get("total_steps")
-            if _is_int(step) and _is_int(total_steps) and step > total_steps:
+            if is_integer(step) and is_integer(total_steps) and step > total_steps:
                 self.add(finding("IDX008", "index.json", f"{who}: step {step} is beyond total_steps {total_steps}"))
             for sc in item.get("scores") or [] if isinstance(item.get("scores"), list) else []:
                 if isinstance(sc, dict):
@@ -397,7 +390,7 @@ class Validator:
 
     def check_score(self, who: str, sc: dict[str, Any], known: set[str], mcnemar: Callable[[int, int], float]) -> None:
         def over(solved: Any, total: Any, what: str) -> None:
-            if _is_num(solved) and _is_num(total) and solved > total:
+            if is_finite_number(solved) and is_finite_number(total) and solved > total:
                 self.add(finding("IDX008", "index.json", f"{who}: {what}solved {solved} of {total}"))
 
         over(sc.get("solved"), sc.get("total"), "")
@@ -406,7 +399,7 @@ class Validator:
             if isinstance(cat, dict):
                 over(cat.get("solved"), cat.get("total"), f"category {name!r}: ")
         run_scores, runs = sc.get("run_scores"), sc.get("runs")
-        if isinstance(run_scores, list) and _is_int(runs) and len(run_scores) != runs:
+        if isinstance(run_scores, list) and is_integer(runs) and len(run_scores) != runs:
             self.add(finding("IDX008", "index.json", f"{who}: {len(run_scores)} run scores for {runs} runs"))
         comp = sc.get("comparison")
         if not isinstance(comp, dict):
@@ -420,11 +413,16 @@ class Validator:
                 )
             )
         wins, losses, p = comp.get("wins"), comp.get("losses"), comp.get("p_value")
-        if _is_int(wins) and _is_int(losses) and _is_num(sc.get("total")) and wins + losses > sc["total"]:
+        if (
+            is_integer(wins)
+            and is_integer(losses)
+            and is_finite_number(sc.get("total"))
+            and wins + losses > sc["total"]
+        ):
             self.add(
                 finding("IDX008", "index.json", f"{who}: +{wins}/-{losses} differ on more than {sc['total']} questions")
             )
-        if _is_int(wins) and _is_int(losses) and _is_num(p):
+        if is_integer(wins) and is_integer(losses) and is_finite_number(p):
             exact = mcnemar(wins, losses)
             if abs(p - exact) > max(0.005, 0.25 * exact):
                 self.add(
