@@ -181,37 +181,30 @@ def timed(fn: Callable[[], Any], device: str, reps: int, warmup: int = 1) -> flo
 
 def timed_graph(fn: Callable[[], Any], device: str, reps: int = 10, calls: int = 20) -> tuple[float, str]:
     """``(seconds per call, how)`` for a short op, without the host's cost of launching it: on CUDA
-    ``calls`` calls are captured in one CUDA graph (after two warm-up calls on a side stream, which
-    compile the kernels), the graph is replayed ``reps`` times between CUDA events, and the median
-    replay is divided by ``calls``. Elsewhere, or where the capture fails, :func:`timed` (host
-    clock, launch cost included), and ``how`` says so. Outputs are written into the graph's pool."""
+    ``calls`` calls are captured in one CUDA graph by the model's own
+    :class:`~rwkv_registry.kernels.graph.GraphedStep` (warm-up calls on a side stream, which compile
+    the kernels, and its host-sync check first), the graph is replayed ``reps`` times between CUDA
+    events, and the median replay is divided by ``calls``. Elsewhere, or where the capture fails,
+    :func:`timed` (host clock, launch cost included), and ``how`` says so."""
     if device != "cuda":
         return timed(fn, device, reps), "host clock"
     import torch
 
+    from rwkv_registry.kernels.graph import GraphedStep
+
     try:
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(2):
-                fn()
-        torch.cuda.current_stream().wait_stream(side)
-        torch.cuda.synchronize()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            for _ in range(calls):
-                fn()
-        graph.replay()
+        anchor = torch.empty(0, device=device)  # GraphedStep captures for CUDA arguments
+        step = GraphedStep(lambda _: [fn() for _ in range(calls)], anchor)
+        step(anchor)
         torch.cuda.synchronize()
         times = []
         for _ in range(reps):
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
-            graph.replay()
+            step(anchor)
             end.record()
             end.synchronize()
             times.append(start.elapsed_time(end) / 1e3 / calls)
-        del graph
         return statistics.median(times), "cuda graph"
     except Exception as exc:
         torch.cuda.synchronize()
