@@ -10,7 +10,6 @@ unexpected error.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
 import json
 import os
@@ -177,14 +176,9 @@ def _print_added_base(base: dict[str, Any]) -> int:
 
 
 def cmd_add(args: argparse.Namespace) -> int:
-    from pathlib import Path
+    from .ops import add_entry
 
-    from .ops import add_entry, load_index
-
-    before = []  # the entries recommended now: --recommended takes the mark from them
-    if args.recommended and (Path(args.path) / "index.json").is_file():
-        with contextlib.suppress(RegistryError):
-            before = [e for e in load_index(Path(args.path))["entries"] if e.get("recommended") is True]
+    displaced: list[str] = []  # the entries --recommended took the mark from
     entry = add_entry(
         args.path,
         args.file,
@@ -198,13 +192,13 @@ def cmd_add(args: argparse.Namespace) -> int:
         sampling=args.sampling,
         description=args.description or "",
         adapter_id=args.adapter_id,
+        displaced=displaced,
     )
     _console().print(
         f"added {entry['method']} entry {entry['id']} at {entry['path']} (sha256 {entry['file']['sha256'][:12]}…)"
     )
-    replaced = [e["id"] for e in before if e["base"] == entry["base"] and e["method"] == entry["method"]]
-    if args.recommended and replaced:
-        _console().print(f"recommended instead of {', '.join(replaced)} (one recommended entry per base and method)")
+    if displaced:
+        _console().print(f"recommended instead of {', '.join(displaced)} (one recommended entry per base and method)")
     return 0
 
 

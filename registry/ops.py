@@ -457,8 +457,13 @@ def add_entry(
     known_issues: list[str] | None = None,
     step: int | None = None,
     total_steps: int | None = None,
+    displaced: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Register a State or MiSS file under ``base``; refuse (registry unchanged) if it does not fit."""
+    """Register a State or MiSS file under ``base``; refuse (registry unchanged) if it does not fit.
+
+    With ``recommended``, the entry takes the mark from the others of its base and method; their ids are
+    appended to ``displaced`` when one is given, read under the same lock as the write.
+    """
     from .jsonload import JsonLoadError, load_json_file
     from .schemas import schema_errors
 
@@ -585,9 +590,12 @@ def add_entry(
                 "dtype": m["dtype"],
             }
         entry.update({"scores": list(scores or []), "smoke": [], "known_issues": list(known_issues or [])})
+        lost_mark: list[str] = []
         if recommended:
             for e in index["entries"]:
                 if e["base"] == base and e["method"] == method:
+                    if e.get("recommended") is True:
+                        lost_mark.append(e["id"])
                     e["recommended"] = False
         index["entries"].append(entry)
         _check_index_schema(index)
@@ -600,6 +608,8 @@ def add_entry(
             if _sha256_of(txn.staged[-1][0]) != facts.sha256:
                 raise RegistryIOError(f"{file} changed while it was being added", hint="Run the command again.")
             _publish(root, txn, texts, {rel: facts.sha256})
+        if displaced is not None:
+            displaced.extend(lost_mark)
     return entry
 
 

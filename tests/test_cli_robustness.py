@@ -542,3 +542,30 @@ def test_add_recommended_says_which_entry_lost_the_mark(reg: Path, add_inputs: l
     out = run_cli("add", str(reg), *add_inputs, "--recommended")
     assert out.returncode == 0, out.stderr
     assert "recommended instead of s1" in out.stdout
+
+
+def test_add_entry_reports_displaced_ids_only_for_marked_entries(reg: Path, tmp_path: Path) -> None:
+    from rwkv_registry.ops import add_entry, load_index
+
+    train = state_train("v9")
+    displaced: list[str] = []
+    add_entry(
+        reg,
+        write_state(tmp_path / "a" / "s7.pth", seed=7),
+        base=TINY_BASE,
+        data_version="v9",
+        train=train,
+        displaced=displaced,
+    )
+    assert displaced == []  # not --recommended: nobody loses the mark
+    add_entry(
+        reg,
+        write_state(tmp_path / "b" / "s8.pth", seed=8),
+        base=TINY_BASE,
+        data_version="v9",
+        train=train,
+        recommended=True,
+        displaced=displaced,
+    )
+    marked = [e["id"] for e in load_index(reg)["entries"] if e["recommended"] and e["method"] == "state"]
+    assert displaced == ["s1"] and len(marked) == 1 and marked != ["s1"]  # s7 was never marked: not listed
