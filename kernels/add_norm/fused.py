@@ -101,20 +101,26 @@ def add_layer_norm_kernel(
         tl.store(s_ptr + row + offs, s, mask=mask)
         total += tl.where(mask, s.to(tl.float32), 0.0)
     mean = tl.reduce(total, 0, _SUM) / C
+    # the centred sums; the first corrects the mean, whose sum above rounds (a constant fp32 row of
+    # 1000.1 was off by ulps, which 1/sqrt(eps) made 40% of y): s - mean - delta, the correction
+    # applied to the small differences
     squares = tl.full([BLOCK_C], 0.0, dtype=tl.float32)
+    shifts = tl.full([BLOCK_C], 0.0, dtype=tl.float32)
     for c0 in range(0, C, BLOCK_C):
         offs = c0 + tl.arange(0, BLOCK_C)
         mask = offs < C
         d = tl.where(mask, tl.load(s_ptr + row + offs, mask=mask, other=0.0).to(tl.float32) - mean, 0.0)
+        shifts += d
         squares += d * d
-    rstd = 1.0 / tl.sqrt(tl.reduce(squares, 0, _SUM) / C + eps)
+    delta = tl.reduce(shifts, 0, _SUM) / C
+    rstd = 1.0 / tl.sqrt(tl.maximum(tl.reduce(squares, 0, _SUM) / C - delta * delta, 0.0) + eps)
     for c0 in range(0, C, BLOCK_C):
         offs = c0 + tl.arange(0, BLOCK_C)
         mask = offs < C
         v = tl.load(s_ptr + row + offs, mask=mask, other=0.0).to(tl.float32)
         w = tl.load(w_ptr + offs, mask=mask, other=0.0).to(tl.float32)
         b = tl.load(b_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-        y = ((v - mean) * rstd * w + b).to(y_ptr.dtype.element_ty)
+        y = ((v - mean - delta) * rstd * w + b).to(y_ptr.dtype.element_ty)
         if N_MIX > 0:
             prev = tl.load(shift_ptr + row + offs, mask=mask, other=0.0).to(tl.float32)  # before y overwrites it
         tl.store(y_ptr + row + offs, y, mask=mask)

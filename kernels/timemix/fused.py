@@ -166,8 +166,10 @@ def tm_output_kernel(
     y = tl.load(y_ptr + at).to(tl.float32)
     mean = tl.reduce(y, 1, _SUM) / N
     d = y - mean[:, None]
-    var = tl.reduce(d * d, 1, _SUM) / N
-    y = d / tl.sqrt(var + eps)[:, None]
+    # the mean corrected by the centred sum (the first rounds: a constant fp32 head was off by ulps)
+    delta = tl.reduce(d, 1, _SUM) / N
+    var = tl.maximum(tl.reduce(d * d, 1, _SUM) / N - delta * delta, 0.0)
+    y = (d - delta[:, None]) / tl.sqrt(var + eps)[:, None]
     y = y * tl.load(ln_w_ptr + ch).to(tl.float32) + tl.load(ln_b_ptr + ch).to(tl.float32)
     r = tl.load(r_ptr + at).to(tl.float32)
     k = tl.load(k_ptr + at).to(tl.float32)
