@@ -62,6 +62,13 @@ def tile_smem_bytes(block_m: int, block_n: int, block_k: int, dtype: torch.dtype
 
 
 @functools.cache
+def dot_in_fp32(dtype: torch.dtype, device_type: str) -> bool:
+    """Whether the kernel's ``tl.dot`` gets fp32 operands (``DOT_F32``): for fp32 inputs, at IEEE
+    precision, never tf32; for bf16 off CUDA, whose interpreter cannot multiply bf16 tiles (see
+    fused.py). bf16 and fp16 tiles on CUDA go to the tensor cores as they are."""
+    return dtype == torch.float32 or (device_type != "cuda" and dtype == torch.bfloat16)
+
+
 def _kernels(interpret: bool) -> ModuleType:
     return load_kernel_module(__package__, "fused", interpret)
 
@@ -152,8 +159,8 @@ def _launch(
         pad = MAX_SEGMENTS - len(xs)
         bounds = (ends + [ends[-1]] * pad)[:3]
         grid = (-(-rows // block_m), ends[-1])
-        interpret, dtype = xs[0].device.type != "cuda", xs[0].dtype
-        dot_f32 = dtype == torch.float32 or (interpret and dtype == torch.bfloat16)  # see fused.py
+        interpret = xs[0].device.type != "cuda"
+        dot_f32 = dot_in_fp32(xs[0].dtype, xs[0].device.type)
         _kernels(interpret).lora_kernel[grid](
             *x2, *[x2[0]] * pad, *ws, *[ws[0]] * pad, *outs, *[outs[0]] * pad, rows,
             *ks, *[0] * pad, *ns, *[0] * pad, *[x.stride(0) for x in x2], *[0] * pad, *bounds,

@@ -445,9 +445,9 @@ def cuda_dots(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
         class Launcher:
             def __getitem__(self, grid: object) -> Callable[..., object]:
                 def launch(*args: torch.Tensor, **kwargs: object) -> object:
-                    cuda = args[0].dtype == torch.float32  # the launcher's DOT_F32 on a CUDA tensor
-                    assert kwargs["DOT_F32"] == (cuda or args[0].dtype == torch.bfloat16)  # its choice here
-                    return kernel[grid](*args, **{**kwargs, "DOT_F32": cuda})
+                    dtype = args[0].dtype
+                    assert kwargs["DOT_F32"] == lora_launch.dot_in_fp32(dtype, "cpu")  # its choice here
+                    return kernel[grid](*args, **{**kwargs, "DOT_F32": lora_launch.dot_in_fp32(dtype, "cuda")})
 
                 return launch
 
