@@ -315,7 +315,8 @@ No license has been chosen for this repository yet.
 
 
 def build_demo(path: str | Path, *, force: bool = False, log: Callable[[str], None] = print) -> Path:
-    """Build the seed mirror in ``path``; ``force`` replaces an earlier demo there."""
+    """Build the seed mirror in ``path``; ``force`` replaces an earlier demo there (never anything else:
+    see :func:`_not_an_earlier_demo`)."""
     root = Path(path)
     if root.exists() and not root.is_dir():
         raise UsageError(
@@ -347,6 +348,14 @@ def build_demo(path: str | Path, *, force: bool = False, log: Callable[[str], No
                 hint="Give a new directory; nothing in this one was touched.",
                 path=str(path),
             )
+        why = _not_an_earlier_demo(root)
+        if why is not None:
+            raise UsageError(
+                f"{path} is not an earlier demo: {why}. --force replaces only what the demo wrote",
+                hint="Nothing in it was touched. Give a new directory, or remove this one yourself if it is "
+                "yours to lose.",
+                path=str(path),
+            )
         try:
             shutil.rmtree(root)
         except OSError as e:
@@ -355,6 +364,58 @@ def build_demo(path: str | Path, *, force: bool = False, log: Callable[[str], No
                 hint="Remove it by hand, then run the command again.",
                 path=str(path),
             ) from e
+    return _write_demo(root, log)
+
+
+def _not_an_earlier_demo(root: Path) -> str | None:
+    """Why ``root`` must not be replaced by ``demo --force``, or None when it may.
+
+    Its index.json naming the demo's repository is not enough: that is also the name of the user's
+    real repository (a ``pull`` of it, or a registry started with ``init --name``). An earlier demo
+    is no git repository, holds no file at a path the demo does not write, and holds weights only
+    of the demo's own bytes (compared with a fresh build); its text files may have been edited.
+    """
+    from .atomic import TMP_PREFIX, TRANSIENT_NAMES
+
+    if (root / ".git").exists():
+        return "it is a git repository"
+    with tempfile.TemporaryDirectory(prefix="rwkv-registry-demo-") as tmp:
+        fresh = _write_demo(Path(tmp) / "demo", lambda _m: None)
+        wrote = {p.relative_to(fresh).as_posix(): p for p in fresh.rglob("*") if p.is_file()}
+        extra: list[str] = []
+        foreign: list[str] = []
+        try:
+            for p in sorted(root.rglob("*")):
+                rel = p.relative_to(root).as_posix()
+                if p.name in TRANSIENT_NAMES or p.name.startswith(TMP_PREFIX):
+                    continue
+                if p.is_symlink() or (not p.is_dir() and rel not in wrote):
+                    extra.append(rel)
+                elif p.suffix in (".pth", ".safetensors") and _sha256(p) != _sha256(wrote[rel]):
+                    foreign.append(rel)
+        except OSError as e:
+            return f"it cannot be read ({e.strerror or e})"
+    if foreign:
+        return f"it holds weights the demo did not write ({_some(foreign)})"
+    if extra:
+        return f"it holds files the demo does not write ({_some(extra)})"
+    return None
+
+
+def _some(names: list[str]) -> str:
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _write_demo(root: Path, log: Callable[[str], None]) -> Path:
+    """Write the seed mirror into ``root`` (absent or empty)."""
     from .readme import BASES_BEGIN, BASES_END, SECTIONS_BEGIN, SECTIONS_END
 
     init_registry(root, name=REGISTRY_NAME, title="RWKV-Agent weights (State and MiSS adapters)")
