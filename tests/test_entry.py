@@ -1,0 +1,55 @@
+"""The console script's wrapper: Ctrl-C while the CLI is still being imported or its arguments
+parsed gives exit code 130 and one line, never a traceback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from importlib.machinery import ModuleSpec
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from rwkv_registry import _entry
+
+
+class _InterruptImport:
+    """A meta-path finder that raises KeyboardInterrupt when ``name`` is imported, as a Ctrl-C would."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def find_spec(self, fullname: str, path: object = None, target: ModuleType | None = None) -> ModuleSpec | None:
+        if fullname == self.name:
+            raise KeyboardInterrupt
+        return None
+
+
+def test_ctrl_c_while_importing_the_cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delitem(sys.modules, "rwkv_registry.cli", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [_InterruptImport("rwkv_registry.cli"), *sys.meta_path])
+    assert _entry.run(["validate", "."]) == 130
+    err = capsys.readouterr().err
+    assert err == "interrupted before the command started: nothing was done\n"
+
+
+def test_ctrl_c_while_parsing_arguments(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from rwkv_registry import cli
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "build_parser", interrupted)
+    assert _entry.run(["validate", "."]) == 130
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_the_wrapper_passes_main_through(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _entry.run(["validate", str(tmp_path / "absent")]) == 2  # a usage error, as from main
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_python_dash_m_runs_the_cli() -> None:
+    out = subprocess.run([sys.executable, "-m", "rwkv_registry", "rules"], capture_output=True, text=True)
+    assert out.returncode == 0 and "HSH001" in out.stdout, out.stderr
