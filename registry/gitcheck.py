@@ -3,7 +3,9 @@
 Baseline: ``HEAD``, or ``--since REV``. A file that exists at the baseline under a base directory
 must not be modified or deleted in the working tree or the index (GIT001, GIT002; the message
 names the commit that published it); a base that is ``frozen`` at the baseline or now, or that a
-newer base of its family supersedes, gets no new files (GIT003). Outside a git repository these rules do not apply.
+newer base of its family supersedes, gets no new files (GIT003). Outside a git work tree (a plain copy, a
+``pull``) they cannot be checked, and GIT004 (a warning) says so; the Hub validator (``hf://``) skips them by
+design, the Hub keeping its own history.
 """
 
 from __future__ import annotations
@@ -40,7 +42,14 @@ def check_git(root: Path, index: dict[str, Any] | None, since: str | None = None
                 f"--since {since}: {root} is not inside a git repository",
                 hint="Drop --since, or run it in a clone of the registry's repository.",
             ) from None
-        return []
+        return [
+            finding(
+                "GIT004",
+                ".",
+                f"{root} is not inside a git work tree (a copy or a pull?): published files were not checked "
+                "for changes (GIT001–GIT003)",
+            )
+        ]
     except git.GitCommandNotFound:
         return [finding("GIT004", ".", "the git executable is not available")]
     try:
@@ -57,6 +66,8 @@ def check_git(root: Path, index: dict[str, Any] | None, since: str | None = None
                 ) from None
             return []  # a repository without commits: nothing is published yet
         spec = "." if str(prefix) == "." else str(prefix)
+        # with --since, a change may be committed already (--no-verify): HEAD vs baseline says so
+        committed = _name_status(repo, commit.hexsha, "HEAD", "--", spec) if since else {}
         changed = _name_status(repo, commit.hexsha, "--", spec)  # working tree vs baseline
         staged = _name_status(repo, "--cached", commit.hexsha, "--", spec)  # index vs baseline
         untracked = _split_z(repo.git.ls_files("--others", "--exclude-standard", "-z", "--", spec))
@@ -80,12 +91,13 @@ def check_git(root: Path, index: dict[str, Any] | None, since: str | None = None
 
     out: list[Finding] = []
     seen: set[str] = set()
-    for status_map, where in ((staged, "index"), (changed, "working tree")):
+    for status_map, where in ((committed, "commit"), (staged, "index"), (changed, "working tree")):
         for path, status in sorted(status_map.items()):
             r = rel(path)
             base = r.split("/", 1)[0] if "/" in r else None
             if base not in known or r in seen:
                 continue
+            place = _committed_in(repo, path, commit.hexsha, since) if where == "commit" else f"in the {where}"
             if status in ("M", "T", "D"):
                 seen.add(r)
                 code = "GIT002" if status == "D" else "GIT001"
@@ -94,12 +106,12 @@ def check_git(root: Path, index: dict[str, Any] | None, since: str | None = None
                     finding(
                         code,
                         r,
-                        f"{what} in the {where}, but it was published in {_published_in(repo, path, commit.hexsha)}",
+                        f"{what} {place}, but it was published in {_published_in(repo, path, commit.hexsha)}",
                     )
                 )
             elif status == "A" and base in closed:
                 seen.add(r)
-                out.append(finding("GIT003", r, f"new file under {closed[base]} base {base} (in the {where})"))
+                out.append(finding("GIT003", r, f"new file under {closed[base]} base {base} ({place})"))
     for path in untracked:
         r = rel(path)
         base = r.split("/", 1)[0] if "/" in r else None
@@ -128,6 +140,26 @@ def published_in(root: Path, rel: str) -> str | None:
         return None
 
 
+def changed_since_head(root: Path, rels: list[str]) -> set[str] | None:
+    """Which of ``rels`` (relative to the registry at ``root``) differ in the working tree from ``HEAD``;
+    None outside git, before the first commit, or when git fails (HSH001 then cannot say which side changed)."""
+    try:
+        import git
+    except ImportError:
+        return None
+    try:
+        repo = git.Repo(root, search_parent_directories=True)
+        top = Path(repo.working_tree_dir or root).resolve()
+        prefix = root.resolve().relative_to(top).as_posix()
+        full = {(r if prefix == "." else f"{prefix}/{r}"): r for r in rels}
+        out = repo.git.diff("--name-only", "--no-renames", "-z", "HEAD", "--", *sorted(full))
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError, git.GitCommandError, git.GitCommandNotFound):
+        return None
+    except ValueError:
+        return None
+    return {full[p] for p in _split_z(out) if p in full}
+
+
 def _published_in(repo: Any, path: str, rev: str) -> str:
     log = repo.git.log("--diff-filter=A", "--format=%h %as %s", rev, "--", path).strip().splitlines()
     if not log:
@@ -135,6 +167,17 @@ def _published_in(repo: Any, path: str, rev: str) -> str:
     sha, _, rest = log[-1].partition(" ")
     date, _, subject = rest.partition(" ")
     return f"commit {sha} ({date}, “{subject[:60]}”)"
+
+
+def _committed_in(repo: Any, path: str, baseline: str, since: str | None) -> str:
+    """``in commit abc1234 (date, “subject”) after --since REV``: the newest commit since the baseline that
+    touched ``path``."""
+    log = repo.git.log("-1", "--format=%h %as %s", f"{baseline}..HEAD", "--", path).strip()
+    if not log:
+        return f"in a commit after --since {since}"
+    sha, _, rest = log.partition(" ")
+    date, _, subject = rest.partition(" ")
+    return f"in commit {sha} ({date}, “{subject[:60]}”), after --since {since}"
 
 
 def _index_at(repo: Any, rev: str, prefix: PurePosixPath) -> dict[str, Any] | None:

@@ -138,6 +138,22 @@ _RULES: tuple[Rule, ...] = (
         "A write command was killed; run `rwkv-registry recover PATH` (any write command also recovers): "
         "it completes a journaled write or removes its temporary files.",
     ),
+    Rule(
+        "LAY013",
+        E,
+        "a write is in progress",
+        "Another rwkv-registry command holds the registry's lock and is writing; wait for it to finish, then "
+        "validate again (nothing else was checked: the tree is half-written).",
+    ),
+    Rule(
+        "LAY014",
+        E,
+        "files look moved or renamed",
+        "Files recorded in index.json or SHA256SUMS are missing, and files with the same sha256 sit elsewhere: "
+        "published paths never change; move them back (`git mv NEW OLD`), or, if an entry's path in index.json "
+        "was edited, restore it (`git checkout -- index.json`). The per-file findings of the move are left out "
+        "until then.",
+    ),
     # --- JSON and schemas ---------------------------------------------------------
     Rule(
         "SCH001",
@@ -227,13 +243,28 @@ _RULES: tuple[Rule, ...] = (
         "p_value is the exact two-sided McNemar (sign) test of wins against losses; `rwkv-registry compare` "
         "computes it from result files.",
     ),
+    Rule(
+        "IDX010",
+        E,
+        "two bases with the same sha256",
+        "One base file is registered under two names; keep one base (its name is the file name without .pth) "
+        "and move the other's weights under it, or fix the sha256 that was copied by mistake.",
+    ),
+    Rule(
+        "IDX011",
+        W,
+        "two entries hold the same bytes",
+        "The same weight file is published twice under two names; remove the duplicate entry and its file "
+        "unless the copy is deliberate (a State copied to another base is only valid after retraining on it).",
+    ),
     # --- hashes ---------------------------------------------------------------------
     Rule(
         "HSH001",
         E,
         "sha256 differs from index.json",
-        "The file changed after it was registered; restore it from git, or register it anew as a new "
-        "entry (published weights never change).",
+        "The file or its record in index.json changed after it was registered (`git status`, `git diff "
+        "index.json` tell which): restore the changed one from git (`git checkout -- PATH` or "
+        "`git checkout -- index.json`); new weights get a new entry (published weights never change).",
     ),
     Rule(
         "HSH002",
@@ -517,7 +548,10 @@ _RULES: tuple[Rule, ...] = (
         "RDM001",
         E,
         "README.md missing or without generated sections",
-        "Restore the markers `<!-- rwkv-registry:bases:begin -->`…`end` or run `rwkv-registry readme PATH`.",
+        "README.md missing: `rwkv-registry readme PATH` writes it. Markers missing: put back "
+        "`<!-- rwkv-registry:bases:begin -->`…`end` and `<!-- rwkv-registry:sections:begin -->`…`end`, or run "
+        "`rwkv-registry readme PATH --reset` (rebuilds README.md from the skeleton, DROPPING your own text: back "
+        "it up first). Not UTF-8: save it as UTF-8.",
     ),
     Rule(
         "RDM002",

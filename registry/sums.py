@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 SUMS_NAME = "SHA256SUMS"
 _LINE = re.compile(r"^(\\?)([0-9a-fA-F]{64}) ([ *])(.+)$")
@@ -25,6 +24,7 @@ class SumsLine:
     lineno: int
     sha256: str
     path: str
+    crlf: bool = False  # the line ended in CR LF (accepted, as GNU sha256sum -c does; not canonical)
 
 
 def _escape(path: str) -> tuple[str, bool]:
@@ -58,15 +58,20 @@ def format_sums(hashes: Mapping[str, str]) -> bytes:
 
 
 def parse_sums(data: bytes) -> tuple[list[SumsLine], list[tuple[int, str]]]:
-    """Parse SHA256SUMS; return the lines and the malformed ones as (line number, text)."""
+    """Parse SHA256SUMS; return the lines and the malformed ones as (line number, text).
+
+    A CR before the LF is dropped, as GNU ``sha256sum -c`` does (a file saved on Windows checks
+    there); such lines are marked ``crlf`` so that the caller can say the form is not canonical."""
     good: list[SumsLine] = []
     bad: list[tuple[int, str]] = []
     text = data.decode("utf-8", "surrogateescape")
     for i, line in enumerate(text.split("\n"), 1):
         if line == "" or line.startswith("#"):
             continue
-        if line.endswith("\r"):
-            bad.append((i, line[:80] + " (CR line end)"))
+        crlf = line.endswith("\r")
+        if crlf:
+            line = line[:-1]
+        if line == "" or line.startswith("#"):
             continue
         m = _LINE.match(line)
         if not m:
@@ -75,46 +80,5 @@ def parse_sums(data: bytes) -> tuple[list[SumsLine], list[tuple[int, str]]]:
         path = _unescape(m.group(4)) if m.group(1) else m.group(4)
         if path.startswith("./"):
             path = path[2:]
-        good.append(SumsLine(i, m.group(2).lower(), path))
+        good.append(SumsLine(i, m.group(2).lower(), path, crlf))
     return good, bad
-
-
-def index_mismatches(root: Path, sums: bytes) -> list[str]:
-    """Why SHA256SUMS content ``sums`` must not be written over the registry at ``root``.
-
-    One line per problem: index.json cannot be parsed, or a registered file is missing or differs
-    (size, sha256) from what index.json records for it. ``sums`` supplies the files' hashes, so
-    nothing is hashed twice. Empty when SHA256SUMS may be written. The full diagnosis is
-    ``rwkv-registry validate``'s; this only keeps ``sums`` from blessing a damaged registry.
-    """
-    from .jsonload import JsonLoadError, load_json_file
-
-    index_path = root / "index.json"
-    try:
-        index = load_json_file(index_path, display=str(index_path))
-    except JsonLoadError as e:
-        return [e.message]
-    if not isinstance(index, dict):
-        return [f"{index_path}: the top level is a {type(index).__name__}, not an object"]
-    hashes = {line.path: line.sha256 for line in parse_sums(sums)[0]}
-    entries = index.get("entries")
-    out: list[str] = []
-    for entry in entries if isinstance(entries, list) else []:
-        rel = entry.get("path") if isinstance(entry, dict) else None
-        rec = entry.get("file") if isinstance(entry, dict) else None
-        if not isinstance(rel, str) or not isinstance(rec, dict):
-            continue  # a schema problem: validate reports it
-        shown = root / rel
-        want_sha, want_size = rec.get("sha256"), rec.get("size")
-        if rel not in hashes:
-            out.append(f"{shown}: the file of entry {entry.get('id')!r} is missing")
-            continue
-        try:
-            size: int | None = (root / rel).stat().st_size
-        except OSError:
-            size = None
-        if isinstance(want_size, int) and size != want_size:
-            out.append(f"{shown}: {size} bytes, but index.json records {want_size}")
-        elif isinstance(want_sha, str) and hashes[rel] != want_sha.lower():
-            out.append(f"{shown}: sha256 {hashes[rel][:12]}… differs from index.json's {want_sha[:12]}…")
-    return out

@@ -151,6 +151,54 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
+def train_findings(rel: str, d: str, t: dict[str, Any], entries: list[dict[str, Any]], dirs: set[str]) -> list[Finding]:
+    """The train.json rules (TRN002–TRN007) on ``t``, the train.json at ``rel`` of the data-version
+    directory ``d``, with the entries recorded under it and the directories ``dirs`` of the registry.
+    ``add`` runs them on the train.json a new entry would leave, before anything is written."""
+    out: list[Finding] = []
+    _base, method, version = d.split("/")
+    if "method" in t and t.get("method") != method:  # absent: SCH003
+        out.append(finding("TRN005", rel, f"method is {t.get('method')!r} in {method}/"))
+    trainer = t.get("trainer") if isinstance(t.get("trainer"), dict) else {}
+    vt = _version_tuple(str(trainer.get("version", "")))
+    if trainer.get("name") in LIGHTNING_TRAINERS and vt is not None and vt < MIN_TRAINER:
+        out.append(
+            finding("TRN002", rel, f"trainer {trainer.get('name')} {trainer.get('version')} is older than 1.8.1")
+        )
+    expected = {"state": "rwkv_state_tune", "miss": "rwkv_miss_tune"}.get(method)
+    if trainer.get("name") in LIGHTNING_TRAINERS and trainer.get("name") != expected:
+        out.append(
+            finding("TRN007", rel, f"trainer is {trainer.get('name')}, but {method}/ weights are trained by {expected}")
+        )
+    if trainer and trainer.get("commit") is None:
+        out.append(
+            finding("TRN006", rel, f"trainer {trainer.get('name')} {trainer.get('version')}: build commit not recorded")
+        )
+    data = t.get("data") if isinstance(t.get("data"), dict) else {}
+    if "version" in data and data.get("version") != version:  # absent: SCH003
+        out.append(finding("TRN003", rel, f"data.version is {data.get('version')!r} in directory {version}/"))
+    for e in entries:
+        ed = e.get("data") if isinstance(e.get("data"), dict) else {}
+        for key in ("version", "sha256", "rows"):
+            if key in data and key in ed and ed.get(key) != data.get(key):  # absent in the entry: SCH002
+                out.append(
+                    finding(
+                        "TRN003",
+                        rel,
+                        f"data.{key} is {data.get(key)!r}, entry {e.get('id')!r} records {ed.get(key)!r}",
+                    )
+                )
+    if method == "miss":
+        runs = t.get("runs") if isinstance(t.get("runs"), list) else []
+        groups_run = {r["group"] for r in runs if isinstance(r, dict) and isinstance(r.get("group"), str)}
+        groups_disk = {p.split("/")[3] for p in dirs if p.startswith(d + "/") and p.count("/") == 3}
+        for g in sorted(groups_disk - groups_run):
+            out.append(finding("TRN004", rel, f"group {g}/ has no run in train.json"))
+        for g in sorted(str(x) for x in groups_run - groups_disk):
+            out.append(finding("TRN004", rel, f"run {g!r} has no group directory {d}/{g}/"))
+    return out
+
+
 class Validator:
     """One validation run. Use :func:`validate_registry`."""
 
@@ -170,6 +218,9 @@ class Validator:
         self.stats: dict[str, Any] = {}
         self.trusted_keys: list[str] = []
         self.invalid_json: set[str] = set()  # JSON files that failed their schema (rules on them guarded)
+        self.sums_listed: dict[str, str] = {}  # SHA256SUMS: path -> sha256 (first listing)
+        self.file_sha: dict[str, str] = {}  # sha256 of every summable file on disk, from check_sums
+        self.sums_gone: dict[str, Finding] = {}  # HSH005 findings by the listed path
 
     def add(self, f: Finding) -> None:
         self.findings.append(f)
@@ -219,6 +270,7 @@ class Validator:
         self.guarded(self.check_entries, tree, weights, facts)
         self.guarded(self.check_train_files, tree, weights)
         self.check_sums(tree, facts)
+        self.fold_moves(tree)
         self.findings += check_signatures(self.root, set(tree.files), self.index, self.trusted_keys)
         if "index.json" in self.invalid_json:
             self.add(finding("SCH005", "README.md", "README rules skipped until index.json follows its schema"))
@@ -264,6 +316,26 @@ class Validator:
             from .gitcheck import check_git
 
             self.findings += check_git(self.root, self.index, self.since)
+            self.say_which_side_changed()
+
+    def say_which_side_changed(self) -> None:
+        """HSH001 in a git clone: tell whether the file or index.json differs from HEAD."""
+        from .gitcheck import changed_since_head
+
+        hsh = [f for f in self.findings if f.code == "HSH001"]
+        changed = changed_since_head(self.root, [*{f.path for f in hsh}, "index.json"]) if hsh else None
+        if changed is None:
+            return
+        for i, f in enumerate(self.findings):
+            if f.code != "HSH001":
+                continue
+            which = [p for p in (f.path, "index.json") if p in changed]
+            note = (
+                f"git: {' and '.join(which)} changed since HEAD"
+                if which
+                else "git: both are as committed in HEAD (the mismatch was committed)"
+            )
+            self.findings[i] = finding("HSH001", f.path, f"{f.message} ({note})", **f.extra)
 
     def load_index(self, tree: Tree) -> dict[str, Any] | None:
         if "index.json" not in tree.files:
@@ -276,11 +348,24 @@ class Validator:
             return None
         self.index = value
         seen_bases: set[str] = set()
+        base_shas: dict[str, str] = {}
         for b in value.get("bases", []) if isinstance(value.get("bases"), list) else []:
             if not isinstance(b, dict) or not isinstance(b.get("name"), str):
                 continue
             if b["name"] in seen_bases:
                 self.add(finding("IDX001", "index.json", f"base {b['name']!r} is listed twice"))
+            elif isinstance(b.get("sha256"), str):
+                sha = b["sha256"].lower()
+                if sha in base_shas:
+                    self.add(
+                        finding(
+                            "IDX010",
+                            "index.json",
+                            f"bases {base_shas[sha]!r} and {b['name']!r} both record sha256 {sha}: one base file "
+                            "registered twice",
+                        )
+                    )
+                base_shas.setdefault(sha, b["name"])
             seen_bases.add(b["name"])
             self.bases[b["name"]] = b
         ids: set[str] = set()
@@ -310,7 +395,7 @@ class Validator:
                 )
                 continue
             self.entries_by_path[path] = e
-            if e.get("base") not in self.bases:
+            if "base" in e and e.get("base") not in self.bases:  # absent: SCH002
                 self.add(
                     finding(
                         "IDX002",
@@ -327,7 +412,7 @@ class Validator:
                     finding("IDX001", "index.json", f"unpublished id {uid!r} is also used by an entry or listed twice")
                 )
             ids.add(uid)
-            if u.get("base") not in self.bases:
+            if "base" in u and u.get("base") not in self.bases:  # absent: SCH002
                 self.add(
                     finding(
                         "IDX002",
@@ -484,22 +569,19 @@ class Validator:
             parts = path.split("/")
             method = e.get("method")
             expected_len = 5 if method == "miss" else 4
+            # a field that is absent is SCH002's: compared only when present, never shown as None
+            fields = {"base": e.get("base"), "method": method, "data": (e.get("data") or {}).get("version")}
+            if method == "miss":
+                fields["group"] = e.get("group")
             if (
                 len(parts) != expected_len
-                or parts[0] != e.get("base")
-                or parts[1] != method
-                or parts[2] != (e.get("data") or {}).get("version")
+                or ("base" in e and parts[0] != e.get("base"))
+                or ("method" in e and parts[1] != method)
+                or (fields["data"] is not None and parts[2] != fields["data"])
                 or (method == "miss" and (parts[3] != e.get("group") or parts[4] != "adapter-final.pth"))
             ):
-                self.add(
-                    finding(
-                        "LAY009",
-                        path,
-                        f"entry {eid!r} (base {e.get('base')}, method {method}, "
-                        f"data {(e.get('data') or {}).get('version')}, group {e.get('group')}) "
-                        "does not match its path",
-                    )
-                )
+                shown = ", ".join(f"{k} {v}" for k, v in fields.items() if v is not None)
+                self.add(finding("LAY009", path, f"entry {eid!r} ({shown}) does not match its path"))
             train = e.get("train")
             if isinstance(train, str) and train != "/".join([*parts[:3], "train.json"]):
                 self.add(
@@ -526,21 +608,48 @@ class Validator:
             if f is None:
                 continue  # in a place outside the layout: LAY004 already
             self.check_file(path, e, f)
+        self.check_same_bytes(facts)
         for (base, method), n in recommended.items():
             if n > 1:
                 self.add(
                     finding("IDX004", "index.json", f"{n} entries of base {base} and method {method} are recommended")
                 )
 
+    def check_same_bytes(self, facts: dict[str, FileFacts | OSError]) -> None:
+        """IDX011: two entries whose files hold the same bytes (LFS pointers are not the bytes: LFS001)."""
+        first: dict[str, str] = {}
+        for path in self.entries_by_path:  # index.json order: the later entry is the copy
+            f = facts.get(path)
+            if not isinstance(f, FileFacts) or f.kind == "lfs-pointer":
+                continue
+            if f.sha256 in first:
+                other = first[f.sha256]
+                this_id, other_id = self.entries_by_path[path].get("id"), self.entries_by_path[other].get("id")
+                self.add(
+                    finding(
+                        "IDX011",
+                        path,
+                        f"entry {this_id!r} holds the same bytes (sha256 {f.sha256[:12]}…) "
+                        f"as entry {other_id!r} at {other}",
+                    )
+                )
+            else:
+                first[f.sha256] = path
+
     def check_file(self, path: str, e: dict[str, Any], f: FileFacts) -> None:
-        rec = e.get("file") or {}
-        if rec.get("sha256") != f.sha256:
-            self.add(finding("HSH001", path, f"sha256 is {f.sha256}, index.json records {rec.get('sha256')}"))
-        if rec.get("size") != f.size:
-            self.add(finding("HSH002", path, f"size is {f.size} bytes, index.json records {rec.get('size')}"))
         content = f.content_findings(path)
+        if f.kind == "lfs-pointer":  # only `git lfs pull` helps: the hash and size findings would blame the file
+            self.findings += content
+            return
+        rec = e.get("file") if isinstance(e.get("file"), dict) else {}
+        want_sha, want_size = rec.get("sha256"), rec.get("size")
+        # a missing or mistyped record is a schema finding (SCH002), not a hash or size mismatch
+        if isinstance(want_sha, str) and want_sha != f.sha256:
+            self.add(finding("HSH001", path, f"sha256 is {f.sha256}, index.json records {want_sha}"))
+        if is_integer(want_size) and want_size != f.size:
+            self.add(finding("HSH002", path, f"size is {f.size} bytes, index.json records {want_size}"))
         self.findings += content
-        if f.kind in ("lfs-pointer", "unknown"):
+        if f.kind == "unknown":
             return
         if any(x.code.startswith("PTH") for x in content):
             return
@@ -609,9 +718,9 @@ class Validator:
         manifest = f.manifest if isinstance(f.manifest, dict) else None
         if manifest is None:
             return
-        rec = e.get("miss") or {}
+        rec = e.get("miss") if isinstance(e.get("miss"), dict) else {}
         embedded = manifest.get("content_version")
-        if rec.get("content_version") != embedded:
+        if "content_version" in rec and rec.get("content_version") != embedded:  # absent: SCH002 says so
             self.add(
                 finding(
                     "MIS012",
@@ -626,7 +735,11 @@ class Validator:
                         "MIS015", path, f"index.json {key} is {rec.get(key)!r}, the manifest says {manifest.get(key)!r}"
                     )
                 )
-        if isinstance(base, dict) and manifest.get("base_fingerprint") != base.get("sha256"):
+        if (
+            isinstance(base, dict)
+            and isinstance(base.get("sha256"), str)
+            and manifest.get("base_fingerprint") != base.get("sha256")
+        ):
             self.add(
                 finding(
                     "MIS013",
@@ -658,6 +771,8 @@ class Validator:
                 version_dirs.setdefault(d, [])
         for d, entries in sorted(version_dirs.items()):
             rel = f"{d}/train.json"
+            if d not in tree.dirs:
+                continue  # the directory itself is gone: its entries' LAY008 (or the base's LAY003) says so
             if rel not in tree.files:
                 self.add(finding("TRN001", d, f"{d}/ has no train.json"))
                 continue
@@ -669,50 +784,7 @@ class Validator:
             self.check_train(rel, d, value, entries, tree)
 
     def check_train(self, rel: str, d: str, t: dict[str, Any], entries: list[dict[str, Any]], tree: Tree) -> None:
-        _base, method, version = d.split("/")
-        if t.get("method") != method:
-            self.add(finding("TRN005", rel, f"method is {t.get('method')!r} in {method}/"))
-        trainer = t.get("trainer") if isinstance(t.get("trainer"), dict) else {}
-        vt = _version_tuple(str(trainer.get("version", "")))
-        if trainer.get("name") in LIGHTNING_TRAINERS and vt is not None and vt < MIN_TRAINER:
-            self.add(
-                finding("TRN002", rel, f"trainer {trainer.get('name')} {trainer.get('version')} is older than 1.8.1")
-            )
-        expected = {"state": "rwkv_state_tune", "miss": "rwkv_miss_tune"}.get(method)
-        if trainer.get("name") in LIGHTNING_TRAINERS and trainer.get("name") != expected:
-            self.add(
-                finding(
-                    "TRN007", rel, f"trainer is {trainer.get('name')}, but {method}/ weights are trained by {expected}"
-                )
-            )
-        if trainer and trainer.get("commit") is None:
-            self.add(
-                finding(
-                    "TRN006", rel, f"trainer {trainer.get('name')} {trainer.get('version')}: build commit not recorded"
-                )
-            )
-        data = t.get("data") if isinstance(t.get("data"), dict) else {}
-        if data.get("version") != version:
-            self.add(finding("TRN003", rel, f"data.version is {data.get('version')!r} in directory {version}/"))
-        for e in entries:
-            ed = e.get("data") or {}
-            for key in ("version", "sha256", "rows"):
-                if key in data and ed.get(key) != data.get(key):
-                    self.add(
-                        finding(
-                            "TRN003",
-                            rel,
-                            f"data.{key} is {data.get(key)!r}, entry {e.get('id')!r} records {ed.get(key)!r}",
-                        )
-                    )
-        if method == "miss":
-            runs = t.get("runs") if isinstance(t.get("runs"), list) else []
-            groups_run = {r.get("group") for r in runs if isinstance(r, dict)}
-            groups_disk = {p.split("/")[3] for p in tree.dirs if p.startswith(d + "/") and p.count("/") == 3}
-            for g in sorted(groups_disk - groups_run):
-                self.add(finding("TRN004", rel, f"group {g}/ has no run in train.json"))
-            for g in sorted(str(x) for x in groups_run - groups_disk):
-                self.add(finding("TRN004", rel, f"run {g!r} has no group directory {d}/{g}/"))
+        self.findings.extend(train_findings(rel, d, t, entries, tree.dirs))
 
     def check_sums(self, tree: Tree, facts: dict[str, FileFacts | OSError]) -> None:
         if SUMS_NAME not in tree.files:
@@ -752,37 +824,129 @@ class Validator:
                     actual[rel] = sha256_file(tree.files[rel])[0]
                 except OSError:
                     continue
+        self.sums_listed, self.file_sha = listed, actual
         for rel in sorted(expected - set(listed)):
             self.add(finding("HSH004", rel, "not listed in SHA256SUMS"))
         for rel in sorted(set(listed) - expected):
             why = "is a symbolic link (never followed)" if (self.root / rel).is_symlink() else "does not exist"
-            self.add(finding("HSH005", SUMS_NAME, f"lists {rel}, which {why}"))
+            self.sums_gone[rel] = finding("HSH005", SUMS_NAME, f"lists {rel}, which {why}")
+            self.add(self.sums_gone[rel])
         for rel in sorted(set(listed) & set(actual)):
+            f = facts.get(rel)
+            if isinstance(f, FileFacts) and f.kind == "lfs-pointer":
+                continue  # LFS001 says `git lfs pull`; the pointer's own hash is not the file's
             if listed[rel] != actual[rel]:
                 self.add(finding("HSH006", rel, f"sha256 is {actual[rel]}, SHA256SUMS says {listed[rel]}"))
         if not bad and list(listed) != sorted(listed, key=lambda p: p.encode()):  # first listings, in order
             self.add(finding("HSH007", SUMS_NAME, "lines are not sorted by path"))
+        crlf = [line.lineno for line in lines if line.crlf]
+        if crlf:  # sha256sum -c accepts them: one note on the form, not one error per line
+            self.add(finding("HSH007", SUMS_NAME, f"{len(crlf)} line(s) end in CR LF (first: line {crlf[0]}), not LF"))
+
+    def fold_moves(self, tree: Tree) -> None:
+        """LAY014: recorded files that are missing while unrecorded files with the same sha256 sit elsewhere
+        (a renamed directory or file). One finding per renamed directory replaces the per-file findings
+        (LAY007, LAY008, HSH004, HSH005, and the findings on the moved copies), and LAY002/LAY003 of a
+        renamed base directory."""
+        want: dict[str, str] = {}  # recorded path missing on disk -> its recorded sha256
+        for rel, sha in self.sums_listed.items():
+            if rel not in tree.files:
+                want[rel] = sha
+        for rel, e in self.entries_by_path.items():
+            rec = e.get("file")
+            if rel not in tree.files and isinstance(rec, dict) and isinstance(rec.get("sha256"), str):
+                want.setdefault(rel, rec["sha256"].lower())
+        if not want:
+            return
+        by_sha: dict[str, list[str]] = {}
+        for rel, sha in self.file_sha.items():
+            if rel not in self.entries_by_path and (rel not in self.sums_listed or rel.endswith(WEIGHT_SUFFIXES)):
+                by_sha.setdefault(sha, []).append(rel)
+        groups: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        used: set[str] = set()
+        for old in sorted(want):
+            old_parts = old.split("/")
+
+            def common_tail(new: str, old_parts: list[str] = old_parts) -> int:
+                n, new_parts = 0, new.split("/")
+                while n < min(len(old_parts), len(new_parts)) and old_parts[-1 - n] == new_parts[-1 - n]:
+                    n += 1
+                return n
+
+            cands = sorted((c for c in by_sha.get(want[old], []) if c not in used), key=common_tail, reverse=True)
+            if not cands or (len(cands) > 1 and common_tail(cands[0]) == common_tail(cands[1])):
+                continue  # none, or no best match: not guessed
+            new = cands[0]
+            used.add(new)
+            k = common_tail(new)
+            new_parts = new.split("/")
+            key = ("/".join(old_parts[: len(old_parts) - k]), "/".join(new_parts[: len(new_parts) - k]))
+            groups.setdefault(key, []).append((old, new))
+        if not groups:
+            return
+        drop_paths: set[str] = set()
+        drop: set[int] = set()
+        for (old_p, new_p), pairs in sorted(groups.items()):
+            drop_paths.update(p for pair in pairs for p in pair)
+            drop.update(id(self.sums_gone[o]) for o, _ in pairs if o in self.sums_gone)
+            if "/" not in new_p and "/" not in old_p:  # a base directory renamed: LAY002 + LAY003 are this
+                drop.update(id(f) for f in self.findings if (f.code, f.path) in (("LAY002", new_p), ("LAY003", old_p)))
+            if len(pairs) == 1 and (old_p, new_p) == pairs[0] and old_p not in self.sums_listed:
+                # only index.json knows the old path: its entry's path was edited, or the file moved
+                message = (
+                    f"index.json records {old_p}, which is missing; {new_p} holds the same bytes "
+                    "(was the entry's path edited, or the file moved?)"
+                )
+            elif len(pairs) == 1 and (old_p, new_p) == pairs[0]:
+                message = f"{old_p} is missing and {new_p} holds the same bytes: moved or renamed?"
+            else:
+                message = (
+                    f"{old_p}/ looks renamed to {new_p}/ ({len(pairs)} recorded file(s) missing there, found here "
+                    "with the same sha256)"
+                )
+            self.add(finding("LAY014", new_p, message, moved_from=old_p))
+        self.findings = [
+            f for f in self.findings if id(f) not in drop and not (f.path in drop_paths and f.code in _MOVE_NOISE)
+        ]
 
     def check_readme(self, tree: Tree) -> None:
         from .readme import update_readme
 
         if "README.md" not in tree.files:
-            self.add(finding("RDM001", "README.md", "README.md is missing"))
+            self.add(finding("RDM001", "README.md", "README.md is missing: `rwkv-registry readme PATH` writes it"))
             return
         try:
             data = _read_bounded(tree.files["README.md"], MAX_TEXT_BYTES)
             if data is None:
-                self.add(finding("RDM001", "README.md", f"larger than {MAX_TEXT_BYTES >> 20} MiB: not read"))
+                self.add(
+                    finding(
+                        "RDM001",
+                        "README.md",
+                        f"larger than {MAX_TEXT_BYTES >> 20} MiB: not read; shorten it, or rebuild it with "
+                        "`rwkv-registry readme PATH --reset`",
+                    )
+                )
                 return
             text = data.decode("utf-8")
         except (OSError, UnicodeDecodeError) as e:
-            self.add(finding("RDM001", "README.md", f"cannot read README.md as UTF-8: {e}"))
+            self.add(finding("RDM001", "README.md", f"cannot read README.md as UTF-8: {e}; save it as UTF-8"))
             return
         if self.index is None:
             return
         new = update_readme(text, self.index)
         if new is None:
-            self.add(finding("RDM001", "README.md", "the generated-section markers are missing"))
+            from .readme import MARKERS
+
+            gone = [m for pair in MARKERS for m in pair if m not in text]
+            self.add(
+                finding(
+                    "RDM001",
+                    "README.md",
+                    f"the generated-section markers are missing ({', '.join(gone) or 'out of order'}); "
+                    "`rwkv-registry readme PATH` refuses until they are back: restore them, or run "
+                    "`rwkv-registry readme PATH --reset` (drops your own text)",
+                )
+            )
         elif new != text:
             self.add(finding("RDM002", "README.md", "the bases table or the per-base sections differ from index.json"))
 
@@ -797,6 +961,10 @@ class Validator:
         for suffix in WEIGHT_SUFFIXES:
             if not _lfs_routed(text, suffix):
                 self.add(finding("LFS002", rel, f"*{suffix} files are not routed through Git LFS"))
+
+
+# findings on the two paths of a moved file that only say "it moved": LAY014 replaces them
+_MOVE_NOISE = frozenset({"LAY007", "LAY008", "HSH004", "TRN003", "TRN006"})
 
 
 class _Invalid:
@@ -844,6 +1012,31 @@ def _lfs_routed(text: str, suffix: str) -> bool:
     return False
 
 
+def write_in_progress(root: Path) -> bool:
+    """Is the registry's write lock (:data:`~rwkv_registry.atomic.LOCK_NAME`) held by a live process?
+
+    The lock is an ``flock`` that the kernel drops when its process dies, so a lock file left by a killed
+    writer reads as free. Probed with a shared, non-blocking ``flock`` on a read-only descriptor: nothing is
+    created or written (validate works on read-only copies), and the probe never waits."""
+    try:
+        import fcntl
+    except ImportError:  # not a POSIX system: filelock uses another mechanism there; no verdict
+        return False
+    try:
+        fd = os.open(root / LOCK_NAME, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return False  # no lock file (or unreadable): nobody is writing through rwkv-registry
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # closing drops the probe's own shared lock
+    return False
+
+
 def _read_bounded(path: Path, limit: int) -> bytes | None:
     """The file's bytes, or None when it is larger than ``limit`` (decided by stat, never read)."""
     with open(path, "rb") as f:
@@ -872,6 +1065,11 @@ def validate_registry(
                 f"{path}: no index.json here; it lies inside the registry at {outer}",
                 hint=f"Validate the registry's root: rwkv-registry validate {outer}",
             )
+    if write_in_progress(root):
+        # a half-written tree gives temporary files (LAY012 "run recover") and half-made directories
+        # (TRN001): none of it is wrong, and recover must not run under a live writer
+        where = f"lock {LOCK_NAME} is held by a running rwkv-registry command"
+        return Report(str(path), [finding("LAY013", LOCK_NAME, f"a write is in progress ({where})")], {})
     v = Validator(root, use_cache=use_cache, since=since, progress=progress)
     v.trusted_keys = list(trusted_keys or [])
     v.run()

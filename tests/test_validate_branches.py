@@ -139,7 +139,7 @@ def test_sch004_index_missing(reg: Path) -> None:
 def test_rdm001_readme_missing(reg: Path) -> None:
     """README.md was deleted."""
     (reg / "README.md").unlink()
-    assert where(reg, "RDM001") == {"README.md": ["README.md is missing"]}
+    assert where(reg, "RDM001") == {"README.md": ["README.md is missing: `rwkv-registry readme PATH` writes it"]}
 
 
 def test_rdm001_readme_not_utf8(reg: Path) -> None:
