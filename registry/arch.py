@@ -19,6 +19,19 @@ _ARCH_EXAMPLE = "e.g. --arch n_layer=32,n_embd=4096,vocab_size=65536"
 _BLOCK = re.compile(r"^blocks\.(\d+)\.")
 
 ARCH_KEYS = ("n_layer", "n_embd", "head_size", "n_head", "vocab_size", "ffn_size")
+# the largest value of each --arch key that index.json's schema accepts (schemas/index.schema.json)
+_ARCH_MAX = {
+    "n_layer": 4096,
+    "n_embd": 1048576,
+    "head_size": 4096,
+    "n_head": 65536,
+    "vocab_size": 16777216,
+    "ffn_size": 4194304,
+    "lora_decay": 65536,
+    "lora_aaa": 65536,
+    "lora_mv": 65536,
+    "lora_gate": 65536,
+}
 
 
 def _shape(shapes: Mapping[str, tuple[int, ...]], name: str) -> tuple[int, ...]:
@@ -91,8 +104,27 @@ def parse_arch_option(text: str) -> dict[str, Any]:
     for key in ("n_layer", "n_embd", "vocab_size"):
         if key not in ints:
             raise UsageError(f"--arch needs {key}", hint=_ARCH_EXAMPLE)
+    unknown = set(ints) - {*ARCH_KEYS, "lora_decay", "lora_aaa", "lora_mv", "lora_gate"}
+    if unknown:
+        raise UsageError(
+            f"--arch: unknown keys {sorted(unknown)}",
+            hint=f"Known keys: {', '.join(ARCH_KEYS)}, lora_decay, lora_aaa, lora_mv, lora_gate and dtype.",
+        )
+    for key, val in ints.items():
+        top = _ARCH_MAX[key]
+        if not 1 <= val <= top:
+            raise UsageError(
+                f"--arch: {key}={val} is out of range: give a whole number from 1 to {top}",
+                hint=_ARCH_EXAMPLE,
+            )
     c = ints["n_embd"]
     head_size = ints.get("head_size", HEAD_SIZE)
+    if head_size != HEAD_SIZE:
+        raise UsageError(
+            f"--arch: head_size={head_size}: RWKV-7 heads are {HEAD_SIZE} wide (FORMATS §2: N = {HEAD_SIZE}, "
+            f"H = n_embd / {HEAD_SIZE}; a State is [H, {HEAD_SIZE}, {HEAD_SIZE}] per layer, STA002)",
+            hint=f"Drop head_size (it is {HEAD_SIZE}), and give an n_embd that is a multiple of {HEAD_SIZE}.",
+        )
     dtype = values.get("dtype", "bfloat16")
     if dtype not in ("bfloat16", "float16", "float32"):
         raise UsageError(
@@ -109,18 +141,21 @@ def parse_arch_option(text: str) -> dict[str, Any]:
         "lora": {k: ints.get(f"lora_{k}", defaults[k]) for k in ("decay", "aaa", "mv", "gate")},
         "dtype": dtype,
     }
-    unknown = set(ints) - {*ARCH_KEYS, "lora_decay", "lora_aaa", "lora_mv", "lora_gate"}
-    if unknown:
+    if c % head_size:
         raise UsageError(
-            f"--arch: unknown keys {sorted(unknown)}",
-            hint=f"Known keys: {', '.join(ARCH_KEYS)}, lora_decay, lora_aaa, lora_mv, lora_gate and dtype.",
+            f"--arch: n_embd {c} is not a multiple of the head size {head_size}",
+            hint=f"RWKV-7 has n_embd / {head_size} heads of {head_size}: give an n_embd that is a multiple of "
+            f"{head_size}, e.g. n_embd={max(head_size, round(c / head_size) * head_size)}.",
         )
     if arch["n_head"] * head_size != c:
         raise UsageError(
             f"--arch: n_head {arch['n_head']} x head_size {head_size} != n_embd {c}",
-            hint=f"n_embd must be n_head x head_size (head_size {HEAD_SIZE} unless given; n_head defaults to "
-            f"n_embd / head_size): give an n_embd that is a multiple of {head_size}, e.g. "
-            f"n_embd={max(head_size, round(c / head_size) * head_size)}, or give head_size and n_head.",
+            hint=f"n_head is n_embd / {head_size} = {c // head_size}: drop n_head (it defaults to that).",
+        )
+    if arch["ffn_size"] > _ARCH_MAX["ffn_size"]:
+        raise UsageError(
+            f"--arch: ffn_size {arch['ffn_size']} (4 x n_embd unless given) is above {_ARCH_MAX['ffn_size']}",
+            hint="Give ffn_size, or a smaller n_embd.",
         )
     return arch
 

@@ -363,7 +363,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp = cmd("init", cmd_init, "create a new registry")
     sp.add_argument("path")
     sp.add_argument("--name", help="repository name, e.g. OWNER/REPO")
-    sp.add_argument("--title", default="RWKV-7 weights")
+    sp.add_argument("--title", default="RWKV-7 weights", help="the README's heading (default: %(default)s)")
 
     sp = cmd("add-base", cmd_add_base, "register a base model (from its file, from metadata, or from the Hub)")
     sp.add_argument("path")
@@ -373,8 +373,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="OWNER/REPO",
         help="the repository the base comes from, e.g. BlinkDL/rwkv7-g1 (required, except with --from-hub)",
     )
-    sp.add_argument("--from-hub", metavar="OWNER/REPO/FILE", help="read sha256, size and architecture from the Hub")
-    sp.add_argument("--vocab", default="rwkv_vocab_v20230424.txt")
+    sp.add_argument(
+        "--from-hub",
+        metavar="OWNER/REPO[@REV]/FILE",
+        help="read sha256, size and architecture from the Hub (at revision REV; default: the default branch)",
+    )
+    sp.add_argument(
+        "--vocab", default="rwkv_vocab_v20230424.txt", help="the tokenizer's vocabulary file (default: %(default)s)"
+    )
     sp.add_argument("--name", help="directory name: the base file name without .pth (needed only without BASE_FILE)")
     sp.add_argument("--family", help="the base's family (default: the name up to its date)")
     sp.add_argument("--sha256", help="without BASE_FILE: the base's sha256")
@@ -390,18 +396,29 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--freeze-previous", action="store_true", help=argparse.SUPPRESS)  # the default; kept for scripts
 
     sp = cmd("add", cmd_add, "register a State or MiSS file under a base")
-    sp.add_argument("path")
-    sp.add_argument("file")
-    sp.add_argument("--base", required=True)
+    sp.add_argument("path", help="registry root")
+    sp.add_argument("file", help="the State (.pth or .safetensors) or MiSS adapter (.pth) to add")
+    sp.add_argument("--base", required=True, metavar="NAME", help="the base it was trained on (its directory name)")
     sp.add_argument("--data-version", required=True, help="e.g. v1.41")
-    sp.add_argument("--train", required=True, metavar="TRAIN_JSON")
+    sp.add_argument(
+        "--train", required=True, metavar="TRAIN_JSON", help="the run's train.json (schemas/train.schema.json)"
+    )
     sp.add_argument("--group", help="MiSS run sub-folder, e.g. r16-lr2e-5-e2")
     sp.add_argument("--id", help="entry id (default: file stem for State, <version>-<group> for MiSS)")
-    sp.add_argument("--adapter-id", help="MiSS adapter id used with rwkv-cli (default: the entry id)")
-    sp.add_argument("--recommended", action="store_true")
-    sp.add_argument("--profile", choices=["g1k", "g1k-think"])
-    sp.add_argument("--sampling", default="g1k-agent")
-    sp.add_argument("--description")
+    sp.add_argument("--adapter-id", help="MiSS only: adapter id used with rwkv-cli (default: the entry id)")
+    sp.add_argument(
+        "--recommended", action="store_true", help="the recommended entry of its base and method (takes the mark)"
+    )
+    sp.add_argument(
+        "--profile", choices=["g1k", "g1k-think"], help="prompt profile (default: g1k for a State, g1k-think for MiSS)"
+    )
+    sp.add_argument(
+        "--sampling",
+        default="g1k-agent",
+        choices=["g1k-agent"],
+        help="sampling preset: g1k-agent, the only one the agent's rwkv-cli knows (docs/profiles.md; the default)",
+    )
+    sp.add_argument("--description", help="one line for the README table")
 
     sp = cmd("sums", cmd_sums, "write (or --check) SHA256SUMS")
     sp.add_argument("path")
@@ -409,7 +426,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument(
         "--force",
         action="store_true",
-        help="write even when index.json cannot be read or a registered file differs from it",
+        help="write even when index.json cannot be read or breaks its schema, or a registered file differs from it",
     )
 
     sp = cmd("readme", cmd_readme, "regenerate README.md's generated sections")
@@ -425,7 +442,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = cmd("demo", cmd_demo, "build and validate a registry that mirrors the seed repository")
     sp.add_argument("path")
-    sp.add_argument("--force", action="store_true", help="replace an earlier demo in PATH")
+    sp.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an earlier demo in PATH (never a git repository, nor one holding files the demo did not write)",
+    )
     sp.add_argument("--smoke", action="store_true", help="also run the CPU smoke evaluation of tiny weights")
 
     # commands implemented outside the core module set: imported only when they run
@@ -450,15 +471,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sp.add_argument("path", help="registry root")
     sp.add_argument("entry_id")
-    sp.add_argument("--base-file", required=True, metavar="BASE.pth")
-    sp.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto")
+    sp.add_argument(
+        "--base-file", required=True, metavar="BASE.pth", help="the base model file the entry was trained on"
+    )
+    sp.add_argument(
+        "--device",
+        choices=["auto", "cuda", "cpu"],
+        default="auto",
+        help="auto: CUDA when present (default: %(default)s)",
+    )
     sp.add_argument(
         "--cases",
         metavar="FILE.jsonl",
         help="case set (default: the built-in tool-calling set; the built-in tiny set for a toy base)",
     )
     sp.add_argument("--record", action="store_true", help="append a smoke record to the entry in index.json")
-    sp.add_argument("--think-tokens", type=int, default=256, metavar="N", help="thinking budget of g1k-think")
+    sp.add_argument(
+        "--think-tokens", type=int, default=256, metavar="N", help="thinking budget of g1k-think (default: %(default)s)"
+    )
     sp.add_argument("--format", **fmt)
 
     sp = cmd(
@@ -466,38 +496,50 @@ def build_parser() -> argparse.ArgumentParser:
         _lazy("rwkv_registry.compare:cmd_compare"),
         "per-question comparison of two result files (exact McNemar test)",
     )
-    sp.add_argument("a", metavar="A.json")
-    sp.add_argument("b", metavar="B.json")
+    sp.add_argument(
+        "a",
+        metavar="A.json",
+        help='the baseline: a result file ({"format": "rwkv-registry-results/1", "results": [{"id", "score", '
+        '"category"}, ...]}) or a `smoke --format json` report',
+    )
+    sp.add_argument("b", metavar="B.json", help="the candidate, in either form; wins and losses are B's")
     sp.add_argument("--format", **fmt)
 
     sp = cmd("keygen", _lazy("rwkv_registry.signing:cmd_keygen"), "create an Ed25519 signing key pair")
     sp.add_argument("key", metavar="KEY", help="private key file to create (mode 0600); KEY.pub beside it")
-    sp.add_argument("--comment", default="")
+    sp.add_argument("--comment", default="", help="a note written after the key in KEY.pub")
 
     sp = cmd("sign", _lazy("rwkv_registry.signing:cmd_sign"), "sign SHA256SUMS (writes SHA256SUMS.sig)")
     sp.add_argument("path")
-    sp.add_argument("--key", required=True)
+    sp.add_argument("--key", required=True, metavar="KEY", help="the private key file made by `keygen`")
     sp.add_argument("--trust", action="store_true", help="first add the key to index.json signing.trusted_keys")
 
     sp = cmd("verify", _lazy("rwkv_registry.signing:cmd_verify"), "verify SHA256SUMS.sig")
     sp.add_argument("path")
-    sp.add_argument("--pubkey", action="append", required=True)
+    sp.add_argument(
+        "--pubkey", action="append", required=True, metavar="PUB", help="Ed25519 public key file (repeatable)"
+    )
 
     sp = cmd("push", _lazy("rwkv_registry.hub:cmd_push"), "upload changed files to the Hub behind a validation gate")
     sp.add_argument("path")
-    sp.add_argument("--repo", required=True, metavar="OWNER/REPO")
-    sp.add_argument("--revision", default="main")
-    sp.add_argument("--message", default=None)
+    sp.add_argument("--repo", required=True, metavar="OWNER/REPO", help="the Hub repository to commit to")
+    sp.add_argument("--revision", default="main", help="the branch to commit to (default: %(default)s)")
+    sp.add_argument("--message", default=None, help="the commit message (default: a summary of the changes)")
 
     sp = cmd("pull", _lazy("rwkv_registry.hub:cmd_pull"), "download a Hub registry (or one base) and validate it")
     sp.add_argument("repo", metavar="OWNER/REPO")
     sp.add_argument("path")
-    sp.add_argument("--base", metavar="NAME")
-    sp.add_argument("--revision", default=None)
+    sp.add_argument("--base", metavar="NAME", help="the small files plus only this base's weights")
+    sp.add_argument(
+        "--revision",
+        default=None,
+        help="branch, tag or commit (default: the default branch; or give hf://OWNER/REPO@REV)",
+    )
 
     sp = cmd("rules", cmd_rules, "list the validation rules")
-    sp.add_argument("--markdown", action="store_true", help="print docs/rules.md")
-    sp.add_argument("--format", **fmt)
+    form = sp.add_mutually_exclusive_group()
+    form.add_argument("--markdown", action="store_true", help="print docs/rules.md")
+    form.add_argument("--format", **fmt)
     return p
 
 

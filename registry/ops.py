@@ -157,13 +157,48 @@ def compute_sums(
 
 
 def _publish(
-    root: Path, txn: Transaction, texts: dict[str, bytes], staged_hashes: dict[str, str] | None = None
+    root: Path,
+    txn: Transaction,
+    texts: dict[str, bytes],
+    staged_hashes: dict[str, str] | None = None,
+    *,
+    warn_signature: bool = True,
 ) -> None:
-    """Stage ``texts`` (index.json, README.md, train.json …) plus a fresh SHA256SUMS and commit."""
+    """Stage ``texts`` (index.json, README.md, train.json …) plus a fresh SHA256SUMS and commit.
+
+    ``warn_signature``: say on stderr when the new SHA256SUMS leaves an existing SHA256SUMS.sig stale."""
     for rel, data in texts.items():
         txn.write_bytes(rel, data)
-    txn.write_bytes(SUMS_NAME, compute_sums(root, texts, staged_hashes))
+    sums = compute_sums(root, texts, staged_hashes)
+    txn.write_bytes(SUMS_NAME, sums)
+    stale = warn_signature and _signature_goes_stale(root, sums)
     txn.commit()
+    if stale:
+        warn_stale_signature(root)
+
+
+SIG_NAME = "SHA256SUMS.sig"
+
+
+def _signature_goes_stale(root: Path, new_sums: bytes) -> bool:
+    """Does writing ``new_sums`` leave an existing SHA256SUMS.sig signing other bytes?"""
+    if not (root / SIG_NAME).exists():
+        return False
+    try:
+        return (root / SUMS_NAME).read_bytes() != new_sums
+    except OSError:
+        return True
+
+
+def warn_stale_signature(root: Path) -> None:
+    """The warning of a write that changed SHA256SUMS under an existing signature (it is kept, not deleted)."""
+    import sys
+
+    sys.stderr.write(
+        f"warning: SHA256SUMS changed, so {root / SIG_NAME} no longer matches it (validate reports SIG002 when "
+        "keys are trusted)\n"
+        f"hint: sign it again: rwkv-registry sign {root} --key KEY\n"
+    )
 
 
 def _readme_for(root: Path, index: dict[str, Any]) -> bytes:
@@ -197,12 +232,20 @@ def init_registry(path: str | os.PathLike[str], *, name: str = "", title: str = 
     """Create a new registry in ``path`` (which must be absent or empty, a `.git` folder aside).
 
     A directory this call created is removed again if the command fails."""
-    from .atomic import LOCK_NAME
+    from .atomic import LOCK_NAME, registry_around
 
     root = Path(path)
     hint = "Give a new or empty directory."
     if root.exists() and not root.is_dir():
         raise UsageError(f"{path}: is a file, not a directory", hint=hint, path=str(path))
+    outer = registry_around(root.absolute().parent)
+    if outer is not None:
+        raise UsageError(
+            f"{path}: lies inside the registry at {outer}; a registry inside another would break the outer "
+            "one (LAY002 for the directory, HSH004 for every file in it)",
+            hint="Give a directory outside every registry.",
+            path=str(path),
+        )
     created = not root.exists()
     if not created:
         try:
@@ -333,6 +376,18 @@ def add_base(
     else:
         if not (sha256 and arch and name):
             raise UsageError("without BASE_FILE, give --name, --sha256 and --arch (and --size when known)")
+        if name.lower().endswith((".pth", ".safetensors")):
+            stem = name.rsplit(".", 1)[0]
+            raise UsageError(
+                f"--name {name!r} ends in a file suffix: the base's name is its file name without .pth "
+                f"(IDX006), and its directory would be {name}/",
+                hint=f"Give --name {stem}.",
+            )
+        if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 0):
+            raise UsageError(
+                f"--size {size!r}: give the base file's size in bytes (a whole number, 0 or more)",
+                hint="Leave --size out when only the sha256 is known (it is recorded as null).",
+            )
         sha256 = sha256.lower()
         if not _HEX64.match(sha256):
             raise UsageError(f"--sha256 {sha256!r} is not 64 hex characters")
@@ -355,6 +410,13 @@ def add_base(
             raise RefusedError(
                 f"base {name!r} already exists", hint="Choose another --name; old bases are never changed."
             )
+        twin = next((b["name"] for b in index["bases"] if str(b.get("sha256", "")).lower() == sha256), None)
+        if twin is not None:
+            raise RefusedError(
+                f"base {twin!r} already records sha256 {sha256}: one base file registered twice (IDX010)",
+                hint=f"Add the weights under {twin}, or check the sha256 given.",
+                path="index.json",
+            )
         if (root / name).exists():
             raise RefusedError(f"{root / name} already exists", hint="Remove the stray directory first.")
         index["bases"].append(
@@ -372,8 +434,10 @@ def add_base(
                 "notes": notes,
             }
         )
+        before = superseded(index["bases"][:-1])
+        older = superseded(index["bases"])
+        _refuse_closing_unpublished(root, index, name, family, older, before)
         if freeze_previous:  # old base directories are never touched: freeze what the new base supersedes
-            older = superseded(index["bases"])
             for b in index["bases"]:
                 if b["name"] in older and b.get("status") == "active":
                     b["status"] = "frozen"
@@ -387,6 +451,55 @@ def add_base(
         with Transaction(root) as txn:
             _publish(root, txn, texts)
     return index["bases"][-1]
+
+
+def _git_has_commits(root: Path) -> bool:
+    """Is ``root`` inside a git repository with a ``HEAD`` commit (where GIT001–GIT003 apply)?"""
+    try:
+        import git
+    except ImportError:
+        return False
+    try:
+        git.Repo(root, search_parent_directories=True).commit("HEAD")
+    except Exception:  # not a repository, no commit yet, git missing: the GIT rules do not apply
+        return False
+    return True
+
+
+def _refuse_closing_unpublished(
+    root: Path, index: dict[str, Any], name: str, family: str, older: dict[str, str], before: dict[str, str]
+) -> None:
+    """add-base must not leave files that GIT003 reports: in a git registry a base that is superseded
+    (by the new base, or the new base itself by one already there) gets no new files, so refuse when
+    its directory would hold files that ``HEAD`` does not."""
+    if name not in older and not (set(older) - set(before)):
+        return
+    if not _git_has_commits(root):
+        return  # outside git, or before the first commit, nothing is published yet: GIT003 does not apply
+    if name in older:
+        newer = older[name]
+        raise RefusedError(
+            f"base {name!r} is older than {newer!r} of the same family {family!r}: it would be superseded at "
+            f"once, and the files of its new directory {name}/ (state/.gitkeep, miss/.gitkeep) would be new files "
+            "under a superseded base (GIT003)",
+            hint="A change of base opens a new directory beside the old one, never behind it: register bases "
+            "oldest first, committing each; if it belongs to another line of bases, give it its own --family.",
+            path="index.json",
+        )
+    from .gitcheck import check_git
+
+    closing = set(older) - set(before)
+    new_files = [f.path for f in check_git(root, index) if f.code == "GIT003" and f.path.split("/", 1)[0] in closing]
+    if new_files:
+        old = new_files[0].split("/", 1)[0]
+        more = f" and {len(new_files) - 1} more" if len(new_files) > 1 else ""
+        raise RefusedError(
+            f"{new_files[0]}{more} under base {old!r} are not committed yet; base {name!r} would supersede "
+            f"{old!r}, after which they are new files under a superseded base (GIT003)",
+            hint=f"Commit {old}/ first (git add -A && git commit), then run add-base again; if {name} is not a "
+            f"successor of {old}, give it another --family.",
+            path=new_files[0],
+        )
 
 
 def _check_index_schema(index: dict[str, Any]) -> None:
@@ -469,12 +582,26 @@ def add_entry(
 
     root = Path(path)
     src = Path(file)
+    if src.is_dir() and (src / "index.json").is_file() and not (root / "index.json").is_file():
+        what = "a file" if root.is_file() else ("not a registry" if root.exists() else "missing")
+        raise UsageError(
+            f"PATH and FILE look swapped: {file} is a registry, and {path} is {what}",
+            hint=f"The registry comes first: rwkv-registry add {file} {path} …",
+        )
     if src.is_dir():
         raise UsageError(f"{file}: is a directory, not a weight file", hint="Give the .pth (or .safetensors) itself.")
     if not src.is_file():
         raise UsageError(f"{file}: no such file")
     if not _VERSION.match(data_version):
         raise UsageError(f"--data-version {data_version!r} must look like v1.41")
+    allowed = _entry_enum("sampling")
+    if sampling not in allowed:
+        raise UsageError(
+            f"--sampling {sampling!r} is not a sampling preset of the registry: give {' or '.join(allowed)}",
+            hint="g1k-agent is the preset the agent's rwkv-cli knows (docs/profiles.md); it is the default.",
+        )
+    if profile is not None and profile not in _entry_enum("profile"):
+        raise UsageError(f"--profile {profile!r}: give g1k (a State) or g1k-think (a MiSS adapter)")
     if isinstance(train, dict):
         train_obj = train
     else:
@@ -507,9 +634,11 @@ def add_entry(
             )
         newer = superseded(index["bases"]).get(base)
         if newer is not None:
+            kept = " (add-base --keep-previous-active kept its status active, which does not reopen it)"
             raise RefusedError(
                 f"base {base!r} is superseded by {newer!r} (same family, newer): old base directories are "
-                "never touched",
+                f"never touched, and a new file under it would fail GIT003"
+                + (kept if b.get("status") == "active" else ""),
                 hint=f"Retrain on {newer} and add the weights there.",
             )
         display = str(file)
@@ -520,6 +649,11 @@ def add_entry(
         if tdata.get("version") != data_version:
             raise RefusedError(f"--train data.version is {tdata.get('version')!r}, --data-version is {data_version!r}")
         if method == "miss":
+            if profile == "g1k":
+                raise UsageError(
+                    f"--profile g1k: {file} is a MiSS adapter, which runs with profile g1k-think (PRF001)",
+                    hint="Drop --profile (g1k-think is the default for a MiSS adapter).",
+                )
             if not group:
                 raise UsageError("a MiSS adapter needs --group NAME (its sub-folder, e.g. r16-lr2e-5-e2)")
             if not _NAME.match(group):
@@ -537,11 +671,23 @@ def add_entry(
         else:
             if group:
                 raise UsageError("--group is only for MiSS adapters")
-            if not _NAME.match(src.name):
-                raise UsageError(f"file name {src.name!r} is not usable in the registry")
+            if adapter_id is not None:
+                raise UsageError(
+                    f"--adapter-id is only for MiSS adapters: {file} is a State (rwkv-cli uploads it and gets a "
+                    "state_id)",
+                    hint="Drop --adapter-id.",
+                )
             rel = f"{base}/state/{data_version}/{src.name}"
-        if (root / rel).exists() or any(e["path"] == rel for e in index["entries"]):
+            _refuse_state_name(src, rel)
+        if any(e["path"] == rel for e in index["entries"]):
             raise RefusedError(f"{rel} already exists", hint="Published weights never change; use a new name.")
+        if (root / rel).exists():
+            raise RefusedError(
+                f"{rel} is already in the layout, but no entry of index.json records it (LAY007)",
+                hint=f"Move the file out of the registry and add it from there: `rwkv-registry add` copies it to "
+                f"{rel} itself.",
+                path=rel,
+            )
         train_rel = f"{base}/{method}/{data_version}/train.json"
         train_new = _merge_train(root / train_rel, train_obj, group)
         published = published_in(root, train_rel) if train_new is not None and (root / train_rel).exists() else None
@@ -597,6 +743,7 @@ def add_entry(
                     if e.get("recommended") is True:
                         lost_mark.append(e["id"])
                     e["recommended"] = False
+        _refuse_train_findings(root, train_rel, train_new, index, entry, group, train)
         index["entries"].append(entry)
         _check_index_schema(index)
         texts = {"index.json": dump_json(index), "README.md": _readme_for(root, index)}
@@ -611,6 +758,82 @@ def add_entry(
         if displaced is not None:
             displaced.extend(lost_mark)
     return entry
+
+
+def _entry_enum(key: str) -> list[str]:
+    """The values index.json's schema allows for an entry's ``key`` (profile, sampling)."""
+    from .schemas import load_schema
+
+    schema = load_schema("index")
+    item = schema["properties"]["entries"]["items"]
+    while "$ref" in item:
+        item = schema["$defs"][item["$ref"].rsplit("/", 1)[-1]]
+    return list(item["properties"][key]["enum"])
+
+
+def _refuse_state_name(src: Path, rel: str) -> None:
+    """A State file whose name validate would put outside the layout (LAY004): refused before anything."""
+    from .validate import WEIGHT_SUFFIXES, _layout_ok, _misplaced
+
+    parts = rel.split("/")
+    if _layout_ok(parts):
+        return
+    name = src.name
+    if not name.endswith(WEIGHT_SUFFIXES):
+        why = f"file name {name!r} does not end in .pth or .safetensors (lower case)"
+        hint = f"Rename the file to {src.stem if src.suffix else name}.pth (or .safetensors) and add it again."
+    else:
+        why = _misplaced(parts)
+        hint = "Rename the file (letters, digits, '.', '_' and '-', starting with a letter or digit) and add it again."
+    raise UsageError(f"{src}: {why}; validate would refuse it at {rel} (LAY004)", hint=hint, path=str(src))
+
+
+def _refuse_train_findings(
+    root: Path,
+    train_rel: str,
+    train_new: bytes | None,
+    index: dict[str, Any],
+    entry: dict[str, Any],
+    group: str | None,
+    train_arg: Any,
+) -> None:
+    """validate's train.json rules (TRN002, TRN003, TRN004, TRN005, TRN007) on the data-version directory as
+    it will be: refuse when they give an error."""
+    from .jsonload import JsonLoadError, load_json_file
+    from .validate import train_findings
+
+    d = train_rel.rsplit("/", 1)[0]
+    if train_new is not None:
+        t = json.loads(train_new)
+    else:
+        try:
+            t = load_json_file(root / train_rel)
+        except JsonLoadError as e:
+            raise RefusedError(f"{train_rel}: {e}", hint="Fix the existing train.json first.", path=train_rel) from None
+    if not isinstance(t, dict):
+        raise RefusedError(
+            f"{train_rel}: the existing train.json is not a JSON object (SCH003)",
+            hint=f"Fix {train_rel} first (`rwkv-registry validate` lists every error).",
+            path=train_rel,
+        )
+    try:
+        dirs = {f"{d}/{n}" for n in os.listdir(root / d) if (root / d / n).is_dir()}
+    except OSError:
+        dirs = set()
+    if group is not None:
+        dirs.add(f"{d}/{group}")
+    entries = [e for e in index["entries"] if str(e.get("path", "")).startswith(d + "/")] + [entry]
+    findings = train_findings(train_rel, d, t, entries, dirs)
+    errors = [f for f in findings if f.severity == Severity.ERROR]
+    if errors:
+        shown = "--train" if isinstance(train_arg, dict) else f"--train {train_arg}"
+        raise RefusedError(
+            f"{shown}: {errors[0].code} {train_rel}: {errors[0].message}"
+            + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""),
+            hint=errors[0].hint,
+            path=train_rel,
+            findings=errors,
+        )
 
 
 def _next_version(version: str) -> str:
@@ -655,11 +878,16 @@ def _merge_train(path: Path, new: dict[str, Any], group: str | None) -> bytes | 
 
 
 def update_index(
-    path: str | os.PathLike[str], edit: Callable[[dict[str, Any]], None], *, readme_template: str | None = None
+    path: str | os.PathLike[str],
+    edit: Callable[[dict[str, Any]], None],
+    *,
+    readme_template: str | None = None,
+    warn_signature: bool = True,
 ) -> dict[str, Any]:
     """Apply ``edit`` to index.json (in place) and publish index, README and SHA256SUMS together.
 
     ``readme_template``: replace the publisher's README text (it must hold both marker pairs).
+    ``warn_signature``: warn when an existing SHA256SUMS.sig goes stale (off for a caller that signs next).
     The edited index must still follow its schema, else nothing is written.
     """
     root = Path(path)
@@ -675,7 +903,9 @@ def update_index(
         else:
             readme_bytes = _readme_for(root, index)
         with Transaction(root) as txn:
-            _publish(root, txn, {"index.json": dump_json(index), "README.md": readme_bytes})
+            _publish(
+                root, txn, {"index.json": dump_json(index), "README.md": readme_bytes}, warn_signature=warn_signature
+            )
     return index
 
 
@@ -686,12 +916,11 @@ def write_sums(path: str | os.PathLike[str], *, check_index: bool = True) -> byt
     """Recompute SHA256SUMS.
 
     ``check_index`` (the default; ``rwkv-registry sums --force`` turns it off): refuse
-    (:class:`RefusedError`, nothing written) when index.json cannot be parsed or a registered file
-    is missing or differs from index.json, since SHA256SUMS would bless the damage. Not a
+    (:class:`RefusedError`, nothing written) when index.json cannot be parsed or breaks its schema, or
+    a registered file is missing or differs from index.json, since SHA256SUMS would bless the damage. Not a
     registry, or SHA256SUMS a directory: refused before anything is created.
     """
     from .atomic import require_registry
-    from .sums import index_mismatches
 
     root = require_registry(path)
     sums_path = root / SUMS_NAME
@@ -716,17 +945,74 @@ def write_sums(path: str | os.PathLike[str], *, check_index: bool = True) -> byt
             raise RegistryIOError(
                 f"cannot read {e.filename or path}: {e.strerror or e}", path=str(e.filename or "")
             ) from e
-        problems = index_mismatches(root, data) if check_index else []
+        problems = _sums_problems(root, data) if check_index else []
         if problems:
+            code, message, fix = problems[0]
             more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
             raise RefusedError(
-                f"SHA256SUMS not written: {problems[0]}{more}",
-                hint=f"Run `rwkv-registry validate {path}` to see why; `--force` to write anyway.",
+                f"SHA256SUMS not written: {code} {message}{more}",
+                hint=f"{fix} Run `rwkv-registry validate {path}` to see every problem; `--force` to write anyway.",
                 path=SUMS_NAME,
             )
+        stale = _signature_goes_stale(root, data)
         txn.write_bytes(SUMS_NAME, data)
         txn.commit()
+    if stale:
+        warn_stale_signature(root)
     return data
+
+
+def _sums_problems(root: Path, sums: bytes) -> list[tuple[str, str, str]]:
+    """Why ``sums`` must not be written: (rule code, message, fix) for an index.json that cannot be parsed
+    or breaks its schema, and for each registered file that is missing or differs from index.json."""
+    from .jsonload import JsonLoadError, load_json_file
+    from .schemas import schema_errors
+    from .sums import parse_sums
+
+    index_path = root / "index.json"
+    try:
+        index = load_json_file(index_path, display=str(index_path))
+    except JsonLoadError as e:
+        return [("SCH001", e.message, "Fix index.json first.")]
+    errors = schema_errors("index", index)
+    if errors:
+        shown = "; ".join(f"{p}: {m}" for p, m in errors[:3])
+        return [
+            (
+                "SCH002",
+                f"{index_path} does not follow its schema ({len(errors)} error(s)): {shown}",
+                "Fix index.json first (restore it with `git checkout -- index.json` if it was edited by mistake).",
+            )
+        ]
+    hashes = {line.path: line.sha256 for line in parse_sums(sums)[0]}
+    changed = (
+        "Either the file changed after it was registered or index.json was edited since: restore whichever "
+        "is wrong (`git status` / `git diff` show which changed; `git checkout -- PATH` restores it)."
+    )
+    out: list[tuple[str, str, str]] = []
+    for entry in index["entries"]:
+        rel, rec = entry["path"], entry["file"]
+        shown_path = root / rel
+        if rel not in hashes:
+            out.append(
+                (
+                    "LAY008",
+                    f"{shown_path}: the file of entry {entry.get('id')!r} is missing",
+                    "Restore the file (`git checkout -- PATH`, `git lfs pull`) or remove the entry from index.json.",
+                )
+            )
+            continue
+        try:
+            size: int | None = shown_path.stat().st_size
+        except OSError:
+            size = None
+        if size != rec["size"]:
+            out.append(("HSH002", f"{shown_path}: {size} bytes, but index.json records {rec['size']}", changed))
+        elif hashes[rel] != rec["sha256"].lower():
+            out.append(
+                ("HSH001", f"{shown_path}: sha256 is {hashes[rel]}, but index.json records {rec['sha256']}", changed)
+            )
+    return out
 
 
 def check_sums(path: str | os.PathLike[str]) -> list[Finding]:

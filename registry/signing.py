@@ -463,7 +463,7 @@ def sign_registry(path: str | os.PathLike[str], key: str | os.PathLike[str], *, 
                     item["comment"] = public.comment
                 keys.append(item)
 
-        update_index(root, add_key)
+        update_index(root, add_key, warn_signature=False)  # it signs next
     with registry_lock(root):
         _refuse_stale_sums(root)
         try:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from regtools import TINY_BASE, TINY_SHA, hold_lock, state_train, write_state
+from regtools import TINY_BASE, TINY_SHA, edit_index, hold_lock, miss_train, state_train, write_miss, write_state
 
 from rwkv_registry import atomic
 from rwkv_registry.atomic import (
@@ -264,7 +264,11 @@ def test_sums_refuses_a_changed_weight_of_the_same_size(reg: Path, capsys: pytes
     data[len(data) // 2] ^= 1
     weight.write_bytes(bytes(data))
     assert main(["sums", str(reg)]) == 1
-    assert "differs from index.json's" in clean_error(capsys.readouterr().err)
+    err = clean_error(capsys.readouterr().err)
+    now = hashlib.sha256(bytes(data)).hexdigest()
+    recorded = json.loads((reg / "index.json").read_text())["entries"][0]["file"]["sha256"]
+    assert f"HSH001 {weight}: sha256 is {now}, but index.json records {recorded}" in err  # whole hashes
+    assert "the file changed after it was registered or index.json was edited" in err  # either may be wrong
 
 
 def test_sums_refuses_an_unparsable_index(reg: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -532,7 +536,7 @@ def test_toy_base_detection() -> None:
 
 
 def test_add_base_metadata_source_is_recorded(reg: Path) -> None:
-    argv = ["add-base", str(reg), "--name", "rwkv7-tiny-20270101-ctx4096", "--sha256", TINY_SHA, "--size", "5"]
+    argv = ["add-base", str(reg), "--name", "rwkv7-tiny-20270101-ctx4096", "--sha256", "b" * 64, "--size", "5"]
     assert main([*argv, "--arch", ARCH, "--source", "someone/somewhere"]) == 0
     bases = json.loads((reg / "index.json").read_text())["bases"]
     assert bases[-1]["source"]["repo"] == "someone/somewhere"
@@ -569,3 +573,219 @@ def test_add_entry_reports_displaced_ids_only_for_marked_entries(reg: Path, tmp_
     )
     marked = [e["id"] for e in load_index(reg)["entries"] if e["recommended"] and e["method"] == "state"]
     assert displaced == ["s1"] and len(marked) == 1 and marked != ["s1"]  # s7 was never marked: not listed
+
+
+def test_sums_refuses_an_index_that_breaks_its_schema(reg: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def damage(index: dict[str, Any]) -> None:
+        del index["entries"][1]["file"]
+        index["entries"][0]["recommended"] = "yes"
+
+    edit_index(reg, damage)
+    before = snapshot(reg)
+    assert main(["sums", str(reg)]) == 1
+    err = clean_error(capsys.readouterr().err)
+    assert "SHA256SUMS not written: SCH002" in err and "index.json does not follow its schema" in err
+    assert "entries[1]" in err and "Fix index.json" in err and "--force" in err
+    assert snapshot(reg) == before
+    assert main(["sums", str(reg), "--force"]) == 0
+
+
+# --- write commands: what validate refuses, add refuses first -------------------------------------------------
+
+
+def _train(tmp_path: Path, data: dict[str, Any]) -> str:
+    p = tmp_path / f"train-{len(list(tmp_path.glob('train-*')))}.json"
+    p.write_text(json.dumps(data))
+    return str(p)
+
+
+def _add_state(reg: Path, tmp_path: Path, name: str, *extra: str, train: dict[str, Any] | None = None) -> list[str]:
+    st = write_state(tmp_path / "in" / name, seed=21)
+    return ["add", str(reg), str(st), "--base", TINY_BASE, "--data-version", "v9",
+            "--train", _train(tmp_path, train or state_train("v9")), *extra]  # fmt: skip
+
+
+def test_add_refuses_a_trainer_older_than_1_8_1(reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    before = snapshot(reg)
+    old = state_train("v9", trainer={"name": "rwkv_state_tune", "version": "1.8.0", "commit": None})
+    assert main(_add_state(reg, tmp_path, "s9.pth", train=old)) == 1
+    err = clean_error(capsys.readouterr().err)
+    assert "TRN002" in err and f"{TINY_BASE}/state/v9/train.json" in err and "older than 1.8.1" in err
+    assert "hint: Builds before v1.8.1" in err
+    assert snapshot(reg) == before
+
+
+@pytest.mark.parametrize("name", ["s3.pt", "S3.PTH", "s3"])
+def test_add_refuses_a_state_name_outside_the_layout(
+    name: str, reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = snapshot(reg)
+    assert main(_add_state(reg, tmp_path, name)) == 2
+    err = clean_error(capsys.readouterr().err)
+    assert "LAY004" in err and "does not end in .pth or .safetensors" in err and ".pth (or .safetensors)" in err
+    assert snapshot(reg) == before
+
+
+def test_add_refuses_a_miss_adapter_with_profile_g1k(
+    reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = snapshot(reg)
+    adapter = tmp_path / "m" / "adapter-final.pth"
+    write_miss(adapter, seed=7)
+    argv = ["add", str(reg), str(adapter), "--base", TINY_BASE, "--data-version", "v7", "--group", "r4-a",
+            "--train", _train(tmp_path, miss_train("v7")), "--profile", "g1k"]  # fmt: skip
+    assert main(argv) == 2
+    err = clean_error(capsys.readouterr().err)
+    assert "--profile g1k" in err and "PRF001" in err and "g1k-think" in err
+    assert snapshot(reg) == before
+
+
+def test_add_sampling_is_checked_by_the_parser(reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    before = snapshot(reg)
+    with pytest.raises(SystemExit) as e:
+        main(_add_state(reg, tmp_path, "s9.pth", "--sampling", "g1k-agnet"))
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "--sampling" in err and "'g1k-agnet'" in err and "'g1k-agent'" in err
+    assert snapshot(reg) == before
+    with pytest.raises(SystemExit):
+        main(["add", "--help"])
+    assert "g1k-agent, the only one" in " ".join(capsys.readouterr().out.split())
+    from rwkv_registry.ops import add_entry
+
+    with pytest.raises(UsageError, match=r"--sampling 'g1k-agnet' .* give g1k-agent"):
+        add_entry(reg, write_state(tmp_path / "s8.pth"), base=TINY_BASE, data_version="v9", train=state_train("v9"),
+                  sampling="g1k-agnet")  # fmt: skip
+    assert snapshot(reg) == before
+
+
+def test_add_refuses_adapter_id_on_a_state(reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    before = snapshot(reg)
+    assert main(_add_state(reg, tmp_path, "s9.pth", "--adapter-id", "x")) == 2
+    assert "--adapter-id is only for MiSS adapters" in clean_error(capsys.readouterr().err)
+    assert snapshot(reg) == before
+
+
+def test_add_a_file_already_in_the_layout_says_to_move_it_out(
+    reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    placed = write_state(reg / TINY_BASE / "state" / "v1" / "s3.pth", seed=5)
+    argv = ["add", str(reg), str(placed), "--base", TINY_BASE, "--data-version", "v1",
+            "--train", _train(tmp_path, state_train("v1"))]  # fmt: skip
+    assert main(argv) == 1
+    err = clean_error(capsys.readouterr().err)
+    assert f"{TINY_BASE}/state/v1/s3.pth is already in the layout, but no entry" in err
+    assert "Move the file out of the registry and add it from there" in err and "new name" not in err
+
+
+def test_add_with_path_and_file_swapped_says_so(reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = _add_state(reg, tmp_path, "s9.pth")
+    argv[1], argv[2] = argv[2], argv[1]
+    assert main(argv) == 2
+    err = clean_error(capsys.readouterr().err)
+    assert (
+        "PATH and FILE look swapped" in err
+        and f"{reg} is a registry, and" in err
+        and f"rwkv-registry add {reg} " in err
+    )
+
+
+def test_add_to_a_base_kept_active_explains_why_it_is_refused(reg: Path, tmp_path: Path) -> None:
+    from rwkv_registry.errors import RefusedError
+    from rwkv_registry.ops import add_base, add_entry
+
+    newer = TINY_BASE.replace("20260101", "20260301")
+    add_base(reg, name=newer, source="a/b", sha256="6" * 64, size=1, arch=_tiny_arch(), freeze_previous=False)
+    with pytest.raises(RefusedError, match=r"GIT003 \(add-base --keep-previous-active kept its status active"):
+        add_entry(reg, write_state(tmp_path / "s8.pth"), base=TINY_BASE, data_version="v9", train=state_train("v9"))
+
+
+def _tiny_arch() -> dict[str, Any]:
+    from regtools import TINY_ARCH
+
+    return dict(TINY_ARCH)
+
+
+def test_writes_warn_that_the_signature_went_stale(
+    reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rwkv_registry.signing import generate_keypair
+
+    key = tmp_path / "keys" / "k"
+    key.parent.mkdir()
+    generate_keypair(key)
+    assert main(["sign", str(reg), "--key", str(key)]) == 0
+    sig = (reg / "SHA256SUMS.sig").read_bytes()
+    capsys.readouterr()
+    assert main(["sums", str(reg)]) == 0  # SHA256SUMS unchanged: no warning
+    assert "warning" not in capsys.readouterr().err
+    assert main(_add_state(reg, tmp_path, "s9.pth")) == 0
+    err = clean_error(capsys.readouterr().err)
+    assert f"warning: SHA256SUMS changed, so {reg / 'SHA256SUMS.sig'} no longer matches it" in err
+    assert f"rwkv-registry sign {reg} --key KEY" in err
+    assert (reg / "SHA256SUMS.sig").read_bytes() == sig  # kept, not deleted
+    (reg / "README.md").write_text((reg / "README.md").read_text() + "\nmore\n")
+    assert main(["sums", str(reg)]) == 0
+    assert "SHA256SUMS.sig no longer matches it" in clean_error(capsys.readouterr().err)
+    argv = ["add-base", str(reg), "--name", "rwkv7-other-20270101-ctx1", "--sha256", "b" * 64, "--arch", ARCH,
+            "--source", "a/b"]  # fmt: skip
+    assert main(argv) == 0
+    assert "SHA256SUMS.sig no longer matches it" in clean_error(capsys.readouterr().err)
+
+
+def test_init_inside_a_registry_is_a_usage_error(reg: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    before = snapshot(reg)
+    for inner in (reg / "sub", reg / TINY_BASE / "state" / "deep"):
+        assert main(["init", str(inner)]) == 2
+        err = clean_error(capsys.readouterr().err)
+        assert f"{inner}: lies inside the registry at {reg}" in err and "outside every registry" in err
+    assert snapshot(reg) == before
+
+
+@pytest.mark.parametrize(
+    ("arch", "says"),
+    [
+        ("n_layer=2,n_embd=128,vocab_size=10,head_size=0", "head_size=0 is out of range"),
+        ("n_layer=2,n_embd=-128,vocab_size=10", "n_embd=-128 is out of range"),
+        ("n_layer=0,n_embd=128,vocab_size=10", "n_layer=0 is out of range"),
+        ("n_layer=2,n_embd=128,vocab_size=10,head_size=2", "RWKV-7 heads are 64 wide"),
+        ("n_layer=2,n_embd=128,vocab_size=10,n_head=4", "n_head 4 x head_size 64 != n_embd 128"),
+        ("n_layer=2,n_embd=128,vocab_size=99999999", "vocab_size=99999999 is out of range"),
+    ],
+)
+def test_add_base_arch_values_no_rwkv7_base_can_have(
+    arch: str, says: str, reg: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = snapshot(reg)
+    argv = ["add-base", str(reg), "--name", "x", "--sha256", "b" * 64, "--source", "a/b", "--arch", arch]
+    assert main(argv) == 2
+    err = clean_error(capsys.readouterr().err)
+    assert says in err and "hint:" in err
+    assert snapshot(reg) == before
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        (["--size", "-5"], "--size -5: give the base file's size in bytes"),
+        (["--name", "rwkv7-t-20270101-ctx1.pth"], "Give --name rwkv7-t-20270101-ctx1."),
+        (["--name", "rwkv7-t-20270101-ctx1.safetensors"], "Give --name rwkv7-t-20270101-ctx1."),
+    ],
+)
+def test_add_base_bad_flag_values_are_usage_errors(
+    extra: list[str], says: str, reg: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = snapshot(reg)
+    argv = ["add-base", str(reg), "--name", "rwkv7-t-20270101-ctx1", "--sha256", "b" * 64, "--source", "a/b",
+            "--arch", ARCH, *extra]  # fmt: skip
+    assert main(argv) == 2
+    assert says in clean_error(capsys.readouterr().err)
+    assert snapshot(reg) == before
+
+
+def test_add_base_refuses_a_base_file_registered_twice(reg: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    before = snapshot(reg)
+    argv = ["add-base", str(reg), "--name", "rwkv7-tiny-20270101-ctx4096", "--sha256", TINY_SHA, "--size", "5"]
+    assert main([*argv, "--arch", ARCH, "--source", "a/b"]) == 1
+    assert f"base {TINY_BASE!r} already records sha256 {TINY_SHA}" in clean_error(capsys.readouterr().err)
+    assert snapshot(reg) == before

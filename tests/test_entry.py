@@ -53,3 +53,22 @@ def test_the_wrapper_passes_main_through(tmp_path: Path, capsys: pytest.CaptureF
 def test_python_dash_m_runs_the_cli() -> None:
     out = subprocess.run([sys.executable, "-m", "rwkv_registry", "rules"], capture_output=True, text=True)
     assert out.returncode == 0 and "HSH001" in out.stdout, out.stderr
+
+
+def test_every_flag_of_every_command_says_what_it_does() -> None:
+    import argparse
+
+    from rwkv_registry.cli import build_parser
+
+    silent = []
+    for action in build_parser()._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                silent += [f"{name} {a.option_strings[0]}" for a in sub._actions if a.option_strings and not a.help]
+    assert silent == []
+
+
+def test_rules_markdown_and_format_are_exclusive(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        _entry.run(["rules", "--markdown", "--format", "json"])
+    assert e.value.code == 2 and "not allowed with argument --markdown" in capsys.readouterr().err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -165,3 +166,53 @@ def test_unfreezing_in_the_same_change_does_not_open_a_frozen_base(repo: Path, t
     edit_index(repo, lambda i: i["bases"][0].update(status="active"))  # sneaky unfreeze, not committed
     (repo / TINY_BASE / "state" / "v1" / "s4.pth").write_bytes(write_state(tmp_path / "s4.pth", seed=4).read_bytes())
     assert "GIT003" in codes(repo)
+
+
+# --- add-base leaves nothing that GIT003 reports -----------------------------------------------------------
+
+
+def _add_base_by_metadata(root: Path, name: str, **kw: object) -> dict:
+    from regtools import TINY_ARCH
+
+    from rwkv_registry.ops import add_base
+
+    sha = hashlib.sha256(name.encode()).hexdigest()
+    return add_base(root, name=name, source="BlinkDL/rwkv7-g1", sha256=sha, size=1, arch=dict(TINY_ARCH), **kw)
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_add_base_superseding_an_uncommitted_base_asks_for_a_commit_first(repo: Path) -> None:
+    from rwkv_registry.errors import RefusedError
+
+    older = TINY_BASE.replace("20260101", "20260201")
+    newer = TINY_BASE.replace("20260101", "20260301")
+    _add_base_by_metadata(repo, older)  # its .gitkeep files are new, not committed
+    assert validate_registry(repo, use_cache=False).ok
+    before = _tree(repo)
+    with pytest.raises(RefusedError, match=rf"{older}/miss/.gitkeep and 1 more .* not committed yet.*GIT003") as e:
+        _add_base_by_metadata(repo, newer)
+    assert "git commit" in e.value.hint
+    assert _tree(repo) == before  # nothing written
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "older base")
+    _add_base_by_metadata(repo, newer)  # committed first: fine, and the end state validates
+    report = validate_registry(repo, use_cache=False)
+    assert report.ok, [(f.code, f.path) for f in report.findings if str(f.severity) == "error"]
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_add_base_refuses_an_older_base_than_one_already_there(repo: Path, keep: bool) -> None:
+    from rwkv_registry.errors import RefusedError
+
+    older = TINY_BASE.replace("20260101", "20250101")
+    before = _tree(repo)
+    with pytest.raises(RefusedError, match=rf"'{older}' is older than '{TINY_BASE}'.*GIT003"):
+        _add_base_by_metadata(repo, older, freeze_previous=not keep)
+    assert _tree(repo) == before
+    assert validate_registry(repo, use_cache=False).ok
+    # another family is not superseded: accepted, and valid
+    _add_base_by_metadata(repo, older, family="rwkv7-other")
+    assert validate_registry(repo, use_cache=False).ok

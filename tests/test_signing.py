@@ -258,3 +258,16 @@ def test_verify_names_a_directory_where_the_signature_belongs(reg: Path, keys: t
     _, pub = keys
     (reg / SIG_NAME).mkdir()
     assert main(["verify", str(reg), "--pubkey", str(pub)]) == 2
+
+
+def test_sign_trust_of_a_second_key_does_not_warn_of_the_signature_it_replaces(
+    reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    keys = [tmp_path / "k1", tmp_path / "k2"]
+    for key in keys:
+        assert main(["keygen", str(key)]) == 0
+    assert main(["sign", str(reg), "--key", str(keys[0]), "--trust"]) == 0
+    capsys.readouterr()
+    assert main(["sign", str(reg), "--key", str(keys[1]), "--trust"]) == 0  # index.json and SHA256SUMS change
+    assert "no longer matches" not in capsys.readouterr().err
+    assert main(["validate", str(reg)]) == 0

@@ -28,9 +28,10 @@ def test_format_is_sorted_and_parses_back() -> None:
 
 
 def test_malformed_lines_are_reported_with_numbers() -> None:
-    lines, bad = parse_sums(b"0" * 64 + b"  ok\nnonsense\n" + b"1" * 64 + b"  crlf\r\n")
-    assert [line.path for line in lines] == ["ok"]
-    assert [n for n, _ in bad] == [2, 3]
+    lines, bad = parse_sums(b"0" * 64 + b"  ok\nnonsense\n" + b"1" * 64 + b"  crlf\r\n" + b"bad\r\n")
+    assert [line.path for line in lines] == ["ok", "crlf"]  # a CR LF line end is accepted, as sha256sum -c does
+    assert [line.crlf for line in lines] == [False, True]
+    assert [n for n, _ in bad] == [2, 4]
 
 
 @pytest.mark.skipif(shutil.which("sha256sum") is None, reason="coreutils sha256sum not installed")
