@@ -27,7 +27,10 @@ from .readme import skeleton, update_readme
 from .rules import Finding, Severity, finding
 from .sums import SUMS_NAME, format_sums
 
-GITATTRIBUTES = """# Weights go through Git LFS (Hugging Face stores them as LFS/Xet objects).
+GITATTRIBUTES = """# Every file is hashed into SHA256SUMS: text files keep LF line ends on every checkout, whatever
+# core.autocrlf says (a CRLF checkout would change their sha256).
+* text=auto eol=lf
+# Weights go through Git LFS (Hugging Face stores them as LFS/Xet objects).
 *.pth filter=lfs diff=lfs merge=lfs -text
 *.safetensors filter=lfs diff=lfs merge=lfs -text
 """

@@ -216,3 +216,11 @@ def test_add_base_refuses_an_older_base_than_one_already_there(repo: Path, keep:
     # another family is not superseded: accepted, and valid
     _add_base_by_metadata(repo, older, family="rwkv7-other")
     assert validate_registry(repo, use_cache=False).ok
+
+
+def test_a_clone_with_core_autocrlf_keeps_every_hash(repo: Path, tmp_path: Path) -> None:
+    """init's .gitattributes pins text files to LF: a Windows-style checkout must not change a sha256."""
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "-c", "core.autocrlf=true", "clone", "-q", str(repo), str(clone)], check=True)
+    git(clone, "config", "core.autocrlf", "true")
+    assert b"\r\n" not in (clone / "index.json").read_bytes() and codes(clone) == codes(repo)
