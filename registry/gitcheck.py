@@ -3,7 +3,8 @@
 Baseline: ``HEAD``, or ``--since REV``. A file that exists at the baseline under a base directory
 must not be modified or deleted in the working tree or the index (GIT001, GIT002; the message
 names the commit that published it); a base that is ``frozen`` at the baseline or now, or that a
-newer base of its family supersedes, gets no new files (GIT003). Outside a git work tree (a plain copy, a
+newer base of its family supersedes, gets no new files (GIT003; the empty ``.gitkeep`` placeholders of
+its method folders excepted). Outside a git work tree (a plain copy, a
 ``pull``) they cannot be checked, and GIT004 (a warning) says so; the Hub validator (``hf://``) skips them by
 design, the Hub keeping its own history.
 """
@@ -109,15 +110,28 @@ def check_git(root: Path, index: dict[str, Any] | None, since: str | None = None
                         f"{what} {place}, but it was published in {_published_in(repo, path, commit.hexsha)}",
                     )
                 )
-            elif status == "A" and base in closed:
+            elif status == "A" and base in closed and not _placeholder(root, r):
                 seen.add(r)
                 out.append(finding("GIT003", r, f"new file under {closed[base]} base {base} ({place})"))
     for path in untracked:
         r = rel(path)
         base = r.split("/", 1)[0] if "/" in r else None
-        if base in closed and r not in seen:
+        if base in closed and r not in seen and not _placeholder(root, r):
             out.append(finding("GIT003", r, f"new untracked file under {closed[base]} base {base}"))
     return out
+
+
+def _placeholder(root: Path, rel: str) -> bool:
+    """``<base>/state/.gitkeep`` or ``<base>/miss/.gitkeep``, empty: what add-base makes so that git keeps
+    the method folders (LAY003). It carries nothing, so GIT003 lets it be new under a closed base: a base
+    older than one of its family, or two bases added before a commit, can be registered."""
+    parts = rel.split("/")
+    if len(parts) != 3 or parts[1] not in ("state", "miss") or parts[2] != ".gitkeep":
+        return False
+    try:
+        return (root / rel).stat().st_size == 0
+    except OSError:
+        return False
 
 
 def published_in(root: Path, rel: str) -> str | None:

@@ -439,7 +439,7 @@ def add_base(
         )
         before = superseded(index["bases"][:-1])
         older = superseded(index["bases"])
-        _refuse_closing_unpublished(root, index, name, family, older, before)
+        _refuse_closing_unpublished(root, index, name, older, before)
         if freeze_previous:  # old base directories are never touched: freeze what the new base supersedes
             for b in index["bases"]:
                 if b["name"] in older and b.get("status") == "active":
@@ -470,28 +470,17 @@ def _git_has_commits(root: Path) -> bool:
 
 
 def _refuse_closing_unpublished(
-    root: Path, index: dict[str, Any], name: str, family: str, older: dict[str, str], before: dict[str, str]
+    root: Path, index: dict[str, Any], name: str, older: dict[str, str], before: dict[str, str]
 ) -> None:
-    """add-base must not leave files that GIT003 reports: in a git registry a base that is superseded
-    (by the new base, or the new base itself by one already there) gets no new files, so refuse when
-    its directory would hold files that ``HEAD`` does not."""
-    if name not in older and not (set(older) - set(before)):
-        return
-    if not _git_has_commits(root):
+    """add-base must not leave files that GIT003 reports: in a git registry a base that the new base
+    supersedes gets no new files, so refuse when its directory holds files that ``HEAD`` does not (its
+    empty ``.gitkeep`` placeholders aside, which GIT003 lets be new; so a base older than one of its
+    family, superseded at once, can be registered)."""
+    closing = set(older) - set(before) - {name}
+    if not closing or not _git_has_commits(root):
         return  # outside git, or before the first commit, nothing is published yet: GIT003 does not apply
-    if name in older:
-        newer = older[name]
-        raise RefusedError(
-            f"base {name!r} is older than {newer!r} of the same family {family!r}: it would be superseded at "
-            f"once, and the files of its new directory {name}/ (state/.gitkeep, miss/.gitkeep) would be new files "
-            "under a superseded base (GIT003)",
-            hint="A change of base opens a new directory beside the old one, never behind it: register bases "
-            "oldest first, committing each; if it belongs to another line of bases, give it its own --family.",
-            path="index.json",
-        )
     from .gitcheck import check_git
 
-    closing = set(older) - set(before)
     new_files = [f.path for f in check_git(root, index) if f.code == "GIT003" and f.path.split("/", 1)[0] in closing]
     if new_files:
         old = new_files[0].split("/", 1)[0]

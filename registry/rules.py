@@ -577,8 +577,8 @@ _RULES: tuple[Rule, ...] = (
         "GIT003",
         E,
         "new file under a frozen or superseded base",
-        "A frozen base, or one that a newer base of its family has superseded, gets no new files; add the "
-        "weights under the newest base.",
+        "A frozen base, or one that a newer base of its family has superseded, gets no new files (its empty "
+        ".gitkeep placeholders aside); add the weights under the newest base.",
     ),
     Rule(
         "GIT004",

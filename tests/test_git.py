@@ -184,38 +184,48 @@ def _tree(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-def test_add_base_superseding_an_uncommitted_base_asks_for_a_commit_first(repo: Path) -> None:
+def test_add_base_superseding_uncommitted_weights_asks_for_a_commit_first(repo: Path, tmp_path: Path) -> None:
     from rwkv_registry.errors import RefusedError
 
-    older = TINY_BASE.replace("20260101", "20260201")
     newer = TINY_BASE.replace("20260101", "20260301")
-    _add_base_by_metadata(repo, older)  # its .gitkeep files are new, not committed
-    assert validate_registry(repo, use_cache=False).ok
+    st = write_state(tmp_path / "new" / "s5.pth", seed=5)
+    add_entry(repo, st, base=TINY_BASE, data_version="v1", train=state_train())  # not committed yet
     before = _tree(repo)
-    with pytest.raises(RefusedError, match=rf"{older}/miss/.gitkeep and 1 more .* not committed yet.*GIT003") as e:
+    with pytest.raises(RefusedError, match=rf"{TINY_BASE}/state/v1/s5.pth .* not committed yet.*GIT003") as e:
         _add_base_by_metadata(repo, newer)
     assert "git commit" in e.value.hint
     assert _tree(repo) == before  # nothing written
     git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "older base")
+    git(repo, "commit", "-qm", "s5")
     _add_base_by_metadata(repo, newer)  # committed first: fine, and the end state validates
     report = validate_registry(repo, use_cache=False)
     assert report.ok, [(f.code, f.path) for f in report.findings if str(f.severity) == "error"]
 
 
-@pytest.mark.parametrize("keep", [False, True])
-def test_add_base_refuses_an_older_base_than_one_already_there(repo: Path, keep: bool) -> None:
-    from rwkv_registry.errors import RefusedError
+def test_two_bases_of_one_family_before_a_commit_validate(repo: Path) -> None:
+    """The first one's new files are only its empty .gitkeep placeholders, which GIT003 lets be new."""
+    _add_base_by_metadata(repo, TINY_BASE.replace("20260101", "20260201"))
+    _add_base_by_metadata(repo, TINY_BASE.replace("20260101", "20260301"))
+    report = validate_registry(repo, use_cache=False)
+    assert report.ok, [(f.code, f.path) for f in report.findings if str(f.severity) == "error"]
 
+
+def test_a_placeholder_with_content_is_a_new_file_under_a_closed_base(repo: Path) -> None:
     older = TINY_BASE.replace("20260101", "20250101")
-    before = _tree(repo)
-    with pytest.raises(RefusedError, match=rf"'{older}' is older than '{TINY_BASE}'.*GIT003"):
-        _add_base_by_metadata(repo, older, freeze_previous=not keep)
-    assert _tree(repo) == before
-    assert validate_registry(repo, use_cache=False).ok
-    # another family is not superseded: accepted, and valid
-    _add_base_by_metadata(repo, older, family="rwkv7-other")
-    assert validate_registry(repo, use_cache=False).ok
+    _add_base_by_metadata(repo, older)
+    (repo / older / "state" / ".gitkeep").write_text("not a placeholder")
+    resum(repo)
+    assert "GIT003" in codes(repo)
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_an_older_base_than_one_already_there_is_registered_closed(repo: Path, keep: bool) -> None:
+    older = TINY_BASE.replace("20260101", "20250101")
+    base = _add_base_by_metadata(repo, older, freeze_previous=not keep)
+    assert base["status"] == ("active" if keep else "frozen")
+    report = validate_registry(repo, use_cache=False)
+    assert report.ok, [(f.code, f.path) for f in report.findings if str(f.severity) == "error"]
+    assert ("IDX007" in codes(repo)) == keep  # kept active although superseded: the warning says so
 
 
 def test_a_clone_with_core_autocrlf_keeps_every_hash(repo: Path, tmp_path: Path) -> None:
