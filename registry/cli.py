@@ -15,7 +15,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from . import __version__
 from .errors import RegistryError, UsageError
@@ -545,7 +545,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        _unrecognized(parser, args, extra)
     try:
         return int(args.handler(args))
     except RegistryError as e:
@@ -572,6 +574,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except Exception as e:  # never a traceback for users unless asked
         return _unexpected(e)
+
+
+def _unrecognized(parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]) -> NoReturn:
+    """argparse's "unrecognized arguments", from the command's own parser (its usage, not the top
+    level's) and with the nearest flag of that command when one is close (``--recomended``)."""
+    import difflib
+
+    sub = parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            sub = action.choices.get(getattr(args, "command", None), parser)
+    flags = [o for a in sub._actions for o in a.option_strings if o.startswith("--")]
+    near = [m for x in extra if x.startswith("-") for m in difflib.get_close_matches(x.split("=", 1)[0], flags, 1)]
+    sub.error(f"unrecognized arguments: {' '.join(extra)}" + (f" (did you mean {near[0]}?)" if near else ""))
 
 
 # What a command that was interrupted after its write was committed has done (Ctrl-C is held back

@@ -72,3 +72,16 @@ def test_rules_markdown_and_format_are_exclusive(capsys: pytest.CaptureFixture[s
     with pytest.raises(SystemExit) as e:
         _entry.run(["rules", "--markdown", "--format", "json"])
     assert e.value.code == 2 and "not allowed with argument --markdown" in capsys.readouterr().err
+
+
+def test_an_unknown_flag_gets_the_commands_usage_and_the_nearest_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["add", "reg", "s1.pth", "--base", "b", "--data-version", "v1", "--train", "t.json", "--recomended"]
+    with pytest.raises(SystemExit) as e:
+        _entry.run(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "usage: rwkv-registry add " in err
+    assert "unrecognized arguments: --recomended (did you mean --recommended?)" in err
+    with pytest.raises(SystemExit):
+        _entry.run(["validate", ".", "surplus"])
+    err = capsys.readouterr().err
+    assert "rwkv-registry validate: error: unrecognized arguments: surplus\n" in err
