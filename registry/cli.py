@@ -103,14 +103,16 @@ def cmd_init(args: argparse.Namespace) -> int:
 def _progress_bar(total: int, label: str) -> tuple[Any, Callable[[int], None]]:
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
 
+    console = _console(stderr=True)
     progress = Progress(
         "[progress.description]{task.description}",
         BarColumn(),
         DownloadColumn(),
         TransferSpeedColumn(),
         TimeRemainingColumn(),
-        console=_console(stderr=True),
+        console=console,
         transient=True,
+        disable=not console.is_terminal,  # piped stderr: no bar, and no stray blank line before a message
     )
     task = progress.add_task(label, total=total)
     return progress, lambda n: progress.advance(task, n)

@@ -600,11 +600,16 @@ def add_entry(
         try:
             train_obj = load_json_file(train)
         except JsonLoadError as e:
-            raise UsageError(f"--train {train}: {e}") from None
+            raise UsageError(f"--train {train}: {e}", hint=e.hint) from None
     errors = schema_errors("train", train_obj)
     if errors:
+        shown = "--train" if isinstance(train, dict) else f"--train {train}"
+        more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
         raise RefusedError(
-            "--train: train.json does not follow its schema: " + "; ".join(f"{p}: {m}" for p, m in errors[:3]),
+            f"{shown} does not follow schemas/train.schema.json (SCH003): "
+            + "; ".join(f"{p}: {m}" for p, m in errors[:3])
+            + more,
+            hint="Fix the train.json and add again: docs/rules.md (TRN, SCH003) and the schema list its fields.",
             findings=[],
         )
     try:

@@ -789,3 +789,27 @@ def test_add_base_refuses_a_base_file_registered_twice(reg: Path, capsys: pytest
     assert main([*argv, "--arch", ARCH, "--source", "a/b"]) == 1
     assert f"base {TINY_BASE!r} already records sha256 {TINY_SHA}" in clean_error(capsys.readouterr().err)
     assert snapshot(reg) == before
+
+
+def test_add_names_the_train_file_its_schema_and_a_bom_fix(
+    reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    state = write_state(tmp_path / "in" / "s9.pth", seed=9)
+    bad, bom = tmp_path / "in" / "bad.json", tmp_path / "in" / "bom.json"
+    t = state_train("v9")
+    del t["trainer"]
+    bad.write_text(json.dumps(t))
+    bom.write_bytes(b"\xef\xbb\xbf" + json.dumps(state_train("v9")).encode())
+    argv = ["add", str(reg), str(state), "--base", TINY_BASE, "--data-version", "v9", "--train"]
+    assert main([*argv, str(bad)]) == 1
+    err = clean_error(capsys.readouterr().err)
+    assert f"--train {bad} does not follow schemas/train.schema.json (SCH003)" in err and "trainer" in err
+    assert main([*argv, str(bom)]) == 2
+    assert "without a byte order mark" in clean_error(capsys.readouterr().err)
+
+
+def test_add_base_error_is_the_first_line_of_stderr(reg: Path, tmp_path: Path) -> None:
+    trunc = tmp_path / "trunc.pth"
+    trunc.write_bytes(write_state(tmp_path / "s.pth").read_bytes()[:100])
+    out = run_cli("add-base", str(reg), str(trunc), "--source", "a/b")
+    assert out.returncode == 1 and out.stderr.startswith("error: "), out.stderr
