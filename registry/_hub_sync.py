@@ -25,7 +25,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ._hub_remote import RemoteEntry, RemoteRepo, connect, hub_error
-from .atomic import JOURNAL_NAME, LOCK_NAME, TMP_PREFIX
+from .atomic import JOURNAL_NAME, LOCK_NAME, TMP_PREFIX, require_directory
 from .errors import RefusedError, RegistryError, RegistryIOError, UsageError
 from .facts import FactsCache, FileFacts, gather_facts, sha256_file
 from .lineage import superseded
@@ -160,8 +160,7 @@ def push_registry(
     from .jsonload import JsonLoadError, load_json_file
 
     root = Path(path)
-    if not root.is_dir():
-        raise UsageError(f"{path}: not a directory", hint="Give the registry's root directory.")
+    require_directory(root)
     if re.fullmatch(r"[0-9a-f]{7,40}", revision):
         raise UsageError(
             f"--revision {revision}: push commits onto a branch, and this looks like a commit id",

@@ -174,6 +174,14 @@ def registry_around(path: Path) -> Path | None:
     return None
 
 
+def require_directory(root: Path, hint: str = "Give the registry's root directory (the one with index.json).") -> None:
+    """A :class:`UsageError` naming ``root`` and why it is no directory (absent, or a file)."""
+    if not root.exists():
+        raise UsageError(f"{root}: not a directory (it does not exist)", hint=hint, path=str(root))
+    if not root.is_dir():
+        raise UsageError(f"{root}: not a directory (it is a file)", hint=hint, path=str(root))
+
+
 def require_registry(root: str | os.PathLike[str], *, creating: bool = False, strict: bool = False) -> Path:
     """``root`` as a Path, checked to be a registry before anything is created in it.
 
@@ -184,11 +192,7 @@ def require_registry(root: str | os.PathLike[str], *, creating: bool = False, st
     there is one).
     """
     root = Path(root)
-    hint = "Give the registry's root directory (the one with index.json)."
-    if not root.exists():
-        raise UsageError(f"{root}: not a directory (it does not exist)", hint=hint, path=str(root))
-    if not root.is_dir():
-        raise UsageError(f"{root}: not a directory (it is a file)", hint=hint, path=str(root))
+    require_directory(root)
     if creating or (root / "index.json").exists():
         return root
     try:
@@ -203,7 +207,10 @@ def require_registry(root: str | os.PathLike[str], *, creating: bool = False, st
         shown = str(above) if rel.startswith("..") else rel
         hint = f"{root} lies inside the registry {shown}: give {shown}."
     else:
-        hint += f" To make {root} a registry: `rwkv-registry init {root}` (an empty directory)."
+        hint = (
+            f"Give the registry's root directory (the one with index.json). To make {root} a registry: "
+            f"`rwkv-registry init {root}` (an empty directory)."
+        )
     raise UsageError(f"{root} is not a registry (no index.json); give the registry root", hint=hint, path=str(root))
 
 

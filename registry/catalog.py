@@ -513,11 +513,10 @@ class Catalog:
     """A registry directory read for display. Thread-safe; every file read is cached by stat."""
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
+        from .atomic import require_directory
+
         path = Path(root)
-        if not path.is_dir():
-            raise UsageError(
-                f"{root}: not a directory", hint="Give the registry's root directory (the one with index.json)."
-            )
+        require_directory(path)
         self.root = path.resolve()
         self._lock = threading.RLock()
         self._index_key: tuple[int, ...] | str | None = "never"

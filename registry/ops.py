@@ -357,7 +357,9 @@ def add_base(
     ``source_file`` and ``revision`` record where the base came from (default: ``<name>.pth``, no
     revision); everything is published in one transaction.
     """
-    root = Path(path)
+    from .atomic import require_registry
+
+    root = require_registry(path)  # before a 14 GB base file is hashed
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*", source or ""):
         raise UsageError(f"--source {source!r} is not OWNER/REPO", hint="e.g. --source BlinkDL/rwkv7-g1")
     src_file: str
@@ -569,6 +571,7 @@ def add_entry(
     With ``recommended``, the entry takes the mark from the others of its base and method; their ids are
     appended to ``displaced`` when one is given, read under the same lock as the write.
     """
+    from .atomic import require_registry
     from .jsonload import JsonLoadError, load_json_file
     from .schemas import schema_errors
 
@@ -580,6 +583,7 @@ def add_entry(
             f"PATH and FILE look swapped: {file} is a registry, and {path} is {what}",
             hint=f"The registry comes first: rwkv-registry add {file} {path} …",
         )
+    require_registry(root)  # before the file and --train are read
     if src.is_dir():
         raise UsageError(f"{file}: is a directory, not a weight file", hint="Give the .pth (or .safetensors) itself.")
     if not src.is_file():

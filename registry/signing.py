@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .atomic import registry_around
+from .atomic import registry_around, require_directory
 from .errors import RefusedError, RegistryIOError, UsageError
 from .rules import Finding, finding
 from .sums import SUMS_NAME
@@ -532,8 +532,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from .ops import check_sums
 
     root = Path(args.path)
-    if not root.is_dir():
-        raise UsageError(f"{args.path}: not a directory", hint="Give the registry's root directory.")
+    require_directory(root)
     for name in (SUMS_NAME, SIG_NAME):
         if (root / name).exists() and not (root / name).is_file():
             raise UsageError(f"{root / name}: not a file", hint=f"{name} must be a plain file; remove what is there.")

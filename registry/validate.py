@@ -24,7 +24,7 @@ from typing import Any
 
 from . import __version__
 from .arch import state_shape
-from .atomic import JOURNAL_NAME, LOCK_NAME, TMP_PREFIX, registry_around
+from .atomic import JOURNAL_NAME, LOCK_NAME, TMP_PREFIX, registry_around, require_directory
 from .errors import UsageError
 from .facts import FactsCache, FileFacts, gather_facts, sha256_file
 from .jsonload import is_finite_number, is_integer
@@ -1055,8 +1055,7 @@ def validate_registry(
 ) -> Report:
     """Run every rule on the registry at ``path``. Raises :class:`UsageError` if it is not a directory."""
     root = Path(path)
-    if not root.is_dir():
-        raise UsageError(f"{path}: not a directory", hint="Give the registry's root directory.")
+    require_directory(root)
     root = root.resolve()
     if not (root / "index.json").exists():
         outer = registry_around(root)

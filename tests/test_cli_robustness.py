@@ -190,13 +190,27 @@ def test_sums_on_a_directory_without_index_json_is_refused(tmp_path: Path, capsy
     assert sorted(p.name for p in plain.iterdir()) == ["notes.txt"]  # no SHA256SUMS, no lock file
 
 
-@pytest.mark.parametrize("argv", [["sums", "{p}", "--check"], ["sums", "{p}"], ["recover", "{p}"], ["readme", "{p}"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["sums", "{p}", "--check"],
+        ["sums", "{p}"],
+        ["recover", "{p}"],
+        ["readme", "{p}"],
+        ["validate", "{p}"],
+        ["list", "{p}"],
+        ["verify", "{p}", "--pubkey", "k.pub"],
+        ["push", "{p}", "--repo", "o/r"],
+        ["add", "{p}", "s.pth", "--base", "b", "--data-version", "v1", "--train", "t.json"],  # before reading them
+        ["add-base", "{p}", "base.pth", "--source", "a/b"],  # before hashing a 14 GB file
+    ],
+)
 def test_a_missing_path_is_not_a_directory_and_is_not_created(
     argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     nope = tmp_path / "nope"
     assert main([a.format(p=nope) for a in argv]) == 2
-    assert f"{nope}: not a directory" in clean_error(capsys.readouterr().err)
+    assert f"{nope}: not a directory (it does not exist)" in clean_error(capsys.readouterr().err)
     assert not nope.exists()
 
 
