@@ -621,6 +621,13 @@ def add_entry(
     except OSError as e:
         raise RegistryIOError(f"cannot read {file}: {e.strerror or e}") from e
     method = facts.method
+    if method is None and {"emb.weight", "head.weight"} <= {t[0] for t in facts.tensors}:
+        raise UsageError(
+            f"{file}: a whole RWKV-7 model (emb.weight, head.weight), not a State or MiSS adapter trained on one",
+            hint=f"Register a base with `rwkv-registry add-base {path} {file} --source OWNER/REPO`; `add` takes the "
+            "light weights trained on it.",
+            path=str(file),
+        )
     with registry_lock(root):
         index = load_index(root)
         bases = {b["name"]: b for b in index["bases"]}

@@ -827,3 +827,17 @@ def test_add_base_error_is_the_first_line_of_stderr(reg: Path, tmp_path: Path) -
     trunc.write_bytes(write_state(tmp_path / "s.pth").read_bytes()[:100])
     out = run_cli("add-base", str(reg), str(trunc), "--source", "a/b")
     assert out.returncode == 1 and out.stderr.startswith("error: "), out.stderr
+
+
+def test_add_of_a_base_model_points_to_add_base(reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from regtools import write_tiny_base
+
+    base = write_tiny_base(tmp_path / "rwkv7-tiny-20270101-ctx4096.pth")
+    train = tmp_path / "train.json"
+    train.write_text(json.dumps(state_train("v9")))
+    before = snapshot(reg)
+    argv = ["add", str(reg), str(base), "--base", TINY_BASE, "--data-version", "v9", "--train", str(train)]
+    assert main(argv) == 2
+    err = clean_error(capsys.readouterr().err)
+    assert "a whole RWKV-7 model (emb.weight, head.weight)" in err and f"rwkv-registry add-base {reg} {base}" in err
+    assert snapshot(reg) == before
