@@ -526,8 +526,7 @@ def check_weight_file(facts: FileFacts, base: dict[str, Any], display: str) -> l
     """The content rules of validate for one file against one base, before it enters the registry."""
     from .validate import Validator
 
-    v = Validator.__new__(Validator)
-    v.findings = []
+    v = Validator(Path("."), use_cache=False, since=None)  # no tree walked: only its per-file rules run
     method = facts.method
     if method is None:  # unreadable (empty, truncated, not a zip...) says so first
         broken = [f for f in facts.content_findings(display) if f.severity == Severity.ERROR]
