@@ -7,7 +7,7 @@ import os
 
 import pytest
 import torch
-from wkv7_helpers import DTYPE_NAMES, FUSED_TOL, new_seed, rel_rms
+from wkv7_helpers import DTYPE_NAMES, FUSED_TOL, nan_new_tensors, new_seed, rel_rms
 
 pytest.importorskip("triton")
 
@@ -21,8 +21,8 @@ CASES = [((1, 1, 64), torch.float32), ((2, 5, 48), torch.float32), ((3, 1, 4096)
 
 @pytest.fixture(autouse=True)
 def nan_outputs(monkeypatch: pytest.MonkeyPatch) -> None:
-    empty_like = torch.empty_like
-    monkeypatch.setattr(an_launch.torch, "empty_like", lambda *a, **k: empty_like(*a, **k).fill_(float("nan")))
+    """Every tensor the launchers allocate starts full of NaN."""
+    nan_new_tensors(monkeypatch)
 
 
 def inputs(shape: tuple[int, ...], dtype: torch.dtype, seed: int) -> tuple[torch.Tensor, ...]:

@@ -20,7 +20,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
-from wkv7_helpers import DTYPE_NAMES, FUSED_TOL, check_vs_truth, new_seed, rel_rms
+from wkv7_helpers import DTYPE_NAMES, FUSED_TOL, check_vs_truth, nan_new_tensors, new_seed, rel_rms, tf32
 
 pytest.importorskip("triton")
 
@@ -37,19 +37,8 @@ F64 = torch.float64
 
 @pytest.fixture(autouse=True)
 def nan_outputs(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every floating tensor ``torch.empty``/``empty_like`` gives during a test starts full of NaN."""
-    empty, empty_like = torch.empty, torch.empty_like
-
-    def nan_empty(*args: object, **kwargs: object) -> torch.Tensor:
-        t = empty(*args, **kwargs)  # type: ignore[call-overload]
-        return t.fill_(float("nan")) if t.is_floating_point() else t
-
-    def nan_empty_like(*args: object, **kwargs: object) -> torch.Tensor:
-        t = empty_like(*args, **kwargs)  # type: ignore[call-overload]
-        return t.fill_(float("nan")) if t.is_floating_point() else t
-
-    monkeypatch.setattr(torch, "empty", nan_empty)
-    monkeypatch.setattr(torch, "empty_like", nan_empty_like)
+    """Every floating tensor the launchers allocate starts full of NaN."""
+    nan_new_tensors(monkeypatch)
 
 
 def within(name: str, got: torch.Tensor, truth: torch.Tensor, tol: float, seed: int) -> None:
@@ -388,14 +377,6 @@ def test_miss_terms_three_segments_of_hard_kinds(dtype: torch.dtype) -> None:
 # ----------------------------------------------------------------------------------------- LoRA
 
 
-def _tf32(x: np.ndarray) -> np.ndarray:
-    """Round fp32 to tf32 (10 mantissa bits, nearest even), as a tensor core reads its inputs."""
-    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
-    rounded = (bits + np.uint32(0xFFF) + ((bits >> np.uint32(13)) & np.uint32(1))) & np.uint32(0xFFFFE000)
-    special = (bits & np.uint32(0x7F800000)) == np.uint32(0x7F800000)
-    return np.where(special, bits, rounded).view(np.float32)
-
-
 @pytest.fixture
 def cuda_dots(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """The LoRA kernel's ``tl.dot`` as on CUDA: the launcher's CUDA operands (``DOT_F32`` only for
@@ -428,10 +409,10 @@ def cuda_dots(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
             return real_dot(self, a, b, d, precision, max_imprecise)
         x, y = operand(a), operand(b)
         if kind == "fp32" and name in ("TF32", "TF32X3"):
-            xh, yh = _tf32(x), _tf32(y)
+            xh, yh = tf32(x), tf32(y)
             acc = np.matmul(xh, yh, dtype=np.float32)
             if name == "TF32X3":
-                acc = acc + np.matmul(xh, _tf32(y - yh)) + np.matmul(_tf32(x - xh), yh)
+                acc = acc + np.matmul(xh, tf32(y - yh)) + np.matmul(tf32(x - xh), yh)
             x, y = xh, yh
         else:
             acc = np.matmul(x, y, dtype=np.float32)

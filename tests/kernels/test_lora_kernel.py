@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 import torch
-from wkv7_helpers import DTYPE_NAMES, check_vs_truth, compile_for_sm90, new_seed, rel_rms
+from wkv7_helpers import DTYPE_NAMES, check_vs_truth, compile_for_sm90, nan_new_tensors, new_seed, rel_rms
 
 pytest.importorskip("triton")
 
@@ -31,13 +31,7 @@ DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 @pytest.fixture(autouse=True)
 def nan_outputs(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every tensor the launcher allocates starts full of NaN."""
-    empty = torch.empty
-
-    def nan_empty(*args: object, **kwargs: object) -> torch.Tensor:
-        t = empty(*args, **kwargs)  # type: ignore[call-overload]
-        return t.fill_(float("nan")) if t.is_floating_point() else t
-
-    monkeypatch.setattr(lora_launch.torch, "empty", nan_empty)
+    nan_new_tensors(monkeypatch)
 
 
 def make_inputs(

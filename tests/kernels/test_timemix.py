@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 import torch
-from wkv7_helpers import DTYPE_NAMES, check_vs_truth, new_seed, rel_rms
+from wkv7_helpers import DTYPE_NAMES, check_vs_truth, nan_new_tensors, new_seed, rel_rms
 
 pytest.importorskip("triton")
 
@@ -33,18 +33,7 @@ def case_id(c: tuple[int, int, int, int, torch.dtype]) -> str:
 @pytest.fixture(autouse=True)
 def nan_outputs(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every tensor the launchers allocate starts full of NaN."""
-    empty, empty_like = torch.empty, torch.empty_like
-
-    def nan_empty(*args: object, **kwargs: object) -> torch.Tensor:
-        t = empty(*args, **kwargs)  # type: ignore[call-overload]
-        return t.fill_(float("nan")) if t.is_floating_point() else t
-
-    def nan_empty_like(*args: object, **kwargs: object) -> torch.Tensor:
-        t = empty_like(*args, **kwargs)  # type: ignore[call-overload]
-        return t.fill_(float("nan")) if t.is_floating_point() else t
-
-    monkeypatch.setattr(tm_launch.torch, "empty", nan_empty)
-    monkeypatch.setattr(tm_launch.torch, "empty_like", nan_empty_like)
+    nan_new_tensors(monkeypatch)
 
 
 def randn(gen: torch.Generator, *shape: int, scale: float = 1.0, dtype: torch.dtype = torch.float32) -> torch.Tensor:

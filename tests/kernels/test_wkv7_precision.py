@@ -20,7 +20,7 @@ import torch.nn.functional as F
 
 pytest.importorskip("triton")
 
-from wkv7_helpers import TOL, assert_close, nan_like, nan_state, new_seed, random_state, reference
+from wkv7_helpers import TOL, assert_close, nan_like, nan_state, new_seed, random_state, reference, tf32
 
 from rwkv_registry.kernels.wkv7 import launch, wkv7
 
@@ -87,14 +87,6 @@ def test_every_token_decaying_fast_stays_finite(w: float) -> None:
 # ------------------------------------------------------------- the CUDA precisions, emulated
 
 
-def _tf32(x: np.ndarray) -> np.ndarray:
-    """Round fp32 to tf32 (10 mantissa bits, nearest even), as a tensor core reads its inputs."""
-    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
-    rounded = (bits + np.uint32(0xFFF) + ((bits >> np.uint32(13)) & np.uint32(1))) & np.uint32(0xFFFFE000)
-    special = (bits & np.uint32(0x7F800000)) == np.uint32(0x7F800000)
-    return np.where(special, bits, rounded).view(np.float32)
-
-
 @pytest.fixture
 def cuda_precisions(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """The launcher picks its CUDA precisions, and the interpreter's ``tl.dot`` rounds like tf32
@@ -113,13 +105,11 @@ def cuda_precisions(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
         seen.append(name)
         x, y = a.data, b.data  # type: ignore[attr-defined]
         if x.dtype == np.float32 and y.dtype == np.float32 and name in ("TF32", "TF32X3"):
-            xh, yh = _tf32(x), _tf32(y)
+            xh, yh = tf32(x), tf32(y)
             acc = np.matmul(xh, yh, dtype=np.float32)
             if name == "TF32X3":
                 acc = (
-                    acc
-                    + np.matmul(xh, _tf32(y - yh), dtype=np.float32)
-                    + np.matmul(_tf32(x - xh), yh, dtype=np.float32)
+                    acc + np.matmul(xh, tf32(y - yh), dtype=np.float32) + np.matmul(tf32(x - xh), yh, dtype=np.float32)
                 )
             return handle(acc + d.data, d.dtype.scalar)  # type: ignore[attr-defined]
         return real_dot(self, a, b, d, precision, max_imprecise)

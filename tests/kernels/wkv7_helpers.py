@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import random
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -148,3 +149,28 @@ def check_vs_truth(name: str, got: torch.Tensor, truth: torch.Tensor, same_dtype
     tol = FUSED_TOL[dtype]
     assert err <= tol, f"{name}: rel. RMS {err:.3g} > {tol:g} (replay with WKV7_TEST_SEED={seed})"
     assert err <= 1.5 * ref_err + 1e-6, f"{name}: {err:.3g} vs the reference's {ref_err:.3g} (WKV7_TEST_SEED={seed})"
+
+
+def nan_new_tensors(monkeypatch: object) -> None:
+    """From here to the end of the test, every floating tensor ``torch.empty`` and ``torch.empty_like``
+    give starts full of NaN, so an output a kernel leaves unwritten cannot pass (a pytest monkeypatch)."""
+    empty, empty_like = torch.empty, torch.empty_like
+
+    def nan_empty(*args: object, **kwargs: object) -> torch.Tensor:
+        t = empty(*args, **kwargs)  # type: ignore[call-overload]
+        return t.fill_(float("nan")) if t.is_floating_point() else t
+
+    def nan_empty_like(*args: object, **kwargs: object) -> torch.Tensor:
+        t = empty_like(*args, **kwargs)  # type: ignore[call-overload]
+        return t.fill_(float("nan")) if t.is_floating_point() else t
+
+    monkeypatch.setattr(torch, "empty", nan_empty)  # type: ignore[attr-defined]
+    monkeypatch.setattr(torch, "empty_like", nan_empty_like)  # type: ignore[attr-defined]
+
+
+def tf32(x: np.ndarray) -> np.ndarray:
+    """Round fp32 to tf32 (10 mantissa bits, nearest even), as a tensor core reads its inputs."""
+    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    rounded = (bits + np.uint32(0xFFF) + ((bits >> np.uint32(13)) & np.uint32(1))) & np.uint32(0xFFFFE000)
+    special = (bits & np.uint32(0x7F800000)) == np.uint32(0x7F800000)
+    return np.where(special, bits, rounded).view(np.float32)
