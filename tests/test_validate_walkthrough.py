@@ -210,8 +210,8 @@ def test_no_git004_inside_a_git_work_tree(reg: Path) -> None:
 # --- 9. --since: a change committed after the baseline says so ------------------------------------------
 
 
-@pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
-def test_since_names_the_commit_of_a_committed_change(reg: Path) -> None:
+def _publish_then_edit_the_state(reg: Path) -> str:
+    """Commit the registry, then flip one byte of its published State; the first commit's sha."""
     from test_git import git, publish
 
     publish(reg)
@@ -220,6 +220,14 @@ def test_since_names_the_commit_of_a_committed_change(reg: Path) -> None:
     data = bytearray(p.read_bytes())
     data[-100] ^= 1
     p.write_bytes(bytes(data))
+    return first
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
+def test_since_names_the_commit_of_a_committed_change(reg: Path) -> None:
+    from test_git import git
+
+    first = _publish_then_edit_the_state(reg)
     git(reg, "commit", "-qam", "sneaky edit", "--no-verify")
     sha = git(reg, "log", "--format=%h", "-1").strip()
     [f] = _findings(reg, "GIT001", since=first)
@@ -230,14 +238,7 @@ def test_since_names_the_commit_of_a_committed_change(reg: Path) -> None:
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
 def test_since_keeps_saying_working_tree_for_an_uncommitted_change(reg: Path) -> None:
-    from test_git import git, publish
-
-    publish(reg)
-    first = git(reg, "rev-parse", "HEAD").strip()
-    p = reg / STATE
-    data = bytearray(p.read_bytes())
-    data[-100] ^= 1
-    p.write_bytes(bytes(data))
+    first = _publish_then_edit_the_state(reg)
     [f] = _findings(reg, "GIT001", since=first)
     assert f.message.startswith("modified in the working tree")
 
