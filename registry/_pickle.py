@@ -61,6 +61,7 @@ STORAGE_DTYPES: dict[str, str] = {
     "ByteStorage": "uint8",
     "BoolStorage": "bool",
 }
+_FLOATING = frozenset({"bfloat16", "float16", "float32", "float64"})
 DTYPE_ITEMSIZE: dict[str, int] = {
     "bfloat16": 2,
     "float16": 2,
@@ -329,13 +330,17 @@ class _Machine:
             raise _fail("PTH009", f"{at}: storage offset is {_describe(offset)}")
         dims: list[tuple[int, ...]] = []
         for what, value in (("size", shape), ("stride", stride)):
-            if not isinstance(value, _Tuple) or not all(_is_int(v) and v >= 0 for v in value.items):
-                raise _fail("PTH009", f"{at}: {what} is {_describe(value)}, not a tuple of non-negative ints")
+            if not isinstance(value, _Tuple) or not all(_is_int(v) and 0 <= v < 1 << 63 for v in value.items):
+                raise _fail(
+                    "PTH009", f"{at}: {what} is {_describe(value)}, not a tuple of non-negative 64-bit ints"
+                )  # torch reads them as int64: 2**63 and above fail there even where a 0 dimension empties it
             dims.append(value.items)
         if len(dims[0]) != len(dims[1]):
             raise _fail("PTH009", f"{at}: size has {len(dims[0])} dimensions, stride {len(dims[1])}")
         if not isinstance(requires_grad, bool):
             raise _fail("PTH009", f"{at}: requires_grad is {_describe(requires_grad)}")
+        if requires_grad and storage.dtype not in _FLOATING:  # torch.load: only floating tensors require grad
+            raise _fail("PTH009", f"{at}: requires_grad on a {storage.dtype} tensor, which torch refuses to load")
         if not isinstance(hooks, _Dict) or hooks.items:
             raise _fail("PTH009", f"{at}: backward hooks are {_describe(hooks)}, not an empty dict")
         return TensorRef(storage, offset, dims[0], dims[1], requires_grad)

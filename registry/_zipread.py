@@ -110,8 +110,11 @@ def _read_zip64(src: _Source, eocd_pos: int) -> tuple | None:
     rec = _EOCD64.unpack(bytes(src.read(rec_pos, _EOCD64.size)))
     if rec[0] != _SIG_EOCD64:
         raise _fail("PTH001", f"no zip64 end record at offset {rec_pos} where the locator points")
-    if rec[1] < _EOCD64.size - 12 or rec_pos + 12 + rec[1] > loc_pos:
-        raise _fail("PTH001", f"zip64 end record at offset {rec_pos} declares a bad size {rec[1]}")
+    if rec[1] < _EOCD64.size - 12 or rec_pos + 12 + rec[1] != loc_pos:  # no bytes hidden before the locator
+        raise _fail(
+            "PTH001",
+            f"zip64 end record at offset {rec_pos} declares size {rec[1]}, but the locator follows at {loc_pos}",
+        )
     return (rec_pos, *rec[4:])  # (pos, disk, cd_disk, n_disk, n_total, cd_size, cd_offset)
 
 
@@ -236,8 +239,8 @@ def _central_entries(cd: bytes, n_total: int) -> list[_Central]:
         except UnicodeDecodeError:
             raise _fail("PTH008", f"entry #{index} has a name that is not UTF-8: {raw!r}") from None
         need = [f for f, v in (("usize", usize), ("csize", csize), ("offset", offset)) if v == _U32_MAX]
-        if disk == _U16_MAX:
-            need.append("disk")
+        if disk == _U16_MAX:  # the disk number moved to a zip64 field: miniz (torch's reader) refuses that
+            raise _fail("PTH011", f"entry {name!r} has its disk number in a zip64 field (multi-disk zip)")
         wide, encryption = _zip64_values(extra, need, name)
         usize, csize = wide.get("usize", usize), wide.get("csize", csize)
         offset, disk = wide.get("offset", offset), wide.get("disk", disk)

@@ -207,6 +207,39 @@ def test_requires_grad_must_be_a_bool(value: bytes) -> None:
     assert code == "PTH009" and ": requires_grad is " in message
 
 
+@pytest.mark.parametrize("storage", ["LongStorage", "IntStorage", "BoolStorage", "ByteStorage"])
+def test_requires_grad_on_a_tensor_that_is_not_floating_is_refused(storage: str) -> None:
+    """torch: "only Tensors of floating point and complex dtype can require gradients"."""
+    pkl = _dict(_s("w") + _tensor(pid=_pid(storage=storage), requires_grad=b"\x88"))
+    with pytest.raises(RuntimeError):
+        torch.load(io.BytesIO(with_pickle(pkl, {"0": bytes(16)})), weights_only=True)
+    code, message = _refusal(with_pickle(pkl, {"0": bytes(16)}))
+    assert code == "PTH009" and "requires_grad on a " in message
+    floating = _dict(_s("w") + _tensor(requires_grad=b"\x88"))  # a float32 tensor may require grad
+    assert open_checkpoint(with_pickle(floating, {"0": bytes(8)})).tensors["w"].shape == (2,)
+
+
+def _long1(value: int) -> bytes:
+    raw = value.to_bytes((value.bit_length() + 8) // 8, "little", signed=True)
+    return b"\x8a" + bytes([len(raw)]) + raw
+
+
+@pytest.mark.parametrize(("shape", "stride"), [((1 << 63, 0), (1, 1)), ((1, 2), (1 << 63, 1))])
+def test_sizes_and_strides_past_int64_are_refused(shape: tuple[int, ...], stride: tuple[int, ...]) -> None:
+    """A 0 dimension makes the element count 0, so only the int64 bound catches these; torch:
+    "Overflow when unpacking long long"."""
+
+    def tup(items: tuple[int, ...]) -> bytes:
+        return b"(" + b"".join(_long1(v) if v >= 1 << 31 else _i(v) for v in items) + b"t"
+
+    args = b"(" + _pid() + _i(0) + tup(shape) + tup(stride) + b"\x89}t"
+    data = with_pickle(_dict(_s("w") + REBUILD + args + b"R"))
+    with pytest.raises((TypeError, RuntimeError, OverflowError)):
+        torch.load(io.BytesIO(data), weights_only=True)
+    code, message = _refusal(data)
+    assert code == "PTH009" and "not a tuple of non-negative 64-bit ints" in message
+
+
 def test_sizes_above_32767_written_as_binint2_are_read_unsigned() -> None:
     """torch writes 256..65535 as BININT2 (unsigned): a 40,000-element tensor is not negative."""
     buf = io.BytesIO()
@@ -326,7 +359,30 @@ def test_zip64_end_record_size_reaching_past_the_locator_is_refused() -> None:
     record = data.rfind(b"PK\x06\x06")
     assert struct.unpack_from("<Q", data, record + 4)[0] == 44  # what torch writes: the locator follows
     struct.pack_into("<Q", data, record + 4, 45)
-    assert _refusal(bytes(data)) == ("PTH001", f"zip64 end record at offset {record} declares a bad size 45")
+    locator = data.rfind(b"PK\x06\x07")
+    assert _refusal(bytes(data)) == (
+        "PTH001",
+        f"zip64 end record at offset {record} declares size 45, but the locator follows at {locator}",
+    )
+
+
+def test_bytes_hidden_between_the_zip64_record_and_its_locator_are_refused() -> None:
+    """torch loads such a file too, but no record explains the bytes (the policy: none hidden)."""
+    z = _zip64_archive()
+    locator = z.rfind(b"PK\x06\x07")
+    data = z[:locator] + b"HIDDEN PAYLOAD " * 20 + z[locator:]
+    code, message = _refusal(data)
+    assert code == "PTH001" and "declares size 44, but the locator follows at" in message
+
+
+def test_a_disk_number_in_a_zip64_field_is_refused() -> None:
+    """Disk 0xFFFF with the zip64 field saying disk 0: miniz, torch's reader, refuses the archive
+    ("unsupported multidisk archive"), so the reader does too."""
+    data = _edit_central(ARCHIVE, STORAGE, disk=0xFFFF, extra=struct.pack("<HHI", 1, 4, 0))
+    with pytest.raises(RuntimeError):
+        torch.load(io.BytesIO(data), weights_only=True)
+    code, message = _refusal(data)
+    assert code == "PTH011" and "disk number in a zip64 field" in message
 
 
 def test_extra_field_longer_than_its_header_is_refused() -> None:
