@@ -19,19 +19,6 @@ _ARCH_EXAMPLE = "e.g. --arch n_layer=32,n_embd=4096,vocab_size=65536"
 _BLOCK = re.compile(r"^blocks\.(\d+)\.")
 
 ARCH_KEYS = ("n_layer", "n_embd", "head_size", "n_head", "vocab_size", "ffn_size")
-# the largest value of each --arch key that index.json's schema accepts (schemas/index.schema.json)
-_ARCH_MAX = {
-    "n_layer": 4096,
-    "n_embd": 1048576,
-    "head_size": 4096,
-    "n_head": 65536,
-    "vocab_size": 16777216,
-    "ffn_size": 4194304,
-    "lora_decay": 65536,
-    "lora_aaa": 65536,
-    "lora_mv": 65536,
-    "lora_gate": 65536,
-}
 
 
 def _shape(shapes: Mapping[str, tuple[int, ...]], name: str) -> tuple[int, ...]:
@@ -80,6 +67,16 @@ def architecture_from_shapes(shapes: Mapping[str, tuple[int, ...]], dtype: str |
     return arch
 
 
+def _arch_maxima() -> dict[str, int]:
+    """The largest value of each --arch key that index.json's schema accepts (its ``maximum``s)."""
+    from .schemas import load_schema
+
+    props = load_schema("index")["$defs"]["base"]["properties"]["architecture"]["properties"]
+    tops = {k: int(props[k]["maximum"]) for k in ARCH_KEYS}
+    tops.update({f"lora_{k}": int(v["maximum"]) for k, v in props["lora"]["properties"].items()})
+    return tops
+
+
 def parse_arch_option(text: str) -> dict[str, Any]:
     """Parse ``n_layer=32,n_embd=4096,...`` (the ``--arch`` option of add-base).
 
@@ -110,8 +107,9 @@ def parse_arch_option(text: str) -> dict[str, Any]:
             f"--arch: unknown keys {sorted(unknown)}",
             hint=f"Known keys: {', '.join(ARCH_KEYS)}, lora_decay, lora_aaa, lora_mv, lora_gate and dtype.",
         )
+    tops = _arch_maxima()
     for key, val in ints.items():
-        top = _ARCH_MAX[key]
+        top = tops[key]
         if not 1 <= val <= top:
             raise UsageError(
                 f"--arch: {key}={val} is out of range: give a whole number from 1 to {top}",
@@ -152,9 +150,9 @@ def parse_arch_option(text: str) -> dict[str, Any]:
             f"--arch: n_head {arch['n_head']} x head_size {head_size} != n_embd {c}",
             hint=f"n_head is n_embd / {head_size} = {c // head_size}: drop n_head (it defaults to that).",
         )
-    if arch["ffn_size"] > _ARCH_MAX["ffn_size"]:
+    if arch["ffn_size"] > tops["ffn_size"]:
         raise UsageError(
-            f"--arch: ffn_size {arch['ffn_size']} (4 x n_embd unless given) is above {_ARCH_MAX['ffn_size']}",
+            f"--arch: ffn_size {arch['ffn_size']} (4 x n_embd unless given) is above {tops['ffn_size']}",
             hint="Give ffn_size, or a smaller n_embd.",
         )
     return arch
