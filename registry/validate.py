@@ -864,21 +864,31 @@ class Validator:
                 by_sha.setdefault(sha, []).append(rel)
         groups: dict[tuple[str, str], list[tuple[str, str]]] = {}
         used: set[str] = set()
-        for old in sorted(want):
+
+        def common_tail(old: str, new: str) -> int:
+            """Trailing path components the two share, leaving at least one of each (the renamed part)."""
+            a, b = old.split("/"), new.split("/")
+            n = 0
+            while n < min(len(a), len(b)) - 1 and a[-1 - n] == b[-1 - n]:
+                n += 1
+            return n
+
+        def best_tail(old: str) -> int:
+            return max((common_tail(old, c) for c in by_sha.get(want[old], [])), default=-1)
+
+        # best matches first, so that a weaker candidate does not take a file a better one needs
+        for old in sorted(want, key=lambda o: (-best_tail(o), o)):
             old_parts = old.split("/")
-
-            def common_tail(new: str, old_parts: list[str] = old_parts) -> int:
-                n, new_parts = 0, new.split("/")
-                while n < min(len(old_parts), len(new_parts)) and old_parts[-1 - n] == new_parts[-1 - n]:
-                    n += 1
-                return n
-
-            cands = sorted((c for c in by_sha.get(want[old], []) if c not in used), key=common_tail, reverse=True)
-            if not cands or (len(cands) > 1 and common_tail(cands[0]) == common_tail(cands[1])):
+            cands = sorted(
+                (c for c in by_sha.get(want[old], []) if c not in used),
+                key=lambda c, o=old: common_tail(o, c),
+                reverse=True,
+            )
+            if not cands or (len(cands) > 1 and common_tail(old, cands[0]) == common_tail(old, cands[1])):
                 continue  # none, or no best match: not guessed
             new = cands[0]
             used.add(new)
-            k = common_tail(new)
+            k = common_tail(old, new)
             new_parts = new.split("/")
             key = ("/".join(old_parts[: len(old_parts) - k]), "/".join(new_parts[: len(new_parts) - k]))
             groups.setdefault(key, []).append((old, new))

@@ -1,0 +1,278 @@
+"""Cases that a mutation audit of the new rules found untested: LAY014 (fold_moves), IDX010, IDX011,
+HSH007 (CR LF), and the SHA256SUMS parser's CR LF handling. Each kills a mutant that the other tests let live."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from regtools import TINY_BASE, all_codes, edit_index, resum, state_train, write_state
+from test_validate_rules import MISS_A, STATE, _same_base_file_twice
+
+from rwkv_registry.errors import RefusedError, UsageError
+from rwkv_registry.ops import add_entry, write_sums
+from rwkv_registry.rules import Finding
+from rwkv_registry.sums import parse_sums
+from rwkv_registry.validate import validate_registry
+
+V1 = f"{TINY_BASE}/state/v1"
+
+
+def _findings(root: Path, code: str | None = None) -> list[Finding]:
+    found = validate_registry(root, use_cache=False).findings
+    return [f for f in found if code is None or f.code == code]
+
+
+def _register_copy(root: Path, name: str) -> str:
+    """The State copied to ``name`` beside it and registered as a second entry (IDX011)."""
+    copy = f"{V1}/{name}"
+    shutil.copy(root / STATE, root / copy)
+
+    def add(index: dict[str, Any]) -> None:
+        e = json.loads(json.dumps(next(e for e in index["entries"] if e["path"] == STATE)))
+        e.update(id=name.removesuffix(".pth"), path=copy, recommended=False)
+        index["entries"].append(e)
+
+    edit_index(root, add)
+    resum(root)
+    return copy
+
+
+# --- LAY014 ------------------------------------------------------------------------------------------------
+
+
+def test_lay014_a_renamed_directory_drops_the_findings_on_its_moved_train_json(reg: Path) -> None:
+    """TRN006 (and TRN003) of the moved train.json are part of the move: only LAY014 is left."""
+    (reg / V1).rename(reg / f"{V1}.0")
+    assert all_codes(validate_registry(reg, use_cache=False)) == ["GIT004", "LAY014"]
+
+
+def test_lay014_two_equally_good_copies_are_not_guessed(reg: Path) -> None:
+    """The recorded file gone, its bytes at two new names, neither closer to the old one: no LAY014."""
+    (reg / STATE).rename(reg / f"{V1}/s3.pth")
+    shutil.copy(reg / f"{V1}/s3.pth", reg / f"{V1}/s4.pth")
+    codes = {f.code for f in _findings(reg)}
+    assert "LAY014" not in codes and {"LAY008", "LAY007", "HSH004", "HSH005"} <= codes
+
+
+def test_lay014_an_edited_upper_case_sha256_still_matches(reg: Path) -> None:
+    """index.json's path edited and its sha256 in upper case (SCH002): the bytes still match the file."""
+    moved = MISS_A.replace("adapter-final.pth", "adapter.pth")
+
+    def edit(index: dict[str, Any]) -> None:
+        e = next(e for e in index["entries"] if e["path"] == MISS_A)
+        e.update(path=moved, file=dict(e["file"], sha256=e["file"]["sha256"].upper()))
+
+    edit_index(reg, edit)
+    [f] = _findings(reg, "LAY014")
+    assert f.path == MISS_A and f"index.json records {moved}" in f.message
+
+
+def test_lay014_a_directory_moved_to_the_top_keeps_lay002(reg: Path) -> None:
+    """A version directory moved out to the top: LAY014, and LAY002 for the new top-level directory stays
+    (only a renamed base directory makes LAY002 + LAY003 part of the move)."""
+    (reg / V1).rename(reg / "stray")
+    found = [(f.code, f.path) for f in _findings(reg) if f.severity == "error"]
+    assert sorted(found) == [("LAY002", "stray"), ("LAY014", "stray")]
+
+
+def test_lay014_one_new_copy_answers_one_missing_file(reg: Path) -> None:
+    """Two registered files with the same bytes both gone, one file with those bytes left: it is matched once;
+    the other missing file stays LAY008."""
+    copy = _register_copy(reg, "s2.pth")
+    (reg / STATE).rename(reg / f"{V1}/s9.pth")
+    (reg / copy).unlink()
+    found = _findings(reg)
+    assert [f.path for f in found if f.code == "LAY014"] == [f"{V1}/s9.pth"]
+    assert (copy, "LAY008") in {(f.path, f.code) for f in found}
+
+
+# --- LAY013, HSH001's git note -------------------------------------------------------------------------
+
+
+def test_lay013_not_without_a_lock_file(reg: Path) -> None:
+    (reg / ".rwkv-registry.lock").unlink(missing_ok=True)
+    assert _findings(reg, "LAY013") == []
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
+def test_hsh001_git_note_in_a_registry_below_the_repository_root(reg: Path, tmp_path: Path) -> None:
+    from test_git import publish
+
+    outer = tmp_path / "outer"
+    outer.mkdir()
+    root = Path(shutil.move(reg, outer / "registry"))
+    publish(outer)
+    p = root / STATE
+    data = bytearray(p.read_bytes())
+    data[-100] ^= 1
+    p.write_bytes(bytes(data))
+    [f] = _findings(root, "HSH001")
+    assert f.message.endswith(f"(git: {STATE} changed since HEAD)")
+
+
+# --- IDX011 / IDX010 -----------------------------------------------------------------------------------
+
+
+def test_idx011_not_for_two_lfs_pointers_of_one_object(reg: Path) -> None:
+    """Two LFS pointers with one oid are not the bytes (LFS001 says `git lfs pull`), so no IDX011."""
+    copy = _register_copy(reg, "s1-copy.pth")
+    oid = hashlib.sha256(b"x").hexdigest()
+    for rel in (STATE, copy):
+        (reg / rel).write_text(f"version https://git-lfs.github.com/spec/v1\noid sha256:{oid}\nsize 123\n")
+    resum(reg)
+    found = _findings(reg)
+    assert "LFS001" in {f.code for f in found} and [f for f in found if f.code == "IDX011"] == []
+
+
+def test_idx011_every_copy_names_the_first_entry(reg: Path) -> None:
+    a = _register_copy(reg, "s1-a.pth")
+    b = _register_copy(reg, "s1-b.pth")
+    found = {f.path: f.message for f in _findings(reg, "IDX011")}
+    assert set(found) == {a, b}
+    assert all(f"entry 's1' at {STATE}" in m for m in found.values())
+
+
+def test_idx010_a_sha256_in_upper_case_is_the_same_file(reg: Path) -> None:
+    _same_base_file_twice(reg)
+    edit_index(reg, lambda i: i["bases"][1].update(sha256=i["bases"][1]["sha256"].upper()))
+    [f] = _findings(reg, "IDX010")
+    assert f"{TINY_BASE}-copy" in f.message
+
+
+def test_idx010_a_third_copy_names_the_first_base(reg: Path) -> None:
+    _same_base_file_twice(reg)
+
+    def third(index: dict[str, Any]) -> None:
+        b = json.loads(json.dumps(index["bases"][0]))
+        b.update(name=f"{TINY_BASE}-third", source=dict(b["source"], file=f"{TINY_BASE}-third.pth"))
+        index["bases"].append(b)
+
+    edit_index(reg, third)
+    found = _findings(reg, "IDX010")
+    assert len(found) == 2 and all(f.message.startswith(f"bases {TINY_BASE!r} and ") for f in found)
+
+
+def test_idx010_not_for_a_base_listed_twice(reg: Path) -> None:
+    """The same name twice is IDX001; its sha256 is no second base file."""
+    edit_index(reg, lambda i: i["bases"].append(json.loads(json.dumps(i["bases"][0]))))
+    found = {f.code for f in _findings(reg)}
+    assert "IDX001" in found and "IDX010" not in found
+
+
+# --- HSH007: CR LF -----------------------------------------------------------------------------------------
+
+
+def test_hsh007_one_crlf_line_is_reported(reg: Path) -> None:
+    p = reg / "SHA256SUMS"
+    lines = p.read_bytes().split(b"\n")
+    lines[2] += b"\r"
+    p.write_bytes(b"\n".join(lines))
+    sums = [(f.code, f.message) for f in _findings(reg) if f.code.startswith("HSH")]
+    assert sums == [("HSH007", "1 line(s) end in CR LF (first: line 3), not LF")]
+
+
+def test_parse_sums_skips_a_blank_crlf_line() -> None:
+    lines, bad = parse_sums(b"0" * 64 + b"  a\r\n\r\n" + b"1" * 64 + b"  b\r\n")
+    assert [(line.lineno, line.path, line.crlf) for line in lines] == [(1, "a", True), (3, "b", True)]
+    assert bad == []
+
+
+# --- ops: add, sums ----------------------------------------------------------------------------------------
+
+
+def test_add_of_a_registry_into_a_registry_is_not_called_swapped(reg: Path, tmp_path: Path) -> None:
+    """FILE a registry, PATH a registry too: nothing is swapped, FILE is a directory."""
+    other = tmp_path / "other"
+    shutil.copytree(reg, other)
+    with pytest.raises(UsageError, match="is a directory, not a weight file"):
+        add_entry(reg, other, base=TINY_BASE, data_version="v9", train=state_train("v9"))
+
+
+def test_sums_written_where_none_was_warns_of_an_existing_signature(
+    reg: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SHA256SUMS gone (unreadable) beside SHA256SUMS.sig: the signature cannot match what is written."""
+    (reg / "SHA256SUMS.sig").write_bytes(b"sig")
+    (reg / "SHA256SUMS").unlink()
+    write_sums(reg)
+    assert "no longer matches it" in capsys.readouterr().err
+
+
+# --- GIT003: only <base>/state/.gitkeep and <base>/miss/.gitkeep are placeholders ------------------------
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
+def test_git003_an_empty_file_deeper_under_a_gitkeep_folder_is_no_placeholder(reg: Path) -> None:
+    from test_git import _add_base_by_metadata, publish
+
+    publish(reg)
+    older = TINY_BASE.replace("20260101", "20250101")
+    _add_base_by_metadata(reg, older)  # superseded at once: closed
+    keep = reg / older / "miss" / ".gitkeep"
+    keep.unlink()
+    keep.mkdir()
+    (keep / "x").write_bytes(b"")
+    resum(reg)
+    assert [f.path for f in _findings(reg, "GIT003")] == [f"{older}/miss/.gitkeep/x"]
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
+def test_add_base_of_another_family_ignores_a_base_superseded_before(reg: Path) -> None:
+    """Only the bases that the new base closes are checked for uncommitted files: one superseded already
+    (kept active) is GIT003's business, not a reason to refuse an unrelated base."""
+    from test_git import _add_base_by_metadata, publish
+
+    publish(reg)
+    _add_base_by_metadata(reg, TINY_BASE.replace("20260101", "20260301"), freeze_previous=False)
+    (reg / V1 / "notes.txt").write_text("uncommitted")
+    assert "GIT003" in {f.code for f in _findings(reg)}
+    _add_base_by_metadata(reg, "rwkv7-other-20270101-ctx4096")
+
+
+def test_add_to_a_version_ignores_entries_of_a_longer_version_name(reg: Path, tmp_path: Path) -> None:
+    """Adding to v1 reads the entries under v1/, not those under v10/ (whose data.version differs)."""
+    add_entry(reg, write_state(tmp_path / "a" / "s10.pth", seed=10), base=TINY_BASE, data_version="v10",
+              train=state_train("v10"))  # fmt: skip
+    add_entry(reg, write_state(tmp_path / "b" / "s11.pth", seed=11), base=TINY_BASE, data_version="v1",
+              train=state_train("v1"))  # fmt: skip
+
+
+def test_sums_refuses_a_missing_registered_file_as_lay008(reg: Path) -> None:
+    (reg / STATE).unlink()
+    with pytest.raises(RefusedError, match=r"SHA256SUMS not written: LAY008 .*is missing"):
+        write_sums(reg)
+
+
+def test_lay014_a_base_moved_into_a_folder_names_both_paths(reg: Path) -> None:
+    """The shared tail may not swallow a whole path: the old prefix was empty ('' looks renamed to archive/)."""
+    (reg / "archive").mkdir()
+    (reg / TINY_BASE).rename(reg / "archive" / TINY_BASE)
+    [f] = [f for f in validate_registry(reg, use_cache=False).findings if f.code == "LAY014"]
+    assert f.message.startswith(f"{TINY_BASE}/ looks renamed to archive/{TINY_BASE}/ (")
+    assert f.extra["moved_from"] == TINY_BASE
+
+
+def test_lay014_pairs_best_matches_first(reg: Path) -> None:
+    """Two entries with one content, one of them deleted after a rename: the survivor pairs with the file of
+    its own name, not with the one that sorts first (s1-copy < s1)."""
+    v1 = f"{TINY_BASE}/state/v1"
+    shutil.copy(reg / STATE, reg / v1 / "s1-copy.pth")
+
+    def add_copy(index: dict[str, Any]) -> None:
+        e = json.loads(json.dumps(next(e for e in index["entries"] if e["path"] == STATE)))
+        e.update(id="s1-copy", path=f"{v1}/s1-copy.pth", recommended=False)
+        index["entries"].append(e)
+
+    edit_index(reg, add_copy)
+    resum(reg)
+    (reg / v1).rename(reg / f"{v1}.0")
+    (reg / f"{v1}.0" / "s1-copy.pth").unlink()
+    findings = validate_registry(reg, use_cache=False).findings
+    moved = [f for f in findings if f.code == "LAY014"]
+    assert [f.path for f in moved] == [f"{v1}.0"] and f"{v1}/ looks renamed to {v1}.0/" in moved[0].message
+    assert [f.path for f in findings if f.code == "LAY008"] == [f"{v1}/s1-copy.pth"]  # the one really gone
