@@ -25,7 +25,7 @@ from .gitcheck import published_in
 from .lineage import family_of, superseded
 from .readme import skeleton, update_readme
 from .rules import Finding, Severity, finding
-from .sums import SUMS_NAME, format_sums
+from .sums import SIG_NAME, SUMS_NAME, format_sums
 
 GITATTRIBUTES = """# Every file is hashed into SHA256SUMS: text files keep LF line ends on every checkout, whatever
 # core.autocrlf says (a CRLF checkout would change their sha256).
@@ -178,9 +178,6 @@ def _publish(
     txn.commit()
     if stale:
         warn_stale_signature(root)
-
-
-SIG_NAME = "SHA256SUMS.sig"
 
 
 def _signature_goes_stale(root: Path, new_sums: bytes) -> bool:

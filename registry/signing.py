@@ -38,7 +38,7 @@ from typing import Any
 from .atomic import registry_around, require_directory
 from .errors import RefusedError, RegistryIOError, UsageError
 from .rules import Finding, finding
-from .sums import SUMS_NAME
+from .sums import SIG_NAME, SUMS_NAME
 
 __all__ = [
     "SIG_FORMAT",
@@ -56,7 +56,6 @@ __all__ = [
     "sign_registry",
 ]
 
-SIG_NAME = "SHA256SUMS.sig"
 SIG_FORMAT = "rwkv-registry-signature/1"
 PUB_PREFIX = "ed25519"
 _KEY_ID = re.compile(r"^[0-9a-f]{16}$")

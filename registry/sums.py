@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 SUMS_NAME = "SHA256SUMS"
+SIG_NAME = "SHA256SUMS.sig"  # its Ed25519 signature (rwkv_registry.signing)
 _LINE = re.compile(r"^(\\?)([0-9a-fA-F]{64}) ([ *])(.+)$")
 
 
@@ -66,8 +67,6 @@ def parse_sums(data: bytes) -> tuple[list[SumsLine], list[tuple[int, str]]]:
     bad: list[tuple[int, str]] = []
     text = data.decode("utf-8", "surrogateescape")
     for i, line in enumerate(text.split("\n"), 1):
-        if line == "" or line.startswith("#"):
-            continue
         crlf = line.endswith("\r")
         if crlf:
             line = line[:-1]

@@ -30,12 +30,12 @@ from .facts import FactsCache, FileFacts, gather_facts, sha256_file
 from .jsonload import is_finite_number, is_integer
 from .rules import Finding, Severity, finding
 from .schemas import schema_digest
-from .sums import SUMS_NAME, parse_sums
+from .sums import SIG_NAME, SUMS_NAME, parse_sums
 
 ROOT_FILES = {
     "index.json",
     SUMS_NAME,
-    "SHA256SUMS.sig",
+    SIG_NAME,
     "README.md",
     ".gitattributes",
     ".gitignore",
@@ -46,7 +46,7 @@ ROOT_FILES = {
     LOCK_NAME,
     JOURNAL_NAME,
 }
-NOT_SUMMED = {SUMS_NAME, "SHA256SUMS.sig", LOCK_NAME, JOURNAL_NAME}
+NOT_SUMMED = {SUMS_NAME, SIG_NAME, LOCK_NAME, JOURNAL_NAME}
 WEIGHT_SUFFIXES = (".pth", ".safetensors")
 MAX_TEXT_BYTES = 64 * 2**20  # SHA256SUMS and README.md larger than this are refused unread
 MIN_TRAINER = (1, 8, 1)  # rwkv_lightning_cuda with the `segments` mask (commit 47df608)
