@@ -376,6 +376,7 @@ def _not_an_earlier_demo(root: Path) -> str | None:
     of the demo's own bytes (compared with a fresh build); its text files may have been edited.
     """
     from .atomic import TMP_PREFIX, TRANSIENT_NAMES
+    from .facts import sha256_file
 
     if (root / ".git").exists():
         return "it is a git repository"
@@ -391,7 +392,7 @@ def _not_an_earlier_demo(root: Path) -> str | None:
                     continue
                 if p.is_symlink() or (not p.is_dir() and rel not in wrote):
                     extra.append(rel)
-                elif p.suffix in (".pth", ".safetensors") and _sha256(p) != _sha256(wrote[rel]):
+                elif p.suffix in (".pth", ".safetensors") and sha256_file(p)[0] != sha256_file(wrote[rel])[0]:
                     foreign.append(rel)
         except OSError as e:
             return f"it cannot be read ({e.strerror or e})"
@@ -404,14 +405,6 @@ def _not_an_earlier_demo(root: Path) -> str | None:
 
 def _some(names: list[str]) -> str:
     return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _write_demo(root: Path, log: Callable[[str], None]) -> Path:

@@ -455,19 +455,6 @@ def add_base(
     return index["bases"][-1]
 
 
-def _git_has_commits(root: Path) -> bool:
-    """Is ``root`` inside a git repository with a ``HEAD`` commit (where GIT001–GIT003 apply)?"""
-    try:
-        import git
-    except ImportError:
-        return False
-    try:
-        git.Repo(root, search_parent_directories=True).commit("HEAD")
-    except Exception:  # not a repository, no commit yet, git missing: the GIT rules do not apply
-        return False
-    return True
-
-
 def _refuse_closing_unpublished(
     root: Path, index: dict[str, Any], name: str, older: dict[str, str], before: dict[str, str]
 ) -> None:
@@ -476,9 +463,9 @@ def _refuse_closing_unpublished(
     empty ``.gitkeep`` placeholders aside, which GIT003 lets be new; so a base older than one of its
     family, superseded at once, can be registered)."""
     closing = set(older) - set(before) - {name}
-    if not closing or not _git_has_commits(root):
-        return  # outside git, or before the first commit, nothing is published yet: GIT003 does not apply
-    from .gitcheck import check_git
+    if not closing:
+        return
+    from .gitcheck import check_git  # outside git, or before the first commit, it reports no GIT003
 
     new_files = [f.path for f in check_git(root, index) if f.code == "GIT003" and f.path.split("/", 1)[0] in closing]
     if new_files:
