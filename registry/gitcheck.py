@@ -143,9 +143,8 @@ def published_in(root: Path, rel: str) -> str | None:
     except ImportError:
         return None
     try:
-        repo = git.Repo(root, search_parent_directories=True)
-        top = Path(repo.working_tree_dir or root).resolve()
-        path = (root.resolve() / rel).relative_to(top).as_posix()
+        repo, prefix = _repo_and_prefix(git, root)
+        path = rel if prefix == "." else f"{prefix}/{rel}"
         repo.commit("HEAD").tree[path]  # KeyError: not in HEAD
         return _published_in(repo, path, "HEAD")
     except (git.InvalidGitRepositoryError, git.NoSuchPathError, git.GitCommandError, ValueError, KeyError):
@@ -162,9 +161,7 @@ def changed_since_head(root: Path, rels: list[str]) -> set[str] | None:
     except ImportError:
         return None
     try:
-        repo = git.Repo(root, search_parent_directories=True)
-        top = Path(repo.working_tree_dir or root).resolve()
-        prefix = root.resolve().relative_to(top).as_posix()
+        repo, prefix = _repo_and_prefix(git, root)
         full = {(r if prefix == "." else f"{prefix}/{r}"): r for r in rels}
         out = repo.git.diff("--name-only", "--no-renames", "-z", "HEAD", "--", *sorted(full))
     except (git.InvalidGitRepositoryError, git.NoSuchPathError, git.GitCommandError, git.GitCommandNotFound):
@@ -174,24 +171,34 @@ def changed_since_head(root: Path, rels: list[str]) -> set[str] | None:
     return {full[p] for p in _split_z(out) if p in full}
 
 
-def _published_in(repo: Any, path: str, rev: str) -> str:
-    log = repo.git.log("--diff-filter=A", "--format=%h %as %s", rev, "--", path).strip().splitlines()
-    if not log:
-        return "an earlier commit"
-    sha, _, rest = log[-1].partition(" ")
+def _repo_and_prefix(git: Any, root: Path) -> tuple[Any, str]:
+    """The repository around ``root`` and ``root``'s path inside its work tree ("." at the top); raises
+    GitPython's errors outside a repository, ValueError when ``root`` is outside the work tree."""
+    repo = git.Repo(root, search_parent_directories=True)
+    top = Path(repo.working_tree_dir or root).resolve()
+    return repo, root.resolve().relative_to(top).as_posix()
+
+
+_LOG_FORMAT = "%h %as %s"  # what _commit_words reads
+
+
+def _commit_words(line: str) -> str:
+    """``commit abc1234 (date, “subject”)`` from a ``git log --format=%h %as %s`` line."""
+    sha, _, rest = line.partition(" ")
     date, _, subject = rest.partition(" ")
     return f"commit {sha} ({date}, “{subject[:60]}”)"
+
+
+def _published_in(repo: Any, path: str, rev: str) -> str:
+    log = repo.git.log("--diff-filter=A", f"--format={_LOG_FORMAT}", rev, "--", path).strip().splitlines()
+    return _commit_words(log[-1]) if log else "an earlier commit"
 
 
 def _committed_in(repo: Any, path: str, baseline: str, since: str | None) -> str:
     """``in commit abc1234 (date, “subject”) after --since REV``: the newest commit since the baseline that
     touched ``path``."""
-    log = repo.git.log("-1", "--format=%h %as %s", f"{baseline}..HEAD", "--", path).strip()
-    if not log:
-        return f"in a commit after --since {since}"
-    sha, _, rest = log.partition(" ")
-    date, _, subject = rest.partition(" ")
-    return f"in commit {sha} ({date}, “{subject[:60]}”), after --since {since}"
+    log = repo.git.log("-1", f"--format={_LOG_FORMAT}", f"{baseline}..HEAD", "--", path).strip()
+    return f"in {_commit_words(log)}, after --since {since}" if log else f"in a commit after --since {since}"
 
 
 def _index_at(repo: Any, rev: str, prefix: PurePosixPath) -> dict[str, Any] | None:
