@@ -85,7 +85,7 @@ def empty_index(name: str = "") -> dict[str, Any]:
 def load_index(root: Path) -> dict[str, Any]:
     """index.json of a registry about to be written; refuse to build on an invalid one."""
     from .jsonload import JsonLoadError, load_json_file
-    from .schemas import schema_errors
+    from .schemas import schema_errors, schema_summary
 
     path = root / "index.json"
     if not path.exists():
@@ -98,7 +98,7 @@ def load_index(root: Path) -> dict[str, Any]:
         ) from None
     errors = schema_errors("index", index)
     if errors:
-        shown = "; ".join(f"{p}: {m}" for p, m in errors[:3])
+        shown = schema_summary(errors)
         raise RefusedError(
             f"index.json does not follow its schema ({len(errors)} error(s)): {shown}",
             hint="Fix index.json first (`rwkv-registry validate` lists every error).",
@@ -481,11 +481,11 @@ def _refuse_closing_unpublished(
 
 
 def _check_index_schema(index: dict[str, Any]) -> None:
-    from .schemas import schema_errors
+    from .schemas import schema_errors, schema_summary
 
     errors = schema_errors("index", index)
     if errors:
-        shown = "; ".join(f"{p}: {m}" for p, m in errors[:3])
+        shown = schema_summary(errors)
         raise RefusedError(
             f"the new index.json would not follow its schema: {shown}",
             hint="Check the values given on the command line.",
@@ -556,7 +556,7 @@ def add_entry(
     """
     from .atomic import require_registry
     from .jsonload import JsonLoadError, load_json_file
-    from .schemas import schema_errors
+    from .schemas import schema_errors, schema_summary
 
     root = Path(path)
     src = Path(file)
@@ -593,9 +593,7 @@ def add_entry(
         shown = "--train" if isinstance(train, dict) else f"--train {train}"
         more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
         raise RefusedError(
-            f"{shown} does not follow schemas/train.schema.json (SCH003): "
-            + "; ".join(f"{p}: {m}" for p, m in errors[:3])
-            + more,
+            f"{shown} does not follow schemas/train.schema.json (SCH003): " + schema_summary(errors) + more,
             hint="Fix the train.json and add again: docs/rules.md (TRN, SCH003) and the schema list its fields.",
             findings=[],
         )
@@ -957,7 +955,7 @@ def _sums_problems(root: Path, sums: bytes) -> list[tuple[str, str, str]]:
     """Why ``sums`` must not be written: (rule code, message, fix) for an index.json that cannot be parsed
     or breaks its schema, and for each registered file that is missing or differs from index.json."""
     from .jsonload import JsonLoadError, load_json_file
-    from .schemas import schema_errors
+    from .schemas import schema_errors, schema_summary
     from .sums import parse_sums
 
     index_path = root / "index.json"
@@ -967,7 +965,7 @@ def _sums_problems(root: Path, sums: bytes) -> list[tuple[str, str, str]]:
         return [("SCH001", e.message, "Fix index.json first.")]
     errors = schema_errors("index", index)
     if errors:
-        shown = "; ".join(f"{p}: {m}" for p, m in errors[:3])
+        shown = schema_summary(errors)
         return [
             (
                 "SCH002",

@@ -178,7 +178,7 @@ MAX_CASE_LINE = 256 * 1024  # a case line (toolsets aside): a smoke case is a sh
 
 def parse_cases(data: bytes, display: str = "cases") -> CaseSet:
     """Parse JSONL case text (see the module docstring); ``display`` names it in messages."""
-    from .schemas import schema_errors
+    from .schemas import schema_errors, schema_summary
 
     toolsets: dict[str, tuple[Tool, ...]] = {}
     cases: list[Case] = []
@@ -195,7 +195,7 @@ def parse_cases(data: bytes, display: str = "cases") -> CaseSet:
             raise UsageError(e.message, hint="Each line of a case file is one JSON object.") from None
         errors = schema_errors("smoke-case", obj)
         if errors:
-            shown = "; ".join(f"{p}: {m}" for p, m in errors[:3])
+            shown = schema_summary(errors)
             raise UsageError(f"{where}: {shown}", hint="See schemas/smoke-case.schema.json (docs/smoke.md).")
         if "toolset" in obj:
             name = obj["toolset"]

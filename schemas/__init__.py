@@ -275,3 +275,8 @@ def schema_errors(name: str, instance: Any) -> list[tuple[str, str]]:
         if not out or out[-1] != item:
             out.append(item)
     return out
+
+
+def schema_summary(errors: list[tuple[str, str]], limit: int = 3) -> str:
+    """The first ``limit`` of :func:`schema_errors`' pairs as one line: ``$.a: message; $.b: message``."""
+    return "; ".join(f"{path}: {message}" for path, message in errors[:limit])
