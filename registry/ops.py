@@ -678,7 +678,7 @@ def add_entry(
                 path=rel,
             )
         train_rel = f"{base}/{method}/{data_version}/train.json"
-        train_new = _merge_train(root / train_rel, train_obj, group)
+        train_will_be, train_new = _merge_train(root / train_rel, train_obj, group)
         published = published_in(root, train_rel) if train_new is not None and (root / train_rel).exists() else None
         if published is not None:
             raise RefusedError(
@@ -732,7 +732,7 @@ def add_entry(
                     if e.get("recommended") is True:
                         lost_mark.append(e["id"])
                     e["recommended"] = False
-        _refuse_train_findings(root, train_rel, train_new, index, entry, group, train)
+        _refuse_train_findings(root, train_rel, train_will_be, index, entry, group, train)
         index["entries"].append(entry)
         _check_index_schema(index)
         texts = {"index.json": dump_json(index), "README.md": _readme_for(root, index)}
@@ -780,31 +780,17 @@ def _refuse_state_name(src: Path, rel: str) -> None:
 def _refuse_train_findings(
     root: Path,
     train_rel: str,
-    train_new: bytes | None,
+    t: dict[str, Any],
     index: dict[str, Any],
     entry: dict[str, Any],
     group: str | None,
     train_arg: Any,
 ) -> None:
     """validate's train.json rules (TRN002, TRN003, TRN004, TRN005, TRN007) on the data-version directory as
-    it will be: refuse when they give an error."""
-    from .jsonload import JsonLoadError, load_json_file
+    it will be (``t``, its train.json): refuse when they give an error."""
     from .validate import train_findings
 
     d = train_rel.rsplit("/", 1)[0]
-    if train_new is not None:
-        t = json.loads(train_new)
-    else:
-        try:
-            t = load_json_file(root / train_rel)
-        except JsonLoadError as e:
-            raise RefusedError(f"{train_rel}: {e}", hint="Fix the existing train.json first.", path=train_rel) from None
-    if not isinstance(t, dict):
-        raise RefusedError(
-            f"{train_rel}: the existing train.json is not a JSON object (SCH003)",
-            hint=f"Fix {train_rel} first (`rwkv-registry validate` lists every error).",
-            path=train_rel,
-        )
     try:
         dirs = {f"{d}/{n}" for n in os.listdir(root / d) if (root / d / n).is_dir()}
     except OSError:
@@ -831,19 +817,25 @@ def _next_version(version: str) -> str:
     return f"{m.group(1)}{int(m.group(2)) + 1}" if m else f"{version}.1"
 
 
-def _merge_train(path: Path, new: dict[str, Any], group: str | None) -> bytes | None:
-    """train.json to write for this directory, or None if the existing one already covers it."""
+def _merge_train(path: Path, new: dict[str, Any], group: str | None) -> tuple[dict[str, Any], bytes | None]:
+    """train.json of this directory as it will be, and its bytes to write (None if the existing one
+    already covers the new weights)."""
     from .jsonload import JsonLoadError, load_json_file
 
     if not path.exists():
         out = dict(new)
         if group is not None:
             out["runs"] = [r for r in new.get("runs", []) if r.get("group") == group]
-        return dump_json(out)
+        return out, dump_json(out)
     try:
         old = load_json_file(path)
     except JsonLoadError as e:
         raise RefusedError(f"{path}: {e}", hint="Fix the existing train.json first.") from None
+    if not isinstance(old, dict):
+        raise RefusedError(
+            f"{path}: the existing train.json is not a JSON object (SCH003)",
+            hint=f"Fix {path} first (`rwkv-registry validate` lists every error).",
+        )
     shared = ("trainer", "method", "data", "hyperparameters")
     for key in shared:
         if old.get(key) != new.get(key):
@@ -853,14 +845,14 @@ def _merge_train(path: Path, new: dict[str, Any], group: str | None) -> bytes | 
                 "use another data version or fix --train.",
             )
     if group is None:
-        return None
+        return old, None
     runs = list(old.get("runs", []))
     if any(r.get("group") == group for r in runs):
-        return None
+        return old, None
     runs += [r for r in new.get("runs", []) if r.get("group") == group]
     merged = dict(old)
     merged["runs"] = runs
-    return dump_json(merged)
+    return merged, dump_json(merged)
 
 
 # --- generic index edits ------------------------------------------------------------------------------

@@ -841,3 +841,15 @@ def test_add_of_a_base_model_points_to_add_base(reg: Path, tmp_path: Path, capsy
     err = clean_error(capsys.readouterr().err)
     assert "a whole RWKV-7 model (emb.weight, head.weight)" in err and f"rwkv-registry add-base {reg} {base}" in err
     assert snapshot(reg) == before
+
+
+def test_add_beside_a_train_json_that_is_not_an_object_is_refused(
+    reg: Path, add_inputs: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    train = reg / TINY_BASE / "state" / "v9" / "train.json"  # add_inputs' data version
+    train.parent.mkdir()
+    train.write_text("[]")
+    before = snapshot(reg)
+    assert main(["add", str(reg), *add_inputs]) == 1  # this crashed (AttributeError) in the train.json merge
+    assert "the existing train.json is not a JSON object (SCH003)" in clean_error(capsys.readouterr().err)
+    assert snapshot(reg) == before
