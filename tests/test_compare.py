@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,41 @@ def test_symmetric_and_bounded() -> None:
     assert mcnemar_exact(3, 9) == mcnemar_exact(9, 3)
     assert mcnemar_exact(0, 10) == pytest.approx(2 / 1024)
     assert 0 < mcnemar_exact(400, 600) < 1e-9
+
+
+def _exact_tail(wins: int, losses: int) -> float:
+    """p from exact integers, each coefficient from the one before (math.comb per term is quadratic)."""
+    n, k = wins + losses, min(wins, losses)
+    term = tail = 1
+    for i in range(k):
+        term = term * (n - i) // (i + 1)
+        tail += term
+    assert k > 3_000 or tail == sum(math.comb(n, i) for i in range(k + 1))
+    return min(1.0, 2 * tail / 2**n)
+
+
+@pytest.mark.parametrize(
+    ("wins", "losses"), [(95, 54), (0, 19_999), (2_900, 2_400), (10_000, 9_990), (9_000, 9_999), (3, 19_997)]
+)
+def test_up_to_20000_pairs_the_sum_is_exact(wins: int, losses: int) -> None:
+    assert mcnemar_exact(wins, losses) == _exact_tail(wins, losses)
+
+
+@pytest.mark.parametrize(
+    ("wins", "losses"),
+    [(10_001, 10_000), (20_001, 19_000), (15_000, 15_700), (20_500, 20_000), (30_000, 0), (20_990, 1_999)],
+)
+def test_above_20000_pairs_the_float_sum_agrees_with_the_exact_one(wins: int, losses: int) -> None:
+    exact = _exact_tail(wins, losses)
+    assert mcnemar_exact(wins, losses) == pytest.approx(exact, rel=1e-9, abs=1e-300)
+
+
+def test_large_counts_are_quick_and_bounded() -> None:
+    # the binomial coefficients were recomputed per term: 10,000/10,000 took 28 s, and the schema had no maximum
+    assert mcnemar_exact(10**9, 10**9 - 10**5) == pytest.approx(0.025345, rel=1e-4)
+    assert mcnemar_exact(10**9, 10**9) == 1.0 and mcnemar_exact(10**9, 0) == 0.0
+    with pytest.raises(ValueError, match="above 1,000,000,000"):
+        mcnemar_exact(10**9 + 1, 5)
 
 
 def _exam_pair() -> tuple[dict, dict]:

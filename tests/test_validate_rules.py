@@ -679,6 +679,16 @@ def test_idx009_tolerance(reg: Path, wins: int, losses: int, p: float, bad: bool
     assert ("IDX009" in _scores_of(reg, _score(comparison=_vs_state(wins, losses, p)))) is bad
 
 
+def test_comparison_counts_beyond_the_exact_test_break_the_schema_and_stop_quickly(reg: Path) -> None:
+    """wins or losses above 10^9 are refused by score.schema.json; the recomputation no longer hangs on them."""
+    huge = _score(total=4 * 10**12, comparison=_vs_state(2 * 10**12, 54, 0.001))
+    edit_index(reg, lambda i: next(e for e in i["entries"] if e["path"] == MISS_A).update(scores=[huge]))
+    found = validate_registry(reg, use_cache=False).findings
+    assert any(f.code == "SCH002" and "is more than the maximum 1000000000" in f.message for f in found)
+    assert "IDX009" not in {f.code for f in found}
+    assert "IDX009" not in _scores_of(reg, _score(total=2 * 10**9, comparison=_vs_state(10**9, 10**9 - 5, 0.9999)))
+
+
 @pytest.mark.parametrize(
     ("text", "unrouted"),
     [
