@@ -85,7 +85,7 @@ class Fetcher:
         headers = self._headers(url)
         ranged = start is not None
         if ranged:
-            assert end is not None and end >= start
+            assert start is not None and end is not None and end >= start
             headers["Range"] = f"bytes={start}-{end}"
             headers["Accept-Encoding"] = "identity"
         with self._lock:

@@ -254,7 +254,7 @@ def _central_entries(cd: bytes, n_total: int) -> list[_Central]:
     return out
 
 
-def read_zip(src: _Source, check_names: Callable[[list[str]], None] | None = None) -> list[ZipEntry]:
+def read_zip(src: _Source, check_names: Callable[[list[str]], object] | None = None) -> list[ZipEntry]:
     """Parse and bounds-check a stored zip archive; entries in central-directory order.
 
     Checks: end records found and consistent, at most :data:`MAX_ENTRIES` entries, then
@@ -300,8 +300,8 @@ def read_zip(src: _Source, check_names: Callable[[list[str]], None] | None = Non
         if data_offset + size > cd_offset:
             raise _fail("PTH001", f"data of entry {name!r} overlaps the central directory")
         if not lflags & _FLAG_DATA_DESCRIPTOR:
-            for what, local, central in (("CRC", lcrc, crc), ("size", lcsize, size), ("size", lusize, size)):
-                if local != central and not (what == "size" and local == _U32_MAX):
+            for what, local, in_dir in (("CRC", lcrc, crc), ("size", lcsize, size), ("size", lusize, size)):
+                if local != in_dir and not (what == "size" and local == _U32_MAX):
                     raise _fail("PTH001", f"local header of {name!r} disagrees with the directory on its {what}")
         entries.append(ZipEntry(name, index, offset, data_offset, size, crc, flags))
     previous: ZipEntry | None = None

@@ -108,11 +108,11 @@ def parse_arch_option(text: str) -> dict[str, Any]:
             hint=f"Known keys: {', '.join(ARCH_KEYS)}, lora_decay, lora_aaa, lora_mv, lora_gate and dtype.",
         )
     tops = _arch_maxima()
-    for key, val in ints.items():
+    for key, n in ints.items():
         top = tops[key]
-        if not 1 <= val <= top:
+        if not 1 <= n <= top:
             raise UsageError(
-                f"--arch: {key}={val} is out of range: give a whole number from 1 to {top}",
+                f"--arch: {key}={n} is out of range: give a whole number from 1 to {top}",
                 hint=_ARCH_EXAMPLE,
             )
     c = ints["n_embd"]
@@ -129,7 +129,7 @@ def parse_arch_option(text: str) -> dict[str, Any]:
             f"--arch: dtype {dtype!r} is not bfloat16, float16 or float32", hint="e.g. dtype=bfloat16 (the default)"
         )
     defaults = default_lora_widths(c)
-    arch = {
+    arch: dict[str, Any] = {
         "n_layer": ints["n_layer"],
         "n_embd": c,
         "head_size": head_size,

@@ -854,7 +854,7 @@ class Catalog:
                     continue
                 if _s(s.get("unit"), "percent") != unit or not isinstance(s.get("score"), int | float):
                     continue
-                total = s.get("total") if isinstance(s.get("total"), int) else None
+                total = s["total"] if isinstance(s.get("total"), int) else None
                 rows.append(
                     Bar(
                         label,

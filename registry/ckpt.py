@@ -484,18 +484,18 @@ def _open_zip(source: ByteSource, verify_crc: str) -> Checkpoint:
     used: set[str] = set()
     for name, ref in parsed.items:
         storage = ref.storage
-        entry = rel.get(f"data/{storage.key}")
-        if entry is None:
+        stored = rel.get(f"data/{storage.key}")
+        if stored is None:
             raise CheckpointError(
                 "PTH006",
                 f"tensor {name!r} uses storage {storage.key!r} but the archive has no {prefix}/data/{storage.key}",
             )
         itemsize = DTYPE_ITEMSIZE[storage.dtype]
-        if storage.numel * itemsize != entry.size:
+        if storage.numel * itemsize != stored.size:
             raise CheckpointError(
                 "PTH006",
                 f"storage {storage.key!r} declares {storage.numel} x {storage.dtype} ({storage.numel * itemsize} "
-                f"bytes) but {prefix}/data/{storage.key} holds {entry.size} bytes",
+                f"bytes) but {prefix}/data/{storage.key} holds {stored.size} bytes",
             )
         if len(ref.shape) > MAX_NDIM:
             raise CheckpointError("PTH013", f"tensor {name!r} has {len(ref.shape)} dimensions (limit {MAX_NDIM})")
@@ -518,7 +518,7 @@ def _open_zip(source: ByteSource, verify_crc: str) -> Checkpoint:
             stride=contiguous_stride(ref.shape),
             storage_key=storage.key,
             storage_offset=ref.storage_offset,
-            data_offset=entry.data_offset + ref.storage_offset * itemsize,
+            data_offset=stored.data_offset + ref.storage_offset * itemsize,
             nbytes=numel * itemsize,
         )
     for name in rel:

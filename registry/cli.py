@@ -352,7 +352,7 @@ def build_parser() -> argparse.ArgumentParser:
         sp.set_defaults(handler=handler)
         return sp
 
-    fmt = {"choices": ["text", "json"], "default": "text", "help": "output format (default text)"}
+    fmt: dict[str, Any] = {"choices": ["text", "json"], "default": "text", "help": "output format (default text)"}
 
     sp = cmd("validate", cmd_validate, "check every rule on a registry (a directory or hf://OWNER/REPO[@REV])")
     sp.add_argument("path", nargs="?", default=".", help="registry root (default: current directory)")
@@ -561,12 +561,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             console.print(f"[dim]hint:[/] {escape(e.hint)}")
         return e.exit_code
     except ModuleNotFoundError as e:
-        extra = _OPTIONAL_EXTRAS.get((e.name or "").partition(".")[0])
-        if extra is None:
+        missing_extra = _OPTIONAL_EXTRAS.get((e.name or "").partition(".")[0])
+        if missing_extra is None:
             return _unexpected(e)
         sys.stderr.write(
             f"error: `rwkv-registry {args.command}` needs {e.name!r}, which is not installed\n"
-            f"hint: install the optional part: pip install 'rwkv-registry[{extra}]' (or '[all]')\n"
+            f"hint: install the optional part: pip install 'rwkv-registry[{missing_extra}]' (or '[all]')\n"
         )
         return 2
     except KeyboardInterrupt:
@@ -586,7 +586,7 @@ def _unrecognized(parser: argparse.ArgumentParser, args: argparse.Namespace, ext
     sub = parser
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
-            sub = action.choices.get(getattr(args, "command", None), parser)
+            sub = action.choices.get(getattr(args, "command", ""), parser)
     flags = [o for a in sub._actions for o in a.option_strings if o.startswith("--")]
     near = [m for x in extra if x.startswith("-") for m in difflib.get_close_matches(x.split("=", 1)[0], flags, 1)]
     sub.error(f"unrecognized arguments: {' '.join(extra)}" + (f" (did you mean {near[0]}?)" if near else ""))

@@ -25,7 +25,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from rwkv_registry.errors import RegistryError
 from rwkv_registry.rules import RULES
@@ -105,12 +105,12 @@ class _BadConstant(Exception):
     pass
 
 
-def is_integer(x: Any) -> bool:
+def is_integer(x: Any) -> TypeGuard[int]:
     """A JSON integer as loaded: an ``int`` that is not a ``bool`` (``true`` is no count)."""
     return isinstance(x, int) and not isinstance(x, bool)
 
 
-def is_finite_number(x: Any) -> bool:
+def is_finite_number(x: Any) -> TypeGuard[int | float]:
     """A JSON number as loaded (``int`` or ``float``, not ``bool``) that is finite."""
     return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
 

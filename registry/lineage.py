@@ -41,7 +41,7 @@ def superseded(bases: Iterable[Mapping[str, Any]]) -> dict[str, str]:
         date = base_date(b)
         if not isinstance(name, str) or date is None:
             continue
-        family = b.get("family") if isinstance(b.get("family"), str) else family_of(name)
+        family = b["family"] if isinstance(b.get("family"), str) else family_of(name)
         dated.append((name, family, date))
         if family not in newest or date > newest[family][0]:
             newest[family] = (date, name)

@@ -79,7 +79,7 @@ def check_manifest(manifest: Any, path: str) -> tuple[list[Finding], list[Target
     dtype = manifest.get("dtype")
     if dtype not in MISS_DTYPES:
         out.append(finding("MIS003", path, f"miss.json dtype is {dtype!r}, expected 'bfloat16' or 'float16'"))
-    rank = manifest.get("rank")
+    rank: Any = manifest.get("rank")  # any JSON value
     rank_ok = isinstance(rank, int) and not isinstance(rank, bool) and 1 <= rank <= 1024
     if not rank_ok:
         out.append(finding("MIS004", path, f"miss.json rank is {rank!r}, the server accepts integers 1…1024"))

@@ -727,11 +727,11 @@ def add_entry(
         entry.update({"scores": list(scores or []), "smoke": [], "known_issues": list(known_issues or [])})
         lost_mark: list[str] = []
         if recommended:
-            for e in index["entries"]:
-                if e["base"] == base and e["method"] == method:
-                    if e.get("recommended") is True:
-                        lost_mark.append(e["id"])
-                    e["recommended"] = False
+            for other in index["entries"]:
+                if other["base"] == base and other["method"] == method:
+                    if other.get("recommended") is True:
+                        lost_mark.append(other["id"])
+                    other["recommended"] = False
         _refuse_train_findings(root, train_rel, train_will_be, index, entry, group, train)
         index["entries"].append(entry)
         _check_index_schema(index)

@@ -194,7 +194,7 @@ class _Out:
         self.f = f
         self.pos = 0
 
-    def write(self, data: bytes | memoryview) -> None:
+    def write(self, data: bytes | bytearray | memoryview) -> None:
         self.f.write(data)
         self.pos += len(data)
 

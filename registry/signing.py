@@ -356,7 +356,7 @@ def index_keys(index: dict[str, Any] | None) -> list[PublicKey]:
             raw = _decode_raw_key(item["public_key"], "index.json")
         except UsageError:
             continue
-        comment = item.get("comment") if isinstance(item.get("comment"), str) else ""
+        comment = item["comment"] if isinstance(item.get("comment"), str) else ""
         out.append(PublicKey(raw, comment, "index.json"))
     return out
 

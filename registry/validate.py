@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, TypeGuard
 
 from . import __version__
 from .arch import state_shape
@@ -133,7 +133,7 @@ def _walk(root: Path, out: list[Finding]) -> Tree:
     return tree
 
 
-def _safe_rel(path: Any) -> bool:
+def _safe_rel(path: Any) -> TypeGuard[str]:
     if not isinstance(path, str) or not path or path.startswith("/") or "\\" in path:
         return False
     return all(part not in ("", ".", "..") for part in path.split("/"))
@@ -159,7 +159,7 @@ def train_findings(rel: str, d: str, t: dict[str, Any], entries: list[dict[str, 
     _base, method, version = d.split("/")
     if "method" in t and t.get("method") != method:  # absent: SCH003
         out.append(finding("TRN005", rel, f"method is {t.get('method')!r} in {method}/"))
-    trainer = t.get("trainer") if isinstance(t.get("trainer"), dict) else {}
+    trainer = t["trainer"] if isinstance(t.get("trainer"), dict) else {}
     vt = _version_tuple(str(trainer.get("version", "")))
     if trainer.get("name") in LIGHTNING_TRAINERS and vt is not None and vt < MIN_TRAINER:
         out.append(
@@ -174,11 +174,11 @@ def train_findings(rel: str, d: str, t: dict[str, Any], entries: list[dict[str, 
         out.append(
             finding("TRN006", rel, f"trainer {trainer.get('name')} {trainer.get('version')}: build commit not recorded")
         )
-    data = t.get("data") if isinstance(t.get("data"), dict) else {}
+    data = t["data"] if isinstance(t.get("data"), dict) else {}
     if "version" in data and data.get("version") != version:  # absent: SCH003
         out.append(finding("TRN003", rel, f"data.version is {data.get('version')!r} in directory {version}/"))
     for e in entries:
-        ed = e.get("data") if isinstance(e.get("data"), dict) else {}
+        ed = e["data"] if isinstance(e.get("data"), dict) else {}
         for key in ("version", "sha256", "rows"):
             if key in data and key in ed and ed.get(key) != data.get(key):  # absent in the entry: SCH002
                 out.append(
@@ -189,7 +189,7 @@ def train_findings(rel: str, d: str, t: dict[str, Any], entries: list[dict[str, 
                     )
                 )
     if method == "miss":
-        runs = t.get("runs") if isinstance(t.get("runs"), list) else []
+        runs = t["runs"] if isinstance(t.get("runs"), list) else []
         groups_run = {r["group"] for r in runs if isinstance(r, dict) and isinstance(r.get("group"), str)}
         groups_disk = {p.split("/")[3] for p in dirs if p.startswith(d + "/") and p.count("/") == 3}
         for g in sorted(groups_disk - groups_run):
@@ -282,7 +282,7 @@ class Validator:
         self.stats["files"] = len(tree.files)
         self.stats["elapsed_s"] = time.perf_counter() - t0
 
-    def guarded(self, step: Callable[..., None], *args: Any) -> None:
+    def guarded(self, step: Callable[..., object], *args: Any) -> None:
         """Run a rule step; on a JSON file that broke its schema, rules that cannot read it are
         skipped (SCH005) instead of crashing. Without schema errors, an exception is a bug: raised."""
         try:
@@ -368,7 +368,7 @@ class Validator:
                 base_shas.setdefault(sha, b["name"])
             seen_bases.add(b["name"])
             self.bases[b["name"]] = b
-        ids: set[str] = set()
+        ids: set[Any] = set()  # as recorded, strings or not (self.ids keeps the strings)
         for e in value.get("entries", []) if isinstance(value.get("entries"), list) else []:
             if not isinstance(e, dict):
                 continue
@@ -456,7 +456,7 @@ class Validator:
         known = self.ids | set(self.bases)
         owners: list[tuple[str, dict[str, Any]]] = [(f"base {n!r}", b) for n, b in self.bases.items()]
         for kind, key in (("entry", "entries"), ("unpublished weight", "unpublished")):
-            items = index.get(key) if isinstance(index.get(key), list) else []
+            items = index[key] if isinstance(index.get(key), list) else []
             owners += [(f"{kind} {x.get('id')!r}", x) for x in items if isinstance(x, dict)]
         for who, item in owners:
             below = item.get("on_top_of")
@@ -479,7 +479,7 @@ class Validator:
                 self.add(finding("IDX008", "index.json", f"{who}: {what}solved {solved} of {total}"))
 
         over(sc.get("solved"), sc.get("total"), "")
-        categories = sc.get("by_category") if isinstance(sc.get("by_category"), dict) else {}
+        categories = sc["by_category"] if isinstance(sc.get("by_category"), dict) else {}
         for name, cat in categories.items():
             if isinstance(cat, dict):
                 over(cat.get("solved"), cat.get("total"), f"category {name!r}: ")
@@ -641,7 +641,7 @@ class Validator:
         if f.kind == "lfs-pointer":  # only `git lfs pull` helps: the hash and size findings would blame the file
             self.findings += content
             return
-        rec = e.get("file") if isinstance(e.get("file"), dict) else {}
+        rec = e["file"] if isinstance(e.get("file"), dict) else {}
         want_sha, want_size = rec.get("sha256"), rec.get("size")
         # a missing or mistyped record is a schema finding (SCH002), not a hash or size mismatch
         if isinstance(want_sha, str) and want_sha != f.sha256:
@@ -718,7 +718,7 @@ class Validator:
         manifest = f.manifest if isinstance(f.manifest, dict) else None
         if manifest is None:
             return
-        rec = e.get("miss") if isinstance(e.get("miss"), dict) else {}
+        rec = e["miss"] if isinstance(e.get("miss"), dict) else {}
         embedded = manifest.get("content_version")
         if "content_version" in rec and rec.get("content_version") != embedded:  # absent: SCH002 says so
             self.add(
@@ -881,7 +881,7 @@ class Validator:
             old_parts = old.split("/")
             cands = sorted(
                 (c for c in by_sha.get(want[old], []) if c not in used),
-                key=lambda c, o=old: common_tail(o, c),
+                key=lambda c, o=old: common_tail(o, c),  # type: ignore[misc]  # mypy cannot type a lambda's default
                 reverse=True,
             )
             if not cands or (len(cands) > 1 and common_tail(old, cands[0]) == common_tail(old, cands[1])):

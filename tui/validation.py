@@ -36,7 +36,7 @@ def preliminary_status(entry: dict[str, Any] | None, facts: FileFacts | OSError)
         return "error"
     severities = {str(RULES[f["code"]].severity) for f in facts.findings if f.get("code") in RULES}
     if entry is not None:
-        rec = entry.get("file") if isinstance(entry.get("file"), dict) else {}
+        rec = entry["file"] if isinstance(entry.get("file"), dict) else {}
         if rec.get("sha256") != facts.sha256 or rec.get("size") != facts.size:
             severities.add("error")
         if facts.method is not None and facts.method != entry.get("method"):
