@@ -45,7 +45,7 @@ _NO_KERNEL = frozenset(
 class LaunchCounts(Counter[str]):
     """Launches per op name (``aten.*`` or ``triton:*``)."""
 
-    def total(self) -> int:  # type: ignore[override]
+    def total(self) -> int:
         """All launches."""
         return sum(self.values())
 
@@ -88,12 +88,12 @@ def _triton_hooks(counts: LaunchCounts) -> Iterator[None]:
         return run
 
     for cls, original in originals:
-        cls.run = hooked(original)  # type: ignore[method-assign]
+        cls.run = hooked(original)
     try:
         yield
     finally:
         for cls, original in originals:
-            cls.run = original  # type: ignore[method-assign]
+            cls.run = original
 
 
 def count_launches(fn: Callable[[], object]) -> LaunchCounts:

@@ -40,7 +40,7 @@ class _AppliedMiss:
     adapter: MissAdapter
     mode: MissMode
     # merge: (linear, original weight Parameter); fly: (parent module, attribute, original linear)
-    undo: list[tuple[nn.Module, str, nn.Module | nn.Parameter]]
+    undo: list[tuple[nn.Module, str, nn.Module | torch.Tensor]]
 
 
 class RWKV7(nn.Module):
@@ -109,7 +109,7 @@ class RWKV7(nn.Module):
                 hint="A base checkpoint is a flat dict of tensors.",
                 path=source,
             )
-        shapes = {k: tuple(v.shape) for k, v in tensors.items()}  # type: ignore[union-attr]
+        shapes = {k: tuple(v.shape) for k, v in tensors.items()}  # type: ignore[attr-defined]  # all are tensors
         config = RWKV7Config.from_shapes(shapes, source=source)
         expected = config.expected_shapes()
         missing = sorted(set(expected) - set(shapes))
@@ -269,7 +269,9 @@ class RWKV7(nn.Module):
         pending: Residual | None = None  # each block's last residual add, fused with the next norm
         new_layers = []
         for block, layer_state in zip(self.blocks, state.layers, strict=True):
-            x, pending, new_state, v_first = block.step(x, pending, layer_state, v_first, inplace)
+            x, pending, new_state, v_first = block.step(  # type: ignore[operator]  # a ModuleList yields nn.Module
+                x, pending, layer_state, v_first, inplace
+            )
             new_layers.append(new_state)
         assert pending is not None
         dx, miss = pending
@@ -328,7 +330,7 @@ class RWKV7(nn.Module):
                     hint="Use the adapter trained for this base.",
                     path=adapter.path,
                 )
-        undo: list[tuple[nn.Module, str, nn.Module | nn.Parameter]] = []
+        undo: list[tuple[nn.Module, str, nn.Module | torch.Tensor]] = []
         for t, (parent, attr, lin) in zip(adapter.targets, linears, strict=True):
             if mode == "merge":
                 original = lin.weight

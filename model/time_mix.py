@@ -38,6 +38,18 @@ LN_X_EPS = 64e-5
 class TimeMix(nn.Module):
     """Time mix of one layer. Parameter names and shapes are those of the checkpoint."""
 
+    # set with setattr in __init__, [1, 1, C] each
+    x_r: nn.Parameter
+    x_w: nn.Parameter
+    x_k: nn.Parameter
+    x_v: nn.Parameter
+    x_a: nn.Parameter
+    x_g: nn.Parameter
+    w0: nn.Parameter
+    a0: nn.Parameter
+    k_k: nn.Parameter
+    k_a: nn.Parameter
+
     def __init__(self, config: RWKV7Config, layer_id: int) -> None:
         super().__init__()
         C, H, N = config.n_embd, config.n_head, config.head_size
@@ -126,7 +138,7 @@ class TimeMix(nn.Module):
         )
         mixed = tm_output(y, r, k, v, g, self.ln_x.weight, self.ln_x.bias, self.r_k, self.ln_x.eps, backend=backend)
         out, out_miss = linear_open(self.output, mixed, backend)
-        return out, new_shift, wkv, v_first, out_miss
+        return out, new_shift, wkv, v_first, out_miss  # type: ignore[return-value]  # v_first: v when it was None
 
 
 def _segments(

@@ -88,7 +88,8 @@ def _check(
     op: str, in_name: str, xs: Sequence[torch.Tensor], weights: Sequence[torch.Tensor], acts: Sequence[str] | None
 ) -> tuple[int, torch.Size]:
     """Segment count, types, shapes, dtype, device and activations; returns ``(M, leading dims)``."""
-    if isinstance(xs, torch.Tensor) or isinstance(weights, torch.Tensor):
+    # callers' arguments checked at run time, whatever the annotations say
+    if isinstance(xs, torch.Tensor) or isinstance(weights, torch.Tensor):  # type: ignore[unreachable]
         raise ValueError(f"{op}: {in_name} and weights must be sequences of tensors, one per segment")
     if isinstance(acts, str):
         raise ValueError(f"{op}: acts must be a sequence of names, one per segment; got the string {acts!r}")

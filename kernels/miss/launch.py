@@ -113,7 +113,8 @@ def _check_group(
     """Segment count, one (out, x, D, scale) per segment, each checked, and the shared leading
     dimensions, dtype and device."""
     for name, seq in (("outs", outs), ("xs", xs), ("Ds", Ds), ("scales", scales)):
-        if isinstance(seq, torch.Tensor | str) or not isinstance(seq, Sequence):
+        # callers' arguments checked at run time, whatever the annotations say
+        if isinstance(seq, torch.Tensor | str) or not isinstance(seq, Sequence):  # type: ignore[unreachable]
             raise ValueError(f"{op}: {name} must be a sequence (list or tuple), one entry per segment")
     n = len(outs)
     if not 1 <= n <= MAX_SEGMENTS:

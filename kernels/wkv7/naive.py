@@ -87,7 +87,7 @@ def wkv7_naive(
             if state is None
             else state[i : i + 1].to(compute_dtype)
         )
-        y, s = _run(*(x[:, lo:hi] for x in (r_, w_, k_, v_, a_, b_)), s0)
+        y, s = _run(*(x[:, lo:hi] for x in (r_, w_, k_, v_, a_, b_)), s0)  # type: ignore[call-arg]  # six tensors
         ys.append(y)
         finals.append(s)
     y = torch.cat(ys, dim=1) if ys else r_.new_zeros(r.shape)

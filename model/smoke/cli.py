@@ -41,7 +41,7 @@ class RichProgress:
         self._progress.__enter__()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, *exc: Any) -> None:
         self._progress.__exit__(*exc)
 
     def phase(self, description: str, total: int) -> None:

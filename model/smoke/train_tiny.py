@@ -289,6 +289,7 @@ class _TrainMiss(nn.Module):
         self.base = base
         self.scale = scale
         self.D = nn.Parameter(torch.zeros(base.out_features, rank))
+        self.cols: torch.Tensor
         self.register_buffer("cols", torch.arange(base.in_features) % rank, persistent=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -395,7 +396,8 @@ def _run_parts_in_processes(jobs: list[tuple[str, str, str, TrainConfig]]) -> li
     for p in procs:
         out_text, err_text = p.communicate()
         if p.returncode != 0:
-            raise RuntimeError(f"training the tiny weights failed ({p.args[4]}): {err_text.strip()[-2000:]}")
+            what = str(p.args[4])  # type: ignore[index]  # the part, from the cmd list above
+            raise RuntimeError(f"training the tiny weights failed ({what}): {err_text.strip()[-2000:]}")
         results.append(out_text.splitlines())
     return results
 
@@ -449,7 +451,8 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) == 5 and args[0] == "--part":  # a worker of build_tiny_weights(parallel=True)
         raw = json.loads(args[4])
-        config = TrainConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()})
+        fields = {k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()}
+        config = TrainConfig(**fields)  # type: ignore[arg-type]  # asdict(config) of the parent
         for line in _train_part(args[1], args[2], args[3], config):
             print(line, flush=True)
         return 0
