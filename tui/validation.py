@@ -52,7 +52,7 @@ class LiveValidator(Validator):
         root: Path,
         *,
         on_file: FileCallback,
-        on_plan: Callable[[int], None] | None = None,
+        on_plan: Callable[[int], object] | None = None,
         should_stop: Callable[[], bool] = lambda: False,
         use_cache: bool = True,
         workers: int | None = None,
@@ -134,7 +134,7 @@ def live_validate(
     root: str | os.PathLike[str],
     *,
     on_file: FileCallback,
-    on_plan: Callable[[int], None] | None = None,
+    on_plan: Callable[[int], object] | None = None,
     should_stop: Callable[[], bool] = lambda: False,
     use_cache: bool = True,
 ) -> Report:

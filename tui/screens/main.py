@@ -75,7 +75,7 @@ class MainScreen(Screen[None]):
         self.query_one(Footer).compact = narrow  # no padding around the keys, so more of them fit
 
     @property
-    def tree(self) -> RegistryTree:
+    def tree(self) -> RegistryTree:  # type: ignore[override]  # DOMNode.tree (a rich Tree of the DOM) is for logging
         """The browse tree."""
         return self.query_one(RegistryTree)
 
@@ -93,7 +93,7 @@ class MainScreen(Screen[None]):
         self.tree.rebuild()
         self.tree.focus()
         self._update_entries_text()
-        self.show_details(self.tree.cursor_node.data if self.tree.cursor_node else NodeRef("registry"))
+        self.show_details((self.tree.cursor_node.data if self.tree.cursor_node else None) or NodeRef("registry"))
         if self.validate_on_start:
             self.call_after_refresh(self.action_validate)
 

@@ -43,10 +43,10 @@ def build_sections(cat: Catalog, ref: NodeRef) -> dict[str, RenderableType]:
         if e is None:
             gone = _hint(f"entry {ref.entry_id} is no longer in index.json")
             return {"info": gone, "train": gone, "miss": gone, "scores": gone}
-        info, _ = cat.effective_train(e)
+        train_info, _ = cat.effective_train(e)
         return {
             "info": render_entry_info(cat, e),
-            "train": render_train(info, e),
+            "train": render_train(train_info, e),
             "miss": render_miss(cat, e, cat.miss_summary(e)),
             "scores": render_scores(cat, str(e.get("base")), entry=e),
         }

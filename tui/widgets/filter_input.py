@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.widgets import Input
 
 from rwkv_registry.catalog import EntryFilter
@@ -13,7 +13,7 @@ from rwkv_registry.catalog import EntryFilter
 class FilterInput(Input):
     """One line; Enter goes back to the tree, Escape clears (then goes back)."""
 
-    BINDINGS: ClassVar[list[Binding]] = [Binding("escape", "leave", "Back", show=False, id="registry.clear_filter")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "leave", "Back", show=False, id="registry.clear_filter")]
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(placeholder="/ filter: text method:miss data:v2 is:error", id=id)
