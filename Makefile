@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 TORCH_SPEC ?= torch==2.13.0
 DEMO_DIR ?= build/demo-registry
 
-.PHONY: venv demo test lint clean
+.PHONY: venv demo test lint typecheck clean
 
 $(VENV)/.stamp: pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -29,6 +29,19 @@ test: venv
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+
+# mypy cannot follow the editable install's package-dir mapping: it checks a tree of links
+# (build/typecheck/rwkv_registry) and its messages name the files of this repository.
+TYPECHECK_TREE := build/typecheck
+typecheck: venv
+	rm -rf $(TYPECHECK_TREE)/rwkv_registry
+	mkdir -p $(TYPECHECK_TREE)/rwkv_registry
+	ln -s $(CURDIR)/registry/*.py $(TYPECHECK_TREE)/rwkv_registry/
+	for d in schemas model kernels tui; do ln -s $(CURDIR)/$$d $(TYPECHECK_TREE)/rwkv_registry/$$d; done
+	cd $(TYPECHECK_TREE) && $(CURDIR)/$(VENV)/bin/mypy --config-file $(CURDIR)/pyproject.toml \
+		--cache-dir $(CURDIR)/build/mypy-cache -p rwkv_registry > mypy.out; rc=$$?; \
+		sed -E -e 's#^rwkv_registry/(schemas|model|kernels|tui)/#\1/#' -e 's#^rwkv_registry/#registry/#' mypy.out; \
+		exit $$rc
 
 clean:
 	rm -rf $(VENV) build .pytest_cache
