@@ -24,6 +24,7 @@ demo: venv
 test: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(MAKE) --no-print-directory typecheck
 	$(PY) -m pytest -q -n 2 --dist loadfile
 
 lint: venv
