@@ -1,0 +1,375 @@
+"""Scaling benchmark: every per-commit command on generated git registries of growing size.
+
+For each N of ``--entries`` (a comma-separated list), a VALID registry is built in a temporary
+directory through the project's own code: ``init_registry`` and ``add_base`` (metadata route) from
+:mod:`rwkv_registry.ops`, State and MiSS files from the demo's builders (``write_synthetic_state``,
+``write_synthetic_miss``: tiny tensors, since hashing cost is measured by ``validate_bench.py``; what
+matters here is counts). ``--bases`` bases in families of up to three dated bases, so that the older
+ones are superseded and frozen by ``add_base`` itself; N entries split 40/60 between State files
+(10 per data-version directory) and MiSS adapters (5 groups per data-version directory, one run each
+in train.json), each with a score; the history is ``--commits`` git commits (each base added in its
+own commit, its data-version directories spread over the others; a data-version directory is never
+split across commits, as ``add`` requires). The registry must validate with 0 errors (asserted).
+
+Then, in a fresh process each (as a user runs them), the median of ``--repeat`` runs of: ``validate
+--no-cache`` (cold), ``validate`` (warm), ``validate --since HEAD~1``, ``add`` of a new State file,
+``validate`` after that add (the pre-commit hook on a new entry), ``add-base`` (metadata), ``sums``,
+``sums --check``, ``readme``, ``list``, ``list --format json`` and ``show``; wall time and the
+child's peak RSS. Write commands are undone after each run (``git reset --hard``, ``git clean``).
+
+Usage: python bench/scale_bench.py [--entries 250,500,1000,2000] [--bases 8] [--commits 200]
+       [--repeat 3] [--seed 0] [--out FILE.json] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from crash import machine  # one machine description for every benchmark's figures
+
+CLI = [sys.executable, "-m", "rwkv_registry.cli"]
+ARCH_TEXT = "n_layer=2,n_embd=128,vocab_size=65536"
+STATE_PER_DIR = 10
+MISS_PER_DIR = 5
+FAMILY_SIZE = 3
+GNU_TIME = "/usr/bin/time" if Path("/usr/bin/time").is_file() else None
+
+
+def _git(root: Path, *args: str) -> str:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "bench",
+        "GIT_AUTHOR_EMAIL": "bench@example.invalid",
+        "GIT_COMMITTER_NAME": "bench",
+        "GIT_COMMITTER_EMAIL": "bench@example.invalid",
+    }
+    out = subprocess.run(["git", *args], cwd=root, env=env, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"git {' '.join(args)} failed:\n{out.stderr}")
+    return out.stdout
+
+
+def _commit(root: Path, message: str, day: int) -> None:
+    _git(root, "add", "-A")
+    os.environ["GIT_AUTHOR_DATE"] = os.environ["GIT_COMMITTER_DATE"] = f"@{1767225600 + day * 3600} +0000"
+    _git(root, "commit", "-q", "--no-verify", "-m", message)
+
+
+def _score(rng: random.Random) -> dict[str, Any]:
+    return {
+        "benchmark": "exam",
+        "date": "2026-01-05",
+        "score": round(rng.uniform(20, 60), 1),
+        "unit": "percent",
+        "solved": None,
+        "total": 568,
+        "runs": 1,
+        "backend": None,
+        "note": None,
+        "report": None,
+    }
+
+
+def _train(method: str, version: str, rows: int, runs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    t: dict[str, Any] = {
+        "trainer": {"name": f"rwkv_{method}_tune", "version": "1.8.1", "commit": "47df608"},
+        "method": method,
+        "data": {"version": version, "rows": rows, "sha256": hashlib.sha256(version.encode()).hexdigest()},
+        "hyperparameters": {"ctx": 4096, "lr": 0.01 if method == "state" else 2e-5},
+        "command": f"rwkv_{method}_tune --ctx 4096",
+        "started": "2026-01-02T00:00:00Z",
+        "finished": "2026-01-02T09:00:00Z",
+    }
+    if runs is not None:
+        t["runs"] = runs
+    return t
+
+
+def plan_bases(n_bases: int) -> list[tuple[str, int]]:
+    """(name, generation) of every base, in the order add-base registers them: generation by generation,
+    so a base is superseded (and frozen by add_base) only after its own weights are committed."""
+    families = -(-n_bases // FAMILY_SIZE)
+    out: list[tuple[str, int]] = []
+    gen = 0
+    while len(out) < n_bases:
+        for f in range(families):
+            if len(out) == n_bases:
+                break
+            if gen * families + f < n_bases:
+                out.append((f"rwkv7-scale{f}-0.1b-2025{gen + 1:02d}01-ctx4096", gen))
+        gen += 1
+    return out
+
+
+def build(root: Path, n_entries: int, n_bases: int, n_commits: int, seed: int) -> dict[str, Any]:
+    """Write a valid git registry of ``n_entries`` entries; returns build statistics."""
+    from rwkv_registry.arch import parse_arch_option
+    from rwkv_registry.demo import write_synthetic_miss, write_synthetic_state
+    from rwkv_registry.ops import add_base, dump_json, init_registry
+    from rwkv_registry.readme import update_readme
+    from rwkv_registry.sums import format_sums, parse_sums
+
+    rng = random.Random(seed)
+    t0 = time.perf_counter()
+    init_registry(root, name="bench/scale", title="Scale benchmark registry")
+    _git(root, "init", "-q", "-b", "main")
+    _git(root, "config", "commit.gpgsign", "false")
+    day = 0
+    _commit(root, "init", day)
+    bases = plan_bases(n_bases)
+    per_base = [n_entries // n_bases + (1 if i < n_entries % n_bases else 0) for i in range(n_bases)]
+    # directories per base, then how many commits each base's directories are spread over
+    chunks_per_base = max(1, (n_commits - 1 - n_bases) // n_bases)
+    arch = parse_arch_option(ARCH_TEXT)
+    src = root.parent / "src"
+    src.mkdir(exist_ok=True)
+    made = 0
+    marked: set[tuple[str, str]] = set()  # (base, method) with its recommended entry
+    for b_i, ((name, _gen), count) in enumerate(zip(bases, per_base, strict=True)):
+        sha = hashlib.sha256(name.encode()).hexdigest()
+        add_base(root, name=name, source="BlinkDL/rwkv7-g1", sha256=sha, size=None, arch=arch, today="2026-01-01")
+        day += 1
+        _commit(root, f"add base {name}", day)
+        index = json.loads((root / "index.json").read_text("utf-8"))
+        hashes = {line.path: line.sha256 for line in parse_sums((root / "SHA256SUMS").read_bytes())[0]}
+        n_state = count * 2 // 5
+        n_miss = count - n_state
+        dirs: list[tuple[str, str, int]] = []  # (method, version, entries in it)
+        for method, total, per in (("state", n_state, STATE_PER_DIR), ("miss", n_miss, MISS_PER_DIR)):
+            v = 0
+            while total > 0:
+                k = min(per, total)
+                dirs.append((method, f"v{1 if method == 'state' else 2}.{v}", k))
+                total -= k
+                v += 1
+        rng.shuffle(dirs)
+        n_chunks = min(chunks_per_base, max(1, len(dirs)))
+        bounds = [round(i * len(dirs) / n_chunks) for i in range(n_chunks + 1)]
+        short = f"s{b_i}"
+        for c in range(n_chunks):
+            for method, version, k in dirs[bounds[c] : bounds[c + 1]]:
+                d = f"{name}/{method}/{version}"
+                (root / d).mkdir(parents=True)
+                rows = rng.randint(1000, 9000)
+                runs: list[dict[str, Any]] = []
+                for j in range(k):
+                    made += 1
+                    eid = f"{short}-{version.replace('.', '')}-{method[0]}{j}"
+                    if method == "state":
+                        rel = f"{d}/ckpt-{j:03d}.pth"
+                        write_synthetic_state(root / rel, arch, seed=seed * 1_000_000 + made)
+                        extra: dict[str, Any] = {}
+                    else:
+                        group = f"r4-lr{j + 1}e-5"
+                        rel = f"{d}/{group}/adapter-final.pth"
+                        (root / rel).parent.mkdir()
+                        m = write_synthetic_miss(
+                            root / rel, arch, rank=4, alpha=8, base_sha256=sha, seed=seed * 1_000_000 + made
+                        )
+                        runs.append(
+                            {
+                                "group": group,
+                                "lr": (j + 1) * 1e-5,
+                                "lr_final": (j + 1) * 1e-6,
+                                "started": "2026-01-02T00:00:00Z",
+                                "finished": "2026-01-02T01:00:00Z",
+                            }
+                        )
+                        extra = {
+                            "group": group,
+                            "adapter_id": eid,
+                            "miss": {k2: m[k2] for k2 in ("content_version", "rank", "alpha", "scale", "dtype")},
+                        }
+                    data = (root / rel).read_bytes()
+                    hashes[rel] = hashlib.sha256(data).hexdigest()
+                    entry: dict[str, Any] = {"id": eid, "path": rel, "base": name, "method": method}
+                    if method == "miss":
+                        entry["group"] = extra.pop("group")
+                    recommended = (name, method) not in marked
+                    marked.add((name, method))
+                    entry.update(
+                        {
+                            "data": {
+                                "version": version,
+                                "rows": rows,
+                                "sha256": hashlib.sha256(version.encode()).hexdigest(),
+                            },
+                            "file": {"sha256": hashes[rel], "size": len(data)},
+                            "train": f"{d}/train.json",
+                            "profile": "g1k" if method == "state" else "g1k-think",
+                            "sampling": "g1k-agent",
+                            "recommended": recommended,
+                            "description": f"generated {method} {version} #{j}",
+                            **extra,
+                            "scores": [_score(rng)],
+                            "smoke": [],
+                            "known_issues": [],
+                        }
+                    )
+                    index["entries"].append(entry)
+                train = dump_json(_train(method, version, rows, runs if method == "miss" else None))
+                (root / d / "train.json").write_bytes(train)
+                hashes[f"{d}/train.json"] = hashlib.sha256(train).hexdigest()
+            index_bytes = dump_json(index)
+            (root / "index.json").write_bytes(index_bytes)
+            readme = update_readme((root / "README.md").read_text("utf-8"), index)
+            assert readme is not None
+            (root / "README.md").write_text(readme, "utf-8")
+            hashes["index.json"] = hashlib.sha256(index_bytes).hexdigest()
+            hashes["README.md"] = hashlib.sha256(readme.encode("utf-8")).hexdigest()
+            (root / "SHA256SUMS").write_bytes(format_sums(hashes))
+            day += 1
+            _commit(root, f"{name}: {c + 1}/{n_chunks} of its weights", day)
+    commits = int(_git(root, "rev-list", "--count", "HEAD").strip())
+    files = sum(1 for p in root.rglob("*") if p.is_file() and ".git" not in p.parts)
+    return {"build_s": round(time.perf_counter() - t0, 2), "commits": commits, "files": files, "entries": made}
+
+
+def run(cmd: list[str], cwd: Path | None = None, ok: tuple[int, ...] = (0,)) -> tuple[float, float, str]:
+    """(wall seconds, peak RSS MB of the child, stdout) of one command. The peak RSS comes from GNU time
+    (``/usr/bin/time -f %M``): a child forked from this process would report this process's peak too."""
+    with tempfile.NamedTemporaryFile() as rss:
+        wrap = [GNU_TIME, "-q", "-f", "%M", "-o", rss.name] if GNU_TIME else []
+        t0 = time.perf_counter()
+        p = subprocess.run([*wrap, *cmd], cwd=cwd, capture_output=True, text=True)
+        dt = time.perf_counter() - t0
+        if p.returncode not in ok:
+            raise SystemExit(f"{' '.join(cmd)} exited {p.returncode}:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
+        text = Path(rss.name).read_text().strip().splitlines()
+        mb = int(text[-1]) / 1024 if text and text[-1].isdigit() else float("nan")
+    return dt, mb, p.stdout
+
+
+def median_of(repeat: int, cmd: list[str], cwd: Path | None = None, undo: Any = None) -> dict[str, float]:
+    times, rss = [], []
+    for i in range(repeat):
+        c = [a.replace("{i}", str(i)) for a in cmd]
+        dt, mb, _ = run(c, cwd=cwd)
+        times.append(dt)
+        rss.append(mb)
+        if undo is not None:
+            undo()
+    return {"s": round(statistics.median(times), 3), "mb": round(max(rss), 1)}
+
+
+def measure(root: Path, repeat: int, work: Path) -> dict[str, Any]:
+    """Every per-commit command on the registry at ``root`` (a git work tree, clean)."""
+    from rwkv_registry.arch import parse_arch_option
+    from rwkv_registry.demo import write_synthetic_state
+
+    index = json.loads((root / "index.json").read_text("utf-8"))
+    active = next(b for b in index["bases"] if b["status"] == "active")["name"]
+    entry = index["entries"][len(index["entries"]) // 2]["id"]
+    new = work / "new"
+    new.mkdir(exist_ok=True)
+    for i in range(repeat):
+        write_synthetic_state(new / f"bench-new-{i}.pth", parse_arch_option(ARCH_TEXT), seed=987_654 + i)
+    train = work / "train.json"
+    train.write_text(json.dumps(_train("state", "v9.0", 1234)))
+
+    def undo() -> None:
+        _git(root, "reset", "-q", "--hard")
+        _git(root, "clean", "-qfd")
+
+    r = str(root)
+    out: dict[str, Any] = {}
+    out["validate_cold"] = median_of(repeat, [*CLI, "validate", r, "--no-cache"])
+    run([*CLI, "validate", r])  # fill the cache
+    out["validate_warm"] = median_of(repeat, [*CLI, "validate", r])
+    out["validate_since_HEAD~1"] = median_of(repeat, [*CLI, "validate", r, "--since", "HEAD~1"])
+    add = [*CLI, "add", r, str(new / "bench-new-{i}.pth"), "--base", active, "--data-version", "v9.0"]
+    add += ["--train", str(train)]
+    out["add_state"] = median_of(repeat, add, undo=undo)
+    # the pre-commit hook on that change: validate with one new entry, the rest cached
+    times, rss = [], []
+    for i in range(repeat):
+        run([a.replace("{i}", str(i)) for a in add])
+        dt, mb, _ = run([*CLI, "validate", r])
+        times.append(dt)
+        rss.append(mb)
+        undo()
+    out["validate_after_add"] = {"s": round(statistics.median(times), 3), "mb": round(max(rss), 1)}
+    sha = hashlib.sha256(b"bench new base").hexdigest()
+    base_args = ["--arch", ARCH_TEXT, "--source", "BlinkDL/rwkv7-g1"]
+    out["add_base"] = median_of(
+        repeat,
+        [*CLI, "add-base", r, "--name", "rwkv7-other-0.1b-20260101-ctx4096", "--sha256", sha, *base_args],
+        undo=undo,
+    )
+    out["sums"] = median_of(repeat, [*CLI, "sums", r], undo=undo)
+    out["sums_check"] = median_of(repeat, [*CLI, "sums", r, "--check"])
+    out["readme"] = median_of(repeat, [*CLI, "readme", r], undo=undo)
+    out["list"] = median_of(repeat, [*CLI, "list", r])
+    out["list_json"] = median_of(repeat, [*CLI, "list", r, "--format", "json"])
+    out["show"] = median_of(repeat, [*CLI, "show", entry, "--path", r])
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--entries", default="250,500,1000,2000", help="comma-separated N values")
+    ap.add_argument("--bases", type=int, default=8)
+    ap.add_argument("--commits", type=int, default=200)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--keep", type=Path, help="build the registries under this directory and keep them")
+    args = ap.parse_args()
+    sizes = [int(x) for x in args.entries.split(",") if x]
+    results: dict[str, Any] = {
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": machine(),
+        "bases": args.bases,
+        "commits": args.commits,
+        "repeat": args.repeat,
+        "seed": args.seed,
+        "runs": [],
+    }
+    tmp = Path(tempfile.mkdtemp(prefix="rwkv-scale-bench-"))
+    os.environ["RWKV_REGISTRY_CACHE_DIR"] = str(tmp / "cache")
+    try:
+        for n in sizes:
+            top = (args.keep or tmp) / f"n{n}"
+            if top.exists():
+                shutil.rmtree(top)
+            top.mkdir(parents=True)
+            root = top / "registry"
+            built = build(root, n, args.bases, args.commits, args.seed)
+            _, _, text = run([*CLI, "validate", str(root), "--format", "json"], ok=(0, 1))
+            report = json.loads(text)
+            errors = [f for f in report["findings"] if f["severity"] == "error"]
+            assert not errors, f"generated registry of {n} entries is invalid: {errors[:5]}"
+            built["warnings"] = report["counts"]["warning"]
+            print(f"N={n}: built in {built['build_s']} s, {built['files']} files, {built['commits']} commits")
+            figures = measure(root, args.repeat, top)
+            results["runs"].append({"entries": n, **built, "figures": figures})
+            print("  " + ", ".join(f"{k} {v['s']:.3f} s/{v['mb']:.0f} MB" for k, v in figures.items()), flush=True)
+            if args.out:
+                args.out.write_text(json.dumps(results, indent=2) + "\n")
+    finally:
+        if args.keep is None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    keys = list(results["runs"][0]["figures"]) if results["runs"] else []
+    print("\n| command | " + " | ".join(f"N={r['entries']}" for r in results["runs"]) + " |")
+    print("|---|" + "---|" * len(results["runs"]))
+    for k in keys:
+        cells = [f"{r['figures'][k]['s']:.3f} s, {r['figures'][k]['mb']:.0f} MB" for r in results["runs"]]
+        print(f"| {k} | " + " | ".join(cells) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
