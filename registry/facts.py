@@ -27,6 +27,7 @@ from .errors import CheckpointError
 from .rules import Finding, finding
 
 FACTS_VERSION = 2  # bump when the checks behind cached findings change
+MAX_ITEMS = 50_000  # index.json entries whose schema errors the cache keeps
 _STATE_NAME = re.compile(r"^blocks\.(\d+)\.att\.time_state$")
 
 
@@ -230,6 +231,8 @@ class FactsCache:
         self.dirty = False
         self.files: dict[str, Any] = {}
         self.json: dict[str, Any] = {}
+        # schema errors of index.json entries by content (rwkv_registry.schemas.schema_errors' memo)
+        self.items: dict[str, Any] = {}
         self.path: Path | None = None
         if not enabled:
             return
@@ -246,6 +249,8 @@ class FactsCache:
             if data.get("version") == [FACTS_VERSION, __version__]:
                 self.files = data.get("files", {})
                 self.json = data.get("json", {})
+                items = data.get("items", {})
+                self.items = items if isinstance(items, dict) else {}
         except (OSError, ValueError, AttributeError):
             pass
 
@@ -279,7 +284,11 @@ class FactsCache:
         files = {p: v for p, v in self.files.items() if p in keep} if keep else self.files
         if len(self.json) > 4096:
             self.json = dict(list(self.json.items())[-2048:])
-        payload = json.dumps({"version": [FACTS_VERSION, __version__], "files": files, "json": self.json})
+        if len(self.items) > MAX_ITEMS:  # the most recently used last (schema_errors re-inserts what it reads)
+            self.items = dict(list(self.items.items())[-MAX_ITEMS:])
+        payload = json.dumps(
+            {"version": [FACTS_VERSION, __version__], "files": files, "json": self.json, "items": self.items}
+        )
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=".validate-", dir=self.path.parent)

@@ -96,7 +96,7 @@ def load_index(root: Path) -> dict[str, Any]:
         raise RefusedError(
             e.message, hint="Fix index.json first (`rwkv-registry validate`).", path="index.json"
         ) from None
-    errors = schema_errors("index", index)
+    errors = schema_errors("index", index, memo=FactsCache(root).items)
     if errors:
         shown = schema_summary(errors)
         raise RefusedError(
@@ -955,7 +955,7 @@ def _sums_problems(root: Path, sums: bytes) -> list[tuple[str, str, str]]:
         index = load_json_file(index_path, display=str(index_path))
     except JsonLoadError as e:
         return [("SCH001", e.message, "Fix index.json first.")]
-    errors = schema_errors("index", index)
+    errors = schema_errors("index", index, memo=FactsCache(root).items)
     if errors:
         shown = schema_summary(errors)
         return [

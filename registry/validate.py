@@ -246,7 +246,8 @@ class Validator:
         if errors is None:
             from .schemas import schema_errors
 
-            errors = [list(e) for e in schema_errors(schema, value)]
+            memo = self.cache.items if self.cache.enabled else None  # index.json entries, by content
+            errors = [list(e) for e in schema_errors(schema, value, memo=memo)]
             self.cache.put_json(key, errors)
         for json_path, message in errors:
             self.add(finding(code, rel, f"{json_path}: {message}", json_path=json_path))

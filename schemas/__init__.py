@@ -24,6 +24,7 @@ import functools
 import hashlib
 import json
 import re
+from collections.abc import MutableMapping
 from importlib import resources
 from typing import Any
 
@@ -106,8 +107,9 @@ def _is_date_time(value: object) -> bool:
 
 
 @functools.cache
-def _validator(name: str) -> Any:
-    """A Draft 2020-12 validator for ``name``, built once, with every schema in a local registry."""
+def _validator(name: str, item: str | None = None) -> Any:
+    """A Draft 2020-12 validator for ``name`` (or, with ``item``, for its ``$defs/<item>``), built once,
+    with every schema in a local registry."""
     from jsonschema import Draft202012Validator, FormatChecker
     from referencing import Registry, Resource
 
@@ -116,7 +118,8 @@ def _validator(name: str) -> Any:
     checker.checks("date")(_is_date)
     checker.checks("date-time")(_is_date_time)
     registry = Registry().with_resources((schema_id(n), Resource.from_contents(_parsed(n))) for n in SCHEMA_NAMES)
-    return Draft202012Validator(_parsed(name), registry=registry, format_checker=checker)
+    schema = _parsed(name) if item is None else {"$ref": f"{schema_id(name)}#/$defs/{item}"}
+    return Draft202012Validator(schema, registry=registry, format_checker=checker)
 
 
 def _json_path(parts: Any) -> str:
@@ -251,29 +254,71 @@ def _flatten(errors: Any) -> Any:
             yield err
 
 
-def schema_errors(name: str, instance: Any) -> list[tuple[str, str]]:
-    """Every way ``instance`` breaks schema ``name``, as ``(json_path, message)`` pairs.
+# Arrays validated item by item, each item's errors remembered by its content: ``schema name -> (key of the
+# top-level array, its items' $defs name)``. An index.json of thousands of entries is then checked again, after
+# an edit, only for the entries that changed (the rest of the document is small). The array's own schema must
+# be only ``{"type": "array", "items": {"$ref": "#/$defs/<name>"}}`` (test_schemas checks that), so the
+# errors are exactly those of the whole document.
+SPLIT_ARRAYS = {"index": ("entries", "entry")}
+_ITEM_MEMO: dict[str, list[list[Any]]] = {}  # this process's item results (cleared when it grows large)
+_ITEM_MEMO_MAX = 200_000
 
-    ``json_path`` is like ``$.entries[2].file.sha256`` (keys that are not identifiers are quoted:
-    ``$["x-note"]``); the list is sorted by path (array indices numerically), empty when valid.
-    ``date`` and ``date-time`` formats are checked. Each key refused by ``additionalProperties``
-    is its own error, with a "did you mean" suggestion when a known key is close.
-    """
-    _check_name(name)
+
+def _leaf_errors(validator: Any, instance: Any) -> list[tuple[list[Any], str]]:
     found: list[tuple[list[Any], str]] = []
-    for err in _flatten(_validator(name).iter_errors(instance)):
+    for err in _flatten(validator.iter_errors(instance)):
         if err.validator == "additionalProperties" and isinstance(err.instance, dict):
             found.extend(_unknown_keys(err))
         elif err.validator == "required":
             found.extend(_missing_keys(err))
         else:
             found.append((list(err.absolute_path), _message(err)))
+    return found
+
+
+def schema_errors(
+    name: str, instance: Any, *, memo: MutableMapping[str, list[list[Any]]] | None = None
+) -> list[tuple[str, str]]:
+    """Every way ``instance`` breaks schema ``name``, as ``(json_path, message)`` pairs.
+
+    ``json_path`` is like ``$.entries[2].file.sha256`` (keys that are not identifiers are quoted:
+    ``$["x-note"]``); the list is sorted by path (array indices numerically), empty when valid.
+    ``date`` and ``date-time`` formats are checked. Each key refused by ``additionalProperties``
+    is its own error, with a "did you mean" suggestion when a known key is close.
+
+    The items of an index's ``entries`` are validated one by one and their results remembered by
+    content (``repr`` and the schema digest): in this process, and in ``memo`` when one is given (the
+    validation cache keeps it between runs). A remembered item is not validated again.
+    """
+    _check_name(name)
+    split = SPLIT_ARRAYS.get(name)
+    if split is not None and isinstance(instance, dict) and isinstance(instance.get(split[0]), list):
+        key, item = split
+        found = _leaf_errors(_validator(name), {**instance, key: []})
+        digest = schema_digest()
+        item_validator = None
+        for i, value in enumerate(instance[key]):
+            k = hashlib.sha256(f"{digest}\0{name}\0{value!r}".encode("utf-8", "surrogatepass")).hexdigest()[:40]
+            errs = memo.pop(k, None) if memo is not None else None  # popped: re-inserted last (recently used)
+            if errs is None:
+                errs = _ITEM_MEMO.get(k)
+            if errs is None:
+                item_validator = item_validator or _validator(name, item)
+                errs = [[parts, message] for parts, message in _leaf_errors(item_validator, value)]
+            if len(_ITEM_MEMO) >= _ITEM_MEMO_MAX:
+                _ITEM_MEMO.clear()
+            _ITEM_MEMO[k] = errs
+            if memo is not None:
+                memo[k] = errs
+            found.extend(([key, i, *parts], message) for parts, message in errs)
+    else:
+        found = _leaf_errors(_validator(name), instance)
     found.sort(key=lambda pm: (_sort_key(pm[0]), pm[1]))
     out: list[tuple[str, str]] = []
     for parts, message in found:
-        item = (_json_path(parts), message)
-        if not out or out[-1] != item:
-            out.append(item)
+        item_out = (_json_path(parts), message)
+        if not out or out[-1] != item_out:
+            out.append(item_out)
     return out
 
 

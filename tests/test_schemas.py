@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import json
@@ -1053,3 +1054,93 @@ def test_import_is_light():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def _whole_document_errors(instance: Any) -> list[tuple[str, str]]:
+    """schema_errors as it was before index entries were validated one by one: the whole document at once."""
+    found = schemas._leaf_errors(schemas._validator("index"), instance)
+    found.sort(key=lambda pm: (schemas._sort_key(pm[0]), pm[1]))
+    out: list[tuple[str, str]] = []
+    for parts, message in found:
+        item = (schemas._json_path(parts), message)
+        if not out or out[-1] != item:
+            out.append(item)
+    return out
+
+
+def test_split_arrays_schema_is_only_items_of_a_def():
+    # what makes item-by-item validation give exactly the whole document's errors
+    for name, (key, item) in schemas.SPLIT_ARRAYS.items():
+        prop = dict(load_schema(name)["properties"][key])
+        prop.pop("description", None)
+        items = dict(prop.pop("items"))
+        items.pop("description", None)
+        assert prop == {"type": "array"} and items == {"$ref": f"#/$defs/{item}"}
+        assert key in load_schema(name)["required"]
+
+
+def test_index_entries_validated_one_by_one_give_the_whole_documents_errors():
+    import random
+
+    rng = random.Random(7)
+    base = seed_index()
+    mutations = [
+        lambda e: e.pop("file"),
+        lambda e: e.update(profile="x"),
+        lambda e: e.update(extra=1),
+        lambda e: e["file"].update(sha256="ab"),
+        lambda e: e.update(recommended=1),
+        lambda e: e.update(id=""),
+        lambda e: e["data"].pop("rows"),
+        lambda e: e.update(scores=[{"benchmark": 1}]),
+        lambda e: e.update(step=-1),
+        lambda e: e.update(miss={"rank": "x"}),
+        lambda e: e.update(scores=[{**e["scores"][0], "date": "2026-13-01"}] if e.get("scores") else []),
+        lambda e: e.update(recommended=True),  # same content as another entry's: a memo hit
+    ]
+    compared = 0
+    for _ in range(200):
+        doc = copy.deepcopy(base)
+        doc["entries"] = [copy.deepcopy(rng.choice(base["entries"])) for _ in range(rng.randint(0, 6))]
+        for e in doc["entries"]:
+            for _ in range(rng.randint(0, 2)):
+                with contextlib.suppress(KeyError, TypeError):  # a key an earlier mutation removed
+                    rng.choice(mutations)(e)
+        if rng.random() < 0.2:
+            doc["entries"].append(rng.choice([1, "x", None, [], {}]))
+        if rng.random() < 0.2:
+            doc["registry"] = 5
+        if rng.random() < 0.1:
+            doc["x-bogus"] = 1
+            doc["bogus"] = 1
+        whole = _whole_document_errors(doc)
+        assert schema_errors("index", doc) == whole
+        memo: dict[str, Any] = {}
+        assert schema_errors("index", doc, memo=memo) == whole
+        # as the validation cache keeps it (JSON), read by a fresh process
+        memo = json.loads(json.dumps(memo))
+        schemas._ITEM_MEMO.clear()
+        assert schema_errors("index", doc, memo=memo) == whole
+        compared += len(whole)
+    assert compared > 500
+    # entries not a list: the whole document at once, as before
+    doc = seed_index()
+    doc["entries"] = {"a": 1}
+    assert schema_errors("index", doc) == _whole_document_errors(doc) != []
+
+
+def test_memo_is_keyed_by_content_and_schema():
+    doc = seed_index()
+    memo: dict[str, Any] = {}
+    assert schema_errors("index", doc, memo=memo) == []
+    assert len(memo) == len({repr(e) for e in doc["entries"]})
+    # a poisoned memo entry is used (the cache is trusted like the facts cache) only for that exact content
+    key = next(iter(memo))
+    memo[key] = [[["id"], "planted"]]
+    schemas._ITEM_MEMO.clear()
+    assert ("$.entries[0].id", "planted") in schema_errors("index", doc, memo=memo)
+    changed = copy.deepcopy(doc)
+    changed["entries"][0]["description"] += "!"
+    schemas._ITEM_MEMO.clear()
+    assert schema_errors("index", changed, memo=memo) == []
+    schemas._ITEM_MEMO.clear()
