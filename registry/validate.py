@@ -153,7 +153,8 @@ def _same(a: Any, b: Any) -> bool:
 
 def train_findings(rel: str, d: str, t: dict[str, Any], entries: list[dict[str, Any]], dirs: set[str]) -> list[Finding]:
     """The train.json rules (TRN002–TRN007) on ``t``, the train.json at ``rel`` of the data-version
-    directory ``d``, with the entries recorded under it and the directories ``dirs`` of the registry.
+    directory ``d``, with the entries recorded under it and the directories ``dirs`` of the registry (only
+    the group directories ``d/<group>`` among them count, so the caller may pass just those).
     ``add`` runs them on the train.json a new entry would leave, before anything is written."""
     out: list[Finding] = []
     _base, method, version = d.split("/")
@@ -221,6 +222,8 @@ class Validator:
         self.sums_listed: dict[str, str] = {}  # SHA256SUMS: path -> sha256 (first listing)
         self.file_sha: dict[str, str] = {}  # sha256 of every summable file on disk, from check_sums
         self.sums_gone: dict[str, Finding] = {}  # HSH005 findings by the listed path
+        self.schema_digest: str | None = None
+        self.group_dirs: dict[str, set[str]] | None = None  # data-version directory -> its group directories
 
     def add(self, f: Finding) -> None:
         self.findings.append(f)
@@ -241,7 +244,9 @@ class Validator:
         except JsonLoadError as e:
             self.add(finding("SCH001", rel, str(e)))
             return None
-        key = f"{schema}:{self.small_hashes[rel]}:{schema_digest()}"
+        if self.schema_digest is None:  # read once per run, not once per JSON file
+            self.schema_digest = schema_digest()
+        key = f"{schema}:{self.small_hashes[rel]}:{self.schema_digest}"
         errors = self.cache.get_json(key)
         if errors is None:
             from .schemas import schema_errors
@@ -785,7 +790,12 @@ class Validator:
             self.check_train(rel, d, value, entries, tree)
 
     def check_train(self, rel: str, d: str, t: dict[str, Any], entries: list[dict[str, Any]], tree: Tree) -> None:
-        self.findings.extend(train_findings(rel, d, t, entries, tree.dirs))
+        if self.group_dirs is None:  # once, not a scan of every directory per data-version directory
+            self.group_dirs = {}
+            for p in tree.dirs:
+                if p.count("/") == 3:
+                    self.group_dirs.setdefault(p.rsplit("/", 1)[0], set()).add(p)
+        self.findings.extend(train_findings(rel, d, t, entries, self.group_dirs.get(d, set())))
 
     def check_sums(self, tree: Tree, facts: dict[str, FileFacts | OSError]) -> None:
         if SUMS_NAME not in tree.files:
