@@ -98,6 +98,9 @@ def check_git(root: Path, index: dict[str, Any] | None, since: str | None = None
             base = r.split("/", 1)[0] if "/" in r else None
             if base not in known or r in seen:
                 continue
+            new_in_closed = status == "A" and base in closed and not _placeholder(root, r)
+            if status not in ("M", "T", "D") and not new_in_closed:
+                continue  # no finding: no `git log` for where it was committed (one per path, on every changed file)
             place = _committed_in(repo, path, commit.hexsha, since) if where == "commit" else f"in the {where}"
             if status in ("M", "T", "D"):
                 seen.add(r)
@@ -110,7 +113,7 @@ def check_git(root: Path, index: dict[str, Any] | None, since: str | None = None
                         f"{what} {place}, but it was published in {_published_in(repo, path, commit.hexsha)}",
                     )
                 )
-            elif status == "A" and base in closed and not _placeholder(root, r):
+            else:
                 seen.add(r)
                 out.append(finding("GIT003", r, f"new file under {closed[base]} base {base} ({place})"))
     for path in untracked:

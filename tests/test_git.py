@@ -234,3 +234,27 @@ def test_a_clone_with_core_autocrlf_keeps_every_hash(repo: Path, tmp_path: Path)
     subprocess.run(["git", "-c", "core.autocrlf=true", "clone", "-q", str(repo), str(clone)], check=True)
     git(clone, "config", "core.autocrlf", "true")
     assert b"\r\n" not in (clone / "index.json").read_bytes() and codes(clone) == codes(repo)
+
+
+def test_since_asks_git_where_a_file_was_committed_only_for_findings(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rwkv_registry import gitcheck
+
+    first = git(repo, "rev-parse", "HEAD").strip()
+    for i in range(5):  # new weights under the active base, committed: no finding, no `git log` per file
+        src = tmp_path / f"n{i}.pth"
+        write_state(src, seed=100 + i)
+        add_entry(repo, src, base=TINY_BASE, data_version="v9", train=state_train("v9"))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "five new weights")
+    calls: list[str] = []
+    real = gitcheck._committed_in
+    monkeypatch.setattr(gitcheck, "_committed_in", lambda repo_, path, *a: calls.append(path) or real(repo_, path, *a))
+    assert not {c for c in codes(repo, since=first) if c.startswith("GIT")}
+    assert calls == []
+    p = repo / STATE  # a published file edited in a commit after the baseline: its commit is named
+    p.write_bytes(p.read_bytes()[:-1] + bytes([p.read_bytes()[-1] ^ 1]))
+    git(repo, "commit", "-qam", "sneaky edit")
+    found = [f for f in validate_registry(repo, use_cache=False, since=first).findings if f.code == "GIT001"]
+    assert calls == [STATE] and len(found) == 1 and "sneaky edit" in found[0].message
