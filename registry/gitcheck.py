@@ -166,7 +166,9 @@ def changed_since_head(root: Path, rels: list[str]) -> set[str] | None:
     try:
         repo, prefix = _repo_and_prefix(git, root)
         full = {(r if prefix == "." else f"{prefix}/{r}"): r for r in rels}
-        out = repo.git.diff("--name-only", "--no-renames", "-z", "HEAD", "--", *sorted(full))
+        # the registry's whole directory, filtered here: thousands of paths on the command line could pass
+        # the system's argument limit (E2BIG, an OSError GitPython does not turn into GitCommandError)
+        out = repo.git.diff("--name-only", "--no-renames", "-z", "HEAD", "--", prefix)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError, git.GitCommandError, git.GitCommandNotFound):
         return None
     except ValueError:

@@ -236,6 +236,19 @@ def test_a_clone_with_core_autocrlf_keeps_every_hash(repo: Path, tmp_path: Path)
     assert b"\r\n" not in (clone / "index.json").read_bytes() and codes(clone) == codes(repo)
 
 
+def test_which_side_changed_with_more_paths_than_a_command_line_holds(repo: Path) -> None:
+    # HSH001 on tens of thousands of files: the paths are not passed to git (E2BIG past ARG_MAX, 2 MiB on Linux)
+    from rwkv_registry.gitcheck import changed_since_head
+
+    (repo / "index.json").write_bytes((repo / "index.json").read_bytes() + b"\n")
+    many = [f"{TINY_BASE}/state/v1/{'x' * 100}-{i}.pth" for i in range(30_000)]  # about 4 MB of arguments
+    assert changed_since_head(repo, [*many, STATE, "index.json"]) == {"index.json"}
+    p = repo / STATE
+    p.write_bytes(p.read_bytes()[:-1] + bytes([p.read_bytes()[-1] ^ 1]))
+    assert changed_since_head(repo, [STATE]) == {STATE}
+    assert changed_since_head(repo, []) == set()
+
+
 def test_since_asks_git_where_a_file_was_committed_only_for_findings(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
