@@ -12,13 +12,17 @@ own commit, its data-version directories spread over the others; a data-version 
 split across commits, as ``add`` requires). The registry must validate with 0 errors (asserted).
 
 Then, in a fresh process each (as a user runs them), the median of ``--repeat`` runs of: ``validate
---no-cache`` (cold), ``validate`` (warm), ``validate --since HEAD~1``, ``add`` of a new State file,
+--no-cache`` (cold), ``validate`` (warm), ``validate --since HEAD~1``, ``validate --since`` the newest
+base's own commit (a CI range of many new files that spans no freeze), ``add`` of a new State file,
 ``validate`` after that add (the pre-commit hook on a new entry), ``add-base`` (metadata), ``sums``,
 ``sums --check``, ``readme``, ``list``, ``list --format json`` and ``show``; wall time and the
 child's peak RSS. Write commands are undone after each run (``git reset --hard``, ``git clean``).
+``--python LABEL=PYTHON`` (repeatable) measures the rwkv_registry of several interpreters (e.g. a
+checkout before and after a change) on the same registries, their runs alternating so that other load
+on the machine weighs on each alike; each has its own cache directory.
 
 Usage: python bench/scale_bench.py [--entries 250,500,1000,2000] [--bases 8] [--commits 200]
-       [--repeat 3] [--seed 0] [--out FILE.json] [--keep DIR]
+       [--repeat 3] [--seed 0] [--out FILE.json] [--keep DIR] [--python LABEL=PYTHON ...]
 """
 
 from __future__ import annotations
@@ -143,6 +147,7 @@ def build(root: Path, n_entries: int, n_bases: int, n_commits: int, seed: int) -
         add_base(root, name=name, source="BlinkDL/rwkv7-g1", sha256=sha, size=None, arch=arch, today="2026-01-01")
         day += 1
         _commit(root, f"add base {name}", day)
+        since_base = 0  # commits since this base's own (a --since range that spans no freeze)
         index = json.loads((root / "index.json").read_text("utf-8"))
         hashes = {line.path: line.sha256 for line in parse_sums((root / "SHA256SUMS").read_bytes())[0]}
         n_state = count * 2 // 5
@@ -233,18 +238,28 @@ def build(root: Path, n_entries: int, n_bases: int, n_commits: int, seed: int) -
             (root / "SHA256SUMS").write_bytes(format_sums(hashes))
             day += 1
             _commit(root, f"{name}: {c + 1}/{n_chunks} of its weights", day)
+            since_base += 1
     commits = int(_git(root, "rev-list", "--count", "HEAD").strip())
     files = sum(1 for p in root.rglob("*") if p.is_file() and ".git" not in p.parts)
-    return {"build_s": round(time.perf_counter() - t0, 2), "commits": commits, "files": files, "entries": made}
+    changed = _git(root, "diff", "--name-only", f"HEAD~{since_base}", "HEAD").splitlines()
+    return {
+        "build_s": round(time.perf_counter() - t0, 2),
+        "commits": commits,
+        "files": files,
+        "entries": made,
+        "since_range": {"rev": f"HEAD~{since_base}", "files_changed": len(changed)},
+    }
 
 
-def run(cmd: list[str], cwd: Path | None = None, ok: tuple[int, ...] = (0,)) -> tuple[float, float, str]:
+def run(
+    cmd: list[str], cwd: Path | None = None, ok: tuple[int, ...] = (0,), env: dict[str, str] | None = None
+) -> tuple[float, float, str]:
     """(wall seconds, peak RSS MB of the child, stdout) of one command. The peak RSS comes from GNU time
     (``/usr/bin/time -f %M``): a child forked from this process would report this process's peak too."""
     with tempfile.NamedTemporaryFile() as rss:
         wrap = [GNU_TIME, "-q", "-f", "%M", "-o", rss.name] if GNU_TIME else []
         t0 = time.perf_counter()
-        p = subprocess.run([*wrap, *cmd], cwd=cwd, capture_output=True, text=True)
+        p = subprocess.run([*wrap, *cmd], cwd=cwd, capture_output=True, text=True, env=env)
         dt = time.perf_counter() - t0
         if p.returncode not in ok:
             raise SystemExit(f"{' '.join(cmd)} exited {p.returncode}:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
@@ -253,20 +268,21 @@ def run(cmd: list[str], cwd: Path | None = None, ok: tuple[int, ...] = (0,)) -> 
     return dt, mb, p.stdout
 
 
-def median_of(repeat: int, cmd: list[str], cwd: Path | None = None, undo: Any = None) -> dict[str, float]:
-    times, rss = [], []
-    for i in range(repeat):
-        c = [a.replace("{i}", str(i)) for a in cmd]
-        dt, mb, _ = run(c, cwd=cwd)
-        times.append(dt)
-        rss.append(mb)
-        if undo is not None:
-            undo()
-    return {"s": round(statistics.median(times), 3), "mb": round(max(rss), 1)}
+class Cli:
+    """One rwkv-registry to measure: an interpreter (whose rwkv_registry is imported) and its own cache."""
+
+    def __init__(self, label: str, python: str, cache: Path) -> None:
+        self.label = label
+        self.prefix = [python, "-m", "rwkv_registry.cli"]
+        self.env = {**os.environ, "RWKV_REGISTRY_CACHE_DIR": str(cache)}
+
+    def run(self, *args: str, ok: tuple[int, ...] = (0,)) -> tuple[float, float, str]:
+        return run([*self.prefix, *args], ok=ok, env=self.env)
 
 
-def measure(root: Path, repeat: int, work: Path) -> dict[str, Any]:
-    """Every per-commit command on the registry at ``root`` (a git work tree, clean)."""
+def measure(root: Path, repeat: int, work: Path, clis: list[Cli], since: str) -> dict[str, dict[str, Any]]:
+    """Every per-commit command on the registry at ``root`` (a git work tree, clean), for each of ``clis``;
+    the runs of the CLIs alternate, so that a load on the machine weighs on them alike."""
     from rwkv_registry.arch import parse_arch_option
     from rwkv_registry.demo import write_synthetic_state
 
@@ -279,42 +295,52 @@ def measure(root: Path, repeat: int, work: Path) -> dict[str, Any]:
         write_synthetic_state(new / f"bench-new-{i}.pth", parse_arch_option(ARCH_TEXT), seed=987_654 + i)
     train = work / "train.json"
     train.write_text(json.dumps(_train("state", "v9.0", 1234)))
+    r = str(root)
 
     def undo() -> None:
         _git(root, "reset", "-q", "--hard")
         _git(root, "clean", "-qfd")
 
-    r = str(root)
-    out: dict[str, Any] = {}
-    out["validate_cold"] = median_of(repeat, [*CLI, "validate", r, "--no-cache"])
-    run([*CLI, "validate", r])  # fill the cache
-    out["validate_warm"] = median_of(repeat, [*CLI, "validate", r])
-    out["validate_since_HEAD~1"] = median_of(repeat, [*CLI, "validate", r, "--since", "HEAD~1"])
-    add = [*CLI, "add", r, str(new / "bench-new-{i}.pth"), "--base", active, "--data-version", "v9.0"]
-    add += ["--train", str(train)]
-    out["add_state"] = median_of(repeat, add, undo=undo)
-    # the pre-commit hook on that change: validate with one new entry, the rest cached
-    times, rss = [], []
-    for i in range(repeat):
-        run([a.replace("{i}", str(i)) for a in add])
-        dt, mb, _ = run([*CLI, "validate", r])
-        times.append(dt)
-        rss.append(mb)
-        undo()
-    out["validate_after_add"] = {"s": round(statistics.median(times), 3), "mb": round(max(rss), 1)}
+    def add(i: int) -> list[str]:
+        new_file = str(new / f"bench-new-{i}.pth")
+        return ["add", r, new_file, "--base", active, "--data-version", "v9.0", "--train", str(train)]
+
+    out: dict[str, dict[str, Any]] = {c.label: {} for c in clis}
+
+    def step(name: str, args: Any, *, write: bool = False, before: Any = None) -> None:
+        samples: dict[str, list[tuple[float, float]]] = {c.label: [] for c in clis}
+        for i in range(repeat):
+            for c in clis:
+                if before is not None:
+                    c.run(*before(i))
+                samples[c.label].append(c.run(*(args(i) if callable(args) else args))[:2])
+                if write or before is not None:
+                    undo()
+        for c in clis:
+            times = [t for t, _ in samples[c.label]]
+            out[c.label][name] = {
+                "s": round(statistics.median(times), 3),
+                "min_s": round(min(times), 3),
+                "mb": round(max(m for _, m in samples[c.label]), 1),
+            }
+
+    step("validate_cold", ["validate", r, "--no-cache"])
+    for c in clis:
+        c.run("validate", r)  # fill the cache
+    step("validate_warm", ["validate", r])
+    step("validate_since_HEAD~1", ["validate", r, "--since", "HEAD~1"])
+    step("validate_since_range", ["validate", r, "--since", since])  # every commit of the newest base
+    step("add_state", add, write=True)
+    step("validate_after_add", ["validate", r], before=add)  # the pre-commit hook on a new entry
     sha = hashlib.sha256(b"bench new base").hexdigest()
-    base_args = ["--arch", ARCH_TEXT, "--source", "BlinkDL/rwkv7-g1"]
-    out["add_base"] = median_of(
-        repeat,
-        [*CLI, "add-base", r, "--name", "rwkv7-other-0.1b-20260101-ctx4096", "--sha256", sha, *base_args],
-        undo=undo,
-    )
-    out["sums"] = median_of(repeat, [*CLI, "sums", r], undo=undo)
-    out["sums_check"] = median_of(repeat, [*CLI, "sums", r, "--check"])
-    out["readme"] = median_of(repeat, [*CLI, "readme", r], undo=undo)
-    out["list"] = median_of(repeat, [*CLI, "list", r])
-    out["list_json"] = median_of(repeat, [*CLI, "list", r, "--format", "json"])
-    out["show"] = median_of(repeat, [*CLI, "show", entry, "--path", r])
+    base_args = ["--name", "rwkv7-other-0.1b-20260101-ctx4096", "--sha256", sha, "--arch", ARCH_TEXT]
+    step("add_base", ["add-base", r, *base_args, "--source", "BlinkDL/rwkv7-g1"], write=True)
+    step("sums", ["sums", r], write=True)
+    step("sums_check", ["sums", r, "--check"])
+    step("readme", ["readme", r], write=True)
+    step("list", ["list", r])
+    step("list_json", ["list", r, "--format", "json"])
+    step("show", ["show", entry, "--path", r])
     return out
 
 
@@ -327,8 +353,16 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path)
     ap.add_argument("--keep", type=Path, help="build the registries under this directory and keep them")
+    ap.add_argument(
+        "--python",
+        action="append",
+        metavar="LABEL=PYTHON",
+        help="measure the rwkv_registry of this interpreter too (repeatable; e.g. before=/path/venv/bin/python); "
+        "default: this interpreter only, as 'this'",
+    )
     args = ap.parse_args()
     sizes = [int(x) for x in args.entries.split(",") if x]
+    pythons = [tuple(p.split("=", 1)) for p in args.python or []] or [("this", sys.executable)]
     results: dict[str, Any] = {
         "date": time.strftime("%Y-%m-%d"),
         "machine": machine(),
@@ -336,6 +370,7 @@ def main() -> int:
         "commits": args.commits,
         "repeat": args.repeat,
         "seed": args.seed,
+        "clis": {label: py for label, py in pythons},
         "runs": [],
     }
     tmp = Path(tempfile.mkdtemp(prefix="rwkv-scale-bench-"))
@@ -348,26 +383,30 @@ def main() -> int:
             top.mkdir(parents=True)
             root = top / "registry"
             built = build(root, n, args.bases, args.commits, args.seed)
-            _, _, text = run([*CLI, "validate", str(root), "--format", "json"], ok=(0, 1))
+            _, _, text = run([*CLI, "validate", str(root), "--format", "json", "--no-cache"], ok=(0, 1))
             report = json.loads(text)
             errors = [f for f in report["findings"] if f["severity"] == "error"]
             assert not errors, f"generated registry of {n} entries is invalid: {errors[:5]}"
             built["warnings"] = report["counts"]["warning"]
             print(f"N={n}: built in {built['build_s']} s, {built['files']} files, {built['commits']} commits")
-            figures = measure(root, args.repeat, top)
+            clis = [Cli(label, py, tmp / f"cache-{n}-{label}") for label, py in pythons]
+            figures = measure(root, args.repeat, top, clis, built["since_range"]["rev"])
             results["runs"].append({"entries": n, **built, "figures": figures})
-            print("  " + ", ".join(f"{k} {v['s']:.3f} s/{v['mb']:.0f} MB" for k, v in figures.items()), flush=True)
+            for label, figs in figures.items():
+                print(f"  {label}: " + ", ".join(f"{k} {v['s']:.3f} s/{v['mb']:.0f} MB" for k, v in figs.items()))
             if args.out:
                 args.out.write_text(json.dumps(results, indent=2) + "\n")
     finally:
         if args.keep is None:
             shutil.rmtree(tmp, ignore_errors=True)
-    keys = list(results["runs"][0]["figures"]) if results["runs"] else []
-    print("\n| command | " + " | ".join(f"N={r['entries']}" for r in results["runs"]) + " |")
-    print("|---|" + "---|" * len(results["runs"]))
-    for k in keys:
-        cells = [f"{r['figures'][k]['s']:.3f} s, {r['figures'][k]['mb']:.0f} MB" for r in results["runs"]]
-        print(f"| {k} | " + " | ".join(cells) + " |")
+    for label, _ in pythons:
+        runs = results["runs"]
+        keys = list(runs[0]["figures"][label]) if runs else []
+        print(f"\n{label}\n| command | " + " | ".join(f"N={r['entries']}" for r in runs) + " |")
+        print("|---|" + "---|" * len(runs))
+        for k in keys:
+            cells = [f"{r['figures'][label][k]['s']:.3f} s, {r['figures'][label][k]['mb']:.0f} MB" for r in runs]
+            print(f"| {k} | " + " | ".join(cells) + " |")
     return 0
 
 
