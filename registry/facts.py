@@ -26,7 +26,7 @@ from . import __version__
 from .errors import CheckpointError
 from .rules import Finding, finding
 
-FACTS_VERSION = 2  # bump when the checks behind cached findings change
+FACTS_VERSION = 3  # bump when the checks behind cached findings (or the cache's layout) change
 MAX_ITEMS = 50_000  # index.json entries whose schema errors the cache keeps
 _STATE_NAME = re.compile(r"^blocks\.(\d+)\.att\.time_state$")
 
@@ -222,6 +222,10 @@ def stat_key(st: os.stat_result, path: str) -> list[Any]:
     return [st.st_dev, st.st_ino, path, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
 
+_BLOB_FIELDS = ("tensors", "targets", "manifest.targets")  # stored once per distinct content (FactsCache.blobs)
+_BLOB_MIN_ITEMS = 4
+
+
 class FactsCache:
     """A JSON file of facts per absolute path, outside the validated tree. Never trusted blindly:
     an entry is used only if its stat key matches exactly."""
@@ -233,6 +237,9 @@ class FactsCache:
         self.json: dict[str, Any] = {}
         # schema errors of index.json entries by content (rwkv_registry.schemas.schema_errors' memo)
         self.items: dict[str, Any] = {}
+        # the big lists of facts (tensors, targets, the manifest's targets) by content: every adapter of one
+        # base and rank has the same ones, 60 KB of JSON each at 7.2B, loaded on every warm run
+        self.blobs: dict[str, Any] = {}
         self.path: Path | None = None
         if not enabled:
             return
@@ -251,6 +258,8 @@ class FactsCache:
                 self.json = data.get("json", {})
                 items = data.get("items", {})
                 self.items = items if isinstance(items, dict) else {}
+                blobs = data.get("blobs", {})
+                self.blobs = blobs if isinstance(blobs, dict) else {}
         except (OSError, ValueError, AttributeError):
             pass
 
@@ -258,14 +267,37 @@ class FactsCache:
         item = self.files.get(path) if self.enabled else None
         if item and item.get("key") == key:
             try:
-                return FileFacts.from_json(item["facts"])
-            except (TypeError, KeyError):
+                data = dict(item["facts"])
+                for where, digest in item.get("blobs", {}).items():  # the fields put() replaced, by name
+                    value = self.blobs[digest]
+                    if where == "manifest.targets":
+                        data["manifest"] = {**data["manifest"], "targets": value}
+                    else:
+                        data[where] = value
+                return FileFacts.from_json(data)
+            except (TypeError, KeyError, AttributeError):
                 return None
         return None
 
     def put(self, path: str, key: list[Any], facts: FileFacts) -> None:
         if self.enabled:
-            self.files[path] = {"key": key, "facts": asdict(facts)}
+            data = asdict(facts)
+            blobs: dict[str, str] = {}
+            for where in _BLOB_FIELDS:
+                holder = data.get("manifest") if where == "manifest.targets" else data
+                field_name = where.rsplit(".", 1)[-1]
+                value = holder.get(field_name) if isinstance(holder, dict) else None
+                if not isinstance(value, list) or len(value) < _BLOB_MIN_ITEMS:
+                    continue
+                text = json.dumps(value)  # key order kept: a blob is exactly the value it replaces
+                digest = hashlib.sha256(text.encode()).hexdigest()[:32]
+                self.blobs.setdefault(digest, json.loads(text))
+                blobs[where] = digest
+                if where == "manifest.targets":
+                    data["manifest"] = {**data["manifest"], "targets": None}
+                else:
+                    data[where] = None
+            self.files[path] = {"key": key, "facts": data, "blobs": blobs} if blobs else {"key": key, "facts": data}
             self.dirty = True
 
     def get_json(self, key: str) -> Any:
@@ -282,12 +314,20 @@ class FactsCache:
             return
         keep = set(live)
         files = {p: v for p, v in self.files.items() if p in keep} if keep else self.files
+        used = {d for v in files.values() if isinstance(v, dict) for d in (v.get("blobs") or {}).values()}
+        self.blobs = {d: b for d, b in self.blobs.items() if d in used}
         if len(self.json) > 4096:
             self.json = dict(list(self.json.items())[-2048:])
         if len(self.items) > MAX_ITEMS:  # the most recently used last (schema_errors re-inserts what it reads)
             self.items = dict(list(self.items.items())[-MAX_ITEMS:])
         payload = json.dumps(
-            {"version": [FACTS_VERSION, __version__], "files": files, "json": self.json, "items": self.items}
+            {
+                "version": [FACTS_VERSION, __version__],
+                "files": files,
+                "json": self.json,
+                "items": self.items,
+                "blobs": self.blobs,
+            }
         )
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -56,3 +56,37 @@ def test_corrupt_cache_file_is_ignored(registry: Path) -> None:
         f.write_text("{garbage")
     report = validate_registry(registry)
     assert report.ok and report.stats["cache_hits"] == 0
+
+
+def test_cached_facts_share_their_big_lists_and_read_back_unchanged(registry: Path, tmp_path: Path) -> None:
+    # every adapter of one base and rank has the same tensors and targets: stored once (a 7.2B MiSS adapter's
+    # facts are 60 KB of JSON, loaded on every warm run), read back equal to the facts computed
+    import json
+    from dataclasses import asdict
+
+    from rwkv_registry.facts import FactsCache, FileFacts, compute_facts
+
+    weights = sorted(p for p in registry.rglob("*.pth"))
+    computed = {str(p): compute_facts(p) for p in weights}
+    cache = FactsCache(tmp_path / "elsewhere")
+    for i, (p, f) in enumerate(computed.items()):
+        cache.put(p, [i], f)
+    cache.save()
+    again = FactsCache(tmp_path / "elsewhere")
+    for i, (p, f) in enumerate(computed.items()):
+        as_before = FileFacts.from_json(json.loads(json.dumps(asdict(f))))  # what the cache gave without blobs
+        assert again.get(p, [i]) == as_before
+        assert again.get(p, [i + 1]) is None
+    stored = json.loads(again.path.read_text())
+    misses = [v for v in stored["files"].values() if v["facts"]["method"] == "miss"]
+    assert len(misses) == 2 and misses[0]["blobs"] == misses[1]["blobs"]  # the same shapes: the same blobs
+    assert set(misses[0]["blobs"]) == {"tensors", "targets", "manifest.targets"}
+    assert all(v["facts"]["targets"] is None for v in misses)
+    # a blob gone (a cache from elsewhere, an edit): a miss, recomputed, never a half-read fact
+    stored["blobs"] = {}
+    again.path.write_text(json.dumps(stored))
+    assert FactsCache(tmp_path / "elsewhere").get(str(weights[0]), [0]) is None
+    report = validate_registry(registry)
+    assert report.ok and report.stats["cache_hits"] == 0
+    warm = validate_registry(registry)
+    assert warm.stats["cache_hits"] == 3 and [f.code for f in warm.findings] == [f.code for f in report.findings]
