@@ -22,7 +22,7 @@ from .atomic import TMP_PREFIX, Transaction, registry_lock
 from .errors import RefusedError, RegistryIOError, UsageError
 from .facts import FactsCache, FileFacts, compute_facts, gather_facts, sha256_file
 from .gitcheck import published_in
-from .lineage import family_of, superseded
+from .lineage import base_date, family_of, superseded
 from .readme import skeleton, update_readme
 from .rules import Finding, Severity, finding
 from .sums import SIG_NAME, SUMS_NAME, format_sums
@@ -686,7 +686,9 @@ def add_entry(
                 hint="Published directories never change: put the new run under a new data version "
                 "(e.g. --data-version " + _next_version(data_version) + ") with its own train.json.",
             )
-        eid = entry_id or (src.stem if method == "state" else f"{data_version.replace('.', '')}-{group}")
+        eid = entry_id or _default_id(
+            index, b, src.stem if method == "state" else f"{data_version.replace('.', '')}-{group}"
+        )
         if any(e["id"] == eid for e in index["entries"]):
             raise RefusedError(f"entry id {eid!r} exists", hint="Give another --id.")
         if profile is None:
@@ -809,6 +811,15 @@ def _refuse_train_findings(
             path=train_rel,
             findings=errors,
         )
+
+
+def _default_id(index: dict[str, Any], base: dict[str, Any], plain: str) -> str:
+    """``plain`` (a State's file stem, or ``<data version without dots>-<group>``), or, when an entry of
+    another base has it (the same data retrained on a new base, seed 000's workflow), ``plain-<base date>``."""
+    taken = {e["id"]: e.get("base") for e in index["entries"]}
+    if plain not in taken or taken[plain] == base["name"]:
+        return plain  # free, or taken under this very base: refused as a duplicate id
+    return f"{plain}-{base_date(base) or base['name']}"
 
 
 def _next_version(version: str) -> str:

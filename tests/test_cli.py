@@ -21,6 +21,7 @@ from regtools import (
 )
 
 from rwkv_registry.cli import main
+from rwkv_registry.errors import RefusedError
 from rwkv_registry.schemas import schema_errors
 from rwkv_registry.validate import validate_registry
 
@@ -324,3 +325,27 @@ def test_add_base_reads_only_headers(tmp_path: Path, monkeypatch: pytest.MonkeyP
     read = sum(s.bytes_read for s in sources)
     size = base.stat().st_size
     assert size > 60_000_000 and 0 < read < 200_000, (read, size)
+
+
+def test_retraining_on_a_new_base_gets_free_default_ids(registry: Path, tmp_path: Path) -> None:
+    """Seed 000's workflow: the same data retrained on a newer base. The default ids (a State's file stem,
+    `<data version>-<group>` for MiSS) are taken by the old base's entries, so the new ones get the base's date."""
+    from rwkv_registry.ops import add_base, add_entry
+
+    new = "rwkv7-tiny-20261201-ctx4096"
+    add_base(registry, name=new, source="BlinkDL/rwkv7-g1", sha256="d" * 64, size=1234, arch=dict(TINY_ARCH))
+    add_entry(
+        registry, write_state(tmp_path / "again" / "s1.pth", seed=7), base=new, data_version="v1", train=state_train()
+    )
+    f = tmp_path / "again" / "r4-a" / "adapter-final.pth"
+    write_miss(f, seed=5, base_sha="d" * 64)
+    add_entry(registry, f, base=new, data_version="v2", train=miss_train(), group="r4-a")
+    entries = {e["id"]: e for e in json.loads((registry / "index.json").read_text())["entries"]}
+    assert entries["s1"]["base"] == TINY_BASE and entries["s1-20261201"]["base"] == new
+    assert entries["v2-r4-a"]["base"] == TINY_BASE and entries["v2-r4-a-20261201"]["base"] == new
+    assert entries["v2-r4-a-20261201"]["adapter_id"] == "v2-r4-a-20261201"
+    assert validate_registry(registry, use_cache=False).ok
+    # a default id taken under the same base stays a refused duplicate: no second renaming
+    again = write_state(tmp_path / "again3" / "s1.pth", seed=9)
+    with pytest.raises(RefusedError, match="entry id 's1-20261201' exists"):
+        add_entry(registry, again, base=new, data_version="v3", train=state_train("v3"))
