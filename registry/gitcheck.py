@@ -4,7 +4,9 @@ Baseline: ``HEAD``, or ``--since REV``. A file that exists at the baseline under
 must not be modified or deleted in the working tree or the index (GIT001, GIT002; the message
 names the commit that published it); a base that is ``frozen`` at the baseline or now, or that a
 newer base of its family supersedes, gets no new files (GIT003; the empty ``.gitkeep`` placeholders of
-its method folders excepted). Outside a git work tree (a plain copy, a
+its method folders excepted; with ``--since``, a file whose last commit in the range was made while its base
+was open, by that commit's index.json, and that the index and working tree leave as committed, is not new
+under a closed base). Outside a git work tree (a plain copy, a
 ``pull``) they cannot be checked, and GIT004 (a warning) says so; the Hub validator (``hf://``) skips them by
 design, the Hub keeping its own history.
 """
@@ -90,8 +92,25 @@ def check_git(root: Path, index: dict[str, Any] | None, since: str | None = None
             closed.setdefault(n, "superseded")
     known = set(bases_now) | set(bases_then)
 
+    indexes: dict[str, dict[str, Any] | None] = {}
+
+    def index_at(sha: str) -> dict[str, Any] | None:
+        if sha not in indexes:
+            indexes[sha] = _index_at(repo, sha, prefix)
+        return indexes[sha]
+
+    heads: dict[str, dict[str, str]] = {}
+
+    def since_head(where: str) -> dict[str, str]:
+        """What the index or the working tree changes from HEAD (asked only when a committed file was spared)."""
+        if where not in heads:
+            cached = ("--cached",) if where == "index" else ()
+            heads[where] = _name_status(repo, *cached, "HEAD", "--", spec)
+        return heads[where]
+
     out: list[Finding] = []
     seen: set[str] = set()
+    spared: set[str] = set()
     for status_map, where in ((committed, "commit"), (staged, "index"), (changed, "working tree")):
         for path, status in sorted(status_map.items()):
             r = rel(path)
@@ -101,7 +120,14 @@ def check_git(root: Path, index: dict[str, Any] | None, since: str | None = None
             new_in_closed = status == "A" and base in closed and not _placeholder(root, r)
             if status not in ("M", "T", "D") and not new_in_closed:
                 continue  # no finding: no `git log` for where it was committed (one per path, on every changed file)
-            place = _committed_in(repo, path, commit.hexsha, since) if where == "commit" else f"in the {where}"
+            place, last = (
+                _committed_in(repo, path, commit.hexsha, since) if where == "commit" else (f"in the {where}", None)
+            )
+            if where != "commit" and r in spared and path not in since_head(where):
+                continue  # as committed: judged in the commit pass
+            if new_in_closed and last is not None and base not in _closed_at(bases_then, index_at(last)):
+                spared.add(r)  # committed (last touched) while its base was still open, and closed only after
+                continue
             if status in ("M", "T", "D"):
                 seen.add(r)
                 code = "GIT002" if status == "D" else "GIT001"
@@ -199,11 +225,23 @@ def _published_in(repo: Any, path: str, rev: str) -> str:
     return _commit_words(log[-1]) if log else "an earlier commit"
 
 
-def _committed_in(repo: Any, path: str, baseline: str, since: str | None) -> str:
-    """``in commit abc1234 (date, “subject”) after --since REV``: the newest commit since the baseline that
-    touched ``path``."""
-    log = repo.git.log("-1", f"--format={_LOG_FORMAT}", f"{baseline}..HEAD", "--", path).strip()
-    return f"in {_commit_words(log)}, after --since {since}" if log else f"in a commit after --since {since}"
+def _committed_in(repo: Any, path: str, baseline: str, since: str | None) -> tuple[str, str | None]:
+    """``in commit abc1234 (date, “subject”) after --since REV``, and that commit's full sha: the newest commit
+    since the baseline that touched ``path`` (None when git names none)."""
+    log = repo.git.log("-1", f"--format=%H {_LOG_FORMAT}", f"{baseline}..HEAD", "--", path).strip()
+    if not log:
+        return f"in a commit after --since {since}", None
+    sha, _, words = log.partition(" ")
+    return f"in {_commit_words(words)}, after --since {since}", sha
+
+
+def _closed_at(bases_then: dict[Any, dict[str, Any]], index: dict[str, Any] | None) -> set[str]:
+    """The bases closed at the baseline (``bases_then``) or in ``index`` (a later commit's): frozen, or
+    superseded by a newer base of their family. A base closed at the baseline stays closed."""
+    bases = [b for b in (index or {}).get("bases", []) if isinstance(b, dict)] if isinstance(index, dict) else []
+    out = {n for n, b in bases_then.items() if b.get("status") == "frozen"} | set(superseded(bases_then.values()))
+    frozen_later = {b["name"] for b in bases if b.get("status") == "frozen" and isinstance(b.get("name"), str)}
+    return out | frozen_later | set(superseded(bases))
 
 
 def _index_at(repo: Any, rev: str, prefix: PurePosixPath) -> dict[str, Any] | None:

@@ -271,3 +271,37 @@ def test_since_asks_git_where_a_file_was_committed_only_for_findings(
     git(repo, "commit", "-qam", "sneaky edit")
     found = [f for f in validate_registry(repo, use_cache=False, since=first).findings if f.code == "GIT001"]
     assert calls == [STATE] and len(found) == 1 and "sneaky edit" in found[0].message
+
+
+def test_since_over_a_freeze_spares_files_committed_while_the_base_was_open(repo: Path, tmp_path: Path) -> None:
+    """--since REV over a range in which weights were added and then their base frozen: those weights were
+    committed while the base was open (GIT003 reported every one of them); one committed after the freeze is not."""
+    from rwkv_registry.ops import write_readme
+
+    first = git(repo, "rev-parse", "HEAD").strip()
+    src = write_state(tmp_path / "early.pth", seed=21)
+    add_entry(repo, src, base=TINY_BASE, data_version="v9", train=state_train("v9"))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "new weights while the base is open")
+    edit_index(repo, lambda i: i["bases"][0].update(status="frozen"))
+    resum(repo)
+    write_readme(repo)
+    git(repo, "commit", "-qam", "freeze")
+    assert not {c for c in codes(repo, since=first) if c.startswith("GIT")}
+    early = repo / TINY_BASE / "state" / "v9" / "early.pth"
+    kept = early.read_bytes()
+    early.write_bytes(kept[:-1] + bytes([kept[-1] ^ 1]))  # not committed: the working tree differs from HEAD
+    found = [f for f in validate_registry(repo, use_cache=False, since=first).findings if f.code == "GIT003"]
+    assert [f.path for f in found] == [f"{TINY_BASE}/state/v9/early.pth"] and "working tree" in found[0].message
+    early.write_bytes(kept)
+    late = repo / TINY_BASE / "state" / "v9" / "late.pth"
+    late.write_bytes(write_state(tmp_path / "late.pth", seed=22).read_bytes())
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "sneaked in after the freeze")
+    found = [f for f in validate_registry(repo, use_cache=False, since=first).findings if f.code == "GIT003"]
+    assert [f.path for f in found] == [f"{TINY_BASE}/state/v9/late.pth"] and "sneaked in" in found[0].message
+    # the early file edited after the freeze is caught too: its last commit is after the freeze
+    early.write_bytes(early.read_bytes()[:-1] + bytes([early.read_bytes()[-1] ^ 1]))
+    git(repo, "commit", "-qam", "edit after the freeze")
+    found = [f for f in validate_registry(repo, use_cache=False, since=first).findings if f.code == "GIT003"]
+    assert sorted(f.path for f in found) == [f"{TINY_BASE}/state/v9/early.pth", f"{TINY_BASE}/state/v9/late.pth"]
