@@ -1,0 +1,375 @@
+"""Cases that a mutation audit of the core rule code (validate.py, miss.py, gitcheck.py, lineage.py, arch.py,
+readme.py, sums.py) found untested. Each test pins one behaviour that a hand-written mutant changed while the
+rest of the suite passed; the mutant is named in the docstring."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from regtools import TINY_ARCH, TINY_BASE, edit_index, state_train, write_state
+from test_validate_rules import (
+    MISS_A,
+    STATE,
+    STATE_TRAIN,
+    _entry,
+    _json_edit,
+    _miss_no_manifest,
+    _non_state_file,
+    _replace_state,
+    _score,
+    _scores_of,
+    _set,
+    _vs_state,
+    refresh,
+)
+
+from rwkv_registry.rules import Finding
+from rwkv_registry.validate import validate_registry
+
+
+def _findings(root: Path, code: str | None = None) -> list[Finding]:
+    found = validate_registry(root, use_cache=False).findings
+    return [f for f in found if code is None or f.code == code]
+
+
+def _messages(root: Path, code: str) -> list[str]:
+    return [f.message for f in _findings(root, code)]
+
+
+# --- LAY006: _safe_rel ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "path",
+    [f"{TINY_BASE}/state/./v1/s1.pth", f"{TINY_BASE}\\state\\v1\\s1.pth", f"/{STATE}"],
+    ids=["dot", "backslash", "absolute"],
+)
+def test_lay006_dot_components_backslashes_and_absolute_paths_are_unsafe(reg: Path, path: str) -> None:
+    """Mutants: `.` dropped from the refused components; the backslash test dropped."""
+    _entry(STATE, lambda e: _set(e, "path", path))(reg)
+    assert _messages(reg, "LAY006") == [f"entry 's1': path {path!r} is not a safe relative path"]
+
+
+# --- TRN rules -----------------------------------------------------------------------------------------------
+
+
+def test_trn007_is_only_about_rwkv_lightning_cuda_trainers(reg: Path) -> None:
+    """Mutant: TRN007 without `name in LIGHTNING_TRAINERS` blames any other trainer of a State."""
+    _json_edit(reg, STATE_TRAIN, lambda t: t["trainer"].update(name="rwkv_peft_state", version="0.3.0"))
+    assert _findings(reg, "TRN007") == []
+
+
+def test_trn003_train_json_data_version_is_compared_with_its_directory(reg: Path) -> None:
+    """Mutant: the directory comparison dropped (the per-entry comparison alone still fires)."""
+    _json_edit(reg, STATE_TRAIN, lambda t: t["data"].update(version="v9"))
+    assert "data.version is 'v9' in directory v1/" in _messages(reg, "TRN003")
+
+
+# --- MIS015: numbers within float rounding --------------------------------------------------------------------
+
+
+def test_mis015_scale_equal_within_float_rounding_passes(reg: Path) -> None:
+    """Mutant: `_same` compares exactly; a scale of 2.0 recorded as 2.0000000000001 is the same number."""
+    _entry(MISS_A, lambda e: _set(e, "miss", dict(e["miss"], scale=2.0000000000001)))(reg)
+    assert _findings(reg, "MIS015") == []
+    _entry(MISS_A, lambda e: _set(e, "miss", dict(e["miss"], scale=2.001)))(reg)
+    assert [f.message.split(" is ")[0] for f in _findings(reg, "MIS015")] == ["index.json scale"]
+
+
+# --- layout: LAY001, LAY002, LAY004, LAY007, LAY012 -------------------------------------------------------------
+
+B = TINY_BASE
+LAYOUT_CASES: dict[str, tuple[list[str], dict[str, str]]] = {
+    # name: (files created, {LAY004 path: message start}); every other file of the case is in its place
+    "gitkeep-in-base": ([f"{B}/.gitkeep"], {}),
+    "gitkeep-in-method": ([f"{B}/miss/.gitkeep"], {}),
+    "version-without-digit": (
+        [f"{B}/state/vx/train.json"],
+        {f"{B}/state/vx": "data-version directory 'vx'", f"{B}/state/vx/train.json": "this place"},
+    ),
+    "state-file-under-miss": ([f"{B}/miss/v2/s9.pth"], {f"{B}/miss/v2/s9.pth": "this place is not part"}),
+    "second-file-in-group": ([f"{B}/miss/v2/r4-a/adapter.pth"], {f"{B}/miss/v2/r4-a/adapter.pth": "this place"}),
+    "bad-group-name": (
+        [f"{B}/miss/v2/r4 c/adapter-final.pth"],
+        {f"{B}/miss/v2/r4 c/adapter-final.pth": "group folder 'r4 c' is not usable"},
+    ),
+    "long-name": ([f"{B}/state/v1/{'a' * 125}.pth"], {f"{B}/state/v1/{'a' * 125}.pth": "file name"}),
+    "longest-name": ([f"{B}/state/v1/{'a' * 124}.pth"], {}),
+    "stray-top-folder": (["stray/sub/x.txt"], {}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LAYOUT_CASES))
+def test_lay004_places_of_the_layout(case: str, reg: Path) -> None:
+    """Mutants of _layout_ok / check_layout: `<base>/.gitkeep` refused; a data-version folder without a digit
+    accepted; a State file under miss/, a second file in a group folder, a bad group name or a name over 128
+    characters accepted; a folder that is no base (LAY002) also blamed file by file and folder by folder (LAY004).
+    A misplaced weight file is LAY004 only, not also an unregistered weight (LAY007)."""
+    files, want = LAYOUT_CASES[case]
+    for rel in files:
+        (reg / rel).parent.mkdir(parents=True, exist_ok=True)
+        (reg / rel).write_bytes(b"" if rel.endswith(".gitkeep") else b"x")
+    found = _findings(reg)
+    got = {f.path: f.message for f in found if f.code == "LAY004"}
+    assert sorted(got) == sorted(want)
+    assert all(got[p].startswith(m) for p, m in want.items()), got
+    assert not [f for f in found if f.code == "LAY007" and f.path in want]
+
+
+def test_lay012_the_journal_of_an_interrupted_write(reg: Path) -> None:
+    """Mutant: only the temporary files were LAY012, the journal a mere unknown root file."""
+    (reg / ".rwkv-registry.journal").write_text("{}")
+    found = _findings(reg)
+    assert [f.path for f in found if f.code == "LAY012"] == [".rwkv-registry.journal"]
+    assert not [f for f in found if f.code == "LAY001"]
+
+
+@pytest.mark.parametrize("name", ["LICENSE", "LICENSE.md", "LICENSE.txt", ".gitignore"])
+def test_lay001_license_files_are_known_root_files(reg: Path, name: str) -> None:
+    """Mutant: LICENSE.md dropped from the root files."""
+    (reg / name).write_text("MIT")
+    assert _findings(reg, "LAY001") == []
+
+
+# --- index.json: IDX001, IDX002, IDX005, IDX006, IDX008, IDX004 ---------------------------------------------------
+
+
+def _unpublished(uid: str, base: str = TINY_BASE) -> dict[str, Any]:
+    return {"id": uid, "base": base, "method": "miss", "data": {"version": "v2.0"}, "description": "", "scores": []}
+
+
+def test_idx001_unpublished_weight_listed_twice(reg: Path) -> None:
+    """Mutant: unpublished ids were not added to the id space (only clashes with entries found)."""
+    edit_index(reg, lambda i: _set(i, "unpublished", [_unpublished("u1"), _unpublished("u1")]))
+    assert _messages(reg, "IDX001") == ["unpublished id 'u1' is also used by an entry or listed twice"]
+
+
+def test_idx005_the_duplicate_entry_is_not_checked_against_the_file(reg: Path) -> None:
+    """Mutant: without `continue`, the second entry of a path replaced the first one, whose file record is the one
+    compared with the file; the duplicate is IDX005 and nothing else."""
+
+    def dup(index: dict[str, Any]) -> None:
+        e = json.loads(json.dumps(index["entries"][0]))
+        e.update(id="other", file={"sha256": "0" * 64, "size": 1}, recommended=False)
+        index["entries"].append(e)
+
+    edit_index(reg, dup)
+    found = [(f.code, f.path) for f in _findings(reg) if f.path == STATE]
+    assert found == [("IDX005", STATE)]
+
+
+def test_idx002_a_miss_entry_with_an_unknown_base(reg: Path) -> None:
+    """Mutant: IDX002 checked only State entries (the rule table breaks a State)."""
+    _entry(MISS_A, lambda e: _set(e, "base", "nowhere"))(reg)
+    assert _messages(reg, "IDX002") == ["entry 'v2-r4-a' refers to base 'nowhere', which index.json does not list"]
+
+
+@pytest.mark.parametrize("file", [TINY_BASE.upper() + ".pth", TINY_BASE + "-extra.pth", f"dir/{TINY_BASE}.bin"])
+def test_idx006_the_file_name_must_be_the_base_name_exactly(reg: Path, file: str) -> None:
+    """Mutants: names compared without case, or by prefix. The suffix is not part of the name (stem)."""
+    edit_index(reg, lambda i: i["bases"][0]["source"].update(file=file))
+    found = _messages(reg, "IDX006")
+    assert found == (
+        []
+        if file.endswith(".bin")
+        else [f"base {TINY_BASE!r} comes from file {file!r}: its directory must be {file.removesuffix('.pth')!r}"]
+    )
+
+
+def test_idx008_on_top_of_a_base_is_refused(reg: Path) -> None:
+    """Mutant: on_top_of accepted base names too (a comparison's `against` may name a base, on_top_of may not)."""
+    _entry(STATE, lambda e: _set(e, "on_top_of", TINY_BASE))(reg)
+    assert _messages(reg, "IDX008") == [f"entry 's1': on_top_of {TINY_BASE!r} is no other entry or unpublished weight"]
+
+
+def test_idx008_boundaries_that_are_consistent(reg: Path) -> None:
+    """Mutants: solved == total, a category solved == total and wins + losses == total called inconsistent; a
+    comparison against the base alone called unknown."""
+    score = _score(
+        solved=568,
+        by_category={"abstention": {"solved": 17, "total": 17}},
+        comparison=dict(_vs_state(300, 268, 0.2), against=TINY_BASE),
+    )
+    assert "IDX008" not in _scores_of(reg, score)
+
+
+def test_idx004_recommended_is_counted_per_base(reg: Path, tmp_path: Path) -> None:
+    """Mutant: recommended entries counted per method across bases; each base has its own recommended State."""
+    from rwkv_registry.ops import add_base, add_entry
+
+    other = "rwkv7-other-20260101-ctx4096"
+    add_base(reg, name=other, source="BlinkDL/rwkv7-g1", sha256="7" * 64, size=1234, arch=dict(TINY_ARCH))
+    st = write_state(tmp_path / "o1.pth", seed=7)
+    add_entry(reg, st, base=other, data_version="v1", train=state_train(), recommended=True)
+    found = _findings(reg)
+    assert not [f for f in found if f.code == "IDX004"]
+    assert not [f for f in found if str(f.severity) == "error"], found
+
+
+# --- check_file, check_state: IDX003, STA001, STA002 -------------------------------------------------------------
+
+
+def test_idx003_a_state_entry_holding_d_tensors_is_idx003_not_mis001(reg: Path) -> None:
+    """Mutant: MIS001 (MiSS without manifest) for any entry whose file holds D tensors, a State's too."""
+    _miss_no_manifest(reg)
+    (reg / STATE).write_bytes((reg / MISS_A).read_bytes())
+    refresh(reg, STATE)
+    found = {f.code for f in _findings(reg) if f.path == STATE}
+    assert found == {"IDX003"}
+
+
+def test_idx003_stops_the_file_checks(reg: Path) -> None:
+    """Mutant: without `return` after IDX003, the State rules ran on a file that is no State (STA001)."""
+    _non_state_file(reg)
+    assert {f.code for f in _findings(reg) if f.path == STATE} == {"IDX003"}
+
+
+def test_sta002_once_per_file_and_for_the_head_count(reg: Path) -> None:
+    """Mutants: one STA002 per tensor instead of per file; the head count H not compared."""
+    _replace_state(reg, shape=(2, 32, 32))
+    assert len(_findings(reg, "STA002")) == 1
+    _replace_state(reg, shape=(3, 64, 64))
+    assert _messages(reg, "STA002") == [
+        "blocks.0.att.time_state has shape [3, 64, 64], the base needs [2, 64, 64] [H, V, K]"
+    ]
+
+
+def test_sta001_a_missing_layer_is_named(reg: Path) -> None:
+    """Mutant: the expected names bounded by the file's own count, so that a missing last layer went unseen."""
+    _replace_state(reg, n_layer=1)
+    assert _messages(reg, "STA001") == ["1 state tensors for a 2-layer base; missing ['blocks.1.att.time_state']"]
+
+
+# --- TRN004: group folders of the data-version directory ------------------------------------------------------
+
+
+def test_trn004_groups_of_a_sibling_version_with_a_longer_name_are_not_counted(reg: Path) -> None:
+    """Mutant: group folders found by `startswith(d)` instead of `d + "/"`: miss/v20/x counted as a group of v2."""
+    (reg / TINY_BASE / "miss" / "v20" / "r4-z").mkdir(parents=True)
+    assert _findings(reg, "TRN004") == []
+
+
+# --- lineage: family and date --------------------------------------------------------------------------------
+
+
+def test_a_date_at_the_end_of_the_name_is_the_base_date() -> None:
+    """Mutant: the date had to be followed by `-` (a name ending in its date fell back to `added`)."""
+    from rwkv_registry.lineage import base_date, family_of
+
+    assert family_of("rwkv7-g1-20260101") == "rwkv7-g1"
+    assert base_date({"name": "rwkv7-g1-20260101", "added": "2026-05-05"}) == "20260101"
+
+
+def test_the_first_date_of_the_name_is_the_base_date() -> None:
+    """Mutant: a greedy family match took the last date of a name holding two."""
+    from rwkv_registry.lineage import base_date, family_of
+
+    name = "rwkv7-g1-20250101-ft-20260101-ctx4096"
+    assert family_of(name) == "rwkv7-g1"
+    assert base_date({"name": name}) == "20250101"
+
+
+def test_the_recorded_family_decides_what_supersedes_what() -> None:
+    """Mutant: the family always derived from the name, ignoring the base's own `family` field."""
+    from rwkv_registry.lineage import superseded
+
+    bases = [
+        {"name": "rwkv7-a-20250101", "family": "rwkv7-g1"},
+        {"name": "rwkv7-b-20260101", "family": "rwkv7-g1"},
+        {"name": "rwkv7-a-20260101", "family": "other"},
+    ]
+    assert superseded(bases) == {"rwkv7-a-20250101": "rwkv7-b-20260101"}
+
+
+# --- arch: a base described from its shapes ------------------------------------------------------------------
+
+
+def _base_shapes(n_head: int = 2, n_embd: int = 128, layers: tuple[int, ...] = (0, 1)) -> dict[str, tuple[int, ...]]:
+    shapes: dict[str, tuple[int, ...]] = {"emb.weight": (1000, n_embd)}
+    for i in layers:
+        shapes[f"blocks.{i}.att.r_k"] = (n_head, 64)
+        shapes[f"blocks.{i}.ffn.key.weight"] = (4 * n_embd, n_embd)
+        for x in ("w1", "a1", "g1", "v1"):
+            shapes[f"blocks.{i}.att.{x}"] = (n_embd, 32)
+    return shapes
+
+
+def test_architecture_from_shapes_refuses_heads_that_do_not_make_n_embd() -> None:
+    """Mutant: the n_head x head_size == n_embd check dropped (a State's shape [H, 64, 64] depends on it)."""
+    from rwkv_registry.arch import architecture_from_shapes
+    from rwkv_registry.errors import UsageError
+
+    assert architecture_from_shapes(_base_shapes())["n_head"] == 2
+    with pytest.raises(UsageError, match=r"r_k is \[3, 64\] but n_embd is 128"):
+        architecture_from_shapes(_base_shapes(n_head=3))
+
+
+# --- gitcheck: GIT001, GIT003 ----------------------------------------------------------------------------------
+
+needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
+V1 = f"{TINY_BASE}/state/v1"
+
+
+def _two_bases_published(root: Path) -> None:
+    """The registry with a newer base of its family (the old one left active, so superseded but not frozen),
+    committed."""
+    from test_git import publish
+    from test_lineage import _add_newer
+
+    _add_newer(root, freeze_previous=False)
+    publish(root, "two bases")
+
+
+@needs_git
+def test_git003_a_staged_new_file_under_a_superseded_base(reg: Path) -> None:
+    """Mutants: a new file in the diffs (not untracked) closed only by `frozen`, not by a newer base; the index
+    (`git add`) not compared (the working-tree diff then names the wrong place)."""
+    from test_git import git
+
+    _two_bases_published(reg)
+    (reg / V1 / "s9.pth").write_bytes(b"x")
+    git(reg, "add", "-A")
+    found = [(f.path, f.message) for f in _findings(reg, "GIT003")]
+    assert found == [(f"{V1}/s9.pth", f"new file under superseded base {TINY_BASE} (in the index)")]
+
+
+@needs_git
+def test_git003_a_base_superseded_at_the_baseline_stays_closed(reg: Path) -> None:
+    """Mutant: only today's index.json decides what is superseded; dropping the newer base from index.json in the
+    same change does not reopen the old one."""
+    from test_lineage import NEWER
+
+    _two_bases_published(reg)
+    edit_index(reg, lambda i: _set(i, "bases", [b for b in i["bases"] if b["name"] != NEWER]))
+    (reg / V1 / "s9.pth").write_bytes(b"x")
+    assert [f.path for f in _findings(reg, "GIT003")] == [f"{V1}/s9.pth"]
+
+
+@needs_git
+def test_git001_a_published_file_replaced_by_a_symlink(reg: Path) -> None:
+    """Mutant: a type change (git status T: the file became a symbolic link) was not a modification."""
+    from test_git import publish
+
+    publish(reg)
+    (reg / STATE).unlink()
+    (reg / STATE).symlink_to("train.json")
+    found = [(f.path, f.message.split(",")[0]) for f in _findings(reg, "GIT001")]
+    assert found == [(STATE, "modified in the working tree")]
+
+
+@needs_git
+def test_git001_in_a_registry_below_the_repository_root(reg: Path, tmp_path: Path) -> None:
+    """Mutant: paths from git not made relative to the registry (its base directories then never match)."""
+    from test_git import publish
+
+    outer = tmp_path / "outer"
+    outer.mkdir()
+    root = Path(shutil.move(reg, outer / "registry"))
+    publish(outer)
+    p = root / STATE
+    p.write_bytes(p.read_bytes()[:-1] + bytes([p.read_bytes()[-1] ^ 1]))
+    assert [f.path for f in _findings(root, "GIT001")] == [STATE]
