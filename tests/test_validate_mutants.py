@@ -373,3 +373,146 @@ def test_git001_in_a_registry_below_the_repository_root(reg: Path, tmp_path: Pat
     p = root / STATE
     p.write_bytes(p.read_bytes()[:-1] + bytes([p.read_bytes()[-1] ^ 1]))
     assert [f.path for f in _findings(root, "GIT001")] == [STATE]
+
+
+# --- sums.py: the SHA256SUMS parser ----------------------------------------------------------------------------
+
+
+def test_parse_sums_accepts_what_sha256sum_writes() -> None:
+    """Mutants: binary-mode lines (`*`) refused; 65 hex digits accepted; comments called malformed; `./` kept;
+    upper-case hex kept; `\\n` escapes of a `\\`-marked line not decoded."""
+    from rwkv_registry.sums import parse_sums
+
+    h = "ab" * 32
+    data = (
+        f"# made by sha256sum\n{h}  plain\n{h} *binary\n{h}  ./dotted\n{h.upper()}  upper\n"
+        f"\\{h}  new\\nline\n{h}0  too-long\n"
+    ).encode()
+    lines, bad = parse_sums(data)
+    assert [(line.lineno, line.path) for line in lines] == [
+        (2, "plain"),
+        (3, "binary"),
+        (4, "dotted"),
+        (5, "upper"),
+        (6, "new\nline"),
+    ]
+    assert {line.sha256 for line in lines} == {h}
+    assert [n for n, _ in bad] == [7]
+
+
+# --- readme.py -------------------------------------------------------------------------------------------------
+
+
+def test_readme_cells_escape_the_pipe(reg: Path) -> None:
+    """Mutant: a `|` in a description written raw into the table (it splits the row into more columns)."""
+    from rwkv_registry.ops import load_index
+    from rwkv_registry.readme import render_sections
+
+    _entry(STATE, lambda e: _set(e, "description", "fast | small"))(reg)
+    assert "| fast \\| small (recommended) |" in render_sections(load_index(reg))
+
+
+def test_readme_markers_out_of_order_are_missing_markers(reg: Path) -> None:
+    """Mutant: the end marker searched from the start of the text, so that an end before its begin was used."""
+    from rwkv_registry.ops import load_index
+    from rwkv_registry.readme import BASES_BEGIN, BASES_END, SECTIONS_BEGIN, SECTIONS_END, update_readme
+
+    text = f"{BASES_END}\n{BASES_BEGIN}\n{SECTIONS_BEGIN}\n{SECTIONS_END}\n"
+    assert update_readme(text, load_index(reg)) is None
+    (reg / "README.md").write_text(text)
+    assert [f.message.split(";")[0] for f in _findings(reg, "RDM001")] == [
+        "the generated-section markers are missing (out of order)"
+    ]
+
+
+# --- miss.py: check_manifest, check_against_base, scan_values ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def manifest(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    from regtools import write_miss
+
+    return write_miss(tmp_path_factory.mktemp("miss") / "adapter-final.pth")
+
+
+def _manifest_codes(manifest: dict[str, Any], **edit: Any) -> list[tuple[str, str]]:
+    from rwkv_registry.miss import check_manifest
+
+    m = json.loads(json.dumps(manifest)) | edit
+    return [(f.code, f.message) for f in check_manifest(m, "a.pth")[0] if f.code != "MIS008"]
+
+
+@pytest.mark.parametrize(
+    ("edit", "code", "message"),
+    [
+        ({"format_version": True}, "MIS003", "miss.json format_version is True, the server requires 1"),
+        ({"format_version": 1.0}, "MIS003", "miss.json format_version is 1.0, the server requires 1"),
+        ({"rank": 0}, "MIS004", "miss.json rank is 0, the server accepts integers 1…1024"),
+        ({"rank": True}, "MIS004", "miss.json rank is True, the server accepts integers 1…1024"),
+        ({"scale": float("inf")}, "MIS005", "miss.json scale is inf, not a finite number"),
+        (
+            {"base_fingerprint": "AB" * 32},
+            "MIS006",
+            f"miss.json base_fingerprint is {'AB' * 32!r}, not 64 lower-case hex",
+        ),
+        ({"content_version": "x"}, "MIS006", "miss.json content_version is 'x', not 64 lower-case hex"),
+    ],
+    ids=["bool-version", "float-version", "rank-0", "rank-bool", "scale-inf", "upper-hex", "content-version"],
+)
+def test_manifest_field_rules(manifest: dict[str, Any], edit: dict[str, Any], code: str, message: str) -> None:
+    """Mutants: the type test of the fixed fields dropped (true == 1, 1.0 == 1); rank 0 or a boolean rank accepted;
+    scale not checked; upper-case hex accepted; content_version not checked."""
+    assert (code, message) in _manifest_codes(manifest, **edit)
+
+
+def test_manifest_rank_1024_is_the_largest_accepted(manifest: dict[str, Any]) -> None:
+    """Mutant: `rank < 1024`."""
+    codes = {c for c, _ in _manifest_codes(manifest, rank=1024, scale=8 / 1024)}
+    assert "MIS004" not in codes
+    assert "MIS004" in {c for c, _ in _manifest_codes(manifest, rank=1025)}
+
+
+@pytest.mark.parametrize(("i", "shape"), [(0, [128, 4, 1]), (1, [0, 4])], ids=["three-dims", "zero-out"])
+def test_manifest_target_shape_is_two_positive_sizes(manifest: dict[str, Any], i: int, shape: list[int]) -> None:
+    """Mutants: a shape of more than two sizes, or a size 0, accepted."""
+    targets = json.loads(json.dumps(manifest["targets"]))
+    targets[i]["shape"] = shape
+    assert ("MIS003", f"miss.json targets[{i}].shape is {shape}, not [out, rank]") in _manifest_codes(
+        manifest, targets=targets
+    )
+
+
+@pytest.mark.parametrize(("out", "in_features"), [(129, 128), (128, 129)], ids=["out", "in"])
+def test_mis014_out_and_in_sizes_are_each_compared(out: int, in_features: int) -> None:
+    """Mutants: only one of the two sizes compared with the base (the rule table changes both at once)."""
+    from rwkv_registry.miss import TargetSpec, check_against_base
+
+    spec = TargetSpec(0, "att.key.weight", "blocks.0.att.key.weight.D", in_features, (out, 4))
+    found = check_against_base([spec], TINY_ARCH, "a.pth")
+    assert [f.message for f in found] == [
+        f"target blocks.0.att.key.weight.D: out {out}, in_features {in_features}; the base needs out 128, "
+        "in_features 128"
+    ]
+
+
+def test_scan_values_limits() -> None:
+    """Mutants: bf16 65280 (0x477F, the largest value within ±65504) counted as too big; fp16 Inf missed."""
+    from rwkv_registry.miss import scan_values
+
+    assert scan_values(bytes.fromhex("7f47"), "bfloat16") == (0, None)
+    assert scan_values(bytes.fromhex("8047"), "bfloat16") == (1, 65536.0)
+    assert scan_values(bytes.fromhex("007c"), "float16") == (1, float("inf"))
+    assert scan_values(bytes.fromhex("ff7b"), "float16") == (0, None)
+
+
+# --- facts: MIS009 ---------------------------------------------------------------------------------------------
+
+
+def test_mis009_also_when_a_target_tensor_is_missing(reg: Path) -> None:
+    """Mutant: MIS009 only for tensors that are no target, not for fewer tensors than targets."""
+    from test_validate_rules import _replace_miss
+
+    _replace_miss(reg, tensors_edit=lambda t: t.pop("blocks.1.ffn.value.weight.D"))
+    found = {f.code: f.message for f in _findings(reg) if f.path == MISS_A and f.code.startswith("MIS")}
+    assert found.get("MIS009") == "11 tensors for 12 targets"
+    assert "MIS008" in found
