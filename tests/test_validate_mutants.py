@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from regtools import TINY_ARCH, TINY_BASE, edit_index, state_train, write_state
+from regtools import TINY_ARCH, TINY_BASE, edit_index, resum, state_train, write_state
 from test_validate_rules import (
     MISS_A,
     STATE,
@@ -516,3 +516,40 @@ def test_mis009_also_when_a_target_tensor_is_missing(reg: Path) -> None:
     found = {f.code: f.message for f in _findings(reg) if f.path == MISS_A and f.code.startswith("MIS")}
     assert found.get("MIS009") == "11 tensors for 12 targets"
     assert "MIS008" in found
+
+
+# --- check_train_files, check_sums, check_readme on a damaged registry ---------------------------------------------
+
+
+def test_a_folder_that_is_no_base_is_lay002_only(reg: Path) -> None:
+    """Mutant: data-version directories looked for under any top folder, so that a stray `x/state/v1` also got the
+    train.json rules (TRN001)."""
+    (reg / "stray" / "state" / "v1").mkdir(parents=True)
+    (reg / "stray" / "state" / "v1" / "notes.txt").write_text("x")
+    resum(reg)
+    assert {(f.code, f.path) for f in _findings(reg) if f.path.startswith("stray")} == {("LAY002", "stray")}
+
+
+def test_a_temporary_file_is_lay012_and_not_hsh004(reg: Path) -> None:
+    """Mutant: the temporary files of an interrupted write counted as files SHA256SUMS must list."""
+    tmp = f"{TINY_BASE}/state/v1/.rwkv-registry-tmp-0123-s2.pth"
+    (reg / tmp).write_bytes(b"x")
+    assert [(f.code, f.path) for f in _findings(reg) if f.path == tmp] == [("LAY012", tmp)]
+
+
+def test_hsh007_unsorted_is_not_said_of_a_file_with_malformed_lines(reg: Path) -> None:
+    """Mutant: the order checked also when lines are malformed (HSH003 says to regenerate the file already)."""
+    p = reg / "SHA256SUMS"
+    p.write_text("not a line\n" + "".join(reversed(p.read_text().splitlines(keepends=True))))
+    found = _findings(reg)
+    assert [f.message for f in found if f.code == "HSH003"] == ["line 1: 'not a line'"]
+    assert [f for f in found if f.code == "HSH007"] == []
+
+
+def test_readme_rules_wait_for_a_valid_index(reg: Path) -> None:
+    """Mutant: the README rules ran on an index.json that broke its schema, instead of one SCH005 note."""
+    _entry(STATE, lambda e: _set(e, "scores", "not a list"))(reg)
+    found = _findings(reg)
+    assert ("SCH005", "README.md", "README rules skipped until index.json follows its schema") in {
+        (f.code, f.path, f.message) for f in found
+    }
