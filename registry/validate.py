@@ -848,7 +848,9 @@ class Validator:
                 continue  # LFS001 says `git lfs pull`; the pointer's own hash is not the file's
             if listed[rel] != actual[rel]:
                 self.add(finding("HSH006", rel, f"sha256 is {actual[rel]}, SHA256SUMS says {listed[rel]}"))
-        if not bad and list(listed) != sorted(listed, key=lambda p: p.encode()):  # first listings, in order
+        # first listings, in path byte order; a name that is no UTF-8 was parsed with surrogateescape
+        by_bytes = sorted(listed, key=lambda p: p.encode("utf-8", "surrogateescape"))
+        if not bad and list(listed) != by_bytes:
             self.add(finding("HSH007", SUMS_NAME, "lines are not sorted by path"))
         crlf = [line.lineno for line in lines if line.crlf]
         if crlf:  # sha256sum -c accepts them: one note on the form, not one error per line

@@ -553,3 +553,14 @@ def test_readme_rules_wait_for_a_valid_index(reg: Path) -> None:
     assert ("SCH005", "README.md", "README rules skipped until index.json follows its schema") in {
         (f.code, f.path, f.message) for f in found
     }
+
+
+def test_sums_listing_a_path_that_is_not_utf8_is_hsh005_not_a_crash(reg: Path) -> None:
+    """The order check encoded the listed paths strictly: a byte that is no UTF-8 in a SHA256SUMS path (parsed with
+    surrogateescape, as sha256sum writes names) crashed validate with UnicodeEncodeError. Found by the audit's
+    equivalent-mutant review of the sort key (`p.encode()` vs a plain string sort)."""
+    p = reg / "SHA256SUMS"
+    p.write_bytes(p.read_bytes() + b"0" * 64 + b"  zz-\xff.txt\n")
+    found = _findings(reg)
+    assert [f.message for f in found if f.code == "HSH005"] == ["lists zz-\udcff.txt, which does not exist"]
+    assert [f for f in found if f.code == "HSH007"] == []  # sorted by bytes: 0xff after every ASCII path
