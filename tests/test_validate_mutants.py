@@ -308,6 +308,17 @@ def test_architecture_from_shapes_refuses_heads_that_do_not_make_n_embd() -> Non
         architecture_from_shapes(_base_shapes(n_head=3))
 
 
+def test_arch_option_refuses_a_head_size_other_than_64() -> None:
+    """Mutant: the head_size == 64 check of --arch dropped (n_head then defaults to n_embd / head_size, consistent,
+    and a State of [H, 32, 32] would be expected)."""
+    from rwkv_registry.arch import parse_arch_option
+    from rwkv_registry.errors import UsageError
+
+    assert parse_arch_option("n_layer=2,n_embd=128,vocab_size=1000,head_size=64")["n_head"] == 2
+    with pytest.raises(UsageError, match="head_size=32: RWKV-7 heads are 64 wide"):
+        parse_arch_option("n_layer=2,n_embd=128,vocab_size=1000,head_size=32")
+
+
 # --- gitcheck: GIT001, GIT003 ----------------------------------------------------------------------------------
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
