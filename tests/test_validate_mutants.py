@@ -575,3 +575,13 @@ def test_sums_listing_a_path_that_is_not_utf8_is_hsh005_not_a_crash(reg: Path) -
     found = _findings(reg)
     assert [f.message for f in found if f.code == "HSH005"] == ["lists zz-\udcff.txt, which does not exist"]
     assert [f for f in found if f.code == "HSH007"] == []  # sorted by bytes: 0xff after every ASCII path
+
+
+def test_mis014_the_first_target_is_checked_against_the_base(reg: Path) -> None:
+    """Mutant: the architecture check skipped the manifest's first target (the rule table breaks all of them)."""
+    from test_validate_rules import _replace_miss
+
+    _replace_miss(reg, manifest_edit=lambda m: m["targets"][0].update(in_features=129))
+    assert _messages(reg, "MIS014") == [
+        "target blocks.0.att.receptance.weight.D: out 128, in_features 129; the base needs out 128, in_features 128"
+    ]
