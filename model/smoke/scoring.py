@@ -8,7 +8,8 @@ fence (or another stop). The call text is ``{"name":"`` + the output, and:
 - **tool name exact**: the name equals the expected one;
 - **arguments**: every argument the tool requires is present and none is *invented* (absent from
   the tool's declared properties); ``check_values`` arguments must also equal the reference
-  (strings trimmed and case-folded, numbers and numeric strings by value);
+  (strings trimmed and case-folded, numbers and numeric strings by value): an optional one that
+  the call leaves out is wrong too;
 - **abstention correct**: ``no_tool`` when the case expects it (its ``reason`` is required);
 - **false refusal**: ``no_tool`` when a tool was expected;
 - **unknown tool**: a name that is not among the offered tools (an invented tool).
@@ -237,8 +238,12 @@ def score_call(case: Case, output: str) -> CallScore:
     name_ok = name == case.expected_name
     missing = tuple(r for r in tool.required if r not in args) if tool else ()
     invented = tuple(a for a in args if a not in tool.properties) if tool else ()
-    wrong = (
-        tuple(a for a in case.check_values if a in args and not values_match(args[a], case.expected_arguments[a]))
+    wrong = (  # an absent check_values argument is wrong too (unless already counted as missing)
+        tuple(
+            a
+            for a in case.check_values
+            if a not in missing and (a not in args or not values_match(args[a], case.expected_arguments[a]))
+        )
         if name_ok
         else ()
     )

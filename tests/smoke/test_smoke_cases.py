@@ -262,6 +262,26 @@ def test_string_values_compare_by_casefold_not_lower(tmp_path, expected, produce
     assert s.correct and s.wrong_values == ()
 
 
+@pytest.mark.parametrize(
+    ("arguments", "wrong"),
+    [('{"card":"7","why":"urgent"}', ()), ('{"card":"7","why":"later"}', ("why",)), ('{"card":"7"}', ("why",))],
+)
+def test_an_optional_check_values_argument_left_out_is_wrong(tmp_path, arguments, wrong):
+    """check_values asks for the value: a call without it (as args-07 without its folder) is not correct."""
+    c = load_cases(
+        write_jsonl(
+            tmp_path / "c.jsonl",
+            case_line(
+                expected={"name": "delete_card", "arguments": {"card": "7", "why": "urgent"}},
+                check_values=["card", "why"],
+            ),
+        )
+    ).cases[0]
+    s = score_call(c, 'delete_card","arguments":' + arguments + "}")
+    assert s.correct is (not wrong) and s.wrong_values == wrong and s.missing == ()
+    assert s.flags == tuple(f"wrong {a}" for a in wrong)
+
+
 def test_abstention_needs_no_tool_with_a_reason(abstain):
     assert score_call(abstain, 'no_tool","arguments":{"reason":"Hello!"}}').correct
     s = score_call(abstain, 'no_tool","arguments":{}}')
