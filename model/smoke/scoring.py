@@ -198,6 +198,8 @@ def call_prefix_ok(output: str) -> bool:
 def _norm(value: Any) -> Any:
     if isinstance(value, bool) or value is None:
         return value
+    if isinstance(value, int) and abs(value) > 2**53:  # beyond float's exact range (and float() overflows)
+        return value
     if isinstance(value, int | float):
         return float(value) if math.isfinite(value) else str(value)
     if isinstance(value, str):

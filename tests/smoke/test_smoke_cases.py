@@ -13,7 +13,7 @@ from rwkv_registry.errors import UsageError
 from rwkv_registry.model import get_profile, get_tokenizer
 from rwkv_registry.model.smoke import casegen
 from rwkv_registry.model.smoke.prompt import CALL_OPENER, PromptBuilder, expected_completion, render_text
-from rwkv_registry.model.smoke.scoring import parse_call, score_call
+from rwkv_registry.model.smoke.scoring import parse_call, score_call, values_match
 from rwkv_registry.schemas import schema_errors
 from rwkv_registry.smoke_cases import CATEGORIES, DEFAULT_CASES, NO_TOOL, TINY_CASES, builtin_path, load_cases
 
@@ -280,6 +280,14 @@ def test_an_optional_check_values_argument_left_out_is_wrong(tmp_path, arguments
     s = score_call(c, 'delete_card","arguments":' + arguments + "}")
     assert s.correct is (not wrong) and s.wrong_values == wrong and s.missing == ()
     assert s.flags == tuple(f"wrong {a}" for a in wrong)
+
+
+def test_a_huge_integer_value_is_wrong_not_a_crash(case):
+    """json reads a 400-digit number as an int that float() cannot take: scored, never an OverflowError."""
+    s = score_call(case, 'archive_card","arguments":{"card":' + "9" * 400 + "}}")
+    assert not s.correct and s.wrong_values == ("card",)
+    assert values_match(10**400, 10**400) and not values_match(10**400, 10**400 + 1)
+    assert values_match(2**53 + 1, 2**53 + 1) and values_match(7, "7.0")
 
 
 def test_abstention_needs_no_tool_with_a_reason(abstain):
