@@ -196,7 +196,9 @@ def call_prefix_ok(output: str) -> bool:
 
 
 def _norm(value: Any) -> Any:
-    if isinstance(value, bool) or value is None:
+    if isinstance(value, bool):  # tagged: True == 1.0 in Python, but true is not 1 in a call
+        return ("bool", value)
+    if value is None:
         return value
     if isinstance(value, int) and abs(value) > 2**53:  # beyond float's exact range (and float() overflows)
         return value

@@ -290,6 +290,25 @@ def test_a_huge_integer_value_is_wrong_not_a_crash(case):
     assert values_match(2**53 + 1, 2**53 + 1) and values_match(7, "7.0")
 
 
+@pytest.mark.parametrize(
+    ("got", "want", "match"),
+    [
+        (True, True, True),
+        (False, False, True),
+        (True, 1, False),
+        (1, True, False),
+        (False, 0, False),
+        (False, "0", False),
+        ([True], [1], False),
+        ({"a": False}, {"a": False}, True),
+        (None, None, True),
+        (0, None, False),
+    ],
+)
+def test_booleans_are_not_numbers(got, want, match):
+    assert values_match(got, want) is match
+
+
 def test_abstention_needs_no_tool_with_a_reason(abstain):
     assert score_call(abstain, 'no_tool","arguments":{"reason":"Hello!"}}').correct
     s = score_call(abstain, 'no_tool","arguments":{}}')
