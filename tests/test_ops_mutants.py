@@ -528,3 +528,15 @@ def test_init_beside_an_index_json_that_is_no_registry(tmp_path: Path) -> None:
     (tmp_path / "index.json").write_text("{}")
     assert main(["init", str(tmp_path / "reg")]) == 0
     assert (tmp_path / "reg" / "SHA256SUMS").is_file()
+
+
+@pytest.mark.parametrize("command", ["sums", "readme", "recover", "add-base"])
+def test_write_commands_on_an_empty_directory_create_nothing(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    extra = ["--name", NEW, "--sha256", "b" * 64, "--arch", ARCH, "--source", "a/b"] if command == "add-base" else []
+    assert main([command, str(empty), *extra]) == 2
+    assert "is not a registry (no index.json)" in clean_error(capsys.readouterr().err)
+    assert list(empty.iterdir()) == []
