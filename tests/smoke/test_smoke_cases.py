@@ -217,6 +217,13 @@ def test_scoring_rules(case, output, correct, flags):
     assert s.unknown_tool is (flags == ("unknown tool",))
 
 
+def _card_why_case(tmp_path, why):
+    """One delete_card case whose check_values are ``card`` ("7") and ``why``."""
+    expected = {"name": "delete_card", "arguments": {"card": "7", "why": why}}
+    lines = case_line(expected=expected, check_values=["card", "why"])
+    return load_cases(write_jsonl(tmp_path / "c.jsonl", lines)).cases[0]
+
+
 @pytest.mark.parametrize(
     ("why", "correct"),
     [
@@ -231,15 +238,7 @@ def test_scoring_rules(case, output, correct, flags):
 )
 def test_string_values_compare_stripped_and_casefolded(tmp_path, why, correct):
     """A string that is no number: only ``.strip().casefold()`` makes these equal (float() does not)."""
-    c = load_cases(
-        write_jsonl(
-            tmp_path / "c.jsonl",
-            case_line(
-                expected={"name": "delete_card", "arguments": {"card": "7", "why": "urgent"}},
-                check_values=["card", "why"],
-            ),
-        )
-    ).cases[0]
+    c = _card_why_case(tmp_path, "urgent")
     s = score_call(c, 'delete_card","arguments":{"card":"7","why":"' + why + '"}}')
     assert not s.parse_failure and s.correct is correct
     assert s.wrong_values == (() if correct else ("why",))
@@ -249,15 +248,7 @@ def test_string_values_compare_stripped_and_casefolded(tmp_path, why, correct):
 @pytest.mark.parametrize(("expected", "produced"), [("Straße", "STRASSE"), ("straße", "Strasse")])
 def test_string_values_compare_by_casefold_not_lower(tmp_path, expected, produced):
     """casefold() maps ß to ss, lower() does not: the comparison must be Unicode's caseless one."""
-    c = load_cases(
-        write_jsonl(
-            tmp_path / "c.jsonl",
-            case_line(
-                expected={"name": "delete_card", "arguments": {"card": "7", "why": expected}},
-                check_values=["card", "why"],
-            ),
-        )
-    ).cases[0]
+    c = _card_why_case(tmp_path, expected)
     s = score_call(c, 'delete_card","arguments":{"card":"7","why":"' + produced + '"}}')
     assert s.correct and s.wrong_values == ()
 
@@ -268,15 +259,7 @@ def test_string_values_compare_by_casefold_not_lower(tmp_path, expected, produce
 )
 def test_an_optional_check_values_argument_left_out_is_wrong(tmp_path, arguments, wrong):
     """check_values asks for the value: a call without it (as args-07 without its folder) is not correct."""
-    c = load_cases(
-        write_jsonl(
-            tmp_path / "c.jsonl",
-            case_line(
-                expected={"name": "delete_card", "arguments": {"card": "7", "why": "urgent"}},
-                check_values=["card", "why"],
-            ),
-        )
-    ).cases[0]
+    c = _card_why_case(tmp_path, "urgent")
     s = score_call(c, 'delete_card","arguments":' + arguments + "}")
     assert s.correct is (not wrong) and s.wrong_values == wrong and s.missing == ()
     assert s.flags == tuple(f"wrong {a}" for a in wrong)
