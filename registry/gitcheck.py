@@ -81,23 +81,19 @@ def check_git(root: Path, index: dict[str, Any] | None, since: str | None = None
     def rel(p: str) -> str:
         return PurePosixPath(p).relative_to(prefix).as_posix() if str(prefix) != "." else p
 
-    bases_now = {b.get("name"): b for b in (index or {}).get("bases", []) if isinstance(b, dict)}
-    bases_then = {b.get("name"): b for b in (baseline_index or {}).get("bases", []) if isinstance(b, dict)}
-    # frozen at the baseline or now: unfreezing a base in the same change does not open it
-    frozen = {n for bases in (bases_then, bases_now) for n, b in bases.items() if b.get("status") == "frozen"}
-    # a base that a newer one of its family supersedes is closed too, whatever its status says (IDX007)
-    closed = {n: "frozen" for n in frozen}
-    for bases in (bases_then, bases_now):
-        for n in superseded(bases.values()):
-            closed.setdefault(n, "superseded")
+    bases_now = _bases(index)
+    bases_then = _bases(baseline_index)
+    # closed at the baseline or now: unfreezing a base in the same change does not open it
+    closed = _closed(bases_then, bases_now)
     known = set(bases_now) | set(bases_then)
 
-    indexes: dict[str, dict[str, Any] | None] = {}
+    closed_by_commit: dict[str, dict[Any, str]] = {}
 
-    def index_at(sha: str) -> dict[str, Any] | None:
-        if sha not in indexes:
-            indexes[sha] = _index_at(repo, sha, prefix)
-        return indexes[sha]
+    def closed_at(sha: str) -> dict[Any, str]:
+        """The bases closed at the baseline or at commit ``sha`` (by its index.json)."""
+        if sha not in closed_by_commit:
+            closed_by_commit[sha] = _closed(bases_then, _bases(_index_at(repo, sha, prefix)))
+        return closed_by_commit[sha]
 
     heads: dict[str, dict[str, str]] = {}
 
@@ -120,12 +116,12 @@ def check_git(root: Path, index: dict[str, Any] | None, since: str | None = None
             new_in_closed = status == "A" and base in closed and not _placeholder(root, r)
             if status not in ("M", "T", "D") and not new_in_closed:
                 continue  # no finding: no `git log` for where it was committed (one per path, on every changed file)
+            if where != "commit" and r in spared and path not in since_head(where):
+                continue  # as committed: judged in the commit pass
             place, last = (
                 _committed_in(repo, path, commit.hexsha, since) if where == "commit" else (f"in the {where}", None)
             )
-            if where != "commit" and r in spared and path not in since_head(where):
-                continue  # as committed: judged in the commit pass
-            if new_in_closed and last is not None and base not in _closed_at(bases_then, index_at(last)):
+            if new_in_closed and last is not None and base not in closed_at(last):
                 spared.add(r)  # committed (last touched) while its base was still open, and closed only after
                 continue
             if status in ("M", "T", "D"):
@@ -235,13 +231,20 @@ def _committed_in(repo: Any, path: str, baseline: str, since: str | None) -> tup
     return f"in {_commit_words(words)}, after --since {since}", sha
 
 
-def _closed_at(bases_then: dict[Any, dict[str, Any]], index: dict[str, Any] | None) -> set[str]:
-    """The bases closed at the baseline (``bases_then``) or in ``index`` (a later commit's): frozen, or
-    superseded by a newer base of their family. A base closed at the baseline stays closed."""
-    bases = [b for b in (index or {}).get("bases", []) if isinstance(b, dict)] if isinstance(index, dict) else []
-    out = {n for n, b in bases_then.items() if b.get("status") == "frozen"} | set(superseded(bases_then.values()))
-    frozen_later = {b["name"] for b in bases if b.get("status") == "frozen" and isinstance(b.get("name"), str)}
-    return out | frozen_later | set(superseded(bases))
+def _bases(index: dict[str, Any] | None) -> dict[Any, dict[str, Any]]:
+    """An index.json's bases by name (none when it has no list of them)."""
+    bases = index.get("bases") if isinstance(index, dict) else None
+    return {b.get("name"): b for b in bases if isinstance(b, dict)} if isinstance(bases, list) else {}
+
+
+def _closed(*indexes: dict[Any, dict[str, Any]]) -> dict[Any, str]:
+    """The bases closed in any of ``indexes`` (bases by name, as :func:`_bases` gives them), and how:
+    ``frozen`` by status, else ``superseded`` when a newer base of their family exists there (IDX007)."""
+    closed = {n: "frozen" for bases in indexes for n, b in bases.items() if b.get("status") == "frozen"}
+    for bases in indexes:
+        for n in superseded(bases.values()):
+            closed.setdefault(n, "superseded")
+    return closed
 
 
 def _index_at(repo: Any, rev: str, prefix: PurePosixPath) -> dict[str, Any] | None:
