@@ -223,7 +223,6 @@ class Validator:
         self.file_sha: dict[str, str] = {}  # sha256 of every summable file on disk, from check_sums
         self.sums_gone: dict[str, Finding] = {}  # HSH005 findings by the listed path
         self.schema_digest: str | None = None
-        self.group_dirs: dict[str, set[str]] | None = None  # data-version directory -> its group directories
 
     def add(self, f: Finding) -> None:
         self.findings.append(f)
@@ -775,6 +774,10 @@ class Validator:
             parts = d.split("/")
             if len(parts) == 3 and parts[0] in self.bases and parts[1] in ("state", "miss"):
                 version_dirs.setdefault(d, [])
+        group_dirs: dict[str, set[str]] = {}  # data-version directory -> its group directories, for TRN004
+        for p in tree.dirs:
+            if p.count("/") == 3:
+                group_dirs.setdefault(p.rsplit("/", 1)[0], set()).add(p)
         for d, entries in sorted(version_dirs.items()):
             rel = f"{d}/train.json"
             if d not in tree.dirs:
@@ -787,15 +790,7 @@ class Validator:
                 value = value.value
             if not isinstance(value, dict):
                 continue
-            self.check_train(rel, d, value, entries, tree)
-
-    def check_train(self, rel: str, d: str, t: dict[str, Any], entries: list[dict[str, Any]], tree: Tree) -> None:
-        if self.group_dirs is None:  # once, not a scan of every directory per data-version directory
-            self.group_dirs = {}
-            for p in tree.dirs:
-                if p.count("/") == 3:
-                    self.group_dirs.setdefault(p.rsplit("/", 1)[0], set()).add(p)
-        self.findings.extend(train_findings(rel, d, t, entries, self.group_dirs.get(d, set())))
+            self.findings.extend(train_findings(rel, d, value, entries, group_dirs.get(d, set())))
 
     def check_sums(self, tree: Tree, facts: dict[str, FileFacts | OSError]) -> None:
         if SUMS_NAME not in tree.files:
