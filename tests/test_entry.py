@@ -85,3 +85,16 @@ def test_an_unknown_flag_gets_the_commands_usage_and_the_nearest_flag(capsys: py
         _entry.run(["validate", ".", "surplus"])
     err = capsys.readouterr().err
     assert "rwkv-registry validate: error: unrecognized arguments: surplus\n" in err
+
+
+def test_add_choices_are_the_schema_enums() -> None:
+    """`add --profile/--sampling` offer exactly what index.schema.json accepts (one list would drift)."""
+    import argparse
+
+    from rwkv_registry.cli import build_parser
+    from rwkv_registry.schemas import load_schema
+
+    entry = load_schema("index")["$defs"]["entry"]["properties"]
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices["add"]
+    choices = {a.dest: a.choices for a in sub._actions if a.dest in ("profile", "sampling")}
+    assert choices == {"profile": entry["profile"]["enum"], "sampling": entry["sampling"]["enum"]}
