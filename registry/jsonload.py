@@ -57,8 +57,11 @@ _TOKEN_RE = re.compile(rf"{_STRING}|[\[\]{{}}:,]", re.DOTALL)
 _CONSTANT_RE = re.compile(rf"{_STRING}|-?Infinity|NaN", re.DOTALL)
 # A \u escape of a surrogate; only then can a lone surrogate appear in the parsed value.
 _SURROGATE_ESCAPE_RE = re.compile(r"\\u[dD][89a-fA-F]")
-# Digits or an exponent that may overflow a double; only then is the parsed value walked.
-_BIG_NUMBER_RE = re.compile(r"[0-9]{309}|[eE]\+?0*[1-9][0-9]{2}")
+# An integer too long for a double (309 digits or more); only then, or when a number with a fraction or an
+# exponent parsed to an infinity, is the parsed value walked. (A regex on exponents alone missed
+# ``1000…000e9``, 300 digits times 1e9, which json makes ``inf``; and it matched the ``e123`` of most SHA-256
+# strings, walking nearly every registry file for nothing.)
+_BIG_NUMBER_RE = re.compile(r"[0-9]{309}")
 
 
 class JsonLoadError(RegistryError, ValueError):
@@ -275,8 +278,18 @@ def load_json_bytes(
     if not text.strip():
         raise JsonLoadError(path, "is empty", hint="Write a JSON value into the file, e.g. {}.")
     _check_depth(text, max_depth, path)
+    overflowed: list[float] = []
+
+    def parse_float(literal: str) -> float:
+        x = float(literal)  # what json does with a number that has a fraction or an exponent
+        if math.isinf(x):
+            overflowed.append(x)
+        return x
+
     try:
-        value = json.loads(text, object_pairs_hook=_pairs_to_dict, parse_constant=_refuse_constant)
+        value = json.loads(
+            text, object_pairs_hook=_pairs_to_dict, parse_constant=_refuse_constant, parse_float=parse_float
+        )
     except json.JSONDecodeError as exc:
         raise JsonLoadError(path, exc.msg, line=exc.lineno, col=exc.colno) from None
     except _DuplicateKey as exc:
@@ -307,7 +320,7 @@ def load_json_bytes(
         ) from None
     except ValueError as exc:  # e.g. an integer longer than sys.get_int_max_str_digits()
         raise JsonLoadError(path, str(exc)) from None
-    if _BIG_NUMBER_RE.search(text):
+    if overflowed or _BIG_NUMBER_RE.search(text):
         big = _out_of_range_number(value)
         if big is not None:
             shown = f"an integer of {len(str(abs(big)))} digits" if isinstance(big, int) else "a number"

@@ -109,8 +109,11 @@ def test_read_json_bytes_reads_small_files(tmp_path: Path) -> None:
         (b"[-" + b"9" * 400 + b"]", "an integer of 400 digits"),
         (b'{"alpha": 1e400}', "a number"),
         (b"[-2E+0309]", "a number"),
+        # a long mantissa times a small exponent: json makes inf, and a regex on 3-digit exponents missed it
+        (b"[1" + b"0" * 300 + b"e9]", "a number"),
+        (b'{"lr": 0.5, "x": -' + b"9" * 200 + b".5e110}", "a number"),
     ],
-    ids=["2e308-int", "400-digit-int", "1e400", "-2e309"],
+    ids=["2e308-int", "400-digit-int", "1e400", "-2e309", "300-digits-e9", "200-digits-e110"],
 )
 def test_numbers_beyond_a_double_are_refused(text: bytes, why: str) -> None:
     with pytest.raises(JsonLoadError) as info:
@@ -122,6 +125,8 @@ def test_numbers_within_a_double_pass() -> None:
     assert load_json_bytes(b"[1e308, -1.7e308, 1" + b"0" * 307 + b', "1e400", 2.5e-400]') == [
         1e308, -1.7e308, 10**307, "1e400", 0.0
     ]  # fmt: skip
+    sha = "3e123" + "ab" * 29 + "e4"  # hex with exponent-like runs: a string, not a number
+    assert load_json_bytes(f'{{"sha256": "{sha}", "n": 1{"0" * 300}e-9}}'.encode()) == {"sha256": sha, "n": 1e291}
 
 
 # --- hidden bytes in a zip (polyglots) -----------------------------------------------------------------------
