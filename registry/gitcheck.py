@@ -13,7 +13,11 @@ design, the Hub keeping its own history.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import re
+import subprocess
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -31,8 +35,149 @@ def _name_status(repo: Any, *args: str) -> dict[str, str]:
     return {parts[i + 1]: parts[i][0] for i in range(0, len(parts) - 1, 2)}
 
 
-def check_git(root: Path, index: dict[str, Any] | None, since: str | None = None) -> list[Finding]:
-    """GIT001–GIT004 for the registry at ``root``."""
+class _GitFailed(Exception):
+    """A git command of :class:`_PlainRepo` that failed, worded as GitPython's ``GitCommandError``."""
+
+    def __init__(self, command: list[str], status: int, stderr: str) -> None:
+        super().__init__(command, status, stderr)
+        self.stderr = f"\n  stderr: '{stderr}'" if stderr else ""
+        self.text = f"Cmd('git') failed due to: exit code({status})\n  cmdline: {' '.join(command)}{self.stderr}"
+
+    def __str__(self) -> str:
+        return self.text
+
+
+class _NoGit(Exception):
+    """The git executable cannot be run."""
+
+
+def _run_git(cwd: str, args: tuple[str, ...]) -> bytes:
+    """stdout of ``git ARGS`` run in ``cwd`` as GitPython runs it (its environment, LANGUAGE=C and LC_ALL=C,
+    no stdin); raises :class:`_GitFailed` on a non-zero exit and :class:`_NoGit` when git cannot be run."""
+    command = ["git", *args]
+    env = {**os.environ, "LANGUAGE": "C", "LC_ALL": "C"}
+    try:
+        p = subprocess.run(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, check=False)
+    except FileNotFoundError as e:
+        raise _NoGit(str(e)) from None
+    if p.returncode != 0:
+        err = p.stderr[:-1] if p.stderr.endswith(b"\n") else p.stderr
+        raise _GitFailed(command, p.returncode, err.decode("utf-8", "surrogateescape"))
+    return p.stdout
+
+
+class _PlainCommands:
+    """``repo.git.<command>(*args)`` of GitPython for the few commands used here: stdout as text (UTF-8,
+    surrogateescape), one trailing newline dropped."""
+
+    def __init__(self, cwd: str) -> None:
+        self.cwd = cwd
+
+    def _text(self, *args: str) -> str:
+        out = _run_git(self.cwd, args)
+        return (out[:-1] if out.endswith(b"\n") else out).decode("utf-8", "surrogateescape")
+
+    def diff(self, *args: str) -> str:
+        return self._text("diff", *args)
+
+    def ls_files(self, *args: str) -> str:
+        return self._text("ls-files", *args)
+
+    def log(self, *args: str) -> str:
+        return self._text("log", *args)
+
+    def show(self, *args: str) -> str:
+        return self._text("show", *args)
+
+
+class _PlainRepo:
+    """The work tree of an ordinary clone, found without GitPython (whose import is about a fifth of a warm
+    ``validate`` at 1,000 entries): what ``git.Repo(root, search_parent_directories=True)`` finds, in the one
+    case this recognises exactly; :func:`_plain_repo` returns None for every other case, which GitPython handles."""
+
+    def __init__(self, top: str) -> None:
+        self.working_tree_dir = top
+        self.git = _PlainCommands(top)
+
+    def head(self) -> str | None:
+        """HEAD's commit (full sha), or None before the first commit."""
+        try:
+            out = _run_git(self.working_tree_dir, ("rev-parse", "--verify", "-q", "HEAD^{commit}"))
+        except _GitFailed as e:
+            if e.args[1] == 1 and not e.stderr:  # --verify -q: no such revision, said by the exit code alone
+                return None
+            raise
+        return out.decode("ascii", "replace").strip()
+
+    def show_bytes(self, spec: str) -> bytes | None:
+        try:
+            return _run_git(self.working_tree_dir, ("show", spec))
+        except _GitFailed:
+            return None
+
+
+_GIT_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY", "GIT_PYTHON_GIT_EXECUTABLE")
+_BARE_FALSE = re.compile(r"^\s*bare\s*=\s*false\s*$", re.IGNORECASE | re.MULTILINE)
+
+
+def _plain_repo(root: Path) -> _PlainRepo | None:
+    """The repository around ``root`` when it is an ordinary clone: the nearest ``.git`` above ``root``
+    (resolved, as GitPython resolves a Path) is a directory with ``HEAD``, ``objects/`` and ``refs/``, no
+    linked-worktree files, and a config that sets no ``core.worktree`` and no ``core.bare`` other than false;
+    no directory on the way is itself a git directory, and no GIT_DIR-like variable is set. None otherwise
+    (GitPython then finds the repository, or says there is none)."""
+    if any(v in os.environ for v in _GIT_ENV):
+        return None
+    try:
+        cur = os.fspath(root.resolve())
+    except (OSError, RuntimeError):
+        return None
+    while True:
+        dotgit = os.path.join(cur, ".git")
+        if os.path.lexists(dotgit):
+            if not (
+                os.path.isdir(dotgit)
+                and not os.path.islink(dotgit)
+                and os.path.isfile(os.path.join(dotgit, "HEAD"))
+                and os.path.isdir(os.path.join(dotgit, "objects"))
+                and os.path.isdir(os.path.join(dotgit, "refs"))
+                and not os.path.lexists(os.path.join(dotgit, "commondir"))
+                and not os.path.lexists(os.path.join(dotgit, "gitdir"))
+            ):
+                return None
+            try:
+                config = Path(dotgit, "config").read_text("utf-8", "replace")
+            except OSError:
+                return None
+            if "worktree" in config.lower() or len(re.findall(r"bare", config, re.IGNORECASE)) != len(
+                _BARE_FALSE.findall(config)
+            ):
+                return None
+            return _PlainRepo(cur)
+        if os.path.lexists(os.path.join(cur, "HEAD")):
+            return None  # perhaps a git directory itself: GitPython's case
+        parent, tail = os.path.split(cur)
+        if not tail or parent == cur:
+            return None  # no repository: GitPython says so (GIT004)
+        cur = parent
+
+
+def check_git(
+    root: Path, index: dict[str, Any] | None, since: str | None = None, *, index_sha256: str | None = None
+) -> list[Finding]:
+    """GIT001–GIT004 for the registry at ``root``. ``index_sha256``, the sha256 of the index.json bytes that
+    ``index`` was parsed from, spares parsing HEAD's index.json again when it holds the same bytes."""
+    plain = _plain_repo(root) if since is None else None
+    if plain is not None:
+        try:
+            head = plain.head()
+        except _GitFailed as e:
+            return [finding("GIT004", ".", f"git failed: {str(e.stderr or e).strip()[:200]}")]
+        except _NoGit:
+            return [finding("GIT004", ".", "the git executable is not available")]
+        if head is None:
+            return []  # a repository without commits: nothing is published yet
+        return _check_repo(root, index, None, plain, head, (_GitFailed,), index_sha256)
     try:
         import git
     except ImportError:  # GitPython missing or git not installed
@@ -55,28 +200,42 @@ def check_git(root: Path, index: dict[str, Any] | None, since: str | None = None
         ]
     except git.GitCommandNotFound:
         return [finding("GIT004", ".", "the git executable is not available")]
+    rev = since or "HEAD"
+    try:
+        commit = repo.commit(rev)
+    except (git.BadName, ValueError, git.GitCommandError):
+        if since:
+            top = Path(repo.working_tree_dir or root).resolve()
+            raise UsageError(
+                f"--since {since}: no such revision in {top}",
+                hint="Give a commit, tag or branch name known to this clone.",
+            ) from None
+        return []  # a repository without commits: nothing is published yet
+    return _check_repo(root, index, since, repo, commit.hexsha, (git.GitCommandError,), index_sha256)
+
+
+def _check_repo(
+    root: Path,
+    index: dict[str, Any] | None,
+    since: str | None,
+    repo: Any,
+    baseline: str,
+    git_errors: tuple[type[Exception], ...],
+    index_sha256: str | None,
+) -> list[Finding]:
+    """GIT001–GIT003 in ``repo`` (GitPython's or a :class:`_PlainRepo`) against commit ``baseline``."""
     try:
         top = Path(repo.working_tree_dir or root).resolve()
         prefix = PurePosixPath(root.resolve().relative_to(top).as_posix())
-        rev = since or "HEAD"
-        try:
-            commit = repo.commit(rev)
-        except (git.BadName, ValueError, git.GitCommandError):
-            if since:
-                raise UsageError(
-                    f"--since {since}: no such revision in {top}",
-                    hint="Give a commit, tag or branch name known to this clone.",
-                ) from None
-            return []  # a repository without commits: nothing is published yet
         spec = "." if str(prefix) == "." else str(prefix)
         # with --since, a change may be committed already (--no-verify): HEAD vs baseline says so
-        committed = _name_status(repo, commit.hexsha, "HEAD", "--", spec) if since else {}
-        changed = _name_status(repo, commit.hexsha, "--", spec)  # working tree vs baseline
-        staged = _name_status(repo, "--cached", commit.hexsha, "--", spec)  # index vs baseline
+        committed = _name_status(repo, baseline, "HEAD", "--", spec) if since else {}
+        changed = _name_status(repo, baseline, "--", spec)  # working tree vs baseline
+        staged = _name_status(repo, "--cached", baseline, "--", spec)  # index vs baseline
         untracked = _split_z(repo.git.ls_files("--others", "--exclude-standard", "-z", "--", spec))
-        baseline_index = _index_at(repo, commit.hexsha, prefix)
-    except git.GitCommandError as e:
-        return [finding("GIT004", ".", f"git failed: {str(e.stderr or e).strip()[:200]}")]
+        baseline_index = _index_at(repo, baseline, prefix, index, index_sha256)
+    except git_errors as e:
+        return [finding("GIT004", ".", f"git failed: {str(getattr(e, 'stderr', '') or e).strip()[:200]}")]
 
     def rel(p: str) -> str:
         return PurePosixPath(p).relative_to(prefix).as_posix() if str(prefix) != "." else p
@@ -118,9 +277,7 @@ def check_git(root: Path, index: dict[str, Any] | None, since: str | None = None
                 continue  # no finding: no `git log` for where it was committed (one per path, on every changed file)
             if where != "commit" and r in spared and path not in since_head(where):
                 continue  # as committed: judged in the commit pass
-            place, last = (
-                _committed_in(repo, path, commit.hexsha, since) if where == "commit" else (f"in the {where}", None)
-            )
+            place, last = _committed_in(repo, path, baseline, since) if where == "commit" else (f"in the {where}", None)
             if new_in_closed and last is not None and base not in closed_at(last):
                 spared.add(r)  # committed (last touched) while its base was still open, and closed only after
                 continue
@@ -132,7 +289,7 @@ def check_git(root: Path, index: dict[str, Any] | None, since: str | None = None
                     finding(
                         code,
                         r,
-                        f"{what} {place}, but it was published in {_published_in(repo, path, commit.hexsha)}",
+                        f"{what} {place}, but it was published in {_published_in(repo, path, baseline)}",
                     )
                 )
             else:
@@ -247,10 +404,24 @@ def _closed(*indexes: dict[Any, dict[str, Any]]) -> dict[Any, str]:
     return closed
 
 
-def _index_at(repo: Any, rev: str, prefix: PurePosixPath) -> dict[str, Any] | None:
+def _index_at(
+    repo: Any,
+    rev: str,
+    prefix: PurePosixPath,
+    now: dict[str, Any] | None = None,
+    now_sha256: str | None = None,
+) -> dict[str, Any] | None:
     path = "index.json" if str(prefix) == "." else f"{prefix}/index.json"
     try:
-        data = json.loads(repo.git.show(f"{rev}:{path}"))
+        if isinstance(repo, _PlainRepo):
+            raw = repo.show_bytes(f"{rev}:{path}")
+            if raw is None:
+                return None
+            if now is not None and now_sha256 is not None and hashlib.sha256(raw).hexdigest() == now_sha256:
+                return now  # the same bytes as index.json now (the usual case): that value, not parsed again
+            data = json.loads((raw[:-1] if raw.endswith(b"\n") else raw).decode("utf-8", "surrogateescape"))
+        else:
+            data = json.loads(repo.git.show(f"{rev}:{path}"))
     except Exception:  # absent at the baseline or unparseable: no frozen bases to honour from it
         return None
     return data if isinstance(data, dict) else None

@@ -105,16 +105,79 @@ def test_since_rev_catches_committed_changes(repo: Path) -> None:
     assert "GIT001" in codes(repo, since=first)
 
 
-def test_git_unavailable_is_a_warning(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_git_unavailable_is_a_warning(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import git as gitpython
+
+    from rwkv_registry import gitcheck
+
+    with monkeypatch.context() as m:  # an ordinary clone, found without GitPython: no git on PATH
+        m.setenv("PATH", str(tmp_path / "no-bin"))
+        report = validate_registry(repo, use_cache=False)
+    f = next(f for f in report.findings if f.code == "GIT004")
+    assert str(f.severity) == "warning" and f.message == "the git executable is not available"
 
     def boom(*a: object, **k: object) -> None:
         raise gitpython.GitCommandNotFound("git", "not found")
 
-    monkeypatch.setattr(gitpython, "Repo", boom)
+    monkeypatch.setattr(gitpython, "Repo", boom)  # any other repository: GitPython's route
+    monkeypatch.setattr(gitcheck, "_plain_repo", lambda root: None)
     report = validate_registry(repo, use_cache=False)
     f = next(f for f in report.findings if f.code == "GIT004")
-    assert str(f.severity) == "warning"
+    assert str(f.severity) == "warning" and f.message == "the git executable is not available"
+
+
+def _git_findings(root: Path, **kw: object) -> list[tuple[str, str, str]]:
+    return [(f.code, f.path, f.message) for f in validate_registry(root, use_cache=False, **kw).findings]
+
+
+@pytest.mark.parametrize("layout", ["top", "subdirectory", "worktree", "no-commit"])
+def test_plain_route_finds_what_gitpython_finds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: str) -> None:
+    """validate finds an ordinary clone without GitPython (its import is a fifth of a warm run): every finding,
+    message and order is what GitPython's route gives, for GIT001, GIT002 and GIT003 (staged and untracked), in a
+    registry at the top of its repository or below it; a linked worktree (.git is a file) goes GitPython's way."""
+    from rwkv_registry import gitcheck
+    from rwkv_registry.ops import write_readme
+
+    outer = tmp_path / "outer"
+    root = build_registry(outer / "reg" if layout == "subdirectory" else outer, tmp_path, with_miss=False)
+    top = outer
+    if layout == "no-commit":
+        git(outer, "init", "-q", "-b", "main")
+    else:
+        publish(outer)
+        edit_index(root, lambda i: i["bases"][0].update(status="frozen"))
+        resum(root)
+        write_readme(root)
+        git(outer, "commit", "-qam", "freeze")
+    if layout == "worktree":
+        top = tmp_path / "wt"
+        git(outer, "worktree", "add", "-q", str(top))
+        root = top
+        assert (top / ".git").is_file()
+    if layout != "no-commit":
+        p = root / STATE
+        p.write_bytes(p.read_bytes()[:-1] + bytes([p.read_bytes()[-1] ^ 1]))  # GIT001
+        git(top, "rm", "-q", "--cached", "--", str(root.relative_to(top) / TINY_BASE / "state" / "v1" / "train.json"))
+        st = write_state(tmp_path / "n.pth", seed=7)
+        for name in ("s8.pth", "s9.pth"):  # GIT003: one staged, one untracked
+            (root / TINY_BASE / "state" / "v1" / name).write_bytes(st.read_bytes())
+        git(top, "add", "--", str(root.relative_to(top) / TINY_BASE / "state" / "v1" / "s8.pth"))
+    found = _git_findings(root)
+    assert (gitcheck._plain_repo(root) is not None) == (layout != "worktree")
+    monkeypatch.setattr(gitcheck, "_plain_repo", lambda root: None)
+    assert _git_findings(root) == found
+    git_codes = {c for c, _, _ in found if c.startswith("GIT")}
+    assert git_codes == (set() if layout == "no-commit" else {"GIT001", "GIT002", "GIT003"})
+
+
+def test_plain_route_says_what_git_says_when_it_fails(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rwkv_registry import gitcheck
+
+    (repo / ".git" / "index").write_bytes(b"not an index")  # git diff --cached fails: GIT004 with git's words
+    found = [f for f in validate_registry(repo, use_cache=False).findings if f.code == "GIT004"]
+    monkeypatch.setattr(gitcheck, "_plain_repo", lambda root: None)
+    assert [f for f in validate_registry(repo, use_cache=False).findings if f.code == "GIT004"] == found
+    assert len(found) == 1 and found[0].message.startswith("git failed: stderr: 'fatal: ")
 
 
 @pytest.mark.skipif(
