@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -90,3 +92,70 @@ def test_cached_facts_share_their_big_lists_and_read_back_unchanged(registry: Pa
     assert report.ok and report.stats["cache_hits"] == 0
     warm = validate_registry(registry)
     assert warm.stats["cache_hits"] == 3 and [f.code for f in warm.findings] == [f.code for f in report.findings]
+
+
+def _seen(report: object) -> list[tuple[str, str, str]]:
+    return [(f.code, f.path, f.message) for f in report.findings]  # type: ignore[attr-defined]
+
+
+def _edit(rel: str, fn: Callable[[str], str]) -> Callable[[Path], None]:
+    def apply(root: Path) -> None:
+        p = root / rel
+        p.write_text(fn(p.read_text("utf-8")), "utf-8")
+
+    return apply
+
+
+TRAIN = f"{TINY_BASE}/state/v1/train.json"
+# Each a change a user (or a broken tool) makes to the small files whose verdicts the cache remembers by content:
+# index.json and train.json (strict loader + schema), README.md (RDM001/RDM002, rendered from index.json).
+MEMO_EDITS: dict[str, Callable[[Path], None]] = {
+    "readme-own-text": _edit("README.md", lambda t: t + "\nMore of the publisher's words.\n"),
+    "readme-generated-edit": _edit("README.md", lambda t: t.replace("| Path |", "| Paths |", 1)),
+    "readme-marker-gone": _edit("README.md", lambda t: t.replace("<!-- rwkv-registry:sections:end -->", "")),
+    "index-description": _edit("index.json", lambda t: t.replace('"recommended": true', '"recommended": false', 1)),
+    "index-reformatted": _edit("index.json", lambda t: json.dumps(json.loads(t), indent=4)),
+    "index-duplicate-key": _edit("index.json", lambda t: t.replace("{", '{"schema_version": 1, ', 1)),
+    "index-nan": _edit("index.json", lambda t: t.replace('"size": ', '"size": NaN, "x-size": ', 1)),
+    "index-overflow": _edit(
+        "index.json", lambda t: t.replace('"size": ', '"x-big": 1' + "0" * 300 + 'e9, "size": ', 1)
+    ),
+    "index-schema": _edit("index.json", lambda t: t.replace('"sha256": "', '"sha256": "zz', 1)),
+    "index-not-json": _edit("index.json", lambda t: t[: len(t) // 2]),
+    "train-value": _edit(TRAIN, lambda t: t.replace("4096", "8192")),
+    "train-duplicate-key": _edit(TRAIN, lambda t: t.replace("{", '{"method": "state", ', 1)),
+    "train-schema": _edit(TRAIN, lambda t: t.replace('"method"', '"methd"', 1)),
+}
+
+
+def test_remembered_verdicts_give_the_findings_of_a_cold_run(reg: Path) -> None:
+    """The cache answers for a JSON file's strict parse and schema errors, and for the README's RDM001/RDM002, by
+    the bytes (and the code): after every edit, and after undoing it (answers remembered from before the edit),
+    a cached run reports exactly what a run without the cache reports, in the same order."""
+    small = {p: p.read_bytes() for p in [reg / "index.json", reg / "README.md", reg / TRAIN]}
+    validate_registry(reg)  # the cache holds the valid registry's answers
+    for name, edit in MEMO_EDITS.items():
+        edit(reg)
+        cold = _seen(validate_registry(reg, use_cache=False))
+        assert _seen(validate_registry(reg)) == cold, name  # filled here
+        assert _seen(validate_registry(reg)) == cold, name  # answered from the cache
+        for p, data in small.items():
+            p.write_bytes(data)
+        assert _seen(validate_registry(reg)) == _seen(validate_registry(reg, use_cache=False)), name
+
+
+def test_remembered_verdicts_are_used_and_keyed_by_the_code(reg: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README verdict is read from the cache (a planted lie is believed), under a key that holds the code's
+    digest: with other code (another digest), the lie is not believed."""
+    from rwkv_registry import validate as v
+
+    assert validate_registry(reg).ok
+    cache = next(Path(os.environ["RWKV_REGISTRY_CACHE_DIR"]).glob("validate-*.json"))
+    data = json.loads(cache.read_text())
+    keys = [k for k in data["json"] if k.startswith("readme:")]
+    assert len(keys) == 1 and keys[0].endswith(v.code_digest())
+    data["json"][keys[0]] = "differs"
+    cache.write_text(json.dumps(data))
+    assert [f.code for f in validate_registry(reg).findings if f.code == "RDM002"] == ["RDM002"]
+    monkeypatch.setattr(v, "code_digest", lambda: "another-code")
+    assert "RDM002" not in {f.code for f in validate_registry(reg).findings}
