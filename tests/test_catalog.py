@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from regtools import TINY_BASE, TINY_SHA, build_registry, miss_train, write_miss
@@ -390,3 +391,73 @@ def test_schema_findings_of_an_entry_belong_to_that_entry(registry: Path) -> Non
     eid = cat.index_entries[1]["id"]
     assert found.status(eid) == "error" and any(f.code == "SCH002" for f in found.for_entry(eid))
     assert all(f.code != "SCH002" for f in found.for_entry(cat.index_entries[0]["id"]))  # only the broken one
+
+
+def _list_registry(root: Path, n: int) -> Path:
+    """index.json alone (what `list` reads): two bases (one frozen, one empty), a base only entries
+    name, and cells that wrap, fold, hold wide or control characters, markup, or nothing."""
+    descriptions = [
+        "generated state",
+        "a longer description that has to wrap over several lines in a narrow terminal",
+        "averyveryverylongwordthatcannotwrapanywhereandmustbefoldedbyrichitself",
+        "",
+        "中文说明：宽字符占两格，折行时按格数计算",
+        "line one\nline two",
+        "tab\there",
+        "[bold]not markup[/] and [/]",
+        "  leading and trailing spaces  ",
+    ]
+    bases = [
+        {"name": "rwkv7-old-20250101-ctx4096", "status": "frozen"},
+        {"name": "rwkv7-new-20260101-ctx4096", "status": "active"},
+        {"name": "rwkv7-empty-20270101-ctx4096", "status": "active"},
+    ]
+    entries = []
+    for i in range(n):
+        base = ("rwkv7-old-20250101-ctx4096", "rwkv7-new-20260101-ctx4096", "rwkv7-elsewhere")[i % 3]
+        method = ("state", "miss", "other")[i % 7 % 3]
+        entries.append(
+            {
+                "id": f"e{i}" + ("-with-a-long-id" if i % 5 == 0 else ""),
+                "base": base,
+                "method": method,
+                "data": {"version": f"v{i % 4}.{i % 11}"},
+                "file": {"size": (i * 7919) ** 2 if i % 6 else None},
+                "recommended": i % 4 == 0 or ("yes" if i % 9 == 0 else False),
+                "profile": ("g1k", "g1k-think", None)[i % 3],
+                "description": descriptions[i % len(descriptions)] + (f" #{i}" if i % 2 else ""),
+            }
+        )
+    root.mkdir()
+    (root / "index.json").write_text(json.dumps({"registry": {"name": "gen/list"}, "bases": bases, "entries": entries}))
+    return root
+
+
+@pytest.mark.parametrize("width", [30, 80, 200])
+def test_list_table_laid_out_by_hand_is_what_rich_prints(
+    tmp_path: Path, width: int, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`list` pads rows itself instead of having rich lay out each one (docs/scale.md); the bytes
+    must be those rich prints, at any width, whatever the cells hold."""
+    import rwkv_registry.catalog_render as render
+
+    root = _list_registry(tmp_path / "reg", 60)
+    monkeypatch.setenv("COLUMNS", str(width))
+    monkeypatch.setattr(render, "PLAIN_LIST", False)
+    assert main(["list", str(root)]) == 0
+    through_rich = capsys.readouterr().out
+    monkeypatch.setattr(render, "PLAIN_LIST", True)
+    laid_out: list[bool] = []
+    real = render._plain_list_lines
+
+    def spy(console: Any, title: str, rows: Any) -> Any:
+        lines = real(console, title, rows)
+        laid_out.append(lines is not None or not rows)
+        return lines
+
+    monkeypatch.setattr(render, "_plain_list_lines", spy)
+    assert main(["list", str(root)]) == 0
+    assert capsys.readouterr().out == through_rich
+    if width >= 80:  # a narrow terminal crops cells, which only rich does
+        assert "e1 " in through_rich and "(no entries)" in through_rich and "中文说明" in through_rich
+        assert laid_out and all(laid_out), laid_out
