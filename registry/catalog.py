@@ -146,6 +146,8 @@ def _duration(start: Any, end: Any) -> str:
         b = dt.datetime.fromisoformat(str(end).replace("Z", "+00:00"))
     except ValueError:
         return ""
+    if (a.tzinfo is None) != (b.tzinfo is None):  # one with an offset, one without: no telling
+        return ""
     minutes = int((b - a).total_seconds() // 60)
     if minutes < 0:
         return ""

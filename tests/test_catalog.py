@@ -461,3 +461,23 @@ def test_list_table_laid_out_by_hand_is_what_rich_prints(
     if width >= 80:  # a narrow terminal crops cells, which only rich does
         assert "e1 " in through_rich and "(no entries)" in through_rich and "中文说明" in through_rich
         assert laid_out and all(laid_out), laid_out
+
+
+def test_a_time_with_an_offset_and_one_without_give_no_duration(
+    registry: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """train.json's started with an offset and finished without one (or a run's) made `show` and the
+    TUI's Train tab crash: subtracting an offset-naive from an offset-aware datetime raises TypeError."""
+    from rwkv_registry.catalog import _duration
+
+    assert _duration("2026-10-12T08:00:00Z", "2026-10-12T09:00:00") == ""
+    assert _duration("2026-10-12T08:00:00", "2026-10-12T09:30:00") == "1 h 30 min"  # both without: comparable
+    path = registry / TINY_BASE / "miss" / "v2" / "train.json"
+    train = json.loads(path.read_text())
+    train["finished"] = "2026-10-12T10:00:00"
+    train["runs"][1]["finished"] = "2026-10-12T09:00:00"
+    path.write_text(json.dumps(train))
+    assert main(["show", "v2-r4-b", "--path", str(registry)]) == 0
+    lines = [line.strip() for line in capsys.readouterr().out.splitlines()]
+    assert "finished 2026-10-12T10:00:00" in [" ".join(line.split()) for line in lines]
+    assert "2026-10-12T08:00:00Z → 2026-10-12T09:00:00" in lines  # no duration for run r4-b
