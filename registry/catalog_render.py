@@ -665,12 +665,15 @@ def _console() -> Console:
 
 
 def _list_table(title: str, rows: Iterable[Sequence[str]]) -> Any:
-    """One base's table of ``list``: id, method, data, size, ★, profile, description."""
+    """One base's table of ``list``: id, method, data, size, ★, profile, description. The title is
+    text, never markup: as a plain string, a frozen base's ``[frozen]`` was read as a style tag and
+    dropped."""
     from rich import box
+    from rich.text import Text
 
     Table = _table_class()
     table = Table(
-        title=title,
+        title=Text(title, style="bold"),
         title_justify="left",
         title_style="bold",
         header_style="bold",

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from regtools import TINY_BASE, TINY_SHA, build_registry, miss_train, write_miss
+from regtools import TINY_BASE, TINY_SHA, build_registry, edit_index, miss_train, write_miss
 
 from rwkv_registry.catalog import (
     Catalog,
@@ -481,3 +481,11 @@ def test_a_time_with_an_offset_and_one_without_give_no_duration(
     lines = [line.strip() for line in capsys.readouterr().out.splitlines()]
     assert "finished 2026-10-12T10:00:00" in [" ".join(line.split()) for line in lines]
     assert "2026-10-12T08:00:00Z → 2026-10-12T09:00:00" in lines  # no duration for run r4-b
+
+
+def test_list_shows_the_frozen_tag_of_a_base(registry: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The title of a frozen base's table said just its name: ``"NAME [frozen]"`` was handed to rich
+    as a string, whose markup took ``[frozen]`` for a style tag and printed nothing of it."""
+    edit_index(registry, lambda index: index["bases"][0].update(status="frozen"))
+    assert main(["list", str(registry)]) == 0
+    assert f"{TINY_BASE} [frozen]" in capsys.readouterr().out.splitlines()[1]
