@@ -707,8 +707,11 @@ def _plain_list_lines(console: Console, title: str, rows: Sequence[Sequence[str]
     out both ways and must agree, else (and whenever a cell would be cropped or holds a control
     character) None: the caller prints the table through rich.
     """
-    from rich.cells import cell_len
+    from rich.cells import cell_len as rich_cell_len
     from rich.text import Text
+
+    def cell_len(text: str) -> int:  # rich's, with printable ASCII (nearly every cell) one cell a character
+        return len(text) if text.isascii() and text.isprintable() else rich_cell_len(text)
 
     if not rows or console.color_system is not None:
         return None
