@@ -1,0 +1,404 @@
+"""Tests written against hand-made mutants of `registry/catalog.py` and `registry/catalog_render.py`
+(what `list`, `show` and the TUI display) that the rest of the suite let live. Each test names the
+mutants it kills; the audit (mutants, runner, table) is described in docs/tui.md's Tests section."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from regtools import TINY_BASE, edit_index
+
+from rwkv_registry.catalog import (
+    Bar,
+    Catalog,
+    EntryFilter,
+    FindingIndex,
+    MissSummary,
+    TrainInfo,
+    _data_text,
+    _duration,
+    human_size,
+    natural_key,
+    num,
+    score_text,
+    short_size,
+    status_of_findings,
+    summarize_manifest,
+)
+from rwkv_registry.catalog_render import (
+    BarChart,
+    fold_same,
+    render_comparison,
+    render_entry_info,
+    render_findings,
+    render_miss,
+    render_smoke,
+    render_train,
+)
+from rwkv_registry.cli import main
+from rwkv_registry.rules import finding
+
+MISS_A = f"{TINY_BASE}/miss/v2/r4-a/adapter-final.pth"
+
+
+def plain(renderable: Any, width: int = 100) -> str:
+    from rich.console import Console
+
+    out = io.StringIO()
+    Console(file=out, width=width, color_system=None, highlight=False).print(renderable)
+    return out.getvalue()
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def score(value: float, date: str, **over: Any) -> dict[str, Any]:
+    return {"benchmark": "exam", "date": date, "score": value, "unit": "percent", "total": 568, **over}
+
+
+# --- small value helpers ------------------------------------------------------------------------------------
+
+
+def test_value_helpers() -> None:
+    """num/human_size/short_size/natural_key/score_text/_data_text (C05 C06 C07 C13 C14 C15 C92)."""
+    assert num(True) == "True" and num(None) == "—" and num(44.0) == "44" and num(2e-05) == "2e-05"
+    assert num(52.2) == "52.2" and num(7) == "7"
+    assert human_size(1023) == "1023 bytes" and human_size(1024) == "1,024 bytes (1.0 KiB)"
+    assert human_size(37819746) == "37,819,746 bytes (36.1 MiB)" and human_size(True) == "—"
+    assert short_size(1023) == "1023 B" and short_size(1024) == "1.0 KiB" and short_size(2**30) == "1.0 GiB"
+    assert sorted(["v1.41", "v1.9", "v1.10", "v2"], key=natural_key) == ["v1.9", "v1.10", "v1.41", "v2"]
+    assert score_text({"score": 52.2, "unit": "percent", "total": 568}) == "52.2%"
+    assert score_text({"score": 41, "unit": "points", "total": 60}) == "41/60"
+    assert score_text({"score": 9.0, "unit": "points"}) == "9"
+    assert _data_text({"data": {"version": "v1", "rows": 0}}) == "v1 · 0 rows"
+    sha = "ab" * 32
+    assert _data_text({"data": {"version": "v1", "sha256": sha}}, full=False) == f"v1 · sha256 {sha[:8]}…"
+
+
+def test_duration() -> None:
+    """Zero minutes, the one-hour boundary, a negative span, bad text (C16 C17)."""
+    t0 = "2026-10-12T08:00:00Z"
+    assert _duration(t0, t0) == "0 min"
+    assert _duration(t0, "2026-10-12T08:59:00Z") == "59 min"
+    assert _duration(t0, "2026-10-12T09:00:00Z") == "1 h 00 min"
+    assert _duration(t0, "2026-10-12T10:05:00+00:00") == "2 h 05 min"
+    assert _duration("2026-10-12T09:00:00Z", t0) == "" and _duration("nope", t0) == "" and _duration(None, t0) == ""
+
+
+def test_status_of_findings() -> None:
+    """An error outranks a warning; notes alone are ok (C03 C04)."""
+    err, warn, note = finding("HSH001", "a", "m"), finding("IDX004", "index.json", "m"), finding("TRN006", "b", "m")
+    assert status_of_findings([warn, err]) == "error" and status_of_findings([err, warn]) == "error"
+    assert status_of_findings([note, warn]) == "warning" and status_of_findings([note]) == "ok"
+
+
+# --- the filter ---------------------------------------------------------------------------------------------
+
+
+def test_filter_details() -> None:
+    """C20 C21 C24 C25 C27 C31 C32 C33 C34 C35 C36 C37."""
+    e = {
+        "id": "v2-r4-a",
+        "base": TINY_BASE,
+        "method": "miss",
+        "data": {"version": "v2.1"},
+        "recommended": True,
+        "adapter_id": "Custom-Adapter",
+    }
+    assert EntryFilter.parse("d:v2").data_version == "v2" and EntryFilter.parse("d:v2").base is None
+    assert EntryFilter.parse("method:").words == ("method:",) and EntryFilter.parse("method:").method is None
+    assert EntryFilter.parse("R4").words == ("r4",) and EntryFilter.parse("R4").matches(e)
+    assert EntryFilter.parse("is:rec").active
+    assert EntryFilter.parse("method:mi").matches(e) and EntryFilter.parse("m:MiSS").matches(e)
+    assert EntryFilter.parse("data:v2").matches(e) and EntryFilter.parse("data:2.1").matches(e)
+    assert not EntryFilter.parse("is:rec").matches({**e, "recommended": "yes"})  # only true is recommended
+    assert not EntryFilter.parse("is:error").matches(e, status="warning")
+    assert not EntryFilter.parse("is:ok").matches(e, status="warning") and EntryFilter.parse("is:ok").matches(
+        e, status="ok"
+    )
+    assert not EntryFilter.parse("is:frozen").matches(e, base_status="active")
+    assert EntryFilter.parse("custom-adapter").matches(e)
+    assert not EntryFilter.parse("r4 nowhere").matches(e)
+
+
+# --- manifests, findings ------------------------------------------------------------------------------------
+
+
+def test_summarize_manifest_counts() -> None:
+    """Target kinds once each; layers only when they are integers (C39 C40)."""
+    m = {
+        "rank": 4,
+        "alpha": 8,
+        "content_version": "c" * 64,
+        "targets": [
+            {"target": "att.r", "layer": 0},
+            {"target": "att.r", "layer": 1},
+            {"target": "att.k", "layer": "1"},
+            {"target": "att.k"},
+        ],
+    }
+    s = summarize_manifest(m, source="header")
+    assert s.target_kinds == ("att.r", "att.k") and s.targets == 4 and s.layers == 2
+    assert (s.rank, s.alpha) == (4, 8) and summarize_manifest([], source="header").error is not None
+
+
+def test_finding_index_edges(reg: Path) -> None:
+    """Base directory, out-of-range $.entries[N], unknown quoted ids, quoted ids outside index.json,
+    `under` with a longer sibling directory (C47 C49 C50 C51 C52)."""
+    cat = Catalog(reg)
+    fs = [
+        finding("LAY011", TINY_BASE, "on the base directory"),
+        finding("SCH002", "index.json", "broken", json_path="$.entries[3].miss"),
+        finding("PRF002", "index.json", "entry 'nosuch' and 's1'"),
+        finding("RDM002", "README.md", "mentions 'v2-r4-b'"),
+        finding("TRN001", f"{TINY_BASE}/state/v10", "elsewhere"),
+    ]
+    idx = FindingIndex(fs, cat.entries, cat.index_entries)
+    assert [f.code for f in idx.for_entry("v2-r4-a")] == ["LAY011"]
+    assert [f.code for f in idx.for_entry("s1")] == ["LAY011", "PRF002"]
+    assert [f.code for f in idx.registry_level] == ["SCH002", "RDM002", "TRN001"]
+    assert [f.code for f in idx.under(f"{TINY_BASE}/state/v1")] == []
+
+
+# --- the catalogue ------------------------------------------------------------------------------------------
+
+
+def test_catalog_index_edges(reg: Path) -> None:
+    """Name falls back to the directory, the first of duplicate ids wins, a base without status is
+    unknown, grouped's keep, natural version order (C54 C55 C57 C60 C61)."""
+
+    def edit(index: dict) -> None:
+        del index["registry"]["name"]
+        del index["bases"][0]["status"]
+        s1 = index["entries"][0]
+        index["entries"].append(dict(s1, description="the duplicate"))
+        for v in ("v1.10", "v1.9"):
+            index["entries"].append(dict(s1, id=f"s-{v}", data={"version": v}))
+
+    edit_index(reg, edit)
+    cat = Catalog(reg)
+    assert cat.name == reg.name
+    assert cat.get_entry("s1") is cat.entries[0] and cat.base_status(TINY_BASE) == "unknown"
+    assert list(cat.grouped()[TINY_BASE]["state"]) == ["v1", "v1.9", "v1.10"]
+    kept = cat.grouped(lambda e: e.get("method") == "miss")[TINY_BASE]
+    assert list(kept) == ["miss"]
+
+
+def test_train_rel_and_run_of(reg: Path) -> None:
+    """A recorded train path wins; an entry without group owns no run (C65 C66)."""
+    cat = Catalog(reg)
+    assert Catalog.train_rel({"train": "x/y/train.json", "path": "a/b/c/d.pth"}) == "x/y/train.json"
+    assert Catalog.train_rel({"path": "a/b/c/d/e.pth"}) == "a/b/c/train.json"
+    assert cat.run_of({"id": "x"}, {"runs": [{"lr": 1}]}) is None
+    assert cat.run_of({"group": "g"}, {"runs": [{"group": "g", "lr": 1}]}) == {"group": "g", "lr": 1}
+
+
+def test_miss_summary_moves_to_the_validation_cache(reg: Path) -> None:
+    """A summary read from the header is replaced by the validation cache once a validation ran (C68)."""
+    from rwkv_registry.validate import validate_registry
+
+    cat = Catalog(reg)
+    assert cat.miss_summary(cat.entry("v2-r4-a")).source == "header"  # type: ignore[union-attr]
+    validate_registry(reg)
+    assert cat.miss_summary(cat.entry("v2-r4-a")).source == "validation cache"  # type: ignore[union-attr]
+
+
+def test_usage_quotes_and_defaults(reg: Path) -> None:
+    """Paths and adapter ids are shell-quoted; a MiSS without profile defaults to g1k-think;
+    adapter_id wins over id (C70 C71 C72 C73)."""
+    cat = Catalog(reg)
+    e = dict(cat.entry("v2-r4-a"), path="dir with space/a.pth", adapter_id="my adapter")
+    e.pop("profile", None)
+    u = cat.usage(e)
+    assert "--adapter-id 'my adapter' --file 'dir with space/a.pth'" in u.command
+    assert "adapter_id my adapter, --profile g1k-think" in u.then
+
+
+def test_score_bars_current_and_latest(reg: Path) -> None:
+    """With ``only``, the current entry still has its bar; with no current entry, no bar is current;
+    the latest score of a day wins a tie (C76 C77 C81)."""
+
+    def edit(index: dict) -> None:
+        index["bases"][0]["scores"] = [score(20.0, "2026-01-05")]
+        by_id = {e["id"]: e for e in index["entries"]}
+        by_id["s1"]["scores"] = [score(40.0, "2026-01-05")]
+        by_id["v2-r4-a"]["scores"] = [score(50.0, "2026-01-06"), score(51.0, "2026-01-06")]
+        by_id["v2-r4-b"]["scores"] = [score(45.5, "2026-01-06")]
+
+    edit_index(reg, edit)
+    cat = Catalog(reg)
+    bars = cat.score_bars(TINY_BASE, "exam", "percent", current="v2-r4-a", only=["s1"])
+    assert {b.label for b in bars} == {"s1", "v2-r4-a", "base alone"}
+    assert not any(b.current for b in cat.score_bars(TINY_BASE, "exam", "percent"))
+    cmp = cat.compare(cat.entry("v2-r4-a"), cat.entry("v2-r4-b"))
+    assert cmp.scores[0].a is not None and cmp.scores[0].a["score"] == 51.0
+
+
+def test_compare_fields(reg: Path) -> None:
+    """Recommended is read per side; rank/alpha appears when one side is MiSS (C79 C80)."""
+    cat = Catalog(reg)
+    fields = {label: (a, b) for label, a, b in cat.compare(cat.entry("v2-r4-a"), cat.entry("v2-r4-b")).fields}
+    assert fields["recommended"] == ("yes", "no")
+    cross = {label: (a, b) for label, a, b in cat.compare(cat.entry("s1"), cat.entry("v2-r4-a")).fields}
+    assert cross["rank/alpha"][0] == "—" and cross["rank/alpha"][1].startswith("r4 α")
+
+
+def test_entry_summary_and_describe(reg: Path) -> None:
+    """A State has no adapter id; a missing flag is false; describe charts only the entry's own
+    benchmarks (C83 C84 C86)."""
+
+    def edit(index: dict) -> None:
+        by_id = {e["id"]: e for e in index["entries"]}
+        del by_id["v2-r4-b"]["recommended"]
+        by_id["s1"]["scores"] = [score(40.0, "2026-01-05")]
+        by_id["v2-r4-a"]["scores"] = [dict(score(9.0, "2026-01-05"), benchmark="bash", unit="points", total=26)]
+
+    edit_index(reg, edit)
+    cat = Catalog(reg)
+    assert cat.entry_summary(cat.entry("s1"))["adapter_id"] is None
+    assert cat.entry_summary(cat.entry("v2-r4-b"))["recommended"] is False
+    assert [c["benchmark"] for c in cat.describe(cat.entry("s1"))["charts"]] == ["exam"]
+
+
+# --- renderings ---------------------------------------------------------------------------------------------
+
+
+def test_bar_chart_edges() -> None:
+    """Dates that are not ISO days stay whole; a score over 100 % fills the bar, no more; weights
+    never uploaded get their legend (C-R02 R05 R08)."""
+    chart = BarChart(
+        "exam",
+        [
+            Bar("a", 120.0, "percent", "2026-Jan-05", "entry", "a"),
+            Bar("c", 100.0, "percent", "2026-Jan-05", "entry", "c"),
+            Bar("b", 25.0, "percent", "2026-Jan-06", "unpublished", "b"),
+        ],
+    )
+    text = plain(chart, 60)
+    lines = text.splitlines()
+    assert "2026-Jan-05" in lines[1] and "2026-Jan-06" in lines[3]
+    assert lines[1].count("█") == lines[2].count("█") > 0
+    assert "† never uploaded" in text
+
+
+def test_entry_info_rows(reg: Path) -> None:
+    """Markup stays text, the frozen tag, no adapter id on a State, step of total, the note
+    (R09 R11 R12 R13 R56)."""
+
+    def edit(index: dict) -> None:
+        index["bases"][0]["status"] = "frozen"
+        s1 = index["entries"][0]
+        s1.update(step=1224, total_steps=1374, description="[bold]loud[/] and [/]")
+
+    edit_index(reg, edit)
+    cat = Catalog(reg)
+    text = flat(plain(render_entry_info(cat, cat.entry("s1"))))
+    assert "[bold]loud[/] and [/]" in text and "[frozen]" in text
+    assert "adapter id" not in text and "1224 of 1374" in text
+    assert "adapter id v2-r4-a" in flat(plain(render_entry_info(cat, cat.entry("v2-r4-a"))))
+
+
+def test_train_marks_only_the_entrys_own_run() -> None:
+    """No run is marked for an entry without a group (R16)."""
+    info = TrainInfo("t/train.json", {"runs": [{"lr": 1e-5}, {"group": "g", "lr": 2e-5}]})
+    assert "▶" not in plain(render_train(info, {"id": "x"}))
+    assert "▶ g" in plain(render_train(info, {"id": "y", "group": "g"}))
+
+
+def test_miss_marks(reg: Path) -> None:
+    """index.json agreeing is ✓; a cached summary without a recomputed value says so (R19 R20)."""
+    cat = Catalog(reg)
+    e = cat.entry("v2-r4-a")
+    cv = e["miss"]["content_version"]
+    header = flat(plain(render_miss(cat, e, MissSummary(content_version=cv, source="header"))))
+    assert "✓ index.json records the same" in header
+    cached = MissSummary(content_version=cv, source="validation cache", recomputed=None)
+    assert "? could not be recomputed" in flat(plain(render_miss(cat, e, cached)))
+
+
+def test_scores_smoke_and_findings_details(reg: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Wins/losses of a paired comparison, an unknown smoke verdict, findings sorted by severity and
+    shown relative to ``within`` only below it (R21 R23 R24 R25 R27)."""
+
+    def edit(index: dict) -> None:
+        by_id = {e["id"]: e for e in index["entries"]}
+        by_id["v2-r4-a"]["scores"] = [
+            score(52.2, "2026-10-17", comparison={"against": "v2.0", "wins": 95, "losses": 54, "p_value": 0.001})
+        ]
+        by_id["v2-r4-b"]["scores"] = [dict(score(9.0, "2026-01-05"), benchmark="bash", unit="points", total=26)]
+
+    edit_index(reg, edit)
+    assert main(["show", "v2-r4-a", "--path", str(reg)]) == 0
+    text = flat(capsys.readouterr().out)
+    assert "vs v2.0 +95/−54 p=0.001" in text and "bash" not in text
+    assert "✗ FAIL" in plain(render_smoke({"smoke": [{"verdict": "?"}]}))
+    fs = [finding("IDX004", "a/b/x", "w"), finding("HSH001", "a/bc/x", "e")]
+    shown = flat(plain(render_findings(fs, within="a/b")))
+    assert "HSH001 a/bc/x" in shown and "IDX004 …/x" in shown and shown.index("HSH001") < shown.index("IDX004")
+
+
+def test_comparison_rendering(reg: Path) -> None:
+    """≠ marks differing fields; scores of different days say so; fold_same with no context keeps
+    only changes and one ⋮ per run of unchanged lines (R34 R36 R37 R39)."""
+
+    def edit(index: dict) -> None:
+        by_id = {e["id"]: e for e in index["entries"]}
+        by_id["v2-r4-a"]["scores"] = [score(50.0, "2026-01-06")]
+        by_id["v2-r4-b"]["scores"] = [score(45.0, "2026-01-07")]
+
+    edit_index(reg, edit)
+    cat = Catalog(reg)
+    parts = list(render_comparison(cat.compare(cat.entry("v2-r4-a"), cat.entry("v2-r4-b"))))
+    fields = plain(parts[0], 120)
+    assert ["≠", "id"] in [line.split()[:2] for line in fields.splitlines()]
+    assert ["=", "base"] in [line.split()[:2] for line in fields.splitlines()]
+    assert "different days (2026-01-06 / 2026-01-07)" in flat(plain(parts[2], 160))
+    rows = [("=", "1", "1"), ("=", "2", "2"), ("~", "a", "b"), ("=", "3", "3"), ("=", "4", "4")]
+    assert fold_same(rows, 0) == [None, ("~", "a", "b"), None]
+
+
+def test_base_info_counts(reg: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`show BASE` counts entries per method and prints the base's scores (R30 R50)."""
+    edit_index(reg, lambda index: index["bases"][0].update(scores=[score(20.0, "2026-01-05")]))
+    assert main(["show", TINY_BASE, "--path", str(reg)]) == 0
+    text = flat(capsys.readouterr().out)
+    assert "3 (1 State, 2 MiSS)" in text and f"scores of {TINY_BASE} alone" in text
+
+
+# --- the commands -------------------------------------------------------------------------------------------
+
+
+def test_list_text_details(reg: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """★ only for true, (no entries) under an empty base, — for a missing profile, the method label
+    (R43 R44 R46 R51; the frozen tag is test_catalog.py's test_list_shows_the_frozen_tag_of_a_base)."""
+
+    def edit(index: dict) -> None:
+        index["bases"].append(dict(index["bases"][0], name="rwkv7-empty-20270101-ctx4096", status="active"))
+        by_id = {e["id"]: e for e in index["entries"]}
+        by_id["v2-r4-a"]["recommended"] = "yes"
+        del by_id["v2-r4-b"]["profile"]
+
+    edit_index(reg, edit)
+    monkeypatch.setenv("COLUMNS", "120")
+    assert main(["list", str(reg)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rows = {line.split()[0]: line.split() for line in lines if line.strip().startswith(("s1", "v2-r4"))}
+    assert rows["s1"][1:3] == ["State", "v1"] and "★" in rows["s1"]
+    assert "★" not in rows["v2-r4-a"] and rows["v2-r4-a"][1] == "MiSS"
+    assert "—" in rows["v2-r4-b"]
+    assert any(line.strip().startswith("(no entries)") for line in lines)
+
+
+def test_list_json_and_show_by_path(reg: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Base status in `list --format json`; `show PATH` finds the entry recording it, with its MiSS
+    manifest and smoke sections (R40 R47 R48 R49)."""
+    assert main(["list", str(reg), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["bases"][0]["status"] == "active"
+    assert main(["show", MISS_A, "--path", str(reg)]) == 0
+    text = capsys.readouterr().out
+    assert "v2-r4-a" in text and "archive/miss.json" in text and "smoke: no records" in text
