@@ -156,12 +156,14 @@ def test_finding_index_edges(reg: Path) -> None:
         finding("SCH002", "index.json", "broken", json_path="$.entries[3].miss"),
         finding("PRF002", "index.json", "entry 'nosuch' and 's1'"),
         finding("RDM002", "README.md", "mentions 'v2-r4-b'"),
+        finding("IDX004", "index.json", "entry 'ghost' only"),  # no such entry: the registry's
         finding("TRN001", f"{TINY_BASE}/state/v10", "elsewhere"),
     ]
     idx = FindingIndex(fs, cat.entries, cat.index_entries)
     assert [f.code for f in idx.for_entry("v2-r4-a")] == ["LAY011"]
     assert [f.code for f in idx.for_entry("s1")] == ["LAY011", "PRF002"]
-    assert [f.code for f in idx.registry_level] == ["SCH002", "RDM002", "TRN001"]
+    assert [f.code for f in idx.registry_level] == ["SCH002", "RDM002", "IDX004", "TRN001"]
+    assert set(idx.by_entry) == {"s1", "v2-r4-a", "v2-r4-b"}
     assert [f.code for f in idx.under(f"{TINY_BASE}/state/v1")] == []
 
 
