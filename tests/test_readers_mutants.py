@@ -1,0 +1,746 @@
+"""Tests written by the mutation audit of the readers: jsonload, arch, facts (the validation cache),
+pthwrite, lineage and jsoncpp. Each one kills at least one hand-written mutant that the older suite
+let through (the mutant is named in the test's comment); none of them pins a value the code computes.
+"""
+
+from __future__ import annotations
+
+import collections
+import io
+import json
+import os
+import struct
+import zipfile
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from regtools import TINY_ARCH, TINY_BASE
+
+from rwkv_registry import pthwrite
+from rwkv_registry.arch import (
+    architecture_from_shapes,
+    default_lora_widths,
+    miss_target_shape,
+    parse_arch_option,
+    state_shape,
+)
+from rwkv_registry.errors import RegistryIOError, UsageError
+from rwkv_registry.facts import FACTS_VERSION, FactsCache, compute_facts, sha256_file, stat_key
+from rwkv_registry.jsoncpp import dumps
+from rwkv_registry.jsonload import (
+    JsonLoadError,
+    is_finite_number,
+    is_integer,
+    load_json_bytes,
+    load_json_file,
+    read_json_bytes,
+)
+from rwkv_registry.lineage import base_date, family_of, superseded
+from rwkv_registry.pthwrite import RawTensor, write_pth
+from rwkv_registry.validate import validate_registry
+
+STATE = f"{TINY_BASE}/state/v1/s1.pth"
+
+
+# --- jsonload ------------------------------------------------------------------------------------
+
+
+def _refusal(data: bytes, **kw: Any) -> JsonLoadError:
+    with pytest.raises(JsonLoadError) as info:
+        load_json_bytes(data, **kw)
+    return info.value
+
+
+def test_duplicate_key_is_located_at_its_second_occurrence_as_a_key_not_as_a_value() -> None:
+    # J21: a string value equal to the key must not count as its first occurrence
+    err = _refusal(b'{"k": "a",\n "a": 1,\n "a": 2}')
+    assert (err.line, err.col) == (3, 2)
+    # J20: the same name in a nested object is another object's key
+    err = _refusal(b'{"a": {"a": 1},\n "b": 2, "a": 3}')
+    assert (err.line, err.col) == (2, 10)
+
+
+def test_nan_is_located_after_a_string_that_spells_it() -> None:
+    # J22: the text "NaN" inside a string is not where the constant is
+    err = _refusal(b'["NaN", "Infinity",\n  NaN]')
+    assert (err.line, err.col) == (2, 3) and err.reason == "NaN is not a JSON number"
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        pytest.param(b'"\\udc00"', id="lone low surrogate"),  # J24
+        pytest.param(b'{"\\ud800": 1}', id="lone surrogate in a key"),  # J25
+        pytest.param(b'[["x", "\\ud83d"]]', id="lone surrogate in a list"),  # J26
+        pytest.param(b'{"a": {"b": "\\uDFFF"}}', id="upper-case escape"),
+    ],
+)
+def test_every_lone_surrogate_is_refused(data: bytes) -> None:
+    assert "lone UTF-16 surrogate" in _refusal(data).reason
+
+
+def test_surrogate_pairs_are_accepted_everywhere() -> None:
+    assert load_json_bytes(b'{"\\ud83d\\ude00": ["\\ud83d\\ude00"]}') == {"\U0001f600": ["\U0001f600"]}
+
+
+@pytest.mark.parametrize(
+    ("data", "what"),
+    [
+        pytest.param(b"9" * 309, "an integer of 309 digits", id="309 digits"),  # J27
+        pytest.param(b"[-" + b"9" * 309 + b"]", "an integer of 309 digits", id="negative"),  # J29
+        pytest.param(b'{"a": {"b": 1e400}}', "a number", id="in an object"),  # J31
+        pytest.param(b"[-1e400]", "a number", id="negative real"),
+        pytest.param(b"1E+0400", "a number", id="upper-case exponent"),
+    ],
+)
+def test_numbers_beyond_a_double_are_refused(data: bytes, what: str) -> None:
+    assert _refusal(data).reason == f"{what} is beyond the range of a double"
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"8" * 308,  # below the largest double
+        b"1" + b"0" * 300 + b"e7",  # 1e307
+        b"1" + b"0" * 250 + b".0e57",  # 1e307
+        b"1e-400",  # underflows to 0.0, which a double holds
+        b"0." + b"0" * 400 + b"1e300",
+    ],
+)
+def test_numbers_within_a_double_are_accepted(data: bytes) -> None:
+    value = load_json_bytes(data)
+    assert isinstance(value, int | float) and abs(value) <= 1.8e308
+
+
+def test_is_integer_and_is_finite_number() -> None:
+    # J38, J39: a bool is no count, and inf or NaN is no number
+    assert is_integer(3) and not is_integer(True) and not is_integer(3.0)
+    assert is_finite_number(3) and is_finite_number(-2.5)
+    assert not is_finite_number(False) and not is_finite_number(float("inf")) and not is_finite_number(float("nan"))
+
+
+def test_max_depth_is_the_callers() -> None:
+    # J40
+    assert load_json_bytes(b"[[[1]]]", max_depth=3) == [[[1]]]
+    assert _refusal(b"[[[[1]]]]", max_depth=3).reason == "nested deeper than 3 levels"
+    assert _refusal(b'{"a": {"b": 1}}', max_depth=1).col == 7
+
+
+def test_message_without_a_path_has_no_empty_prefix() -> None:
+    # J41
+    err = _refusal(b"[1,]")
+    assert str(err).startswith("line 1 column ")
+
+
+@pytest.mark.parametrize("wrap", [bytearray, memoryview])
+def test_bytearray_and_memoryview_are_accepted(wrap: Any) -> None:
+    # J43
+    assert load_json_bytes(wrap(b'{"a": 1}')) == {"a": 1}
+
+
+def test_load_json_file_refuses_over_the_callers_limit_before_opening(tmp_path: Path, monkeypatch: Any) -> None:
+    # J44: max_bytes given to load_json_file is checked by stat, the file is never opened
+    p = tmp_path / "f.json"
+    p.write_bytes(b'{"a": "' + b"x" * 100 + b'"}')
+    opened: list[Path] = []
+    real_open = Path.open
+
+    def spy(self: Path, *a: Any, **kw: Any) -> Any:
+        opened.append(self)
+        return real_open(self, *a, **kw)
+
+    monkeypatch.setattr(Path, "open", spy)
+    with pytest.raises(JsonLoadError) as info:
+        load_json_file(p, max_bytes=50)
+    assert "over the limit of 50" in info.value.reason and opened == []
+    assert load_json_file(p, max_bytes=200) == {"a": "x" * 100}
+
+
+def test_read_json_bytes_bounds_the_read_even_when_stat_lies(tmp_path: Path, monkeypatch: Any) -> None:
+    # J36, J37
+    p = tmp_path / "f.json"
+    p.write_bytes(b"[" + b"1," * 50 + b"1]")
+    with pytest.raises(OSError) as info:
+        read_json_bytes(p, max_bytes=20)
+    assert "over the 20-byte limit" in str(info.value.strerror)
+    real_fstat = os.fstat
+    monkeypatch.setattr(os, "fstat", lambda fd: SimpleNamespace(st_size=1, st_mode=real_fstat(fd).st_mode))
+    with pytest.raises(OSError) as info:
+        read_json_bytes(p, max_bytes=20)
+    assert info.value.size == 21  # type: ignore[attr-defined]  # max_bytes + 1 read, no more
+
+
+# --- jsoncpp -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        pytest.param(
+            {"\U00010000": 1, "\uffff": 2}, '{"\\uffff":2,"\\ud800\\udc00":1}', id="keys by UTF-8 bytes"
+        ),  # C12
+        pytest.param(-(2**63), "-9223372036854775808", id="INT64_MIN"),  # C13
+        pytest.param(-(2**63) - 1, "-9.2233720368547758e+18", id="below INT64_MIN"),
+        pytest.param(2**64 - 1, "18446744073709551615", id="UINT64_MAX"),  # C14
+        pytest.param(2**64, "1.8446744073709552e+19", id="above UINT64_MAX"),
+        pytest.param((1, (2.5,)), "[1,[2.5]]", id="tuples"),  # C18
+        pytest.param("\x1f\x7f\x80", '"\\u001f\x7f\\u0080"', id="0x1f 0x7f 0x80"),  # C06, C07
+        pytest.param("\U0001f600\U0010ffff", '"\\ud83d\\ude00\\udbff\\udfff"', id="surrogate pairs"),  # C09
+        pytest.param("\b/\f", '"\\b/\\f"', id="backspace and slash"),  # C10, C11
+        pytest.param({"b": [True, False, None], "a": {}}, '{"a":{},"b":[true,false,null]}', id="literals"),  # C15
+    ],
+)
+def test_jsoncpp_edge_values(value: object, expected: str) -> None:
+    assert dumps(value) == expected
+
+
+# --- lineage -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "family", "date"),
+    [
+        ("rwkv7-g1-202601011-ctx4096", "rwkv7-g1-202601011-ctx4096", None),  # L01: nine digits are no date
+        ("a-20250101-b-20260101", "a", "20250101"),  # L02: the first date
+        ("model-12345678", "model-12345678", None),  # L03: not a year of 19xx/20xx
+        ("rwkv7-g1k-7.2b-20260930-ctx25600", "rwkv7-g1k-7.2b", "20260930"),  # L10
+        ("rwkv7-g1-20260101", "rwkv7-g1", "20260101"),
+    ],
+)
+def test_family_and_date_of_names(name: str, family: str, date: str | None) -> None:
+    assert family_of(name) == family
+    assert base_date({"name": name}) == date
+
+
+def test_base_date_falls_back_to_added() -> None:
+    assert base_date({"name": "custom", "added": "2026-12-31"}) == "20261231"  # L04, L11
+    assert base_date({"name": "custom", "added": "2026-12-31T10:00:00Z"}) is None  # L05
+    assert base_date({"name": "custom", "added": 20261231}) is None
+
+
+def test_superseded_maps_old_bases_to_the_newest_only() -> None:
+    bases = [
+        {"name": "m-20250101"},
+        {"name": "m-20260101"},
+        {"name": "m-20250601"},
+        {"name": "n-20240101"},
+        {"name": 5, "added": "2027-01-01"},  # L09: no name, no base
+        {"name": "old-custom", "added": "2024-01-01", "family": "fam"},
+        {"name": "new-custom", "added": "2025-01-01", "family": "fam"},  # L08: the declared family
+    ]
+    assert superseded(bases) == {  # L07: the newest maps to nothing; L12: to the newest's name
+        "m-20250101": "m-20260101",
+        "m-20250601": "m-20260101",
+        "old-custom": "new-custom",
+    }
+
+
+# --- arch ----------------------------------------------------------------------------------------
+
+
+def _shapes(n_layer: int, c: int, h: int, v: int, f: int, lora: dict[str, int]) -> dict[str, tuple[int, ...]]:
+    """The tensor table of an RWKV-7 base (FORMATS §2), every width distinct."""
+    shapes: dict[str, tuple[int, ...]] = {"emb.weight": (v, c), "head.weight": (v, c), "ln_out.weight": (c,)}
+    for i in range(n_layer):
+        b = f"blocks.{i}."
+        shapes |= {
+            b + "att.r_k": (h, c // h),
+            b + "att.w1": (c, lora["decay"]),
+            b + "att.w2": (lora["decay"], c),
+            b + "att.a1": (c, lora["aaa"]),
+            b + "att.v1": (c, lora["mv"] + (7 if i == 0 else 0)),  # layer 0's v1 is ignored
+            b + "att.g1": (c, lora["gate"]),
+            b + "att.key.weight": (c, c),
+            b + "ffn.key.weight": (f, c),
+            b + "ffn.value.weight": (c, f),
+        }
+    return shapes
+
+
+def test_architecture_is_read_from_the_shapes() -> None:
+    # A01, A03, A04, A06-A11
+    lora = {"decay": 32, "aaa": 48, "mv": 16, "gate": 80}
+    arch = architecture_from_shapes(_shapes(3, 192, 3, 1000, 448, lora), dtype="bfloat16")
+    assert arch == {
+        "n_layer": 3,
+        "n_embd": 192,
+        "head_size": 64,
+        "n_head": 3,
+        "vocab_size": 1000,
+        "ffn_size": 448,
+        "lora": lora,
+        "dtype": "bfloat16",
+    }
+    one = architecture_from_shapes(_shapes(1, 128, 2, 500, 512, lora))
+    assert one["lora"]["mv"] is None and one["n_layer"] == 1 and "dtype" not in one
+
+
+def test_architecture_refuses_gaps_and_inconsistent_heads() -> None:
+    lora = {"decay": 32, "aaa": 32, "mv": 32, "gate": 32}
+    shapes = _shapes(3, 128, 2, 500, 512, lora)
+    gap = {k: s for k, s in shapes.items() if not k.startswith("blocks.1.")}
+    with pytest.raises(UsageError, match=r"blocks \[1\] are missing"):  # A02
+        architecture_from_shapes(gap)
+    with pytest.raises(UsageError, match="inconsistent"):  # A05
+        architecture_from_shapes({**shapes, "blocks.0.att.r_k": (2, 32)})
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("n_layer=2,n_embd=128,vocab_size=", "is not KEY=VALUE"),  # A13
+        ("n_layer=2,n_embd=128", "--arch needs vocab_size"),  # A14
+        ("n_layer=0,n_embd=128,vocab_size=10", "n_layer=0 is out of range"),  # A15
+        ("n_layer=2,n_embd=128,vocab_size=10,head_size=32", "head_size=32"),  # A17
+        ("n_layer=2,n_embd=128,vocab_size=10,dtype=int8", "dtype 'int8'"),  # A18
+        ("n_layer=2,n_embd=100,vocab_size=10", "not a multiple of the head size"),  # A21
+        ("n_layer=2,n_embd=128,vocab_size=10,lora_decay=100000000", "lora_decay=100000000 is out of range"),  # A30
+    ],
+)
+def test_arch_option_refusals(text: str, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        parse_arch_option(text)
+
+
+def test_arch_option_defaults_and_given_values() -> None:
+    arch = parse_arch_option("n_layer=2,n_embd=128,vocab_size=10,lora_decay=64")
+    assert arch["ffn_size"] == 4 * 128 and arch["n_head"] == 2  # A19
+    assert arch["lora"]["decay"] == 64  # A20
+    from rwkv_registry.arch import _arch_maxima
+
+    tops = _arch_maxima()
+    top = parse_arch_option(f"n_layer={tops['n_layer']},n_embd=128,vocab_size={tops['vocab_size']}")  # A16
+    assert (top["n_layer"], top["vocab_size"]) == (tops["n_layer"], tops["vocab_size"])
+    big = (tops["ffn_size"] // 4 // 64 + 1) * 64  # the smallest n_embd whose default ffn_size is above the top
+    if big <= tops["n_embd"]:
+        with pytest.raises(UsageError, match="ffn_size"):  # A22
+            parse_arch_option(f"n_layer=2,n_embd={big},vocab_size=10")
+
+
+@pytest.mark.parametrize(
+    ("n_embd", "widths"),
+    [
+        # the LoRA widths of BlinkDL's released G1 bases (w1, a1, v1, g1 of the 0.1B, 1.5B and 7.2B files)
+        (768, {"decay": 64, "aaa": 64, "mv": 32, "gate": 128}),
+        (2048, {"decay": 96, "aaa": 96, "mv": 64, "gate": 256}),
+        (4096, {"decay": 128, "aaa": 128, "mv": 96, "gate": 480}),
+        (64, {"decay": 32, "aaa": 32, "mv": 32, "gate": 32}),  # never below 32
+    ],
+)
+def test_default_lora_widths(n_embd: int, widths: dict[str, int]) -> None:
+    # A23-A26
+    assert default_lora_widths(n_embd) == widths
+
+
+def test_target_and_state_shapes() -> None:
+    arch = {"n_embd": 128, "ffn_size": 448, "n_head": 2, "head_size": 64}
+    assert miss_target_shape(arch, "ffn.key.weight") == (448, 128)  # A27
+    assert miss_target_shape(arch, "ffn.value.weight") == (128, 448)  # A28
+    assert miss_target_shape(arch, "att.output.weight") == (128, 128)
+    assert state_shape(arch) == (2, 64, 64)  # A29
+    with pytest.raises(KeyError):
+        miss_target_shape(arch, "ffn.receptance.weight")
+
+
+# --- pthwrite ------------------------------------------------------------------------------------
+
+
+def _raw(t: Any) -> RawTensor:
+    import torch
+
+    data = t.contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
+    return RawTensor(str(t.dtype).removeprefix("torch."), tuple(t.shape), data)
+
+
+def _same_as_torch(tmp_path: Path, tensors: dict[str, Any]) -> None:
+    """write_pth's bytes are torch.save's but for the random serialization id."""
+    import torch
+    from test_pthwrite import _without_serialization_id
+
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "ours").mkdir()
+    torch.save(collections.OrderedDict(tensors), tmp_path / "torch" / "m.pth")
+    write_pth(tmp_path / "ours" / "m.pth", {k: _raw(v) for k, v in tensors.items()})
+    ours = (tmp_path / "ours" / "m.pth").read_bytes()
+    theirs = (tmp_path / "torch" / "m.pth").read_bytes()
+    assert _without_serialization_id(ours, "m") == _without_serialization_id(theirs, "m")
+    loaded = torch.load(tmp_path / "ours" / "m.pth", weights_only=True)
+    assert list(loaded) == list(tensors)
+    for name, t in tensors.items():
+        assert loaded[name].dtype == t.dtype and loaded[name].shape == t.shape and torch.equal(loaded[name], t)
+
+
+def test_torch_layout_ints_at_the_opcode_boundaries(tmp_path: Path) -> None:
+    # P01-P04: 255, 256, 65535, 65536 and 2**31 elements or strides (the last with zero elements)
+    import torch
+
+    _same_as_torch(
+        tmp_path,
+        {
+            "k255": torch.ones(255, dtype=torch.int8),
+            "k256": torch.ones(1, 256, dtype=torch.int8),
+            "m65535": torch.ones(65535, dtype=torch.int8),
+            "m65536": torch.ones(65536, 1, dtype=torch.int8),
+            "three.dims": torch.ones(2, 3, 4, dtype=torch.int8),  # P07: TUPLE3
+            "long stride": torch.zeros(0, 2**31, dtype=torch.int8),
+            "longer stride": torch.zeros(0, 3, 2**40, dtype=torch.int8),
+        },
+    )
+
+
+def test_torch_layout_with_more_than_256_memo_entries(tmp_path: Path) -> None:
+    # P05, P06: BINPUT/BINGET become LONG_BINPUT/LONG_BINGET at memo index 256
+    import torch
+
+    tensors = {f"t{i}": torch.full((2,), float(i), dtype=torch.float16 if i % 2 else torch.bfloat16) for i in range(60)}
+    _same_as_torch(tmp_path, tensors)
+
+
+def _zip64_file(tmp_path: Path, monkeypatch: Any) -> bytes:
+    monkeypatch.setattr(pthwrite, "_ZIP64_LIMIT", 100)
+    write_pth(tmp_path / "z.pth", {"big": RawTensor("int16", (200,), bytes(400)), "b": RawTensor("int8", (2,), b"ab")})
+    return (tmp_path / "z.pth").read_bytes()
+
+
+def test_zip64_headers_are_what_miniz_writes(tmp_path: Path, monkeypatch: Any) -> None:
+    data = _zip64_file(tmp_path, monkeypatch)
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        info = z.getinfo("z/data/0")
+        assert info.file_size == 400
+    off = info.header_offset
+    nlen, elen = struct.unpack_from("<HH", data, off + 26)
+    tag, size = struct.unpack_from("<HH", data, off + 30 + nlen)
+    assert (tag, size) == (1, 24)  # sizes and the offset
+    # P13: in the local header the compressed size is 0 (miniz); the central directory has both
+    assert struct.unpack_from("<QQQ", data, off + 34 + nlen) == (400, 0, off)
+    start = off + 30 + nlen + elen
+    assert start % 64 == 0
+    # P17, P18: a 64-bit data descriptor follows the data
+    assert struct.unpack_from("<4sIQQ", data, start + 400) == (b"PK\x07\x08", info.CRC, 400, 400)
+    # P19: the central directory's 32-bit sizes are the sentinel
+    central = data.rindex(b"z/data/0") - 46
+    assert data[central : central + 4] == b"PK\x01\x02"
+    assert struct.unpack_from("<II", data, central + 20) == (0xFFFFFFFF, 0xFFFFFFFF)
+    # P21, P22: the zip64 end record is 56 bytes (its size field says 44) and one disk
+    record = data.rindex(b"PK\x06\x06")
+    assert struct.unpack_from("<Q", data, record + 4)[0] == 44
+    locator = data.rindex(b"PK\x06\x07")
+    assert locator == record + 56 and struct.unpack_from("<IQI", data, locator + 4) == (0, record, 1)
+
+
+def test_end_record_counts_saturate_past_65535_entries(monkeypatch: Any) -> None:
+    # P20: more than 0xFFFF entries: the 16-bit counts say 0xFFFF, the zip64 record the real number
+    entries: list[tuple[str, bytes | memoryview]] = [(f"a/{i}", b"") for i in range(0x10001)]
+    out = io.BytesIO()
+    pthwrite._write_torch_zip(pthwrite._Out(out), entries)
+    data = out.getvalue()
+    end = data.rindex(b"PK\x05\x06")
+    assert struct.unpack_from("<HH", data, end + 8) == (0xFFFF, 0xFFFF)
+    record = data.rindex(b"PK\x06\x06")
+    assert struct.unpack_from("<QQ", data, record + 24) == (0x10001, 0x10001)
+
+
+def test_lightning_layout_refuses_offsets_past_4_gib() -> None:
+    # P39
+    out = pthwrite._Out(io.BytesIO())
+    out.pos = 0xFFFFFFFF
+    with pytest.raises(UsageError, match="4 GiB"):
+        pthwrite._write_lightning_zip(out, [("archive/data/0", b"xx")])
+
+
+def test_a_path_is_flushed_and_fsynced_before_it_is_closed(tmp_path: Path, monkeypatch: Any) -> None:
+    # P25, P26: fsync sees every byte of the file (nothing left in Python's buffer)
+    synced: list[int] = []
+    real_fsync = os.fsync
+
+    def spy(fd: int) -> None:
+        synced.append(os.fstat(fd).st_size)
+        real_fsync(fd)
+
+    monkeypatch.setattr(pthwrite.os, "fsync", spy)
+    path = tmp_path / "s.pth"
+    write_pth(path, {"x": RawTensor("float32", (3,), bytes(12))})
+    assert synced == [path.stat().st_size]
+
+
+@pytest.mark.parametrize(
+    ("tensors", "kw"),
+    [
+        ({"x": RawTensor("float32", (True, 1), bytes(4))}, {}),  # P28: a bool is no dimension
+        ({"x": RawTensor("float32", (1,), bytes(4))}, {"extra_entries": {"a/b": b""}}),  # P31
+        ({"x": RawTensor("float32", (1,), bytes(4))}, {"extra_entries": {".hidden": b""}}),  # P32
+        ({"x": RawTensor("float32", (1,), bytes(4))}, {"prefix": "."}),  # P40
+        ({"x": RawTensor("float32", (1,), bytes(4))}, {"prefix": ".."}),  # P40
+        ({"x": RawTensor("int8", (2**31,), b"")}, {"layout": "lightning"}),  # P30: numel checked first
+    ],
+)
+def test_more_bad_arguments(tmp_path: Path, tensors: dict[str, RawTensor], kw: dict[str, Any]) -> None:
+    with pytest.raises(UsageError):
+        write_pth(tmp_path / "bad.pth", tensors, **kw)
+    assert not (tmp_path / "bad.pth").exists()
+
+
+def test_lightning_numel_limit(monkeypatch: Any) -> None:
+    # P30: 2**31 elements are refused before their bytes are looked at (a size check would need 2 GiB)
+    monkeypatch.setattr(pthwrite, "DTYPE_ITEMSIZE", {**pthwrite.DTYPE_ITEMSIZE, "float32": 0})
+    with pytest.raises(UsageError, match="numel"):
+        write_pth(io.BytesIO(), {"x": RawTensor("float32", (2**31,), b"")}, layout="lightning")
+    write_pth(io.BytesIO(), {"x": RawTensor("float32", (2**31 - 1,), b"")}, layout="lightning")
+
+
+def test_unwritable_path_is_a_registry_error(tmp_path: Path) -> None:
+    # P37
+    with pytest.raises(RegistryIOError, match="cannot write"):
+        write_pth(tmp_path, {"x": RawTensor("float32", (1,), bytes(4))})
+
+
+def test_serialization_id_follows_the_tensor_bytes(tmp_path: Path) -> None:
+    # P41: same names, dtypes and shapes but other values: another id
+    def sid(data: bytes) -> bytes:
+        buf = io.BytesIO()
+        write_pth(buf, {"x": RawTensor("float32", (1,), data)})
+        return zipfile.ZipFile(buf).read("archive/.data/serialization_id")
+
+    assert sid(bytes(4)) != sid(b"\x00\x00\x80\x3f") and sid(bytes(4)) == sid(bytes(4))
+
+
+def test_float_memoryview_is_written_as_bytes(tmp_path: Path) -> None:
+    # P38: a memoryview of 4-byte items is 12 bytes, not 3
+    import array
+
+    import torch
+
+    data = memoryview(array.array("f", [1.0, 2.0, 3.0]))
+    write_pth(tmp_path / "m.pth", {"m": RawTensor("float32", (3,), data)})
+    assert torch.equal(torch.load(tmp_path / "m.pth", weights_only=True)["m"], torch.tensor([1.0, 2.0, 3.0]))
+
+
+# --- facts: what the cache remembers and when it trusts it ------------------------------------------
+
+
+def test_stat_key_changes_with_every_part() -> None:
+    # F01-F06: device, inode, path, size, mtime and ctime each change the key
+    st = {"st_dev": 1, "st_ino": 2, "st_size": 3, "st_mtime_ns": 4, "st_ctime_ns": 5}
+    key = stat_key(SimpleNamespace(**st), "/a")  # type: ignore[arg-type]
+    for field in st:
+        other = SimpleNamespace(**{**st, field: st[field] + 100})
+        assert stat_key(other, "/a") != key, field  # type: ignore[arg-type]
+    assert stat_key(SimpleNamespace(**st), "/b") != key  # type: ignore[arg-type]
+
+
+def _cache_file() -> Path:
+    files = list(Path(os.environ["RWKV_REGISTRY_CACHE_DIR"]).glob("validate-*.json"))
+    assert len(files) == 1
+    return files[0]
+
+
+def _plant_sha(cache: dict[str, Any], sha: str) -> dict[str, Any]:
+    for entry in cache["files"].values():
+        entry["facts"]["sha256"] = sha
+    return cache
+
+
+@pytest.mark.parametrize(
+    "version",
+    [
+        pytest.param(lambda v: [FACTS_VERSION - 1, v[1]], id="older facts"),  # F08
+        pytest.param(lambda v: [FACTS_VERSION, v[1] + ".other"], id="other release"),  # F09
+    ],
+)
+def test_a_cache_of_another_version_is_not_trusted(registry: Path, version: Any) -> None:
+    assert validate_registry(registry).ok
+    path = _cache_file()
+    cache = json.loads(path.read_text())
+    cache["version"] = version(cache["version"])
+    path.write_text(json.dumps(_plant_sha(cache, "0" * 64)))  # what a stale cache would claim
+    report = validate_registry(registry)
+    assert report.ok and report.stats["cache_hits"] == 0
+    # the same planted facts under the right version are used: the test can see a trusted cache
+    cache["version"] = json.loads(path.read_text())["version"]
+    path.write_text(json.dumps(_plant_sha(cache, "0" * 64)))
+    assert "HSH001" in {f.code for f in validate_registry(registry).findings}
+
+
+def test_a_file_changed_while_it_is_read_is_not_cached(registry: Path, monkeypatch: Any) -> None:
+    # F11: the stat after reading differs from the one before: the facts are not remembered
+    import rwkv_registry.facts as facts_mod
+
+    p = registry / STATE
+    real = facts_mod.compute_facts
+
+    def compute_then_touch(path: Any) -> Any:
+        result = real(path)
+        if Path(path) == p:
+            data = bytearray(p.read_bytes())
+            data[-100] ^= 0x10
+            p.write_bytes(bytes(data))  # same size; mtime and ctime move on
+        return result
+
+    monkeypatch.setattr(facts_mod, "compute_facts", compute_then_touch)
+    validate_registry(registry)
+    monkeypatch.setattr(facts_mod, "compute_facts", real)
+    report = validate_registry(registry)
+    assert "HSH001" in {f.code for f in report.findings} and report.stats["cache_hits"] == 2
+
+
+def test_two_registries_keep_their_own_warm_caches(registry: Path, tmp_path: Path) -> None:
+    # F13: one cache file per registry root; another root's run does not evict this one's entries
+    from regtools import build_registry
+
+    other = build_registry(tmp_path / "other", tmp_path / "other-src", with_miss=False)
+    validate_registry(registry)
+    validate_registry(other)
+    assert validate_registry(registry).stats["cache_hits"] == 3
+    assert validate_registry(other).stats["cache_hits"] == 1
+
+
+def test_entries_of_deleted_files_are_dropped(registry: Path) -> None:
+    # F14, F17: a removed file's entry and its blobs leave the cache
+    validate_registry(registry)
+    for p in sorted(registry.rglob("adapter-final.pth")):
+        p.unlink()
+    state = registry / STATE
+    os.utime(state, ns=(state.stat().st_atime_ns, state.stat().st_mtime_ns + 10**9))  # a run with news to save
+    validate_registry(registry)
+    cache = json.loads(_cache_file().read_text())
+    assert sorted(cache["files"]) == [str(registry / STATE)]
+    assert cache["blobs"] == {}
+
+
+def test_cached_facts_keep_the_key_order_of_the_manifest(registry: Path, tmp_path: Path) -> None:
+    # F15: a blob is the value it replaced, in its order (a reserialized manifest must not change)
+    from dataclasses import asdict
+
+    p = sorted(registry.rglob("adapter-final.pth"))[0]
+    computed = compute_facts(p)
+    cache = FactsCache(tmp_path / "elsewhere")
+    cache.put(str(p), [1], computed)
+    cache.save()
+    again = FactsCache(tmp_path / "elsewhere").get(str(p), [1])
+    assert again is not None
+    assert json.dumps(asdict(again)) == json.dumps(asdict(computed))
+
+
+def test_malformed_cache_entries_are_misses(registry: Path) -> None:
+    # F32: an entry whose blob cannot be put back (TypeError inside get) is recomputed, never a traceback
+    validate_registry(registry)
+    path = _cache_file()
+    cache = json.loads(path.read_text())
+    for entry in cache["files"].values():
+        if entry.get("blobs"):
+            entry["facts"]["manifest"] = None  # {**None, ...} inside get
+    path.write_text(json.dumps(cache))
+    report = validate_registry(registry)
+    assert report.ok and report.stats["cache_hits"] == 1
+
+
+def test_a_warm_run_does_not_rewrite_the_cache(registry: Path) -> None:
+    # F39: nothing new: the cache file is left as it is (same inode, same bytes)
+    validate_registry(registry)
+    before = _cache_file().stat()
+    assert validate_registry(registry).stats["cache_hits"] == 3
+    after = _cache_file().stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+
+
+def test_sha256_file_counts_every_chunk(tmp_path: Path) -> None:
+    # F30: a file over one 16 MiB chunk
+    import hashlib
+
+    p = tmp_path / "big.bin"
+    data = b"ab" * (8 << 20) + b"xyz"
+    p.write_bytes(data)
+    seen: list[int] = []
+    assert sha256_file(p, seen.append) == (hashlib.sha256(data).hexdigest(), len(data))
+    assert sum(seen) == len(data) and len(seen) == 2
+
+
+def test_state_values_are_scanned_in_every_dtype(tmp_path: Path) -> None:
+    # F20-F22: Inf in float32, NaN with a low mantissa in bfloat16, Inf in float16
+    import torch
+
+    cases = {
+        "float32": (torch.float32, float("inf")),
+        "bfloat16": (torch.bfloat16, float("nan")),
+        "float16": (torch.float16, float("-inf")),
+    }
+    h, n = TINY_ARCH["n_head"], TINY_ARCH["head_size"]
+    for name, (dtype, bad) in cases.items():
+        t = torch.zeros(h, n, n, dtype=dtype)
+        t[0, 0, 1] = bad
+        if name == "bfloat16":
+            t = t.view(torch.int16)
+            t[0, 0, 1] = 0x7F81  # a NaN whose high mantissa bits are 0
+            t = t.view(torch.bfloat16)
+        path = tmp_path / f"{name}.pth"
+        write_pth(path, {f"blocks.{i}.att.time_state": _raw(t) for i in range(TINY_ARCH["n_layer"])})
+        facts = compute_facts(path)
+        assert facts.method == "state"
+        assert [f["code"] for f in facts.findings] == ["STA004", "STA004"], name
+
+
+def test_legacy_float16_adapter_gets_a_content_version(tmp_path: Path) -> None:
+    # F27: content_version is recomputed for fp16 adapters too (FORMATS §4: bf16, or legacy fp16)
+    from regtools import bf16_bytes, target_shape
+
+    from rwkv_registry.miss import MISS_TARGETS, write_miss_file
+
+    tensors = {}
+    for layer in range(TINY_ARCH["n_layer"]):
+        for j, t in enumerate(MISS_TARGETS):
+            out_f = target_shape(TINY_ARCH, t)[0]
+            # bf16 bytes of 0.7-ish read as fp16 are finite too
+            tensors[f"blocks.{layer}.{t}.D"] = RawTensor("float16", (out_f, 4), bf16_bytes(out_f * 4, layer * 10 + j))
+    path = tmp_path / "adapter-final.pth"
+    write_miss_file(path, tensors, rank=4, alpha=8, base_fingerprint="0" * 64, dtype="float16", arch=TINY_ARCH)
+    facts = compute_facts(path)
+    assert facts.method == "miss" and facts.content_version is not None
+    assert facts.content_version == facts.manifest["content_version"]
+
+
+# --- the keys of the JSON caches: the schema digest and the schema name ---------------------------
+
+
+def test_cached_schema_errors_are_keyed_by_schema_digest_and_name(registry: Path, monkeypatch: Any) -> None:
+    # V01, V02
+    import rwkv_registry.validate as validate_mod
+
+    validate_registry(registry)
+    path = _cache_file()
+    cache = json.loads(path.read_text())
+    assert cache["json"]
+    cache["json"] = {k: [["$.planted", "planted error"]] for k in cache["json"]}
+    path.write_text(json.dumps(cache))
+    messages = [f.message for f in validate_registry(registry).findings]
+    assert any("planted error" in m for m in messages)  # the cache is used: the test can see it
+    path.write_text(json.dumps(cache))
+    monkeypatch.setattr(validate_mod, "schema_digest", lambda: "another-schema")
+    assert not any("planted error" in f.message for f in validate_registry(registry).findings)
+    # the same bytes read under another schema are checked against that one
+    v = validate_mod.Validator(registry, use_cache=True, since=None)
+    rel = f"{TINY_BASE}/state/v1/train.json"
+    assert v.load_json(rel, "train", "TRN001") is not None and not v.findings
+    key = next(k for k in v.cache.json if k.startswith("train:"))
+    v.cache.json[key] = [["$.planted", "planted error"]]
+    v.load_json(rel, "miss", "MIS001")
+    assert not any(f.message == "$.planted: planted error" for f in v.findings)
+
+
+def test_remembered_index_items_are_keyed_by_schema_digest(monkeypatch: Any) -> None:
+    # S01
+    import rwkv_registry.schemas as schemas_mod
+
+    index = {"entries": [{"x": 1}]}
+    memo: dict[str, Any] = {}
+    first = schemas_mod.schema_errors("index", index, memo=memo)
+    assert memo
+    for k in memo:
+        memo[k] = [[["planted"], "planted error"]]
+    schemas_mod._ITEM_MEMO.clear()
+    assert any(m == "planted error" for _, m in schemas_mod.schema_errors("index", index, memo=dict(memo)))
+    monkeypatch.setattr(schemas_mod, "schema_digest", lambda: "another-schema")
+    schemas_mod._ITEM_MEMO.clear()
+    again = schemas_mod.schema_errors("index", index, memo=dict(memo))
+    assert not any(m == "planted error" for _, m in again) and again == first
