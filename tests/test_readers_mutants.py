@@ -93,6 +93,9 @@ def test_surrogate_pairs_are_accepted_everywhere() -> None:
         pytest.param(b'{"a": {"b": 1e400}}', "a number", id="in an object"),  # J31
         pytest.param(b"[-1e400]", "a number", id="negative real"),
         pytest.param(b"1E+0400", "a number", id="upper-case exponent"),
+        # a long mantissa with a short exponent overflows as surely as a long exponent (a bug: inf came back)
+        pytest.param(b"1" + b"0" * 300 + b"e10", "a number", id="long mantissa"),
+        pytest.param(b'{"x": -1' + b"0" * 250 + b".5E+60}", "a number", id="long negative mantissa"),
     ],
 )
 def test_numbers_beyond_a_double_are_refused(data: bytes, what: str) -> None:
