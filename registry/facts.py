@@ -254,8 +254,9 @@ class FactsCache:
             with open(self.path, "rb") as f:
                 data = json.load(f)
             if data.get("version") == [FACTS_VERSION, __version__]:
-                self.files = data.get("files", {})
-                self.json = data.get("json", {})
+                files, json_values = data.get("files"), data.get("json")  # a file of another shape: a cold run
+                self.files = files if isinstance(files, dict) else {}
+                self.json = json_values if isinstance(json_values, dict) else {}
                 items = data.get("items", {})
                 self.items = items if isinstance(items, dict) else {}
                 blobs = data.get("blobs", {})
@@ -265,7 +266,7 @@ class FactsCache:
 
     def get(self, path: str, key: list[Any]) -> FileFacts | None:
         item = self.files.get(path) if self.enabled else None
-        if item and item.get("key") == key:
+        if isinstance(item, dict) and item.get("key") == key:
             try:
                 data = dict(item["facts"])
                 for where, digest in item.get("blobs", {}).items():  # the fields put() replaced, by name

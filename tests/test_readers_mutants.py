@@ -639,6 +639,32 @@ def test_malformed_cache_entries_are_misses(registry: Path) -> None:
     assert report.ok and report.stats["cache_hits"] == 1
 
 
+@pytest.mark.parametrize(
+    ("damage", "hits"),
+    [
+        pytest.param({"files": []}, 0, id="files a list"),
+        pytest.param({"files": None}, 0, id="files null"),
+        pytest.param({"json": []}, 3, id="json a list"),
+        pytest.param({"json": "x"}, 3, id="json a string"),
+        pytest.param("entries", 0, id="entries not objects"),
+    ],
+)
+def test_a_cache_of_the_wrong_shape_is_ignored(registry: Path, damage: Any, hits: int) -> None:
+    # a cache file that parses but is not what this version writes: a cold run, never a traceback (a bug:
+    # AttributeError out of FactsCache.get and get_json)
+    assert validate_registry(registry).ok
+    path = _cache_file()
+    cache = json.loads(path.read_text())
+    if damage == "entries":
+        cache["files"] = {k: [1, 2] for k in cache["files"]}
+    else:
+        cache.update(damage)
+    path.write_text(json.dumps(cache))
+    report = validate_registry(registry)
+    assert report.ok and report.stats["cache_hits"] == hits  # the facts of a damaged "files" are recomputed
+    assert validate_registry(registry).stats["cache_hits"] == 3  # and rewritten whole
+
+
 def test_a_warm_run_does_not_rewrite_the_cache(registry: Path) -> None:
     # F39: nothing new: the cache file is left as it is (same inode, same bytes)
     validate_registry(registry)
