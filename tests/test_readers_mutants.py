@@ -161,6 +161,38 @@ def test_load_json_file_refuses_over_the_callers_limit_before_opening(tmp_path: 
     assert load_json_file(p, max_bytes=200) == {"a": "x" * 100}
 
 
+class _ReadSpy:
+    """A file object that records the size of every read."""
+
+    def __init__(self, f: Any, sizes: list[int]) -> None:
+        self.f, self.sizes = f, sizes
+
+    def read(self, n: int = -1) -> bytes:
+        self.sizes.append(n)
+        return bytes(self.f.read(n))
+
+    def fileno(self) -> int:
+        return int(self.f.fileno())
+
+    def __enter__(self) -> _ReadSpy:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.f.close()
+
+
+@pytest.mark.parametrize("reader", [load_json_file, read_json_bytes])
+def test_a_file_is_read_with_a_bound_even_if_it_grew_since_stat(tmp_path: Path, monkeypatch: Any, reader: Any) -> None:
+    # J35: never read() without a size: a file that grows after stat (or a lying stat) stays bounded
+    p = tmp_path / "x.json"
+    p.write_bytes(b"[1]")
+    sizes: list[int] = []
+    real_open = Path.open
+    monkeypatch.setattr(Path, "open", lambda self, *a, **kw: _ReadSpy(real_open(self, *a, **kw), sizes))
+    reader(p, max_bytes=10)
+    assert sizes == [11]
+
+
 def test_read_json_bytes_bounds_the_read_even_when_stat_lies(tmp_path: Path, monkeypatch: Any) -> None:
     # J36, J37
     p = tmp_path / "f.json"
