@@ -21,14 +21,21 @@ _BLOCK = re.compile(r"^blocks\.(\d+)\.")
 ARCH_KEYS = ("n_layer", "n_embd", "head_size", "n_head", "vocab_size", "ffn_size")
 
 
-def _shape(shapes: Mapping[str, tuple[int, ...]], name: str) -> tuple[int, ...]:
+def _shape(shapes: Mapping[str, tuple[int, ...]], name: str) -> tuple[int, int]:
+    """The shape of a 2-D tensor of the base (every one read here is a matrix)."""
     try:
-        return tuple(shapes[name])
+        shape = tuple(shapes[name])
     except KeyError:
         raise UsageError(
             f"not an RWKV-7 checkpoint: tensor {name!r} is missing",
             hint="add-base takes an RWKV-7 (x070) base .pth such as BlinkDL/rwkv7-g1's files.",
         ) from None
+    if len(shape) != 2:
+        raise UsageError(
+            f"not an RWKV-7 checkpoint: tensor {name!r} has shape {list(shape)}, not 2 dimensions",
+            hint="add-base takes an RWKV-7 (x070) base .pth such as BlinkDL/rwkv7-g1's files.",
+        )
+    return shape[0], shape[1]
 
 
 def architecture_from_shapes(shapes: Mapping[str, tuple[int, ...]], dtype: str | None = None) -> dict[str, Any]:

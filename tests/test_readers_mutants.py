@@ -323,6 +323,43 @@ def test_architecture_refuses_gaps_and_inconsistent_heads() -> None:
 
 
 @pytest.mark.parametrize(
+    ("name", "shape"),
+    [
+        ("emb.weight", (1000,)),
+        ("blocks.0.att.r_k", (128,)),
+        ("blocks.0.att.r_k", (2, 64, 1)),
+        ("blocks.0.ffn.key.weight", ()),
+        ("blocks.0.att.w1", (128,)),
+        ("blocks.1.att.v1", (128,)),
+    ],
+)
+def test_architecture_refuses_tensors_of_the_wrong_rank(name: str, shape: tuple[int, ...]) -> None:
+    # a bug: add-base on such a file said "unexpected ValueError/IndexError ... this is a bug in rwkv-registry"
+    lora = {"decay": 32, "aaa": 32, "mv": 32, "gate": 32}
+    shapes = {**_shapes(2, 128, 2, 1000, 512, lora), name: shape}
+    with pytest.raises(UsageError, match=f"tensor '{name}' has shape .*, not 2 dimensions"):
+        architecture_from_shapes(shapes)
+
+
+def test_add_base_of_a_file_with_a_one_dimensional_r_k_is_refused_cleanly(tmp_path: Path, capsys: Any) -> None:
+    from rwkv_registry.cli import main
+    from rwkv_registry.ops import init_registry
+
+    init_registry(tmp_path / "reg", name="test/registry")
+    base = tmp_path / "rwkv7-odd-20260101.pth"
+    write_pth(
+        base,
+        {
+            "emb.weight": RawTensor("bfloat16", (5, 128), bytes(1280)),
+            "blocks.0.att.r_k": RawTensor("bfloat16", (128,), bytes(256)),
+        },
+    )
+    assert main(["add-base", str(tmp_path / "reg"), str(base), "--source", "BlinkDL/rwkv7-g1"]) != 0
+    err = capsys.readouterr().err
+    assert "'blocks.0.att.r_k' has shape [128], not 2 dimensions" in err and "bug" not in err
+
+
+@pytest.mark.parametrize(
     ("text", "message"),
     [
         ("n_layer=2,n_embd=128,vocab_size=", "is not KEY=VALUE"),  # A13
