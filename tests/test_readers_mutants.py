@@ -497,6 +497,9 @@ def test_zip64_headers_are_what_miniz_writes(tmp_path: Path, monkeypatch: Any) -
     assert struct.unpack_from("<Q", data, record + 4)[0] == 44
     locator = data.rindex(b"PK\x06\x07")
     assert locator == record + 56 and struct.unpack_from("<IQI", data, locator + 4) == (0, record, 1)
+    # P23: the 32-bit size and offset of the central directory are the sentinel too
+    end = data.rindex(b"PK\x05\x06")
+    assert struct.unpack_from("<II", data, end + 12) == (0xFFFFFFFF, 0xFFFFFFFF)
 
 
 def test_end_record_counts_saturate_past_65535_entries(monkeypatch: Any) -> None:
