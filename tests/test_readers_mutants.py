@@ -517,7 +517,7 @@ def test_end_record_counts_saturate_past_65535_entries(monkeypatch: Any) -> None
 def test_lightning_layout_refuses_offsets_past_4_gib() -> None:
     # P39
     out = pthwrite._Out(io.BytesIO())
-    out.pos = 0xFFFFFFFF
+    out.pos = 2**32  # the entry's offset would not fit the 32-bit field
     with pytest.raises(UsageError, match="4 GiB"):
         pthwrite._write_lightning_zip(out, [("archive/data/0", b"xx")])
 
@@ -741,6 +741,31 @@ def test_a_warm_run_does_not_rewrite_the_cache(registry: Path) -> None:
     assert validate_registry(registry).stats["cache_hits"] == 3
     after = _cache_file().stat()
     assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+
+
+def test_facts_of_an_empty_file_and_of_an_lfs_pointer(tmp_path: Path) -> None:
+    # F19: an empty file is PTH001; F18: a pointer (about 130 bytes, and up to 1023) is recognised
+    import hashlib
+
+    empty = tmp_path / "empty.pth"
+    empty.write_bytes(b"")
+    facts = compute_facts(empty)
+    assert (facts.size, facts.sha256, facts.kind) == (0, hashlib.sha256(b"").hexdigest(), "unknown")
+    assert [f["code"] for f in facts.findings] == ["PTH001"]
+    oid = "a" * 64
+    for extra in (b"", b"x-note " + b"y" * 800 + b"\n"):
+        pointer = tmp_path / "pointer.pth"
+        pointer.write_bytes(
+            b"version https://git-lfs.github.com/spec/v1\n"
+            + b"oid sha256:"
+            + oid.encode()
+            + b"\n"
+            + b"size 36000000\n"
+            + extra
+        )
+        facts = compute_facts(pointer)
+        assert facts.kind == "lfs-pointer" and facts.lfs == {"oid": oid, "size": 36000000}
+        assert [f["code"] for f in facts.findings] == ["LFS001"]
 
 
 def test_sha256_file_counts_every_chunk(tmp_path: Path) -> None:
