@@ -636,7 +636,8 @@ def test_a_cache_of_another_version_is_not_trusted(registry: Path, version: Any)
 
 
 def test_a_file_changed_while_it_is_read_is_not_cached(registry: Path, monkeypatch: Any) -> None:
-    # F11: the stat after reading differs from the one before: the facts are not remembered
+    # the stat after reading differs from the one before: the facts are not remembered (and the next run,
+    # whose stat differs too, reads the file again)
     import rwkv_registry.facts as facts_mod
 
     p = registry / STATE
@@ -653,6 +654,7 @@ def test_a_file_changed_while_it_is_read_is_not_cached(registry: Path, monkeypat
     monkeypatch.setattr(facts_mod, "compute_facts", compute_then_touch)
     validate_registry(registry)
     monkeypatch.setattr(facts_mod, "compute_facts", real)
+    assert str(p) not in json.loads(_cache_file().read_text())["files"]  # F11: not remembered under the old key
     report = validate_registry(registry)
     assert "HSH001" in {f.code for f in report.findings} and report.stats["cache_hits"] == 2
 
@@ -802,6 +804,58 @@ def test_state_values_are_scanned_in_every_dtype(tmp_path: Path) -> None:
         facts = compute_facts(path)
         assert facts.method == "state"
         assert [f["code"] for f in facts.findings] == ["STA004", "STA004"], name
+
+
+def test_largest_finite_state_values_are_not_flagged(tmp_path: Path) -> None:
+    # F20, F21: 0x7F7F/0xFF7F (bfloat16) and 0x7BFF (float16, 65504) are finite, and so are 0x7F00, 0x7800
+    import torch
+
+    h, n = TINY_ARCH["n_head"], TINY_ARCH["head_size"]
+    for dtype, bits in ((torch.bfloat16, (0x7F7F, -129, 0x7F00, 0x7E80)), (torch.float16, (0x7BFF, -1025, 0x7800))):
+        t = torch.zeros(h, n, n, dtype=torch.int16)
+        t.view(-1)[: len(bits)] = torch.tensor(bits, dtype=torch.int16)  # -129 is 0xFF7F, -1025 is 0xFBFF
+        t = t.view(dtype)
+        assert torch.isfinite(t.float()).all()
+        path = tmp_path / f"{dtype}.pth".replace("torch.", "")
+        write_pth(path, {f"blocks.{i}.att.time_state": _raw(t) for i in range(TINY_ARCH["n_layer"])})
+        facts = compute_facts(path)
+        assert facts.method == "state" and facts.findings == [], dtype
+
+
+def test_a_state_needs_every_tensor_to_be_a_state(tmp_path: Path) -> None:
+    # F23: one time_state beside another tensor is no State file
+    path = tmp_path / "mixed.pth"
+    write_pth(
+        path,
+        {
+            "blocks.0.att.time_state": RawTensor("float32", (2, 64, 64), bytes(2 * 64 * 64 * 4)),
+            "blocks.0.att.key.weight": RawTensor("float32", (1,), bytes(4)),
+        },
+    )
+    assert compute_facts(path).method is None
+
+
+@pytest.mark.parametrize("over", [0, 1])
+def test_manifest_size_limit_is_inclusive(tmp_path: Path, over: int) -> None:
+    # F24: a miss.json of exactly MANIFEST_MAX_BYTES is read; one byte more is MIS002
+    from rwkv_registry.miss import MANIFEST_MAX_BYTES
+
+    head = b'{"method": "miss", "pad": "'
+    manifest = head + b"x" * (MANIFEST_MAX_BYTES + over - len(head) - 2) + b'"}'
+    assert len(manifest) == MANIFEST_MAX_BYTES + over
+    path = tmp_path / "adapter-final.pth"
+    write_pth(
+        path,
+        {"blocks.0.att.key.weight.D": RawTensor("bfloat16", (1, 1), bytes(2))},
+        layout="lightning",
+        extra_entries={"miss.json": manifest},
+    )
+    facts = compute_facts(path)
+    codes = [f["code"] for f in facts.findings]
+    if over:
+        assert codes == ["MIS002"] and facts.manifest is None
+    else:
+        assert "MIS002" not in codes and facts.manifest == json.loads(manifest)
 
 
 def test_legacy_float16_adapter_gets_a_content_version(tmp_path: Path) -> None:
