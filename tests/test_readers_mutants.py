@@ -858,6 +858,26 @@ def test_manifest_size_limit_is_inclusive(tmp_path: Path, over: int) -> None:
         assert "MIS002" not in codes and facts.manifest == json.loads(manifest)
 
 
+def test_a_manifest_target_without_a_tensor(tmp_path: Path) -> None:
+    # F26, F38: one more target than tensors (a target the manifest check refuses): MIS009, no content_version
+    from regtools import write_miss
+
+    from rwkv_registry.ckpt import open_checkpoint
+
+    src = tmp_path / "src.pth"
+    manifest = write_miss(src)
+    ck = open_checkpoint(src)
+    tensors = {n: RawTensor(t.dtype, tuple(t.shape), bytes(ck.tensor_bytes(n))) for n, t in ck.tensors.items()}
+    bogus = {**manifest["targets"][0], "name": "blocks.0.att.bogus.weight.D", "target": "att.bogus.weight"}
+    manifest = {**manifest, "targets": [*manifest["targets"], bogus]}
+    path = tmp_path / "adapter-final.pth"
+    write_pth(path, tensors, layout="lightning", extra_entries={"miss.json": json.dumps(manifest).encode()})
+    facts = compute_facts(path)
+    n = len(tensors)
+    assert any(f == {"code": "MIS009", "message": f"{n} tensors for {n + 1} targets"} for f in facts.findings)
+    assert facts.content_version is None
+
+
 def test_legacy_float16_adapter_gets_a_content_version(tmp_path: Path) -> None:
     # F27: content_version is recomputed for fp16 adapters too (FORMATS §4: bf16, or legacy fp16)
     from regtools import bf16_bytes, target_shape
