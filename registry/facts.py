@@ -4,8 +4,10 @@ A weight file is mapped once (mmap); the same pages feed its sha256, the safe re
 headers, the embedded miss.json), the MiSS ``content_version`` and the value scan. Facts depend
 only on the file's bytes, so they are cached per file, keyed by (device, inode, path, size,
 mtime_ns, ctime_ns): an unchanged file is never read again, and an in-place edit that restores the
-old mtime still changes ctime. Rules that compare a file with index.json or its base are applied
-to the facts on every run (:mod:`rwkv_registry.validate`).
+old mtime still changes ctime. A file whose times are whole seconds and recent is not cached
+(:func:`racy`): on a coarse clock, a same-size rewrite in the same step would keep the whole key.
+Rules that compare a file with index.json or its base are applied to the facts on every run
+(:mod:`rwkv_registry.validate`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import mmap
 import os
 import re
 import tempfile
+import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -222,6 +225,22 @@ def stat_key(st: os.stat_result, path: str) -> list[Any]:
     return [st.st_dev, st.st_ino, path, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
 
+_SECOND_NS = 1_000_000_000
+RACY_COARSE_NS = 2 * _SECOND_NS  # the coarsest file-system clock in use: FAT's 2 s (HFS+, ext3: 1 s)
+
+
+def racy(key: list[Any], started_ns: int) -> bool:
+    """Whether facts read under ``key`` may not be cached: the file's times are whole seconds (a file system
+    with a coarse clock: FAT, HFS+, ext3, some network mounts) and within that clock's step of ``started_ns``,
+    the wall time before the file was looked at. A same-size rewrite in the same step would then keep every
+    field of the key, and the cache would answer for the old bytes (git's "racily clean" entries). Such a
+    file is hashed again on the next run, once its times are old enough."""
+    mtime, ctime = key[4], key[5]
+    if mtime % _SECOND_NS and ctime % _SECOND_NS:
+        return False  # sub-second times: a later write gets a later time
+    return max(mtime, ctime) + RACY_COARSE_NS > started_ns
+
+
 _BLOB_FIELDS = ("tensors", "targets", "manifest.targets")  # stored once per distinct content (FactsCache.blobs)
 _BLOB_MIN_ITEMS = 4
 
@@ -354,6 +373,7 @@ def gather_facts(
     """
     results: dict[str, FileFacts | OSError] = {}
     todo: list[tuple[int, str, Path, list[Any]]] = []
+    started = time.time_ns()
     hits = 0
     for rel, abspath in paths.items():
         try:
@@ -387,7 +407,7 @@ def gather_facts(
                     hashed += result.size
                     # re-stat: a file changed while being read must not be cached under the old key
                     try:
-                        if stat_key(os.stat(abspath), str(abspath)) == key:
+                        if stat_key(os.stat(abspath), str(abspath)) == key and not racy(key, started):
                             cache.put(str(abspath), key, result)
                     except OSError:
                         pass

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from regtools import TINY_BASE
 
+from rwkv_registry import facts
+from rwkv_registry.facts import racy
 from rwkv_registry.validate import validate_registry
 
 STATE = f"{TINY_BASE}/state/v1/s1.pth"
@@ -159,3 +162,64 @@ def test_remembered_verdicts_are_used_and_keyed_by_the_code(reg: Path, monkeypat
     assert [f.code for f in validate_registry(reg).findings if f.code == "RDM002"] == ["RDM002"]
     monkeypatch.setattr(v, "code_digest", lambda: "another-code")
     assert "RDM002" not in {f.code for f in validate_registry(reg).findings}
+
+
+def test_racy_only_for_whole_second_times_within_the_coarse_step() -> None:
+    now = 1_800_000_000 * 10**9
+    fine = [0, 0, "p", 1, now - 1, now - 7]
+    assert not racy(fine, now)  # sub-second times: a later write gets a later time
+    assert racy([0, 0, "p", 1, now - 10**9, now - 1], now)  # a whole-second mtime, a ctime just now
+    assert racy([0, 0, "p", 1, now - 5 * 10**9, now - 10**9], now)  # ctime whole, within 2 s
+    assert not racy([0, 0, "p", 1, now - 5 * 10**9, now - 3 * 10**9], now)  # both older than the step
+
+
+def _coarse_clock(monkeypatch: pytest.MonkeyPatch, tick_ns: int) -> None:
+    """Every file time reads as ``tick_ns``: a file system whose clock has not stepped since the files
+    were written (FAT, HFS+, ext3 within one second)."""
+    real = facts.stat_key
+
+    def coarse(st: os.stat_result, path: str) -> list[object]:
+        key = real(st, path)
+        return [*key[:4], tick_ns, tick_ns]
+
+    monkeypatch.setattr(facts, "stat_key", coarse)
+
+
+def test_same_size_rewrite_within_a_coarse_clock_step_is_caught(
+    registry: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tick = time.time_ns() // 10**9 * 10**9
+    _coarse_clock(monkeypatch, tick)
+    assert validate_registry(registry).ok  # the files' times are "now": not cached
+    p = registry / STATE
+    data = bytearray(p.read_bytes())
+    data[-100] ^= 0x10
+    with open(p, "r+b") as f:  # same inode, same size, same (coarse) times: the same stat key
+        f.write(bytes(data))
+    report = validate_registry(registry)
+    assert "HSH001" in {f.code for f in report.findings} and report.stats["cache_hits"] == 0
+
+
+def test_coarse_times_are_cached_once_older_than_the_step(registry: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _coarse_clock(monkeypatch, time.time_ns() // 10**9 * 10**9 - 3 * 10**9)
+    assert validate_registry(registry).stats["cache_hits"] == 0
+    assert validate_registry(registry).stats["cache_hits"] == 3
+
+
+def test_smoke_hash_cache_skips_racy_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rwkv_registry.model.smoke import hashcache
+
+    monkeypatch.setenv("RWKV_REGISTRY_CACHE_DIR", str(tmp_path / "cache"))
+    p = tmp_path / "base.pth"
+    p.write_bytes(b"a" * 4096)
+    real = hashcache.stat_key
+    tick = [time.time_ns() // 10**9 * 10**9]
+    monkeypatch.setattr(hashcache, "stat_key", lambda st, path: [*real(st, path)[:4], tick[0], tick[0]])
+    first, cached = hashcache.cached_sha256(p)
+    assert not cached
+    p.write_bytes(b"b" * 4096)  # same size, same coarse times
+    second, cached = hashcache.cached_sha256(p)
+    assert second != first and not cached
+    tick[0] -= 3 * 10**9  # the same bytes seen once their times are older than the step: cached
+    hashcache.cached_sha256(p)
+    assert hashcache.cached_sha256(p) == (second, True)

@@ -3,7 +3,8 @@
 The cache is one JSON file, ``smoke-sha256.json``, in the user cache directory
 (:func:`rwkv_registry.facts.cache_dir`, ``RWKV_REGISTRY_CACHE_DIR`` overrides it). An entry is
 used only when the file's stat key (device, inode, path, size, mtime and ctime in ns) is
-unchanged, so an edited file is always hashed again. A cache that cannot be read or written
+unchanged, so an edited file is always hashed again; a file with recent whole-second times is not
+cached (:func:`rwkv_registry.facts.racy`). A cache that cannot be read or written
 only costs time.
 """
 
@@ -12,10 +13,11 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
-from rwkv_registry.facts import cache_dir, stat_key
+from rwkv_registry.facts import cache_dir, racy, stat_key
 from rwkv_registry.ops import hash_file
 
 CACHE_NAME = "smoke-sha256.json"
@@ -55,6 +57,7 @@ def cached_sha256(path: str | Path, *, progress: Callable[[int], None] | None = 
     Raises :class:`rwkv_registry.errors.RegistryIOError` when the file cannot be read.
     """
     p = Path(path).resolve()
+    started = time.time_ns()
     st = os.stat(p)
     key = stat_key(st, str(p))
     data = _read()
@@ -66,7 +69,7 @@ def cached_sha256(path: str | Path, *, progress: Callable[[int], None] | None = 
         unchanged = stat_key(os.stat(p), str(p)) == key
     except OSError:
         unchanged = False
-    if unchanged:  # never cache a file that changed while it was read
+    if unchanged and not racy(key, started):  # never cache a file that changed while it was read
         data = _read()
         data.pop(str(p), None)
         data[str(p)] = {"key": key, "sha256": digest}
