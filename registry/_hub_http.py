@@ -70,10 +70,12 @@ class Fetcher:
         end: int | None = None,
         total: int | None = None,
         sink: BinaryIO | None = None,
+        size: int | None = None,
     ) -> bytes:
         """The body of ``url`` (bytes ``start..end`` inclusive when given). Raises :class:`RegistryIOError`.
 
-        With ``sink``, the body is written there as it arrives and ``b""`` is returned.
+        With ``sink``, the body is written there as it arrives and ``b""`` is returned. ``size``: the
+        length a whole (not ranged) body must have; a longer one is cut off as soon as it exceeds it.
 
         A ranged answer must be ``206`` with the matching ``Content-Range`` (and, when ``total`` is
         given, the expected file size); a server that ignores the Range header is refused before
@@ -90,7 +92,7 @@ class Fetcher:
             headers["Accept-Encoding"] = "identity"
         with self._lock:
             self.requests += 1
-        want = (end - start + 1) if ranged else None  # type: ignore[operator]
+        want = (end - start + 1) if ranged else size  # type: ignore[operator]
         try:
             with http_stream_backoff("GET", url, headers=headers) as response:
                 if response.status_code >= 400:
@@ -116,7 +118,8 @@ class Fetcher:
         except Exception as e:  # httpx2 transport errors, offline mode
             raise RegistryIOError(f"cannot fetch {url}: {type(e).__name__}: {e}", path=url) from e
         if want is not None and got != want:
-            raise RegistryIOError(f"{url}: asked for {want} bytes at offset {start}, got {got}")
+            where = f"asked for {want} bytes at offset {start}" if ranged else f"expected {want} bytes"
+            raise RegistryIOError(f"{url}: {where}, got {got}")
         return b"".join(chunks)
 
     @staticmethod

@@ -10,6 +10,7 @@ import), else huggingface_hub's default; it is passed explicitly to every call.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from typing import Any
 from ._hub_http import Fetcher, RemoteFile
 from .errors import RegistryError, RegistryIOError, UsageError
 
-__all__ = ["RemoteEntry", "RemoteRepo", "connect", "hub_endpoint", "hub_error", "parse_hf_target"]
+__all__ = ["RemoteEntry", "RemoteRepo", "connect", "git_blob_id", "hub_endpoint", "hub_error", "parse_hf_target"]
 
 _REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 
@@ -146,8 +147,24 @@ class RemoteRepo:
         return hf_hub_url(self.repo_id, path, revision=self.sha, endpoint=self.endpoint)
 
     def download(self, path: str) -> bytes:
-        """The whole content of ``path`` (counted)."""
-        return self.fetcher.get(self.url(path))
+        """The whole content of ``path`` (counted), checked against the tree listing: its size, and its
+        sha256 (LFS) or git blob id. Raises :class:`RegistryIOError` when the Hub served other bytes."""
+        entry = self.files.get(path)
+        data = self.fetcher.get(self.url(path), size=entry.size if entry is not None else None)
+        if entry is None:
+            return data
+        sha = hashlib.sha256(data).hexdigest()
+        listed, served = (entry.lfs_sha256, sha) if entry.lfs_sha256 is not None else (entry.blob_id, git_blob_id(data))
+        if served != listed:
+            what = "sha256" if entry.lfs_sha256 is not None else "git blob id"
+            raise RegistryIOError(
+                f"{self.repo_id}@{self.sha[:12]}: {path}: the Hub served {len(data)} bytes (sha256 {sha[:12]}…) whose "
+                f"{what} is {served[:12]}…, its tree listing says {listed[:12]}…",
+                hint="Something between here and the Hub (its storage, a proxy, HF_ENDPOINT) served other content "
+                "than the repository holds at this commit: nothing read can be trusted. Try again, or report it.",
+                path=path,
+            )
+        return data
 
     def open(self, path: str, **options: int) -> RemoteFile:
         """A Range-read source over ``path``: one HEAD to the Hub gives its storage location.
@@ -167,6 +184,11 @@ class RemoteRepo:
                 f"{path}: the Hub says {meta.size} bytes when resolved, {entry.size} in its tree listing"
             )
         return RemoteFile(self.fetcher, meta.location, entry.size, name=path, **options)
+
+
+def git_blob_id(data: bytes) -> str:
+    """The git object id of a blob (what the Hub reports for files not stored in LFS)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
 
 
 def connect(

@@ -15,7 +15,6 @@ other bases are checked against the Hub's metadata in that validation.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
@@ -24,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ._hub_remote import RemoteEntry, RemoteRepo, connect, hub_error
+from ._hub_remote import RemoteEntry, RemoteRepo, connect, git_blob_id, hub_error
 from .atomic import JOURNAL_NAME, LOCK_NAME, TMP_PREFIX, require_directory
 from .errors import RefusedError, RegistryError, RegistryIOError, UsageError
 from .facts import FactsCache, FileFacts, gather_facts, sha256_file
@@ -45,11 +44,6 @@ class PushResult:
     uploaded: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     exit_code: int = 0
-
-
-def git_blob_id(data: bytes) -> str:
-    """The git object id of a blob (what the Hub reports for files not stored in LFS)."""
-    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
 
 
 def _local_files(root: Path) -> dict[str, Path]:
