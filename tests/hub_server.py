@@ -19,8 +19,9 @@ and status codes of the real Hub, so the real client runs unmodified against it:
 
 Errors carry ``X-Error-Code`` (RepoNotFound, RevisionNotFound, EntryNotFound) like the Hub's.
 Test helpers: :meth:`FakeHub.create_repo`, :meth:`FakeHub.commit_files` (seed or change a repo
-directly), :attr:`FakeHub.log` (every request: method, path, Range, body bytes sent) and
-:attr:`FakeHub.before_commit` (a hook run when a commit request arrives, to simulate a race).
+directly), :attr:`FakeHub.log` (every request: method, path, Range, Authorization, body bytes sent),
+:attr:`FakeHub.before_commit` (a hook run when a commit request arrives, to simulate a race) and
+:attr:`FakeHub.rewrite` (a hook that may change any answer: a hostile Hub or proxy).
 """
 
 from __future__ import annotations
@@ -92,6 +93,11 @@ class FakeHub:
         self.log: list[dict[str, Any]] = []
         self.before_commit: Callable[[str], None] | None = None
         self.ignore_range = False  # behave like a broken proxy that answers 200 with the whole file
+        # a hostile Hub: rewrite(server, method, path, status, body, headers) -> (status, body, headers),
+        # called on every answer before it is sent (headers include Content-Length when it is to be kept)
+        self.rewrite: (
+            Callable[[str, str, str, int, bytes, dict[str, str]], tuple[int, bytes, dict[str, str]]] | None
+        ) = None
         self.lock = threading.RLock()
         self._counter = 0
         self.api = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self, "api"))
@@ -218,16 +224,23 @@ def _handler(hub: FakeHub, server: str) -> type[BaseHTTPRequestHandler]:
             else:
                 data = json.dumps(body).encode()
                 headers = {"Content-Type": "application/json", **(headers or {})}
+            headers = dict(headers or {})
+            if "Content-Length" not in headers:
+                headers["Content-Length"] = str(len(data))
+            if hub.rewrite is not None:
+                status, data, headers = hub.rewrite(
+                    server, self.command, urlsplit(self.path).path, status, data, headers
+                )
             self.send_response(status)
-            for k, v in (headers or {}).items():
+            for k, v in headers.items():
                 self.send_header(k, v)
-            if "Content-Length" not in (headers or {}):
-                self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             sent = 0
             if self.command != "HEAD" and data:
                 self.wfile.write(data)
                 sent = len(data)
+            if int(headers.get("Content-Length", len(data))) > sent and self.command != "HEAD":
+                self.close_connection = True  # a truncated answer: hang up before the promised length
             with hub.lock:
                 hub.log.append(
                     {
@@ -235,6 +248,7 @@ def _handler(hub: FakeHub, server: str) -> type[BaseHTTPRequestHandler]:
                         "method": self.command,
                         "path": urlsplit(self.path).path,
                         "range": self.headers.get("Range"),
+                        "authorization": self.headers.get("Authorization"),
                         "status": status,
                         "sent": sent,
                     }

@@ -7,6 +7,7 @@ registry/hub.py, _hub_sync.py, _hub_remote.py, _hub_http.py or _hub_facts.py, or
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,8 +17,9 @@ from hub_server import FakeHub
 from regtools import TINY_BASE, build_registry, resum
 from test_hub import copy, new_repo
 
-from rwkv_registry.errors import RegistryIOError
-from rwkv_registry.hub import validate_hub
+from rwkv_registry.errors import RefusedError, RegistryIOError, UsageError
+from rwkv_registry.hub import pull_registry, push_registry, validate_hub
+from rwkv_registry.validate import validate_registry
 
 STATE = f"{TINY_BASE}/state/v1/s1.pth"
 TRAIN = f"{TINY_BASE}/state/v1/train.json"
@@ -109,3 +111,119 @@ def test_truncated_small_file_download_is_refused(hub: FakeHub, tiny: Path) -> N
     serve_other_bytes(hub, repo_id, "index.json", index[: len(index) // 2])
     with pytest.raises(RegistryIOError, match=r"index\.json.*bytes"):
         validate_hub(f"hf://{repo_id}")
+
+
+# --- push: what is selected, what is protected ----------------------------------------------------------------
+
+
+def quiet(message: str) -> None:
+    pass
+
+
+def test_push_uploads_a_plain_git_file_changed_at_the_same_size(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
+    """train.json and SHA256SUMS keep their sizes: only the git blob id tells that they changed."""
+    reg = copy(tiny, tmp_path / "reg")
+    repo_id = new_repo(hub, reg)
+    train = reg / TRAIN
+    train.write_bytes(train.read_bytes().replace(b"T08:00:00Z", b"T07:00:00Z", 1))
+    resum(reg)
+    assert validate_registry(reg, use_cache=False).ok
+    result = push_registry(reg, repo_id, log=quiet)
+    assert sorted(result.uploaded) == ["SHA256SUMS", TRAIN]
+    assert hub.files(repo_id)[TRAIN] == train.read_bytes()
+
+
+def test_push_from_a_git_clone_never_publishes_dot_git(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
+    import subprocess
+
+    reg = copy(tiny, tmp_path / "reg")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]
+    subprocess.run([*git, "init", "-q", str(reg)], check=True)
+    subprocess.run([*git, "-C", str(reg), "add", "-A"], check=True)
+    subprocess.run([*git, "-C", str(reg), "commit", "-q", "-m", "registry"], check=True)
+    assert (reg / ".git" / "HEAD").is_file()
+    repo_id = new_repo(hub)
+    result = push_registry(reg, repo_id, log=quiet)
+    assert result.commit is not None
+    assert not [p for p in hub.files(repo_id) if p.split("/")[0] == ".git"]
+
+
+def test_push_honours_a_base_frozen_in_the_remote_index_only(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
+    """The local index says active, the Hub's says frozen: a change under that base is refused."""
+    reg = copy(tiny, tmp_path / "reg")
+    repo_id = new_repo(hub, reg)
+    index = json.loads((reg / "index.json").read_text())
+    for b in index["bases"]:
+        b["status"] = "frozen"
+    hub.commit_files(repo_id, {"index.json": json.dumps(index, indent=2).encode()})
+    head = hub.head(repo_id)
+    train = reg / TRAIN
+    train.write_bytes(train.read_bytes().replace(b"T08:00:00Z", b"T07:00:00Z", 1))
+    resum(reg)
+    with pytest.raises(RefusedError, match=f"{TRAIN} would change on the Hub \\(base {TINY_BASE} is frozen\\)"):
+        push_registry(reg, repo_id, log=quiet)
+    assert hub.head(repo_id) == head
+    # the same rule in the unit: frozen in the remote index alone is enough
+    from rwkv_registry._hub_remote import RemoteEntry, RemoteRepo
+    from rwkv_registry._hub_sync import _protected
+
+    remote = RemoteRepo(None, "o/r", "main", "0" * 40, "http://h", None)  # type: ignore[arg-type]
+    remote.files[TRAIN] = RemoteEntry(TRAIN, 1, "x", None)
+    active = {"bases": [{"name": TINY_BASE, "status": "active"}]}
+    frozen = {"bases": [{"name": TINY_BASE, "status": "frozen"}]}
+    assert _protected([TRAIN], [], remote, active, frozen) != []
+    assert _protected([TRAIN], [], remote, active, active) == []
+
+
+def test_push_deletes_a_stray_root_file_even_when_nothing_else_changed(
+    hub: FakeHub, tiny: Path, tmp_path: Path
+) -> None:
+    reg = copy(tiny, tmp_path / "reg")
+    repo_id = new_repo(hub, reg)
+    hub.commit_files(repo_id, {"LICENSE": b"added on the Hub\n"})
+    result = push_registry(reg, repo_id, log=quiet)
+    assert result.uploaded == [] and result.deleted == ["LICENSE"] and result.commit == hub.head(repo_id)
+    assert "LICENSE" not in hub.files(repo_id)
+
+
+def test_push_sends_the_token_to_the_hub_and_never_to_the_storage(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
+    repo_id = new_repo(hub, tiny)
+    start = len(hub.log)
+    assert validate_hub(f"hf://{repo_id}").ok
+    requests = hub.log[start:]
+    cdn = [r for r in requests if r["server"] == "cdn"]
+    api = [r for r in requests if r["server"] == "api" and "/resolve/" in r["path"]]
+    assert cdn and api
+    assert all(r["authorization"] is None for r in cdn)
+    assert all(r["authorization"] == "Bearer hf_test_token_for_the_local_server" for r in api)
+
+
+# --- pull -----------------------------------------------------------------------------------------------------
+
+
+def test_pull_into_a_non_empty_directory_is_refused_before_any_request(
+    hub: FakeHub, tiny: Path, tmp_path: Path
+) -> None:
+    repo_id = new_repo(hub, tiny)
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    (dest / "mine.txt").write_text("keep me")
+    start = len(hub.log)
+    with pytest.raises(UsageError, match="exists and is not empty"):
+        pull_registry(repo_id, dest, log=quiet)
+    assert hub.log[start:] == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dest"] and (dest / "mine.txt").read_text() == "keep me"
+
+
+# --- a hostile Hub: unsafe paths, lying sizes and ranges, truncated answers ------------------------------------
+
+
+@pytest.mark.parametrize("bad", ["../evil.txt", "a/../../evil.txt", "/etc/evil", "a\\..\\evil", "a//b", "./x"])
+def test_unsafe_paths_in_the_tree_listing_are_refused(hub: FakeHub, tiny: Path, tmp_path: Path, bad: str) -> None:
+    repo_id = new_repo(hub, tiny)
+    hub.commit_files(repo_id, {bad: b"x"})
+    with pytest.raises(RegistryIOError, match="unsafe path"):
+        validate_hub(f"hf://{repo_id}")
+    with pytest.raises(RegistryIOError, match="unsafe path"):
+        pull_registry(repo_id, tmp_path / "dest", log=quiet)
+    assert list(tmp_path.iterdir()) == [] and not (tmp_path.parent / "evil.txt").exists()
