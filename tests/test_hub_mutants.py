@@ -15,7 +15,7 @@ import huggingface_hub.constants as hf_constants
 import pytest
 from hub_server import FakeHub
 from regtools import TINY_BASE, build_registry, resum
-from test_hub import copy, new_repo
+from test_hub import copy, errors, new_repo
 
 from rwkv_registry.errors import RefusedError, RegistryIOError, UsageError
 from rwkv_registry.hub import pull_registry, push_registry, validate_hub
@@ -227,3 +227,139 @@ def test_unsafe_paths_in_the_tree_listing_are_refused(hub: FakeHub, tiny: Path, 
     with pytest.raises(RegistryIOError, match="unsafe path"):
         pull_registry(repo_id, tmp_path / "dest", log=quiet)
     assert list(tmp_path.iterdir()) == [] and not (tmp_path.parent / "evil.txt").exists()
+
+
+def lay010(report: object, path: str) -> str:
+    """The message of the LAY010 finding (file unreadable) on ``path``."""
+    found = [f.message for f in report.findings if f.code == "LAY010" and f.path == path]  # type: ignore[attr-defined]
+    assert found, [(f.code, f.path) for f in report.findings]  # type: ignore[attr-defined]
+    return found[0]
+
+
+def test_a_resolved_size_that_disagrees_with_the_listing_is_refused(hub: FakeHub, tiny: Path) -> None:
+    repo_id = new_repo(hub, tiny)
+    size = (tiny / STATE).stat().st_size
+
+    def lie(server: str, method: str, path: str, status: int, body: bytes, headers: dict[str, str]) -> tuple:
+        if server == "api" and "/resolve/" in path and path.endswith("/s1.pth"):
+            headers["X-Linked-Size"] = str(size + 1)
+        return status, body, headers
+
+    hub.rewrite = lie
+    try:
+        report = validate_hub(f"hf://{repo_id}")
+    finally:
+        hub.rewrite = None
+    assert f"the Hub says {size + 1} bytes when resolved, {size} in its tree listing" in lay010(report, STATE)
+
+
+def _content_range(shift: tuple[int, int, int]) -> object:
+    def rewrite(server: str, method: str, path: str, status: int, body: bytes, headers: dict[str, str]) -> tuple:
+        if server == "cdn" and status == 206 and "Content-Range" in headers:
+            a, b, total = (int(x) for x in headers["Content-Range"].removeprefix("bytes ").replace("/", "-").split("-"))
+            headers["Content-Range"] = f"bytes {a + shift[0]}-{b + shift[1]}/{total + shift[2]}"
+        return status, body, headers
+
+    return rewrite
+
+
+@pytest.mark.parametrize(
+    ("shift", "message"),
+    [
+        ((1, 1, 0), "does not answer bytes"),  # another window of the file
+        ((0, 1, 0), "does not answer bytes"),  # the end is off by one
+        ((0, 0, 1), "the file holds"),  # the storage's file is not the listed one
+    ],
+)
+def test_a_content_range_that_does_not_answer_the_request_is_refused(
+    hub: FakeHub, tiny: Path, shift: tuple[int, int, int], message: str
+) -> None:
+    repo_id = new_repo(hub, tiny)
+    hub.rewrite = _content_range(shift)  # type: ignore[assignment]
+    try:
+        report = validate_hub(f"hf://{repo_id}")
+    finally:
+        hub.rewrite = None
+    assert message in lay010(report, STATE)
+
+
+@pytest.mark.parametrize("extra", [-1, 8 * 1024 * 1024])
+def test_a_range_answer_of_the_wrong_length_is_refused(hub: FakeHub, tiny: Path, extra: int) -> None:
+    """Short by one byte, or megabytes too long: refused, and a long answer is not read to its end."""
+    repo_id = new_repo(hub, tiny)
+
+    def rewrite(server: str, method: str, path: str, status: int, body: bytes, headers: dict[str, str]) -> tuple:
+        if server == "cdn" and status == 206 and method == "GET":
+            body = body[:extra] if extra < 0 else body + b"\0" * extra
+            headers["Content-Length"] = str(len(body))
+        return status, body, headers
+
+    hub.rewrite = rewrite
+    try:
+        report = validate_hub(f"hf://{repo_id}")
+    finally:
+        hub.rewrite = None
+    if extra < 0:
+        assert "asked for" in lay010(report, STATE)
+    else:
+        assert "sent more than the" in lay010(report, STATE)
+        assert report.stats["bytes_fetched"] < extra  # cut off early, not read to the end
+
+
+def test_a_storage_ignoring_range_is_refused_on_the_small_registry(hub: FakeHub, tiny: Path) -> None:
+    """The non-slow twin of test_hub's demo-sized check: a 200 with the whole file answers no Range."""
+    repo_id = new_repo(hub, tiny)
+    hub.ignore_range = True
+    try:
+        report = validate_hub(f"hf://{repo_id}")
+    finally:
+        hub.ignore_range = False
+    assert "ignored the Range header" in lay010(report, STATE)
+
+
+def test_a_storage_error_status_is_an_unreadable_file(hub: FakeHub, tiny: Path) -> None:
+    repo_id = new_repo(hub, tiny)
+
+    def forbid(server: str, method: str, path: str, status: int, body: bytes, headers: dict[str, str]) -> tuple:
+        if server == "cdn":
+            return 403, b"AccessDenied", {"Content-Length": "12"}
+        return status, body, headers
+
+    hub.rewrite = forbid
+    try:
+        report = validate_hub(f"hf://{repo_id}")
+    finally:
+        hub.rewrite = None
+    assert "403" in lay010(report, STATE)
+
+
+def test_a_truncated_weight_download_leaves_no_pull_behind(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
+    """The storage hangs up half-way through a weight: pull fails with exit 2 and leaves nothing."""
+    repo_id = new_repo(hub, tiny)
+
+    def hang_up(server: str, method: str, path: str, status: int, body: bytes, headers: dict[str, str]) -> tuple:
+        if server == "cdn" and method == "GET" and status == 200:
+            return status, body[: len(body) // 2], headers  # Content-Length still promises the whole file
+        return status, body, headers
+
+    hub.rewrite = hang_up
+    try:
+        with pytest.raises(RegistryIOError):
+            pull_registry(repo_id, tmp_path / "dest", log=quiet)
+    finally:
+        hub.rewrite = None
+    assert list(tmp_path.iterdir()) == []
+    assert pull_registry(repo_id, tmp_path / "dest", log=quiet).ok
+
+
+def test_a_pulled_weight_with_other_bytes_fails_validation(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
+    """Same size, other bytes than index.json records (a tampered storage): the pull says not to use them."""
+    from rwkv_registry.cli import main
+
+    repo_id = new_repo(hub, tiny)
+    data = bytearray((tiny / STATE).read_bytes())
+    data[-100] ^= 0xFF
+    serve_other_bytes(hub, repo_id, STATE, bytes(data))
+    report = pull_registry(repo_id, tmp_path / "one", log=quiet)
+    assert {"HSH001", "HSH006"} <= set(errors(report))
+    assert main(["pull", repo_id, str(tmp_path / "two")]) == 1
