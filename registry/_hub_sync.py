@@ -283,10 +283,11 @@ def pull_registry(
     (new or empty), then validate it. Returns the validation report."""
     from huggingface_hub import snapshot_download
 
-    dest = Path(path)
     hint = "Pull into a new or empty directory (a git clone of the Hub repository updates with `git pull`)."
     if not str(path).strip():
         raise UsageError("pull needs a destination directory", hint=hint)
+    # absolute: "." or "x/.." name a directory whose staging sibling must lie outside it
+    dest = Path(path).resolve()
     if dest.exists() and not dest.is_dir():
         raise UsageError(f"{path}: is a file, not a directory", hint=hint)
     if dest.exists() and any(dest.iterdir()):
@@ -327,8 +328,9 @@ def pull_registry(
     _drop_download_metadata(staging)
     try:
         if dest.exists():
-            dest.rmdir()  # empty, checked above
-        staging.rename(dest)
+            _move_into(staging, dest)  # empty, checked above; it keeps its identity (it may be the cwd)
+        else:
+            staging.rename(dest)
     except OSError as e:
         raise RegistryIOError(
             f"cannot move the pulled files from {staging} to {path}: {e.strerror or e}",
@@ -336,7 +338,7 @@ def pull_registry(
             path=str(path),
         ) from e
     if not skipped:
-        return validate_registry(dest)
+        return validate_registry(path)
     v = _PartialValidator(dest.resolve(), skipped)
     v.run()
     sort_findings(v.findings)
@@ -344,6 +346,25 @@ def pull_registry(
 
 
 PULL_STAGING = ".rwkv-registry-pull-"  # .<dest><this><pid>: where a pull downloads before the final rename
+
+
+def _move_into(staging: Path, dest: Path) -> None:
+    """Move every entry of ``staging`` into the empty directory ``dest``, then remove ``staging``; on
+    failure the entries already moved go back, so ``dest`` is left empty."""
+    moved: list[Path] = []
+    try:
+        for entry in sorted(staging.iterdir()):
+            target = dest / entry.name
+            entry.rename(target)
+            moved.append(target)
+        staging.rmdir()
+    except OSError:
+        for target in moved:
+            try:
+                target.rename(staging / target.name)
+            except OSError:
+                pass
+        raise
 
 
 def _drop_download_metadata(dest: Path) -> None:

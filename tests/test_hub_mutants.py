@@ -363,3 +363,44 @@ def test_a_pulled_weight_with_other_bytes_fails_validation(hub: FakeHub, tiny: P
     report = pull_registry(repo_id, tmp_path / "one", log=quiet)
     assert {"HSH001", "HSH006"} <= set(errors(report))
     assert main(["pull", repo_id, str(tmp_path / "two")]) == 1
+
+
+def test_pull_one_base_brings_every_small_file_even_in_lfs(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
+    """With `* filter=lfs` the other base's train.json sits in LFS too: only weights stay on the Hub."""
+    from regtools import TINY_ARCH, state_train, write_state
+
+    from rwkv_registry.ops import add_base, add_entry
+
+    reg = copy(tiny, tmp_path / "reg")
+    other = "rwkv7-tiny-20260401-ctx4096"
+    add_base(reg, name=other, source="BlinkDL/rwkv7-g1", sha256="7" * 64, size=1234, arch=dict(TINY_ARCH))
+    add_entry(
+        reg, write_state(tmp_path / "src" / "o1.pth", seed=11), base=other, data_version="v1", train=state_train()
+    )
+    (reg / ".gitattributes").write_text("* filter=lfs diff=lfs merge=lfs -text\n")
+    resum(reg)
+    repo_id = new_repo(hub, reg)
+    assert hub.repos[repo_id].commits[hub.head(repo_id)][TRAIN].lfs
+    report = pull_registry(repo_id, tmp_path / "one", base=other, log=quiet)
+    assert report.ok, [(f.code, f.path) for f in report.findings if str(f.severity) == "error"]
+    assert (tmp_path / "one" / TRAIN).read_bytes() == (reg / TRAIN).read_bytes()
+    assert not (tmp_path / "one" / STATE).exists()
+
+
+def test_pull_into_the_current_directory(
+    hub: FakeHub, tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`mkdir reg && cd reg && rwkv-registry pull OWNER/REPO .`: before the fix the staging directory was
+    `./..rwkv-registry-pull-PID`, inside the destination, and the final move failed after the download."""
+    repo_id = new_repo(hub, tiny)
+    dest = tmp_path / "reg"
+    dest.mkdir()
+    inode = dest.stat().st_ino
+    monkeypatch.chdir(dest)
+    report = pull_registry(repo_id, ".", log=quiet)
+    assert report.ok and report.target == "."
+    assert dest.stat().st_ino == inode  # the same directory (the shell's cwd), now holding the registry
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["reg"]
+    for rel, data in hub.files(repo_id).items():
+        assert (dest / rel).read_bytes() == data
+    assert not [p for p in dest.iterdir() if "rwkv-registry-pull" in p.name]
