@@ -18,14 +18,16 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ._hub_remote import RemoteEntry, RemoteRepo, connect, git_blob_id, hub_error
 from .atomic import JOURNAL_NAME, LOCK_NAME, TMP_PREFIX, require_directory
-from .errors import RefusedError, RegistryError, RegistryIOError, UsageError
+from .errors import LockedError, RefusedError, RegistryError, RegistryIOError, UsageError
 from .facts import FactsCache, FileFacts, gather_facts, sha256_file
 from .lineage import superseded
 from .validate import WEIGHT_SUFFIXES, Report, Tree, Validator, sort_findings, validate_registry
@@ -161,62 +163,105 @@ def push_registry(
             hint="Give the branch to push to (default main); a commit can be validated or pulled, not pushed onto.",
         )
     root = root.resolve()
-    report = validate_registry(root)
-    errors = [f for f in report.findings if str(f.severity) == "error"]
-    if errors:
-        first = errors[0]
-        raise RefusedError(
-            f"push refused: {path} does not validate ({len(errors)} error(s); first: {first.code} "
-            f"{first.path}: {first.message})",
-            hint="Run `rwkv-registry validate PATH`, fix every error, then push again.",
-            findings=errors,
+    with _writers_held_off(root):  # no write may slip in between the validation and the upload
+        report = validate_registry(root)
+        errors = [f for f in report.findings if str(f.severity) == "error"]
+        if errors:
+            first = errors[0]
+            raise RefusedError(
+                f"push refused: {path} does not validate ({len(errors)} error(s); first: {first.code} "
+                f"{first.path}: {first.message})",
+                hint="Run `rwkv-registry validate PATH`, fix every error, then push again.",
+                findings=errors,
+            )
+        log(f"validated {path}: OK")
+        try:
+            remote = connect(repo_id, revision, endpoint=endpoint, token=token)
+        except UsageError as e:
+            if "no such repository" in e.message:
+                e.hint = f"Create it first (`hf repos create {repo_id}`), or log in if it is private."
+            elif "does not exist" in e.message:
+                e.hint = f"Push to an existing branch, or create it (`hf repos branch create {repo_id} {revision}`)."
+            raise
+        parent = remote.sha
+        local = _local_files(root)
+        try:
+            local_index = load_json_file(root / "index.json")
+        except JsonLoadError:
+            local_index = {}
+        changed = _changed(root, local, remote)
+        deleted = sorted(set(remote.files) - set(local))
+        problems = _protected(changed, deleted, remote, local_index, _remote_index(remote))
+        if problems:
+            raise RefusedError(
+                f"push refused: {len(problems)} change(s) to published files on {repo_id}@{revision}: "
+                + "; ".join(problems[:3])
+                + ("; …" if len(problems) > 3 else ""),
+                hint="Published weights and everything under a frozen base never change: publish new weights under a "
+                "new name or data version; if your copy is behind the Hub, pull it first.",
+            )
+        if not changed and not deleted:
+            log(f"{repo_id}@{revision} is up to date (commit {parent[:12]}): nothing to push")
+            return PushResult(None, parent)
+        size = sum(local[r].stat().st_size for r in changed)
+        log(
+            f"pushing to {repo_id}@{revision} (parent {parent[:12]}): {len(changed)} file(s) to upload "
+            f"({size / 1e6:.1f} MB), {len(deleted)} to delete"
+            + (f": {', '.join(deleted[:10])}{' …' if len(deleted) > 10 else ''}" if deleted else "")
         )
-    log(f"validated {path}: OK")
+        operations: list[Any] = [CommitOperationAdd(path_in_repo=r, path_or_fileobj=str(local[r])) for r in changed]
+        operations += [CommitOperationDelete(path_in_repo=r) for r in deleted]
+        summary = message or f"rwkv-registry push: {len(changed)} file(s) added or changed, {len(deleted)} deleted"
+        try:
+            info = remote.api.create_commit(
+                repo_id, operations, commit_message=summary, revision=revision, parent_commit=parent
+            )
+        except Exception as e:
+            raise _commit_error(e, remote, revision, parent) from e
+        log(f"committed {info.oid[:12]} to {repo_id}@{revision}: {info.commit_url}")
+        return PushResult(info.oid, parent, changed, deleted)
+
+
+@contextmanager
+def _writers_held_off(root: Path, timeout: float = 30.0) -> Iterator[None]:
+    """Hold a shared ``flock`` on the registry's lock file for the whole push.
+
+    Writers take it exclusively (:func:`rwkv_registry.atomic.registry_lock`), so none can start while
+    the push validates, compares and uploads, and a write in progress makes the push wait (up to
+    ``timeout``) instead of publishing a half-written tree. Shared: validation's own probe
+    (:func:`~rwkv_registry.validate.write_in_progress`) still reads the lock as free. Nothing is written
+    but the (empty) lock file, and only where it is missing and can be created: a read-only registry
+    cannot be written meanwhile by rwkv-registry either.
+    """
     try:
-        remote = connect(repo_id, revision, endpoint=endpoint, token=token)
-    except UsageError as e:
-        if "no such repository" in e.message:
-            e.hint = f"Create it first (`hf repos create {repo_id}`), or log in if it is private."
-        elif "does not exist" in e.message:
-            e.hint = f"Push to an existing branch, or create it (`hf repos branch create {repo_id} {revision}`)."
-        raise
-    parent = remote.sha
-    local = _local_files(root)
+        import fcntl
+    except ImportError:  # not POSIX: filelock uses another mechanism there
+        yield
+        return
+    if not (root / "index.json").is_file():  # no registry: validation refuses it; create nothing there
+        yield
+        return
     try:
-        local_index = load_json_file(root / "index.json")
-    except JsonLoadError:
-        local_index = {}
-    changed = _changed(root, local, remote)
-    deleted = sorted(set(remote.files) - set(local))
-    problems = _protected(changed, deleted, remote, local_index, _remote_index(remote))
-    if problems:
-        raise RefusedError(
-            f"push refused: {len(problems)} change(s) to published files on {repo_id}@{revision}: "
-            + "; ".join(problems[:3])
-            + ("; …" if len(problems) > 3 else ""),
-            hint="Published weights and everything under a frozen base never change: publish new weights under a "
-            "new name or data version; if your copy is behind the Hub, pull it first.",
-        )
-    if not changed and not deleted:
-        log(f"{repo_id}@{revision} is up to date (commit {parent[:12]}): nothing to push")
-        return PushResult(None, parent)
-    size = sum(local[r].stat().st_size for r in changed)
-    log(
-        f"pushing to {repo_id}@{revision} (parent {parent[:12]}): {len(changed)} file(s) to upload "
-        f"({size / 1e6:.1f} MB), {len(deleted)} to delete"
-        + (f": {', '.join(deleted[:10])}{' …' if len(deleted) > 10 else ''}" if deleted else "")
-    )
-    operations: list[Any] = [CommitOperationAdd(path_in_repo=r, path_or_fileobj=str(local[r])) for r in changed]
-    operations += [CommitOperationDelete(path_in_repo=r) for r in deleted]
-    summary = message or f"rwkv-registry push: {len(changed)} file(s) added or changed, {len(deleted)} deleted"
+        fd = os.open(root / LOCK_NAME, os.O_RDONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    except OSError:
+        yield
+        return
     try:
-        info = remote.api.create_commit(
-            repo_id, operations, commit_message=summary, revision=revision, parent_commit=parent
-        )
-    except Exception as e:
-        raise _commit_error(e, remote, revision, parent) from e
-    log(f"committed {info.oid[:12]} to {repo_id}@{revision}: {info.commit_url}")
-    return PushResult(info.oid, parent, changed, deleted)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise LockedError(
+                        f"{root}: another rwkv-registry command is writing (lock {LOCK_NAME} held for {timeout:g} s)",
+                        hint="Wait for it to finish and push again.",
+                    ) from None
+                time.sleep(0.1)
+        yield
+    finally:
+        os.close(fd)  # drops the shared lock
 
 
 def _commit_error(e: Exception, remote: RemoteRepo, revision: str, parent: str) -> RegistryError:

@@ -404,3 +404,81 @@ def test_pull_into_the_current_directory(
     for rel, data in hub.files(repo_id).items():
         assert (dest / rel).read_bytes() == data
     assert not [p for p in dest.iterdir() if "rwkv-registry-pull" in p.name]
+
+
+def test_pull_downloads_the_commit_it_listed_even_if_the_branch_moves(
+    hub: FakeHub, tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import huggingface_hub
+
+    repo_id = new_repo(hub, tiny)
+    listed = hub.head(repo_id)
+    real = huggingface_hub.snapshot_download
+
+    def someone_pushes_first(*args: object, **kwargs: object) -> str:
+        hub.commit_files(repo_id, {"LICENSE": b"pushed during the pull\n"})
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", someone_pushes_first)
+    report = pull_registry(repo_id, tmp_path / "dest", log=quiet)
+    assert hub.head(repo_id) != listed
+    assert report.ok and not (tmp_path / "dest" / "LICENSE").exists()
+
+
+@pytest.mark.parametrize("repo_id", ["a..b/c", "a/b..c", "a--b/c", "a/b--c", "a/b/c", "-a/b", "a/"])
+def test_repository_ids_the_hub_would_refuse_are_usage_errors(repo_id: str) -> None:
+    from rwkv_registry._hub_remote import check_repo_id
+
+    with pytest.raises(UsageError, match="is not a Hugging Face repository id"):
+        check_repo_id(repo_id)
+    assert check_repo_id("No-22/rwkv-agent-weights.v2_x") == "No-22/rwkv-agent-weights.v2_x"
+
+
+def test_no_write_can_start_while_a_push_uploads(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
+    """Before the fix push took no lock: an `add` started after its validation could change the files
+    it was uploading, and a tree that never validated went to the Hub."""
+    from rwkv_registry.atomic import registry_lock
+    from rwkv_registry.errors import LockedError
+
+    reg = copy(tiny, tmp_path / "reg")
+    repo_id = new_repo(hub)
+    seen: list[str] = []
+
+    def a_writer_tries(repo: str) -> None:
+        try:
+            with registry_lock(reg, timeout=0.2):
+                seen.append("a write got in")
+        except LockedError:
+            seen.append("held off")
+
+    hub.before_commit = a_writer_tries
+    try:
+        result = push_registry(reg, repo_id, log=quiet)
+    finally:
+        hub.before_commit = None
+    assert seen == ["held off"] and result.commit == hub.head(repo_id)
+    with registry_lock(reg, timeout=0.2):  # released once the push is over
+        pass
+
+
+def test_a_push_waits_for_a_write_in_progress(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
+    """A writer holds the lock: the push waits for it instead of refusing (LAY013) or racing it."""
+    import multiprocessing
+    import time
+
+    from regtools import hold_lock
+
+    reg = copy(tiny, tmp_path / "reg")
+    repo_id = new_repo(hub)
+    ctx = multiprocessing.get_context("spawn")
+    ready = ctx.Event()
+    holder = ctx.Process(target=hold_lock, args=(str(reg), ready, 1.5))
+    holder.start()
+    try:
+        assert ready.wait(30)
+        t0 = time.monotonic()
+        result = push_registry(reg, repo_id, log=quiet)
+        waited = time.monotonic() - t0
+    finally:
+        holder.join(30)
+    assert result.commit == hub.head(repo_id) and waited >= 0.5
