@@ -482,3 +482,43 @@ def test_a_push_waits_for_a_write_in_progress(hub: FakeHub, tiny: Path, tmp_path
     finally:
         holder.join(30)
     assert result.commit == hub.head(repo_id) and waited >= 0.5
+
+
+def _push_once_after(hub: FakeHub, repo_id: str, marker: str) -> object:
+    """A rewrite hook that commits a LICENSE onto main right after the first API answer whose path
+    contains ``marker`` (``info``: the repo info answer): someone pushes while we read."""
+    done: list[bool] = []
+
+    def rewrite(server: str, method: str, path: str, status: int, body: bytes, headers: dict[str, str]) -> tuple:
+        info = path == f"/api/models/{repo_id}" or "/revision/" in path  # repo_info: the revision resolved
+        if not done and server == "api" and (info if marker == "info" else marker in path):
+            done.append(True)
+            hub.commit_files(repo_id, {"LICENSE": b"pushed meanwhile\n"})
+        return status, body, headers
+
+    return rewrite
+
+
+@pytest.mark.parametrize("marker", ["info", "/tree/"])
+def test_validate_hf_reads_one_commit_while_the_branch_moves(hub: FakeHub, tiny: Path, marker: str) -> None:
+    """The branch moves after the revision is resolved (or after the listing): everything read is of the
+    commit resolved first, and the report names it."""
+    repo_id = new_repo(hub, tiny)
+    first = hub.head(repo_id)
+    hub.rewrite = _push_once_after(hub, repo_id, marker)  # type: ignore[assignment]
+    try:
+        report = validate_hub(f"hf://{repo_id}")
+    finally:
+        hub.rewrite = None
+    assert hub.head(repo_id) != first
+    assert report.ok, [(f.code, f.path) for f in report.findings if str(f.severity) == "error"]
+    assert report.target == f"hf://{repo_id}@{first}"
+
+
+@pytest.mark.parametrize("target", ["hf://a/b@", "a/b", "hf://a", "hf://a/b/c"])
+def test_malformed_hf_targets_are_usage_errors(target: str) -> None:
+    from rwkv_registry._hub_remote import parse_hf_target
+
+    with pytest.raises(UsageError):
+        parse_hf_target(target)
+    assert parse_hf_target("hf://models/a/b@v1") == ("a/b", "v1")
