@@ -128,6 +128,11 @@ def _protected(
             problems.append(f"{rel} would change on the Hub" + (f" (base {base} is frozen)" if base in frozen else ""))
         elif rel not in remote.files and base in frozen:
             problems.append(f"{rel} would be added under the frozen base {base}")
+    # a frozen base stays frozen: otherwise one push reopens it and the next changes it
+    local_bases = _index_bases(local_index)
+    for name, b in sorted(_index_bases(remote_index).items()):
+        if b.get("status") == "frozen" and name in local_bases and local_bases[name].get("status") != "frozen":
+            problems.append(f"index.json would unfreeze the base {name} (frozen on the Hub)")
     for rel in deleted:  # published files are never deleted (GIT002): nothing under a base, no weight anywhere
         base = base_of(rel)
         if rel.endswith(WEIGHT_SUFFIXES) or base is not None:

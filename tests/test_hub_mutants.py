@@ -522,3 +522,26 @@ def test_malformed_hf_targets_are_usage_errors(target: str) -> None:
     with pytest.raises(UsageError):
         parse_hf_target(target)
     assert parse_hf_target("hf://models/a/b@v1") == ("a/b", "v1")
+
+
+def test_push_never_unfreezes_a_base(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
+    """Before the fix a push whose only change was index.json setting a frozen base back to active went
+    through, and the next push could then change files under that base."""
+    reg = copy(tiny, tmp_path / "reg")
+    repo_id = new_repo(hub, reg)
+    index = json.loads((reg / "index.json").read_text())
+    for b in index["bases"]:
+        b["status"] = "frozen"
+    hub.commit_files(repo_id, {"index.json": json.dumps(index, indent=2).encode()})
+    head = hub.head(repo_id)
+    with pytest.raises(RefusedError, match=f"index.json would unfreeze the base {TINY_BASE}"):
+        push_registry(reg, repo_id, log=quiet)
+    assert hub.head(repo_id) == head
+
+    from rwkv_registry._hub_remote import RemoteRepo
+    from rwkv_registry._hub_sync import _protected
+
+    remote = RemoteRepo(None, "o/r", "main", "0" * 40, "http://h", None)  # type: ignore[arg-type]
+    frozen = {"bases": [{"name": TINY_BASE, "status": "frozen"}]}
+    assert _protected(["index.json"], [], remote, frozen, frozen) == []  # stays frozen: fine
+    assert _protected(["index.json"], [], remote, {"bases": [{"name": TINY_BASE}]}, frozen) != []
