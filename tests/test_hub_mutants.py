@@ -545,3 +545,31 @@ def test_push_never_unfreezes_a_base(hub: FakeHub, tiny: Path, tmp_path: Path) -
     frozen = {"bases": [{"name": TINY_BASE, "status": "frozen"}]}
     assert _protected(["index.json"], [], remote, frozen, frozen) == []  # stays frozen: fine
     assert _protected(["index.json"], [], remote, {"bases": [{"name": TINY_BASE}]}, frozen) != []
+
+
+def test_a_failed_move_into_an_existing_directory_leaves_it_empty(
+    hub: FakeHub, tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The second entry cannot be moved into PATH: the first goes back, PATH stays empty, and the
+    message names the staging directory that holds the whole download."""
+    repo_id = new_repo(hub, tiny)
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    real = Path.rename
+    calls: list[Path] = []
+
+    def flaky(self: Path, target: object) -> Path:
+        if Path(str(target)).parent == dest:
+            calls.append(self)
+            if len(calls) == 2:
+                raise OSError(28, "No space left on device")
+        return real(self, target)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "rename", flaky)
+    with pytest.raises(RegistryIOError, match="cannot move the pulled files") as e:
+        pull_registry(repo_id, dest, log=quiet)
+    monkeypatch.setattr(Path, "rename", real)
+    assert list(dest.iterdir()) == []
+    (staging,) = [p for p in tmp_path.iterdir() if p != dest]
+    assert str(staging) in e.value.hint
+    assert {p.relative_to(staging).as_posix() for p in staging.rglob("*") if p.is_file()} == set(hub.files(repo_id))
