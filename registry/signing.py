@@ -230,20 +230,14 @@ def _write_new(path: Path, data: bytes, mode: int) -> None:
         raise RegistryIOError(f"cannot write {path}: {e.strerror or e}") from e
 
 
-def generate_keypair(key: str | os.PathLike[str], *, comment: str = "") -> tuple[Path, Path, PublicKey]:
-    """Create ``KEY`` (private, mode 0600) and ``KEY.pub``; refuse to overwrite or to write into a registry."""
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
-    if "\n" in comment or "\r" in comment:
-        raise UsageError("--comment must be one line")
+def _check_key_path(key: str | os.PathLike[str]) -> None:
+    """Refuse a KEY that names no new file outside every registry (raises OSError for an unusable path)."""
     if not str(key).strip() or Path(key).is_dir():
         raise UsageError(
             f"keygen needs a file name for the private key, not {str(key)!r}",
             hint="e.g. rwkv-registry keygen ~/.config/rwkv-registry/signing.key (KEY.pub is written beside it).",
         )
     path = Path(key)
-    pub_path = Path(str(path) + ".pub")
     parent = path.resolve().parent
     if not parent.is_dir():
         raise UsageError(
@@ -255,9 +249,27 @@ def generate_keypair(key: str | os.PathLike[str], *, comment: str = "") -> tuple
             f"{path}: refusing to write a private key inside the registry {registry}",
             hint="Keep private keys outside every registry, e.g. ~/.config/rwkv-registry/signing.key.",
         )
-    for p in (path, pub_path):
+    for p in (path, Path(str(path) + ".pub")):
         if p.exists():
             raise UsageError(f"{p} already exists", hint="Choose another KEY path; keygen never overwrites.")
+
+
+def generate_keypair(key: str | os.PathLike[str], *, comment: str = "") -> tuple[Path, Path, PublicKey]:
+    """Create ``KEY`` (private, mode 0600) and ``KEY.pub``; refuse to overwrite or to write into a registry."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    if "\n" in comment or "\r" in comment:
+        raise UsageError("--comment must be one line")
+    try:
+        _check_key_path(key)
+    except OSError as e:  # a name too long, a loop of links, a component that is a file...
+        raise UsageError(
+            f"keygen: cannot use {str(key)!r} as the private key's path ({e.strerror or e})",
+            hint="Give another KEY, e.g. ~/.config/rwkv-registry/signing.key.",
+        ) from None
+    path = Path(key)
+    pub_path = Path(str(path) + ".pub")
     private = Ed25519PrivateKey.generate()
     pem = private.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
