@@ -573,3 +573,14 @@ def test_a_failed_move_into_an_existing_directory_leaves_it_empty(
     (staging,) = [p for p in tmp_path.iterdir() if p != dest]
     assert str(staging) in e.value.hint
     assert {p.relative_to(staging).as_posix() for p in staging.rglob("*") if p.is_file()} == set(hub.files(repo_id))
+
+
+def test_an_empty_remote_weight_reads_as_the_local_one_does(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
+    reg = copy(tiny, tmp_path / "reg")
+    (reg / STATE).write_bytes(b"")
+    local = [(f.code, f.message) for f in validate_registry(reg, use_cache=False).findings if f.path == STATE]
+    repo_id = new_repo(hub, reg)
+    assert hub.repos[repo_id].commits[hub.head(repo_id)][STATE].lfs
+    remote = [(f.code, f.message) for f in validate_hub(f"hf://{repo_id}").findings if f.path == STATE]
+    assert ("PTH001", "the file is empty") in remote
+    assert [c for c, _ in remote if c.startswith("PTH")] == [c for c, _ in local if c.startswith("PTH")]
