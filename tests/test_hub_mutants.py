@@ -584,3 +584,18 @@ def test_an_empty_remote_weight_reads_as_the_local_one_does(hub: FakeHub, tiny: 
     remote = [(f.code, f.message) for f in validate_hub(f"hf://{repo_id}").findings if f.path == STATE]
     assert ("PTH001", "the file is empty") in remote
     assert [c for c, _ in remote if c.startswith("PTH")] == [c for c, _ in local if c.startswith("PTH")]
+
+
+def test_full_downloads_are_deleted_once_read(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
+    """--full downloads each MiSS file into the work directory and deletes it once read (disk use stays
+    one file per thread, not the sum of all adapters)."""
+    from rwkv_registry._hub_remote import connect
+    from rwkv_registry.hub import HubValidator
+
+    repo_id = new_repo(hub, tiny)
+    work = tmp_path / "work"
+    v = HubValidator(connect(repo_id), tmp_path / "mirror", full=True, workdir=work)
+    v.run()
+    assert not [f for f in v.findings if str(f.severity) == "error"]
+    assert v.stats["bytes_hashed"] == sum(p.stat().st_size for p in tiny.rglob("adapter-final.pth"))
+    assert work.is_dir() and list(work.iterdir()) == []
