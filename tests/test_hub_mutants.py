@@ -599,3 +599,17 @@ def test_full_downloads_are_deleted_once_read(hub: FakeHub, tiny: Path, tmp_path
     assert not [f for f in v.findings if str(f.severity) == "error"]
     assert v.stats["bytes_hashed"] == sum(p.stat().st_size for p in tiny.rglob("adapter-final.pth"))
     assert work.is_dir() and list(work.iterdir()) == []
+
+
+def test_weights_stored_in_plain_git_are_read_whole(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
+    """.gitattributes without filter=lfs: the Hub keeps the (small) weights in git, without an LFS sha256;
+    they are downloaded and read like local files, so the findings are the local ones (LFS002)."""
+    reg = copy(tiny, tmp_path / "reg")
+    (reg / ".gitattributes").write_text("# nothing routed to LFS\n")
+    resum(reg)
+    repo_id = new_repo(hub, reg)
+    assert not hub.repos[repo_id].commits[hub.head(repo_id)][STATE].lfs
+    local = validate_registry(reg, use_cache=False)
+    remote = validate_hub(f"hf://{repo_id}")
+    assert "LFS002" in errors(remote)
+    assert errors(remote) == [c for c in errors(local) if not c.startswith("GIT")]
