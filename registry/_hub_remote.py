@@ -221,6 +221,9 @@ def connect(
             while str(parent) != ".":
                 remote.dirs.add(parent.as_posix())
                 parent = parent.parent
+        both = sorted(remote.dirs & set(remote.files))
+        if both:  # no git tree holds this: a hostile or broken listing
+            raise RegistryIOError(f"{repo_id}: the Hub lists {both[0]!r} both as a file and as a folder")
     except RegistryError:
         raise
     except Exception as e:

@@ -613,3 +613,15 @@ def test_weights_stored_in_plain_git_are_read_whole(hub: FakeHub, tiny: Path, tm
     remote = validate_hub(f"hf://{repo_id}")
     assert "LFS002" in errors(remote)
     assert errors(remote) == [c for c in errors(local) if not c.startswith("GIT")]
+
+
+def test_a_path_listed_as_file_and_folder_is_refused(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
+    """Before the fix the mirror's write failed (IsADirectoryError) and the message blamed the network
+    ('cannot reach ...')."""
+    repo_id = new_repo(hub, tiny)
+    hub.commit_files(repo_id, {"LICENSE": b"x", "LICENSE/inside": b"y"})
+    with pytest.raises(RegistryIOError, match="'LICENSE' both as a file and as a folder"):
+        validate_hub(f"hf://{repo_id}")
+    with pytest.raises(RegistryIOError, match="both as a file and as a folder"):
+        pull_registry(repo_id, tmp_path / "dest", log=quiet)
+    assert list(tmp_path.iterdir()) == []
