@@ -625,3 +625,135 @@ def test_a_path_listed_as_file_and_folder_is_refused(hub: FakeHub, tiny: Path, t
     with pytest.raises(RegistryIOError, match="both as a file and as a folder"):
         pull_registry(repo_id, tmp_path / "dest", log=quiet)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_trouble_while_walking_is_an_error_never_a_traceback(
+    hub: FakeHub, tiny: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rwkv_registry.hub import HubValidator
+
+    repo_id = new_repo(hub, tiny)
+
+    def full_disk(self: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(HubValidator, "walk", full_disk)
+    with pytest.raises(RegistryIOError, match="No space left on device"):
+        validate_hub(f"hf://{repo_id}")
+
+
+def test_pull_refuses_two_revisions(
+    hub: FakeHub, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rwkv_registry.cli import main
+
+    repo_id = new_repo(hub, tiny)
+    assert main(["pull", f"hf://{repo_id}@main", str(tmp_path / "d"), "--revision", "other"]) == 2
+    assert "name two revisions" in capsys.readouterr().err
+    assert main(["pull", f"hf://{repo_id}@main", str(tmp_path / "d"), "--revision", "main"]) == 0
+
+
+def test_a_non_weight_lfs_file_too_big_to_fetch_is_checked_by_its_metadata(
+    hub: FakeHub, tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An LFS file over the small-file bound is not downloaded: its listed sha256 still meets SHA256SUMS."""
+    import rwkv_registry.hub as hub_module
+
+    reg = copy(tiny, tmp_path / "reg")
+    (reg / ".gitattributes").write_text("*.json filter=lfs diff=lfs merge=lfs -text\n*.pth filter=lfs -text\n")
+    resum(reg)
+    repo_id = new_repo(hub, reg)
+    hub.set_lfs_sha256(repo_id, TRAIN, "ab" * 32)  # the Hub's metadata disagrees with SHA256SUMS
+    monkeypatch.setattr(hub_module, "MAX_TEXT_BYTES", 1)  # every LFS file is "big": none is downloaded
+    report = validate_hub(f"hf://{repo_id}")
+    assert any(f.code == "HSH006" and f.path == TRAIN and "ab" * 32 in f.message for f in report.findings)
+
+
+# --- add-base --from-hub ------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def base_on_hub(hub: FakeHub, tmp_path: Path) -> tuple[str, str, bytes]:
+    from regtools import write_tiny_base
+
+    name = "rwkv7-tiny-20260301-ctx4096"
+    data = write_tiny_base(tmp_path / f"{name}.pth", vocab=256).read_bytes()
+    repo_id = f"BlinkDL/rwkv7-g1-m{len(hub.repos)}"
+    hub.create_repo(repo_id, {f"sub/{name}.pth": data, f"sub/{name}-other.pth": data + b"\0"})
+    return repo_id, f"sub/{name}.pth", data
+
+
+def test_from_hub_takes_the_paths_info_of_the_file_asked_for(
+    hub: FakeHub, base_on_hub: tuple[str, str, bytes], tmp_path: Path
+) -> None:
+    from rwkv_registry.hub import add_base_from_hub
+    from rwkv_registry.ops import init_registry
+
+    repo_id, file, _ = base_on_hub
+    reg = tmp_path / "reg"
+    init_registry(reg)
+
+    def other_file(server: str, method: str, path: str, status: int, body: bytes, headers: dict[str, str]) -> tuple:
+        if server == "api" and "/paths-info/" in path:
+            body = body.replace(file.encode(), file.replace(".pth", "-other.pth").encode())
+            headers["Content-Length"] = str(len(body))
+        return status, body, headers
+
+    hub.rewrite = other_file
+    try:
+        with pytest.raises(UsageError, match="no file"):
+            add_base_from_hub(reg, f"{repo_id}/{file}")
+    finally:
+        hub.rewrite = None
+    assert json.loads((reg / "index.json").read_text())["bases"] == []
+
+
+def test_from_hub_reads_the_commit_it_records(
+    hub: FakeHub, base_on_hub: tuple[str, str, bytes], tmp_path: Path
+) -> None:
+    """The branch moves right after it is resolved: sha256 and size are those of the recorded commit."""
+    from rwkv_registry.hub import add_base_from_hub
+    from rwkv_registry.ops import init_registry
+
+    repo_id, file, data = base_on_hub
+    first = hub.head(repo_id)
+    reg = tmp_path / "reg"
+    init_registry(reg)
+    done: list[bool] = []
+
+    def push_after_info(
+        server: str, method: str, path: str, status: int, body: bytes, headers: dict[str, str]
+    ) -> tuple:
+        if not done and server == "api" and path == f"/api/models/{repo_id}":
+            done.append(True)
+            hub.commit_files(repo_id, {file: data + b"\0" * 64})
+        return status, body, headers
+
+    hub.rewrite = push_after_info
+    try:
+        base = add_base_from_hub(reg, f"{repo_id}/{file}")
+    finally:
+        hub.rewrite = None
+    assert hub.head(repo_id) != first and base["source"]["revision"] == first
+    assert base["sha256"] == hashlib.sha256(data).hexdigest() and base["size"] == len(data)
+
+
+@pytest.mark.parametrize("spec", ["a/b/../x.pth", "a/b/./x.pth", "a/b//x.pth", "a/b/x/", "a/b@v1/../x.pth"])
+def test_from_hub_file_paths_stay_inside_the_repository(spec: str) -> None:
+    from rwkv_registry.hub import parse_hub_file
+
+    with pytest.raises(UsageError):
+        parse_hub_file(spec)
+
+
+# --- LFS pointers ----------------------------------------------------------------------------------------------
+
+
+def test_an_lfs_pointer_oid_with_trailing_characters_is_malformed() -> None:
+    from rwkv_registry.lfs import parse_lfs_pointer
+
+    oid = "4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393"
+    good = f"version https://git-lfs.github.com/spec/v1\noid sha256:{oid}\nsize 12\n".encode()
+    assert parse_lfs_pointer(good) is not None
+    for bad in (good.replace(oid.encode(), oid.encode() + b"0"), good.replace(oid.encode(), oid.encode() + b" x")):
+        assert parse_lfs_pointer(bad) is None
