@@ -757,3 +757,23 @@ def test_an_lfs_pointer_oid_with_trailing_characters_is_malformed() -> None:
     assert parse_lfs_pointer(good) is not None
     for bad in (good.replace(oid.encode(), oid.encode() + b"0"), good.replace(oid.encode(), oid.encode() + b" x")):
         assert parse_lfs_pointer(bad) is None
+
+
+def test_an_lfs_pointer_first_line_must_be_exact() -> None:
+    from rwkv_registry.lfs import parse_lfs_pointer
+
+    good = b"version https://git-lfs.github.com/spec/v1\noid sha256:" + b"ab" * 32 + b"\nsize 12\n"
+    assert parse_lfs_pointer(good) is not None
+    assert parse_lfs_pointer(good.replace(b"spec/v1\n", b"spec/v1.1\n")) is None
+    assert parse_lfs_pointer(good.replace(b"spec/v1\n", b"spec/v1 \n")) is None
+
+
+def test_an_lfs_pointer_is_under_1024_bytes() -> None:
+    """The spec's bound: 1023 bytes parse, 1024 do not."""
+    from rwkv_registry.lfs import MAX_POINTER_SIZE, parse_lfs_pointer
+
+    head = b"version https://git-lfs.github.com/spec/v1\noid sha256:" + b"ab" * 32 + b"\nsize 12\nx-pad "
+    for total, ok in ((MAX_POINTER_SIZE - 1, True), (MAX_POINTER_SIZE, False)):
+        data = head + b"a" * (total - len(head) - 1) + b"\n"
+        assert len(data) == total
+        assert (parse_lfs_pointer(data) is not None) is ok
