@@ -777,3 +777,19 @@ def test_an_lfs_pointer_is_under_1024_bytes() -> None:
         data = head + b"a" * (total - len(head) - 1) + b"\n"
         assert len(data) == total
         assert (parse_lfs_pointer(data) is not None) is ok
+
+
+def test_lfs_pointer_keys_values_and_encoding() -> None:
+    from rwkv_registry.lfs import looks_like_lfs_pointer, parse_lfs_pointer
+
+    good = b"version https://git-lfs.github.com/spec/v1\noid sha256:" + b"ab" * 32 + b"\nsize 12\n"
+    assert parse_lfs_pointer(good + b"x-ext-0.a value\n") is not None
+    for bad in (
+        good + b"version https://git-lfs.github.com/spec/v1\n",  # a second version line
+        good + b"X-Pad value\n",  # keys are lower case
+        good + b"x_pad value\n",  # [a-z0-9.-] only
+        good + b"x-pad \xff\n",  # not UTF-8 (in a value)
+    ):
+        assert parse_lfs_pointer(bad) is None, bad
+    assert not looks_like_lfs_pointer(b"version https://git-lfs.github.com/other")
+    assert not looks_like_lfs_pointer(b"version https://git-lfs.github.com/sp")
