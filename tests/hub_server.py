@@ -19,7 +19,7 @@ and status codes of the real Hub, so the real client runs unmodified against it:
 
 Errors carry ``X-Error-Code`` (RepoNotFound, RevisionNotFound, EntryNotFound) like the Hub's.
 Test helpers: :meth:`FakeHub.create_repo`, :meth:`FakeHub.commit_files` (seed or change a repo
-directly), :attr:`FakeHub.log` (every request: method, path, Range, Authorization, body bytes sent),
+directly), :attr:`FakeHub.log` (every request: method, path, Range, Authorization, Accept-Encoding, body bytes sent),
 :attr:`FakeHub.before_commit` (a hook run when a commit request arrives, to simulate a race) and
 :attr:`FakeHub.rewrite` (a hook that may change any answer: a hostile Hub or proxy).
 """
@@ -249,6 +249,7 @@ def _handler(hub: FakeHub, server: str) -> type[BaseHTTPRequestHandler]:
                         "path": urlsplit(self.path).path,
                         "range": self.headers.get("Range"),
                         "authorization": self.headers.get("Authorization"),
+                        "accept_encoding": self.headers.get("Accept-Encoding"),
                         "status": status,
                         "sent": sent,
                     }

@@ -794,3 +794,23 @@ def test_lfs_pointer_keys_values_and_encoding() -> None:
         assert parse_lfs_pointer(bad) is None, bad
     assert not looks_like_lfs_pointer(b"version https://git-lfs.github.com/other")
     assert not looks_like_lfs_pointer(b"version https://git-lfs.github.com/sp")
+
+
+def test_range_reads_are_planned_few_and_uncompressed(hub: FakeHub, tiny: Path) -> None:
+    """What the prefetch plan saves: a small weight costs at most three Range requests (head and tail,
+    then the central directory's plan: local headers, data.pkl, miss.json; the byte budget on a
+    seed-sized registry is test_hub's slow test), and every Range asks for identity encoding (a
+    compressed answer would break the byte offsets)."""
+    repo_id = new_repo(hub, tiny)
+    start = len(hub.log)
+    assert validate_hub(f"hf://{repo_id}").ok
+    tree = hub.repos[repo_id].commits[hub.head(repo_id)]
+    by_blob = {b.sha256: (p, b.size) for p, b in tree.items() if b.lfs}
+    gets: dict[str, list[dict[str, object]]] = {}
+    for r in hub.log[start:]:
+        if r["server"] == "cdn" and r["method"] == "GET":
+            gets.setdefault(by_blob[r["path"].rsplit("/", 1)[-1]][0], []).append(r)
+    assert sorted(gets) == sorted(p for p, _ in by_blob.values() if p.endswith(".pth"))
+    for path, requests in gets.items():
+        assert len(requests) <= 3, (path, [r["range"] for r in requests])
+        assert all(r["accept_encoding"] == "identity" and r["range"] for r in requests)
