@@ -106,7 +106,8 @@ class Fetcher:
                     got += len(chunk)
                     self._count(len(chunk))
                     if want is not None and got > want:
-                        raise RegistryIOError(f"{url}: the server sent more than the {want} bytes asked for")
+                        expected = "asked for" if ranged else "listed"
+                        raise RegistryIOError(f"{url}: the server sent more than the {want} bytes {expected}")
                     if sink is not None:
                         sink.write(chunk)
                     else:

@@ -814,3 +814,13 @@ def test_range_reads_are_planned_few_and_uncompressed(hub: FakeHub, tiny: Path) 
     for path, requests in gets.items():
         assert len(requests) <= 3, (path, [r["range"] for r in requests])
         assert all(r["accept_encoding"] == "identity" and r["range"] for r in requests)
+
+
+def test_an_over_long_small_file_is_cut_off_at_its_listed_size(hub: FakeHub, tiny: Path) -> None:
+    """A server answering index.json with megabytes more than listed: the read stops at the listed size
+    plus one chunk instead of taking everything into memory."""
+    repo_id = new_repo(hub, tiny)
+    index = (tiny / "index.json").read_bytes()
+    serve_other_bytes(hub, repo_id, "index.json", index + b" " * (16 * 1024 * 1024))
+    with pytest.raises(RegistryIOError, match=f"sent more than the {len(index)} bytes listed"):
+        validate_hub(f"hf://{repo_id}")
