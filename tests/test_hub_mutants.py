@@ -824,3 +824,24 @@ def test_an_over_long_small_file_is_cut_off_at_its_listed_size(hub: FakeHub, tin
     serve_other_bytes(hub, repo_id, "index.json", index + b" " * (16 * 1024 * 1024))
     with pytest.raises(RegistryIOError, match=f"sent more than the {len(index)} bytes listed"):
         validate_hub(f"hf://{repo_id}")
+
+
+@pytest.mark.parametrize("field", ["cd_offset", "cd_size"])
+def test_a_central_directory_outside_the_file_reads_as_locally(
+    hub: FakeHub, tiny: Path, tmp_path: Path, field: str
+) -> None:
+    """A hostile end record: the Range planner gives up and the reader reports the rule it reports on a
+    local copy (never an unreadable file, LAY010, from a plan that read past the end)."""
+    import struct
+
+    reg = copy(tiny, tmp_path / "reg")
+    data = bytearray((reg / STATE).read_bytes())
+    eocd = len(data) - 22
+    assert data[eocd : eocd + 4] == b"PK\x05\x06"
+    struct.pack_into("<I", data, eocd + (16 if field == "cd_offset" else 12), len(data) + 1000)
+    (reg / STATE).write_bytes(bytes(data))
+    local = sorted(f.code for f in validate_registry(reg, use_cache=False).findings if f.path == STATE)
+    repo_id = new_repo(hub, reg)
+    remote = sorted(f.code for f in validate_hub(f"hf://{repo_id}").findings if f.path == STATE)
+    assert "LAY010" not in remote and any(c.startswith("PTH") for c in remote)
+    assert remote == local
