@@ -845,3 +845,43 @@ def test_a_central_directory_outside_the_file_reads_as_locally(
     remote = sorted(f.code for f in validate_hub(f"hf://{repo_id}").findings if f.path == STATE)
     assert "LAY010" not in remote and any(c.startswith("PTH") for c in remote)
     assert remote == local
+
+
+# --- the Range planner, unit by unit ------------------------------------------------------------------------
+
+
+def test_coalesce_clips_merges_close_ranges_and_never_shrinks_one() -> None:
+    from rwkv_registry._hub_http import _coalesce
+
+    assert _coalesce([(-5, 3), (8, 20)], 10, gap=0) == [(0, 3), (8, 10)]  # clipped to the file
+    assert _coalesce([(0, 10), (14, 20)], 100, gap=4) == [(0, 20)]  # 4 bytes apart: one request
+    assert _coalesce([(0, 10), (15, 20)], 100, gap=4) == [(0, 10), (15, 20)]
+    assert _coalesce([(0, 50), (10, 20)], 100, gap=4) == [(0, 50)]  # a range inside another
+    assert _coalesce([(30, 40), (0, 5), (5, 5)], 100, gap=0) == [(0, 5), (30, 40)]  # sorted, empty dropped
+
+
+def test_zip64_extra_field_gives_the_sizes_in_their_order() -> None:
+    """The zip64 extra holds, in order and only where the 32-bit field is 0xFFFFFFFF: uncompressed
+    size, compressed size, local header offset."""
+    import struct
+
+    from rwkv_registry._hub_http import _zip64_fix
+
+    big = 0xFFFFFFFF
+    body = struct.pack("<QQQ", 5_000_000_000, 4_000_000_000, 6_000_000_000)
+    extra = struct.pack("<HH", 0x5455, 4) + b"\0" * 4 + struct.pack("<HH", 1, len(body)) + body
+    assert _zip64_fix(extra, big, big, big) == (4_000_000_000, 6_000_000_000)
+    only_offset = struct.pack("<HHQ", 1, 8, 7_000_000_000)
+    assert _zip64_fix(only_offset, 10, 10, big) == (10, 7_000_000_000)
+
+
+def test_a_remote_read_past_the_end_is_refused_before_any_request() -> None:
+    from rwkv_registry._hub_http import Fetcher, RemoteFile
+    from rwkv_registry.errors import CheckpointError
+
+    fetcher = Fetcher("http://127.0.0.1:9")  # nothing listens: a request would fail differently
+    source = RemoteFile(fetcher, "http://127.0.0.1:9/blob", 10)
+    for offset, length in ((5, 6), (10, 1), (-1, 2), (0, -1)):
+        with pytest.raises(CheckpointError, match="beyond the end"):
+            source.read(offset, length)
+    assert source.read(10, 0) == b"" and fetcher.requests == 0
