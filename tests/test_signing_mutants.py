@@ -163,3 +163,22 @@ def test_verify_reports_the_files_as_well_when_sha256sums_changed(
     assert main(["verify", str(reg), "--pubkey", str(pub)]) == 1
     out = capsys.readouterr().out
     assert "SIG002" in out and "HSH006" in out and name.strip() in out
+
+
+def test_keygen_on_a_read_only_file_system_is_an_io_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only an existing file is 'already exists'; any other failure to create the key says what it was."""
+    import errno
+
+    from rwkv_registry.errors import RegistryIOError
+
+    real_open = os.open
+
+    def read_only(path: object, flags: int, *args: object) -> int:
+        if str(path).endswith("k.key") and flags & os.O_CREAT:
+            raise OSError(errno.EROFS, "Read-only file system")
+        return real_open(path, flags, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", read_only)
+    with pytest.raises(RegistryIOError, match=r"cannot create .*Read-only file system"):
+        generate_keypair(tmp_path / "k.key")
+    assert not (tmp_path / "k.key").exists()
