@@ -885,3 +885,26 @@ def test_a_remote_read_past_the_end_is_refused_before_any_request() -> None:
         with pytest.raises(CheckpointError, match="beyond the end"):
             source.read(offset, length)
     assert source.read(10, 0) == b"" and fetcher.requests == 0
+
+
+def test_pull_into_the_current_directory_stages_outside_it(
+    hub: FakeHub, tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Even a kill -9 mid-download must leave PATH as it was: the staging directory is never inside it."""
+    import huggingface_hub
+
+    repo_id = new_repo(hub, tiny)
+    dest = tmp_path / "reg"
+    dest.mkdir()
+    monkeypatch.chdir(dest)
+    real = huggingface_hub.snapshot_download
+    staged: list[Path] = []
+
+    def record(*args: object, **kwargs: object) -> str:
+        staged.append(Path(str(kwargs["local_dir"])).resolve())
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", record)
+    assert pull_registry(repo_id, ".", log=quiet).ok
+    (where,) = staged
+    assert where.parent == tmp_path and where.name.startswith(".reg.rwkv-registry-pull-")
