@@ -38,6 +38,7 @@ from rwkv_registry.model import (
     load_state_weights,
 )
 from rwkv_registry.model.generate import _Sampler, prefill
+from rwkv_registry.model.miss import MissLinear
 from rwkv_registry.model.profiles import Message, PromptProfile, SamplingPreset, ThinkingMode
 from rwkv_registry.model.state import LayerState, RWKV7State
 from rwkv_registry.model.tiny import make_tiny_state, miss_in_out, save_tensors, tiny_miss_tensors
@@ -160,6 +161,12 @@ def test_in_features_of_another_width_is_refused(model: RWKV7) -> None:
     with pytest.raises(ShapeMismatchError, match=r"with in_features 256, the model's layer needs D \[128, 5\]"):
         model.apply_miss(adapter, force=True)
     assert model.miss is None
+
+
+def test_miss_linear_refuses_a_D_of_another_output_width() -> None:
+    lin = torch.nn.Linear(10, 6, bias=False)
+    with pytest.raises(ValueError, match=r"MiSS D shape \[7, 5\] does not fit linear \[out=6, rank\]"):
+        MissLinear(lin, torch.zeros(7, RANK), 0.5)
 
 
 # ---------------------------------------------------------------------------- MiSS packages
