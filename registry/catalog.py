@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import RegistryError, UsageError
+from .readme import recorded_num
 from .rules import Finding
 
 if TYPE_CHECKING:
@@ -124,9 +125,17 @@ def natural_key(text: str) -> tuple[Any, ...]:
     return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text))
 
 
+def score_num(x: Any) -> str:
+    """A score, a solved count or a run's score as recorded (``46.0``, ``41``; the README's form); ``—`` when
+    not a number."""
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        return num(x)
+    return recorded_num(x)
+
+
 def score_text(s: dict[str, Any]) -> str:
-    """``52.2%`` or ``41/60`` (points out of a known total) or ``9``."""
-    value = num(s.get("score"))
+    """``52.2%``, ``46.0%`` or ``41.0/60`` (points out of a known total) or ``9``, as recorded."""
+    value = score_num(s.get("score"))
     if s.get("unit") == "percent":
         return f"{value}%"
     return f"{value}/{s['total']}" if isinstance(s.get("total"), int) else value

@@ -36,6 +36,7 @@ from .catalog import (
     fingerprint_matches,
     human_size,
     num,
+    score_num,
     score_text,
     short_size,
 )
@@ -181,6 +182,7 @@ def render_entry_info(cat: Catalog, e: dict[str, Any], *, usage: bool = True) ->
     t.add_row("size", human_size(_d(e.get("file")).get("size")))
     t.add_row("sha256", _s(_d(e.get("file")).get("sha256"), "—"))
     t.add_row("base", base_text)
+    t.add_row("base sha256", _s(_d(cat.base(base)).get("sha256"), "—"))
     t.add_row("data", _data_text(e))
     if e.get("group"):
         t.add_row("group", _s(e.get("group")))
@@ -371,14 +373,14 @@ def _scores_table(scores: list[Any]) -> Any:
             continue
         detail = []
         if s.get("solved") is not None and s.get("total") is not None and s.get("unit") == "percent":
-            detail.append(f"{num(s['solved'])}/{s['total']}")
+            detail.append(f"{score_num(s['solved'])}/{s['total']}")
         if s.get("runs") is not None:
             runs = _l(s.get("run_scores"))
-            detail.append(f"{s['runs']} runs" + (f" ({', '.join(num(x) for x in runs)})" if runs else ""))
+            detail.append(f"{s['runs']} runs" + (f" ({', '.join(score_num(x) for x in runs)})" if runs else ""))
         categories = _d(s.get("by_category"))
         if categories:
             detail.append(
-                ", ".join(f"{k} {num(_d(v).get('solved'))}/{_d(v).get('total')}" for k, v in categories.items())
+                ", ".join(f"{k} {score_num(_d(v).get('solved'))}/{_d(v).get('total')}" for k, v in categories.items())
             )
         cmp_ = _d(s.get("comparison"))
         if cmp_:

@@ -23,7 +23,9 @@ def _cell(value: Any) -> str:
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
-def _num(x: Any) -> str:
+def recorded_num(x: Any) -> str:
+    """A score as recorded: a whole float keeps its ``.0`` (``46.0``, ``25.0``: means of runs, written with
+    one decimal), an integer stays whole (``41``), anything else as ``str``."""
     if isinstance(x, float) and x.is_integer():
         return f"{x:.1f}"
     return str(x)
@@ -49,10 +51,14 @@ def render_bases_table(index: dict[str, Any]) -> str:
 
 def _score_text(s: dict[str, Any]) -> str:
     if s.get("unit") != "percent":  # points: "41.0/60" when out of a known total
-        return f"{_num(s.get('score'))}/{s['total']}" if s.get("total") is not None else _num(s.get("score"))
-    text = f"{_num(s.get('score'))}%"
+        return (
+            f"{recorded_num(s.get('score'))}/{s['total']}"
+            if s.get("total") is not None
+            else recorded_num(s.get("score"))
+        )
+    text = f"{recorded_num(s.get('score'))}%"
     if s.get("solved") is not None and s.get("total") is not None:
-        text += f" ({_num(s['solved'])}/{s['total']})"
+        text += f" ({recorded_num(s['solved'])}/{s['total']})"
     return text
 
 
@@ -66,9 +72,11 @@ def _scores_rows(label: str, scores: list[dict[str, Any]]) -> list[str]:
             extras.append(f"vs {cmp_['against']}: +{cmp_['wins']}/−{cmp_['losses']}, p={cmp_['p_value']}")
         categories = s.get("by_category") or {}
         if categories:
-            extras.append(", ".join(f"{k} {_num(v.get('solved'))}/{v.get('total')}" for k, v in categories.items()))
+            extras.append(
+                ", ".join(f"{k} {recorded_num(v.get('solved'))}/{v.get('total')}" for k, v in categories.items())
+            )
         if s.get("run_scores"):
-            extras.append("runs " + ", ".join(_num(x) for x in s["run_scores"]))
+            extras.append("runs " + ", ".join(recorded_num(x) for x in s["run_scores"]))
         if s.get("report"):
             extras.append(f"report: {s['report']}")
         for extra in extras:

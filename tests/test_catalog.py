@@ -249,7 +249,7 @@ def test_bar_chart_scales_to_its_width() -> None:
         lines = out.getvalue().splitlines()
         a, b = lines[1], lines[2]
         assert a.startswith("▶ a ") and b.startswith("  b ")
-        bar_w = width - (2 + 1 + 1 + 1 + 3)
+        bar_w = width - (2 + 1 + 1 + 1 + 5)  # marker, label, spaces, "50.0%"
         assert a.count("█") == bar_w // 2 and b.count("█") == bar_w // 4
         assert "all on 2026-01-01" in lines[3]
 
@@ -489,3 +489,22 @@ def test_list_shows_the_frozen_tag_of_a_base(registry: Path, capsys: pytest.Capt
     edit_index(registry, lambda index: index["bases"][0].update(status="frozen"))
     assert main(["list", str(registry)]) == 0
     assert f"{TINY_BASE} [frozen]" in capsys.readouterr().out.splitlines()[1]
+
+
+def test_show_entry_names_its_base_sha256_and_scores_as_recorded(
+    registry: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Seed 000 identifies the base by its sha256 first, and writes means of runs with one decimal (46.0%,
+    41.0/60): `show` prints both as recorded, as the generated README does."""
+
+    def edit(index: dict) -> None:
+        s1 = next(e for e in index["entries"] if e["id"] == "s1")
+        s1["scores"] = [dict(exam(46.0, "2026-01-05"), solved=261.0, total=568, runs=2, run_scores=[45.0, 47])]
+
+    update_index(registry, edit)
+    assert validate_registry(registry, use_cache=False).ok
+    base_sha = json.loads((registry / "index.json").read_text())["bases"][0]["sha256"]
+    assert main(["show", "s1", "--path", str(registry)]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"base sha256 {base_sha}" in text
+    assert "46.0%" in text and "261.0/568" in text and "2 runs (45.0, 47)" in text

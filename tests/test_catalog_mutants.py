@@ -74,7 +74,8 @@ def test_value_helpers() -> None:
     assert sorted(["v1.41", "v1.9", "v1.10", "v2"], key=natural_key) == ["v1.9", "v1.10", "v1.41", "v2"]
     assert score_text({"score": 52.2, "unit": "percent", "total": 568}) == "52.2%"
     assert score_text({"score": 41, "unit": "points", "total": 60}) == "41/60"
-    assert score_text({"score": 9.0, "unit": "points"}) == "9"
+    assert score_text({"score": 9.0, "unit": "points"}) == "9.0"  # as recorded: a mean keeps its .0
+    assert score_text({"score": 9, "unit": "points"}) == "9"
     assert _data_text({"data": {"version": "v1", "rows": 0}}) == "v1 · 0 rows"
     sha = "ab" * 32
     assert _data_text({"data": {"version": "v1", "sha256": sha}}, full=False) == f"v1 · sha256 {sha[:8]}…"
