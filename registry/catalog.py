@@ -607,6 +607,10 @@ class Catalog:
         """The entry ``entry_id`` or None."""
         return self._by_id.get(entry_id)
 
+    def get_unpublished(self, weight_id: str) -> dict[str, Any] | None:
+        """The weight never uploaded (index.json ``unpublished``) named ``weight_id``, or None."""
+        return next((u for u in self.unpublished if _s(u.get("id")) == weight_id), None)
+
     def entry_at(self, path: str) -> dict[str, Any] | None:
         """The entry recording the registry-relative ``path``, or None."""
         return self._by_path.get(path)
@@ -621,7 +625,7 @@ class Catalog:
         return _s(b.get("status"), "unknown") if b else "unknown"
 
     def _unknown(self, what: str) -> UsageError:
-        names = list(self._by_id) + list(self._base_by_name)
+        names = list(self._by_id) + list(self._base_by_name) + [_s(u.get("id")) for u in self.unpublished]
         close = difflib.get_close_matches(what, names, n=3, cutoff=0.5)
         hint = f"Did you mean {', '.join(close)}? " if close else ""
         return UsageError(
@@ -843,8 +847,11 @@ class Catalog:
         for e in self.entries:
             if _s(e.get("base")) == base and (keep is None or _s(e.get("id")) in keep):
                 sources.append(_l(e.get("scores")))
-        if keep is None:
-            sources += [_l(u.get("scores")) for u in self.unpublished if _s(u.get("base")) == base]
+        sources += [
+            _l(u.get("scores"))
+            for u in self.unpublished
+            if _s(u.get("base")) == base and (keep is None or _s(u.get("id")) in keep)
+        ]
         for scores in sources:
             for s in scores:
                 if isinstance(s, dict) and isinstance(s.get("score"), int | float):
@@ -971,6 +978,25 @@ class Catalog:
             "usage": {"command": usage.command, "then": usage.then},
             "charts": charts,
         }
+
+    def describe_unpublished(self, u: dict[str, Any]) -> dict[str, Any]:
+        """Everything ``show --format json`` prints about a weight never uploaded: its record, its base and
+        the charts it appears in."""
+        base_name, wid = _s(u.get("base")), _s(u.get("id"))
+        charts = [
+            {
+                "benchmark": bench,
+                "unit": unit,
+                "bars": [x.to_json() for x in self.score_bars(base_name, bench, unit, current=wid)],
+            }
+            for bench, unit in self.benchmarks(base_name, [wid])
+        ]
+        base = {
+            "name": u.get("base"),
+            "status": self.base_status(base_name),
+            "sha256": _d(self.base(base_name)).get("sha256"),
+        }
+        return {"kind": "unpublished", "unpublished": u, "base": base, "charts": charts}
 
     def describe_base(self, b: dict[str, Any]) -> dict[str, Any]:
         """Everything ``show --format json`` prints about a base."""

@@ -832,6 +832,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     what = args.entry_id
     e = cat.get_entry(what) or cat.entry_at(what)
     b = None if e is not None else cat.base(what)
+    u = None if e is not None or b is not None else cat.get_unpublished(what)
+    if u is not None:
+        return _show_unpublished(cat, u, args.format)
     if e is None and b is None:
         raise cat._unknown(what)
     if args.format == "json":
@@ -861,4 +864,31 @@ def cmd_show(args: argparse.Namespace) -> int:
     console.print(render_scores(cat, _s(e.get("base")), entry=e))
     console.print(Rule("smoke", align="left"))
     console.print(render_smoke(e))
+    return 0
+
+
+def _show_unpublished(cat: Catalog, u: dict[str, Any], fmt: str) -> int:
+    """``show`` of a weight never uploaded (index.json ``unpublished``): what it was, its base, its scores."""
+    if fmt == "json":
+        sys.stdout.write(json.dumps(cat.describe_unpublished(u), indent=2, ensure_ascii=False) + "\n")
+        return 0
+    from rich.rule import Rule
+    from rich.text import Text
+
+    t = _kv_table()
+    method = _s(u.get("method"))
+    title = Text(_s(u.get("id")), style="bold")
+    title.append(f"  {METHOD_LABEL.get(method, method)}")
+    title.append("  † never uploaded: no file, no usage", style="dim")
+    base = _s(u.get("base"))
+    t.add_row("base", base)
+    t.add_row("base sha256", _s(_d(cat.base(base)).get("sha256"), "—"))
+    t.add_row("data", _data_text(u))
+    if u.get("description"):
+        t.add_row("note", _s(u.get("description")))
+    console = _console()
+    console.print(title)
+    console.print(t)
+    console.print(Rule("scores", align="left"))
+    console.print(render_scores(cat, base, entry=u))
     return 0

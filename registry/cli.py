@@ -457,9 +457,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--format", **fmt)
 
     sp = cmd(
-        "show", _lazy("rwkv_registry.catalog_render:cmd_show", _require_index), "show one entry (or base) in detail"
+        "show",
+        _lazy("rwkv_registry.catalog_render:cmd_show", _require_index),
+        "show one entry (or base, or weight never uploaded) in detail",
     )
-    sp.add_argument("entry_id")
+    sp.add_argument("entry_id", help="an entry id or its file's path, a base name, or an unpublished weight's id")
     sp.add_argument("--path", default=".", help="registry root (default: current directory)")
     sp.add_argument("--format", **fmt)
 

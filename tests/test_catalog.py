@@ -508,3 +508,21 @@ def test_show_entry_names_its_base_sha256_and_scores_as_recorded(
     text = " ".join(capsys.readouterr().out.split())
     assert f"base sha256 {base_sha}" in text
     assert "46.0%" in text and "261.0/568" in text and "2 runs (45.0, 47)" in text
+
+
+def test_show_a_weight_never_uploaded(scored: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The scores chart names weights never uploaded (†); `show` takes their id too (seed 000 lists one)."""
+    assert main(["show", "old-miss", "--path", str(scored)]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    base_sha = json.loads((scored / "index.json").read_text())["bases"][0]["sha256"]
+    assert "old-miss MiSS † never uploaded" in text and f"base sha256 {base_sha}" in text
+    assert "note never uploaded" in text and "exam 2026-01-06 30.0%" in text and "▶ old-miss†" in text
+    assert main(["show", "old-miss", "--path", str(scored), "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["kind"] == "unpublished" and out["unpublished"]["id"] == "old-miss"
+    assert out["base"] == {"name": TINY_BASE, "status": "active", "sha256": base_sha}
+    bars = out["charts"][0]["bars"]
+    assert [b["label"] for b in bars if b["current"]] == ["old-miss"]
+    assert sorted(b["kind"] for b in bars) == ["base", "entry", "entry", "entry", "entry", "unpublished"]
+    assert main(["show", "old-mis", "--path", str(scored)]) == 2
+    assert "Did you mean old-miss?" in capsys.readouterr().err
