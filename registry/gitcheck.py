@@ -6,7 +6,8 @@ names the commit that published it); a base that is ``frozen`` at the baseline o
 newer base of its family supersedes, gets no new files (GIT003; the empty ``.gitkeep`` placeholders of
 its method folders excepted; with ``--since``, a file whose last commit in the range was made while its base
 was open, by that commit's index.json, and that the index and working tree leave as committed, is not new
-under a closed base). Outside a git work tree (a plain copy, a
+under a closed base). A base ``frozen`` at the baseline must still be ``frozen`` (GIT005): reopened in
+one commit, it would take new files in the next. Outside a git work tree (a plain copy, a
 ``pull``) they cannot be checked, and GIT004 (a warning) says so; the Hub validator (``hf://``) skips them by
 design, the Hub keeping its own history.
 """
@@ -165,7 +166,7 @@ def _plain_repo(root: Path) -> _PlainRepo | None:
 def check_git(
     root: Path, index: dict[str, Any] | None, since: str | None = None, *, index_sha256: str | None = None
 ) -> list[Finding]:
-    """GIT001–GIT004 for the registry at ``root``. ``index_sha256``, the sha256 of the index.json bytes that
+    """GIT001–GIT005 for the registry at ``root``. ``index_sha256``, the sha256 of the index.json bytes that
     ``index`` was parsed from, spares parsing HEAD's index.json again when it holds the same bytes."""
     plain = _plain_repo(root) if since is None else None
     if plain is not None:
@@ -264,6 +265,17 @@ def _check_repo(
         return heads[where]
 
     out: list[Finding] = []
+    for name, then in bases_then.items():  # a frozen base reopened: the next commit could add files under it
+        now = bases_now.get(name)
+        if then.get("status") == "frozen" and now is not None and now.get("status") != "frozen":
+            out.append(
+                finding(
+                    "GIT005",
+                    "index.json",
+                    f"base {name} is frozen in index.json at {'HEAD' if since is None else since}, "
+                    f"but its status is now {now.get('status')!r}",
+                )
+            )
     seen: set[str] = set()
     spared: set[str] = set()
     for status_map, where in ((committed, "commit"), (staged, "index"), (changed, "working tree")):

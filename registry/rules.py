@@ -586,6 +586,14 @@ _RULES: tuple[Rule, ...] = (
         "git history unavailable",
         "Immutability could not be checked; run inside a git clone with git installed.",
     ),
+    Rule(
+        "GIT005",
+        E,
+        "frozen base reopened",
+        "A frozen base stays frozen once committed (reopened, its old directory could take new files in a later "
+        'commit): set its status back to "frozen" in index.json, and train on the newest base of its family '
+        "(`rwkv-registry add-base` for a new one).",
+    ),
     # --- signatures (SHA256SUMS.sig) -----------------------------------------------------------
     Rule(
         "SIG001",

@@ -1,4 +1,4 @@
-"""Git immutability (GIT001–GIT004) on real repositories, and the real pre-commit tool."""
+"""Git immutability (GIT001–GIT005) on real repositories, and the real pre-commit tool."""
 
 from __future__ import annotations
 
@@ -92,6 +92,36 @@ def test_new_file_under_frozen_base(repo: Path, tmp_path: Path) -> None:
     git(repo, "commit", "-qam", "freeze")
     (repo / TINY_BASE / "state" / "v1" / "s3.pth").write_bytes(st.read_bytes())
     assert "GIT003" in codes(repo)
+
+
+def _freeze_and_commit(repo: Path) -> None:
+    from rwkv_registry.ops import write_readme
+
+    edit_index(repo, lambda i: i["bases"][0].update(status="frozen"))
+    resum(repo)
+    write_readme(repo)
+    git(repo, "commit", "-qam", "freeze")
+
+
+def test_reopening_a_frozen_base_is_refused_before_it_takes_files(repo: Path, tmp_path: Path) -> None:
+    """Two steps: a commit that only sets a frozen base active again, then one that adds files under it. Each
+    commit alone passed GIT003 (the second's baseline says active); GIT005 stops the first."""
+    from rwkv_registry.ops import write_readme
+
+    _freeze_and_commit(repo)
+    assert "GIT005" not in codes(repo)  # frozen and committed: nothing to say
+    edit_index(repo, lambda i: i["bases"][0].update(status="active"))
+    resum(repo)
+    write_readme(repo)
+    report = validate_registry(repo, use_cache=False)
+    found = [f for f in report.findings if f.code == "GIT005"]
+    assert [(f.path, f.message) for f in found] == [
+        ("index.json", f"base {TINY_BASE} is frozen in index.json at HEAD, but its status is now 'active'")
+    ]
+    git(repo, "commit", "-qam", "reopen (--no-verify)")
+    first = git(repo, "rev-parse", "HEAD~1").strip()
+    assert "GIT005" in codes(repo, since=first)  # the pre-push range sees the reopening commit
+    assert "GIT005" not in codes(repo)  # against its own commit, HEAD says active: the range check is the net
 
 
 def test_since_rev_catches_committed_changes(repo: Path) -> None:

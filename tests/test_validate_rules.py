@@ -432,6 +432,7 @@ ELSEWHERE: dict[str, tuple[str, str]] = {
     "GIT002": ("test_git.py", "test_deleted_published_file"),
     "GIT003": ("test_git.py", "test_new_file_under_frozen_base"),
     "GIT004": ("test_git.py", "test_git_unavailable_is_a_warning"),
+    "GIT005": ("test_git.py", "test_reopening_a_frozen_base_is_refused_before_it_takes_files"),
     "SIG001": ("test_signing.py", "test_sig001_missing_signature_when_keys_are_trusted"),
     "SIG002": ("test_signing.py", "test_sig002_changed_byte_in_sha256sums"),
     "SIG003": ("test_signing.py", "test_sig003_wrong_key"),
