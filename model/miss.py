@@ -251,7 +251,7 @@ def _adapter_from(p: Path, m: Any, tensors: dict[str, object]) -> MissAdapter:
         if not isinstance(in_features, int) or in_features < 1:
             raise bad(f"{name}: in_features is {in_features!r}, expected a positive integer")
         if t.dim() != 2 or t.shape[1] != rank or t.dtype not in _FLOAT_DTYPES:
-            raise bad(f"{name}: tensor is {t.dtype} {list(t.shape)}, expected [out, rank={rank}] in bf16/fp16")
+            raise bad(f"{name}: tensor is {t.dtype} {list(t.shape)}, expected [out, rank={rank}] in bf16, fp16 or fp32")
         if not bool(torch.isfinite(t).all()):
             raise bad(f"{name}: tensor has non-finite values")
         targets.append(MissTarget(layer, target, in_features, t))
