@@ -94,7 +94,8 @@ class _PlainCommands:
 class _PlainRepo:
     """The work tree of an ordinary clone, found without GitPython (whose import is about a fifth of a warm
     ``validate`` at 1,000 entries): what ``git.Repo(root, search_parent_directories=True)`` finds, in the one
-    case this recognises exactly; :func:`_plain_repo` returns None for every other case, which GitPython handles."""
+    case this recognises exactly; :func:`_plain_repo` returns None for every other case but no repository at all,
+    which GitPython handles."""
 
     def __init__(self, top: str) -> None:
         self.working_tree_dir = top
@@ -121,12 +122,30 @@ _GIT_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY"
 _BARE_FALSE = re.compile(r"^\s*bare\s*=\s*false\s*$", re.IGNORECASE | re.MULTILINE)
 
 
-def _plain_repo(root: Path) -> _PlainRepo | None:
+class _NoRepo:
+    """What :func:`_plain_repo` finds when no directory from ``root`` up to ``/`` holds ``.git`` or looks like
+    a git directory, and no GIT_DIR-like variable is set: GitPython would find no repository either."""
+
+
+_NO_REPO = _NoRepo()
+
+
+def _not_a_work_tree(root: Path) -> Finding:
+    return finding(
+        "GIT004",
+        ".",
+        f"{root} is not inside a git work tree (a copy or a pull?): published files were not checked "
+        "for changes (GIT001–GIT003)",
+    )
+
+
+def _plain_repo(root: Path) -> _PlainRepo | _NoRepo | None:
     """The repository around ``root`` when it is an ordinary clone: the nearest ``.git`` above ``root``
     (resolved, as GitPython resolves a Path) is a directory with ``HEAD``, ``objects/`` and ``refs/``, no
     linked-worktree files, and a config that sets no ``core.worktree`` and no ``core.bare`` other than false;
-    no directory on the way is itself a git directory, and no GIT_DIR-like variable is set. None otherwise
-    (GitPython then finds the repository, or says there is none)."""
+    no directory on the way is itself a git directory, and no GIT_DIR-like variable is set. :data:`_NO_REPO`
+    when nothing up to ``/`` can be a repository; None otherwise (GitPython then finds the repository, or says
+    there is none)."""
     if any(v in os.environ for v in _GIT_ENV):
         return None
     try:
@@ -159,7 +178,7 @@ def _plain_repo(root: Path) -> _PlainRepo | None:
             return None  # perhaps a git directory itself: GitPython's case
         parent, tail = os.path.split(cur)
         if not tail or parent == cur:
-            return None  # no repository: GitPython says so (GIT004)
+            return _NO_REPO  # nothing up to the file-system root: GIT004 without importing GitPython
         cur = parent
 
 
@@ -169,6 +188,8 @@ def check_git(
     """GIT001–GIT005 for the registry at ``root``. ``index_sha256``, the sha256 of the index.json bytes that
     ``index`` was parsed from, spares parsing HEAD's index.json again when it holds the same bytes."""
     plain = _plain_repo(root) if since is None else None
+    if isinstance(plain, _NoRepo):
+        return [_not_a_work_tree(root)]
     if plain is not None:
         try:
             head = plain.head()
@@ -191,14 +212,7 @@ def check_git(
                 f"--since {since}: {root} is not inside a git repository",
                 hint="Drop --since, or run it in a clone of the registry's repository.",
             ) from None
-        return [
-            finding(
-                "GIT004",
-                ".",
-                f"{root} is not inside a git work tree (a copy or a pull?): published files were not checked "
-                "for changes (GIT001–GIT003)",
-            )
-        ]
+        return [_not_a_work_tree(root)]
     except git.GitCommandNotFound:
         return [finding("GIT004", ".", "the git executable is not available")]
     rev = since or "HEAD"

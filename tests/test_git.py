@@ -200,6 +200,22 @@ def test_plain_route_finds_what_gitpython_finds(tmp_path: Path, monkeypatch: pyt
     assert git_codes == (set() if layout == "no-commit" else {"GIT001", "GIT002", "GIT003"})
 
 
+def test_no_repository_reads_the_same_on_both_routes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rwkv_registry import gitcheck
+
+    root = build_registry(tmp_path / "reg", tmp_path, with_miss=False)
+    if any((d / ".git").exists() for d in root.resolve().parents):
+        pytest.skip("the temporary directory is inside a git repository")
+    assert isinstance(gitcheck._plain_repo(root), gitcheck._NoRepo)
+    found = [f for f in validate_registry(root, use_cache=False).findings if f.code.startswith("GIT")]
+    monkeypatch.setattr(gitcheck, "_plain_repo", lambda root: None)  # GitPython's route
+    assert [f for f in validate_registry(root, use_cache=False).findings if f.code.startswith("GIT")] == found
+    assert [f.code for f in found] == ["GIT004"] and "is not inside a git work tree" in found[0].message
+    monkeypatch.undo()
+    monkeypatch.setenv("GIT_DIR", str(tmp_path / "elsewhere"))  # a GIT_DIR-like variable: GitPython decides
+    assert gitcheck._plain_repo(root) is None
+
+
 def test_plain_route_says_what_git_says_when_it_fails(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from rwkv_registry import gitcheck
 

@@ -13,7 +13,7 @@ PROBE = """
 import sys, json
 from rwkv_registry.cli import main
 code = main(["validate", sys.argv[1], "--format", "json"])
-heavy = sorted(m for m in ("torch", "textual", "triton", "numpy") if m in sys.modules)
+heavy = sorted(m for m in ("torch", "textual", "triton", "numpy", "git") if m in sys.modules)
 print("MODULES=" + json.dumps(heavy))
 raise SystemExit(code)
 """
@@ -27,6 +27,8 @@ def test_validate_imports_neither_torch_nor_textual(tmp_path: Path) -> None:
     modules = json.loads(out.stdout.rsplit("MODULES=", 1)[1])
     assert "torch" not in modules and "textual" not in modules and "triton" not in modules
     assert "numpy" not in modules  # a warm run reads no weight bytes
+    if not any((d / ".git").exists() for d in root.resolve().parents):  # no repository around it: GIT004
+        assert "git" not in modules  # found without importing GitPython (about a seventh of a warm run)
 
 
 def test_importing_every_core_module_keeps_torch_out() -> None:
