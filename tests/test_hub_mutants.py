@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
-import huggingface_hub.constants as hf_constants
 import pytest
+import test_hub
 from hub_server import FakeHub
-from regtools import TINY_BASE, build_registry, resum
+from regtools import TINY_BASE, resum
 from test_hub import copy, errors, new_repo
 
 from rwkv_registry.errors import RefusedError, RegistryIOError, UsageError
@@ -25,38 +24,11 @@ STATE = f"{TINY_BASE}/state/v1/s1.pth"
 TRAIN = f"{TINY_BASE}/state/v1/train.json"
 
 
-@pytest.fixture(scope="module")
-def hub() -> Iterator[FakeHub]:
-    with FakeHub() as server:
-        yield server
-
-
-@pytest.fixture(autouse=True)
-def hub_env(hub: FakeHub, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """As in tests/test_hub.py: the test server, a throw-away HF_HOME, never a real token."""
-    from huggingface_hub.utils import disable_progress_bars, enable_progress_bars
-
-    home = tmp_path_factory.mktemp("hf_home")
-    for name, value in {
-        "HF_ENDPOINT": hub.endpoint,
-        "HF_HUB_OFFLINE": "0",
-        "HF_HUB_DISABLE_TELEMETRY": "1",
-        "HF_HOME": str(home),
-        "HF_TOKEN": "hf_test_token_for_the_local_server",
-    }.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.setattr(hf_constants, "HF_HUB_CACHE", str(home / "hub"))
-    monkeypatch.setattr(hf_constants, "HF_HUB_DISABLE_XET", True)
-    disable_progress_bars()
-    yield
-    enable_progress_bars()
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tmp = tmp_path_factory.mktemp("tiny")
-    return build_registry(tmp / "reg", tmp)
+# test_hub.py's fixtures: the Hub look-alike, the environment pointing huggingface_hub at it (autouse), the
+# tiny registry
+hub = test_hub.hub
+hub_env = test_hub.hub_env
+tiny = test_hub.tiny
 
 
 def serve_other_bytes(hub: FakeHub, repo_id: str, path: str, data: bytes) -> None:

@@ -11,23 +11,15 @@ import stat
 from pathlib import Path
 
 import pytest
+import test_signing
 
 from rwkv_registry.cli import main
 from rwkv_registry.errors import RefusedError, UsageError
 from rwkv_registry.signing import SIG_NAME, generate_keypair, parse_public_key, read_signature, sign_registry
 from rwkv_registry.validate import validate_registry
 
-
-@pytest.fixture
-def keys(tmp_path: Path) -> tuple[Path, Path]:
-    d = tmp_path / "keys"
-    d.mkdir()
-    key, pub, _ = generate_keypair(d / "signing.key", comment="release key")
-    return key, pub
-
-
-def sig_codes(report: object) -> list[str]:
-    return sorted(f.code for f in report.findings if f.code.startswith("SIG"))  # type: ignore[attr-defined]
+keys = test_signing.keys  # the same fixture: a fresh Ed25519 key pair
+sig_codes = test_signing.sig_codes
 
 
 def _edit_sig(reg: Path, **fields: object) -> None:
