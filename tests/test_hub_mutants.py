@@ -120,15 +120,20 @@ def test_push_from_a_git_clone_never_publishes_dot_git(hub: FakeHub, tiny: Path,
     assert not [p for p in hub.files(repo_id) if p.split("/")[0] == ".git"]
 
 
-def test_push_honours_a_base_frozen_in_the_remote_index_only(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
-    """The local index says active, the Hub's says frozen: a change under that base is refused."""
+def _frozen_on_the_hub_only(hub: FakeHub, tiny: Path, tmp_path: Path) -> tuple[Path, str, str]:
+    """A copy of ``tiny`` pushed, then every base frozen by a commit on the Hub alone: (copy, repo, head)."""
     reg = copy(tiny, tmp_path / "reg")
     repo_id = new_repo(hub, reg)
     index = json.loads((reg / "index.json").read_text())
     for b in index["bases"]:
         b["status"] = "frozen"
     hub.commit_files(repo_id, {"index.json": json.dumps(index, indent=2).encode()})
-    head = hub.head(repo_id)
+    return reg, repo_id, hub.head(repo_id)
+
+
+def test_push_honours_a_base_frozen_in_the_remote_index_only(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
+    """The local index says active, the Hub's says frozen: a change under that base is refused."""
+    reg, repo_id, head = _frozen_on_the_hub_only(hub, tiny, tmp_path)
     train = reg / TRAIN
     train.write_bytes(train.read_bytes().replace(b"T08:00:00Z", b"T07:00:00Z", 1))
     resum(reg)
@@ -500,13 +505,7 @@ def test_malformed_hf_targets_are_usage_errors(target: str) -> None:
 def test_push_never_unfreezes_a_base(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
     """Before the fix a push whose only change was index.json setting a frozen base back to active went
     through, and the next push could then change files under that base."""
-    reg = copy(tiny, tmp_path / "reg")
-    repo_id = new_repo(hub, reg)
-    index = json.loads((reg / "index.json").read_text())
-    for b in index["bases"]:
-        b["status"] = "frozen"
-    hub.commit_files(repo_id, {"index.json": json.dumps(index, indent=2).encode()})
-    head = hub.head(repo_id)
+    reg, repo_id, head = _frozen_on_the_hub_only(hub, tiny, tmp_path)
     with pytest.raises(RefusedError, match=f"index.json would unfreeze the base {TINY_BASE}"):
         push_registry(reg, repo_id, log=quiet)
     assert hub.head(repo_id) == head
