@@ -32,7 +32,8 @@ import hashlib
 import json
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -113,6 +114,15 @@ class FakeHub:
         for t in self._threads:
             t.start()
         return self
+
+    @contextmanager
+    def rewriting(self, hook: Callable[..., tuple[int, bytes, dict[str, str]]]) -> Iterator[None]:
+        """Answer through ``hook`` (see :attr:`rewrite`) inside the ``with`` block only."""
+        self.rewrite = hook
+        try:
+            yield
+        finally:
+            self.rewrite = None
 
     def __exit__(self, *exc: object) -> None:
         for s in (self.api, self.cdn):

@@ -222,11 +222,8 @@ def test_a_resolved_size_that_disagrees_with_the_listing_is_refused(hub: FakeHub
             headers["X-Linked-Size"] = str(size + 1)
         return status, body, headers
 
-    hub.rewrite = lie
-    try:
+    with hub.rewriting(lie):
         report = validate_hub(f"hf://{repo_id}")
-    finally:
-        hub.rewrite = None
     assert f"the Hub says {size + 1} bytes when resolved, {size} in its tree listing" in lay010(report, STATE)
 
 
@@ -252,11 +249,8 @@ def test_a_content_range_that_does_not_answer_the_request_is_refused(
     hub: FakeHub, tiny: Path, shift: tuple[int, int, int], message: str
 ) -> None:
     repo_id = new_repo(hub, tiny)
-    hub.rewrite = _content_range(shift)  # type: ignore[assignment]
-    try:
+    with hub.rewriting(_content_range(shift)):
         report = validate_hub(f"hf://{repo_id}")
-    finally:
-        hub.rewrite = None
     assert message in lay010(report, STATE)
 
 
@@ -271,11 +265,8 @@ def test_a_range_answer_of_the_wrong_length_is_refused(hub: FakeHub, tiny: Path,
             headers["Content-Length"] = str(len(body))
         return status, body, headers
 
-    hub.rewrite = rewrite
-    try:
+    with hub.rewriting(rewrite):
         report = validate_hub(f"hf://{repo_id}")
-    finally:
-        hub.rewrite = None
     if extra < 0:
         assert "asked for" in lay010(report, STATE)
     else:
@@ -302,11 +293,8 @@ def test_a_storage_error_status_is_an_unreadable_file(hub: FakeHub, tiny: Path) 
             return 403, b"AccessDenied", {"Content-Length": "12"}
         return status, body, headers
 
-    hub.rewrite = forbid
-    try:
+    with hub.rewriting(forbid):
         report = validate_hub(f"hf://{repo_id}")
-    finally:
-        hub.rewrite = None
     message = lay010(report, STATE)
     assert "cannot fetch" in message and "403" in message  # the error status, not a bad range answer
 
@@ -320,12 +308,8 @@ def test_a_truncated_weight_download_leaves_no_pull_behind(hub: FakeHub, tiny: P
             return status, body[: len(body) // 2], headers  # Content-Length still promises the whole file
         return status, body, headers
 
-    hub.rewrite = hang_up
-    try:
-        with pytest.raises(RegistryIOError):
-            pull_registry(repo_id, tmp_path / "dest", log=quiet)
-    finally:
-        hub.rewrite = None
+    with hub.rewriting(hang_up), pytest.raises(RegistryIOError):
+        pull_registry(repo_id, tmp_path / "dest", log=quiet)
     assert list(tmp_path.iterdir()) == []
     assert pull_registry(repo_id, tmp_path / "dest", log=quiet).ok
 
@@ -483,11 +467,8 @@ def test_validate_hf_reads_one_commit_while_the_branch_moves(hub: FakeHub, tiny:
     commit resolved first, and the report names it."""
     repo_id = new_repo(hub, tiny)
     first = hub.head(repo_id)
-    hub.rewrite = _push_once_after(hub, repo_id, marker)  # type: ignore[assignment]
-    try:
+    with hub.rewriting(_push_once_after(hub, repo_id, marker)):
         report = validate_hub(f"hf://{repo_id}")
-    finally:
-        hub.rewrite = None
     assert hub.head(repo_id) != first
     assert report.ok, [(f.code, f.path) for f in report.findings if str(f.severity) == "error"]
     assert report.target == f"hf://{repo_id}@{first}"
@@ -671,12 +652,8 @@ def test_from_hub_takes_the_paths_info_of_the_file_asked_for(
             headers["Content-Length"] = str(len(body))
         return status, body, headers
 
-    hub.rewrite = other_file
-    try:
-        with pytest.raises(UsageError, match="no file"):
-            add_base_from_hub(reg, f"{repo_id}/{file}")
-    finally:
-        hub.rewrite = None
+    with hub.rewriting(other_file), pytest.raises(UsageError, match="no file"):
+        add_base_from_hub(reg, f"{repo_id}/{file}")
     assert json.loads((reg / "index.json").read_text())["bases"] == []
 
 
@@ -701,11 +678,8 @@ def test_from_hub_reads_the_commit_it_records(
             hub.commit_files(repo_id, {file: data + b"\0" * 64})
         return status, body, headers
 
-    hub.rewrite = push_after_info
-    try:
+    with hub.rewriting(push_after_info):
         base = add_base_from_hub(reg, f"{repo_id}/{file}")
-    finally:
-        hub.rewrite = None
     assert hub.head(repo_id) != first and base["source"]["revision"] == first
     assert base["sha256"] == hashlib.sha256(data).hexdigest() and base["size"] == len(data)
 
