@@ -20,7 +20,16 @@ from typing import Any
 from ._hub_http import Fetcher, RemoteFile
 from .errors import RegistryError, RegistryIOError, UsageError
 
-__all__ = ["RemoteEntry", "RemoteRepo", "connect", "git_blob_id", "hub_endpoint", "hub_error", "parse_hf_target"]
+__all__ = [
+    "RemoteEntry",
+    "RemoteRepo",
+    "connect",
+    "file_digests",
+    "git_blob_id",
+    "hub_endpoint",
+    "hub_error",
+    "parse_hf_target",
+]
 
 _REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 
@@ -147,24 +156,38 @@ class RemoteRepo:
         return hf_hub_url(self.repo_id, path, revision=self.sha, endpoint=self.endpoint)
 
     def download(self, path: str) -> bytes:
-        """The whole content of ``path`` (counted), checked against the tree listing: its size, and its
-        sha256 (LFS) or git blob id. Raises :class:`RegistryIOError` when the Hub served other bytes."""
+        """The whole content of ``path`` (counted), checked against the tree listing by :meth:`check_served`.
+        Raises :class:`RegistryIOError` when the Hub served other bytes."""
         entry = self.files.get(path)
         data = self.fetcher.get(self.url(path), size=entry.size if entry is not None else None)
         if entry is None:
             return data
-        sha = hashlib.sha256(data).hexdigest()
-        listed, served = (entry.lfs_sha256, sha) if entry.lfs_sha256 is not None else (entry.blob_id, git_blob_id(data))
-        if served != listed:
-            what = "sha256" if entry.lfs_sha256 is not None else "git blob id"
-            raise RegistryIOError(
-                f"{self.repo_id}@{self.sha[:12]}: {path}: the Hub served {len(data)} bytes (sha256 {sha[:12]}…) whose "
-                f"{what} is {served[:12]}…, its tree listing says {listed[:12]}…",
-                hint="Something between here and the Hub (its storage, a proxy, HF_ENDPOINT) served other content "
-                "than the repository holds at this commit: nothing read can be trusted. Try again, or report it.",
-                path=path,
-            )
+        blob = git_blob_id(data) if entry.lfs_sha256 is None else None
+        self.check_served(path, len(data), hashlib.sha256(data).hexdigest(), blob)
         return data
+
+    def check_served(self, path: str, size: int, sha256: str, blob_id: str | None) -> None:
+        """Refuse bytes of ``path`` (their ``size``, ``sha256`` and, for a file not in LFS, ``blob_id``) that are
+        not those of the tree listing: its size, and its sha256 (LFS) or git blob id. The one check of every
+        whole download (``validate hf://``, ``pull``). Raises :class:`RegistryIOError`."""
+        entry = self.files[path]
+        lfs = entry.lfs_sha256 is not None
+        listed, served = (entry.lfs_sha256, sha256) if lfs else (entry.blob_id, blob_id)
+        if size == entry.size and served == listed:
+            return
+        what = "sha256" if lfs else "git blob id"
+        got = f"{size} bytes" + (f" (sha256 {sha256[:12]}…)" if not lfs or size != entry.size else "")
+        detail = (
+            f", its tree listing says {entry.size} bytes"
+            if size != entry.size
+            else f" whose {what} is {(served or '?')[:12]}…, its tree listing says {(listed or '?')[:12]}…"
+        )
+        raise RegistryIOError(
+            f"{self.repo_id}@{self.sha[:12]}: {path}: the Hub served {got}{detail}",
+            hint="Something between here and the Hub (its storage, a proxy, HF_ENDPOINT) served other content "
+            "than the repository holds at this commit: nothing read can be trusted. Try again, or report it.",
+            path=path,
+        )
 
     def open(self, path: str, **options: int) -> RemoteFile:
         """A Range-read source over ``path``: one HEAD to the Hub gives its storage location.
@@ -189,6 +212,23 @@ class RemoteRepo:
 def git_blob_id(data: bytes) -> str:
     """The git object id of a blob (what the Hub reports for files not stored in LFS)."""
     return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+def file_digests(path: str | os.PathLike[str], *, blob: bool) -> tuple[int, str, str | None]:
+    """(size, sha256, git blob id or None) of a local file, read once in 1 MiB blocks; the blob id only when
+    ``blob`` (a file the Hub keeps in git, not in LFS)."""
+    sha = hashlib.sha256()
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        git = hashlib.sha1(b"blob %d\0" % size, usedforsecurity=False) if blob else None
+        n = 0
+        while chunk := f.read(1 << 20):
+            n += len(chunk)
+            sha.update(chunk)
+            if git is not None:
+                git.update(chunk)
+    # a file that changed while read gives a size or blob id that the listing check refuses
+    return n, sha.hexdigest(), None if git is None else git.hexdigest()
 
 
 def connect(

@@ -9,8 +9,10 @@ or any file under a base directory, never changes a weight file under a base dir
 changes or adds anything under a frozen or superseded base (in the local or the remote index.json).
 
 pull: ``snapshot_download`` of the repository at one commit (with ``base``: every small file, and
-the weight files of that base only) into a new or empty directory, then validation. Weights of the
-other bases are checked against the Hub's metadata in that validation.
+the weight files of that base only) into a hidden sibling of a new or empty directory; every file
+downloaded must be one the tree listing names, with its size and sha256 (LFS) or git blob id, else
+nothing is kept; then the files move into place and are validated. Weights of the other bases are
+checked against the Hub's metadata in that validation.
 """
 
 from __future__ import annotations
@@ -20,12 +22,13 @@ import re
 import shutil
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ._hub_remote import RemoteEntry, RemoteRepo, connect, git_blob_id, hub_error
+from ._hub_remote import RemoteEntry, RemoteRepo, connect, file_digests, git_blob_id, hub_error
 from .atomic import JOURNAL_NAME, LOCK_NAME, TMP_PREFIX, require_directory
 from .errors import LockedError, RefusedError, RegistryError, RegistryIOError, UsageError
 from .facts import FactsCache, FileFacts, gather_facts, sha256_file
@@ -330,7 +333,12 @@ def pull_registry(
     log: Log = print,
 ) -> Report:
     """Download ``repo_id`` (or, with ``base``, its small files and that base's weights) into ``path``
-    (new or empty), then validate it. Returns the validation report."""
+    (new or empty), then validate it. Returns the validation report.
+
+    Before anything lands in ``path``, every downloaded file is checked against the Hub's tree listing
+    (:meth:`RemoteRepo.check_served`, the check of ``validate hf://``); a mismatch raises
+    :class:`RegistryIOError` and leaves ``path`` as it was.
+    """
     from huggingface_hub import snapshot_download
 
     hint = "Pull into a new or empty directory (a git clone of the Hub repository updates with `git pull`)."
@@ -377,6 +385,15 @@ def pull_registry(
         raise
     _drop_download_metadata(staging)
     try:
+        _check_download(remote, staging, [e.path for e in want])
+    except BaseException as e:
+        shutil.rmtree(staging, ignore_errors=True)
+        if isinstance(e, RegistryError):
+            e.message = f"pull refused: {e.message}"
+            e.args = (e.message,)
+            e.hint = f"{e.hint} Nothing was written to {path}.".strip()
+        raise
+    try:
         if dest.exists():
             _move_into(staging, dest)  # empty, checked above; it keeps its identity (it may be the cwd)
         else:
@@ -396,6 +413,45 @@ def pull_registry(
 
 
 PULL_STAGING = ".rwkv-registry-pull-"  # .<dest><this><pid>: where a pull downloads before the final rename
+
+
+def _check_download(remote: RemoteRepo, staging: Path, wanted: list[str]) -> dict[str, str]:
+    """What ``snapshot_download`` wrote into ``staging`` must be exactly the ``wanted`` files of the tree listing
+    (it lists the repository again itself), each with the listed size and sha256 (LFS) or git blob id
+    (:meth:`RemoteRepo.check_served`). Returns each file's sha256. Raises :class:`RegistryIOError`."""
+    where = f"{remote.repo_id}@{remote.sha[:12]}"
+    wanted_set = set(wanted)
+    found: set[str] = set()
+    for dirpath, dirnames, filenames in os.walk(staging):
+        here = Path(dirpath)
+        for name in sorted(dirnames + filenames):
+            rel = (here / name).relative_to(staging).as_posix()
+            if (here / name).is_symlink() or (name in filenames and rel not in wanted_set):
+                raise RegistryIOError(
+                    f"{where}: the download holds {rel}, which is not among the files the Hub's tree listing gave",
+                    hint="The Hub (or a proxy, HF_ENDPOINT) answered two listings of one commit differently: "
+                    "nothing read can be trusted. Try again, or report it.",
+                    path=rel,
+                )
+            if name in filenames:
+                found.add(rel)
+    missing = sorted(wanted_set - found)
+    if missing:
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        raise RegistryIOError(
+            f"{where}: {missing[0]}{more} is in the Hub's tree listing but was not downloaded",
+            hint="Try again; a name that differs only in case from another one cannot be pulled onto a "
+            "case-insensitive file system.",
+            path=missing[0],
+        )
+
+    def one(rel: str) -> tuple[str, str]:
+        size, sha, blob = file_digests(staging / rel, blob=remote.files[rel].lfs_sha256 is None)
+        remote.check_served(rel, size, sha, blob)
+        return rel, sha
+
+    with ThreadPoolExecutor(max_workers=min(4, max(1, len(wanted)))) as pool:
+        return dict(pool.map(one, sorted(wanted)))
 
 
 def _move_into(staging: Path, dest: Path) -> None:

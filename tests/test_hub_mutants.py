@@ -314,17 +314,85 @@ def test_a_truncated_weight_download_leaves_no_pull_behind(hub: FakeHub, tiny: P
     assert pull_registry(repo_id, tmp_path / "dest", log=quiet).ok
 
 
-def test_a_pulled_weight_with_other_bytes_fails_validation(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
-    """Same size, other bytes than index.json records (a tampered storage): the pull says not to use them."""
+def _tampered(data: bytes, how: str) -> bytes:
+    if how == "same size":
+        flipped = bytearray(data)
+        flipped[-100] ^= 0xFF
+        return bytes(flipped)
+    return data[: len(data) // 2]
+
+
+@pytest.mark.parametrize("how", ["same size", "truncated"])
+@pytest.mark.parametrize("path", [STATE, "index.json", TRAIN])  # in LFS; plain git files
+def test_a_pulled_file_other_than_the_listing_is_refused_and_nothing_is_kept(
+    hub: FakeHub, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], how: str, path: str
+) -> None:
+    """Before the fix pull kept whatever snapshot_download received (huggingface_hub checks only the size the
+    resolve answer gives): the files landed in PATH and only the validation afterwards (exit 1) spoke of them."""
     from rwkv_registry.cli import main
 
     repo_id = new_repo(hub, tiny)
-    data = bytearray((tiny / STATE).read_bytes())
-    data[-100] ^= 0xFF
-    serve_other_bytes(hub, repo_id, STATE, bytes(data))
-    report = pull_registry(repo_id, tmp_path / "one", log=quiet)
-    assert {"HSH001", "HSH006"} <= set(errors(report))
-    assert main(["pull", repo_id, str(tmp_path / "two")]) == 1
+    entry = hub.repos[repo_id].commits[hub.head(repo_id)][path]
+    assert entry.lfs == (path == STATE)
+    served = _tampered((tiny / path).read_bytes(), how)
+    serve_other_bytes(hub, repo_id, path, served)
+
+    def consistent_size(server: str, method: str, url: str, status: int, body: bytes, headers: dict[str, str]) -> tuple:
+        # the storage's own size answer agrees with what it serves (a tampered storage, not a broken transfer)
+        if server == "api" and "/resolve/" in url and url.endswith(f"/{path}") and "X-Linked-Size" in headers:
+            headers["X-Linked-Size"] = str(len(served))
+        return status, body, headers
+
+    dest = tmp_path / "dest"
+    if how == "truncated":  # an existing empty PATH stays as it was
+        dest.mkdir()
+    before = sorted(tmp_path.iterdir())
+    with hub.rewriting(consistent_size):
+        with pytest.raises(RegistryIOError) as e:
+            pull_registry(repo_id, dest, log=quiet)
+        message = e.value.message
+        assert message.startswith("pull refused: ") and f"{path}: the Hub served {len(served)} bytes" in message
+        if how == "truncated":
+            assert f"its tree listing says {entry.size} bytes" in message
+        else:
+            assert ("sha256" if entry.lfs else "git blob id") in message and "its tree listing says" in message
+        assert f"Nothing was written to {dest}" in e.value.hint
+        assert sorted(tmp_path.iterdir()) == before  # no PATH, no staging directory (an empty PATH stays empty)
+        assert not dest.exists() or list(dest.iterdir()) == []
+        assert main(["pull", repo_id, str(dest)]) == 2
+    err = capsys.readouterr().err
+    assert path in err and "tree listing says" in err and "Traceback" not in err
+    assert sorted(tmp_path.iterdir()) == before
+
+
+def test_a_download_holding_a_file_the_listing_does_not_name_is_refused(
+    hub: FakeHub, tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """snapshot_download lists the repository again itself: a second listing that differs from the first one
+    (an extra file, a missing one) is refused, and nothing is kept."""
+    import huggingface_hub
+
+    repo_id = new_repo(hub, tiny)
+    real = huggingface_hub.snapshot_download
+    change: list[str] = []
+
+    def second_listing_differs(*args: object, local_dir: Path, **kwargs: object) -> str:
+        out = real(*args, local_dir=local_dir, **kwargs)  # type: ignore[arg-type]
+        if change == ["extra"]:
+            (Path(local_dir) / f"{TINY_BASE}/state/v1/s2.pth").write_bytes(b"not listed")
+        else:
+            (Path(local_dir) / STATE).unlink()
+        return out
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", second_listing_differs)
+    change.append("extra")
+    with pytest.raises(RegistryIOError, match=r"holds .*/s2\.pth, which is not among the files"):
+        pull_registry(repo_id, tmp_path / "dest", log=quiet)
+    assert list(tmp_path.iterdir()) == []
+    change[0] = "missing"
+    with pytest.raises(RegistryIOError, match=r"s1\.pth is in the Hub's tree listing but was not downloaded"):
+        pull_registry(repo_id, tmp_path / "dest", log=quiet)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_pull_one_base_brings_every_small_file_even_in_lfs(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
