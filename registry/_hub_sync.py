@@ -11,8 +11,9 @@ changes or adds anything under a frozen or superseded base (in the local or the 
 pull: ``snapshot_download`` of the repository at one commit (with ``base``: every small file, and
 the weight files of that base only) into a hidden sibling of a new or empty directory; every file
 downloaded must be one the tree listing names, with its size and sha256 (LFS) or git blob id, else
-nothing is kept; then the files move into place and are validated. Weights of the other bases are
-checked against the Hub's metadata in that validation.
+nothing is kept; with ``trusted_keys`` (``--pubkey``) SHA256SUMS.sig must verify under those keys
+and SHA256SUMS must match every file, else nothing is kept; then the files move into place and are
+validated. Weights of the other bases are checked against the Hub's metadata in that validation.
 """
 
 from __future__ import annotations
@@ -328,6 +329,7 @@ def pull_registry(
     *,
     base: str | None = None,
     revision: str | None = None,
+    trusted_keys: list[str] | None = None,
     endpoint: str | None = None,
     token: str | bool | None = None,
     log: Log = print,
@@ -336,10 +338,19 @@ def pull_registry(
     (new or empty), then validate it. Returns the validation report.
 
     Before anything lands in ``path``, every downloaded file is checked against the Hub's tree listing
-    (:meth:`RemoteRepo.check_served`, the check of ``validate hf://``); a mismatch raises
-    :class:`RegistryIOError` and leaves ``path`` as it was.
+    (:meth:`RemoteRepo.check_served`, the check of ``validate hf://``), and with ``trusted_keys``
+    (public key files, ``--pubkey``) the signature of SHA256SUMS must verify under those keys only and
+    SHA256SUMS must match every file (:func:`rwkv_registry.signing.check_signatures` and the HSH rules
+    of ``validate``). A failure raises (:class:`RegistryIOError`, :class:`RefusedError`) and leaves
+    ``path`` as it was. Without ``trusted_keys`` the validation trusts index.json's keys, as ``validate``.
     """
     from huggingface_hub import snapshot_download
+
+    from .signing import load_public_key
+
+    keys = list(trusted_keys or [])
+    for key in keys:  # a bad key file is a usage error before any request
+        load_public_key(key)
 
     hint = "Pull into a new or empty directory (a git clone of the Hub repository updates with `git pull`)."
     if not str(path).strip():
@@ -385,7 +396,9 @@ def pull_registry(
         raise
     _drop_download_metadata(staging)
     try:
-        _check_download(remote, staging, [e.path for e in want])
+        digests = _check_download(remote, staging, [e.path for e in want])
+        if keys:
+            _check_trust(remote, staging, digests, keys)
     except BaseException as e:
         shutil.rmtree(staging, ignore_errors=True)
         if isinstance(e, RegistryError):
@@ -405,8 +418,9 @@ def pull_registry(
             path=str(path),
         ) from e
     if not skipped:
-        return validate_registry(path)
+        return validate_registry(path, trusted_keys=keys)
     v = _PartialValidator(dest.resolve(), skipped)
+    v.trusted_keys = keys
     v.run()
     sort_findings(v.findings)
     return Report(str(path), v.findings, v.stats)
@@ -452,6 +466,37 @@ def _check_download(remote: RemoteRepo, staging: Path, wanted: list[str]) -> dic
 
     with ThreadPoolExecutor(max_workers=min(4, max(1, len(wanted)))) as pool:
         return dict(pool.map(one, sorted(wanted)))
+
+
+def _check_trust(remote: RemoteRepo, staging: Path, digests: dict[str, str], keys: list[str]) -> None:
+    """``pull --pubkey``: SHA256SUMS.sig must verify under ``keys`` only (the SIG rules of ``validate``,
+    :func:`~rwkv_registry.signing.check_signatures`), and SHA256SUMS must match every file of the listing
+    (the HSH rules of ``validate``): the downloaded bytes by their ``digests``, the weights a one-base pull
+    leaves on the Hub by their LFS sha256. Raises :class:`RefusedError` on any error."""
+    from ._hub_facts import metadata_facts
+    from .signing import check_signatures
+
+    files = {rel: staging / rel for rel in remote.files}
+    findings = check_signatures(staging, set(files), None, keys)
+    if not any(f.code in ("SIG001", "SIG003", "SIG004") for f in findings):  # SHA256SUMS is signed by a key given
+        v = Validator(staging, use_cache=False, since=None)
+        facts: dict[str, FileFacts | OSError] = {}
+        for rel, entry in remote.files.items():
+            sha = digests.get(rel, entry.lfs_sha256)
+            if sha is not None:
+                facts[rel] = metadata_facts(entry.size, sha)
+        v.check_sums(Tree(files=files), facts)
+        findings += v.findings
+    errors = [f for f in findings if str(f.severity) == "error"]
+    if errors:
+        first = errors[0]
+        raise RefusedError(
+            f"{remote.repo_id}@{remote.sha[:12]} is not signed as --pubkey requires ({len(errors)} error(s); "
+            f"first: {first.code} {first.path}: {first.message})",
+            hint="Check that the --pubkey file is the publisher's key; if it is, the repository was changed or "
+            "re-signed by someone else since the publisher signed it: do not use it, tell the publisher.",
+            findings=errors,
+        )
 
 
 def _move_into(staging: Path, dest: Path) -> None:

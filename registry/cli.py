@@ -535,6 +535,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("path")
     sp.add_argument("--base", metavar="NAME", help="the small files plus only this base's weights")
     sp.add_argument(
+        "--pubkey",
+        action="append",
+        metavar="PUB",
+        help="trusted Ed25519 public key file (repeatable): SHA256SUMS.sig must verify under it, or nothing is kept",
+    )
+    sp.add_argument(
         "--revision",
         default=None,
         help="branch, tag or commit (default: the default branch; or give hf://OWNER/REPO@REV)",

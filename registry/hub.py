@@ -288,7 +288,8 @@ def cmd_push(args: argparse.Namespace) -> int:
 
 
 def cmd_pull(args: argparse.Namespace) -> int:
-    """``rwkv-registry pull OWNER/REPO PATH [--base NAME] [--revision REV]``: download, then validate."""
+    """``rwkv-registry pull OWNER/REPO PATH [--base NAME] [--revision REV] [--pubkey PUB]``: download, check,
+    validate."""
     from .cli import print_report
 
     repo, revision = args.repo, args.revision
@@ -297,7 +298,7 @@ def cmd_pull(args: argparse.Namespace) -> int:
         if at and revision and at != revision:
             raise UsageError(f"{args.repo} and --revision {revision} name two revisions", hint="Give one of them.")
         revision = revision or at
-    report = pull_registry(repo, args.path, base=args.base, revision=revision, log=_print)
+    report = pull_registry(repo, args.path, base=args.base, revision=revision, trusted_keys=args.pubkey, log=_print)
     print_report(report, _console())
     if not report.ok:
         _print(

@@ -522,3 +522,117 @@ def test_a_repository_with_every_file_in_lfs_validates(hub: FakeHub, tiny: Path,
     assert hub.files(repo_id)  # loaded
     report = validate_hub(f"hf://{repo_id}")
     assert report.ok, [(f.code, f.path, f.message) for f in report.findings if str(f.severity) == "error"]
+
+
+# --- pull --pubkey: a trust anchor that the Hub does not serve ---------------------------------------------------
+
+
+def _signed(tiny: Path, tmp_path: Path, name: str = "reg", *, trust: bool = False) -> tuple[Path, Path, Path]:
+    """A copy of the tiny registry signed by a new key: (registry, private key, public key)."""
+    from rwkv_registry.signing import generate_keypair, sign_registry
+
+    reg = copy(tiny, tmp_path / name)
+    key, pub, _ = generate_keypair(tmp_path / f"{name}.key")
+    sign_registry(reg, key, trust=trust)
+    return reg, key, pub
+
+
+def _nothing_pulled(tmp_path: Path, dest: str) -> None:
+    assert not (tmp_path / dest).exists()
+    assert not [p for p in tmp_path.iterdir() if "rwkv-registry-pull" in p.name]
+
+
+def test_pull_pubkey_takes_the_right_key_and_refuses_another(
+    hub: FakeHub, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rwkv_registry.signing import generate_keypair
+
+    reg, _, pub = _signed(tiny, tmp_path)
+    _, other, _ = generate_keypair(tmp_path / "other.key")
+    repo_id = new_repo(hub, reg)
+    assert pull_registry(repo_id, tmp_path / "one", trusted_keys=[str(pub)], log=lambda m: None).ok
+    assert main(["pull", repo_id, str(tmp_path / "two"), "--pubkey", str(other), "--pubkey", str(pub)]) == 0
+    capsys.readouterr()
+    with pytest.raises(RefusedError, match=r"pull refused: .* is not signed as --pubkey requires .*SIG003") as e:
+        pull_registry(repo_id, tmp_path / "three", trusted_keys=[str(other)], log=lambda m: None)
+    assert f"Nothing was written to {tmp_path / 'three'}" in e.value.hint
+    _nothing_pulled(tmp_path, "three")
+    assert main(["pull", repo_id, str(tmp_path / "three"), "--pubkey", str(other)]) == 1
+    err = capsys.readouterr().err
+    assert "SIG003" in err and "Traceback" not in err
+    _nothing_pulled(tmp_path, "three")
+    # an unsigned repository is refused too; without --pubkey it pulls as before
+    unsigned = new_repo(hub, tiny)
+    with pytest.raises(RefusedError, match="SIG001"):
+        pull_registry(unsigned, tmp_path / "four", trusted_keys=[str(pub)], log=lambda m: None)
+    _nothing_pulled(tmp_path, "four")
+    assert pull_registry(unsigned, tmp_path / "four", log=lambda m: None).ok
+
+
+def test_pull_pubkey_refuses_a_registry_re_signed_by_an_attacker(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
+    """The Hub serves a changed train.json with SHA256SUMS re-signed by another key that index.json now trusts:
+    the pulled registry validates against its own keys (the gap --pubkey closes), not against the publisher's."""
+    from rwkv_registry.signing import generate_keypair, sign_registry
+
+    reg, _, publisher = _signed(tiny, tmp_path, trust=True)
+    attacked = copy(reg, tmp_path / "attacked")
+    train = attacked / f"{TINY_BASE}/state/v1/train.json"
+    train.write_bytes(train.read_bytes().replace(b"T08:00:00Z", b"T07:00:00Z", 1))
+    resum(attacked)
+    attacker, _, _ = generate_keypair(tmp_path / "attacker.key")
+    sign_registry(attacked, attacker, trust=True)
+    repo_id = new_repo(hub, attacked)
+    assert pull_registry(repo_id, tmp_path / "trusting", log=lambda m: None).ok  # index.json's own keys
+    with pytest.raises(RefusedError, match="SIG003"):
+        pull_registry(repo_id, tmp_path / "pinned", trusted_keys=[str(publisher)], log=lambda m: None)
+    _nothing_pulled(tmp_path, "pinned")
+
+
+@pytest.mark.parametrize("change", ["a file changed", "a file added"])
+def test_pull_pubkey_refuses_files_that_the_signed_sums_do_not_match(
+    hub: FakeHub, tiny: Path, tmp_path: Path, change: str
+) -> None:
+    """The signature verifies, but the Hub's commit (listing and bytes agreeing) holds a file SHA256SUMS does
+    not vouch for: refused with --pubkey, nothing kept (without it: files kept, exit 1, as before)."""
+    reg, _, pub = _signed(tiny, tmp_path)
+    repo_id = new_repo(hub, reg)
+    if change == "a file changed":
+        train = f"{TINY_BASE}/state/v1/train.json"
+        hub.commit_files(repo_id, {train: (reg / train).read_bytes().replace(b"T08:00:00Z", b"T07:00:00Z", 1)})
+        code = "HSH006"
+    else:
+        hub.commit_files(repo_id, {"NOTES.md": b"not signed\n"})
+        code = "HSH004"
+    with pytest.raises(RefusedError, match=code):
+        pull_registry(repo_id, tmp_path / "pinned", trusted_keys=[str(pub)], log=lambda m: None)
+    _nothing_pulled(tmp_path, "pinned")
+    assert code in errors(pull_registry(repo_id, tmp_path / "kept", log=lambda m: None))
+
+
+def test_pull_one_base_with_pubkey_checks_the_weights_left_on_the_hub(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
+    from rwkv_registry.signing import generate_keypair, sign_registry
+
+    reg = copy(tiny, tmp_path / "reg")
+    other = "rwkv7-tiny-20260401-ctx4096"
+    add_base(reg, name=other, source="BlinkDL/rwkv7-g1", sha256="7" * 64, size=1234, arch=dict(TINY_ARCH))
+    add_entry(
+        reg, write_state(tmp_path / "src" / "o1.pth", seed=11), base=other, data_version="v1", train=state_train()
+    )
+    key, pub, _ = generate_keypair(tmp_path / "k.key")
+    sign_registry(reg, key)
+    repo_id = new_repo(hub, reg)
+    report = pull_registry(repo_id, tmp_path / "one", base=other, trusted_keys=[str(pub)], log=lambda m: None)
+    assert report.ok and not (tmp_path / "one" / STATE).exists()
+    hub.set_lfs_sha256(repo_id, STATE, "ef" * 32)  # the Hub's metadata of a weight not downloaded disagrees
+    with pytest.raises(RefusedError, match=f"HSH006 {STATE}"):
+        pull_registry(repo_id, tmp_path / "two", base=other, trusted_keys=[str(pub)], log=lambda m: None)
+    _nothing_pulled(tmp_path, "two")
+
+
+def test_pull_with_a_bad_key_file_stops_before_any_request(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
+    repo_id = new_repo(hub, tiny)
+    (tmp_path / "bad.pub").write_text("not a key\n")
+    start = len(hub.log)
+    assert main(["pull", repo_id, str(tmp_path / "dest"), "--pubkey", str(tmp_path / "bad.pub")]) == 2
+    assert main(["pull", repo_id, str(tmp_path / "dest"), "--pubkey", str(tmp_path / "missing.pub")]) == 2
+    assert hub.log[start:] == [] and not (tmp_path / "dest").exists()
