@@ -141,6 +141,35 @@ accepts only stored, unencrypted, single-prefix, gap-free archives (PTH001/PTH00
 
 Resource bounds (zip bombs, 100,000-entry archives, sizes beyond the file, deep JSON, a 500 MB
 index.json) are measured in `tests/test_bounds.py`; figures in `docs/reliability.md`.
+
+## The Hub as an adversary
+
+`validate hf://`, `pull` and `add-base --from-hub` read from a server they cannot trust more than the
+files it serves (`docs/hub.md`). What they hold to, each pinned by a test in `tests/test_hub_mutants.py`
+against a hostile variant of the local test Hub:
+
+- one commit: the revision is resolved once and everything is read at that commit, even if the branch
+  moves meanwhile;
+- the listing: a path that is absolute, holds `..`, `.`, an empty part, a backslash or NUL, or that is
+  listed both as a file and as a folder, stops the command before anything is written;
+- whole downloads (`validate hf://`: every file but the LFS weights; `pull`: every file it downloads)
+  must have the listed size and sha256 (LFS) or git blob id, so the bytes validated are the bytes
+  hashed for SHA256SUMS and its signature; a pull whose files differ from the listing, or whose
+  download holds a file more or less than the listing, keeps nothing;
+- Range reads must answer `206` with the exact `Content-Range` asked for and the listed file size, the
+  body no longer or shorter than asked (a long one is cut off at once); a `200` with a whole file, an
+  error status or a resolved size other than the listing's makes the file unreadable (LAY010);
+- the token goes to the Hub's own host only, never to the storage host a `resolve` redirects to;
+- `pull` writes into a hidden sibling and moves it into place when complete and checked, so an unsafe
+  listing, a download other than the listing, a truncated download or a Ctrl-C leaves PATH as it
+  was; files that match the listing but do not validate stay in PATH with exit 1 and a message saying
+  not to use them (with `--pubkey`, files the signed SHA256SUMS does not vouch for are not kept).
+
+What a server that rewrites the repository consistently (index.json, SHA256SUMS and the weights
+together) can still do is caught only by the signature, and only with a key pinned by `--pubkey`
+(`validate`, `verify`, `pull`): keys listed in index.json come from that same server. `pull --pubkey`
+checks the signature and SHA256SUMS against every file before anything reaches PATH, and keeps nothing
+when they fail; without `--pubkey` a re-signed registry pulls and validates clean.
 """
 
 

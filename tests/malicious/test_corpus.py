@@ -95,3 +95,18 @@ def test_security_table_lists_every_case_with_our_code() -> None:
     assert rows == {c.id: c.code for c in CASES.values()}, (
         "docs/security.md is stale: run .venv/bin/python tests/malicious/security_table.py --write"
     )
+
+
+def test_the_hand_written_sections_of_the_security_doc_survive_its_regeneration() -> None:
+    """security_table.py --write rewrites docs/security.md whole: a section added to the document by hand
+    (the Hub as an adversary) and not to the generator's template was lost at the next regeneration."""
+    import security_table
+
+    text = DOCS.read_text("utf-8")
+    template = security_table.HEADER + security_table.FOOTER
+    headings = re.findall(r"^##? .+$", text, re.M)
+    assert "## The Hub as an adversary" in headings
+    for heading in headings:
+        assert heading in template, f"{heading!r} is in docs/security.md but not in security_table.py"
+    last = security_table.FOOTER.rindex("\n## ")
+    assert text.endswith(security_table.FOOTER[last:]), "docs/security.md's last section differs from the generator's"
