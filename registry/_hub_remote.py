@@ -250,7 +250,11 @@ def connect(
         for item in api.list_repo_tree(repo_id, recursive=True, revision=sha):
             path = item.path
             if not _safe_remote_path(path):
-                raise RegistryIOError(f"{repo_id}: the Hub lists an unsafe path {path!r}")
+                raise RegistryIOError(
+                    f"{repo_id}: the Hub lists an unsafe path {path!r}",
+                    hint="No git repository holds such a path (absolute, with '..', '.', an empty part or a .git "
+                    "folder): the Hub, a proxy or HF_ENDPOINT does not answer as the Hub does. Nothing was written.",
+                )
             if isinstance(item, RepoFile):
                 lfs = item.lfs.sha256 if item.lfs is not None else None
                 remote.files[path] = RemoteEntry(path, int(item.size), item.blob_id, lfs)
@@ -272,6 +276,15 @@ def connect(
 
 
 def _safe_remote_path(path: Any) -> bool:
+    """A relative POSIX path without empty, ``.`` or ``..`` parts and without a ``.git`` part: git refuses to
+    commit one (so no Hub repository holds one), and a ``.git/config`` written by a pull would run its
+    ``core.fsmonitor`` command at the next ``git status`` there. Case and Windows' trailing dots and spaces
+    are ignored, and NTFS's short name ``git~1`` counts, as git itself does."""
     if not isinstance(path, str) or not path or path.startswith("/") or "\\" in path or "\0" in path:
         return False
-    return all(part not in ("", ".", "..") for part in path.split("/"))
+    return all(part not in ("", ".", "..") and not _is_git_dir(part) for part in path.split("/"))
+
+
+def _is_git_dir(part: str) -> bool:
+    name = part.lower().rstrip(". ")
+    return name in (".git", "git~1")

@@ -195,7 +195,14 @@ def test_pull_into_a_non_empty_directory_is_refused_before_any_request(
 # --- a hostile Hub: unsafe paths, lying sizes and ranges, truncated answers ------------------------------------
 
 
-@pytest.mark.parametrize("bad", ["../evil.txt", "a/../../evil.txt", "/etc/evil", "a\\..\\evil", "a//b", "./x"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        *("../evil.txt", "a/../../evil.txt", "/etc/evil", "a\\..\\evil", "a//b", "./x"),
+        # a .git folder: before the fix pull wrote it into PATH, and `git status` there ran its core.fsmonitor
+        *(".git/config", ".GIT/config", "sub/.git/config", ".git./config", "git~1/config"),
+    ],
+)
 def test_unsafe_paths_in_the_tree_listing_are_refused(hub: FakeHub, tiny: Path, tmp_path: Path, bad: str) -> None:
     repo_id = new_repo(hub, tiny)
     hub.commit_files(repo_id, {bad: b"x"})
@@ -921,3 +928,11 @@ def test_pull_into_the_current_directory_stages_outside_it(
     assert pull_registry(repo_id, ".", log=quiet).ok
     (where,) = staged
     assert where.parent == tmp_path and where.name.startswith(".reg.rwkv-registry-pull-")
+
+
+def test_names_that_only_look_like_a_git_folder_are_listed_safely() -> None:
+    from rwkv_registry._hub_remote import _safe_remote_path
+
+    for path in (".gitattributes", "base/state/.gitkeep", ".github/workflows/ci.yml", "x.git/y", "git~10", "a.git"):
+        assert _safe_remote_path(path), path
+    assert not _safe_remote_path("a/.Git /b")
