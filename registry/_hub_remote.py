@@ -256,6 +256,12 @@ def connect(
                     "folder): the Hub, a proxy or HF_ENDPOINT does not answer as the Hub does. Nothing was written.",
                 )
             if isinstance(item, RepoFile):
+                if path in remote.files:  # no git tree holds a path twice: which entry would the bytes match?
+                    raise RegistryIOError(
+                        f"{repo_id}: the Hub lists {path!r} twice",
+                        hint="No git repository holds a path twice: the Hub, a proxy or HF_ENDPOINT does not answer "
+                        "as the Hub does. Nothing was written.",
+                    )
                 lfs = item.lfs.sha256 if item.lfs is not None else None
                 remote.files[path] = RemoteEntry(path, int(item.size), item.blob_id, lfs)
             else:

@@ -930,6 +930,30 @@ def test_pull_into_the_current_directory_stages_outside_it(
     assert where.parent == tmp_path and where.name.startswith(".reg.rwkv-registry-pull-")
 
 
+@pytest.mark.parametrize("what", ["other bytes", "the same entry"])
+def test_a_path_listed_twice_is_refused(hub: FakeHub, tiny: Path, tmp_path: Path, what: str) -> None:
+    """Before the fix the last of two entries won silently: validate hf:// checked the bytes against one of
+    them, and the other (here the first, the real one) was never looked at."""
+    repo_id = new_repo(hub, tiny)
+
+    def twice(server: str, method: str, path: str, status: int, body: bytes, headers: dict[str, str]) -> tuple:
+        if server == "api" and "/tree/" in path and status == 200:
+            items = json.loads(body)
+            extra = [dict(i) for i in items if i.get("path") == "README.md"]
+            if what == "other bytes":
+                extra[0]["oid"] = "0" * 40
+            body = json.dumps(items + extra).encode()
+            headers["Content-Length"] = str(len(body))
+        return status, body, headers
+
+    with hub.rewriting(twice):
+        with pytest.raises(RegistryIOError, match=r"lists 'README\.md' twice"):
+            validate_hub(f"hf://{repo_id}")
+        with pytest.raises(RegistryIOError, match=r"lists 'README\.md' twice"):
+            pull_registry(repo_id, tmp_path / "dest", log=quiet)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_names_that_only_look_like_a_git_folder_are_listed_safely() -> None:
     from rwkv_registry._hub_remote import _safe_remote_path
 

@@ -153,7 +153,8 @@ against a hostile variant of the local test Hub:
 - the listing: a path that is absolute, holds `..`, `.`, an empty part, a backslash or NUL, or a `.git`
   folder (in any case, with trailing dots or spaces, or as `git~1`: git never commits one, and a
   pulled `.git/config` would run its `core.fsmonitor` command at the next `git status` in PATH), or
-  that is listed both as a file and as a folder, stops the command before anything is written;
+  that is listed twice, or both as a file and as a folder, stops the command before anything is
+  written;
 - whole downloads (`validate hf://`: every file but the LFS weights; `pull`: every file it downloads)
   must have the listed size and sha256 (LFS) or git blob id, so the bytes validated are the bytes
   hashed for SHA256SUMS and its signature; a pull whose files differ from the listing, or whose
