@@ -364,6 +364,22 @@ def pull_registry(
     if not dest.parent.is_dir():
         raise UsageError(f"{path}: the directory {dest.parent} does not exist", hint=hint)
     remote = connect(repo_id, revision, endpoint=endpoint, token=token)
+    # what an interrupted write leaves (LAY012): in PATH, `recover` (which LAY012's hint names) and every write
+    # command would roll such a journal forward over the files just pulled, checked and perhaps signed
+    transient = sorted(
+        (r for r in remote.files if r == JOURNAL_NAME or r.rsplit("/", 1)[-1].startswith(TMP_PREFIX)),
+        key=lambda r: (r != JOURNAL_NAME, r),  # the journal first: it is what would be rolled forward
+    )
+    if transient:
+        more = f" (and {len(transient) - 1} more)" if len(transient) > 1 else ""
+        raise RefusedError(
+            f"pull refused: {repo_id}@{remote.sha[:12]} holds {transient[0]}{more}, left by an interrupted "
+            "rwkv-registry write (push never publishes one): in PATH, the next write command would complete "
+            "it over the pulled files",
+            hint=f"Nothing was written to {path}. Tell the publisher (`rwkv-registry validate hf://{repo_id}` "
+            "reports it as LAY012): the file must be deleted from the repository.",
+            path=transient[0],
+        )
     skipped: dict[str, RemoteEntry] = {}
     allow: list[str] | None = None
     if base is not None:

@@ -954,6 +954,28 @@ def test_a_path_listed_twice_is_refused(hub: FakeHub, tiny: Path, tmp_path: Path
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("left", ["journal and temporary file", "temporary file"])
+def test_pull_refuses_the_leftovers_of_an_interrupted_write(
+    hub: FakeHub, tiny: Path, tmp_path: Path, left: str
+) -> None:
+    """Before the fix they were pulled, validation said LAY012 "run `rwkv-registry recover`", and recover rolled
+    the Hub's journal forward: here its index.json over the pulled one."""
+    from rwkv_registry.atomic import JOURNAL_NAME, TMP_PREFIX
+
+    repo_id = new_repo(hub, tiny)
+    tmp = f"{TMP_PREFIX}0a1b2c-index.json"
+    files = {tmp: (tiny / "index.json").read_bytes().replace(b"rwkv7", b"RWKV7", 1)}
+    if left.startswith("journal"):
+        files[JOURNAL_NAME] = json.dumps({"renames": [[tmp, "index.json"]]}).encode()
+    hub.commit_files(repo_id, files)
+    assert "LAY012" in errors(validate_hub(f"hf://{repo_id}"))
+    start = len(hub.log)
+    with pytest.raises(RefusedError, match=f"holds {JOURNAL_NAME if left.startswith('journal') else tmp}"):
+        pull_registry(repo_id, tmp_path / "dest", log=quiet)
+    assert list(tmp_path.iterdir()) == []
+    assert not [r for r in hub.log[start:] if "/resolve/" in r["path"]]  # refused before any download
+
+
 def test_names_that_only_look_like_a_git_folder_are_listed_safely() -> None:
     from rwkv_registry._hub_remote import _safe_remote_path
 

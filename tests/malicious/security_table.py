@@ -162,6 +162,8 @@ against a hostile variant of the local test Hub:
 - Range reads must answer `206` with the exact `Content-Range` asked for and the listed file size, the
   body no longer or shorter than asked (a long one is cut off at once); a `200` with a whole file, an
   error status or a resolved size other than the listing's makes the file unreadable (LAY010);
+- `pull` refuses a repository holding the journal or temporary files of an interrupted write, which
+  the next write command in PATH would roll forward over the pulled (and checked) files;
 - the token goes to the Hub's own host only, never to the storage host a `resolve` redirects to;
 - `pull` writes into a hidden sibling and moves it into place when complete and checked, so an unsafe
   listing, a download other than the listing, a truncated download or a Ctrl-C leaves PATH as it
