@@ -982,3 +982,19 @@ def test_names_that_only_look_like_a_git_folder_are_listed_safely() -> None:
     for path in (".gitattributes", "base/state/.gitkeep", ".github/workflows/ci.yml", "x.git/y", "git~10", "a.git"):
         assert _safe_remote_path(path), path
     assert not _safe_remote_path("a/.Git /b")
+
+
+def test_pull_sends_the_token_to_the_hub_and_never_to_the_storage(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
+    """snapshot_download follows the Hub's redirect to the storage host without the token (huggingface_hub's
+    own rule), and the listing check reads nothing over the network."""
+    repo_id = new_repo(hub, tiny)
+    start = len(hub.log)
+    assert pull_registry(repo_id, tmp_path / "dest", log=quiet).ok
+    requests = hub.log[start:]
+    cdn = [r for r in requests if r["server"] == "cdn"]
+    api = [r for r in requests if r["server"] == "api" and "/resolve/" in r["path"]]
+    assert cdn and api
+    assert all(r["authorization"] is None for r in cdn)
+    assert all(r["authorization"] == "Bearer hf_test_token_for_the_local_server" for r in api)
+    lfs = [p for p, blob in hub.repos[repo_id].commits[hub.head(repo_id)].items() if blob.lfs]
+    assert len([r for r in cdn if r["method"] == "GET"]) == len(lfs)  # each weight downloaded once
