@@ -380,6 +380,17 @@ def pull_registry(
             "reports it as LAY012): the file must be deleted from the repository.",
             path=transient[0],
         )
+    metadata = sorted(r for r in remote.files if r.startswith(f"{DOWNLOAD_METADATA}/"))
+    if metadata:  # snapshot_download writes there too, and the pull removes that folder: the copy would lack them
+        more = f" (and {len(metadata) - 1} more)" if len(metadata) > 1 else ""
+        raise RefusedError(
+            f"pull refused: {repo_id}@{remote.sha[:12]} holds {metadata[0]}{more}, inside {DOWNLOAD_METADATA}/ "
+            "where huggingface_hub keeps its download metadata (which a pull removes): the copy could not be "
+            "complete",
+            hint=f"Nothing was written to {path}. Tell the publisher: no registry file lives there "
+            "(`hf upload` leaves that folder out).",
+            path=metadata[0],
+        )
     skipped: dict[str, RemoteEntry] = {}
     allow: list[str] | None = None
     if base is not None:
@@ -534,10 +545,13 @@ def _move_into(staging: Path, dest: Path) -> None:
         raise
 
 
+DOWNLOAD_METADATA = ".cache/huggingface"  # snapshot_download(local_dir=...) keeps its metadata there
+
+
 def _drop_download_metadata(dest: Path) -> None:
     """huggingface_hub keeps download metadata in ``.cache/huggingface``: not part of a registry."""
     cache = dest / ".cache"
-    shutil.rmtree(cache / "huggingface", ignore_errors=True)
+    shutil.rmtree(dest / DOWNLOAD_METADATA, ignore_errors=True)
     try:
         cache.rmdir()
     except OSError:

@@ -976,6 +976,18 @@ def test_pull_refuses_the_leftovers_of_an_interrupted_write(
     assert not [r for r in hub.log[start:] if "/resolve/" in r["path"]]  # refused before any download
 
 
+def test_pull_refuses_a_file_where_huggingface_hub_keeps_its_download_metadata(
+    hub: FakeHub, tiny: Path, tmp_path: Path
+) -> None:
+    """The pull removes .cache/huggingface after snapshot_download: before the fix such a listed file was
+    removed with it and the pull failed with "in the listing but was not downloaded", which was not why."""
+    repo_id = new_repo(hub, tiny)
+    hub.commit_files(repo_id, {".cache/huggingface/notes.txt": b"x\n"})
+    with pytest.raises(RefusedError, match=r"holds \.cache/huggingface/notes\.txt, inside \.cache/huggingface/"):
+        pull_registry(repo_id, tmp_path / "dest", log=quiet)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_names_that_only_look_like_a_git_folder_are_listed_safely() -> None:
     from rwkv_registry._hub_remote import _safe_remote_path
 
