@@ -18,6 +18,7 @@ validated. Weights of the other bases are checked against the Hub's metadata in 
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 import shutil
@@ -414,7 +415,13 @@ def pull_registry(
     staging = dest.parent / f".{dest.name}{PULL_STAGING}{os.getpid()}"
     try:
         snapshot_download(
-            repo_id, revision=remote.sha, local_dir=staging, allow_patterns=allow, endpoint=remote.endpoint, token=token
+            repo_id,
+            revision=remote.sha,
+            local_dir=staging,
+            # fnmatch patterns: each path taken literally ('notes[1].md' is no character class)
+            allow_patterns=None if allow is None else [glob.escape(p) for p in allow],
+            endpoint=remote.endpoint,
+            token=token,
         )
     except BaseException as e:  # Ctrl-C too
         shutil.rmtree(staging, ignore_errors=True)

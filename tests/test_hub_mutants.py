@@ -988,6 +988,23 @@ def test_pull_refuses_a_file_where_huggingface_hub_keeps_its_download_metadata(
     assert list(tmp_path.iterdir()) == []
 
 
+def test_pull_one_base_takes_names_with_glob_characters_literally(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
+    """snapshot_download's allow_patterns are fnmatch patterns: before the fix a listed 'notes[1].md' was its own
+    pattern, matched only 'notes1.md', was not downloaded, and the one-base pull failed."""
+    from regtools import TINY_ARCH
+
+    from rwkv_registry.ops import add_base
+
+    reg = copy(tiny, tmp_path / "reg")
+    other = "rwkv7-tiny-20260401-ctx4096"
+    add_base(reg, name=other, source="BlinkDL/rwkv7-g1", sha256="7" * 64, size=1234, arch=dict(TINY_ARCH))
+    repo_id = new_repo(hub, reg)
+    hub.commit_files(repo_id, {"notes[1].md": b"literal\n", "notes1.md": b"matched by the pattern\n"})
+    pull_registry(repo_id, tmp_path / "one", base=other, log=quiet)
+    assert (tmp_path / "one" / "notes[1].md").read_bytes() == b"literal\n"
+    assert not (tmp_path / "one" / STATE).exists()
+
+
 def test_names_that_only_look_like_a_git_folder_are_listed_safely() -> None:
     from rwkv_registry._hub_remote import _safe_remote_path
 
