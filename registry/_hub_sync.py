@@ -74,16 +74,28 @@ def _index_bases(index: Any) -> dict[str, dict[str, Any]]:
     return {b["name"]: b for b in bases or [] if isinstance(b, dict) and isinstance(b.get("name"), str)}
 
 
-def _remote_index(remote: RemoteRepo) -> dict[str, Any]:
+def _remote_index(remote: RemoteRepo, command: str) -> dict[str, Any]:
+    """The Hub's index.json ({} when it has none). One that cannot be read is refused: which bases are frozen
+    there would be unknown, and a push could then change files under one of them."""
     from .jsonload import JsonLoadError, load_json_bytes
 
     if "index.json" not in remote.files:
         return {}
     try:
         value = load_json_bytes(remote.download("index.json"), path="index.json")
-    except JsonLoadError:
-        return {}
-    return value if isinstance(value, dict) else {}
+    except JsonLoadError as e:
+        why = e.message
+    else:
+        if isinstance(value, dict):
+            return value
+        why = f"it holds a JSON {type(value).__name__}, not an object"
+    raise RefusedError(
+        f"{command} refused: {remote.repo_id}@{remote.sha[:12]}: the Hub's index.json cannot be read ({why}), so "
+        "which of its bases are frozen is unknown",
+        hint=f"Repair index.json on the Hub first (e.g. `hf upload {remote.repo_id} index.json` from a registry "
+        "that validates), then run the command again.",
+        path="index.json",
+    )
 
 
 def _changed(root: Path, local: dict[str, Path], remote: RemoteRepo) -> list[str]:
@@ -201,7 +213,7 @@ def push_registry(
             local_index = {}
         changed = _changed(root, local, remote)
         deleted = sorted(set(remote.files) - set(local))
-        problems = _protected(changed, deleted, remote, local_index, _remote_index(remote))
+        problems = _protected(changed, deleted, remote, local_index, _remote_index(remote, "push"))
         if problems:
             raise RefusedError(
                 f"push refused: {len(problems)} change(s) to published files on {repo_id}@{revision}: "
@@ -395,7 +407,7 @@ def pull_registry(
     skipped: dict[str, RemoteEntry] = {}
     allow: list[str] | None = None
     if base is not None:
-        names = set(_index_bases(_remote_index(remote)))
+        names = set(_index_bases(_remote_index(remote, "pull --base")))
         if base not in names:
             raise UsageError(
                 f"{repo_id}@{remote.sha[:12]}: no base {base!r} in index.json",

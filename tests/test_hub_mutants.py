@@ -575,6 +575,27 @@ def test_push_never_unfreezes_a_base(hub: FakeHub, tiny: Path, tmp_path: Path) -
     assert _protected(["index.json"], [], remote, {"bases": [{"name": TINY_BASE}]}, frozen) != []
 
 
+@pytest.mark.parametrize("broken", [b'{"bases": [', b"[]"])
+def test_push_refuses_when_the_hubs_index_cannot_be_read(
+    hub: FakeHub, tiny: Path, tmp_path: Path, broken: bytes
+) -> None:
+    """Before the fix an unreadable index.json on the Hub counted as one without bases: which of them were
+    frozen there was forgotten, and a push could change files under a base frozen on the Hub."""
+    reg, repo_id, _ = _frozen_on_the_hub_only(hub, tiny, tmp_path)
+    hub.commit_files(repo_id, {"index.json": broken})
+    head = hub.head(repo_id)
+    train = reg / TRAIN
+    train.write_bytes(train.read_bytes().replace(b"T08:00:00Z", b"T07:00:00Z", 1))
+    resum(reg)
+    with pytest.raises(RefusedError, match="the Hub's index.json cannot be read .* which of its bases are frozen") as e:
+        push_registry(reg, repo_id, log=quiet)
+    assert e.value.path == "index.json" and "hf upload" in e.value.hint
+    assert hub.head(repo_id) == head
+    with pytest.raises(RefusedError, match="pull --base refused: .*index.json cannot be read"):
+        pull_registry(repo_id, tmp_path / "one", base=TINY_BASE, log=quiet)
+    assert not (tmp_path / "one").exists()
+
+
 def test_a_failed_move_into_an_existing_directory_leaves_it_empty(
     hub: FakeHub, tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
