@@ -260,3 +260,51 @@ def test_depth_scan_matches_real_depth(value):
     if d > 0:
         with pytest.raises(JsonLoadError, match=f"nested deeper than {d - 1} levels"):
             load_json_bytes(data, max_depth=d - 1)
+
+
+# --------------------------------------------------------------------------------------------------
+# the prefilters (C passes over the bytes) against the scans they spare
+
+
+def _scan_refuses(text: str, max_depth: int) -> bool:
+    from rwkv_registry.jsonload import _check_depth
+
+    try:
+        _check_depth(text, max_depth, "f.json")
+    except JsonLoadError:
+        return True
+    return False
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=st.text(st.sampled_from('[]{}"\\ a0é:,'), max_size=60), max_depth=st.integers(0, 6))
+def test_depth_prefilter_never_passes_what_the_scan_refuses(text, max_depth):
+    from rwkv_registry.jsonload import _depth_surely_within
+
+    surely = _depth_surely_within(text.encode(), max_depth)
+    refuses = _scan_refuses(text, max_depth)
+    assert not (surely and refuses)
+    if "\\" not in text:  # without a backslash the prefilter decides alone: it must agree with the scan
+        assert surely == (not refuses)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    parts=st.lists(
+        st.sampled_from(["1" * 300, "2" * 9, "3" * 8, "a", " ", "٣" * 309, "-", "0" * 309, "\n"]), max_size=6
+    )
+)
+def test_big_number_prefilter_is_the_regex(parts):
+    from rwkv_registry.jsonload import _BIG_NUMBER_RE, _big_number_possible
+
+    text = "".join(parts)
+    assert _big_number_possible(text.encode()) == bool(_BIG_NUMBER_RE.search(text))
+
+
+def test_prefilters_still_refuse_depth_and_overflow_in_a_large_document():
+    entries = [{"id": f"e{i}", "sha256": "e123" * 16, "n": [i, 1.5]} for i in range(2000)]
+    deep = {"entries": [*entries, {"x": [[[[[[[[1]]]]]]]]}]}
+    assert "nested deeper than 8 levels" in str(refused(json.dumps(deep).encode(), max_depth=8))
+    big = {"entries": [*entries, {"x": int("9" * 309)}]}
+    assert "integer of 309 digits" in str(refused(json.dumps(big).encode()))
+    assert load_json_bytes(json.dumps({"entries": entries}).encode()) == {"entries": entries}
