@@ -130,18 +130,49 @@ def facts_from_buffer(buf: bytes | bytearray | memoryview | mmap.mmap) -> FileFa
     return facts
 
 
-def _state_facts(facts: FileFacts, ck: Any) -> None:
-    import numpy as np
+# Which bytes of a little-endian float hold the bits of its exponent, and which of them: a float is NaN or
+# infinite exactly when every one of those bits is set (float32 0x7F800000, bfloat16 0x7F80, float16 0x7C00).
+_EXPONENT_BYTES: dict[str, tuple[int, tuple[tuple[int, int], ...]]] = {
+    "float32": (4, ((3, 0x7F), (2, 0x80))),
+    "bfloat16": (2, ((1, 0x7F), (0, 0x80))),
+    "float16": (2, ((1, 0x7C),)),
+}
+_ALL_SET = {m: bytes(1 if b & m == m else 0 for b in range(256)) for m in (0x7F, 0x80, 0x7C)}  # translate tables
 
+
+_NUMPY_FROM = 1 << 20  # bytes: from here numpy's vector code beats these C passes by more than its import costs
+
+
+def count_nonfinite(data: bytes | memoryview, dtype: str) -> int:
+    """How many values of the little-endian ``dtype`` array ``data`` are NaN or infinite (float32, bfloat16,
+    float16). Below :data:`_NUMPY_FROM` bytes, computed without numpy, whose import would cost a validation that
+    reads one small new State file (the pre-commit hook after an ``add``) more than the file itself: a strided
+    slice, ``bytes.translate`` to one flag byte per value and, only when some value has the first part of its
+    exponent all ones, an AND of the flags as integers and ``int.bit_count``."""
+    size, parts = _EXPONENT_BYTES[dtype]
+    if len(data) >= _NUMPY_FROM:
+        import numpy as np
+
+        if dtype == "bfloat16":
+            return int(np.count_nonzero((np.frombuffer(data, dtype="<u2") & 0x7F80) == 0x7F80))
+        return int(np.count_nonzero(~np.isfinite(np.frombuffer(data, dtype="<f4" if size == 4 else "<f2"))))
+    raw = bytes(data)
+    raw = raw[: len(raw) - len(raw) % size]
+    (offset, mask), rest = parts[0], parts[1:]
+    flags = raw[offset::size].translate(_ALL_SET[mask])
+    if not flags.count(1):
+        return 0  # the usual case: no exponent even near all ones
+    hits = int.from_bytes(flags, "little")
+    for offset, mask in rest:
+        hits &= int.from_bytes(raw[offset::size].translate(_ALL_SET[mask]), "little")
+    return hits.bit_count()
+
+
+def _state_facts(facts: FileFacts, ck: Any) -> None:
     for t in ck.tensors.values():
-        data = ck.tensor_bytes(t.name)
-        if t.dtype == "float32":
-            bad = int(np.count_nonzero(~np.isfinite(np.frombuffer(data, dtype="<f4"))))
-        elif t.dtype in ("bfloat16", "float16"):
-            mask, exp = (0x7F80, 0x7F80) if t.dtype == "bfloat16" else (0x7C00, 0x7C00)
-            bad = int(np.count_nonzero((np.frombuffer(data, dtype="<u2") & mask) == exp))
-        else:
+        if t.dtype not in _EXPONENT_BYTES:
             continue  # STA003 is decided from the dtype alone
+        bad = count_nonfinite(ck.tensor_bytes(t.name), t.dtype)
         if bad:
             _add(facts, "STA004", f"{t.name} holds {bad} NaN/Inf value(s)")
 

@@ -713,3 +713,37 @@ def test_pickle_mutations_only_raise_checkpoint_error(data):
         open_checkpoint(with_pickle(bytes(pkl)))
     except CheckpointError as exc:
         assert exc.code in RULES
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+@pytest.mark.parametrize("n", [0, 1, 7, 1000, 65_537])
+@pytest.mark.parametrize("route", ["bytes", "numpy"])
+def test_count_nonfinite_is_numpys_count(dtype, n, route, monkeypatch):
+    """facts.count_nonfinite counts what numpy's isfinite counts, on both of its routes (C passes over the bytes
+    below _NUMPY_FROM, numpy from there)."""
+    import numpy as np
+
+    from rwkv_registry import facts
+    from rwkv_registry.facts import count_nonfinite
+
+    monkeypatch.setattr(facts, "_NUMPY_FROM", 0 if route == "numpy" else 1 << 30)
+
+    rng = np.random.default_rng(n)
+    bits = rng.integers(0, 2**32 if dtype == "float32" else 2**16, size=n, dtype=np.uint64)
+    # every exponent pattern around all-ones, and plain values, so that NaN, ±Inf and near misses all occur
+    if n:
+        bits[rng.integers(0, n, size=max(1, n // 5))] |= 0x7F800000 if dtype == "float32" else 0x7F80
+        bits[rng.integers(0, n, size=max(1, n // 7))] &= ~np.uint64(0x00800000 if dtype == "float32" else 0x0080)
+    if dtype == "float32":
+        data = bits.astype("<u4").tobytes()
+        expected = int(np.count_nonzero(~np.isfinite(np.frombuffer(data, dtype="<f4"))))
+    elif dtype == "float16":
+        data = bits.astype("<u2").tobytes()
+        expected = int(np.count_nonzero(~np.isfinite(np.frombuffer(data, dtype="<f2"))))
+    else:
+        data = bits.astype("<u2").tobytes()
+        as_f32 = (np.frombuffer(data, dtype="<u2").astype("<u4") << 16).view("<f4")
+        expected = int(np.count_nonzero(~np.isfinite(as_f32)))
+    assert count_nonfinite(data, dtype) == expected
+    assert count_nonfinite(memoryview(data), dtype) == expected
+    assert n < 1000 or 0 < expected < n  # the test data holds both kinds

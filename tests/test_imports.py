@@ -31,6 +31,23 @@ def test_validate_imports_neither_torch_nor_textual(tmp_path: Path) -> None:
         assert "git" not in modules  # found without importing GitPython (about a seventh of a warm run)
 
 
+def test_validate_reading_a_new_small_state_file_imports_no_numpy(tmp_path: Path) -> None:
+    """The pre-commit hook right after an `add` of a State file reads that one file: its NaN/Inf count
+    (facts.count_nonfinite) needs no numpy, whose import cost more than the rest of the file's facts."""
+    import os
+
+    root = build_registry(tmp_path / "reg", tmp_path, with_miss=False)
+    subprocess.run([sys.executable, "-c", PROBE, str(root)], capture_output=True, text=True)  # warm the cache
+    state = next(root.rglob("*.pth"))
+    st = state.stat()
+    os.utime(state, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000))  # a new stat key: its facts are read again
+    out = subprocess.run([sys.executable, "-c", PROBE, str(root)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout.rsplit("MODULES=", 1)[0])
+    assert report["stats"]["bytes_hashed"] == st.st_size  # the State file was read, not taken from the cache
+    assert "numpy" not in json.loads(out.stdout.rsplit("MODULES=", 1)[1])
+
+
 def test_importing_every_core_module_keeps_torch_out() -> None:
     code = (
         "import importlib, pkgutil, sys, rwkv_registry\n"
