@@ -117,6 +117,23 @@ class _PlainRepo:
         except _GitFailed:
             return None
 
+    def blob_id(self, spec: str) -> str | None:
+        """The object id ``spec`` (``REV:PATH``) names, or None when there is none."""
+        try:
+            out = _run_git(self.working_tree_dir, ("rev-parse", "--verify", "-q", spec))
+        except _GitFailed:
+            return None
+        return out.decode("ascii", "replace").strip() or None
+
+
+def git_blob_id(data: bytes, length: int = 40) -> str:
+    """The id git gives a blob of ``data``: SHA-1 (``length`` 40) or, in a SHA-256 repository (64), SHA-256 of
+    ``blob <size>\\0`` and the bytes."""
+    h = hashlib.sha1(usedforsecurity=False) if length == 40 else hashlib.sha256()
+    h.update(b"blob %d\0" % len(data))
+    h.update(data)
+    return h.hexdigest()
+
 
 _GIT_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY", "GIT_PYTHON_GIT_EXECUTABLE")
 _BARE_FALSE = re.compile(r"^\s*bare\s*=\s*false\s*$", re.IGNORECASE | re.MULTILINE)
@@ -183,10 +200,18 @@ def _plain_repo(root: Path) -> _PlainRepo | _NoRepo | None:
 
 
 def check_git(
-    root: Path, index: dict[str, Any] | None, since: str | None = None, *, index_sha256: str | None = None
+    root: Path,
+    index: dict[str, Any] | None,
+    since: str | None = None,
+    *,
+    index_bytes: bytes | None = None,
+    memo: Any = None,
 ) -> list[Finding]:
-    """GIT001–GIT005 for the registry at ``root``. ``index_sha256``, the sha256 of the index.json bytes that
-    ``index`` was parsed from, spares parsing HEAD's index.json again when it holds the same bytes."""
+    """GIT001–GIT005 for the registry at ``root``. ``index_bytes``, the index.json bytes that ``index`` was parsed
+    from, spares reading and parsing HEAD's index.json when git's id for them is HEAD's (the usual case).
+    ``memo`` (a :class:`~rwkv_registry.facts.FactsCache`) remembers the bases of index.json blobs by their git
+    id, so that HEAD's, when index.json was just changed (the pre-commit hook after an ``add``), is not read and
+    parsed either: those of the index.json validated now are recorded whenever the cache is written anyway."""
     plain = _plain_repo(root) if since is None else None
     if isinstance(plain, _NoRepo):
         return [_not_a_work_tree(root)]
@@ -199,7 +224,7 @@ def check_git(
             return [finding("GIT004", ".", "the git executable is not available")]
         if head is None:
             return []  # a repository without commits: nothing is published yet
-        return _check_repo(root, index, None, plain, head, (_GitFailed,), index_sha256)
+        return _check_repo(root, index, None, plain, head, (_GitFailed,), index_bytes, memo)
     try:
         import git
     except ImportError:  # GitPython missing or git not installed
@@ -226,7 +251,7 @@ def check_git(
                 hint="Give a commit, tag or branch name known to this clone.",
             ) from None
         return []  # a repository without commits: nothing is published yet
-    return _check_repo(root, index, since, repo, commit.hexsha, (git.GitCommandError,), index_sha256)
+    return _check_repo(root, index, since, repo, commit.hexsha, (git.GitCommandError,), None, None)
 
 
 def _check_repo(
@@ -236,7 +261,8 @@ def _check_repo(
     repo: Any,
     baseline: str,
     git_errors: tuple[type[Exception], ...],
-    index_sha256: str | None,
+    index_bytes: bytes | None,
+    memo: Any,
 ) -> list[Finding]:
     """GIT001–GIT003 in ``repo`` (GitPython's or a :class:`_PlainRepo`) against commit ``baseline``."""
     try:
@@ -248,7 +274,7 @@ def _check_repo(
         changed = _name_status(repo, baseline, "--", spec)  # working tree vs baseline
         staged = _name_status(repo, "--cached", baseline, "--", spec)  # index vs baseline
         untracked = _split_z(repo.git.ls_files("--others", "--exclude-standard", "-z", "--", spec))
-        baseline_index = _index_at(repo, baseline, prefix, index, index_sha256)
+        baseline_index = _index_at(repo, baseline, prefix, index, index_bytes, memo)
     except git_errors as e:
         return [finding("GIT004", ".", f"git failed: {str(getattr(e, 'stderr', '') or e).strip()[:200]}")]
 
@@ -435,17 +461,34 @@ def _index_at(
     rev: str,
     prefix: PurePosixPath,
     now: dict[str, Any] | None = None,
-    now_sha256: str | None = None,
+    now_bytes: bytes | None = None,
+    memo: Any = None,
 ) -> dict[str, Any] | None:
+    """index.json at ``rev`` (None when absent or unparseable). With ``now`` and the bytes it was parsed from, a
+    :class:`_PlainRepo` compares git's blob ids first: the same id gives ``now`` itself, unread. With ``memo``,
+    another blob's bases come from it when known, as ``{"bases": …}`` (all that the callers read of a
+    baseline), and those of ``now`` are recorded there when the memo is being written anyway (dirty)."""
     path = "index.json" if str(prefix) == "." else f"{prefix}/index.json"
     try:
         if isinstance(repo, _PlainRepo):
+            oid = repo.blob_id(f"{rev}:{path}")
+            if oid is None:
+                return None
+            if now is not None and now_bytes is not None:
+                now_oid = git_blob_id(now_bytes, len(oid))
+                if memo is not None and memo.dirty and memo.get_json(f"git-bases:{now_oid}") is None:
+                    memo.put_json(f"git-bases:{now_oid}", {"bases": now.get("bases")})
+                if now_oid == oid:
+                    return now  # the same bytes as index.json now (the usual case): that value, not read again
+            known = memo.get_json(f"git-bases:{oid}") if memo is not None else None
+            if isinstance(known, dict):
+                return known
             raw = repo.show_bytes(f"{rev}:{path}")
             if raw is None:
                 return None
-            if now is not None and now_sha256 is not None and hashlib.sha256(raw).hexdigest() == now_sha256:
-                return now  # the same bytes as index.json now (the usual case): that value, not parsed again
             data = json.loads((raw[:-1] if raw.endswith(b"\n") else raw).decode("utf-8", "surrogateescape"))
+            if memo is not None and isinstance(data, dict):
+                memo.put_json(f"git-bases:{oid}", {"bases": data.get("bases")})
         else:
             data = json.loads(repo.git.show(f"{rev}:{path}"))
     except Exception:  # absent at the baseline or unparseable: no frozen bases to honour from it

@@ -220,6 +220,7 @@ class Validator:
         self.entries_by_path: dict[str, dict[str, Any]] = {}
         self.ids: set[str] = set()  # entry and unpublished ids
         self.small_hashes: dict[str, str] = {}
+        self.index_bytes: bytes | None = None  # the bytes index.json was parsed from (git compares its blob id)
         self.stats: dict[str, Any] = {}
         self.trusted_keys: list[str] = []
         self.invalid_json: set[str] = set()  # JSON files that failed their schema (rules on them guarded)
@@ -242,6 +243,8 @@ class Validator:
             self.add(finding("LAY010", rel, f"cannot read: {e.strerror}"))
             return None
         self.small_hashes[rel] = hashlib.sha256(data).hexdigest()
+        if rel == "index.json":
+            self.index_bytes = data
         if self.schema_digest is None:  # read once per run, not once per JSON file
             self.schema_digest = f"{schema_digest()}:{code_digest()}"
         key = f"{schema}:{self.small_hashes[rel]}:{self.schema_digest}"
@@ -332,8 +335,8 @@ class Validator:
         if self.index is not None or self.since:
             from .gitcheck import check_git
 
-            sha = self.small_hashes.get("index.json") if self.index is not None else None
-            self.findings += check_git(self.root, self.index, self.since, index_sha256=sha)
+            data = self.index_bytes if self.index is not None else None
+            self.findings += check_git(self.root, self.index, self.since, index_bytes=data, memo=self.cache)
             self.say_which_side_changed()
 
     def say_which_side_changed(self) -> None:

@@ -414,3 +414,34 @@ def test_since_over_a_freeze_spares_files_committed_while_the_base_was_open(repo
     git(repo, "commit", "-qam", "edit after the freeze")
     found = [f for f in validate_registry(repo, use_cache=False, since=first).findings if f.code == "GIT003"]
     assert sorted(f.path for f in found) == [f"{TINY_BASE}/state/v9/early.pth", f"{TINY_BASE}/state/v9/late.pth"]
+
+
+def test_head_bases_from_the_memo_give_the_findings_of_a_cold_run(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After index.json changed (the pre-commit hook after an `add`), HEAD's bases come from the validation cache,
+    recorded under the blob's git id by the run that validated those bytes, instead of `git show` and a parse of
+    the whole index: GIT005 and GIT003 (both decided by HEAD's bases) as a run without the cache says them."""
+    from rwkv_registry import gitcheck
+    from rwkv_registry.ops import write_readme
+
+    edit_index(repo, lambda i: i["bases"][0].update(status="frozen"))
+    resum(repo)
+    write_readme(repo)
+    validate_registry(repo)  # the hook on the freeze: index.json's bytes are new, the cache is written
+    git(repo, "commit", "-qam", "freeze")
+    edit_index(repo, lambda i: i["bases"][0].update(status="active"))
+    (repo / TINY_BASE / "state" / "v1" / "s3.pth").write_bytes(write_state(tmp_path / "s3.pth", seed=3).read_bytes())
+    resum(repo)
+    write_readme(repo)
+    shown: list[str] = []
+    real_show = gitcheck._PlainRepo.show_bytes
+    monkeypatch.setattr(
+        gitcheck._PlainRepo, "show_bytes", lambda self, spec: shown.append(spec) or real_show(self, spec)
+    )
+    cached = validate_registry(repo).findings
+    assert shown == []  # HEAD's index.json was neither read nor parsed
+    cold = validate_registry(repo, use_cache=False).findings
+    assert [spec.split(":")[1] for spec in shown] == ["index.json"]  # without the cache it is (HEAD's commit)
+    assert [(f.code, f.path, f.message) for f in cached] == [(f.code, f.path, f.message) for f in cold]
+    assert {"GIT003", "GIT005"} <= {f.code for f in cold}
