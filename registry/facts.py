@@ -31,6 +31,7 @@ from .rules import Finding, finding
 
 FACTS_VERSION = 3  # bump when the checks behind cached findings (or the cache's layout) change
 MAX_ITEMS = 50_000  # index.json entries whose schema errors the cache keeps
+_JOURNAL_MAX = 8 << 20  # bytes of appended schema results read back (FactsCache.journal); beyond, ignored
 _STATE_NAME = re.compile(r"^blocks\.(\d+)\.att\.time_state$")
 
 
@@ -291,6 +292,7 @@ class FactsCache:
         # base and rank has the same ones, 60 KB of JSON each at 7.2B, loaded on every warm run
         self.blobs: dict[str, Any] = {}
         self.path: Path | None = None
+        self.journaled = False
         if not enabled:
             return
         directory = cache_dir().resolve()
@@ -312,6 +314,55 @@ class FactsCache:
                 blobs = data.get("blobs", {})
                 self.blobs = blobs if isinstance(blobs, dict) else {}
         except (OSError, ValueError, AttributeError):
+            pass
+        self._read_journal()
+
+    @property
+    def journal(self) -> Path | None:
+        """Schema results appended by writes (:meth:`journal_items`), beside the cache file."""
+        return self.path.with_name(f"{self.path.stem}.items.jsonl") if self.path else None
+
+    def _read_journal(self) -> None:
+        self.journaled = False
+        if self.journal is None:
+            return
+        try:
+            with open(self.journal, "rb") as f:
+                raw = f.read(_JOURNAL_MAX + 1)
+        except OSError:
+            return
+        self.journaled = True  # removed by the next save, which keeps what it holds
+        if len(raw) > _JOURNAL_MAX:
+            return
+        for line in raw.splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue  # a line cut short by a killed writer
+            if isinstance(record, dict) and record.get("version") == [FACTS_VERSION, __version__]:
+                items, json_values = record.get("items"), record.get("json")
+                if isinstance(items, dict):
+                    self.items.update(items)
+                if isinstance(json_values, dict):
+                    self.json.update(json_values)
+
+    def journal_items(self, items: dict[str, Any], json_values: dict[str, Any] | None = None) -> None:
+        """Append index-entry schema results (and JSON files' verdicts, :meth:`put_json`) to the journal, not
+        rewriting the whole cache: ``add`` records those of the entries and the train.json it wrote, so that the
+        validation right after it (the pre-commit hook) finds them known and does not import jsonschema. Both are
+        keyed by content, like :attr:`items` and :attr:`json`; a lost line only costs time."""
+        if not (self.enabled and self.journal is not None and (items or json_values)):
+            return
+        record = {"version": [FACTS_VERSION, __version__], "items": items, "json": json_values or {}}
+        line = json.dumps(record) + "\n"
+        try:
+            self.journal.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(fd, line.encode("utf-8", "surrogatepass"))
+            finally:
+                os.close(fd)
+        except OSError:
             pass
 
     def get(self, path: str, key: list[Any]) -> FileFacts | None:
@@ -386,6 +437,8 @@ class FactsCache:
             with os.fdopen(fd, "w") as f:
                 f.write(payload)
             os.replace(tmp, self.path)
+            if self.journaled and self.journal is not None:
+                self.journal.unlink(missing_ok=True)  # its items are in the file now
         except OSError:
             pass  # a cache that cannot be written only costs time
 

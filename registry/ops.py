@@ -82,8 +82,9 @@ def empty_index(name: str = "") -> dict[str, Any]:
     }
 
 
-def load_index(root: Path) -> dict[str, Any]:
-    """index.json of a registry about to be written; refuse to build on an invalid one."""
+def load_index(root: Path, cache: FactsCache | None = None) -> dict[str, Any]:
+    """index.json of a registry about to be written; refuse to build on an invalid one. ``cache``: the
+    validation cache already read by the caller (else read here for its schema results)."""
     from .jsonload import JsonLoadError, load_json_file
     from .schemas import schema_errors, schema_summary
 
@@ -96,7 +97,7 @@ def load_index(root: Path) -> dict[str, Any]:
         raise RefusedError(
             e.message, hint="Fix index.json first (`rwkv-registry validate`).", path="index.json"
         ) from None
-    errors = schema_errors("index", index, memo=FactsCache(root).items)
+    errors = schema_errors("index", index, memo=(cache or FactsCache(root)).items)
     if errors:
         shown = schema_summary(errors)
         raise RefusedError(
@@ -125,11 +126,14 @@ def _registry_files(root: Path) -> dict[str, Path]:
 
 
 def compute_sums(
-    root: Path, staged: dict[str, bytes] | None = None, staged_hashes: dict[str, str] | None = None
+    root: Path,
+    staged: dict[str, bytes] | None = None,
+    staged_hashes: dict[str, str] | None = None,
+    cache: FactsCache | None = None,
 ) -> bytes:
     """SHA256SUMS content for the registry as it will be once ``staged`` files are published.
 
-    Weight files' hashes come from the validation cache when their stat key matches.
+    Weight files' hashes come from the validation cache (``cache``, else read here) when their stat key matches.
     """
     staged = staged or {}
     hashes: dict[str, str] = dict(staged_hashes or {})
@@ -137,7 +141,7 @@ def compute_sums(
     big = {
         r: p for r, p in files.items() if r not in staged and r not in hashes and p.suffix in (".pth", ".safetensors")
     }
-    facts, _ = gather_facts(big, FactsCache(root))
+    facts, _ = gather_facts(big, cache or FactsCache(root))
     for rel, p in files.items():
         if rel in staged or rel in hashes:
             continue
@@ -166,13 +170,15 @@ def _publish(
     staged_hashes: dict[str, str] | None = None,
     *,
     warn_signature: bool = True,
+    cache: FactsCache | None = None,
 ) -> None:
     """Stage ``texts`` (index.json, README.md, train.json …) plus a fresh SHA256SUMS and commit.
 
-    ``warn_signature``: say on stderr when the new SHA256SUMS leaves an existing SHA256SUMS.sig stale."""
+    ``warn_signature``: say on stderr when the new SHA256SUMS leaves an existing SHA256SUMS.sig stale.
+    ``cache``: the validation cache the caller read (weight files' hashes)."""
     for rel, data in texts.items():
         txn.write_bytes(rel, data)
-    sums = compute_sums(root, texts, staged_hashes)
+    sums = compute_sums(root, texts, staged_hashes, cache)
     txn.write_bytes(SUMS_NAME, sums)
     stale = warn_signature and _signature_goes_stale(root, sums)
     txn.commit()
@@ -480,10 +486,10 @@ def _refuse_closing_unpublished(
         )
 
 
-def _check_index_schema(index: dict[str, Any]) -> None:
+def _check_index_schema(index: dict[str, Any], memo: dict[str, Any] | None = None) -> None:
     from .schemas import schema_errors, schema_summary
 
-    errors = schema_errors("index", index)
+    errors = schema_errors("index", index, memo=memo)
     if errors:
         shown = schema_summary(errors)
         raise RefusedError(
@@ -557,6 +563,7 @@ def add_entry(
     from .atomic import require_registry
     from .jsonload import JsonLoadError, load_json_file
     from .schemas import schema_errors, schema_summary
+    from .validate import json_verdict
 
     root = Path(path)
     src = Path(file)
@@ -610,7 +617,9 @@ def add_entry(
             path=str(file),
         )
     with registry_lock(root):
-        index = load_index(root)
+        cache = FactsCache(root)  # read once: schema results of the entries, hashes of the weights
+        index = load_index(root, cache)
+        known = set(cache.items)
         bases = {b["name"]: b for b in index["bases"]}
         if base not in bases:
             raise UsageError(
@@ -736,7 +745,7 @@ def add_entry(
                     other["recommended"] = False
         _refuse_train_findings(root, train_rel, train_will_be, index, entry, group, train)
         index["entries"].append(entry)
-        _check_index_schema(index)
+        _check_index_schema(index, cache.items)
         texts = {"index.json": dump_json(index), "README.md": _readme_for(root, index)}
         if train_new is not None:
             texts[train_rel] = train_new
@@ -745,7 +754,13 @@ def add_entry(
             # the bytes published must be the bytes checked: re-hash the staged copy
             if _sha256_of(txn.staged[-1][0]) != facts.sha256:
                 raise RegistryIOError(f"{file} changed while it was being added", hint="Run the command again.")
-            _publish(root, txn, texts, {rel: facts.sha256})
+            _publish(root, txn, texts, {rel: facts.sha256}, cache=cache)
+        # the schema results of the entries written (the new one, any whose recommended mark moved) and the verdict
+        # on the train.json written: the validation right after (the pre-commit hook) checks none of them again
+        verdict = json_verdict("train", train_new, train_rel) if train_new is not None else None
+        cache.journal_items(
+            {k: v for k, v in cache.items.items() if k not in known}, dict([verdict] if verdict else [])
+        )
         if displaced is not None:
             displaced.extend(lost_mark)
     return entry

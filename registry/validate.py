@@ -247,7 +247,7 @@ class Validator:
             self.index_bytes = data
         if self.schema_digest is None:  # read once per run, not once per JSON file
             self.schema_digest = f"{schema_digest()}:{code_digest()}"
-        key = f"{schema}:{self.small_hashes[rel]}:{self.schema_digest}"
+        key = json_verdict_key(schema, self.small_hashes[rel], self.schema_digest)
         errors = self.cache.get_json(key)
         if errors is not None:
             # These bytes passed the strict loader (this code) before: no duplicate key, no NaN, no lone surrogate,
@@ -1016,6 +1016,25 @@ class _Invalid:
 
     def __init__(self, value: Any) -> None:
         self.value = value
+
+
+def json_verdict_key(schema: str, sha256: str, digests: str | None = None) -> str:
+    """The validation cache's key for a JSON file's verdict (strict loader, then schema ``schema``): its bytes'
+    sha256, the schema files' and the code's digests."""
+    return f"{schema}:{sha256}:{digests or f'{schema_digest()}:{code_digest()}'}"
+
+
+def json_verdict(schema: str, data: bytes, rel: str) -> tuple[str, list[list[str]]] | None:
+    """(cache key, schema errors) of the JSON file ``rel`` holding ``data``, exactly as :meth:`Validator.load_json`
+    remembers them; None when the strict loader refuses the bytes (nothing to remember then)."""
+    from .jsonload import JsonLoadError, load_json_bytes
+    from .schemas import schema_errors
+
+    try:
+        value = load_json_bytes(data, path=rel)
+    except JsonLoadError:
+        return None
+    return json_verdict_key(schema, hashlib.sha256(data).hexdigest()), [list(e) for e in schema_errors(schema, value)]
 
 
 @functools.cache

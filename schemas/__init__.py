@@ -276,6 +276,19 @@ def _leaf_errors(validator: Any, instance: Any) -> list[tuple[list[Any], str]]:
     return found
 
 
+def _recall(k: str, memo: MutableMapping[str, list[list[Any]]] | None) -> list[list[Any]] | None:
+    errs = memo.pop(k, None) if memo is not None else None  # popped: re-inserted last (recently used)
+    return _ITEM_MEMO.get(k) if errs is None else errs
+
+
+def _remember(k: str, errs: list[list[Any]], memo: MutableMapping[str, list[list[Any]]] | None) -> None:
+    if len(_ITEM_MEMO) >= _ITEM_MEMO_MAX:
+        _ITEM_MEMO.clear()
+    _ITEM_MEMO[k] = errs
+    if memo is not None:
+        memo[k] = errs
+
+
 def schema_errors(
     name: str, instance: Any, *, memo: MutableMapping[str, list[list[Any]]] | None = None
 ) -> list[tuple[str, str]]:
@@ -288,28 +301,32 @@ def schema_errors(
 
     The items of an index's ``entries`` are validated one by one and their results remembered by
     content (``repr`` and the schema digest): in this process, and in ``memo`` when one is given (the
-    validation cache keeps it between runs). A remembered item is not validated again.
+    validation cache keeps it between runs). A remembered item is not validated again; nor is the rest of
+    the index (remembered the same way).
     """
     _check_name(name)
     split = SPLIT_ARRAYS.get(name)
     if split is not None and isinstance(instance, dict) and isinstance(instance.get(split[0]), list):
         key, item = split
-        found = _leaf_errors(_validator(name), {**instance, key: []})
         digest = schema_digest()
+        # the rest of the document (the array emptied) is remembered the same way, under its own repr: when every
+        # item is known too, jsonschema is not even imported (validate right after an `add` that recorded its
+        # new entries, FactsCache.journal_items)
+        rest = {**instance, key: []}
+        k = hashlib.sha256(f"{digest}\0{name}\0{key}=[]\0{rest!r}".encode("utf-8", "surrogatepass")).hexdigest()[:40]
+        errs = _recall(k, memo)
+        if errs is None:
+            errs = [[parts, message] for parts, message in _leaf_errors(_validator(name), rest)]
+        _remember(k, errs, memo)
+        found = [(parts, message) for parts, message in errs]
         item_validator = None
         for i, value in enumerate(instance[key]):
             k = hashlib.sha256(f"{digest}\0{name}\0{value!r}".encode("utf-8", "surrogatepass")).hexdigest()[:40]
-            errs = memo.pop(k, None) if memo is not None else None  # popped: re-inserted last (recently used)
-            if errs is None:
-                errs = _ITEM_MEMO.get(k)
+            errs = _recall(k, memo)
             if errs is None:
                 item_validator = item_validator or _validator(name, item)
                 errs = [[parts, message] for parts, message in _leaf_errors(item_validator, value)]
-            if len(_ITEM_MEMO) >= _ITEM_MEMO_MAX:
-                _ITEM_MEMO.clear()
-            _ITEM_MEMO[k] = errs
-            if memo is not None:
-                memo[k] = errs
+            _remember(k, errs, memo)
             found.extend(([key, i, *parts], message) for parts, message in errs)
     else:
         found = _leaf_errors(_validator(name), instance)

@@ -223,3 +223,125 @@ def test_smoke_hash_cache_skips_racy_files(tmp_path: Path, monkeypatch: pytest.M
     tick[0] -= 3 * 10**9  # the same bytes seen once their times are older than the step: cached
     hashcache.cached_sha256(p)
     assert hashcache.cached_sha256(p) == (second, True)
+
+
+def _report_json(root: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> dict[str, object]:
+    """`validate --format json` as a user gets it, without its stats (time, hits and bytes hashed differ)."""
+    from rwkv_registry import schemas
+    from rwkv_registry.cli import main
+
+    schemas._ITEM_MEMO.clear()  # this process's memo would answer in place of the cache
+    capsys.readouterr()
+    main(["validate", str(root), "--format", "json", *extra])
+    out = json.loads(capsys.readouterr().out)
+    out.pop("stats")
+    return out
+
+
+def test_writes_and_edits_in_a_git_registry_give_the_findings_of_a_cold_run(
+    reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The pre-commit case and its neighbours, one change after another in a git registry: `add` (its schema
+    results journaled beside the cache, HEAD's bases then from the cache), a commit, an `add` that moves the
+    recommended mark, a damaged hash, an edited README, a removed entry. After each, `validate --format json`
+    with the cache (the run that fills it and the one it answers) is a run without the cache, byte for byte."""
+    import subprocess
+
+    from regtools import edit_index, state_train, write_state
+
+    from rwkv_registry.ops import add_entry, update_index
+
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@e", *args], cwd=reg, env=env, check=True)
+
+    git("init", "-q", "-b", "main")
+    git("add", "-A")
+    git("commit", "-qm", "publish")
+    _report_json(reg, capsys)  # the cache holds the published registry's answers
+
+    def add(i: int, **kw: object) -> None:
+        src = write_state(tmp_path / "src" / f"new{i}.pth", seed=100 + i)
+        add_entry(reg, src, base=TINY_BASE, data_version="v7", train=state_train("v7"), **kw)  # type: ignore[arg-type]
+
+    def commit() -> None:
+        git("add", "-A")
+        git("commit", "-qm", "step")
+
+    steps: list[tuple[str, Callable[[], None]]] = [
+        ("add", lambda: add(1)),
+        ("commit", commit),
+        ("add, recommended", lambda: add(2, recommended=True)),
+        ("hash damaged", lambda: edit_index(reg, lambda index: index["entries"][0]["file"].update(sha256="0" * 64))),
+        ("readme edited", lambda: _edit("README.md", lambda t: t.replace("| Path |", "| Paths |", 1))(reg)),
+        ("entry removed", lambda: update_index(reg, lambda index: index["entries"].pop(0))),
+        ("commit again", commit),
+    ]
+    journal = next(Path(os.environ["RWKV_REGISTRY_CACHE_DIR"]).glob("validate-*.json"))
+    journal = journal.with_name(journal.stem + ".items.jsonl")
+    seen: set[str] = set()
+    for name, step in steps:
+        step()
+        if name.startswith("add"):
+            assert journal.is_file(), name  # the entries add wrote, schema-checked, for the hook to find
+        cold = _report_json(reg, capsys, "--no-cache")
+        assert _report_json(reg, capsys) == cold, name  # fills the cache
+        assert not journal.exists(), name  # taken into the cache file
+        assert _report_json(reg, capsys) == cold, name  # answered from it
+        seen |= {f["code"] for f in cold["findings"]}  # type: ignore[attr-defined, index]
+    assert {"HSH001", "RDM002", "LAY007"} <= seen
+
+
+def test_the_hook_after_an_add_checks_no_entry_against_the_schema_again(reg: Path, tmp_path: Path) -> None:
+    """`add` journals the schema results of the entries it wrote; the validation after it finds every entry (and
+    the rest of index.json) known, and does not even import jsonschema."""
+    import subprocess
+    import sys
+
+    from regtools import state_train, write_state
+
+    from rwkv_registry.ops import add_entry
+
+    probe = (
+        "import sys, json\nfrom rwkv_registry.cli import main\n"
+        "code = main(['validate', sys.argv[1], '--format', 'json'])\n"
+        "print('JSONSCHEMA=' + json.dumps('jsonschema' in sys.modules))\n"
+    )
+
+    def run() -> tuple[dict[str, object], bool]:
+        out = subprocess.run([sys.executable, "-c", probe, str(reg)], capture_output=True, text=True, check=True)
+        report, flag = out.stdout.rsplit("JSONSCHEMA=", 1)
+        return json.loads(report), json.loads(flag)
+
+    run()  # the cache holds the registry's answers
+    add_entry(reg, write_state(tmp_path / "n.pth", seed=9), base=TINY_BASE, data_version="v7", train=state_train("v7"))
+    report, imported = run()
+    assert imported is False
+    assert (
+        report["counts"]
+        == json.loads(
+            subprocess.run(
+                [sys.executable, "-m", "rwkv_registry.cli", "validate", str(reg), "--format", "json", "--no-cache"],
+                capture_output=True,
+                text=True,
+            ).stdout
+        )["counts"]
+    )
+
+
+def test_the_journal_is_read_line_by_line_and_only_for_this_version(tmp_path: Path) -> None:
+    root = tmp_path / "r"
+    root.mkdir()
+    cache = facts.FactsCache(root)
+    assert cache.journal is not None and not cache.journal.exists()
+    cache.journal_items({"a" * 40: [[["id"], "x"]]})
+    with open(cache.journal, "a") as f:
+        f.write(json.dumps({"version": [0, "old"], "items": {"b" * 40: []}}) + "\n")
+        f.write('{"version": [1, "cut sh')  # a writer killed mid-line
+    read = facts.FactsCache(root)
+    assert read.items == {"a" * 40: [[["id"], "x"]]} and read.journaled
+    read.put_json("k", 1)
+    read.save()
+    assert not cache.journal.exists()
+    assert facts.FactsCache(root).items == {"a" * 40: [[["id"], "x"]]}  # kept in the cache file

@@ -1133,9 +1133,13 @@ def test_memo_is_keyed_by_content_and_schema():
     doc = seed_index()
     memo: dict[str, Any] = {}
     assert schema_errors("index", doc, memo=memo) == []
-    assert len(memo) == len({repr(e) for e in doc["entries"]})
+    assert len(memo) == 1 + len({repr(e) for e in doc["entries"]})  # the rest of the index, then each entry
+    rest_key, key = list(memo)[:2]
     # a poisoned memo entry is used (the cache is trusted like the facts cache) only for that exact content
-    key = next(iter(memo))
+    memo[rest_key] = [[["links"], "planted in the rest"]]
+    schemas._ITEM_MEMO.clear()
+    assert schema_errors("index", doc, memo=memo) == [("$.links", "planted in the rest")]
+    memo[rest_key] = []
     memo[key] = [[["id"], "planted"]]
     schemas._ITEM_MEMO.clear()
     assert ("$.entries[0].id", "planted") in schema_errors("index", doc, memo=memo)
