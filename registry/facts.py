@@ -31,7 +31,8 @@ from .rules import Finding, finding
 
 FACTS_VERSION = 3  # bump when the checks behind cached findings (or the cache's layout) change
 MAX_ITEMS = 50_000  # index.json entries whose schema errors the cache keeps
-_JOURNAL_MAX = 8 << 20  # bytes of appended schema results read back (FactsCache.journal); beyond, ignored
+_JOURNAL_MAX = 8 << 20  # bytes of the journal read back (FactsCache.journal); beyond, ignored
+_JOURNAL_APPEND_MAX = 1 << 20  # a save appends to the journal up to this size, then rewrites the cache file
 _STATE_NAME = re.compile(r"^blocks\.(\d+)\.att\.time_state$")
 
 
@@ -292,7 +293,11 @@ class FactsCache:
         # base and rank has the same ones, 60 KB of JSON each at 7.2B, loaded on every warm run
         self.blobs: dict[str, Any] = {}
         self.path: Path | None = None
-        self.journaled = False
+        self.journaled = False  # a journal existed when the cache was read: a rewrite of the file replaces it
+        self.loaded = False  # the cache file was read (this version): a save may append only what changed
+        self._new_files: dict[str, Any] = {}
+        self._new_json: dict[str, Any] = {}
+        self._seen_items: set[str] = set()
         if not enabled:
             return
         directory = cache_dir().resolve()
@@ -313,14 +318,17 @@ class FactsCache:
                 self.items = items if isinstance(items, dict) else {}
                 blobs = data.get("blobs", {})
                 self.blobs = blobs if isinstance(blobs, dict) else {}
+                self.loaded = True
         except (OSError, ValueError, AttributeError):
             pass
         self._read_journal()
+        self._seen_items = set(self.items)
 
     @property
     def journal(self) -> Path | None:
-        """Schema results appended by writes (:meth:`journal_items`), beside the cache file."""
-        return self.path.with_name(f"{self.path.stem}.items.jsonl") if self.path else None
+        """What was added since the cache file was written, one JSON line per save or write (:meth:`save`,
+        :meth:`journal_items`), beside the cache file; read after it, line by line, in order."""
+        return self.path.with_name(f"{self.path.stem}.journal.jsonl") if self.path else None
 
     def _read_journal(self) -> None:
         self.journaled = False
@@ -340,11 +348,13 @@ class FactsCache:
             except ValueError:
                 continue  # a line cut short by a killed writer
             if isinstance(record, dict) and record.get("version") == [FACTS_VERSION, __version__]:
-                items, json_values = record.get("items"), record.get("json")
-                if isinstance(items, dict):
-                    self.items.update(items)
-                if isinstance(json_values, dict):
-                    self.json.update(json_values)
+                for name, table in (("files", self.files), ("json", self.json), ("items", self.items)):
+                    values = record.get(name)
+                    if isinstance(values, dict):
+                        table.update(values)
+                blobs = record.get("blobs")
+                if isinstance(blobs, dict):
+                    self.blobs.update(blobs)
 
     def journal_items(self, items: dict[str, Any], json_values: dict[str, Any] | None = None) -> None:
         """Append index-entry schema results (and JSON files' verdicts, :meth:`put_json`) to the journal, not
@@ -353,17 +363,30 @@ class FactsCache:
         keyed by content, like :attr:`items` and :attr:`json`; a lost line only costs time."""
         if not (self.enabled and self.journal is not None and (items or json_values)):
             return
-        record = {"version": [FACTS_VERSION, __version__], "items": items, "json": json_values or {}}
-        line = json.dumps(record) + "\n"
+        self._append({"version": [FACTS_VERSION, __version__], "items": items, "json": json_values or {}})
+
+    def _append(self, record: dict[str, Any], limit: int | None = None) -> bool:
+        """Append ``record`` as one line to the journal (None path: nothing); False when it could not be written
+        or the journal would grow past ``limit`` bytes."""
+        if self.journal is None:
+            return False
+        data = (json.dumps(record) + "\n").encode("utf-8", "surrogatepass")
         try:
+            if limit is not None:
+                try:
+                    size = os.stat(self.journal).st_size
+                except FileNotFoundError:
+                    size = 0
+                if size + len(data) > limit:
+                    return False
             self.journal.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:
-                os.write(fd, line.encode("utf-8", "surrogatepass"))
+                return os.write(fd, data) == len(data)
             finally:
                 os.close(fd)
         except OSError:
-            pass
+            return False
 
     def get(self, path: str, key: list[Any]) -> FileFacts | None:
         item = self.files.get(path) if self.enabled else None
@@ -400,6 +423,7 @@ class FactsCache:
                 else:
                     data[where] = None
             self.files[path] = {"key": key, "facts": data, "blobs": blobs} if blobs else {"key": key, "facts": data}
+            self._new_files[path] = self.files[path]
             self.dirty = True
 
     def get_json(self, key: str) -> Any:
@@ -408,13 +432,30 @@ class FactsCache:
     def put_json(self, key: str, value: Any) -> None:
         if self.enabled:
             self.json[key] = value
+            self._new_json[key] = value
             self.dirty = True
 
     def save(self, live: Iterable[str] = ()) -> None:
-        """Write the cache atomically; drop entries of files that no longer exist under the root."""
+        """Write what changed. When the cache file was read and the journal stays under
+        :data:`_JOURNAL_APPEND_MAX`, only this run's additions are appended to the journal (one line: the
+        validation after an ``add`` at 4,000 entries adds a few KB to a 4 MB file); else, or when a file of the
+        cache is no longer in ``live`` (the files under the root), the whole cache is written atomically, without
+        the entries of files that no longer exist, and the journal read with it is removed."""
         if not (self.enabled and self.dirty and self.path):
             return
         keep = set(live)
+        gone = bool(keep) and any(p not in keep for p in self.files)  # a file deleted: its entry leaves the cache
+        if self.loaded and not gone and len(self.json) <= 4096 and len(self.items) <= MAX_ITEMS:
+            used = {d for v in self._new_files.values() if isinstance(v, dict) for d in (v.get("blobs") or {}).values()}
+            record = {
+                "version": [FACTS_VERSION, __version__],
+                "files": self._new_files,
+                "json": self._new_json,
+                "items": {k: v for k, v in self.items.items() if k not in self._seen_items},
+                "blobs": {d: self.blobs[d] for d in used if d in self.blobs},
+            }
+            if self._append(record, _JOURNAL_APPEND_MAX):
+                return
         files = {p: v for p, v in self.files.items() if p in keep} if keep else self.files
         used = {d for v in files.values() if isinstance(v, dict) for d in (v.get("blobs") or {}).values()}
         self.blobs = {d: b for d, b in self.blobs.items() if d in used}

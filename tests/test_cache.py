@@ -238,14 +238,19 @@ def _report_json(root: Path, capsys: pytest.CaptureFixture[str], *extra: str) ->
     return out
 
 
+@pytest.mark.parametrize("saves", ["appended", "rewritten"])
 def test_writes_and_edits_in_a_git_registry_give_the_findings_of_a_cold_run(
-    reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, saves: str
 ) -> None:
     """The pre-commit case and its neighbours, one change after another in a git registry: `add` (its schema
     results journaled beside the cache, HEAD's bases then from the cache), a commit, an `add` that moves the
     recommended mark, a damaged hash, an edited README, a removed entry. After each, `validate --format json`
-    with the cache (the run that fills it and the one it answers) is a run without the cache, byte for byte."""
+    with the cache (the run that fills it and the one it answers) is a run without the cache, byte for byte;
+    with the cache's saves appended to its journal, and with every save rewriting the whole file."""
     import subprocess
+
+    if saves == "rewritten":
+        monkeypatch.setattr(facts, "_JOURNAL_APPEND_MAX", 0)
 
     from regtools import edit_index, state_train, write_state
 
@@ -279,7 +284,7 @@ def test_writes_and_edits_in_a_git_registry_give_the_findings_of_a_cold_run(
         ("commit again", commit),
     ]
     journal = next(Path(os.environ["RWKV_REGISTRY_CACHE_DIR"]).glob("validate-*.json"))
-    journal = journal.with_name(journal.stem + ".items.jsonl")
+    journal = journal.with_name(journal.stem + ".journal.jsonl")
     seen: set[str] = set()
     for name, step in steps:
         step()
@@ -287,8 +292,9 @@ def test_writes_and_edits_in_a_git_registry_give_the_findings_of_a_cold_run(
             assert journal.is_file(), name  # the entries add wrote, schema-checked, for the hook to find
         cold = _report_json(reg, capsys, "--no-cache")
         assert _report_json(reg, capsys) == cold, name  # fills the cache
-        assert not journal.exists(), name  # taken into the cache file
+        assert journal.exists() == (saves == "appended"), name  # a rewrite of the file takes the journal in
         assert _report_json(reg, capsys) == cold, name  # answered from it
+        assert validate_registry(reg).stats["bytes_hashed"] == 0, name  # every weight file's facts from the cache
         seen |= {f["code"] for f in cold["findings"]}  # type: ignore[attr-defined, index]
     assert {"HSH001", "RDM002", "LAY007"} <= seen
 
