@@ -15,8 +15,9 @@ Then, in a fresh process each (as a user runs them), the median of ``--repeat`` 
 --no-cache`` (cold), ``validate`` (warm), ``validate --since HEAD~1``, ``validate --since`` the newest
 base's own commit (a CI range of many new files that spans no freeze), ``add`` of a new State file,
 ``validate`` after that add (the pre-commit hook on a new entry), ``add-base`` (metadata), ``sums``,
-``sums --check``, ``readme``, ``list``, ``list --format json`` and ``show``; wall time and the
-child's peak RSS. Write commands are undone after each run (``git reset --hard``, ``git clean``).
+``sums --check``, ``readme``, ``list``, ``list --format json`` and ``show``; wall time, the child's CPU
+time (user + sys, the figure to compare on a shared machine) and its peak RSS. Write commands are undone
+after each run (``git reset --hard``, ``git clean``).
 ``--python LABEL=PYTHON`` (repeatable) measures the rwkv_registry of several interpreters (e.g. a
 checkout before and after a change) on the same registries, their runs alternating so that other load
 on the machine weighs on each alike; each has its own cache directory.
@@ -253,19 +254,24 @@ def build(root: Path, n_entries: int, n_bases: int, n_commits: int, seed: int) -
 
 def run(
     cmd: list[str], cwd: Path | None = None, ok: tuple[int, ...] = (0,), env: dict[str, str] | None = None
-) -> tuple[float, float, str]:
-    """(wall seconds, peak RSS MB of the child, stdout) of one command. The peak RSS comes from GNU time
-    (``/usr/bin/time -f %M``): a child forked from this process would report this process's peak too."""
+) -> tuple[float, float, str, float]:
+    """(wall seconds, peak RSS MB of the child, stdout, CPU seconds of the child and its children: user + sys)
+    of one command. Both come from GNU time (``/usr/bin/time -f '%M %U %S'``): a child forked from this process
+    would report this process's peak too. The CPU time is the figure to compare on a shared machine, where
+    the wall time also counts waiting for a core."""
     with tempfile.NamedTemporaryFile() as rss:
-        wrap = [GNU_TIME, "-q", "-f", "%M", "-o", rss.name] if GNU_TIME else []
+        wrap = [GNU_TIME, "-q", "-f", "%M %U %S", "-o", rss.name] if GNU_TIME else []
         t0 = time.perf_counter()
         p = subprocess.run([*wrap, *cmd], cwd=cwd, capture_output=True, text=True, env=env)
         dt = time.perf_counter() - t0
         if p.returncode not in ok:
             raise SystemExit(f"{' '.join(cmd)} exited {p.returncode}:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
         text = Path(rss.name).read_text().strip().splitlines()
-        mb = int(text[-1]) / 1024 if text and text[-1].isdigit() else float("nan")
-    return dt, mb, p.stdout
+        fields = text[-1].split() if text else []
+        ok_fields = len(fields) == 3 and fields[0].isdigit()
+        mb = int(fields[0]) / 1024 if ok_fields else float("nan")
+        cpu = float(fields[1]) + float(fields[2]) if ok_fields else float("nan")
+    return dt, mb, p.stdout, cpu
 
 
 class Cli:
@@ -276,7 +282,7 @@ class Cli:
         self.prefix = [python, "-m", "rwkv_registry.cli"]
         self.env = {**os.environ, "RWKV_REGISTRY_CACHE_DIR": str(cache)}
 
-    def run(self, *args: str, ok: tuple[int, ...] = (0,)) -> tuple[float, float, str]:
+    def run(self, *args: str, ok: tuple[int, ...] = (0,)) -> tuple[float, float, str, float]:
         return run([*self.prefix, *args], ok=ok, env=self.env)
 
 
@@ -308,20 +314,23 @@ def measure(root: Path, repeat: int, work: Path, clis: list[Cli], since: str) ->
     out: dict[str, dict[str, Any]] = {c.label: {} for c in clis}
 
     def step(name: str, args: Any, *, write: bool = False, before: Any = None) -> None:
-        samples: dict[str, list[tuple[float, float]]] = {c.label: [] for c in clis}
+        samples: dict[str, list[tuple[float, float, float]]] = {c.label: [] for c in clis}
         for i in range(repeat):
             for c in clis:
                 if before is not None:
                     c.run(*before(i))
-                samples[c.label].append(c.run(*(args(i) if callable(args) else args))[:2])
+                t, mb, _, cpu = c.run(*(args(i) if callable(args) else args))
+                samples[c.label].append((t, mb, cpu))
                 if write or before is not None:
                     undo()
         for c in clis:
-            times = [t for t, _ in samples[c.label]]
+            times = [t for t, _, _ in samples[c.label]]
+            cpus = [cpu for _, _, cpu in samples[c.label]]
             out[c.label][name] = {
                 "s": round(statistics.median(times), 3),
                 "min_s": round(min(times), 3),
-                "mb": round(max(m for _, m in samples[c.label]), 1),
+                "cpu_s": round(statistics.median(cpus), 3),
+                "mb": round(max(m for _, m, _ in samples[c.label]), 1),
             }
 
     step("validate_cold", ["validate", r, "--no-cache"])
@@ -383,7 +392,7 @@ def main() -> int:
             top.mkdir(parents=True)
             root = top / "registry"
             built = build(root, n, args.bases, args.commits, args.seed)
-            _, _, text = run([*CLI, "validate", str(root), "--format", "json", "--no-cache"], ok=(0, 1))
+            _, _, text, _ = run([*CLI, "validate", str(root), "--format", "json", "--no-cache"], ok=(0, 1))
             report = json.loads(text)
             errors = [f for f in report["findings"] if f["severity"] == "error"]
             assert not errors, f"generated registry of {n} entries is invalid: {errors[:5]}"
@@ -393,7 +402,10 @@ def main() -> int:
             figures = measure(root, args.repeat, top, clis, built["since_range"]["rev"])
             results["runs"].append({"entries": n, **built, "figures": figures})
             for label, figs in figures.items():
-                print(f"  {label}: " + ", ".join(f"{k} {v['s']:.3f} s/{v['mb']:.0f} MB" for k, v in figs.items()))
+                print(
+                    f"  {label}: "
+                    + ", ".join(f"{k} {v['s']:.3f} s/{v['cpu_s']:.3f} s CPU/{v['mb']:.0f} MB" for k, v in figs.items())
+                )
             if args.out:
                 args.out.write_text(json.dumps(results, indent=2) + "\n")
     finally:
@@ -405,7 +417,11 @@ def main() -> int:
         print(f"\n{label}\n| command | " + " | ".join(f"N={r['entries']}" for r in runs) + " |")
         print("|---|" + "---|" * len(runs))
         for k in keys:
-            cells = [f"{r['figures'][label][k]['s']:.3f} s, {r['figures'][label][k]['mb']:.0f} MB" for r in runs]
+            cells = [
+                f"{r['figures'][label][k]['s']:.3f} s ({r['figures'][label][k]['cpu_s']:.3f} s CPU), "
+                f"{r['figures'][label][k]['mb']:.0f} MB"
+                for r in runs
+            ]
             print(f"| {k} | " + " | ".join(cells) + " |")
     return 0
 
