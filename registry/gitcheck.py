@@ -471,7 +471,8 @@ def _index_at(
     path = "index.json" if str(prefix) == "." else f"{prefix}/index.json"
     try:
         if isinstance(repo, _PlainRepo):
-            oid = repo.blob_id(f"{rev}:{path}")
+            # the blob's id first only when something can answer for it (no extra git command otherwise)
+            oid = repo.blob_id(f"{rev}:{path}") if (now is not None and now_bytes is not None) or memo else ""
             if oid is None:
                 return None
             if now is not None and now_bytes is not None:
@@ -480,14 +481,14 @@ def _index_at(
                     memo.put_json(f"git-bases:{now_oid}", {"bases": now.get("bases")})
                 if now_oid == oid:
                     return now  # the same bytes as index.json now (the usual case): that value, not read again
-            known = memo.get_json(f"git-bases:{oid}") if memo is not None else None
+            known = memo.get_json(f"git-bases:{oid}") if memo is not None and oid else None
             if isinstance(known, dict):
                 return known
             raw = repo.show_bytes(f"{rev}:{path}")
             if raw is None:
                 return None
             data = json.loads((raw[:-1] if raw.endswith(b"\n") else raw).decode("utf-8", "surrogateescape"))
-            if memo is not None and isinstance(data, dict):
+            if memo is not None and oid and isinstance(data, dict):
                 memo.put_json(f"git-bases:{oid}", {"bases": data.get("bases")})
         else:
             data = json.loads(repo.git.show(f"{rev}:{path}"))

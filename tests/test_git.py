@@ -445,3 +445,21 @@ def test_head_bases_from_the_memo_give_the_findings_of_a_cold_run(
     assert [spec.split(":")[1] for spec in shown] == ["index.json"]  # without the cache it is (HEAD's commit)
     assert [(f.code, f.path, f.message) for f in cached] == [(f.code, f.path, f.message) for f in cold]
     assert {"GIT003", "GIT005"} <= {f.code for f in cold}
+
+
+def test_without_the_bytes_or_a_memo_head_is_read_with_one_git_command(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """check_git without the index bytes and a memo (add-base's check before it freezes a base) asks git for
+    HEAD's index.json once (`git show`), not first for its blob id, which nothing could answer for."""
+    from rwkv_registry import gitcheck
+    from rwkv_registry.gitcheck import check_git
+
+    asked: list[str] = []
+    real = gitcheck._PlainRepo.blob_id
+    monkeypatch.setattr(gitcheck._PlainRepo, "blob_id", lambda self, spec: asked.append(spec) or real(self, spec))
+    index = json.loads((repo / "index.json").read_text())
+    assert check_git(repo, index) == []
+    assert asked == []
+    assert check_git(repo, index, index_bytes=(repo / "index.json").read_bytes()) == []
+    assert len(asked) == 1
