@@ -160,9 +160,14 @@ def _depth_surely_within(data: bytes, max_depth: int) -> bool:
     return max(accumulate(array("b", outside.translate(_BRACKET_SIGN))), default=0) <= max_depth
 
 
-def _big_number_possible(data: bytes) -> bool:
-    """Whether ``data`` holds a run of 309 ASCII digits, as ``_BIG_NUMBER_RE.search`` on its text would say."""
-    return _BIG_NUMBER_RUN in data.translate(_DIGITS_TO_0)
+def _big_number_possible(data: bytes, chunk: int = 1 << 20) -> bool:
+    """Whether ``data`` holds a run of 309 ASCII digits, as ``_BIG_NUMBER_RE.search`` on its text would say;
+    translated ``chunk`` bytes at a time (overlapping by 308), so that no copy of a large file is made."""
+    overlap = len(_BIG_NUMBER_RUN) - 1
+    return any(
+        _BIG_NUMBER_RUN in data[start : start + chunk + overlap].translate(_DIGITS_TO_0)
+        for start in range(0, len(data), chunk)
+    )
 
 
 def _check_depth(text: str, max_depth: int, path: str) -> None:

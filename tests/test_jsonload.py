@@ -299,6 +299,8 @@ def test_big_number_prefilter_is_the_regex(parts):
 
     text = "".join(parts)
     assert _big_number_possible(text.encode()) == bool(_BIG_NUMBER_RE.search(text))
+    for chunk in (1, 7, 300, 500):  # a run across chunk boundaries is still found
+        assert _big_number_possible(text.encode(), chunk) == bool(_BIG_NUMBER_RE.search(text))
 
 
 def test_prefilters_still_refuse_depth_and_overflow_in_a_large_document():
