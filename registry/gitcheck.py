@@ -204,11 +204,14 @@ def check_git(
     index: dict[str, Any] | None,
     since: str | None = None,
     *,
-    index_bytes: bytes | None = None,
+    index_sha256: str | None = None,
+    index_blob_id: str | None = None,
     memo: Any = None,
 ) -> list[Finding]:
-    """GIT001–GIT005 for the registry at ``root``. ``index_bytes``, the index.json bytes that ``index`` was parsed
-    from, spares reading and parsing HEAD's index.json when git's id for them is HEAD's (the usual case).
+    """GIT001–GIT005 for the registry at ``root``. ``index_blob_id``, git's (SHA-1) blob id of the index.json bytes
+    that ``index`` was parsed from (:func:`git_blob_id`), spares reading and parsing HEAD's index.json when it is
+    HEAD's (the usual case); ``index_sha256``, their sha256, spares parsing it (read, then compared) in a
+    SHA-256 repository.
     ``memo`` (a :class:`~rwkv_registry.facts.FactsCache`) remembers the bases of index.json blobs by their git
     id, so that HEAD's, when index.json was just changed (the pre-commit hook after an ``add``), is not read and
     parsed either: those of the index.json validated now are recorded whenever the cache is written anyway."""
@@ -224,7 +227,7 @@ def check_git(
             return [finding("GIT004", ".", "the git executable is not available")]
         if head is None:
             return []  # a repository without commits: nothing is published yet
-        return _check_repo(root, index, None, plain, head, (_GitFailed,), index_bytes, memo)
+        return _check_repo(root, index, None, plain, head, (_GitFailed,), (index_sha256, index_blob_id), memo)
     try:
         import git
     except ImportError:  # GitPython missing or git not installed
@@ -251,7 +254,7 @@ def check_git(
                 hint="Give a commit, tag or branch name known to this clone.",
             ) from None
         return []  # a repository without commits: nothing is published yet
-    return _check_repo(root, index, since, repo, commit.hexsha, (git.GitCommandError,), None, None)
+    return _check_repo(root, index, since, repo, commit.hexsha, (git.GitCommandError,), (None, None), None)
 
 
 def _check_repo(
@@ -261,7 +264,7 @@ def _check_repo(
     repo: Any,
     baseline: str,
     git_errors: tuple[type[Exception], ...],
-    index_bytes: bytes | None,
+    index_ids: tuple[str | None, str | None],
     memo: Any,
 ) -> list[Finding]:
     """GIT001–GIT003 in ``repo`` (GitPython's or a :class:`_PlainRepo`) against commit ``baseline``."""
@@ -274,7 +277,7 @@ def _check_repo(
         changed = _name_status(repo, baseline, "--", spec)  # working tree vs baseline
         staged = _name_status(repo, "--cached", baseline, "--", spec)  # index vs baseline
         untracked = _split_z(repo.git.ls_files("--others", "--exclude-standard", "-z", "--", spec))
-        baseline_index = _index_at(repo, baseline, prefix, index, index_bytes, memo)
+        baseline_index = _index_at(repo, baseline, prefix, index, *index_ids, memo)
     except git_errors as e:
         return [finding("GIT004", ".", f"git failed: {str(getattr(e, 'stderr', '') or e).strip()[:200]}")]
 
@@ -461,25 +464,26 @@ def _index_at(
     rev: str,
     prefix: PurePosixPath,
     now: dict[str, Any] | None = None,
-    now_bytes: bytes | None = None,
+    now_sha256: str | None = None,
+    now_blob_id: str | None = None,
     memo: Any = None,
 ) -> dict[str, Any] | None:
-    """index.json at ``rev`` (None when absent or unparseable). With ``now`` and the bytes it was parsed from, a
-    :class:`_PlainRepo` compares git's blob ids first: the same id gives ``now`` itself, unread. With ``memo``,
-    another blob's bases come from it when known, as ``{"bases": …}`` (all that the callers read of a
-    baseline), and those of ``now`` are recorded there when the memo is being written anyway (dirty)."""
+    """index.json at ``rev`` (None when absent or unparseable). With ``now`` and git's SHA-1 blob id of the bytes
+    it was parsed from, a :class:`_PlainRepo` compares blob ids first: the same id gives ``now`` itself, unread.
+    With ``memo``, another blob's bases come from it when known, as ``{"bases": …}`` (all that the callers read
+    of a baseline), and those of ``now`` are recorded there when the memo is being written anyway (dirty). In a
+    SHA-256 repository, the blob is read and compared by ``now_sha256``, as without a blob id."""
     path = "index.json" if str(prefix) == "." else f"{prefix}/index.json"
     try:
         if isinstance(repo, _PlainRepo):
             # the blob's id first only when something can answer for it (no extra git command otherwise)
-            oid = repo.blob_id(f"{rev}:{path}") if (now is not None and now_bytes is not None) or memo else ""
+            oid = repo.blob_id(f"{rev}:{path}") if (now is not None and now_blob_id) or memo else ""
             if oid is None:
                 return None
-            if now is not None and now_bytes is not None:
-                now_oid = git_blob_id(now_bytes, len(oid))
-                if memo is not None and memo.dirty and memo.get_json(f"git-bases:{now_oid}") is None:
-                    memo.put_json(f"git-bases:{now_oid}", {"bases": now.get("bases")})
-                if now_oid == oid:
+            if now is not None and now_blob_id and len(oid) == len(now_blob_id):
+                if memo is not None and memo.dirty and memo.get_json(f"git-bases:{now_blob_id}") is None:
+                    memo.put_json(f"git-bases:{now_blob_id}", {"bases": now.get("bases")})
+                if now_blob_id == oid:
                     return now  # the same bytes as index.json now (the usual case): that value, not read again
             known = memo.get_json(f"git-bases:{oid}") if memo is not None and oid else None
             if isinstance(known, dict):
@@ -487,6 +491,8 @@ def _index_at(
             raw = repo.show_bytes(f"{rev}:{path}")
             if raw is None:
                 return None
+            if now is not None and now_sha256 is not None and hashlib.sha256(raw).hexdigest() == now_sha256:
+                return now  # a SHA-256 repository: the same bytes, compared once read
             data = json.loads((raw[:-1] if raw.endswith(b"\n") else raw).decode("utf-8", "surrogateescape"))
             if memo is not None and oid and isinstance(data, dict):
                 memo.put_json(f"git-bases:{oid}", {"bases": data.get("bases")})

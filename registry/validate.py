@@ -220,7 +220,8 @@ class Validator:
         self.entries_by_path: dict[str, dict[str, Any]] = {}
         self.ids: set[str] = set()  # entry and unpublished ids
         self.small_hashes: dict[str, str] = {}
-        self.index_bytes: bytes | None = None  # the bytes index.json was parsed from (git compares its blob id)
+        # sha256 and git's (SHA-1) blob id of the bytes index.json was parsed from: check_git compares HEAD's
+        self.index_ids: tuple[str | None, str | None] = (None, None)
         self.stats: dict[str, Any] = {}
         self.trusted_keys: list[str] = []
         self.invalid_json: set[str] = set()  # JSON files that failed their schema (rules on them guarded)
@@ -244,7 +245,9 @@ class Validator:
             return None
         self.small_hashes[rel] = hashlib.sha256(data).hexdigest()
         if rel == "index.json":
-            self.index_bytes = data
+            from .gitcheck import git_blob_id
+
+            self.index_ids = (self.small_hashes[rel], git_blob_id(data))
         if self.schema_digest is None:  # read once per run, not once per JSON file
             self.schema_digest = f"{schema_digest()}:{code_digest()}"
         key = json_verdict_key(schema, self.small_hashes[rel], self.schema_digest)
@@ -335,8 +338,10 @@ class Validator:
         if self.index is not None or self.since:
             from .gitcheck import check_git
 
-            data = self.index_bytes if self.index is not None else None
-            self.findings += check_git(self.root, self.index, self.since, index_bytes=data, memo=self.cache)
+            ids = self.index_ids if self.index is not None else (None, None)
+            self.findings += check_git(
+                self.root, self.index, self.since, index_sha256=ids[0], index_blob_id=ids[1], memo=self.cache
+            )
             self.say_which_side_changed()
 
     def say_which_side_changed(self) -> None:

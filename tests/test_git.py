@@ -461,5 +461,7 @@ def test_without_the_bytes_or_a_memo_head_is_read_with_one_git_command(
     index = json.loads((repo / "index.json").read_text())
     assert check_git(repo, index) == []
     assert asked == []
-    assert check_git(repo, index, index_bytes=(repo / "index.json").read_bytes()) == []
+    blob_id = gitcheck.git_blob_id((repo / "index.json").read_bytes())
+    assert blob_id == git(repo, "rev-parse", "HEAD:index.json").strip()  # git's own id for those bytes
+    assert check_git(repo, index, index_blob_id=blob_id) == []
     assert len(asked) == 1
