@@ -998,6 +998,40 @@ class Catalog:
         }
         return {"kind": "unpublished", "unpublished": u, "base": base, "charts": charts}
 
+    def describe_registry(self) -> dict[str, Any]:
+        """Everything ``show`` (no id) prints about the registry itself, and what the TUI's registry
+        node shows: its record in index.json (name, title, description, training data, inference
+        server, licence), each base with its status and entries per method, the entries per method,
+        the weights never uploaded, the known issues and the links."""
+
+        def per_method(entries: Iterable[dict[str, Any]]) -> dict[str, int]:
+            listed = list(entries)
+            return {"total": len(listed), **{m: sum(1 for e in listed if e.get("method") == m) for m in METHODS}}
+
+        bases = [
+            {
+                "name": b.get("name"),
+                "status": b.get("status"),
+                "sha256": b.get("sha256"),
+                "entries": per_method(e for e in self.entries if _s(e.get("base")) == _s(b.get("name"))),
+            }
+            for b in self.bases
+        ]
+        return {
+            "kind": "registry",
+            "name": self.name,
+            "registry": _d(self.index.get("registry")),
+            "bases": bases,
+            "entries": per_method(self.entries),
+            "unpublished": [_s(u.get("id")) for u in self.unpublished],
+            "known_issues": [_s(x) for x in _l(self.index.get("known_issues"))],
+            "links": [
+                {"title": _s(x.get("title")), "url": _s(x.get("url"))}
+                for x in _l(self.index.get("links"))
+                if isinstance(x, dict)
+            ],
+        }
+
     def describe_base(self, b: dict[str, Any]) -> dict[str, Any]:
         """Everything ``show --format json`` prints about a base."""
         name = _s(b.get("name"))

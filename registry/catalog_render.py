@@ -541,7 +541,8 @@ def render_registry_info(cat: Catalog) -> RenderableType:
         return Group(
             title, Text(""), Text(f"✗ {cat.error}", style="bold red"), Text(f"fix: {cat.error_hint}", style="dim")
         )
-    reg = _d(cat.index.get("registry"))
+    about = cat.describe_registry()
+    reg = about["registry"]
     t = _kv_table()
     if reg.get("title"):
         t.add_row("title", _s(reg.get("title")))
@@ -550,20 +551,24 @@ def render_registry_info(cat: Catalog) -> RenderableType:
     t.add_row("training data", _s(reg.get("training_data"), "—"))
     t.add_row("server", _s(reg.get("server"), "—"))
     t.add_row("license", _s(reg.get("license"), "none chosen yet"))
-    frozen = sum(1 for b in cat.bases if b.get("status") == "frozen")
-    t.add_row("bases", f"{len(cat.bases)}" + (f" ({frozen} frozen)" if frozen else ""))
-    by_method = ", ".join(f"{sum(1 for e in cat.entries if e.get('method') == m)} {METHOD_LABEL[m]}" for m in METHODS)
-    t.add_row("entries", f"{len(cat.entries)} ({by_method})")
-    if cat.unpublished:
-        t.add_row("not uploaded", ", ".join(_s(u.get("id")) for u in cat.unpublished))
-    for i, issue in enumerate(_l(cat.index.get("known_issues"))):
-        t.add_row("known issue" if i == 0 else "", Text(_s(issue), style="yellow"))
-    for i, link in enumerate(x for x in _l(cat.index.get("links")) if isinstance(x, dict)):
-        t.add_row("links" if i == 0 else "", f"{_s(link.get('title'))}: {_s(link.get('url'))}")
+    frozen = sum(1 for b in about["bases"] if b["status"] == "frozen")
+    t.add_row("bases", f"{len(about['bases'])}" + (f" ({frozen} frozen)" if frozen else ""))
+    t.add_row("entries", f"{about['entries']['total']} ({_per_method(about['entries'])})")
+    if about["unpublished"]:
+        t.add_row("not uploaded", ", ".join(about["unpublished"]))
+    for i, issue in enumerate(about["known_issues"]):
+        t.add_row("known issue" if i == 0 else "", Text(issue, style="yellow"))
+    for i, link in enumerate(about["links"]):
+        t.add_row("links" if i == 0 else "", f"{link['title']}: {link['url']}")
     items: list[Any] = [title, t]
-    if not cat.bases:
+    if not about["bases"]:
         items += [Text(""), Text("No base yet: add one with `rwkv-registry add-base PATH BASE.pth`.", style="dim")]
     return Group(*items)
+
+
+def _per_method(counts: dict[str, int]) -> str:
+    """``1 State, 3 MiSS``."""
+    return ", ".join(f"{counts[m]} {METHOD_LABEL[m]}" for m in METHODS)
 
 
 def render_comparison(cmp: Comparison, *, context: int = 3) -> Iterator[RenderableType]:
@@ -826,10 +831,13 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    """``rwkv-registry show ENTRY_ID [--path PATH] [--format text|json]``: one entry (or base) in detail."""
+    """``rwkv-registry show [ENTRY_ID] [--path PATH] [--format text|json]``: one entry (or base, or weight
+    never uploaded) in detail; without an id, the registry itself."""
     cat = Catalog(args.path)
     cat.require_index()
     what = args.entry_id
+    if what is None:
+        return _show_registry(cat, args.format)
     e = cat.get_entry(what) or cat.entry_at(what)
     b = None if e is not None else cat.base(what)
     u = None if e is not None or b is not None else cat.get_unpublished(what)
@@ -864,6 +872,32 @@ def cmd_show(args: argparse.Namespace) -> int:
     console.print(render_scores(cat, _s(e.get("base")), entry=e))
     console.print(Rule("smoke", align="left"))
     console.print(render_smoke(e))
+    return 0
+
+
+def _show_registry(cat: Catalog, fmt: str) -> int:
+    """``show`` without an id: the registry's own record (the TUI's registry node), then one line per base."""
+    about = cat.describe_registry()
+    if fmt == "json":
+        sys.stdout.write(json.dumps(about, indent=2, ensure_ascii=False) + "\n")
+        return 0
+    from rich.rule import Rule
+    from rich.text import Text
+
+    console = _console()
+    console.print(render_registry_info(cat))
+    if not about["bases"]:
+        return 0
+    console.print(Rule("bases", align="left"))
+    for b in about["bases"]:
+        status = _s(b["status"], "?")
+        line = Text(_s(b["name"], "?"), style="bold")
+        frozen = status == "frozen"
+        line.append(f"  {FROZEN_TAG}" if frozen else f"  {status}", style="cyan" if frozen else "")
+        line.append(f"  {b['entries']['total']} entries ({_per_method(b['entries'])})")
+        console.print(line)
+        console.print(Text(f"  sha256 {_s(b['sha256'], '—')}", style="dim"))
+    console.print(Text("`rwkv-registry show BASE` shows a base and its scores, `list` the entries.", style="dim"))
     return 0
 
 

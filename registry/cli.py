@@ -459,9 +459,15 @@ def build_parser() -> argparse.ArgumentParser:
     sp = cmd(
         "show",
         _lazy("rwkv_registry.catalog_render:cmd_show", _require_index),
-        "show one entry (or base, or weight never uploaded) in detail",
+        "show one entry (or base, or weight never uploaded, or without an id the registry itself) in detail",
     )
-    sp.add_argument("entry_id", help="an entry id or its file's path, a base name, or an unpublished weight's id")
+    sp.add_argument(
+        "entry_id",
+        nargs="?",
+        default=None,
+        help="an entry id or its file's path, a base name, or an unpublished weight's id; "
+        "none: the registry itself (training data, inference server, licence, bases, links)",
+    )
     sp.add_argument("--path", default=".", help="registry root (default: current directory)")
     sp.add_argument("--format", **fmt)
 

@@ -338,6 +338,7 @@ import sys, json
 from rwkv_registry.cli import main
 from rwkv_registry.errors import RegistryError, UsageError
 codes = [main(["list", sys.argv[1], "--format", "json"]), main(["show", "v2-r4-a", "--path", sys.argv[1]])]
+codes.append(main(["show", "--path", sys.argv[1]]))
 print("RESULT=" + json.dumps({"codes": codes, "textual": "textual" in sys.modules, "torch": "torch" in sys.modules}))
 """
 
@@ -346,7 +347,7 @@ def test_list_and_show_never_import_textual(registry: Path) -> None:
     out = subprocess.run([sys.executable, "-c", PROBE, str(registry)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout.rsplit("RESULT=", 1)[1])
-    assert result == {"codes": [0, 0], "textual": False, "torch": False}
+    assert result == {"codes": [0, 0, 0], "textual": False, "torch": False}
 
 
 def test_show_renders_categories_run_scores_and_stacking(registry: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -526,3 +527,72 @@ def test_show_a_weight_never_uploaded(scored: Path, capsys: pytest.CaptureFixtur
     assert sorted(b["kind"] for b in bars) == ["base", "entry", "entry", "entry", "entry", "unpublished"]
     assert main(["show", "old-mis", "--path", str(scored)]) == 2
     assert "Did you mean old-miss?" in capsys.readouterr().err
+
+
+def test_show_without_an_id_prints_the_registry_itself(
+    registry: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seed 000 gives, for the whole repository, the training data's repository, the inference server
+    it needs and that no licence is chosen yet; index.json records them under ``registry``. `show` with
+    no id prints them (the TUI's registry node), and one line per base, in text and JSON."""
+
+    def edit(index: dict) -> None:
+        index["registry"].update(training_data="No-22/rwkv-agent-distill", server="rwkv_lightning v1.8.1 or later")
+        index["known_issues"] = ["MiSS may call itself Qwen"]
+        index["links"] = [{"title": "Reports", "url": "docs/evaluations/"}]
+        index["unpublished"] = [
+            {
+                "id": "old-miss",
+                "base": TINY_BASE,
+                "method": "miss",
+                "data": {"version": "v1", "rows": None, "sha256": None},
+                "description": "never uploaded",
+                "scores": [],
+            }
+        ]
+
+    update_index(registry, edit)
+    assert main(["show", "--path", str(registry)]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "test/registry" in text and "training data No-22/rwkv-agent-distill" in text
+    assert "server rwkv_lightning v1.8.1 or later" in text and "license none chosen yet" in text
+    assert "entries 3 (1 State, 2 MiSS)" in text and "not uploaded old-miss" in text
+    assert "known issue MiSS may call itself Qwen" in text and "links Reports: docs/evaluations/" in text
+    assert f"{TINY_BASE} active 3 entries (1 State, 2 MiSS) sha256 {TINY_SHA}" in text
+    assert main(["show", "--path", str(registry), "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    index = json.loads((registry / "index.json").read_text())
+    assert out["kind"] == "registry" and out["name"] == "test/registry" and out["registry"] == index["registry"]
+    assert out["registry"]["license"] is None and out["registry"]["server"] == "rwkv_lightning v1.8.1 or later"
+    assert out["bases"] == [
+        {"name": TINY_BASE, "status": "active", "sha256": TINY_SHA, "entries": {"total": 3, "state": 1, "miss": 2}}
+    ]
+    assert out["entries"] == {"total": 3, "state": 1, "miss": 2} and out["unpublished"] == ["old-miss"]
+    assert out["known_issues"] == ["MiSS may call itself Qwen"]
+    assert out["links"] == [{"title": "Reports", "url": "docs/evaluations/"}]
+    # a licence once chosen, a frozen base, and the current directory as the default registry
+    edit_index(
+        registry,
+        lambda index: (index["registry"].update(license="Apache-2.0"), index["bases"][0].update(status="frozen")),
+    )
+    monkeypatch.chdir(registry)
+    assert main(["show"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "license Apache-2.0" in text and "bases 1 (1 frozen)" in text and f"{TINY_BASE} [frozen] 3 entries" in text
+
+
+def test_show_without_an_id_of_an_empty_registry_and_a_broken_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rwkv_registry.ops import init_registry
+
+    init_registry(tmp_path / "r", name="o/r")
+    assert main(["show", "--path", str(tmp_path / "r")]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "entries 0 (0 State, 0 MiSS)" in text and "No base yet" in text and "bases ─" not in text
+    assert main(["show", "--path", str(tmp_path / "r"), "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["bases"] == [] and out["entries"] == {"total": 0, "state": 0, "miss": 0} and out["links"] == []
+    (tmp_path / "r" / "index.json").write_text("[1,")
+    assert main(["show", "--path", str(tmp_path / "r")]) == 2
+    assert "index.json: line 1" in capsys.readouterr().err
