@@ -182,6 +182,23 @@ class NodeRef:
         return "/".join(p for p in (self.base, self.method, self.version) if p)
 
 
+def _char_class(c: str) -> str:
+    return "digit" if c.isdigit() else "letter" if c.isalpha() else "separator"
+
+
+def version_prefix(prefix: str, version: str) -> bool:
+    """Is ``prefix`` a leading part of ``version`` that ends at a boundary of it? Data versions are
+    ``v``, a digit, then letters, digits and ``. _ -`` (schemas/index.schema.json): the prefix may not cut
+    a number or a word in two. ``v2`` is one of ``v2``, ``v2.1``, ``v2.1.3``, ``v2-foo`` (and ``v2b``),
+    not of ``v20`` or ``v21``; ``v1.4`` not of ``v1.41``; ``v2.`` is of ``v2.1``."""
+    if not version.startswith(prefix):
+        return False
+    if len(version) == len(prefix) or not prefix:
+        return True
+    last, after = _char_class(prefix[-1]), _char_class(version[len(prefix)])
+    return last != after or last == "separator"
+
+
 _FILTER_KEYS = {
     "method": "method",
     "m": "method",
@@ -207,7 +224,9 @@ class EntryFilter:
 
     Free words must all appear (case-insensitive) in the entry's id, path, group, description,
     profile or sampling; ``method:`` matches the method (``miss``, ``state``, ``MiSS``);
-    ``base:`` a part of the base name; ``data:`` a data-version prefix (``v2`` keeps v2.1);
+    ``base:`` a part of the base name; ``data:`` a data version or a leading part of one that ends at a
+    boundary (``v2`` keeps v2, v2.1 and v2-foo, not v20 or v21; the ``v`` may be left out: see
+    :func:`version_prefix`);
     ``is:`` one of rec(ommended), error, warning, ok, frozen, active.
     """
 
@@ -261,7 +280,7 @@ class EntryFilter:
         if self.data_version:
             version = _s(_d(e.get("data")).get("version")).lower()
             want = self.data_version if self.data_version.startswith("v") else "v" + self.data_version
-            if not version.startswith(want):
+            if not version_prefix(want, version):
                 return False
         for flag in self.flags:
             if flag in ("rec", "recommended") and e.get("recommended") is not True:

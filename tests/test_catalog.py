@@ -18,6 +18,7 @@ from rwkv_registry.catalog import (
     FindingIndex,
     NodeRef,
     side_by_side,
+    version_prefix,
     worst_status,
 )
 from rwkv_registry.catalog_render import (
@@ -91,6 +92,29 @@ def test_filter_parsing_and_matching() -> None:
     assert not EntryFilter.parse("").active and EntryFilter.parse("x").active
     bogus = EntryFilter.parse("is:bogus")  # an unknown flag keeps everything, and the status line says so
     assert bogus.matches(e) and "is:bogus ignored" in bogus.describe()
+
+
+@pytest.mark.parametrize(
+    ("query", "kept"),
+    [
+        ("data:v2", ["v2", "v2.1", "v2.1.3", "v2-foo", "v2_x", "v2b"]),
+        ("d:2", ["v2", "v2.1", "v2.1.3", "v2-foo", "v2_x", "v2b"]),
+        ("data:v2.1", ["v2.1", "v2.1.3"]),
+        ("data:v2.", ["v2.1", "v2.1.3"]),
+        ("data:v1.4", ["v1.4", "v1.4.2"]),
+        ("data:v1.41", ["v1.41"]),
+        ("data:V20", ["v20"]),
+        ("data:v2-f", []),
+        ("data:v", ["v2", "v2.1", "v2.1.3", "v2-foo", "v2_x", "v2b", "v20", "v21", "v1.4", "v1.41", "v1.4.2"]),
+    ],
+)
+def test_the_data_filter_is_a_prefix_that_ends_at_a_version_boundary(query: str, kept: list[str]) -> None:
+    """``data:v1.4`` kept v1.41 and ``data:v2`` kept v20 and v21 (a plain text prefix): the prefix must
+    end where the version does, or at a boundary of it (a separator, or between a number and a word)."""
+    versions = ["v2", "v2.1", "v2.1.3", "v2-foo", "v2_x", "v2b", "v20", "v21", "v1.4", "v1.41", "v1.4.2"]
+    f = EntryFilter.parse(query)
+    assert [v for v in versions if f.matches({"id": "x", "data": {"version": v}})] == kept
+    assert version_prefix("", "v2") and not version_prefix("v2", "")  # never an IndexError
 
 
 def test_worst_status_order() -> None:

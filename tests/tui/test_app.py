@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from regtools import TINY_ARCH
+from regtools import TINY_ARCH, edit_index
 from textual.widgets import Footer, Input
 from tui_helpers import (
     BASE,
@@ -141,6 +141,32 @@ async def test_filter_box_narrows_the_tree(small: Path) -> None:
         app.main.set_filter("is:rec")
         await settle(pilot)
         assert sorted(app.main.tree._entry_nodes) == sorted([STATE_ID, MISS_IDS[0]])
+
+
+@run_async
+async def test_filter_box_data_term_stops_at_a_version_boundary(small: Path) -> None:
+    """The box shares ``EntryFilter``: ``data:v2`` kept an entry of data version v20 (a plain text prefix)."""
+
+    def edit(index: dict) -> None:
+        model = next(e for e in index["entries"] if e["id"] == MISS_IDS[1])
+        for version in ("v20", "v2.1"):
+            copy = json.loads(json.dumps(model))
+            copy["id"] = f"{version.replace('.', '')}-r4-b"
+            copy["data"]["version"] = version
+            copy["path"] = model["path"].replace("/v2/", f"/{version}/")
+            copy["recommended"] = False
+            index["entries"].append(copy)
+
+    edit_index(small, edit)
+    app = RegistryApp(str(small), validate_on_start=False, keymap={})
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.main.set_filter("data:v2")
+        await settle(pilot)
+        assert sorted(app.main.tree._entry_nodes) == sorted([*MISS_IDS, "v21-r4-b"])
+        app.main.set_filter("d:20")
+        await settle(pilot)
+        assert list(app.main.tree._entry_nodes) == ["v20-r4-b"]
 
 
 @run_async
