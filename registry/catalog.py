@@ -189,14 +189,13 @@ def _char_class(c: str) -> str:
 def version_prefix(prefix: str, version: str) -> bool:
     """Is ``prefix`` a leading part of ``version`` that ends at a boundary of it? Data versions are
     ``v``, a digit, then letters, digits and ``. _ -`` (schemas/index.schema.json): the prefix may not cut
-    a number or a word in two. ``v2`` is one of ``v2``, ``v2.1``, ``v2.1.3``, ``v2-foo`` (and ``v2b``),
-    not of ``v20`` or ``v21``; ``v1.4`` not of ``v1.41``; ``v2.`` is of ``v2.1``."""
+    a number, a word or a run of separators in two. ``v2`` is one of ``v2``, ``v2.1``, ``v2.1.3``,
+    ``v2-foo`` (and ``v2b``), not of ``v20`` or ``v21``; ``v1.4`` not of ``v1.41``; ``v2.`` is of ``v2.1``."""
     if not version.startswith(prefix):
         return False
     if len(version) == len(prefix) or not prefix:
         return True
-    last, after = _char_class(prefix[-1]), _char_class(version[len(prefix)])
-    return last != after or last == "separator"
+    return _char_class(prefix[-1]) != _char_class(version[len(prefix)])
 
 
 _FILTER_KEYS = {

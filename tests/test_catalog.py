@@ -115,6 +115,7 @@ def test_the_data_filter_is_a_prefix_that_ends_at_a_version_boundary(query: str,
     f = EntryFilter.parse(query)
     assert [v for v in versions if f.matches({"id": "x", "data": {"version": v}})] == kept
     assert version_prefix("", "v2") and not version_prefix("v2", "")  # never an IndexError
+    assert version_prefix("v2-", "v2-x") and not version_prefix("v2-", "v2--x")  # nor a run of separators
 
 
 def test_worst_status_order() -> None:
