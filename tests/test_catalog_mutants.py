@@ -405,3 +405,142 @@ def test_list_json_and_show_by_path(reg: Path, capsys: pytest.CaptureFixture[str
     assert main(["show", MISS_A, "--path", str(reg)]) == 0
     text = capsys.readouterr().out
     assert "v2-r4-a" in text and "archive/miss.json" in text and "smoke: no records" in text
+
+
+# --- second audit (M = catalog.py, R = catalog_render.py; run against this file, test_catalog.py,
+# --- test_cli.py and tests/tui) ------------------------------------------------------------------------------
+
+
+def test_score_text_units_and_a_null_total() -> None:
+    """A points score whose total is null (the schema allows it) reads as the bare number, not ``9/None``;
+    only percent gets ``%`` (M07 M08)."""
+    assert score_text({"score": 9.0, "unit": "points", "total": None}) == "9.0"
+    assert score_text({"score": 9.0, "unit": "other", "total": None}) == "9.0"
+    assert score_text({"score": 41, "unit": "points", "total": 60}) == "41/60"
+
+
+def test_filter_describe_and_base_case() -> None:
+    """The status line names the data term and says ``everything`` for an empty filter; ``base:`` matches
+    base names in any case (M17 M18 M20)."""
+    assert EntryFilter.parse("data:v2").describe() == "data v2…"
+    assert EntryFilter.parse("").describe() == "everything"
+    e = {"id": "x", "base": "RWKV7-Tiny-20260101", "method": "state", "data": {"version": "v1"}}
+    assert EntryFilter.parse("base:tiny").matches(e) and EntryFilter.parse("base:TINY").matches(e)
+    assert not EntryFilter.parse("base:small").matches(e)
+
+
+def test_manifest_content_version_must_be_text() -> None:
+    """A manifest whose content_version is not a string records none (M29)."""
+    assert summarize_manifest({"content_version": 123, "base_fingerprint": 4}, source="header").content_version is None
+    assert summarize_manifest({"content_version": 123, "base_fingerprint": 4}, source="header").base_fingerprint is None
+
+
+def test_train_changes_counts_lines_on_one_side_only() -> None:
+    """Lines only in A or only in B differ too (M33)."""
+    from rwkv_registry.catalog import Comparison
+
+    cmp = Comparison({}, {}, train_rows=[("=", "a", "a"), ("-", "b", ""), ("+", "", "c"), ("~", "d", "e")])
+    assert cmp.train_changes == 3
+
+
+def test_a_finding_on_a_directory_with_a_trailing_slash_belongs_to_its_entries(reg: Path) -> None:
+    """``<base>/miss/v2/`` is the directory of both MiSS entries (M35)."""
+    cat = Catalog(reg)
+    idx = FindingIndex([finding("LAY011", f"{TINY_BASE}/miss/v2/", "m")], cat.entries, cat.index_entries)
+    assert sorted(idx.by_entry) == ["v2-r4-a", "v2-r4-b"] and idx.registry_level == []
+
+
+def test_catalog_tolerates_id_less_entries_duplicate_paths_and_unknown_bases(reg: Path) -> None:
+    """An entry without an id is left out (it crashed the id map); of two entries recording the same
+    path the first is found, as for ids; a base no record names is ``unknown`` and still gets its tree
+    node after the recorded bases (M42 M44 M45 M47)."""
+
+    def edit(index: dict) -> None:
+        s1 = index["entries"][0]
+        index["entries"].append({k: v for k, v in s1.items() if k != "id"})
+        index["entries"].append(dict(s1, id="s1-copy"))
+        index["entries"].append(dict(s1, id="ghostly", base="rwkv7-ghost-20260101-ctx4096"))
+
+    edit_index(reg, edit)
+    cat = Catalog(reg)
+    assert [e["id"] for e in cat.entries] == ["s1", "v2-r4-a", "v2-r4-b", "s1-copy", "ghostly"]
+    assert cat.entry_at(cat.entry("s1")["path"]) is cat.entry("s1")
+    assert cat.base_status("rwkv7-ghost-20260101-ctx4096") == "unknown" and cat.base_status(TINY_BASE) == "active"
+    assert cat.base_names() == [TINY_BASE, "rwkv7-ghost-20260101-ctx4096"]
+    assert [e["id"] for e in cat.grouped()["rwkv7-ghost-20260101-ctx4096"]["state"]["v1"]] == ["ghostly"]
+
+
+def test_a_version_node_holds_only_its_version(reg: Path) -> None:
+    """A data-version node's directory and entries are its own version's, not its method's (M12 M50)."""
+    from rwkv_registry.catalog import NodeRef
+
+    edit_index(reg, lambda index: index["entries"].append(dict(index["entries"][1], id="v3-x", data={"version": "v3"})))
+    cat = Catalog(reg)
+    ref = NodeRef("version", TINY_BASE, "miss", "v2")
+    assert ref.prefix == f"{TINY_BASE}/miss/v2"
+    assert [e["id"] for e in cat.entries_under(ref)] == ["v2-r4-a", "v2-r4-b"]
+    assert [e["id"] for e in cat.entries_under(NodeRef("version", TINY_BASE, "miss", "v3"))] == ["v3-x"]
+
+
+def test_finding_counts_add_up() -> None:
+    """Two errors are two (M40)."""
+    fs = [finding("HSH001", "a", "m"), finding("HSH001", "b", "m"), finding("TRN006", "c", "m")]
+    assert FindingIndex(fs, []).counts == {"error": 2, "warning": 0, "info": 1}
+
+
+def test_show_of_the_registry_counts_each_base_apart(reg: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each base line counts its own entries (M69)."""
+    edit_index(reg, lambda index: index["bases"].append(dict(index["bases"][0], name="rwkv7-next-20270101-ctx4096")))
+    bases = Catalog(reg).describe_registry()["bases"]
+    assert [b["entries"]["total"] for b in bases] == [3, 0]
+    assert main(["show", "--path", str(reg)]) == 0
+    assert "rwkv7-next-20270101-ctx4096 active 0 entries (0 State, 0 MiSS)" in flat(capsys.readouterr().out)
+
+
+def test_show_of_the_registry_tolerates_odd_links_and_counts_only_frozen_bases(
+    reg: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A link that is not an object is skipped, not a crash; a base without a status is not counted as
+    frozen (M71 R33)."""
+
+    def edit(index: dict) -> None:
+        index["links"] = ["just text", {"title": "Reports", "url": "docs/"}]
+        del index["bases"][0]["status"]
+
+    edit_index(reg, edit)
+    assert main(["show", "--path", str(reg)]) == 0
+    text = flat(capsys.readouterr().out)
+    assert "links Reports: docs/" in text and "just text" not in text
+    assert "bases 1 entries" in text and f"{TINY_BASE} ? 3 entries" in text
+
+
+def test_show_of_the_registry_names_every_weight_never_uploaded(reg: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Seed 000 has two weights never uploaded; both are named (R59)."""
+
+    def edit(index: dict) -> None:
+        index["unpublished"] = [
+            {"id": i, "base": TINY_BASE, "method": "miss", "data": {"version": "v1"}, "description": "d", "scores": []}
+            for i in ("old-a", "old-b")
+        ]
+
+    edit_index(reg, edit)
+    assert main(["show", "--path", str(reg)]) == 0
+    assert "not uploaded old-a, old-b" in flat(capsys.readouterr().out)
+
+
+def test_benchmarks_and_bars_of_a_base(reg: Path) -> None:
+    """A benchmark only the base alone ran still gets its chart on the base; a chart holds one unit;
+    a MiSS entry without adapter_id is registered under its id (M59 M63 M67)."""
+
+    def edit(index: dict) -> None:
+        index["bases"][0]["scores"] = [dict(score(44.0, "2026-01-05"), benchmark="bfcl")]
+        by_id = {e["id"]: e for e in index["entries"]}
+        by_id["s1"]["scores"] = [score(40.0, "2026-01-05"), dict(score(9.0, "2026-01-05"), unit="points")]
+        by_id["v2-r4-a"].pop("adapter_id", None)
+
+    edit_index(reg, edit)
+    cat = Catalog(reg)
+    assert cat.benchmarks(TINY_BASE) == [("bfcl", "percent"), ("exam", "percent"), ("exam", "points")]
+    assert [b.score for b in cat.score_bars(TINY_BASE, "exam", "percent")] == [40.0]
+    assert [b.score for b in cat.score_bars(TINY_BASE, "exam", "points")] == [9.0]
+    assert cat.entry_summary(cat.entry("v2-r4-a"))["adapter_id"] == "v2-r4-a"
