@@ -1,6 +1,7 @@
 """Tests written against hand-made mutants of `registry/catalog.py` and `registry/catalog_render.py`
 (what `list`, `show` and the TUI display) that the rest of the suite let live. Each test names the
-mutants it kills; the audit (mutants, runner, table) is described in docs/tui.md's Tests section."""
+mutants it kills (C/R: the first audit; M/N: the second); the audits are described in docs/tui.md's Tests
+section."""
 
 from __future__ import annotations
 
@@ -407,7 +408,7 @@ def test_list_json_and_show_by_path(reg: Path, capsys: pytest.CaptureFixture[str
     assert "v2-r4-a" in text and "archive/miss.json" in text and "smoke: no records" in text
 
 
-# --- second audit (M = catalog.py, R = catalog_render.py; run against this file, test_catalog.py,
+# --- second audit (M = catalog.py, N = catalog_render.py; run against this file, test_catalog.py,
 # --- test_cli.py and tests/tui) ------------------------------------------------------------------------------
 
 
@@ -501,7 +502,7 @@ def test_show_of_the_registry_tolerates_odd_links_and_counts_only_frozen_bases(
     reg: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A link that is not an object is skipped, not a crash; a base without a status is not counted as
-    frozen (M71 R33)."""
+    frozen (M71 N33)."""
 
     def edit(index: dict) -> None:
         index["links"] = ["just text", {"title": "Reports", "url": "docs/"}]
@@ -515,7 +516,7 @@ def test_show_of_the_registry_tolerates_odd_links_and_counts_only_frozen_bases(
 
 
 def test_show_of_the_registry_names_every_weight_never_uploaded(reg: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Seed 000 has two weights never uploaded; both are named (R59)."""
+    """Seed 000 has two weights never uploaded; both are named (N59)."""
 
     def edit(index: dict) -> None:
         index["unpublished"] = [
@@ -544,3 +545,116 @@ def test_benchmarks_and_bars_of_a_base(reg: Path) -> None:
     assert [b.score for b in cat.score_bars(TINY_BASE, "exam", "percent")] == [40.0]
     assert [b.score for b in cat.score_bars(TINY_BASE, "exam", "points")] == [9.0]
     assert cat.entry_summary(cat.entry("v2-r4-a"))["adapter_id"] == "v2-r4-a"
+
+
+def test_describe_names_the_base_sha_and_only_the_bases_own_entries(reg: Path) -> None:
+    """``show ID --format json`` gives the base's sha256 (not the file's); ``show BASE`` lists only that
+    base's entries, and counts them (M68 M72 N60)."""
+    edit_index(reg, lambda index: index["entries"].append(dict(index["entries"][0], id="other", base="rwkv7-o-1")))
+    cat = Catalog(reg)
+    base_sha = cat.base(TINY_BASE)["sha256"]  # type: ignore[index]
+    assert cat.describe(cat.entry("s1"))["base"]["sha256"] == base_sha != cat.entry("s1")["file"]["sha256"]
+    assert cat.describe_base(cat.base(TINY_BASE))["entries"] == ["s1", "v2-r4-a", "v2-r4-b"]  # type: ignore[arg-type]
+    from rwkv_registry.catalog_render import render_base_info
+
+    assert "entries 3 (1 State, 2 MiSS)" in flat(plain(render_base_info(cat, cat.base(TINY_BASE) or {})))
+
+
+def test_side_by_side_of_blocks_of_different_lengths() -> None:
+    """A replaced block longer on one side ends in one-sided rows (M75)."""
+    from rwkv_registry.catalog import side_by_side
+
+    assert side_by_side(["x", "a", "b"], ["x", "c"]) == [("=", "x", "x"), ("~", "a", "c"), ("-", "b", "")]
+    assert side_by_side(["a"], ["c", "d"]) == [("~", "a", "c"), ("+", "", "d")]
+
+
+def test_bar_chart_labels_and_fractions() -> None:
+    """A long label is cut to ``max_label`` cells ending in ``…``; a bar ends in a partial block; values
+    are right-justified (N07 N08 N09 N11)."""
+    from rwkv_registry.catalog_render import _fit
+
+    assert _fit("abcdef", 4) == "abc…" and _fit("abcd", 4) == "abcd" and _fit("ab", 0) == "…"
+    long = "x" * 30
+    text = plain(BarChart("exam", [Bar(long, 50.0, "percent", "2026-01-05", "entry", "e")], max_label=10), 60)
+    assert "x" * 9 + "… " in text and "x" * 10 not in text
+    assert "█" * 20 + "▌ " in text  # 50 % of 41 cells
+    two = plain(BarChart("exam", [Bar("a", 52.2, "percent", "d", "entry"), Bar("b", 9.0, "percent", "d", "entry")]), 40)
+    assert [line[-6:] for line in two.splitlines()[1:3]] == [" 52.2%", "  9.0%"]  # values right-justified
+
+
+def test_entry_info_marks_a_base_missing_from_the_index(reg: Path) -> None:
+    """An entry naming a base index.json does not list says so (N13)."""
+    cat = Catalog(reg)
+    e = dict(cat.entry("s1"), base="rwkv7-gone-1")
+    assert "rwkv7-gone-1 (not in index.json)" in flat(plain(render_entry_info(cat, e)))
+
+
+def test_train_miss_and_score_details(reg: Path) -> None:
+    """Seed 000: the exact build commit was not recorded (``commit: null`` says so); targets per layer;
+    a points score's solved/total is its value, not repeated as a detail (N17 N21 N23)."""
+    from rwkv_registry.catalog_render import _scores_table
+
+    info = TrainInfo("t/train.json", {"trainer": {"name": "rwkv_state_tune", "version": "1.8.1", "commit": None}})
+    assert "rwkv_state_tune 1.8.1 (build commit not recorded)" in plain(render_train(info))
+    text = flat(plain(render_miss(Catalog(reg), {}, MissSummary(targets=12, layers=2, source="header"))))
+    assert "targets 12 (6 per layer × 2 layers)" in text
+    bash = dict(score(9.0, "2026-01-05"), benchmark="bash", unit="points", total=26, solved=9.0)
+    assert flat(plain(_scores_table([bash]))).count("9.0/26") == 1
+
+
+def test_base_size_not_recorded_and_context_after_a_change(reg: Path) -> None:
+    """A base added by its sha256 alone has a null size: ``not recorded``; ``context`` keeps as many
+    unchanged lines after a change as before it (N29 N41)."""
+    from rwkv_registry.catalog_render import render_base_info
+
+    cat = Catalog(reg)
+    b = dict(cat.base(TINY_BASE) or {}, size=None)
+    assert "size not recorded" in flat(plain(render_base_info(cat, b)))
+    rows = [("=", "0", "0"), ("~", "a", "b"), ("=", "1", "1"), ("=", "2", "2")]
+    assert fold_same(rows, 1) == [("=", "0", "0"), ("~", "a", "b"), ("=", "1", "1"), None]
+
+
+def test_list_and_show_sections_that_do_not_apply(reg: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`show` of a State has no MiSS section; `list` of entries whose base has no record does not say
+    "no bases yet" (N43 N48)."""
+    assert main(["show", "s1", "--path", str(reg)]) == 0
+    out = capsys.readouterr().out
+    assert "MiSS manifest" not in out and "train.json" in out
+    edit_index(reg, lambda index: index.update(bases=[]))
+    assert main(["list", str(reg)]) == 0
+    out = capsys.readouterr().out
+    assert "s1" in out and "no bases yet" not in out
+
+
+def test_miss_tab_says_when_index_json_records_another_content_version(reg: Path) -> None:
+    """The ✗ mark when index.json and the manifest disagree (N57)."""
+    cat = Catalog(reg)
+    e = cat.entry("v2-r4-a")
+    other = MissSummary(content_version="d" * 64, source="header")
+    text = flat(plain(render_miss(cat, e, other)))
+    assert f"✗ index.json records {e['miss']['content_version']}" in text and "records the same" not in text
+
+
+def test_entry_known_issues_are_labelled_once(reg: Path) -> None:
+    """Two known issues: one label, two lines (N16)."""
+    cat = Catalog(reg)
+    e = dict(cat.entry("s1"), known_issues=["first issue", "second issue"])
+    text = plain(render_entry_info(cat, e, usage=False))
+    assert text.count("known issue") == 1 and "first issue" in text and "second issue" in text
+
+
+def test_train_times_final_lr_and_base_revision(reg: Path) -> None:
+    """The finished row carries the duration, a run its final learning rate, a base source its revision
+    (N19 N20 N30)."""
+    from rwkv_registry.catalog_render import render_base_info
+
+    t = {
+        "started": "2026-10-12T08:00:00Z",
+        "finished": "2026-10-12T09:30:00Z",
+        "runs": [{"group": "g", "lr": 2e-05, "lr_final": 2e-06}],
+    }
+    text = flat(plain(render_train(TrainInfo("t/train.json", t))))
+    assert "finished 2026-10-12T09:30:00Z (1 h 30 min)" in text and "g lr 2e-05 → 2e-06" in text
+    cat = Catalog(reg)
+    b = dict(cat.base(TINY_BASE) or {}, source={"repo": "BlinkDL/rwkv7-g1", "file": "x.pth", "revision": "abc123"})
+    assert "source BlinkDL/rwkv7-g1: x.pth@abc123" in flat(plain(render_base_info(cat, b)))
