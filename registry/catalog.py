@@ -209,17 +209,16 @@ _FILTER_KEYS = {
     "v": "data_version",
     "is": "flag",
 }
-FILTER_HELP = "text  method:miss  base:NAME  data:v2.1  is:rec|error|warning|frozen"
+FILTER_HELP = "words  method:miss  base:NAME  data:v2.1  is:rec|frozen|active|error|warning|ok"
 
 
-_KNOWN_FLAGS = frozenset(
-    {"rec", "recommended", "error", "errors", "err", "broken", "warning", "warnings", "warn", "ok", "frozen", "active"}
-)
+_STATUS_FLAGS = frozenset({"error", "errors", "err", "broken", "warning", "warnings", "warn", "ok"})
+_KNOWN_FLAGS = _STATUS_FLAGS | {"rec", "recommended", "frozen", "active"}
 
 
 @dataclass(frozen=True)
 class EntryFilter:
-    """What the filter box (and ``list``) keeps. Parsed from ``text method:miss base:… data:v2.1 is:error``.
+    """What the filter box (and ``list --filter``) keeps. Parsed from ``text method:miss base:… data:v2.1 is:error``.
 
     Free words must all appear (case-insensitive) in the entry's id, path, group, description,
     profile or sampling; ``method:`` matches the method (``miss``, ``state``, ``MiSS``);
@@ -257,13 +256,23 @@ class EntryFilter:
         """True when the filter keeps less than everything."""
         return bool(self.words or self.method or self.base or self.data_version or self.flags)
 
+    @property
+    def needs_status(self) -> bool:
+        """True when an ``is:`` term asks for the validation status (error, warning, ok)."""
+        return any(f in _STATUS_FLAGS for f in self.flags)
+
+    @property
+    def unknown_flags(self) -> list[str]:
+        """``is:`` values that are none of the known ones."""
+        return [f for f in self.flags if f not in _KNOWN_FLAGS]
+
     def describe(self) -> str:
         """One line naming what is kept."""
         parts = [f"method {self.method}"] if self.method else []
         parts += [f"base ~{self.base}"] if self.base else []
         parts += [f"data {self.data_version}…"] if self.data_version else []
         parts += [f"is {f}" for f in self.flags if f in _KNOWN_FLAGS]
-        unknown = [f for f in self.flags if f not in _KNOWN_FLAGS]
+        unknown = self.unknown_flags
         if unknown:
             parts.append(f"is:{','.join(unknown)} ignored (is: takes rec, error, warning, ok, frozen, active)")
         parts += [repr(" ".join(self.words))] if self.words else []

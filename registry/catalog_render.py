@@ -10,12 +10,13 @@ import functools
 import json
 import re
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .catalog import (
     _FRACTIONS,
     CURRENT_MARK,
+    FILTER_HELP,
     FROZEN_TAG,
     METHOD_LABEL,
     METHODS,
@@ -25,6 +26,8 @@ from .catalog import (
     Bar,
     Catalog,
     Comparison,
+    EntryFilter,
+    FindingIndex,
     MissSummary,
     NodeRef,
     TrainInfo,
@@ -40,6 +43,7 @@ from .catalog import (
     score_text,
     short_size,
 )
+from .errors import UsageError
 from .rules import Finding
 
 if TYPE_CHECKING:
@@ -787,23 +791,60 @@ def _plain_list_lines(console: Console, title: str, rows: Sequence[Sequence[str]
     return [*head, *(line for row in rows for line in layout(row)), bottom]
 
 
+def _list_filter(cat: Catalog, query: str | None) -> tuple[EntryFilter, Callable[[dict[str, Any]], bool] | None]:
+    """``list --filter``'s filter and the test it makes of an entry (None: keep everything). A status term
+    (``is:error``, ``is:warning``, ``is:ok``) validates the registry first (through the validation cache)."""
+    flt = EntryFilter.parse(query or "")
+    if flt.unknown_flags:
+        raise UsageError(
+            f"--filter {query!r}: is:{','.join(flt.unknown_flags)} is not a filter term",
+            hint=f"is: takes rec, frozen, active, error, warning or ok. Terms: {FILTER_HELP}",
+        )
+    if not flt.active:
+        return flt, None
+    statuses: dict[str, str] = {}
+    if flt.needs_status:
+        from .validate import validate_registry
+
+        found = FindingIndex(validate_registry(cat.root).findings, cat.entries, cat.index_entries)
+        statuses = {_s(e.get("id")): found.status(_s(e.get("id"))) for e in cat.entries}
+
+    def keep(e: dict[str, Any]) -> bool:
+        status = statuses.get(_s(e.get("id")), "unchecked")
+        return flt.matches(e, status=status, base_status=cat.base_status(_s(e.get("base"))))
+
+    return flt, keep
+
+
 def cmd_list(args: argparse.Namespace) -> int:
-    """``rwkv-registry list [PATH] [--format text|json]``: one row per entry, grouped by base."""
+    """``rwkv-registry list [PATH] [--filter QUERY] [--format text|json]``: one row per entry, grouped by base."""
     cat = Catalog(args.path)
     cat.require_index()
+    flt, keep = _list_filter(cat, getattr(args, "filter", None))
+    entries = [e for e in cat.entries if keep is None or keep(e)]
     if args.format == "json":
-        out = {
+        out: dict[str, Any] = {
             "registry": cat.name,
             "bases": [{"name": b.get("name"), "status": b.get("status")} for b in cat.bases],
-            "entries": [cat.entry_summary(e) for e in cat.entries],
+            "entries": [cat.entry_summary(e) for e in entries],
         }
+        if keep is not None:
+            out["filter"] = {"query": args.filter, "kept": len(entries), "of": len(cat.entries)}
         sys.stdout.write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
         return 0
     from rich.text import Text
 
     console = _console()
-    console.print(Text(f"{cat.name}: {len(cat.entries)} entries, {len(cat.bases)} base(s)", style="bold"))
-    for base, methods in cat.grouped().items():
+    if keep is None:
+        console.print(Text(f"{cat.name}: {len(cat.entries)} entries, {len(cat.bases)} base(s)", style="bold"))
+    else:
+        console.print(
+            Text(f"{cat.name}: {len(entries)} of {len(cat.entries)} entries ({flt.describe()})", style="bold")
+        )
+    grouped = cat.grouped(keep)
+    if keep is not None:
+        grouped = {b: m for b, m in grouped.items() if m}
+    for base, methods in grouped.items():
         status = cat.base_status(base)
         title = f"{base}" + (f" {FROZEN_TAG}" if status == "frozen" else "")
         rows = [

@@ -454,6 +454,12 @@ def build_parser() -> argparse.ArgumentParser:
     # commands implemented outside the core module set: imported only when they run
     sp = cmd("list", _lazy("rwkv_registry.catalog_render:cmd_list", _require_index), "list the entries of a registry")
     sp.add_argument("path", nargs="?", default=".")
+    sp.add_argument(
+        "--filter",
+        metavar="QUERY",
+        help="keep only the entries that match, as in the TUI's filter box: words, method:miss, base:NAME, "
+        "data:v2.1, is:rec|frozen|active, is:error|warning|ok (these validate first)",
+    )
     sp.add_argument("--format", **fmt)
 
     sp = cmd(

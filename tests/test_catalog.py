@@ -322,6 +322,41 @@ def test_list_json_and_text(registry: Path, capsys: pytest.CaptureFixture[str]) 
     assert all(i in text for i in ("s1", "v2-r4-a", "v2-r4-b", TINY_BASE))
 
 
+def test_list_filter_keeps_what_the_tui_filter_box_keeps(registry: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    index = json.loads((registry / "index.json").read_text())
+
+    def listed(query: str) -> list[str]:
+        assert main(["list", str(registry), "--filter", query, "--format", "json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["filter"] == {"query": query, "kept": len(out["entries"]), "of": len(index["entries"])}
+        return [e["id"] for e in out["entries"]]
+
+    assert listed("method:miss") == ["v2-r4-a", "v2-r4-b"]
+    assert listed("is:rec") == [e["id"] for e in index["entries"] if e.get("recommended") is True]
+    assert listed("r4-b") == ["v2-r4-b"]
+    assert listed("data:v2 is:ok") == ["v2-r4-a", "v2-r4-b"]
+    assert listed("is:error") == []
+    # a status term validates first: one damaged adapter is the one error
+    path = registry / f"{TINY_BASE}/miss/v2/r4-b/adapter-final.pth"
+    data = bytearray(path.read_bytes())
+    data[-100] ^= 0xFF
+    path.write_bytes(bytes(data))
+    assert listed("is:error") == ["v2-r4-b"]
+    assert listed("is:ok") == ["s1", "v2-r4-a"]
+    # no filter: no "filter" block, every entry
+    assert main(["list", str(registry), "--format", "json"]) == 0
+    assert "filter" not in json.loads(capsys.readouterr().out)
+    assert main(["list", str(registry), "--filter", "is:error"]) == 0
+    text = capsys.readouterr().out
+    assert "1 of 3 entries (is error)" in text and "v2-r4-b" in text and "v2-r4-a" not in text
+    assert main(["list", str(registry), "--filter", "nothing-has-this"]) == 0
+    text = capsys.readouterr().out
+    assert "0 of 3 entries" in text and TINY_BASE not in text
+    assert main(["list", str(registry), "--filter", "is:bogus"]) == 2
+    err = capsys.readouterr().err
+    assert "is:bogus is not a filter term" in err and "is: takes rec, frozen, active, error, warning or ok" in err
+
+
 def test_show_entry_base_and_unknown(scored: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["show", "v2-r4-b", "--path", str(scored), "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)

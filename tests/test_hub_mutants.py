@@ -587,11 +587,13 @@ def test_push_refuses_when_the_hubs_index_cannot_be_read(
     train = reg / TRAIN
     train.write_bytes(train.read_bytes().replace(b"T08:00:00Z", b"T07:00:00Z", 1))
     resum(reg)
-    with pytest.raises(RefusedError, match="the Hub's index.json cannot be read .* which of its bases are frozen") as e:
+    with pytest.raises(
+        RefusedError, match=r"the Hub's index\.json cannot be read .* which of its bases are frozen"
+    ) as e:
         push_registry(reg, repo_id, log=quiet)
     assert e.value.path == "index.json" and "hf upload" in e.value.hint
     assert hub.head(repo_id) == head
-    with pytest.raises(RefusedError, match="pull --base refused: .*index.json cannot be read"):
+    with pytest.raises(RefusedError, match=r"pull --base refused: .*index\.json cannot be read"):
         pull_registry(repo_id, tmp_path / "one", base=TINY_BASE, log=quiet)
     assert not (tmp_path / "one").exists()
 
