@@ -585,3 +585,51 @@ def test_mis014_the_first_target_is_checked_against_the_base(reg: Path) -> None:
     assert _messages(reg, "MIS014") == [
         "target blocks.0.att.receptance.weight.D: out 128, in_features 129; the base needs out 128, in_features 128"
     ]
+
+
+# --- a second audit (hashes, content_version, base fingerprint) -------------------------------------------------
+
+
+def test_hsh002_a_file_larger_than_recorded(reg: Path) -> None:
+    """Mutant: HSH002 only for a file smaller than index.json records (`want_size > f.size`): a file that grew
+    (bytes appended) kept its size finding only through HSH001."""
+    size = (reg / STATE).stat().st_size
+    _entry(STATE, lambda e: _set(e, "file", dict(e["file"], size=size - 1)))(reg)
+    assert _messages(reg, "HSH002") == [f"size is {size} bytes, index.json records {size - 1}"]
+
+
+def test_mis012_compares_the_index_with_the_embedded_content_version(reg: Path) -> None:
+    """Mutant: MIS012 compared index.json with the content_version recomputed from the bytes instead of the one
+    embedded in miss.json: a tampered file (MIS011) whose index.json records what it embeds got a second,
+    self-contradicting MIS012, and a file whose content_version cannot be recomputed (MIS008) got one too."""
+    from test_validate_rules import _miss_tensor_dtype, _replace_miss
+
+    _replace_miss(reg, manifest_edit=lambda m: _set(m, "content_version", "1" * 64), fix_cv=False)
+    codes = {f.code for f in _findings(reg) if f.path == MISS_A}
+    assert "MIS011" in codes and "MIS012" not in codes
+    _replace_miss(reg, tensors_edit=_miss_tensor_dtype)
+    codes = {f.code for f in _findings(reg) if f.path == MISS_A}
+    assert "MIS008" in codes and "MIS012" not in codes
+
+
+def test_mis013_a_fingerprint_differing_only_in_its_last_digit(reg: Path) -> None:
+    """Mutant: base_fingerprint compared by a prefix (the 16 digits a message shows): the whole sha256 must match."""
+    from regtools import TINY_SHA
+    from test_validate_rules import _replace_miss
+
+    near = TINY_SHA[:-1] + ("0" if TINY_SHA[-1] != "0" else "1")
+    _replace_miss(reg, manifest_edit=lambda m: _set(m, "base_fingerprint", near))
+    assert _messages(reg, "MIS013") == [f"base_fingerprint {near} is not the sha256 of base {TINY_BASE} ({TINY_SHA})"]
+
+
+def test_sums_a_path_listed_twice_is_judged_by_its_first_line(reg: Path) -> None:
+    """Mutant: without `continue`, the second line of a path listed twice replaced the first one; a later line
+    with a wrong hash then turned the HSH007 note into an HSH006 error (sha256sum -c checks both lines, the
+    validator says once that the file is listed twice)."""
+    p = reg / "SHA256SUMS"
+    p.write_text(p.read_text() + f"{'0' * 64}  {STATE}\n")
+    found = _findings(reg)
+    assert [f.code for f in found if f.code.startswith("HSH")] == ["HSH007"]
+    assert next(f.message for f in found if f.code == "HSH007").endswith(
+        f"{STATE} listed twice or should not be listed"
+    )
