@@ -654,10 +654,19 @@ def test_trn003_data_rows_is_compared(reg: Path) -> None:
 
 @pytest.mark.parametrize(
     ("version", "old"),
-    [("1.8.0", True), ("1.7.99", True), ("1.8.1", False), ("v1.8.1", False), ("1.8.2", False), ("1.10.0", False)],
+    [
+        ("1.8.0", True),
+        ("1.7.99", True),
+        ("v1.8.0", True),
+        ("1.8.1", False),
+        ("v1.8.1", False),
+        ("1.8.2", False),
+        ("1.10.0", False),
+    ],
 )
 def test_trn002_threshold_is_1_8_1(reg: Path, version: str, old: bool) -> None:
-    """Versions compare as numbers: 1.8.0 is older than the minimum, 1.8.1 itself and 1.10.0 are not."""
+    """Versions compare as numbers: 1.8.0 is older than the minimum, 1.8.1 itself and 1.10.0 are not. The schema
+    allows a leading v: v1.8.0 is as old as 1.8.0 (mutant: a version with a v was never compared)."""
     _json_edit(reg, STATE_TRAIN, lambda t: t["trainer"].update(version=version))
     found = [f.message for f in validate_registry(reg, use_cache=False).findings if f.code == "TRN002"]
     assert found == ([f"trainer rwkv_state_tune {version} is older than 1.8.1"] if old else [])
