@@ -540,3 +540,21 @@ def test_write_commands_on_an_empty_directory_create_nothing(
     assert main([command, str(empty), *extra]) == 2
     assert "is not a registry (no index.json)" in clean_error(capsys.readouterr().err)
     assert list(empty.iterdir()) == []
+
+
+def test_add_takes_a_file_whose_only_findings_are_warnings(reg: Path, tmp_path: Path) -> None:
+    """Mutant: `add` refused on any finding of the file, warnings too: a MiSS adapter whose scale is not alpha / rank
+    (MIS017, a warning: the server uses the manifest's scale) is accepted, and validate then warns."""
+    from test_validate_rules import custom_miss
+
+    from rwkv_registry.validate import validate_registry
+
+    f = tmp_path / "in" / "r4-c" / "adapter-final.pth"
+    f.parent.mkdir(parents=True)
+    custom_miss(f, manifest_edit=lambda m: m.update(scale=3.0))
+    add_entry(reg, f, base=TINY_BASE, data_version="v3", train=miss_train("v3", groups=("r4-c",)), group="r4-c")
+    found = validate_registry(reg, use_cache=False).findings
+    assert [(x.code, x.path) for x in found if x.code.startswith("MIS")] == [
+        ("MIS017", f"{TINY_BASE}/miss/v3/r4-c/adapter-final.pth")
+    ]
+    assert not [x for x in found if x.severity == "error"]
