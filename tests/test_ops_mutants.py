@@ -558,3 +558,31 @@ def test_add_takes_a_file_whose_only_findings_are_warnings(reg: Path, tmp_path: 
         ("MIS017", f"{TINY_BASE}/miss/v3/r4-c/adapter-final.pth")
     ]
     assert not [x for x in found if x.severity == "error"]
+
+
+@pytest.mark.parametrize(
+    ("key", "edit"),
+    [
+        ("trainer", lambda t: t["trainer"].update(version="1.8.2")),
+        ("data", lambda t: t["data"].update(sha256="c" * 64)),
+    ],
+    ids=["trainer", "data"],
+)
+def test_add_refuses_another_trainer_or_data_in_a_miss_directory(
+    reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], key: str, edit: Any
+) -> None:
+    """Mutants: the trainer, or the data, left out of the fields a new run must share with the existing train.json
+    of its data-version directory: a run trained by another build was merged in silently, its trainer lost; and
+    other data was refused only through TRN003, worded as a mismatch with the directory's entries."""
+    from regtools import resum
+
+    (reg / f"{TINY_BASE}/miss/v2/r4-b/adapter-final.pth").unlink()
+    (reg / f"{TINY_BASE}/miss/v2/r4-b").rmdir()
+    edit_index(reg, lambda index: index.update(entries=[e for e in index["entries"] if e.get("group") != "r4-b"]))
+    resum(reg)
+    before = snapshot(reg)
+    other = miss_train("v2")
+    edit(other)
+    assert main(_add_miss(reg, tmp_path, "r4-b", "v2", train=other)) == 1
+    assert f"train.json: {key} differs from the existing train.json" in clean_error(capsys.readouterr().err)
+    assert snapshot(reg) == before
