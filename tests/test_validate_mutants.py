@@ -633,3 +633,114 @@ def test_sums_a_path_listed_twice_is_judged_by_its_first_line(reg: Path) -> None
     assert next(f.message for f in found if f.code == "HSH007").endswith(
         f"{STATE} listed twice or should not be listed"
     )
+
+
+def test_manifest_a_boolean_layer_is_refused_by_the_hand_check(manifest: dict[str, Any]) -> None:
+    """Mutant: a boolean layer (`true`, an int to Python) passed the layer check; only the schema fallback then
+    caught it, with a message about JSON paths instead of the field's own."""
+    targets = json.loads(json.dumps(manifest["targets"]))
+    targets[0]["layer"] = True
+    assert ("MIS003", "miss.json targets[0].layer is True, not an integer ≥ 0") in _manifest_codes(
+        manifest, targets=targets
+    )
+
+
+def test_mis017_a_scale_off_by_a_ten_thousandth(manifest: dict[str, Any]) -> None:
+    """Mutant: scale compared with alpha / rank at a 1 % tolerance instead of float rounding (1e-6)."""
+    assert "MIS017" in {c for c, _ in _manifest_codes(manifest, scale=2.0002)}
+    assert "MIS017" not in {c for c, _ in _manifest_codes(manifest, scale=2.000000001)}
+
+
+def test_readme_lists_each_adapter_content_version(reg: Path) -> None:
+    """Mutant: the `Adapter | content_version` table dropped from the per-base section (validate renders the
+    README with the same code, so RDM002 cannot see it): seed 000 publishes what the server answers on
+    registration, and users compare it by eye."""
+    from rwkv_registry.ops import load_index
+    from rwkv_registry.readme import render_sections
+
+    index = load_index(reg)
+    text = render_sections(index)
+    assert "| Adapter | content_version |" in text
+    for e in index["entries"]:
+        if e["method"] == "miss":
+            assert f"| {e['id']} | `{e['miss']['content_version']}` |" in text
+
+
+# --- facts: values and content_version of the files --------------------------------------------------------------
+
+
+def test_sta004_an_infinite_float32_state_value(reg: Path) -> None:
+    """Mutant: float32 States scanned for NaN only (`np.isnan`), so +Inf (a diverged run) passed."""
+    import torch
+
+    sd = {f"blocks.{i}.att.time_state": torch.zeros(2, 64, 64) for i in range(2)}
+    sd["blocks.1.att.time_state"][1, 2, 3] = float("inf")
+    torch.save(sd, reg / STATE)
+    refresh(reg, STATE)
+    assert _messages(reg, "STA004") == ["blocks.1.att.time_state holds 1 NaN/Inf value(s)"]
+
+
+def test_mis010_a_bad_value_in_a_later_tensor(reg: Path) -> None:
+    """Mutant: only the first target's D values scanned; the rule table poisons the first tensor."""
+    from test_validate_rules import _replace_miss
+
+    from rwkv_registry.pthwrite import RawTensor
+
+    def poison_last(tensors: dict[str, Any]) -> None:
+        name = list(tensors)[-1]
+        t = tensors[name]
+        tensors[name] = RawTensor(t.dtype, t.shape, t.data[:-2] + b"\x80\x7f")  # bf16 +Inf, the last value
+
+    _replace_miss(reg, tensors_edit=poison_last)
+    assert _messages(reg, "MIS010") == [
+        "blocks.1.ffn.value.weight.D: 1 value(s) non-finite or beyond ±65504 (first: inf)"
+    ]
+
+
+def _embedded_manifest(path: Path) -> dict[str, Any]:
+    from rwkv_registry.ckpt import open_checkpoint
+
+    raw = open_checkpoint(path.read_bytes()).miss_manifest
+    assert raw is not None
+    return dict(json.loads(bytes(raw)))
+
+
+def test_mis011_a_content_version_differing_only_in_its_last_digit(reg: Path) -> None:
+    """Mutant: the embedded content_version compared with the recomputed one by the 16 digits the message shows."""
+    from test_validate_rules import _replace_miss
+
+    real = _embedded_manifest(reg / MISS_A)["content_version"]
+    near = real[:-1] + ("0" if real[-1] != "0" else "1")
+    _replace_miss(reg, manifest_edit=lambda m: _set(m, "content_version", near), fix_cv=False)
+    assert len(_messages(reg, "MIS011")) == 1
+
+
+def test_readme_lists_a_shared_train_json_once(reg: Path) -> None:
+    """Mutant: one `training parameters` row per entry instead of per train.json: the two MiSS runs of v2 share
+    miss/v2/train.json, which was listed twice."""
+    from rwkv_registry.ops import load_index
+    from rwkv_registry.readme import render_sections
+
+    rows = [r for r in render_sections(load_index(reg)).splitlines() if "| training parameters |" in r]
+    assert [r.split(" | ")[0] for r in rows] == ["| miss/v2/train.json", "| state/v1/train.json"]
+
+
+def test_lay005_not_for_a_link_to_the_registry_root_itself(reg: Path) -> None:
+    """Mutant: a symbolic link to the root counted as leaving the registry; it stays inside (never followed), and a
+    top-level directory that is no base is LAY002."""
+    (reg / "loop").symlink_to(reg)
+    found = [(f.code, f.path) for f in _findings(reg) if f.path == "loop"]
+    assert found == [("LAY002", "loop")]
+
+
+def test_idx003_a_state_file_with_one_more_tensor_is_no_state(reg: Path) -> None:
+    """Mutant: a file counted as a State when any (not every) tensor is a `blocks.N.att.time_state`: a State with one
+    more tensor is not what rwkv_state_tune writes, and is reported as neither method (IDX003), not as a State of
+    the wrong shape."""
+    import torch
+
+    sd = {f"blocks.{i}.att.time_state": torch.zeros(2, 64, 64, dtype=torch.bfloat16) for i in range(2)}
+    sd["blocks.0.att.time_shift"] = torch.zeros(128, dtype=torch.bfloat16)
+    torch.save(sd, reg / STATE)
+    refresh(reg, STATE)
+    assert {f.code for f in _findings(reg) if f.path == STATE} == {"IDX003"}
