@@ -610,3 +610,25 @@ def test_recover_never_looks_inside_dot_git(reg: Path) -> None:
     (reg / f"{TMP_PREFIX}0123-index.json").write_text("ours")
     assert recover(reg) == ["removed 1 temporary file(s) of an interrupted write"]
     assert kept.read_text() == "not ours"
+
+
+def test_a_journal_that_cannot_be_written_rolls_the_write_back(
+    reg: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Mutant: the transaction marked journaled before its journal was written: a journal write that failed (a full
+    disk) left the staged temporary files behind, since rollback thought the write rolled forward."""
+    from rwkv_registry import atomic
+    from rwkv_registry.errors import RegistryIOError
+
+    real = atomic._atomic_write
+
+    def no_journal(path: Path, data: bytes, fault: str = "") -> None:
+        if path.name == atomic.JOURNAL_NAME:
+            raise RegistryIOError(f"cannot write {path}: No space left on device")
+        real(path, data, fault)
+
+    monkeypatch.setattr(atomic, "_atomic_write", no_journal)
+    before = snapshot(reg)
+    with pytest.raises(RegistryIOError, match="No space left on device"):
+        add_entry(reg, write_state(tmp_path / "s9.pth"), base=TINY_BASE, data_version="v9", train=state_train("v9"))
+    assert snapshot(reg) == before
