@@ -747,20 +747,6 @@ def test_idx003_a_state_file_with_one_more_tensor_is_no_state(reg: Path) -> None
 
 
 @needs_git
-def test_git001_a_staged_modification_is_reported_once(reg: Path) -> None:
-    """Mutant: a path already reported not skipped (`r in seen`): a modification staged with `git add` is both in
-    the index and in the working tree, and was reported twice."""
-    from test_git import git, publish
-
-    publish(reg)
-    train = reg / V1 / "train.json"
-    train.write_text(train.read_text().replace("4096", "8192"))
-    git(reg, "add", "-A")
-    found = [(f.path, f.message.split(",")[0]) for f in _findings(reg, "GIT001")]
-    assert found == [(f"{V1}/train.json", "modified in the index")]
-
-
-@needs_git
 def test_git003_a_staged_placeholder_of_a_closed_base_is_no_new_file(reg: Path) -> None:
     """Mutant: the `.gitkeep` exception applied to untracked files only: an older base, closed at once, whose empty
     placeholders are staged (`git add -A` before the commit) was GIT003 for each of them."""
