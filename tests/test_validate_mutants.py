@@ -757,3 +757,17 @@ def test_git003_a_staged_placeholder_of_a_closed_base_is_no_new_file(reg: Path) 
     _add_base_by_metadata(reg, older)
     git(reg, "add", "-A")
     assert _findings(reg, "GIT003") == []
+
+
+@needs_git
+def test_git003_an_empty_gitkeep_deeper_than_a_method_folder_is_a_new_file(reg: Path) -> None:
+    """Mutant: any empty `.gitkeep` taken for a placeholder: only `<base>/state/.gitkeep` and `<base>/miss/.gitkeep`
+    are what add-base makes; one in a data-version folder of a closed base is a new file there."""
+    from test_git import _add_base_by_metadata, publish
+
+    publish(reg)
+    older = TINY_BASE.replace("20260101", "20250101")
+    _add_base_by_metadata(reg, older)  # superseded at once: closed
+    (reg / older / "state" / "v1").mkdir()
+    (reg / older / "state" / "v1" / ".gitkeep").write_bytes(b"")
+    assert [f.path for f in _findings(reg, "GIT003")] == [f"{older}/state/v1/.gitkeep"]
