@@ -620,3 +620,30 @@ def test_a_journal_that_cannot_be_written_rolls_the_write_back(
     with pytest.raises(RegistryIOError, match="No space left on device"):
         add_entry(reg, write_state(tmp_path / "s9.pth"), base=TINY_BASE, data_version="v9", train=state_train("v9"))
     assert snapshot(reg) == before
+
+
+def test_atomic_write_bytes_fsyncs_the_directory_after_its_rename(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Mutant: atomic_write_bytes without the directory fsync after its rename (a crash could then lose the new
+    name); inside a commit the root's fsync right after the journal hid it, but `compare`'s result files rely on it."""
+    import os
+
+    from rwkv_registry.atomic import atomic_write_bytes
+
+    events: list[str] = []
+    fsync, replace = os.fsync, os.replace
+
+    def spy_fsync(fd: int) -> None:
+        events.append(f"fsync {os.readlink(f'/proc/self/fd/{fd}')}")
+        fsync(fd)
+
+    def spy_replace(src: Any, dst: Any) -> None:
+        replace(src, dst)
+        events.append(f"replace {dst}")
+
+    monkeypatch.setattr(os, "fsync", spy_fsync)
+    monkeypatch.setattr(os, "replace", spy_replace)
+    atomic_write_bytes(tmp_path / "f.txt", b"data")
+    assert events[1:] == [f"replace {tmp_path / 'f.txt'}", f"fsync {tmp_path}"]
+    assert (tmp_path / "f.txt").read_bytes() == b"data"
