@@ -115,3 +115,37 @@ def test_refuses_mismatched_question_sets_and_bad_files(tmp_path: Path) -> None:
         results_from_json({"format": "rwkv-registry-results/1", "name": "x", "results": [{"id": "q", "score": 2}]}, "x")
     (tmp_path / "bad.json").write_text("{")
     assert main(["compare", str(tmp_path / "bad.json"), str(tmp_path / "bad.json")]) == 2
+
+
+def test_scores_and_category_deltas_are_b_minus_a() -> None:
+    """Seed 003's second rung, State (A) against LoRA (B), per category, built from the article's
+    table: abstention 12 → 15, arguments 19 → 16; each side solves its cases on disjoint questions
+    so that the per-question join gives exactly those totals (mutants: delta a − b, totals swapped,
+    A's category preferred over B's)."""
+    a_scores, b_scores, cats = {}, {}, {}
+    for cat, total, sa, sb in (("abstention", 17, 12, 15), ("arguments", 22, 19, 16)):
+        for i in range(total):
+            q = f"{cat}-{i:02d}"
+            cats[q] = cat
+            a_scores[q] = 1.0 if i < sa else 0.0
+            b_scores[q] = 1.0 if i < sb else 0.0
+    a = results_from_json(results_file("state", a_scores, cats), "a")
+    b = results_from_json(results_file("lora", b_scores, cats), "b")
+    c = compare(a, b)
+    assert (c.score_a, c.score_b) == (31.0, 31.0)
+    ab, ar = c.by_category["abstention"], c.by_category["arguments"]
+    assert (ab["score_a"], ab["score_b"], ab["delta"], ab["wins"], ab["losses"]) == (12.0, 15.0, 3.0, 3, 0)
+    assert (ar["score_a"], ar["score_b"], ar["delta"], ar["wins"], ar["losses"]) == (19.0, 16.0, -3.0, 0, 3)
+    # unequal totals: A 1 of 2, B 2 of 2
+    c2 = compare(
+        results_from_json(results_file("a", {"q1": 1.0, "q2": 0.0}), "a"),
+        results_from_json(results_file("b", {"q1": 1.0, "q2": 1.0}), "b"),
+    )
+    assert (c2.score_a, c2.score_b) == (1.0, 2.0)
+    assert c2.to_json()["score_a"] == 1.0 and c2.to_json()["score_b"] == 2.0
+    # when the two files disagree on a question's category, B's (the newer run's) is shown
+    c3 = compare(
+        results_from_json(results_file("a", {"q1": 1.0}, {"q1": "old"}), "a"),
+        results_from_json(results_file("b", {"q1": 0.0}, {"q1": "new"}), "b"),
+    )
+    assert list(c3.by_category) == ["new"]
