@@ -171,6 +171,44 @@ def test_thinking_profile_thinks_then_pre_opens(tmp_path):
     assert b.think_prompt(c).prefix == b.call_prompt(c, "x").prefix
 
 
+def test_prompt_cleans_system_user_and_tool_turns_but_keeps_assistant_text(tmp_path):
+    """FORMATS §6 / docs/profiles.md: System, User and Tool text loses blank lines and CRLF and is
+    trimmed; an earlier Assistant call is kept as given. A case's own System text keeps its shared
+    prefix apart from the default's (kills the System cache keyed on the tools alone)."""
+    convo = [
+        {"role": "user", "content": "List cards\r\n\r\nplease "},
+        {"role": "assistant", "content": "```json\n{}\n\n```"},
+        {"role": "tool", "content": "c-1\n\n\nc-2"},
+    ]
+    plain = case_line(id="a", messages=convo)
+    own = case_line(id="b", messages=convo, system="Be brief.\n\nVery.")
+    a, b = load_cases(write_jsonl(tmp_path / "c.jsonl", plain, own)).cases
+    builder = PromptBuilder(get_profile("g1k"), get_tokenizer())
+    text = render_text(builder, a)
+    assert text.endswith(
+        'User: List cards\nplease\n\nAssistant: ```json\n{}\n\n```\n\nTool: c-1\nc-2\n\nAssistant: ```json\n{"name":"'
+    )
+    own_text = render_text(builder, b)
+    assert own_text.startswith("System: Be brief.\nVery.\n{")
+    assert builder.system_ids(b) != builder.system_ids(a)
+    assert render_text(builder, a) == text  # and the default System turn is not replaced by b's
+
+
+def test_categories_follow_the_five_known_then_the_file_order(tmp_path):
+    """The report's table order: the five categories as in seed 003, then any other in order of
+    appearance, whatever the file's order."""
+    lines = [
+        case_line(id="a", category="zeta"),
+        case_line(
+            id="b", category="abstention", expected={"name": "no_tool", "arguments": {"reason": "x"}}, check_values=[]
+        ),
+        case_line(id="c", category="alpha"),
+        case_line(id="d", category="easy-selection"),
+    ]
+    cs = load_cases(write_jsonl(tmp_path / "c.jsonl", *lines))
+    assert cs.categories() == ["easy-selection", "abstention", "zeta", "alpha"]
+
+
 # ---------------------------------------------------------------------------------- scoring
 
 
