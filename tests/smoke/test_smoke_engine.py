@@ -11,7 +11,7 @@ import torch
 from rwkv_registry.kernels.wkv7 import wkv7_naive
 from rwkv_registry.model import RWKV7, generate, get_tokenizer, load_state_weights
 from rwkv_registry.model.smoke.chunked import wkv7_chunked
-from rwkv_registry.model.smoke.engine import Engine, Job
+from rwkv_registry.model.smoke.engine import Engine, Job, RunStats, _Row
 from rwkv_registry.model.tiny import make_tiny_base, make_tiny_state
 
 STOPS = (b"\n\n", b"```")
@@ -158,3 +158,77 @@ def test_sha256_cache_is_keyed_by_stat(tmp_path):
     st = f.stat()
     os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns + 1))
     assert cached_sha256(f) == (hashlib.sha256(f.read_bytes()).hexdigest(), False)
+
+
+@pytest.mark.parametrize(
+    ("phase", "gen_finite", "loss_finite"),
+    [("_prefixes", False, False), ("_suffixes", False, False), ("_targets", True, False), ("_decode", False, True)],
+)
+def test_a_non_finite_logits_row_in_any_phase_is_charged_to_its_jobs(
+    model, monkeypatch, phase, gen_finite, loss_finite
+):
+    """NaN logits (with a finite state) in one phase only: the prefix and the suffix are shared by
+    both jobs, the teacher-forced targets belong to the loss job, the decode steps to the generation
+    job. Each phase must report it, not only the ones after it."""
+    tok = get_tokenizer()
+    prefix, suffix = prompts()[0]
+    jobs = [
+        Job(prefix, suffix, max_new=3, stop_tokens=()),
+        Job(prefix, suffix, targets=tuple(tok.encode(' read_file","arguments":{}}'))),
+    ]
+    active: list[str] = []
+    real_forward = model.forward
+
+    def forward(tokens, state=None, **kw):
+        logits, st = real_forward(tokens, state, **kw)
+        if active == [phase]:
+            logits = logits.clone()
+            logits[..., 5] = math.nan
+        return logits, st
+
+    def wrap(name):
+        real = getattr(Engine, name)
+
+        def run(self, *args, **kw):
+            active.append(name)
+            try:
+                return real(self, *args, **kw)
+            finally:
+                active.pop()
+
+        return run
+
+    monkeypatch.setattr(model, "forward", forward)
+    for name in ("_prefixes", "_suffixes", "_targets", "_decode"):
+        monkeypatch.setattr(Engine, name, wrap(name))
+    (gen, loss), _ = Engine(model, tok, fixed_batch=False).run(jobs)
+    assert len(gen.tokens) >= 2  # the decode phase ran
+    assert (gen.finite, loss.finite) == (gen_finite, loss_finite)
+
+
+def test_a_call_that_can_no_longer_parse_stops_at_once(model):
+    """A job's prefix check stops its row on the first token it refuses (finish "invalid")."""
+    tok = get_tokenizer()
+    prefix, suffix = prompts()[0]
+    free = Job(prefix, suffix, max_new=6, stop_tokens=())
+    checked = Job(prefix, suffix, max_new=6, stop_tokens=(), prefix_check=lambda text: False)
+    (a, b), _ = Engine(model, tok, fixed_batch=False).run([free, checked])
+    assert a.finish == "max_tokens" and len(a.tokens) == 6
+    assert b.finish == "invalid" and b.tokens == a.tokens[:1]
+
+
+@pytest.mark.parametrize(
+    ("pieces", "text"),
+    [(["x", "`", "``"], "x"), (["x", "``", "`"], "x"), (["ab", "\n", "```"], "ab\n"), (["a", "```"], "a")],
+)
+def test_a_stop_string_split_across_tokens_is_found(model, pieces, text):
+    """The closing fence written as ``"`"`` + ``"``"`` (two tokens) stops the call like one
+    ``"```"`` token; the text is cut just before it (as generate() does)."""
+    tok = get_tokenizer()
+    ids = [tok.encode(p) for p in pieces]
+    assert all(len(i) == 1 for i in ids)  # each piece is one token
+    engine, stats = Engine(model, tok), RunStats()
+    row = _Row(Job((1,), (2,), max_new=10, stops=(b"```",), stop_tokens=()))
+    done = [engine._advance(row, i, stats) for [i] in ids]
+    assert done == [False] * (len(ids) - 1) + [True]
+    assert (row.result.finish, row.result.text) == ("stop_string", text)
