@@ -15,6 +15,7 @@ import io
 import json
 import shutil
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 import torch
@@ -337,3 +338,128 @@ def test_text_report_shows_wins_and_losses_the_right_way_round(result):
 def test_toy_base_is_narrower_than_512(width, toy):
     assert is_toy_base({"architecture": {"n_embd": width}}) is toy
     assert is_toy_base({}) is False
+
+
+def _call(case: Case, name: str, args: dict) -> CallScore:
+    return score_call(case, json.dumps({"name": name, "arguments": args}, separators=(",", ":"))[len(CALL_OPENER) :])
+
+
+def test_side_counts_per_category_and_kind_of_error(result):
+    """Every counter of a side, from a hand-made answer sheet on the tiny set (14 cases: easy 0-2,
+    hard 3-6, arguments 7-8, abstention 9-11, multi-step 12-13). Kills: abstention solved counted as
+    abstained, false refusals counted as any no_tool, unknown tools counted as any wrong name,
+    solved counted as parsed, the record's score sides swapped."""
+    cases = result.cases.cases
+    assert [c.category for c in cases[9:12]] == ["abstention"] * 3 and cases[4].expected_name == "delete_card"
+    entry = [right(c) for c in cases]
+    entry[1] = _call(cases[1], "open_file", {"path": "a.txt"})  # an invented tool
+    entry[2] = garbage(cases[2])  # a parse failure
+    entry[3] = _call(cases[3], "delete_card", {"card": "c-1"})  # the near-duplicate: wrong, known tool
+    entry[4] = _call(cases[4], "no_tool", {"reason": "I cannot"})  # a false refusal
+    entry[9] = _call(cases[9], "no_tool", {})  # abstains, but without the required reason: wrong
+    entry[11] = _call(cases[11], "read_file", {"path": "x"})  # acts where it should abstain
+    base = [garbage(c) for c in cases]
+    report = build_report(with_scores(result, entry, base))
+    e = report["sides"]["entry"]
+    assert e["solved"] == 8 and e["total"] == 14
+    assert e["by_category"] == {
+        "easy-selection": {"solved": 1, "total": 3},
+        "hard-selection": {"solved": 2, "total": 4},
+        "argument-filling": {"solved": 2, "total": 2},
+        "abstention": {"solved": 1, "total": 3},
+        "multi-step": {"solved": 2, "total": 2},
+    }
+    assert (e["parse_failures"], e["false_refusals"], e["unknown_tools"]) == (1, 1, 1)
+    assert e["abstention"] == {"solved": 1, "total": 3}
+    b = report["sides"]["base"]
+    assert (b["solved"], b["parse_failures"], b["false_refusals"], b["unknown_tools"]) == (0, 14, 0, 0)
+    cmp_ = report["comparison"]
+    assert (cmp_["wins"], cmp_["losses"], cmp_["p_value"]) == (8, 0, 2 / 2**8)
+    rec = smoke_record(report)
+    assert rec["entry_score"]["solved"] == 8 and rec["base_score"]["solved"] == 0
+    assert rec["entry_score"]["by_category"]["hard-selection"] == {"solved": 2, "total": 4}
+    assert rec["checks"]["false_refusals"] == 1
+
+
+@pytest.mark.parametrize(("losses", "verdict"), [(5, "pass"), (6, "fail")])
+def test_default_alpha_is_five_percent(result, losses, verdict):
+    """0 wins and 5 losses give p = 2 / 2^5 = 0.0625, not below 0.05: pass; 6 losses give
+    p = 2 / 2^6 = 0.03125: significantly worse (docs/smoke.md). Kills a default alpha of 0.1."""
+    cases = result.cases.cases
+    entry = [right(c) if i >= losses else refusal(c) for i, c in enumerate(cases)]
+    base = [right(c) for c in cases]
+    report = build_report(with_scores(result, entry, base))
+    assert report["settings"]["alpha"] == 0.05
+    assert report["comparison"]["p_value"] == 2 / 2**losses
+    assert report["verdict"] == verdict
+
+
+def test_losses_are_per_token_of_the_hand_written_completion(result):
+    """The expected completion after the opener is the rest of the compact call plus the closing
+    fence, e.g. ``read_file","arguments":{"path":"notes.txt"}}`` + newline + three backticks; its
+    loss is reported per token of that text, per case and as the side's mean, for the entry and the
+    base each (kills a per-case loss left summed, a token count off by one, the sides swapped)."""
+    tok = get_tokenizer()
+    report = build_report(result)
+    for side_name, side in (("entry", result.entry_side), ("base", result.base_side)):
+        counts = []
+        for i, c in enumerate(result.cases.cases):
+            call = json.dumps({"name": c.expected_name, "arguments": c.expected_arguments}, separators=(",", ":"))
+            text = call[len('{"name":"') :] + "\n```"
+            counts.append(len(tok.encode(text)))
+            assert side.nll_tokens[i] == counts[-1]
+            assert report["cases"][i][side_name]["loss"] == pytest.approx(side.nll[i] / counts[-1], rel=1e-12)
+        mean = sum(side.nll) / sum(counts)
+        assert report["sides"][side_name]["mean_loss"] == pytest.approx(mean, rel=1e-12)
+    rec = smoke_record(report)
+    assert rec["checks"]["entry_loss"] == report["sides"]["entry"]["mean_loss"]
+    assert rec["checks"]["base_loss"] == report["sides"]["base"]["mean_loss"]
+    # the trained State makes its own completions likelier than the random base does
+    assert rec["checks"]["entry_loss"] < rec["checks"]["base_loss"]
+
+
+def test_call_budget_is_twice_the_longest_expected_call_plus_16(result):
+    """docs/smoke.md: ``2 × the longest expected call + 16`` tokens, the longest counted by hand
+    from the compact call text (kills + 15, min for max)."""
+    tok = get_tokenizer()
+    lengths = []
+    for c in result.cases.cases:
+        call = json.dumps({"name": c.expected_name, "arguments": c.expected_arguments}, separators=(",", ":"))
+        lengths.append(len(tok.encode(call[len('{"name":"') :] + "\n```")))
+    assert min(lengths) < max(lengths)
+    assert result.settings.max_call_tokens == 2 * max(lengths) + 16
+    assert build_report(result)["settings"]["max_call_tokens"] == 2 * max(lengths) + 16
+
+
+class _Recorder(evaluate.Engine):
+    """The real engine, keeping every job it was given."""
+
+    jobs: ClassVar[list] = []
+
+    def run(self, jobs, progress=None):
+        type(self).jobs.append(list(jobs))
+        return super().run(jobs, progress)
+
+
+def test_thinking_side_jobs_stop_where_docs_say_and_score_after_the_thinking(result, tiny_weights, monkeypatch):
+    """With g1k-think: the thinking pass stops at ``</think>`` (or a new turn) after at most
+    think_tokens; the call pass stops at the closing fence; the loss rows are teacher-forced after the
+    same prompt as the call rows, the thinking included (docs/smoke.md, FORMATS §8)."""
+    monkeypatch.setattr(evaluate, "Engine", _Recorder)
+    _Recorder.jobs = []
+    model = RWKV7.from_pth(tiny_weights.base, device="cpu", dtype=torch.float32)
+    builder = PromptBuilder(evaluate.get_profile("g1k-think"), get_tokenizer())
+    cases = dataclasses.replace(result.cases, cases=result.cases.cases[:3])
+    settings = Settings(think_tokens=5, runs=1, max_call_tokens=40)
+    side = run_side("entry", model, builder, cases, settings, None, evaluate._NoProgress())
+    think_jobs, call_and_loss = _Recorder.jobs
+    assert [j.stops for j in think_jobs] == [(b"</think>", b"\n\nUser:", b"\nUser:", b"\nSystem:")] * 3
+    assert [j.max_new for j in think_jobs] == [5] * 3
+    calls, losses = call_and_loss[:3], call_and_loss[3:]
+    assert [j.stops for j in calls] == [(b"```", b"\n\nUser:", b"\nUser:", b"\nSystem:")] * 3
+    assert [j.max_new for j in calls] == [40] * 3 and all(j.prefix_check is not None for j in calls)
+    tok = get_tokenizer()
+    for i, (call, loss) in enumerate(zip(calls, losses, strict=True)):
+        thought = side.thinking[i].text
+        assert tok.decode(call.suffix).endswith("Assistant: <think>" + thought + '</think> ```json\n{"name":"')
+        assert (loss.prefix, loss.suffix) == (call.prefix, call.suffix)
