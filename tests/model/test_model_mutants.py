@@ -566,3 +566,18 @@ def test_sampler_seed_is_used() -> None:
         return [s.pick(logits, [0])[0] for _ in range(5)]
 
     assert draws(1) == draws(1) and draws(1) != draws(2)
+
+
+def test_rank_1024_is_the_largest_accepted_and_in_features_must_be_positive(model: RWKV7, tmp_path: Path) -> None:
+    """The manifest's bounds are inclusive: rank 1..1024 (1024 loads), in_features ≥ 1 (0 is refused)."""
+    tensors = tiny_miss_tensors(model.config, rank=1024, seed=3, std=0.01, targets=("att.key.weight",))
+    ins = {n: miss_in_out(model.config, n.split(".", 2)[2][:-2])[0] for n in tensors}
+    path = write_torch_save_package(
+        tmp_path / "wide.pth", MissAdapter.from_tensors(tensors, ins, rank=1024, alpha=1024.0)
+    )
+    wide = load_miss(path)
+    assert (wide.rank, wide.scale) == (1024, 1.0)
+    targets = _manifest(_package(model, tmp_path))["targets"]
+    targets[0]["in_features"] = 0
+    with pytest.raises(WeightsFormatError, match=r"in_features is 0, expected a positive integer"):
+        load_miss(_package(model, tmp_path, targets=targets))
