@@ -46,8 +46,11 @@ def adapter_for(model: RWKV7, *, seed: int = 2, fingerprint: str = "0" * 64) -> 
     return MissAdapter.from_tensors(d, ins, rank=RANK, alpha=ALPHA, base_fingerprint=fingerprint)
 
 
-def write_torch_save_package(path: Path, adapter: MissAdapter, **manifest_over: object) -> Path:
-    """A MiSS package written by torch.save plus an `archive/miss.json` entry (the other writer)."""
+def write_torch_save_package(
+    path: Path, adapter: MissAdapter, *, drop: tuple[str, ...] = (), **manifest_over: object
+) -> Path:
+    """A MiSS package written by torch.save plus an `archive/miss.json` entry (the other writer);
+    ``manifest_over`` replaces manifest keys, ``drop`` leaves keys out."""
     tensors = {t.name: t.D for t in adapter.targets}
     buf = io.BytesIO()
     torch.save(tensors, buf)
@@ -74,6 +77,8 @@ def write_torch_save_package(path: Path, adapter: MissAdapter, **manifest_over: 
         ],
     }
     manifest.update(manifest_over)
+    for key in drop:
+        del manifest[key]
     path.write_bytes(buf.getvalue())
     with zipfile.ZipFile(path, "a") as zf:
         zf.writestr("archive/miss.json", json.dumps(manifest))

@@ -184,9 +184,12 @@ def _package(model: RWKV7, tmp_path: Path, **over: object) -> Path:
 def test_manifest_scale_is_read_from_the_file(model: RWKV7, tmp_path: Path) -> None:
     assert load_miss(_package(model, tmp_path)).scale == ALPHA / RANK
     assert load_miss(_package(model, tmp_path, scale=0.25)).scale == 0.25
-    manifest = _manifest(_package(model, tmp_path))
-    del manifest["scale"]
-    assert load_miss(_package(model, tmp_path, **manifest)).scale == ALPHA / RANK  # absent: alpha / rank
+    # absent: alpha / rank (3 / 5, not rank / alpha); the manifest written must really lack it
+    path = write_torch_save_package(
+        tmp_path / "no-scale.pth", make_adapter(model, miss_tensors(model)), drop=("scale",)
+    )
+    assert "scale" not in _manifest(path)
+    assert load_miss(path).scale == ALPHA / RANK == 0.6
 
 
 def test_a_target_listed_twice_is_refused(model: RWKV7, tmp_path: Path) -> None:
