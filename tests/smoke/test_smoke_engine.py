@@ -232,3 +232,22 @@ def test_a_stop_string_split_across_tokens_is_found(model, pieces, text):
     done = [engine._advance(row, i, stats) for [i] in ids]
     assert done == [False] * (len(ids) - 1) + [True]
     assert (row.result.finish, row.result.text) == ("stop_string", text)
+
+
+def test_sha256_of_a_file_with_recent_whole_second_times_is_not_cached(tmp_path):
+    """A coarse-clock file (whole-second mtime) written within that clock's step could be rewritten
+    with the same size and times: its hash is never cached then (``facts.racy``), so the next call
+    hashes again."""
+    import hashlib
+    import os
+    import time
+
+    from rwkv_registry.model.smoke.hashcache import cached_sha256
+
+    f = tmp_path / "base.pth"
+    f.write_bytes(b"weights" * 1000)
+    now_s = time.time_ns() // 10**9
+    os.utime(f, ns=(now_s * 10**9, now_s * 10**9))  # whole seconds, just now
+    want = hashlib.sha256(f.read_bytes()).hexdigest()
+    assert cached_sha256(f) == (want, False)
+    assert cached_sha256(f) == (want, False)
