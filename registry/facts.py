@@ -132,6 +132,17 @@ def facts_from_buffer(buf: bytes | bytearray | memoryview | mmap.mmap) -> FileFa
     return facts
 
 
+def stray_state_tensors(facts: FileFacts) -> tuple[int, list[str]] | None:
+    """For a file that is neither method: (how many ``blocks.N.att.time_state`` tensors it holds, up to three of
+    its other tensor names) when it holds some, i.e. a State file with tensors that do not belong there; else
+    None."""
+    names = [t[0] for t in facts.tensors]
+    state = [n for n in names if _STATE_NAME.match(n)]
+    if facts.method is not None or not state or len(state) == len(names):
+        return None
+    return len(state), sorted({n for n in names if not _STATE_NAME.match(n)}, key=lambda n: (len(n), n))[:3]
+
+
 # Which bytes of a little-endian float hold the bits of its exponent, and which of them: a float is NaN or
 # infinite exactly when every one of those bits is set (float32 0x7F800000, bfloat16 0x7F80, float16 0x7C00).
 _EXPONENT_BYTES: dict[str, tuple[int, tuple[tuple[int, int], ...]]] = {

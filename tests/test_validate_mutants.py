@@ -733,17 +733,23 @@ def test_lay005_not_for_a_link_to_the_registry_root_itself(reg: Path) -> None:
     assert found == [("LAY002", "loop")]
 
 
-def test_idx003_a_state_file_with_one_more_tensor_is_no_state(reg: Path) -> None:
+def test_sta001_a_state_file_with_one_more_tensor_is_no_state(reg: Path) -> None:
     """Mutant: a file counted as a State when any (not every) tensor is a `blocks.N.att.time_state`: a State with one
-    more tensor is not what rwkv_state_tune writes, and is reported as neither method (IDX003), not as a State of
-    the wrong shape."""
+    more tensor is not what rwkv_state_tune writes. It is no State (no shape or value check runs on it); for an
+    entry that says `state`, STA001 names the stray tensor (before, IDX003 said 'neither a State nor a MiSS
+    adapter', with a hint that a file with time_state tensors is a State)."""
     import torch
 
     sd = {f"blocks.{i}.att.time_state": torch.zeros(2, 64, 64, dtype=torch.bfloat16) for i in range(2)}
     sd["blocks.0.att.time_shift"] = torch.zeros(128, dtype=torch.bfloat16)
     torch.save(sd, reg / STATE)
     refresh(reg, STATE)
-    assert {f.code for f in _findings(reg) if f.path == STATE} == {"IDX003"}
+    found = [f for f in _findings(reg) if f.path == STATE]
+    assert [f.code for f in found] == ["STA001"]
+    assert found[0].message == "2 state tensors and others besides: unexpected ['blocks.0.att.time_shift']"
+    # an entry that says miss still gets IDX003: the file is no MiSS adapter either
+    edit_index(reg, lambda ix: ix["entries"][0].update(method="miss"))
+    assert "IDX003" in {f.code for f in _findings(reg) if f.path == STATE}
 
 
 @needs_git
