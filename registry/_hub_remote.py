@@ -19,6 +19,7 @@ from typing import Any
 
 from ._hub_http import Fetcher, RemoteFile
 from .errors import RegistryError, RegistryIOError, UsageError
+from .gitcheck import git_blob_id
 
 __all__ = [
     "RemoteEntry",
@@ -207,11 +208,6 @@ class RemoteRepo:
                 f"{path}: the Hub says {meta.size} bytes when resolved, {entry.size} in its tree listing"
             )
         return RemoteFile(self.fetcher, meta.location, entry.size, name=path, **options)
-
-
-def git_blob_id(data: bytes) -> str:
-    """The git object id of a blob (what the Hub reports for files not stored in LFS)."""
-    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
 
 
 def file_digests(path: str | os.PathLike[str], *, blob: bool) -> tuple[int, str, str | None]:
