@@ -50,6 +50,18 @@ def exam(score: float, date: str) -> dict:
     }
 
 
+def old_miss(scores: list[dict]) -> dict:
+    """A MiSS weight of the tiny base never uploaded, with ``scores``."""
+    return {
+        "id": "old-miss",
+        "base": TINY_BASE,
+        "method": "miss",
+        "data": {"version": "v1", "rows": None, "sha256": None},
+        "description": "never uploaded",
+        "scores": scores,
+    }
+
+
 @pytest.fixture
 def scored(registry: Path) -> Path:
     def edit(index: dict) -> None:
@@ -58,16 +70,7 @@ def scored(registry: Path) -> Path:
         by_id["s1"]["scores"] = [exam(40.0, "2026-01-05")]
         by_id["v2-r4-a"]["scores"] = [exam(50.0, "2026-01-06"), exam(48.0, "2026-01-01")]
         by_id["v2-r4-b"]["scores"] = [exam(45.5, "2026-01-06")]
-        index["unpublished"] = [
-            {
-                "id": "old-miss",
-                "base": TINY_BASE,
-                "method": "miss",
-                "data": {"version": "v1", "rows": None, "sha256": None},
-                "description": "never uploaded",
-                "scores": [exam(30.0, "2026-01-06")],
-            }
-        ]
+        index["unpublished"] = [old_miss([exam(30.0, "2026-01-06")])]
 
     update_index(registry, edit)
     return registry
@@ -600,16 +603,7 @@ def test_show_without_an_id_prints_the_registry_itself(
         index["registry"].update(training_data="No-22/rwkv-agent-distill", server="rwkv_lightning v1.8.1 or later")
         index["known_issues"] = ["MiSS may call itself Qwen"]
         index["links"] = [{"title": "Reports", "url": "docs/evaluations/"}]
-        index["unpublished"] = [
-            {
-                "id": "old-miss",
-                "base": TINY_BASE,
-                "method": "miss",
-                "data": {"version": "v1", "rows": None, "sha256": None},
-                "description": "never uploaded",
-                "scores": [],
-            }
-        ]
+        index["unpublished"] = [old_miss([])]
 
     update_index(registry, edit)
     assert main(["show", "--path", str(registry)]) == 0

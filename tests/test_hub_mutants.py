@@ -163,16 +163,22 @@ def test_push_deletes_a_stray_root_file_even_when_nothing_else_changed(
     assert "LICENSE" not in hub.files(repo_id)
 
 
-def test_push_sends_the_token_to_the_hub_and_never_to_the_storage(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
-    repo_id = new_repo(hub, tiny)
-    start = len(hub.log)
-    assert validate_hub(f"hf://{repo_id}").ok
-    requests = hub.log[start:]
+def _token_only_to_the_hub(requests: list[dict]) -> list[dict]:
+    """Assert that ``requests`` read both the Hub's API and the storage host, and sent the token to the Hub only;
+    the storage host's requests."""
     cdn = [r for r in requests if r["server"] == "cdn"]
     api = [r for r in requests if r["server"] == "api" and "/resolve/" in r["path"]]
     assert cdn and api
     assert all(r["authorization"] is None for r in cdn)
     assert all(r["authorization"] == "Bearer hf_test_token_for_the_local_server" for r in api)
+    return cdn
+
+
+def test_push_sends_the_token_to_the_hub_and_never_to_the_storage(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
+    repo_id = new_repo(hub, tiny)
+    start = len(hub.log)
+    assert validate_hub(f"hf://{repo_id}").ok
+    _token_only_to_the_hub(hub.log[start:])
 
 
 # --- pull -----------------------------------------------------------------------------------------------------
@@ -1042,11 +1048,6 @@ def test_pull_sends_the_token_to_the_hub_and_never_to_the_storage(hub: FakeHub, 
     repo_id = new_repo(hub, tiny)
     start = len(hub.log)
     assert pull_registry(repo_id, tmp_path / "dest", log=quiet).ok
-    requests = hub.log[start:]
-    cdn = [r for r in requests if r["server"] == "cdn"]
-    api = [r for r in requests if r["server"] == "api" and "/resolve/" in r["path"]]
-    assert cdn and api
-    assert all(r["authorization"] is None for r in cdn)
-    assert all(r["authorization"] == "Bearer hf_test_token_for_the_local_server" for r in api)
+    cdn = _token_only_to_the_hub(hub.log[start:])
     lfs = [p for p, blob in hub.repos[repo_id].commits[hub.head(repo_id)].items() if blob.lfs]
     assert len([r for r in cdn if r["method"] == "GET"]) == len(lfs)  # each weight downloaded once
