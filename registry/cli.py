@@ -13,6 +13,7 @@ import argparse
 import importlib
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
@@ -43,8 +44,51 @@ def _print_json(data: Any) -> None:
 # --- validate ---------------------------------------------------------------------------------------
 
 
-def print_report(report: Any, console: Any) -> None:
-    """Human output of a validation report."""
+# rich's console markup turns these into emoji (":name:"), drops or rewrites control characters and tabs, and
+# its escape() treats a backslash before "[" or at the end specially: text holding any of them goes through rich
+_RICH_ALTERS = re.compile(r"[\x00-\x1f\x7f-\x9f\\]|:\S*?:")
+
+
+def _plain_report(report: Any) -> str | None:
+    """The text :func:`print_report` prints, without importing rich (25-50 ms of a warm `validate`), or None when
+    rich's output could differ: stdout is a terminal (colours), FORCE_COLOR or TTY_COMPATIBLE is set (rich would
+    colour a pipe or a file), or a line holds what rich's markup alters (:data:`_RICH_ALTERS`). Without colour,
+    rich prints each line's text as it is (soft wrap: no wrapping, no padding), which is what this writes
+    (tests/test_cli.py compares the two)."""
+    if "FORCE_COLOR" in os.environ or "TTY_COMPATIBLE" in os.environ:
+        return None
+    try:
+        if sys.stdout.isatty():
+            return None
+    except (AttributeError, ValueError):
+        return None
+    c = report.counts
+    st = report.stats
+    fetched = f", {st['bytes_fetched']:,} bytes fetched" if st.get("bytes_fetched") is not None else ""
+    lines = []
+    for f in report.findings:
+        sev = str(f.severity)
+        lines.append(f"{sev:7} {f.code} {f.path}: {f.message}")
+        lines.append(f"        fix: {f.hint}")
+    lines.append(
+        f"{'OK' if report.ok else 'FAILED'} {report.target}: {c['error']} error(s), {c['warning']} warning(s), "
+        f"{c['info']} note(s); {st.get('files', 0)} files, {st.get('bytes_hashed', 0) / 1e6:.1f} MB hashed, "
+        f"{st.get('cache_hits', 0)} cached{fetched}, {st.get('elapsed_s', 0):.2f} s"
+    )
+    if any(_RICH_ALTERS.search(line) for line in lines):
+        return None
+    return "".join(f"{line}\n" for line in lines)
+
+
+def print_report(report: Any, console: Any = None) -> None:
+    """Human output of a validation report, on ``console`` (a rich Console), or on stdout when None: as plain
+    text when that is what rich would print (:func:`_plain_report`), else through rich."""
+    if console is None:
+        text = _plain_report(report)
+        if text is not None:
+            sys.stdout.write(text)
+            return
+        console = _console()
     from rich.markup import escape
 
     style = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -85,7 +129,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.format == "json":
         _print_json(report.to_json())
     else:
-        print_report(report, _console())
+        print_report(report)
     return 0 if report.ok else 1
 
 

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from regtools import (
@@ -56,6 +57,78 @@ def test_text_report_names_file_rule_and_fix(registry: Path) -> None:
     assert out.returncode == 1
     assert "LAY001" in out.stdout and "stray.txt" in out.stdout and "fix:" in out.stdout
     assert "Traceback" not in out.stdout + out.stderr
+
+
+_TRICKY = [
+    "plain ASCII",
+    "$.entries[3].score: 1.5 is not of type 'integer'",
+    "markup-like [bold]x[/] and [/] and [link=x]y[/link] and [red",
+    "unicode: ü, ellipsis …, dash – and wide 漢字 and 🙂, combining e\u0301",
+    "a long line " + "x" * 300,
+    "trailing spaces   ",
+    "emoji code :thumbs_up: and :not_an_emoji: and 12:30:45",
+    "a backslash \\[bold]x and one at the end \\",
+    "control \x1b[31m red \x07 bell\ttab\rreturn\x85",
+    "",
+]
+
+
+def _report(texts: list[str], target: str = "/tmp/some registry [x]") -> Any:
+    from rwkv_registry.rules import Finding, Severity
+    from rwkv_registry.validate import Report
+
+    findings = [Finding(f"R{i:03d}", list(Severity)[i % 3], t or "p", t, t[::-1]) for i, t in enumerate(texts)]
+    return Report(target, findings, {"files": 12, "bytes_hashed": 3_456_789, "cache_hits": 7, "elapsed_s": 0.1234})
+
+
+def _rich_text(report: Any, width: int) -> str:
+    import io
+
+    from rich.console import Console
+
+    from rwkv_registry.cli import print_report
+
+    buf = io.StringIO()
+    print_report(report, Console(file=buf, highlight=False, soft_wrap=True, width=width))
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("width", [20, 80, 200])
+def test_plain_text_report_is_what_rich_prints(width: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Piped, `validate` prints its text report without rich (not imported: 25-50 ms of a warm run); the bytes
+    are rich's, line by line, for every text rich would print unchanged; the rest still goes through rich."""
+    from rwkv_registry.cli import _plain_report
+
+    for var in ("FORCE_COLOR", "TTY_COMPATIBLE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(sys, "stdout", __import__("io").StringIO())
+    plain_ok = 0
+    for text in _TRICKY:
+        for target in ("/tmp/reg", "/tmp/some registry [x]", "C:\\reg"):
+            report = _report([text, "second " + text], target)
+            plain = _plain_report(report)
+            if plain is not None:
+                plain_ok += 1
+                assert plain == _rich_text(report, width), (text, target)
+    assert plain_ok >= 10  # most texts take the plain route
+    everything = _report(_TRICKY)
+    assert _plain_report(everything) is None  # control characters, emoji codes, backslashes: rich prints them
+    assert _plain_report(_report(_TRICKY[:5])) is not None
+    monkeypatch.setenv("FORCE_COLOR", "1")  # rich would colour the pipe
+    assert _plain_report(_report(_TRICKY[:5])) is None
+
+
+def test_piped_text_report_imports_no_rich(registry: Path) -> None:
+    (registry / "stray.txt").write_text("x")
+    probe = (
+        "import sys\nfrom rwkv_registry.cli import main\ncode = main(['validate', sys.argv[1]])\n"
+        "sys.stderr.write('RICH=%s' % any(m.startswith('rich') for m in sys.modules))\nraise SystemExit(code)\n"
+    )
+    env = {k: v for k, v in __import__("os").environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
+    out = subprocess.run([sys.executable, "-c", probe, str(registry)], capture_output=True, text=True, env=env)
+    assert out.returncode == 1 and "RICH=False" in out.stderr
+    assert "LAY001 stray.txt: " in out.stdout and "\n        fix: " in out.stdout
+    assert out.stdout.splitlines()[-1].startswith(f"FAILED {registry}: ")
 
 
 def test_usage_errors_exit_2_without_traceback(tmp_path: Path) -> None:
