@@ -318,7 +318,7 @@ class _PartialValidator(Validator):
     def walk(self) -> Tree:
         tree = super().walk()
         for rel in self.skipped:
-            tree.files[rel] = self.root / rel
+            tree.files[rel] = str(self.root / rel)
             parent = PurePosixPath(rel).parent
             while str(parent) != ".":
                 tree.dirs.add(parent.as_posix())
@@ -522,7 +522,7 @@ def _check_trust(remote: RemoteRepo, staging: Path, digests: dict[str, str], key
     from ._hub_facts import metadata_facts
     from .signing import check_signatures
 
-    files = {rel: staging / rel for rel in remote.files}
+    files = {rel: str(staging / rel) for rel in remote.files}
     findings = check_signatures(staging, set(files), None, keys)
     if not any(f.code in ("SIG001", "SIG003", "SIG004") for f in findings):  # SHA256SUMS is signed by a key given
         v = Validator(staging, use_cache=False, since=None)

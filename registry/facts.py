@@ -19,7 +19,7 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -496,7 +496,7 @@ class FactsCache:
 
 
 def gather_facts(
-    paths: dict[str, Path],
+    paths: Mapping[str, str | os.PathLike[str]],
     cache: FactsCache,
     *,
     workers: int | None = None,
@@ -508,17 +508,18 @@ def gather_facts(
     ``{"bytes_hashed": …, "cache_hits": …}``.
     """
     results: dict[str, FileFacts | OSError] = {}
-    todo: list[tuple[int, str, Path, list[Any]]] = []
+    todo: list[tuple[int, str, str, list[Any]]] = []
     started = time.time_ns()
     hits = 0
-    for rel, abspath in paths.items():
+    for rel, given in paths.items():
+        abspath = os.fspath(given)
         try:
             st = os.stat(abspath)
         except OSError as e:
             results[rel] = e
             continue
-        key = stat_key(st, str(abspath))
-        cached = cache.get(str(abspath), key)
+        key = stat_key(st, abspath)
+        cached = cache.get(abspath, key)
         if cached is not None:
             results[rel] = cached
             hits += 1
@@ -527,7 +528,7 @@ def gather_facts(
     todo.sort(reverse=True)  # biggest first: better packing across threads
     hashed = 0
 
-    def work(item: tuple[int, str, Path, list[Any]]) -> tuple[str, FileFacts | OSError, list[Any], Path]:
+    def work(item: tuple[int, str, str, list[Any]]) -> tuple[str, FileFacts | OSError, list[Any], str]:
         _, rel, abspath, key = item
         try:
             return rel, compute_facts(abspath), key, abspath
@@ -543,8 +544,8 @@ def gather_facts(
                     hashed += result.size
                     # re-stat: a file changed while being read must not be cached under the old key
                     try:
-                        if stat_key(os.stat(abspath), str(abspath)) == key and not racy(key, started):
-                            cache.put(str(abspath), key, result)
+                        if stat_key(os.stat(abspath), abspath) == key and not racy(key, started):
+                            cache.put(abspath, key, result)
                     except OSError:
                         pass
                 if progress:

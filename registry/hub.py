@@ -81,7 +81,7 @@ class HubValidator(Validator):
         with ThreadPoolExecutor(max_workers=WORKERS) as pool:
             list(pool.map(fetch, small))
         tree = Tree()
-        tree.files = {p: self.root / p for p in sorted(self.remote.files)}
+        tree.files = {p: str(self.root / p) for p in sorted(self.remote.files)}
         tree.dirs = set(self.remote.dirs)
         return tree
 

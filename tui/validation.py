@@ -72,7 +72,7 @@ class LiveValidator(Validator):
         if self.on_plan is not None:
             self.on_plan(len(weights))
         results: dict[str, FileFacts | OSError] = {}
-        todo: list[tuple[int, str, Path, list[Any]]] = []
+        todo: list[tuple[int, str, str, list[Any]]] = []
         hits = hashed = 0
         for rel in weights:
             self._stop_check()
@@ -92,7 +92,7 @@ class LiveValidator(Validator):
                 todo.append((key[3], rel, path, key))
         todo.sort(reverse=True)
 
-        def read(item: tuple[int, str, Path, list[Any]]) -> FileFacts | OSError:
+        def read(item: tuple[int, str, str, list[Any]]) -> FileFacts | OSError:
             if self.should_stop():
                 return OSError("cancelled")
             try:
@@ -103,7 +103,7 @@ class LiveValidator(Validator):
         if todo:
             n = self.workers or min(len(todo), os.cpu_count() or 1)
             with ThreadPoolExecutor(max_workers=n, thread_name_prefix="rwkv-validate") as pool:
-                pending: dict[Future[FileFacts | OSError], tuple[int, str, Path, list[Any]]] = {
+                pending: dict[Future[FileFacts | OSError], tuple[int, str, str, list[Any]]] = {
                     pool.submit(read, item): item for item in todo
                 }
                 try:
