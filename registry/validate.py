@@ -230,6 +230,8 @@ class Validator:
         self.file_sha: dict[str, str] = {}  # sha256 of every summable file on disk, from check_sums
         self.sums_gone: dict[str, Finding] = {}  # HSH005 findings by the listed path
         self.schema_digest: str | None = None
+        # id of a MiSS target list -> (that list, the architecture it fits): check_miss checks it once
+        self.fitted_targets: dict[int, tuple[list[dict[str, Any]], dict[str, Any]]] = {}
 
     def add(self, f: Finding) -> None:
         self.findings.append(f)
@@ -780,13 +782,21 @@ class Validator:
                 )
             )
         if isinstance(arch, dict):
+            # Adapters of one base and rank share their cached target list (the cache's blobs): a list that fitted
+            # this very architecture object already fits again. Both are held, so their ids stay theirs this run.
+            fitted = self.fitted_targets.get(id(f.targets))
+            if fitted is not None and fitted[0] is f.targets and fitted[1] is arch:
+                return
             specs = [
                 TargetSpec(t["layer"], t["target"], t["tensor"], t["in_features"], tuple(t["shape"])) for t in f.targets
             ]
             try:
-                self.findings += check_against_base(specs, arch, path)
+                misfits = check_against_base(specs, arch, path)
             except (KeyError, TypeError, ValueError):
-                pass
+                return
+            self.findings += misfits
+            if not misfits:
+                self.fitted_targets[id(f.targets)] = (f.targets, arch)
 
     def check_train_files(self, tree: Tree, weights: list[str]) -> None:
         version_dirs: dict[str, list[dict[str, Any]]] = {}

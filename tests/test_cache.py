@@ -351,3 +351,35 @@ def test_the_journal_is_read_line_by_line_and_only_for_this_version(tmp_path: Pa
     read.save()
     assert not cache.journal.exists()
     assert facts.FactsCache(root).items == {"a" * 40: [[["id"], "x"]]}  # kept in the cache file
+
+
+def test_a_shared_miss_target_list_is_checked_against_each_architecture(registry: Path) -> None:
+    """Adapters of one base and rank share their cached target list: check_miss checks a list once per
+    architecture object it fitted; another architecture (a base of other dimensions), even an equal copy,
+    is checked again, and MIS014 is what a fresh run says."""
+    from regtools import TINY_ARCH
+
+    from rwkv_registry.facts import FactsCache, FileFacts, gather_facts
+    from rwkv_registry.validate import Validator
+
+    rel = f"{TINY_BASE}/miss/v2/r4-a/adapter-final.pth"
+    got, _ = gather_facts({rel: registry / rel}, FactsCache(registry, enabled=False))
+    f = got[rel]
+    assert isinstance(f, FileFacts) and f.targets
+    fits = dict(TINY_ARCH)
+    wider = {**TINY_ARCH, "n_embd": 2 * TINY_ARCH["n_embd"]}
+
+    def fresh(arch: dict[str, object]) -> list[tuple[str, str, str]]:
+        v = Validator(registry, use_cache=False, since=None)
+        v.check_miss("x", {}, f, None, arch)
+        return [(x.code, x.path, x.message) for x in v.findings]
+
+    v = Validator(registry, use_cache=False, since=None)
+    seen = []
+    for path, arch in (("a", fits), ("b", fits), ("c", wider), ("d", fits), ("e", dict(fits)), ("f", wider)):
+        v.findings = []
+        v.check_miss(path, {}, f, None, arch)
+        seen.append([(x.code, x.message) for x in v.findings])
+        assert [(c, m) for c, _, m in fresh(arch)] == seen[-1], path
+    assert seen[0] == seen[1] == seen[3] == seen[4] == []
+    assert seen[2] and seen[2] == seen[5] and {c for c, _ in seen[2]} == {"MIS014"}
