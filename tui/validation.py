@@ -10,12 +10,13 @@ between files: a newer run on demand makes the old one stop early.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
-from rwkv_registry.facts import FileFacts, compute_facts, stat_key
+from rwkv_registry.facts import FileFacts, compute_facts, racy, stat_key
 from rwkv_registry.rules import RULES
 from rwkv_registry.validate import Report, Tree, Validator
 
@@ -74,6 +75,7 @@ class LiveValidator(Validator):
         results: dict[str, FileFacts | OSError] = {}
         todo: list[tuple[int, str, str, list[Any]]] = []
         hits = hashed = 0
+        started = time.time_ns()  # before any file is looked at: the racy-clean rule of facts.gather_facts
         for rel in weights:
             self._stop_check()
             path = tree.files[rel]
@@ -116,8 +118,8 @@ class LiveValidator(Validator):
                             results[rel] = result
                             if isinstance(result, FileFacts):
                                 hashed += result.size
-                                try:  # a file changed while read must not be cached under the old key
-                                    if stat_key(os.stat(path), str(path)) == key:
+                                try:  # a file changed while read, or racily clean, must not be cached
+                                    if stat_key(os.stat(path), str(path)) == key and not racy(key, started):
                                         self.cache.put(str(path), key, result)
                                 except OSError:
                                     pass

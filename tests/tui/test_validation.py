@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -85,3 +86,30 @@ def test_keymap_refuses_a_key_sequence(tmp_path: Path, monkeypatch: pytest.Monke
     keymap, problems = load_keymap()
     assert keymap == {"registry.compare": "ctrl+y,x"}
     assert len(problems) == 1 and "'y y' is not a key" in problems[0]
+
+
+def test_live_validation_never_caches_a_racily_clean_file(registry: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The TUI's validation caches facts itself: before the fix it skipped the racy-clean rule of
+    facts.gather_facts, so a same-size rewrite within a coarse clock's step (FAT, HFS+, ext3) hid behind the
+    old key and the browser showed the old bytes' verdict."""
+    import time
+
+    from rwkv_registry import facts
+    from rwkv_registry.tui import validation
+
+    tick = time.time_ns() // 10**9 * 10**9
+    real = facts.stat_key
+
+    def coarse(st: os.stat_result, path: str) -> list[object]:
+        return [*real(st, path)[:4], tick, tick]
+
+    monkeypatch.setattr(facts, "stat_key", coarse)
+    monkeypatch.setattr(validation, "stat_key", coarse)
+    assert live_validate(registry, on_file=lambda *_: None).ok
+    state = next(p for p in registry.rglob("*.pth") if "/state/" in p.as_posix())
+    data = bytearray(state.read_bytes())
+    data[-100] ^= 0x10
+    with open(state, "r+b") as f:  # same inode, same size, same (coarse) times: the same stat key
+        f.write(bytes(data))
+    report = live_validate(registry, on_file=lambda *_: None)
+    assert "HSH001" in {f.code for f in report.findings}
