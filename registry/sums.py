@@ -34,13 +34,21 @@ def _escape(path: str) -> tuple[str, bool]:
     return path, False
 
 
-def _unescape(path: str) -> str:
+_UNESCAPES = {"\\": "\\", "n": "\n", "r": "\r"}
+
+
+def _unescape(path: str) -> str | None:
+    """The name of a line that starts with a backslash, as GNU ``sha256sum -c`` reads it: only
+    ``\\\\``, ``\\n`` and ``\\r`` are escapes; any other, or a backslash at the end, makes the line
+    improperly formatted (None), as it does there."""
     out, i = [], 0
     while i < len(path):
         ch = path[i]
-        if ch == "\\" and i + 1 < len(path):
-            nxt = path[i + 1]
-            out.append({"\\": "\\", "n": "\n", "r": "\r"}.get(nxt, "\\" + nxt))
+        if ch == "\\":
+            nxt = _UNESCAPES.get(path[i + 1 : i + 2])
+            if nxt is None:
+                return None
+            out.append(nxt)
             i += 2
         else:
             out.append(ch)
@@ -77,6 +85,9 @@ def parse_sums(data: bytes) -> tuple[list[SumsLine], list[tuple[int, str]]]:
             bad.append((i, line[:80]))
             continue
         path = _unescape(m.group(4)) if m.group(1) else m.group(4)
+        if path is None:
+            bad.append((i, line[:80]))
+            continue
         if path.startswith("./"):
             path = path[2:]
         good.append(SumsLine(i, m.group(2).lower(), path, crlf))

@@ -34,6 +34,21 @@ def test_malformed_lines_are_reported_with_numbers() -> None:
     assert [n for n, _ in bad] == [2, 4]
 
 
+@pytest.mark.parametrize("name", ["a\\qb", "trail\\"])
+def test_sums_parse_rejects_an_escape_sha256sum_rejects(name: str, tmp_path: Path) -> None:
+    """GNU unescapes only \\\\, \\n and \\r; any other escape, or a backslash at the end, makes the line
+    improperly formatted (HSH003), not the listing of some other name."""
+    line = "\\" + "ab" * 32 + f"  {name}\n"
+    good, bad = parse_sums(line.encode())
+    assert good == [] and bad == [(1, line[:-1])]
+    if shutil.which("sha256sum"):
+        (tmp_path / "SHA256SUMS").write_text(line)
+        for n in ("aqb", "a\\qb", "trail", "trail\\"):
+            (tmp_path / n).write_bytes(b"x")
+        out = subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=tmp_path, capture_output=True, text=True)
+        assert out.returncode == 1 and "no properly formatted" in out.stderr
+
+
 @pytest.mark.skipif(shutil.which("sha256sum") is None, reason="coreutils sha256sum not installed")
 def test_sha256sum_accepts_our_file(tmp_path: Path) -> None:
     files = {"a.txt": b"hello", "dir/b.bin": b"\x00\x01", "back\\slash.txt": b"x"}
