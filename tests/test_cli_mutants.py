@@ -403,3 +403,14 @@ def test_remote_headers_call_a_file_state_only_when_every_tensor_is_a_state(
     facts = header_facts(_RangeBytes(data), size=len(data), sha256=H)
     assert facts.kind != "unknown" and [t[0] for t in facts.tensors] == names
     assert facts.method == method
+
+
+def test_demo_without_force_never_replaces_an_earlier_demo(demo_root: Path) -> None:
+    from rwkv_registry.demo import build_demo
+    from rwkv_registry.errors import UsageError
+
+    before = {p: p.stat().st_mtime_ns for p in demo_root.rglob("*")}
+    with pytest.raises(UsageError) as e:
+        build_demo(demo_root, log=lambda _m: None)
+    assert "exists and is not empty" in e.value.message and "--force" in (e.value.hint or "")
+    assert {p: p.stat().st_mtime_ns for p in demo_root.rglob("*")} == before
