@@ -414,3 +414,15 @@ def test_demo_without_force_never_replaces_an_earlier_demo(demo_root: Path) -> N
         build_demo(demo_root, log=lambda _m: None)
     assert "exists and is not empty" in e.value.message and "--force" in (e.value.hint or "")
     assert {p: p.stat().st_mtime_ns for p in demo_root.rglob("*")} == before
+
+
+def test_demo_force_never_replaces_a_fresh_registry_of_another_name(tmp_path: Path) -> None:
+    from rwkv_registry.demo import build_demo
+    from rwkv_registry.errors import UsageError
+
+    reg = tmp_path / "mine"
+    assert main(["init", str(reg), "--name", "me/mine"]) == 0
+    index = (reg / "index.json").read_bytes()
+    with pytest.raises(UsageError, match="is not an earlier demo"):
+        build_demo(reg, force=True, log=lambda _m: None)
+    assert (reg / "index.json").read_bytes() == index
