@@ -49,6 +49,16 @@ def test_sums_parse_rejects_an_escape_sha256sum_rejects(name: str, tmp_path: Pat
         assert out.returncode == 1 and "no properly formatted" in out.stderr
 
 
+def test_validate_reports_an_escape_sha256sum_rejects_as_hsh003(registry: Path) -> None:
+    """The same rule through validate: a SHA256SUMS line ``sha256sum -c`` calls improperly formatted is HSH003."""
+    from rwkv_registry.validate import validate_registry
+
+    with (registry / "SHA256SUMS").open("a") as f:
+        f.write("\\" + "ab" * 32 + "  a\\qb\n")
+    found = [f for f in validate_registry(registry, use_cache=False).findings if f.code == "HSH003"]
+    assert len(found) == 1 and found[0].path == "SHA256SUMS"
+
+
 @pytest.mark.skipif(shutil.which("sha256sum") is None, reason="coreutils sha256sum not installed")
 def test_sha256sum_accepts_our_file(tmp_path: Path) -> None:
     files = {"a.txt": b"hello", "dir/b.bin": b"\x00\x01", "back\\slash.txt": b"x"}
