@@ -807,7 +807,7 @@ def _refuse_train_findings(
     group: str | None,
     train_arg: Any,
 ) -> None:
-    """validate's train.json rules (TRN002, TRN003, TRN004, TRN005, TRN007) on the data-version directory as
+    """validate's train.json rules (TRN002, TRN003, TRN004, TRN005, TRN007, TRN008) on the data-version directory as
     it will be (``t``, its train.json): refuse when they give an error."""
     from .validate import train_findings
 

@@ -529,6 +529,13 @@ _RULES: tuple[Rule, ...] = (
         "A State is trained with rwkv_state_tune and a MiSS adapter with rwkv_miss_tune; fix trainer.name, or "
         "move the weights under the right method.",
     ),
+    Rule(
+        "TRN008",
+        E,
+        "train.json rank or alpha differs from the MiSS adapters of its directory",
+        "hyperparameters.rank and .alpha must be those the adapters were trained with (their miss.json, which "
+        "index.json records): fix train.json, or the adapters come from another run.",
+    ),
     # --- profiles --------------------------------------------------------------------------
     Rule(
         "PRF001",

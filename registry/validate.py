@@ -156,10 +156,18 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def train_findings(rel: str, d: str, t: dict[str, Any], entries: list[dict[str, Any]], dirs: set[str]) -> list[Finding]:
-    """The train.json rules (TRN002–TRN007) on ``t``, the train.json at ``rel`` of the data-version
+def train_findings(
+    rel: str,
+    d: str,
+    t: dict[str, Any],
+    entries: list[dict[str, Any]],
+    dirs: set[str],
+    unsure: frozenset[str] = frozenset(),
+) -> list[Finding]:
+    """The train.json rules (TRN002–TRN008) on ``t``, the train.json at ``rel`` of the data-version
     directory ``d``, with the entries recorded under it and the directories ``dirs`` of the registry (only
-    the group directories ``d/<group>`` among them count, so the caller may pass just those).
+    the group directories ``d/<group>`` among them count, so the caller may pass just those). ``unsure``: ids of
+    entries whose recorded ``miss`` values already disagree with their file (MIS015): TRN008 does not echo them.
     ``add`` runs them on the train.json a new entry would leave, before anything is written."""
     out: list[Finding] = []
     _base, method, version = d.split("/")
@@ -195,6 +203,23 @@ def train_findings(rel: str, d: str, t: dict[str, Any], entries: list[dict[str, 
                     )
                 )
     if method == "miss":
+        hyper = t["hyperparameters"] if isinstance(t.get("hyperparameters"), dict) else {}
+        for key in ("rank", "alpha"):
+            want = hyper.get(key)
+            if not is_finite_number(want):
+                continue
+            for e in entries:
+                if e.get("id") in unsure:
+                    continue
+                got = e["miss"].get(key) if isinstance(e.get("miss"), dict) else None
+                if is_finite_number(got) and got != want:
+                    out.append(
+                        finding(
+                            "TRN008",
+                            rel,
+                            f"hyperparameters.{key} is {want!r}, entry {e.get('id')!r} (its miss.json) has {got!r}",
+                        )
+                    )
         runs = t["runs"] if isinstance(t.get("runs"), list) else []
         groups_run = {r["group"] for r in runs if isinstance(r, dict) and isinstance(r.get("group"), str)}
         groups_disk = {p.split("/")[3] for p in dirs if p.startswith(d + "/") and p.count("/") == 3}
@@ -811,6 +836,7 @@ class Validator:
             if len(parts) == 3 and parts[0] in self.bases and parts[1] in ("state", "miss"):
                 version_dirs.setdefault(d, [])
         group_dirs: dict[str, set[str]] = {}  # data-version directory -> its group directories, for TRN004
+        mis015 = [f for f in self.findings if f.code == "MIS015"]  # an index record that is wrong: no TRN008 echo
         for p in tree.dirs:
             if p.count("/") == 3:
                 group_dirs.setdefault(p.rsplit("/", 1)[0], set()).add(p)
@@ -826,7 +852,10 @@ class Validator:
                 value = value.value
             if not isinstance(value, dict):
                 continue
-            self.findings.extend(train_findings(rel, d, value, entries, group_dirs.get(d, set())))
+            unsure = frozenset(
+                str(e.get("id")) for e in entries if any(f.code == "MIS015" and f.path == e.get("path") for f in mis015)
+            )
+            self.findings.extend(train_findings(rel, d, value, entries, group_dirs.get(d, set()), unsure))
 
     def check_sums(self, tree: Tree, facts: dict[str, FileFacts | OSError]) -> None:
         if SUMS_NAME not in tree.files:

@@ -179,7 +179,8 @@ def test_miss_summary_reads_only_the_header(tmp_path: Path, monkeypatch: pytest.
 
     big = tmp_path / "big" / "adapter-final.pth"
     manifest = write_miss(big, rank=64, alpha=128, seed=3)
-    add_entry(root, big, base=TINY_BASE, data_version="v2", train=miss_train(groups=("r64",)), group="r64")
+    train = miss_train(groups=("r64",), hyperparameters={"rank": 64, "alpha": 128, "ctx": 4096})  # TRN008
+    add_entry(root, big, base=TINY_BASE, data_version="v2", train=train, group="r64")
     import rwkv_registry.ckpt as ckpt
     import rwkv_registry.facts as facts
 

@@ -293,6 +293,19 @@ def test_add_refuses_other_hyperparameters_in_a_miss_directory(
     assert [r["group"] for r in runs] == ["r4-a", "r4-b"]
 
 
+def test_add_refuses_a_train_json_whose_alpha_is_not_the_adapters(
+    reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """TRN008 in add: a new data version whose --train says alpha 16 for an adapter trained (its miss.json) with
+    alpha 8 is refused before anything is written; a mutant of the demo's train.json alpha survived without it."""
+    before = snapshot(reg)
+    other = miss_train("v3", hyperparameters={"rank": 4, "alpha": 16, "ctx": 4096})
+    assert main(_add_miss(reg, tmp_path, "r4-a", "v3", train=other)) == 1
+    assert "TRN008" in clean_error(capsys.readouterr().err)
+    assert snapshot(reg) == before
+    assert main(_add_miss(reg, tmp_path, "r4-a", "v3")) == 0  # rank 4, alpha 8: those of the file
+
+
 def test_a_staged_copy_that_differs_from_the_checked_file_is_refused(
     reg: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -404,6 +404,7 @@ CASES: dict[str, Callable[..., None]] = {
     "TRN005": lambda r: _json_edit(r, STATE_TRAIN, lambda t: _set(t, "method", "miss")),
     "TRN006": lambda r: _json_edit(r, MISS_TRAIN, lambda t: t["trainer"].update(commit=None)),
     "TRN007": lambda r: _json_edit(r, STATE_TRAIN, lambda t: t["trainer"].update(name="rwkv_miss_tune")),
+    "TRN008": lambda r: _json_edit(r, MISS_TRAIN, lambda t: t["hyperparameters"].update(alpha=16)),
     "PRF001": _entry(MISS_A, lambda e: _set(e, "profile", "g1k")),
     "PRF002": _entry(STATE, lambda e: _set(e, "profile", "g1k-think")),
     "RDM001": lambda r: _text(r, "README.md", "# no markers\n"),
@@ -493,6 +494,14 @@ def test_rule_fails_on_its_mutation(code: str, reg: Path, monkeypatch: pytest.Mo
     assert f.severity == RULES[code].severity
     if RULES[code].severity == "error":
         assert not report.ok
+
+
+def test_trn008_does_not_echo_a_wrong_index_record(reg: Path) -> None:
+    """index.json's miss.rank differs from the file (MIS015) while train.json agrees with the file: the cause is
+    reported once, not again as train.json disagreeing with the entry."""
+    CASES["MIS015"](reg)
+    found = {f.code for f in validate_registry(reg, use_cache=False).findings}
+    assert "MIS015" in found and "TRN008" not in found
 
 
 def test_trn006_is_only_a_note(registry_template: Path) -> None:
