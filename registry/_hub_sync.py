@@ -383,27 +383,23 @@ def pull_registry(
         (r for r in remote.files if r == JOURNAL_NAME or r.rsplit("/", 1)[-1].startswith(TMP_PREFIX)),
         key=lambda r: (r != JOURNAL_NAME, r),  # the journal first: it is what would be rolled forward
     )
-    if transient:
-        more = f" (and {len(transient) - 1} more)" if len(transient) > 1 else ""
-        raise RefusedError(
-            f"pull refused: {repo_id}@{remote.sha[:12]} holds {transient[0]}{more}, left by an interrupted "
-            "rwkv-registry write (push never publishes one): in PATH, the next write command would complete "
-            "it over the pulled files",
-            hint=f"Nothing was written to {path}. Tell the publisher (`rwkv-registry validate hf://{repo_id}` "
-            "reports it as LAY012): the file must be deleted from the repository.",
-            path=transient[0],
-        )
-    metadata = sorted(r for r in remote.files if r.startswith(f"{DOWNLOAD_METADATA}/"))
-    if metadata:  # snapshot_download writes there too, and the pull removes that folder: the copy would lack them
-        more = f" (and {len(metadata) - 1} more)" if len(metadata) > 1 else ""
-        raise RefusedError(
-            f"pull refused: {repo_id}@{remote.sha[:12]} holds {metadata[0]}{more}, inside {DOWNLOAD_METADATA}/ "
-            "where huggingface_hub keeps its download metadata (which a pull removes): the copy could not be "
-            "complete",
-            hint=f"Nothing was written to {path}. Tell the publisher: no registry file lives there "
-            "(`hf upload` leaves that folder out).",
-            path=metadata[0],
-        )
+    _refuse_holding(
+        remote,
+        transient,
+        "left by an interrupted rwkv-registry write (push never publishes one): in PATH, the next write command "
+        "would complete it over the pulled files",
+        f"Nothing was written to {path}. Tell the publisher (`rwkv-registry validate hf://{repo_id}` reports it as "
+        "LAY012): the file must be deleted from the repository.",
+    )
+    # snapshot_download writes there too, and the pull removes that folder: the copy would lack them
+    _refuse_holding(
+        remote,
+        sorted(r for r in remote.files if r.startswith(f"{DOWNLOAD_METADATA}/")),
+        f"inside {DOWNLOAD_METADATA}/ where huggingface_hub keeps its download metadata (which a pull removes): the "
+        "copy could not be complete",
+        f"Nothing was written to {path}. Tell the publisher: no registry file lives there (`hf upload` leaves that "
+        "folder out).",
+    )
     skipped: dict[str, RemoteEntry] = {}
     allow: list[str] | None = None
     if base is not None:
@@ -470,6 +466,17 @@ def pull_registry(
     v.run()
     sort_findings(v.findings)
     return Report(str(path), v.findings, v.stats)
+
+
+def _refuse_holding(remote: RemoteRepo, paths: list[str], why: str, hint: str) -> None:
+    """Refuse the pull (nothing downloaded yet) when the repository holds ``paths``: the first is named."""
+    if paths:
+        more = f" (and {len(paths) - 1} more)" if len(paths) > 1 else ""
+        raise RefusedError(
+            f"pull refused: {remote.repo_id}@{remote.sha[:12]} holds {paths[0]}{more}, {why}",
+            hint=hint,
+            path=paths[0],
+        )
 
 
 PULL_STAGING = ".rwkv-registry-pull-"  # .<dest><this><pid>: where a pull downloads before the final rename
