@@ -132,15 +132,15 @@ def facts_from_buffer(buf: bytes | bytearray | memoryview | mmap.mmap) -> FileFa
     return facts
 
 
-def stray_state_tensors(facts: FileFacts) -> tuple[int, list[str]] | None:
-    """For a file that is neither method: (how many ``blocks.N.att.time_state`` tensors it holds, up to three of
-    its other tensor names) when it holds some, i.e. a State file with tensors that do not belong there; else
-    None."""
+def stray_state_finding(facts: FileFacts, path: str) -> Finding | None:
+    """STA001 for a file that is neither method but holds ``blocks.N.att.time_state`` tensors beside others (a
+    State file with tensors that do not belong there), naming up to three of the others; else None."""
     names = [t[0] for t in facts.tensors]
-    state = [n for n in names if _STATE_NAME.match(n)]
-    if facts.method is not None or not state or len(state) == len(names):
+    others = [n for n in names if not _STATE_NAME.match(n)]
+    if facts.method is not None or not others or len(others) == len(names):
         return None
-    return len(state), sorted({n for n in names if not _STATE_NAME.match(n)}, key=lambda n: (len(n), n))[:3]
+    shown = sorted(set(others), key=lambda n: (len(n), n))[:3]
+    return finding("STA001", path, f"{len(names) - len(others)} state tensors and others besides: unexpected {shown}")
 
 
 # Which bytes of a little-endian float hold the bits of its exponent, and which of them: a float is NaN or

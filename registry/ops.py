@@ -20,7 +20,7 @@ from typing import Any
 
 from .atomic import TMP_PREFIX, Transaction, registry_lock
 from .errors import RefusedError, RegistryIOError, UsageError
-from .facts import FactsCache, FileFacts, compute_facts, gather_facts, sha256_file, stray_state_tensors
+from .facts import FactsCache, FileFacts, compute_facts, gather_facts, sha256_file, stray_state_finding
 from .gitcheck import published_in
 from .lineage import base_date, family_of, superseded
 from .readme import skeleton, update_readme
@@ -520,10 +520,9 @@ def check_weight_file(facts: FileFacts, base: dict[str, Any], display: str) -> l
     method = facts.method
     if method is None:  # unreadable (empty, truncated, not a zip...) says so first
         broken = [f for f in facts.content_findings(display) if f.severity == Severity.ERROR]
-        stray = stray_state_tensors(facts)
+        stray = stray_state_finding(facts, display)
         if stray is not None and not broken:
-            msg = f"{stray[0]} state tensors and others besides: unexpected {stray[1]}"
-            return [finding("STA001", display, msg)]
+            return [stray]
         return broken or [
             finding(
                 "IDX003",

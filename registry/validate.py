@@ -29,7 +29,7 @@ from . import __version__
 from .arch import state_shape
 from .atomic import JOURNAL_NAME, LOCK_NAME, TMP_PREFIX, registry_around, require_directory
 from .errors import UsageError
-from .facts import FactsCache, FileFacts, gather_facts, sha256_file, stray_state_tensors
+from .facts import FactsCache, FileFacts, gather_facts, sha256_file, stray_state_finding
 from .jsonload import is_finite_number, is_integer
 from .rules import Finding, Severity, finding
 from .schemas import schema_digest
@@ -711,9 +711,9 @@ class Validator:
         if method == "miss" and f.method is None and any(t[0].endswith(".D") for t in f.tensors):
             self.add(finding("MIS001", path, "the file holds D tensors but no archive/miss.json manifest"))
             return
-        stray = stray_state_tensors(f) if method == "state" else None
+        stray = stray_state_finding(f, path) if method == "state" else None
         if stray is not None:
-            self.add(finding("STA001", path, f"{stray[0]} state tensors and others besides: unexpected {stray[1]}"))
+            self.add(stray)
             return
         if f.method != method:
             self.add(
