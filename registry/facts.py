@@ -415,6 +415,16 @@ class FactsCache:
                 return None
         return None
 
+    def put_read(self, path: str, key: list[Any], facts: FileFacts, started_ns: int) -> None:
+        """Cache ``facts`` read from ``path`` under ``key`` (its stat key before the read) unless the file changed
+        while it was read (a new stat key) or is racily clean (:func:`racy`, ``started_ns`` being the wall time
+        before the file was looked at)."""
+        try:
+            if stat_key(os.stat(path), path) == key and not racy(key, started_ns):
+                self.put(path, key, facts)
+        except OSError:
+            pass
+
     def put(self, path: str, key: list[Any], facts: FileFacts) -> None:
         if self.enabled:
             data = asdict(facts)
@@ -542,12 +552,7 @@ def gather_facts(
                 results[rel] = result
                 if isinstance(result, FileFacts):
                     hashed += result.size
-                    # re-stat: a file changed while being read must not be cached under the old key
-                    try:
-                        if stat_key(os.stat(abspath), abspath) == key and not racy(key, started):
-                            cache.put(abspath, key, result)
-                    except OSError:
-                        pass
+                    cache.put_read(abspath, key, result, started)
                 if progress:
                     progress(rel, result.size if isinstance(result, FileFacts) else 0)
     return results, {"bytes_hashed": hashed, "cache_hits": hits}

@@ -16,7 +16,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
-from rwkv_registry.facts import FileFacts, compute_facts, racy, stat_key
+from rwkv_registry.facts import FileFacts, compute_facts, stat_key
 from rwkv_registry.rules import RULES
 from rwkv_registry.validate import Report, Tree, Validator
 
@@ -118,11 +118,7 @@ class LiveValidator(Validator):
                             results[rel] = result
                             if isinstance(result, FileFacts):
                                 hashed += result.size
-                                try:  # a file changed while read, or racily clean, must not be cached
-                                    if stat_key(os.stat(path), str(path)) == key and not racy(key, started):
-                                        self.cache.put(str(path), key, result)
-                                except OSError:
-                                    pass
+                                self.cache.put_read(str(path), key, result, started)
                             self.on_file(rel, result)
                 except ValidationCancelled:
                     for fut in pending:
