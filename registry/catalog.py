@@ -278,6 +278,13 @@ class EntryFilter:
         parts += [repr(" ".join(self.words))] if self.words else []
         return ", ".join(parts) if parts else "everything"
 
+    def keeper(self, cat: Catalog, statuses: dict[str, str]) -> Callable[[dict[str, Any]], bool]:
+        """The test :meth:`Catalog.grouped` takes: :meth:`matches` with each entry's validation status from
+        ``statuses`` (by id; ``unchecked`` when absent) and its base's status from ``cat``."""
+        return lambda e: self.matches(
+            e, status=statuses.get(_s(e.get("id")), "unchecked"), base_status=cat.base_status(_s(e.get("base")))
+        )
+
     def matches(self, e: dict[str, Any], *, status: str = "unchecked", base_status: str = "") -> bool:
         """Does entry ``e`` pass? ``status``: its validation status; ``base_status``: active/frozen."""
         method = _s(e.get("method")).lower()

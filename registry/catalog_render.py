@@ -808,12 +808,7 @@ def _list_filter(cat: Catalog, query: str | None) -> tuple[EntryFilter, Callable
 
         found = FindingIndex(validate_registry(cat.root).findings, cat.entries, cat.index_entries)
         statuses = {_s(e.get("id")): found.status(_s(e.get("id"))) for e in cat.entries}
-
-    def keep(e: dict[str, Any]) -> bool:
-        status = statuses.get(_s(e.get("id")), "unchecked")
-        return flt.matches(e, status=status, base_status=cat.base_status(_s(e.get("base"))))
-
-    return flt, keep
+    return flt, flt.keeper(cat, statuses)
 
 
 def cmd_list(args: argparse.Namespace) -> int:

@@ -66,14 +66,7 @@ class RegistryTree(Tree[NodeRef]):
         cat = self.catalog
         self._all = cat.grouped()
         if self.filter.active:
-            flt_ = self.filter
-            self._grouped = cat.grouped(
-                lambda e: flt_.matches(
-                    e,
-                    status=self.statuses.get(str(e.get("id")), "unchecked"),
-                    base_status=cat.base_status(str(e.get("base"))),
-                )
-            )
+            self._grouped = cat.grouped(self.filter.keeper(cat, self.statuses))
             self._grouped = {b: m for b, m in self._grouped.items() if m}
         else:
             self._grouped = self._all
