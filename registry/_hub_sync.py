@@ -33,7 +33,7 @@ from typing import Any
 from ._hub_remote import RemoteEntry, RemoteRepo, connect, file_digests, git_blob_id, hub_error
 from .atomic import JOURNAL_NAME, LOCK_NAME, TMP_PREFIX, require_directory
 from .errors import LockedError, RefusedError, RegistryError, RegistryIOError, UsageError
-from .facts import FactsCache, FileFacts, gather_facts, sha256_file
+from .facts import FactsCache, FileFacts, compute_facts, gather_facts, sha256_file, stat_key
 from .lineage import superseded
 from .validate import WEIGHT_SUFFIXES, Report, Tree, Validator, sort_findings, validate_registry
 
@@ -311,8 +311,8 @@ def _commit_error(e: Exception, remote: RemoteRepo, revision: str, parent: str) 
 class _PartialValidator(Validator):
     """A pulled registry whose skipped weight files are known only by the Hub's metadata."""
 
-    def __init__(self, root: Path, skipped: dict[str, RemoteEntry]) -> None:
-        super().__init__(root, use_cache=True, since=None)
+    def __init__(self, root: Path, skipped: dict[str, RemoteEntry], cache: FactsCache | None = None) -> None:
+        super().__init__(root, use_cache=True, since=None, cache=cache)
         self.skipped = skipped
 
     def walk(self) -> Tree:
@@ -438,7 +438,7 @@ def pull_registry(
         raise
     _drop_download_metadata(staging)
     try:
-        digests = _check_download(remote, staging, [e.path for e in want])
+        digests, read = _check_download(remote, staging, [e.path for e in want])
         if keys:
             _check_trust(remote, staging, digests, keys)
     except BaseException as e:
@@ -459,9 +459,10 @@ def pull_registry(
             hint=f"Everything was downloaded into {staging}; move it to {path} yourself, then validate it.",
             path=str(path),
         ) from e
+    cache = _seeded_cache(dest, read)  # each weight file was hashed and read once, by the check: not again
     if not skipped:
-        return validate_registry(path, trusted_keys=keys)
-    v = _PartialValidator(dest.resolve(), skipped)
+        return validate_registry(path, trusted_keys=keys, cache=cache)
+    v = _PartialValidator(dest, skipped, cache)
     v.trusted_keys = keys
     v.run()
     sort_findings(v.findings)
@@ -482,10 +483,15 @@ def _refuse_holding(remote: RemoteRepo, paths: list[str], why: str, hint: str) -
 PULL_STAGING = ".rwkv-registry-pull-"  # .<dest><this><pid>: where a pull downloads before the final rename
 
 
-def _check_download(remote: RemoteRepo, staging: Path, wanted: list[str]) -> dict[str, str]:
+_Read = tuple[list[Any], FileFacts, int]  # a weight file's stat key before it was read, its facts, the time before
+
+
+def _check_download(remote: RemoteRepo, staging: Path, wanted: list[str]) -> tuple[dict[str, str], dict[str, _Read]]:
     """What ``snapshot_download`` wrote into ``staging`` must be exactly the ``wanted`` files of the tree listing
     (it lists the repository again itself), each with the listed size and sha256 (LFS) or git blob id
-    (:meth:`RemoteRepo.check_served`). Returns each file's sha256. Raises :class:`RegistryIOError`."""
+    (:meth:`RemoteRepo.check_served`). Returns each file's sha256, and for each weight file in LFS what
+    validation needs of it (its facts, read in the same pass as the sha256 checked here, and the stat key they
+    were read under: :func:`_seeded_cache`). Raises :class:`RegistryIOError`."""
     where = f"{remote.repo_id}@{remote.sha[:12]}"
     wanted_set = set(wanted)
     found: set[str] = set()
@@ -512,13 +518,39 @@ def _check_download(remote: RemoteRepo, staging: Path, wanted: list[str]) -> dic
             path=missing[0],
         )
 
-    def one(rel: str) -> tuple[str, str]:
-        size, sha, blob = file_digests(staging / rel, blob=remote.files[rel].lfs_sha256 is None)
+    def one(rel: str) -> tuple[str, str, _Read | None]:
+        path = staging / rel
+        if remote.files[rel].lfs_sha256 is not None and rel.endswith(WEIGHT_SUFFIXES):
+            # the facts validation needs come from the same read as the sha256 checked here (one mmap)
+            started = time.time_ns()
+            key = stat_key(os.stat(path), str(path))
+            facts = compute_facts(path)
+            remote.check_served(rel, facts.size, facts.sha256, None)
+            return rel, facts.sha256, (key, facts, started)
+        size, sha, blob = file_digests(path, blob=remote.files[rel].lfs_sha256 is None)
         remote.check_served(rel, size, sha, blob)
-        return rel, sha
+        return rel, sha, None
 
+    digests: dict[str, str] = {}
+    read: dict[str, _Read] = {}
     with ThreadPoolExecutor(max_workers=min(4, max(1, len(wanted)))) as pool:
-        return dict(pool.map(one, sorted(wanted)))
+        for rel, sha, facts in pool.map(one, sorted(wanted)):
+            digests[rel] = sha
+            if facts is not None:
+                read[rel] = facts
+    return digests, read
+
+
+def _seeded_cache(dest: Path, read: dict[str, _Read]) -> FactsCache:
+    """The validation cache of ``dest`` holding the facts :func:`_check_download` read in the staging directory,
+    each under its file's stat key in ``dest``, so that validation does not hash the weights a second time.
+    :meth:`FactsCache.put_read` takes one only if the file is the inode that was read, with the same size, mtime
+    and ctime (nothing wrote it since; moving its directory into place changes neither) and not racily clean;
+    any other is read again by validation."""
+    cache = FactsCache(dest)
+    for rel, (key, facts, started) in read.items():
+        cache.put_read(str(dest / rel), key, facts, started)
+    return cache
 
 
 def _check_trust(remote: RemoteRepo, staging: Path, digests: dict[str, str], keys: list[str]) -> None:

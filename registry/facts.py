@@ -417,11 +417,18 @@ class FactsCache:
 
     def put_read(self, path: str, key: list[Any], facts: FileFacts, started_ns: int) -> None:
         """Cache ``facts`` read from ``path`` under ``key`` (its stat key before the read) unless the file changed
-        while it was read (a new stat key) or is racily clean (:func:`racy`, ``started_ns`` being the wall time
-        before the file was looked at)."""
+        since it was read (a new stat key) or is racily clean (:func:`racy`, ``started_ns`` being the wall time
+        before the file was looked at).
+
+        ``key`` may name another path (its third field): where the file was read before it was renamed to ``path``
+        (``pull`` checks each download in a staging directory, then moves it into place). The facts are then
+        cached under ``path``'s own key only if it is the same inode with the same size, mtime and ctime: any write
+        since the read changes the ctime, and so does, on most file systems, renaming the file itself (it is then
+        read again, never trusted)."""
         try:
-            if stat_key(os.stat(path), path) == key and not racy(key, started_ns):
-                self.put(path, key, facts)
+            st = os.stat(path)
+            if stat_key(st, key[2]) == key and not racy(key, started_ns):
+                self.put(path, stat_key(st, path), facts)
         except OSError:
             pass
 

@@ -234,12 +234,19 @@ class Validator:
     """One validation run. Use :func:`validate_registry`."""
 
     def __init__(
-        self, root: Path, *, use_cache: bool, since: str | None, progress: Callable[[str, int], None] | None = None
+        self,
+        root: Path,
+        *,
+        use_cache: bool,
+        since: str | None,
+        progress: Callable[[str, int], None] | None = None,
+        cache: FactsCache | None = None,
     ) -> None:
         self.root = root
         self.since = since
         self.progress = progress
-        self.cache = FactsCache(root, enabled=use_cache)
+        # ``cache``: one already opened for ``root`` (``pull`` seeds it with the facts its download check read)
+        self.cache = cache if cache is not None else FactsCache(root, enabled=use_cache)
         self.findings: list[Finding] = []
         self.index: dict[str, Any] | None = None
         self.bases: dict[str, dict[str, Any]] = {}
@@ -1186,8 +1193,11 @@ def validate_registry(
     since: str | None = None,
     progress: Callable[[str, int], None] | None = None,
     trusted_keys: list[str] | None = None,
+    cache: FactsCache | None = None,
 ) -> Report:
-    """Run every rule on the registry at ``path``. Raises :class:`UsageError` if it is not a directory."""
+    """Run every rule on the registry at ``path``. Raises :class:`UsageError` if it is not a directory.
+    ``cache``: a facts cache already opened for ``path`` (instead of the user cache's, or none with ``use_cache``
+    False)."""
     root = Path(path)
     require_directory(root)
     root = root.resolve()
@@ -1203,7 +1213,7 @@ def validate_registry(
         # (TRN001): none of it is wrong, and recover must not run under a live writer
         where = f"lock {LOCK_NAME} is held by a running rwkv-registry command"
         return Report(str(path), [finding("LAY013", LOCK_NAME, f"a write is in progress ({where})")], {})
-    v = Validator(root, use_cache=use_cache, since=since, progress=progress)
+    v = Validator(root, use_cache=use_cache, since=since, progress=progress, cache=cache)
     v.trusted_keys = list(trusted_keys or [])
     v.run()
     sort_findings(v.findings)

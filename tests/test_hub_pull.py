@@ -1,0 +1,126 @@
+"""`pull` against the Hub look-alike (tests/hub_server.py): each file hashed once, and the ways a pull can go
+wrong for a user (a destination that cannot take it, a Hub that fails half-way), each a clear refusal that leaves
+PATH as it was."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+import test_hub
+from hub_server import FakeHub
+from regtools import TINY_BASE
+from test_hub import errors, new_repo
+
+from rwkv_registry import _hub_sync, facts, validate
+from rwkv_registry.hub import pull_registry
+
+STATE = f"{TINY_BASE}/state/v1/s1.pth"
+
+# test_hub.py's fixtures: the Hub look-alike, the environment pointing huggingface_hub at it (autouse), the
+# tiny registry
+hub = test_hub.hub
+hub_env = test_hub.hub_env
+tiny = test_hub.tiny
+
+
+def quiet(message: str) -> None:
+    pass
+
+
+def weights_of(hub: FakeHub, repo_id: str) -> list[str]:
+    return sorted(r for r in hub.files(repo_id) if r.endswith(".pth"))
+
+
+@pytest.mark.parametrize("how", ["new", "empty", "one base"])
+def test_pull_hashes_each_weight_file_once(
+    hub: FakeHub, tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """The download check reads each weight file once (sha256 and the facts validation needs, one mmap) and the
+    validation that follows reuses those facts: before, the check hashed every file and validation again."""
+    repo_id = new_repo(hub, tiny)
+    weights = weights_of(hub, repo_id)
+    assert len(weights) >= 3
+    reads: Counter[str] = Counter()
+
+    def which(path: Any) -> str:
+        return next((w for w in weights if Path(path).as_posix().endswith("/" + w)), "(not a weight)")
+
+    def counted(module: Any, name: str) -> None:
+        real = getattr(module, name, None)
+        if real is None:  # a module that does not use this way
+            return
+
+        def wrapper(path: Any, *args: Any, **kwargs: Any) -> Any:
+            reads[which(path)] += 1
+            return real(path, *args, **kwargs)
+
+        monkeypatch.setattr(module, name, wrapper)
+
+    # every way a file's bytes get hashed on the way: the check, validation's facts, SHA256SUMS, push's compare
+    counted(_hub_sync, "compute_facts")
+    counted(_hub_sync, "file_digests")
+    counted(_hub_sync, "sha256_file")
+    counted(facts, "compute_facts")
+    counted(facts, "sha256_file")
+    counted(validate, "sha256_file")
+    dest = tmp_path / "dest"
+    if how == "empty":
+        dest.mkdir()  # the files are moved in one by one (_move_into), not renamed as one directory
+    report = pull_registry(repo_id, dest, base=TINY_BASE if how == "one base" else None, log=quiet)
+    assert report.ok, [(f.code, f.path, f.message) for f in report.findings if str(f.severity) == "error"]
+    assert {w: reads[w] for w in weights} == {w: 1 for w in weights}
+    assert report.stats["bytes_hashed"] == 0 and report.stats["cache_hits"] == len(weights)
+    # the facts are cached under PATH's keys: a later validate of PATH reads nothing either
+    again = validate.validate_registry(dest)
+    assert again.ok and again.stats["bytes_hashed"] == 0
+
+
+def _flip_a_byte(path: Path) -> None:
+    """Change one byte in place, same size, and put the old mtime back (what `touch -r` would hide)."""
+    st = path.stat()
+    time.sleep(0.01)  # past the kernel's timestamp granularity: the write gets a ctime of its own
+    with open(path, "r+b") as f:
+        f.seek(st.st_size - 100)
+        byte = f.read(1)
+        f.seek(st.st_size - 100)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
+
+
+@pytest.mark.parametrize("when", ["before the move", "after the move", "after seeding"])
+def test_a_weight_changed_after_the_check_is_read_again(
+    hub: FakeHub, tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, when: str
+) -> None:
+    """The facts the check read are reused only for the very bytes it read: a file written between the check and
+    validation (in the staging directory, in PATH before the cache is seeded, or after) is hashed again, and its
+    sha256 no longer matches index.json."""
+    repo_id = new_repo(hub, tiny)
+    dest = tmp_path / "dest"
+    real_check, real_seed = _hub_sync._check_download, _hub_sync._seeded_cache
+
+    def check(remote: Any, staging: Path, wanted: list[str]) -> Any:
+        out = real_check(remote, staging, wanted)
+        if when == "before the move":
+            _flip_a_byte(staging / STATE)
+        return out
+
+    def seed(where: Path, read: Any) -> Any:
+        if when == "after the move":
+            _flip_a_byte(where / STATE)
+        cache = real_seed(where, read)
+        if when == "after seeding":
+            _flip_a_byte(where / STATE)
+        return cache
+
+    monkeypatch.setattr(_hub_sync, "_check_download", check)
+    monkeypatch.setattr(_hub_sync, "_seeded_cache", seed)
+    report = pull_registry(repo_id, dest, log=quiet)
+    assert {"HSH001", "HSH006"} <= set(errors(report))
+    assert any(f.code == "HSH001" and f.path == STATE for f in report.findings)
+    assert report.stats["bytes_hashed"] == (dest / STATE).stat().st_size  # that file only, read again
