@@ -494,11 +494,14 @@ def _check_download(remote: RemoteRepo, staging: Path, wanted: list[str]) -> tup
     were read under: :func:`_seeded_cache`). Raises :class:`RegistryIOError`."""
     where = f"{remote.repo_id}@{remote.sha[:12]}"
     wanted_set = set(wanted)
+    by_case = {rel.lower(): rel for rel in sorted(wanted)}
     found: set[str] = set()
     for dirpath, dirnames, filenames in os.walk(staging):
         here = Path(dirpath)
         for name in sorted(dirnames + filenames):
             rel = (here / name).relative_to(staging).as_posix()
+            if name in filenames and rel not in wanted_set and rel.lower() in by_case:
+                raise _case_clash(where, by_case[rel.lower()], rel)  # a/x.pth written into the folder A/
             if (here / name).is_symlink() or (name in filenames and rel not in wanted_set):
                 raise RegistryIOError(
                     f"{where}: the download holds {rel}, which is not among the files the Hub's tree listing gave",
@@ -510,11 +513,16 @@ def _check_download(remote: RemoteRepo, staging: Path, wanted: list[str]) -> tup
                 found.add(rel)
     missing = sorted(wanted_set - found)
     if missing:
+        found_by_case = {rel.lower(): rel for rel in sorted(found)}
+        clashes = [(rel, found_by_case[rel.lower()]) for rel in missing if rel.lower() in found_by_case]
+        if clashes:  # README.md and Readme.md: one file holds the two downloads, under one of the names
+            extra = f" (and {len(clashes) - 1} more such name(s))" if len(clashes) > 1 else ""
+            raise _case_clash(where, *clashes[0], extra)
         more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
         raise RegistryIOError(
             f"{where}: {missing[0]}{more} is in the Hub's tree listing but was not downloaded",
-            hint="Try again; a name that differs only in case from another one cannot be pulled onto a "
-            "case-insensitive file system.",
+            hint="The Hub (or a proxy, HF_ENDPOINT) answered two listings of one commit differently. Try again, "
+            "or report it.",
             path=missing[0],
         )
 
@@ -539,6 +547,23 @@ def _check_download(remote: RemoteRepo, staging: Path, wanted: list[str]) -> tup
             if facts is not None:
                 read[rel] = facts
     return digests, read
+
+
+def _case_clash(where: str, listed: str, held: str, more: str = "") -> RegistryIOError:
+    """The listing's ``listed`` was written as ``held``, which differs from it only in case (a case-insensitive file
+    system: two names of the listing are one file or folder there). Names the two names that clash."""
+    a, b = listed.split("/"), held.split("/")
+    i = next((i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y), len(a) - 1)
+    one, two = "/".join(a[: i + 1]), "/".join(b[: i + 1])
+    kind = "file" if i == len(a) - 1 else "folder"
+    how = f"the download holds {held} only" if kind == "file" else f"{listed} was written as {held}"
+    return RegistryIOError(
+        f"{where}: {one} and {two} differ only in case, and {how}: on a case-insensitive file system the two names "
+        f"are one {kind}{more}",
+        hint="Pull onto a case-sensitive file system (on macOS a case-sensitive APFS volume, on Windows a folder "
+        "with `fsutil file setCaseSensitiveInfo DIR enable`), or ask the publisher to rename one of the two.",
+        path=listed,
+    )
 
 
 def _seeded_cache(dest: Path, read: dict[str, _Read]) -> FactsCache:

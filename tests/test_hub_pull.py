@@ -124,3 +124,57 @@ def test_a_weight_changed_after_the_check_is_read_again(
     assert {"HSH001", "HSH006"} <= set(errors(report))
     assert any(f.code == "HSH001" and f.path == STATE for f in report.findings)
     assert report.stats["bytes_hashed"] == (dest / STATE).stat().st_size  # that file only, read again
+
+
+@pytest.mark.parametrize(
+    "names, named",
+    [
+        # two files: the second download overwrites the first, under the first one's name
+        (("notes/README.md", "notes/Readme.md"), ("notes/README.md", "notes/Readme.md")),
+        # two folders: the second one's files land in the first one
+        (("Notes/a.md", "notes/b.md"), ("Notes", "notes")),
+    ],
+)
+def test_a_case_only_name_clash_names_both_paths(
+    hub: FakeHub,
+    tiny: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    names: tuple[str, str],
+    named: tuple[str, str],
+) -> None:
+    """Before, a pull onto a case-insensitive file system said "X is in the Hub's tree listing but was not
+    downloaded" without naming the file X clashes with (and a folder clash read as a listing that changed)."""
+    import huggingface_hub
+
+    from rwkv_registry.cli import main
+    from rwkv_registry.errors import RegistryIOError
+
+    repo_id = new_repo(hub, tiny)
+    hub.commit_files(repo_id, {n: f"{n}\n".encode() for n in names})
+    real = huggingface_hub.snapshot_download
+
+    def case_insensitive(*args: Any, local_dir: Path, **kwargs: Any) -> str:
+        """What a case-insensitive file system makes of the download: the second name is the first one."""
+        out = real(*args, local_dir=local_dir, **kwargs)
+        first, second = (Path(local_dir) / n for n in names)
+        kept = first.parent.parent / named[0] / second.name if first.parent != second.parent else first
+        os.replace(second, kept)
+        if first.parent != second.parent:
+            second.parent.rmdir()
+        return out
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", case_insensitive)
+    with pytest.raises(RegistryIOError) as e:
+        pull_registry(repo_id, tmp_path / "dest", log=quiet)
+    message = e.value.message
+    assert f"{named[0]} and {named[1]} differ only in case" in message or (
+        f"{named[1]} and {named[0]} differ only in case" in message
+    )
+    assert "case-insensitive" in message and "case-sensitive file system" in e.value.hint
+    assert list(tmp_path.iterdir()) == []
+    assert main(["pull", repo_id, str(tmp_path / "dest")]) == 2
+    err = capsys.readouterr().err
+    assert named[0] in err and named[1] in err and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
