@@ -18,6 +18,7 @@ validated. Weights of the other bases are checked against the Hub's metadata in 
 
 from __future__ import annotations
 
+import errno
 import glob
 import os
 import re
@@ -376,6 +377,14 @@ def pull_registry(
         raise UsageError(f"{path} exists and is not empty", hint=hint)
     if not dest.parent.is_dir():
         raise UsageError(f"{path}: the directory {dest.parent} does not exist", hint=hint)
+    for where in [dest.parent, *([dest] if dest.exists() else [])]:  # before any request, not after the download
+        if not os.access(where, os.W_OK | os.X_OK):
+            raise UsageError(
+                f"{path}: cannot write in {where} (permission denied, or a read-only file system)",
+                hint=f"The download is written beside PATH (in {dest.parent}), then moved into PATH: both must be "
+                "writable. Pull somewhere else, or fix the permissions.",
+                path=str(where),
+            )
     remote = connect(repo_id, revision, endpoint=endpoint, token=token)
     # what an interrupted write leaves (LAY012): in PATH, `recover` (which LAY012's hint names) and every write
     # command would roll such a journal forward over the files just pulled, checked and perhaps signed
@@ -431,12 +440,12 @@ def pull_registry(
             endpoint=remote.endpoint,
             token=token,
         )
+        _drop_download_metadata(staging)
     except BaseException as e:  # Ctrl-C too
         shutil.rmtree(staging, ignore_errors=True)
         if isinstance(e, Exception):
-            raise hub_error(e, repo_id, revision, remote.endpoint) from e
+            raise _refused(_download_error(e, remote, staging), path) from e
         raise
-    _drop_download_metadata(staging)
     try:
         digests, read = _check_download(remote, staging, [e.path for e in want])
         if keys:
@@ -444,9 +453,7 @@ def pull_registry(
     except BaseException as e:
         shutil.rmtree(staging, ignore_errors=True)
         if isinstance(e, RegistryError):
-            e.message = f"pull refused: {e.message}"
-            e.args = (e.message,)
-            e.hint = f"{e.hint} Nothing was written to {path}.".strip()
+            _refused(e, path)
         raise
     try:
         if dest.exists():
@@ -459,6 +466,9 @@ def pull_registry(
             hint=f"Everything was downloaded into {staging}; move it to {path} yourself, then validate it.",
             path=str(path),
         ) from e
+    except BaseException:  # Ctrl-C during the move: _move_into put back what it had moved; PATH is as it was
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     cache = _seeded_cache(dest, read)  # each weight file was hashed and read once, by the check: not again
     if not skipped:
         return validate_registry(path, trusted_keys=keys, cache=cache)
@@ -467,6 +477,86 @@ def pull_registry(
     v.run()
     sort_findings(v.findings)
     return Report(str(path), v.findings, v.stats)
+
+
+def _refused(e: RegistryError, path: str | os.PathLike[str]) -> RegistryError:
+    """``e`` as the reason a pull was refused before anything reached ``path``."""
+    if not e.message.startswith("pull refused: "):
+        e.message = f"pull refused: {e.message}"
+        e.args = (e.message,)
+        e.hint = f"{e.hint or ''} Nothing was written to {path}.".strip()
+    return e
+
+
+# errors of the local file system while the download is written (not of the network or the Hub)
+_LOCAL_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS, errno.ENAMETOOLONG, errno.EIO}
+
+
+def _download_error(e: Exception, remote: RemoteRepo, staging: Path) -> RegistryError:
+    """A clear error for ``snapshot_download`` failing: the local disk (full, read-only, not writable), a file whose
+    download ended at another size than announced, or the Hub's or the network's error, naming the file it was
+    downloading when the error says which (a ``resolve`` URL, a storage URL ending in its sha256)."""
+    where = f"{remote.repo_id}@{remote.sha[:12]}"
+    text = str(e)
+    if isinstance(e, OSError) and e.errno in _LOCAL_ERRNOS:
+        full = e.errno in (errno.ENOSPC, errno.EDQUOT)
+        return RegistryIOError(
+            f"{where}: cannot write the download into {staging.parent}: {e.strerror or e}"
+            + (f" ({e.filename})" if e.filename else ""),
+            hint=(
+                f"Free some space there: the pull writes up to {_size_mb(remote)} MB beside PATH (moved into "
+                "PATH once complete and checked)."
+                if full
+                else "The download is written beside PATH, then moved into it: the directory that holds PATH must "
+                "be writable. Pull somewhere else, or fix its permissions."
+            ),
+            path=str(staging.parent),
+        )
+    name = _which_file(text, remote)
+    on = f"{name}: " if name else ""
+    if isinstance(e, OSError) and "Consistency check failed" in text:  # huggingface_hub: a size other than announced
+        return RegistryIOError(
+            f"{where}: {on}the download ended at another size than the Hub announced ({_first_line(text)})",
+            hint="The connection was cut, or something between here and the Hub (its storage, a proxy, "
+            "HF_ENDPOINT) announced a wrong length. Try again; if it repeats, report it.",
+            path=name or "",
+        )
+    err = hub_error(e, remote.repo_id, remote.sha[:12], remote.endpoint)
+    if name and name not in err.message:
+        err.message = err.message.replace(f"{where}: ", f"{where}: {name}: ", 1)
+        err.args = (err.message,)
+    return err
+
+
+def _size_mb(remote: RemoteRepo) -> str:
+    return f"{sum(e.size for e in remote.files.values()) / 1e6:.1f}"
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else ""
+
+
+def _which_file(text: str, remote: RemoteRepo) -> str | None:
+    """The file of the listing that an error message of huggingface_hub speaks of, if it says: a ``resolve`` URL
+    names its path; a storage URL, or a name shortened to its last 40 characters (``(…)0123abcd``), ends in the
+    file's sha256 (LFS) or git blob id."""
+    from urllib.parse import unquote
+
+    m = re.search(r"/resolve/[^/\s'\"]+/([^\s'\"?#]+)", text)
+    if m and unquote(m.group(1)) in remote.files:
+        return unquote(m.group(1))
+    tails = [t for t in re.findall(r"[0-9a-f]{16,64}", text) if t not in (remote.sha,)]
+    for tail in tails:
+        for rel, entry in sorted(remote.files.items()):
+            if (entry.lfs_sha256 or "").endswith(tail) or entry.blob_id.endswith(tail):
+                return rel
+    m = re.search(r"\(…\)([^()\s]+)\)", text)  # the last 40 characters of a URL: …/resolve/<commit>/<path>
+    if m:
+        tail = unquote(m.group(1))
+        hits = [rel for rel in remote.files if tail.endswith("/" + rel) or (len(tail) >= 40 and rel.endswith(tail))]
+        if len(hits) == 1:
+            return hits[0]
+    return None
 
 
 def _refuse_holding(remote: RemoteRepo, paths: list[str], why: str, hint: str) -> None:
@@ -611,7 +701,7 @@ def _check_trust(remote: RemoteRepo, staging: Path, digests: dict[str, str], key
 
 def _move_into(staging: Path, dest: Path) -> None:
     """Move every entry of ``staging`` into the empty directory ``dest``, then remove ``staging``; on
-    failure the entries already moved go back, so ``dest`` is left empty."""
+    failure (Ctrl-C too) the entries already moved go back, so ``dest`` is left empty."""
     moved: list[Path] = []
     try:
         for entry in sorted(staging.iterdir()):
@@ -619,7 +709,7 @@ def _move_into(staging: Path, dest: Path) -> None:
             entry.rename(target)
             moved.append(target)
         staging.rmdir()
-    except OSError:
+    except BaseException:
         for target in moved:
             try:
                 target.rename(staging / target.name)

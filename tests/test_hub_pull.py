@@ -178,3 +178,149 @@ def test_a_case_only_name_clash_names_both_paths(
     err = capsys.readouterr().err
     assert named[0] in err and named[1] in err and "Traceback" not in err
     assert list(tmp_path.iterdir()) == []
+
+
+# --- a demanding user: what can go wrong on the way, each a clear refusal that leaves PATH as it was -----------
+
+
+def _refused_cleanly(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, argv: list[str], before: list[Path], *needles: str
+) -> str:
+    """``rwkv-registry pull`` exits 2 with every needle in its message, no traceback, and tmp_path as before."""
+    from rwkv_registry.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "pull refused: " in err and "Nothing was written to" in err
+    for needle in needles:
+        assert needle in err, err
+    assert sorted(tmp_path.iterdir()) == before
+    return err
+
+
+def test_ctrl_c_while_moving_into_an_existing_path_leaves_it_empty(
+    hub: FakeHub, tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before the fix the files moved into an existing empty PATH stayed there when Ctrl-C came half-way through the
+    move (only an OSError put them back), and the staging directory was left beside it."""
+    repo_id = new_repo(hub, tiny)
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    real = Path.rename
+    moves = []
+
+    def interrupted(self: Path, target: Any) -> Any:
+        if Path(target).parent == dest:
+            moves.append(target)
+            if len(moves) == 3:
+                raise KeyboardInterrupt
+        return real(self, target)
+
+    monkeypatch.setattr(Path, "rename", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        pull_registry(repo_id, dest, log=quiet)
+    assert len(moves) == 3
+    assert sorted(tmp_path.iterdir()) == [dest] and list(dest.iterdir()) == []
+
+
+def test_a_download_of_another_length_than_announced_names_the_file(
+    hub: FakeHub, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The storage announces (Content-Length) and sends fewer bytes than the resolve answer said. Before, this read
+    "cannot reach http://… : OSError: Consistency check failed …" with "Check the network", naming no file."""
+    repo_id = new_repo(hub, tiny)
+    miss = f"{TINY_BASE}/miss/v2/r4-a/adapter-final.pth"
+    sha = hub.repos[repo_id].commits[hub.head(repo_id)][miss].sha256
+
+    def short(server: str, method: str, path: str, status: int, body: bytes, headers: dict[str, str]) -> tuple:
+        if server == "cdn" and method == "GET" and path.endswith(sha):
+            return status, body[:-10], {**headers, "Content-Length": str(len(body) - 10)}
+        return status, body, headers
+
+    with hub.rewriting(short):
+        err = _refused_cleanly(
+            capsys, tmp_path, ["pull", repo_id, str(tmp_path / "dest")], [], miss, "another size than the Hub announced"
+        )
+    assert "cannot reach" not in err and "Try again" in err
+
+
+def test_a_server_error_half_way_names_the_file(
+    hub: FakeHub, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The storage answers 500 for the second weight file, after others arrived. Before, the message gave only the
+    storage URL (…/blobs/<sha256>), not which file of the repository failed."""
+    repo_id = new_repo(hub, tiny)
+    served: list[str] = []
+
+    def fail_second(server: str, method: str, path: str, status: int, body: bytes, headers: dict[str, str]) -> tuple:
+        if server == "cdn" and method == "GET":
+            served.append(path)
+            if len(served) == 2:
+                return 500, b"Internal Error", {"Content-Length": "14"}
+        return status, body, headers
+
+    with hub.rewriting(fail_second):
+        err = _refused_cleanly(capsys, tmp_path, ["pull", repo_id, str(tmp_path / "dest")], [], "500")
+    failed = served[1].rsplit("/", 1)[-1]
+    name = next(r for r, b in hub.repos[repo_id].commits[hub.head(repo_id)].items() if b.sha256 == failed)
+    assert f": {name}: the Hub answered" in err
+
+
+@pytest.mark.parametrize(
+    "code, needle, hint",
+    [("ENOSPC", "No space left on device", "Free some space"), ("EROFS", "Read-only file system", "writable")],
+)
+def test_a_disk_that_fails_the_download_is_named_not_the_network(
+    hub: FakeHub,
+    tiny: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    code: str,
+    needle: str,
+    hint: str,
+) -> None:
+    """A full disk (or a mount that turns read-only) while the download is written. Before, this read "cannot reach
+    http://…: OSError …" with the hint "Check the network, a proxy, or HF_ENDPOINT"."""
+    import errno
+
+    import huggingface_hub
+
+    repo_id = new_repo(hub, tiny)
+    real = huggingface_hub.snapshot_download
+
+    def disk_fails(*args: Any, local_dir: Path, **kwargs: Any) -> str:
+        real(*args, local_dir=local_dir, **{**kwargs, "allow_patterns": ["index.json"]})  # a part arrived
+        number = getattr(errno, code)
+        raise OSError(number, os.strerror(number), str(Path(local_dir) / STATE))
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", disk_fails)
+    err = _refused_cleanly(capsys, tmp_path, ["pull", repo_id, str(tmp_path / "dest")], [], needle, hint, STATE)
+    assert "cannot reach" not in err and "network" not in err
+
+
+def test_a_path_that_cannot_be_written_is_refused_before_any_request(
+    hub: FakeHub, tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """PATH (or the directory that holds it, where the download is staged) on a read-only mount or without write
+    permission: refused before anything is downloaded. Before, the whole download ran and then failed (on its first
+    file, or at the final move, leaving the staging directory behind)."""
+    from rwkv_registry.cli import main
+
+    repo_id = new_repo(hub, tiny)
+    parent = tmp_path / "ro"
+    parent.mkdir()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    read_only = {parent, empty}
+    real = os.access
+    # root ignores permissions: a read-only mount, simulated (access(2) answers EROFS as False for W_OK)
+    monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if Path(p) in read_only else real(p, mode, **kw))
+    for dest in (parent / "dest", empty):
+        requests = len(hub.log)
+        assert main(["pull", repo_id, str(dest)]) == 2
+        err = capsys.readouterr().err
+        assert f"cannot write in {dest if dest == empty else parent}" in err and "writable" in err
+        assert len(hub.log) == requests  # nothing asked of the Hub
+        assert sorted(tmp_path.iterdir()) == [empty, parent] and not list(parent.iterdir())
+        assert list(empty.iterdir()) == []
