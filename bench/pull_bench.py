@@ -1,0 +1,157 @@
+"""CPU time of `rwkv-registry pull` against the local Hub look-alike (tests/hub_server.py).
+
+Two registries are served: the seed-shaped demo (one 16 MiB State, three 36 MiB MiSS adapters) and a
+"many States" one (``--states`` State files of a small base, about 3 MB each). Each pull runs in a child
+process (`rwkv_registry.cli pull OWNER/REPO DEST`, a fresh cache directory and a fresh DEST each time, as a
+user pulling for the first time); its CPU time (user + sys, from ``os.wait4``) and wall time are recorded.
+The server runs in this process, so its work is not counted.
+
+``--checkout DIR`` (repeatable) runs the code of another checkout (e.g. a ``git worktree`` of main) in the
+child; with several, the runs alternate (A B A B …) so that the machine's load falls on each alike.
+Figures: the median of ``--repeat`` pulls per registry and checkout.
+
+Usage: python bench/pull_bench.py [--checkout DIR ...] [--repeat 5] [--states 50] [--json OUT]
+For stable figures: ``unset PYTHONDONTWRITEBYTECODE`` and ``python -m compileall -q registry`` in each
+checkout first (every child would otherwise compile the package again).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from crash import machine
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+
+# the child: import rwkv_registry from the checkout given first (even when another one is installed), then the CLI
+LAUNCH = """
+import importlib.util, sys
+from pathlib import Path
+repo = Path(sys.argv[1])
+spec = importlib.util.spec_from_file_location(
+    "rwkv_registry", repo / "registry" / "__init__.py", submodule_search_locations=[str(repo / "registry"), str(repo)]
+)
+module = importlib.util.module_from_spec(spec)
+sys.modules["rwkv_registry"] = module
+spec.loader.exec_module(module)
+from rwkv_registry.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def many_states(root: Path, tmp: Path, n: int) -> Path:
+    """A registry of ``n`` bf16 State files (24 layers × [16, 64, 64], 3.1 MB each) under one base."""
+    from regtools import state_train
+
+    from rwkv_registry.arch import parse_arch_option
+    from rwkv_registry.demo import write_synthetic_state
+    from rwkv_registry.ops import add_base, add_entry, init_registry
+
+    init_registry(root, name="tester/many-states")
+    arch = parse_arch_option("n_layer=24,n_embd=1024,vocab_size=65536,head_size=64,ffn_size=4096")
+    base = "rwkv7-g1a-0.4b-20250905-ctx4096"
+    add_base(root, name=base, source="BlinkDL/rwkv7-g1", sha256="5" * 64, size=None, arch=arch)
+    for i in range(n):
+        f = tmp / f"s{i:03d}.pth"
+        write_synthetic_state(f, arch, seed=i + 1)
+        add_entry(root, f, base=base, data_version="v1", train=state_train())
+        f.unlink()
+    return root
+
+
+def pull_once(checkout: Path, repo_id: str, dest: Path, env: dict[str, str]) -> tuple[float, float]:
+    """(CPU seconds, wall seconds) of one pull in a child process."""
+    with tempfile.TemporaryFile() as out:
+        t0 = time.perf_counter()
+        child = subprocess.Popen(
+            [sys.executable, "-c", LAUNCH, str(checkout), "pull", repo_id, str(dest)], env=env, stdout=out, stderr=out
+        )
+        _, status, usage = os.wait4(child.pid, 0)  # the child's own rusage (Popen.wait would reap it first)
+        child.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.perf_counter() - t0
+        if child.returncode != 0:
+            out.seek(0)
+            raise SystemExit(f"pull {repo_id} with {checkout} exited {child.returncode}:\n{out.read().decode()}")
+    return usage.ru_utime + usage.ru_stime, wall
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--checkout", type=Path, action="append", help="checkout whose code pulls (default: this one)")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--states", type=int, default=50)
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    checkouts = [c.resolve() for c in (args.checkout or [REPO])]
+    from hub_server import FakeHub, load_registry
+
+    from rwkv_registry.demo import build_demo
+
+    tmp = Path(tempfile.mkdtemp(prefix="rwkv-registry-pull-bench-"))
+    env = {
+        **os.environ,
+        "HF_HOME": str(tmp / "hf_home"),
+        "HF_TOKEN": "hf_bench_token_for_the_local_server",
+        "HF_HUB_OFFLINE": "0",
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+        "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+        "HF_HUB_DISABLE_XET": "1",
+    }
+    os.environ["RWKV_REGISTRY_CACHE_DIR"] = str(tmp / "build-cache")
+    try:
+        registries = {
+            "demo": build_demo(tmp / "demo", log=lambda m: None),
+            f"{args.states} States": many_states(tmp / "many", tmp, args.states),
+        }
+        results: dict[str, Any] = {"machine": machine(), "repeat": args.repeat, "registries": {}}
+        with FakeHub() as hub:
+            env["HF_ENDPOINT"] = hub.endpoint
+            for name, root in registries.items():
+                repo_id = f"bench/{name.replace(' ', '-')}"
+                load_registry(hub, repo_id, root)
+                size = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+                runs: dict[str, list[tuple[float, float]]] = {str(c): [] for c in checkouts}
+                for i in range(args.repeat):
+                    for c in checkouts:
+                        dest = tmp / "dest"
+                        run_env = {**env, "RWKV_REGISTRY_CACHE_DIR": str(tmp / f"cache-{i}-{len(runs[str(c)])}")}
+                        runs[str(c)].append(pull_once(c, repo_id, dest, run_env))
+                        shutil.rmtree(dest)
+                        shutil.rmtree(run_env["RWKV_REGISTRY_CACHE_DIR"], ignore_errors=True)
+                results["registries"][name] = {
+                    "bytes": size,
+                    "checkouts": {
+                        c: {
+                            "cpu_s_median": statistics.median(r[0] for r in rs),
+                            "wall_s_median": statistics.median(r[1] for r in rs),
+                            "cpu_s": [round(r[0], 3) for r in rs],
+                        }
+                        for c, rs in runs.items()
+                    },
+                }
+                for c, rs in runs.items():
+                    print(
+                        f"{name} ({size / 1e6:.0f} MB), {c}: CPU {statistics.median(r[0] for r in rs):.3f} s, "
+                        f"wall {statistics.median(r[1] for r in rs):.3f} s (medians of {len(rs)}; "
+                        f"CPU {[round(r[0], 2) for r in rs]})"
+                    )
+        print(machine())
+        if args.json:
+            args.json.write_text(json.dumps(results, indent=2) + "\n")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
