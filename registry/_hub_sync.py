@@ -461,6 +461,15 @@ def pull_registry(
         else:
             staging.rename(dest)
     except OSError as e:
+        intruder = _first_entry(dest)
+        if intruder is not None:
+            raise RegistryIOError(
+                f"cannot move the pulled files into {path}: it is no longer empty ({intruder} appeared there during "
+                "the pull); nothing of this pull was moved there",
+                hint=f"Another command wrote into {path} meanwhile. The checked download is in {staging}: delete it, "
+                "or move it to a new directory yourself and validate it there.",
+                path=str(path),
+            ) from e
         raise RegistryIOError(
             f"cannot move the pulled files from {staging} to {path}: {e.strerror or e}",
             hint=f"Everything was downloaded into {staging}; move it to {path} yourself, then validate it.",
@@ -477,6 +486,16 @@ def pull_registry(
     v.run()
     sort_findings(v.findings)
     return Report(str(path), v.findings, v.stats)
+
+
+def _first_entry(dest: Path) -> str | None:
+    """The first entry of ``dest`` (``dest`` itself when it is not a directory), None when it is absent or empty."""
+    try:
+        if not dest.is_dir():
+            return str(dest) if dest.exists() else None
+        return next((str(dest / p.name) for p in sorted(dest.iterdir())), None)
+    except OSError:
+        return None
 
 
 def _refused(e: RegistryError, path: str | os.PathLike[str]) -> RegistryError:
@@ -706,6 +725,10 @@ def _move_into(staging: Path, dest: Path) -> None:
     try:
         for entry in sorted(staging.iterdir()):
             target = dest / entry.name
+            # rename() replaces an existing file: a file another command put into PATH since it was found empty
+            # would be lost (the window is narrowed to this check, not closed: no portable rename without replace)
+            if os.path.lexists(target):
+                raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(target))
             entry.rename(target)
             moved.append(target)
         staging.rmdir()

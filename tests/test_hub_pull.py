@@ -324,3 +324,37 @@ def test_a_path_that_cannot_be_written_is_refused_before_any_request(
         assert len(hub.log) == requests  # nothing asked of the Hub
         assert sorted(tmp_path.iterdir()) == [empty, parent] and not list(parent.iterdir())
         assert list(empty.iterdir()) == []
+
+
+@pytest.mark.parametrize("existed", [True, False])
+def test_a_path_filled_by_another_command_during_the_pull_is_never_overwritten(
+    hub: FakeHub, tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, existed: bool
+) -> None:
+    """PATH was empty (or absent) when the pull began; another command (a second pull, `init`) wrote index.json
+    there while the pull downloaded. Before the fix, moving into an existing PATH replaced that file silently
+    (rename() replaces) and the pull validated clean."""
+    import huggingface_hub
+
+    from rwkv_registry.errors import RegistryIOError
+
+    repo_id = new_repo(hub, tiny)
+    dest = tmp_path / "dest"
+    if existed:
+        dest.mkdir()
+    real = huggingface_hub.snapshot_download
+    theirs = b'{"written": "by another command"}\n'
+
+    def someone_writes_into_path(*args: Any, **kwargs: Any) -> str:
+        out = real(*args, **kwargs)
+        dest.mkdir(exist_ok=True)
+        (dest / "index.json").write_bytes(theirs)
+        return out
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", someone_writes_into_path)
+    with pytest.raises(RegistryIOError) as e:
+        pull_registry(repo_id, dest, log=quiet)
+    assert f"{dest / 'index.json'} appeared there during the pull" in e.value.message
+    assert [p.name for p in dest.iterdir()] == ["index.json"] and (dest / "index.json").read_bytes() == theirs
+    staging = [p for p in tmp_path.iterdir() if p != dest]
+    assert len(staging) == 1 and str(staging[0]) in e.value.hint  # the checked download is kept, and named
+    assert (staging[0] / "index.json").read_bytes() == (tiny / "index.json").read_bytes()
