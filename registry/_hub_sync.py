@@ -430,6 +430,11 @@ def pull_registry(
     )
     # into a hidden sibling first: an interrupted pull leaves PATH as it was (absent or empty)
     staging = dest.parent / f".{dest.name}{PULL_STAGING}{os.getpid()}"
+    for left in _left_by_killed_pulls(dest):  # a pull killed outright (SIGKILL, power loss) could not remove its own
+        log(
+            f"note: {left} is left by an interrupted pull into {path} (its process no longer runs): delete it to free "
+            "its space"
+        )
     try:
         snapshot_download(
             repo_id,
@@ -593,6 +598,28 @@ PULL_STAGING = ".rwkv-registry-pull-"  # .<dest><this><pid>: where a pull downlo
 
 
 _Read = tuple[list[Any], FileFacts, int]  # a weight file's stat key before it was read, its facts, the time before
+
+
+def _left_by_killed_pulls(dest: Path) -> list[Path]:
+    """Staging directories of earlier pulls into ``dest`` whose process no longer runs (POSIX only)."""
+    if os.name != "posix":
+        return []
+    out = []
+    try:
+        candidates = sorted(dest.parent.glob(glob.escape(f".{dest.name}{PULL_STAGING}") + "*"))
+    except OSError:
+        return []
+    for candidate in candidates:
+        pid = candidate.name.rsplit("-", 1)[-1]
+        if not pid.isdigit() or int(pid) == os.getpid() or not candidate.is_dir():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            out.append(candidate)
+        except (OSError, OverflowError):  # alive under another user, or not a pid at all
+            continue
+    return out
 
 
 def _check_download(remote: RemoteRepo, staging: Path, wanted: list[str]) -> tuple[dict[str, str], dict[str, _Read]]:

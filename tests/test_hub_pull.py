@@ -358,3 +358,22 @@ def test_a_path_filled_by_another_command_during_the_pull_is_never_overwritten(
     staging = [p for p in tmp_path.iterdir() if p != dest]
     assert len(staging) == 1 and str(staging[0]) in e.value.hint  # the checked download is kept, and named
     assert (staging[0] / "index.json").read_bytes() == (tiny / "index.json").read_bytes()
+
+
+def test_the_leftover_of_a_killed_pull_is_pointed_out(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
+    """A pull killed outright (SIGKILL, power loss) leaves its hidden staging directory, possibly gigabytes, beside
+    PATH. Before, the next pull said nothing of it; now it names it (and leaves it: it is not this pull's)."""
+    repo_id = new_repo(hub, tiny)
+    dead = int(Path("/proc/sys/kernel/pid_max").read_text()) + 1 if Path("/proc/sys/kernel/pid_max").exists() else 0
+    if not dead:
+        pytest.skip("no /proc/sys/kernel/pid_max: no pid known to be free")
+    left = tmp_path / f".dest{_hub_sync.PULL_STAGING}{dead}"
+    (left / TINY_BASE).mkdir(parents=True)
+    (left / STATE.rsplit("/", 1)[-1]).write_bytes(b"half a download")
+    running = tmp_path / f".dest{_hub_sync.PULL_STAGING}{os.getppid()}"  # a pull still running: not named
+    running.mkdir()
+    said: list[str] = []
+    assert pull_registry(repo_id, tmp_path / "dest", log=said.append).ok
+    notes = [m for m in said if m.startswith("note: ")]
+    assert len(notes) == 1 and str(left) in notes[0] and "delete it" in notes[0]
+    assert left.is_dir() and running.is_dir()
