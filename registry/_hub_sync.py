@@ -240,7 +240,14 @@ def push_registry(
                 repo_id, operations, commit_message=summary, revision=revision, parent_commit=parent
             )
         except Exception as e:
-            raise _commit_error(e, remote, revision, parent) from e
+            landed = _landed(remote, revision, parent, local, changed, deleted)
+            if landed is None:
+                raise _commit_error(e, remote, revision, parent) from e
+            log(
+                f"committed {landed[:12]} to {repo_id}@{revision} (the Hub answered an error, "
+                f"{type(e).__name__}: {_first_line(str(e))[:200]}, but the branch now holds exactly this push)"
+            )
+            return PushResult(landed, parent, changed, deleted)
         log(f"committed {info.oid[:12]} to {repo_id}@{revision}: {info.commit_url}")
         return PushResult(info.oid, parent, changed, deleted)
 
@@ -287,6 +294,34 @@ def _writers_held_off(root: Path, timeout: float = 30.0) -> Iterator[None]:
         os.close(fd)  # drops the shared lock
 
 
+def _landed(
+    remote: RemoteRepo, revision: str, parent: str, local: dict[str, Path], changed: list[str], deleted: list[str]
+) -> str | None:
+    """The commit ``revision`` is at when the commit request failed but the branch moved on from ``parent`` to hold
+    exactly this push (the Hub committed, its answer was lost: a 500 or a cut connection after the commit); None
+    when it does not (nothing committed, or someone else's commit)."""
+    try:
+        head = remote.api.repo_info(remote.repo_id, revision=revision).sha
+        if not head or head == parent:
+            return None
+        after = connect(remote.repo_id, head, endpoint=remote.endpoint, token=remote.fetcher.token)
+        if set(after.files) != (set(remote.files) - set(deleted)) | set(changed):
+            return None
+        for rel, entry in after.files.items():
+            if rel not in changed:
+                if entry != remote.files[rel]:
+                    return None
+                continue
+            size, sha, blob = file_digests(local[rel], blob=entry.lfs_sha256 is None)
+            if size != entry.size or (sha if entry.lfs_sha256 is not None else blob) != (
+                entry.lfs_sha256 or entry.blob_id
+            ):
+                return None
+    except Exception:
+        return None
+    return head
+
+
 def _commit_error(e: Exception, remote: RemoteRepo, revision: str, parent: str) -> RegistryError:
     status = getattr(getattr(e, "response", None), "status_code", None)
     head: str | None = None
@@ -303,7 +338,15 @@ def _commit_error(e: Exception, remote: RemoteRepo, revision: str, parent: str) 
             f"`rwkv-registry pull {remote.repo_id} NEW_DIR`, redo your change there "
             "(e.g. `rwkv-registry add NEW_DIR …`) and push from NEW_DIR.",
         )
-    return hub_error(e, remote.repo_id, revision, remote.endpoint)
+    err = hub_error(e, remote.repo_id, revision, remote.endpoint)
+    if head == parent:
+        err.hint = f"Nothing was committed ({remote.repo_id}@{revision} is still at {parent[:12]}). {err.hint}".strip()
+    else:  # the Hub could not be asked where the branch is now
+        err.hint = (
+            f"Whether the commit landed is unknown: check `rwkv-registry validate hf://{remote.repo_id}@{revision}` "
+            f"(it was at {parent[:12]}) before pushing again. {err.hint}"
+        ).strip()
+    return err
 
 
 # --- pull ---------------------------------------------------------------------------------------------------

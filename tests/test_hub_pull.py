@@ -377,3 +377,63 @@ def test_the_leftover_of_a_killed_pull_is_pointed_out(hub: FakeHub, tiny: Path, 
     notes = [m for m in said if m.startswith("note: ")]
     assert len(notes) == 1 and str(left) in notes[0] and "delete it" in notes[0]
     assert left.is_dir() and running.is_dir()
+
+
+# --- push: an error answer to the commit request ---------------------------------------------------------------
+
+
+def test_a_push_whose_commit_landed_behind_an_error_answer_reports_it(
+    hub: FakeHub, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The Hub commits, then its answer is lost (500). Before the fix push said "OWNER/REPO@main moved during the
+    push: it was at C, it is now at D; nothing was committed" (exit 1), D being the push's own commit, and told the
+    user to pull and redo the change."""
+    import shutil
+
+    from rwkv_registry.cli import main
+
+    repo_id = new_repo(hub)
+    reg = tmp_path / "reg"
+    shutil.copytree(tiny, reg, ignore=shutil.ignore_patterns(".rwkv-registry*"))
+    parent = hub.head(repo_id)
+
+    def lost_answer(server: str, method: str, path: str, status: int, body: bytes, headers: dict[str, str]) -> tuple:
+        if server == "api" and method == "POST" and "/commit/" in path:
+            return 500, b"Internal Error", {"Content-Length": "14"}
+        return status, body, headers
+
+    with hub.rewriting(lost_answer):
+        assert main(["push", str(reg), "--repo", repo_id]) == 0
+    out = capsys.readouterr().out
+    head = hub.head(repo_id)
+    assert head != parent and f"committed {head[:12]}" in out and "the Hub answered an error" in out
+    local = {p.relative_to(reg).as_posix(): p.read_bytes() for p in reg.rglob("*") if p.is_file()}
+    assert hub.files(repo_id) == {r: b for r, b in local.items() if not r.startswith(".rwkv-registry")}
+
+
+def test_a_push_refused_by_a_server_error_says_nothing_was_committed(
+    hub: FakeHub, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shutil
+
+    from hub_server import _Reply
+
+    from rwkv_registry.cli import main
+
+    repo_id = new_repo(hub)
+    reg = tmp_path / "reg"
+    shutil.copytree(tiny, reg, ignore=shutil.ignore_patterns(".rwkv-registry*"))
+    parent = hub.head(repo_id)
+
+    def fail(repo: str) -> None:
+        raise _Reply(500, {"error": "Internal Error"})
+
+    hub.before_commit = fail
+    try:
+        assert main(["push", str(reg), "--repo", repo_id]) == 2
+    finally:
+        hub.before_commit = None
+    err = capsys.readouterr().err
+    assert hub.head(repo_id) == parent
+    assert "500" in err and f"Nothing was committed ({repo_id}@main is still at {parent[:12]})" in err
+    assert "moved during the push" not in err
