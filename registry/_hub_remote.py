@@ -160,7 +160,17 @@ class RemoteRepo:
         """The whole content of ``path`` (counted), checked against the tree listing by :meth:`check_served`.
         Raises :class:`RegistryIOError` when the Hub served other bytes."""
         entry = self.files.get(path)
-        data = self.fetcher.get(self.url(path), size=entry.size if entry is not None else None)
+        try:
+            data = self.fetcher.get(self.url(path), size=entry.size if entry is not None else None)
+        except RegistryIOError as e:  # name the repository file, not only its URL, and say what to do
+            e.message = f"{self.repo_id}@{self.sha[:12]}: {path}: {e.message}"
+            e.args = (e.message,)
+            e.hint = e.hint or (
+                "The Hub (or its storage, a proxy, HF_ENDPOINT) did not serve the file whole: an error status or a "
+                "cut connection. Try again later; nothing was written."
+            )
+            e.path = path
+            raise
         if entry is None:
             return data
         blob = git_blob_id(data) if entry.lfs_sha256 is None else None

@@ -437,3 +437,25 @@ def test_a_push_refused_by_a_server_error_says_nothing_was_committed(
     assert hub.head(repo_id) == parent
     assert "500" in err and f"Nothing was committed ({repo_id}@main is still at {parent[:12]})" in err
     assert "moved during the push" not in err
+
+
+def test_validate_hf_names_the_file_the_hub_failed_to_serve(
+    hub: FakeHub, tiny: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 500 on a small file of `validate hf://`. Before, "error: cannot fetch http://…/resolve/<commit>/index.json:
+    Server error …" and no hint."""
+    from rwkv_registry.cli import main
+
+    repo_id = new_repo(hub, tiny)
+    monkeypatch.setattr(time, "sleep", lambda seconds: None)  # huggingface_hub's back-off between its 5 retries
+
+    def fail(server: str, method: str, path: str, status: int, body: bytes, headers: dict[str, str]) -> tuple:
+        if server == "api" and method == "GET" and path.endswith("/resolve/" + hub.head(repo_id) + "/index.json"):
+            return 500, b"Internal Error", {"Content-Length": "14"}
+        return status, body, headers
+
+    with hub.rewriting(fail):
+        assert main(["validate", f"hf://{repo_id}"]) == 2
+    err = capsys.readouterr().err
+    assert f"{repo_id}@{hub.head(repo_id)[:12]}: index.json: cannot fetch" in err and "500" in err
+    assert "hint: " in err and "Try again later" in err and "Traceback" not in err
