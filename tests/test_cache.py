@@ -383,3 +383,39 @@ def test_a_shared_miss_target_list_is_checked_against_each_architecture(registry
         assert [(c, m) for c, _, m in fresh(arch)] == seen[-1], path
     assert seen[0] == seen[1] == seen[3] == seen[4] == []
     assert seen[2] and seen[2] == seen[5] and {c for c, _ in seen[2]} == {"MIS014"}
+
+
+def test_facts_read_before_a_move_are_cached_only_for_the_same_unwritten_file(tmp_path: Path) -> None:
+    """FactsCache.put_read with a key taken at another path (pull reads in a staging directory, then moves the
+    folder into place): cached under the new path's key when it is the same inode, size, mtime and ctime; not when
+    the file was written since (same size, mtime put back) or another file took its place."""
+    from regtools import write_state
+
+    from rwkv_registry.facts import FactsCache, compute_facts, stat_key
+
+    def read(path: Path) -> tuple[list, facts.FileFacts, int]:
+        started = time.time_ns() - 10 * facts._SECOND_NS  # clear of the racy window on any clock
+        return stat_key(os.stat(path), str(path)), compute_facts(path), started
+
+    cases = {}
+    for case in ("moved", "written", "replaced"):
+        src = write_state(tmp_path / "staging" / case / "s.pth", seed=1)
+        cases[case] = (src, read(src))
+    time.sleep(0.01)
+    src = cases["written"][0]
+    st = src.stat()
+    with open(src, "r+b") as f:
+        f.seek(st.st_size - 100)
+        f.write(b"\xff")
+    os.utime(src, ns=(st.st_atime_ns, st.st_mtime_ns))
+    other = cases["replaced"][0]
+    data = other.read_bytes()
+    other.unlink()
+    other.write_bytes(data)  # the same bytes in a new inode
+    (tmp_path / "staging").rename(tmp_path / "dest")
+    cache = FactsCache(tmp_path / "dest")
+    for case, (_, (key, f, started)) in cases.items():
+        cache.put_read(str(tmp_path / "dest" / case / "s.pth"), key, f, started)
+    final = tmp_path / "dest" / "moved" / "s.pth"
+    assert set(cache.files) == {str(final)}
+    assert cache.get(str(final), stat_key(os.stat(final), str(final))) == cases["moved"][1][1]
