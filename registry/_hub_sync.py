@@ -579,6 +579,15 @@ def _download_error(e: Exception, remote: RemoteRepo, staging: Path) -> Registry
             ),
             path=str(staging.parent),
         )
+    from huggingface_hub.errors import RevisionNotFoundError
+
+    if isinstance(e, RevisionNotFoundError):  # the commit listed a moment ago: a force-push or a deleted branch
+        return RegistryIOError(
+            f"{where}: the commit {remote.sha} that {remote.revision or 'the default branch'} pointed to when the pull "
+            "began is gone from the Hub (a force-push, or its branch deleted, during the pull)",
+            hint="Pull again: it lists the repository afresh. If it keeps happening, someone is rewriting the "
+            "branch's history: ask the publisher.",
+        )
     name = _which_file(text, remote)
     on = f"{name}: " if name else ""
     if isinstance(e, OSError) and "Consistency check failed" in text:  # huggingface_hub: a size other than announced

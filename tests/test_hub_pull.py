@@ -459,3 +459,29 @@ def test_validate_hf_names_the_file_the_hub_failed_to_serve(
     err = capsys.readouterr().err
     assert f"{repo_id}@{hub.head(repo_id)[:12]}: index.json: cannot fetch" in err and "500" in err
     assert "hint: " in err and "Try again later" in err and "Traceback" not in err
+
+
+def test_a_commit_force_pushed_away_during_the_pull_is_said_so(
+    hub: FakeHub, tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The branch is rewritten between the listing and the download: the commit the pull pinned is gone. Before:
+    "revision '<commit>' does not exist" with the hint "Give an existing branch, tag or commit" (the user gave
+    none)."""
+    import huggingface_hub
+
+    repo_id = new_repo(hub, tiny)
+    real = huggingface_hub.snapshot_download
+
+    def force_push(*args: Any, **kwargs: Any) -> str:
+        repo = hub.repos[repo_id]
+        gone = repo.refs["main"]
+        repo.refs["main"] = hub.commit_files(repo_id, {"README.md": b"rewritten\n"}, base=None)
+        del repo.commits[gone]
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", force_push)
+    commit = hub.head(repo_id)
+    err = _refused_cleanly(
+        capsys, tmp_path, ["pull", repo_id, str(tmp_path / "dest")], [], f"the commit {commit}", "is gone", "Pull again"
+    )
+    assert "Give an existing branch" not in err
