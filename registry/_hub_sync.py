@@ -490,9 +490,10 @@ def pull_registry(
         )
         _drop_download_metadata(staging)
     except BaseException as e:  # Ctrl-C too
+        in_flight = _in_flight(staging, remote)
         shutil.rmtree(staging, ignore_errors=True)
         if isinstance(e, Exception):
-            raise _refused(_download_error(e, remote, staging), path) from e
+            raise _refused(_download_error(e, remote, staging, in_flight), path) from e
         raise
     try:
         digests, read = _check_download(remote, staging, [e.path for e in want])
@@ -559,10 +560,29 @@ def _refused(e: RegistryError, path: str | os.PathLike[str]) -> RegistryError:
 _LOCAL_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS, errno.ENAMETOOLONG, errno.EIO}
 
 
-def _download_error(e: Exception, remote: RemoteRepo, staging: Path) -> RegistryError:
+def _in_flight(staging: Path, remote: RemoteRepo) -> list[str]:
+    """The files of the listing whose download had begun but not ended when ``snapshot_download`` failed: it takes
+    ``.cache/huggingface/download/<path>.lock`` for each file and writes ``<path>.metadata`` once the file is in
+    place (best effort: huggingface_hub's layout, used only to name the file in a message)."""
+    folder = staging / DOWNLOAD_METADATA / "download"
+    out = []
+    try:
+        for lock in sorted(folder.rglob("*.lock")):
+            rel = lock.relative_to(folder).as_posix()[: -len(".lock")]
+            if rel in remote.files and not lock.with_suffix(".metadata").exists() and not (staging / rel).exists():
+                out.append(rel)
+    except (OSError, ValueError):
+        return []
+    return out
+
+
+def _download_error(
+    e: Exception, remote: RemoteRepo, staging: Path, in_flight: list[str] | None = None
+) -> RegistryError:
     """A clear error for ``snapshot_download`` failing: the local disk (full, read-only, not writable), a file whose
     download ended at another size than announced, or the Hub's or the network's error, naming the file it was
-    downloading when the error says which (a ``resolve`` URL, a storage URL ending in its sha256)."""
+    downloading when the error says which (a ``resolve`` URL, a storage URL ending in its sha256), else the files
+    whose download had begun and not ended (``in_flight``)."""
     where = f"{remote.repo_id}@{remote.sha[:12]}"
     text = str(e)
     if isinstance(e, OSError) and e.errno in _LOCAL_ERRNOS:
@@ -588,8 +608,17 @@ def _download_error(e: Exception, remote: RemoteRepo, staging: Path) -> Registry
             hint="Pull again: it lists the repository afresh. If it keeps happening, someone is rewriting the "
             "branch's history: ask the publisher.",
         )
-    name = _which_file(text, remote)
+    expected = re.search(r"expected (\d+)\b", text)  # httpx: "received N bytes, expected M"
+    if (
+        in_flight
+        and expected
+        and len(by_size := [r for r in in_flight if remote.files[r].size == int(expected[1])]) == 1
+    ):
+        in_flight = by_size
+    name = _which_file(text, remote) or (in_flight[0] if in_flight else None)
     on = f"{name}: " if name else ""
+    if name is not None and name not in text and in_flight and len(in_flight) > 1:  # several downloads at once
+        on = f"{name} (or one of the {len(in_flight) - 1} other file(s) then downloading): "
     if isinstance(e, OSError) and "Consistency check failed" in text:  # huggingface_hub: a size other than announced
         return RegistryIOError(
             f"{where}: {on}the download ended at another size than the Hub announced ({_first_line(text)})",
@@ -599,7 +628,7 @@ def _download_error(e: Exception, remote: RemoteRepo, staging: Path) -> Registry
         )
     err = hub_error(e, remote.repo_id, remote.sha[:12], remote.endpoint)
     if name and name not in err.message:
-        err.message = err.message.replace(f"{where}: ", f"{where}: {name}: ", 1)
+        err.message = err.message.replace(f"{where}: ", f"{where}: {on}", 1)
         err.args = (err.message,)
     return err
 

@@ -485,3 +485,22 @@ def test_a_commit_force_pushed_away_during_the_pull_is_said_so(
         capsys, tmp_path, ["pull", repo_id, str(tmp_path / "dest")], [], f"the commit {commit}", "is gone", "Pull again"
     )
     assert "Give an existing branch" not in err
+
+
+def test_a_connection_cut_half_way_names_the_file(
+    hub: FakeHub, tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The storage hangs up half-way through one weight file, every time (huggingface_hub retries, then gives up).
+    Before: "cannot reach http://…: RemoteProtocolError: peer closed connection …", naming no file."""
+    repo_id = new_repo(hub, tiny)
+    monkeypatch.setattr(time, "sleep", lambda seconds: None)  # huggingface_hub's back-off between retries
+    sha = hub.repos[repo_id].commits[hub.head(repo_id)][STATE].sha256
+
+    def hang_up(server: str, method: str, path: str, status: int, body: bytes, headers: dict[str, str]) -> tuple:
+        if server == "cdn" and method == "GET" and path.endswith(sha):
+            return status, body[: len(body) // 2], headers  # Content-Length still promises the whole file
+        return status, body, headers
+
+    with hub.rewriting(hang_up):
+        err = _refused_cleanly(capsys, tmp_path, ["pull", repo_id, str(tmp_path / "dest")], [], f": {STATE}: ")
+    assert "(or one of" not in err
