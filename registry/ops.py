@@ -731,6 +731,22 @@ def add_entry(
         if method == "miss":
             m = facts.manifest
             entry["adapter_id"] = adapter_id or eid
+            taken = next(
+                (
+                    o["id"]
+                    for o in index["entries"]
+                    if o.get("method") == "miss"
+                    and o.get("base") == base
+                    and o.get("adapter_id", o.get("id")) == entry["adapter_id"]
+                ),
+                None,
+            )
+            if taken is not None:
+                raise RefusedError(
+                    f"adapter id {entry['adapter_id']!r} is already the adapter id of entry {taken!r} of base {base!r} "
+                    "(IDX012): registering both, the server would keep only the second",
+                    hint="Give another --adapter-id.",
+                )
             entry["miss"] = {
                 "content_version": m["content_version"],
                 "rank": m["rank"],

@@ -257,6 +257,30 @@ _RULES: tuple[Rule, ...] = (
         "The same weight file is published twice under two names; remove the duplicate entry and its file "
         "unless the copy is deliberate (a State copied to another base is only valid after retraining on it).",
     ),
+    Rule(
+        "IDX012",
+        E,
+        "two MiSS entries of one base register under the same adapter id",
+        "The server keeps one adapter per adapter_id (the entry's `adapter_id`, else its `id`): registering the "
+        "second file replaces the first, and requests naming it get the wrong weights. Give each adapter of a base "
+        "its own adapter_id.",
+    ),
+    Rule(
+        "IDX013",
+        W,
+        "score does not match its solved/total, its run scores or its categories",
+        "A percent score is 100 × solved / total, a points score equals solved, the headline is the mean of "
+        "`run_scores`, and categories covering the whole benchmark add up to solved and total (each within the "
+        "rounding of the numbers recorded); fix the number that was copied wrong.",
+    ),
+    Rule(
+        "IDX014",
+        W,
+        "paired comparison against a weight scored on another day or backend",
+        "A per-question comparison (+wins/−losses) is only meaningful within one run of the benchmark: the weight "
+        "named in `against` must have a score on the same benchmark, date and backend (scores of other days or "
+        "backends, or of another base, compare only loosely); record that score, or rerun both on the same day.",
+    ),
     # --- hashes ---------------------------------------------------------------------
     Rule(
         "HSH001",

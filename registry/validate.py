@@ -483,8 +483,31 @@ class Validator:
                 )
         self.ids = {i for i in ids if isinstance(i, str)}
         self.guarded(self.check_bases)
+        self.guarded(self.check_adapter_ids, value)
         self.guarded(self.check_scores, value)
         return value
+
+    def check_adapter_ids(self, index: dict[str, Any]) -> None:
+        """IDX012: two MiSS entries of one base register under the same adapter id (``adapter_id``, else ``id``)."""
+        seen: dict[tuple[Any, str], Any] = {}
+        for e in index["entries"] if isinstance(index.get("entries"), list) else []:
+            if not isinstance(e, dict) or e.get("method") != "miss":
+                continue
+            aid = e.get("adapter_id", e.get("id"))
+            if not isinstance(aid, str):
+                continue  # SCH002
+            key = (e.get("base"), aid)
+            if key in seen:
+                self.add(
+                    finding(
+                        "IDX012",
+                        "index.json",
+                        f"entries {seen[key]!r} and {e.get('id')!r} of base {e.get('base')!r} both register as "
+                        f"adapter {aid!r}",
+                    )
+                )
+            else:
+                seen[key] = e.get("id")
 
     def check_bases(self) -> None:
         """IDX006 (directory name = base file name without .pth), IDX007 (superseded but active)."""
@@ -519,6 +542,8 @@ class Validator:
         for kind, key in (("entry", "entries"), ("unpublished weight", "unpublished")):
             items = index[key] if isinstance(index.get(key), list) else []
             owners += [(f"{kind} {x.get('id')!r}", x) for x in items if isinstance(x, dict)]
+        by_id: dict[str, dict[str, Any]] = dict(self.bases)
+        by_id.update({x["id"]: x for _, x in owners if isinstance(x.get("id"), str)})
         for who, item in owners:
             below = item.get("on_top_of")
             if isinstance(below, str) and (below not in self.ids or below == item.get("id")):
@@ -532,7 +557,95 @@ class Validator:
                 self.add(finding("IDX008", "index.json", f"{who}: step {step} is beyond total_steps {total_steps}"))
             for sc in item.get("scores") or [] if isinstance(item.get("scores"), list) else []:
                 if isinstance(sc, dict):
-                    self.check_score(f"{who}, {sc.get('benchmark')} {sc.get('date')}", sc, known, mcnemar_exact)
+                    where = f"{who}, {sc.get('benchmark')} {sc.get('date')}"
+                    self.check_score(where, sc, known, mcnemar_exact)
+                    self.check_score_sums(where, sc)
+                    self.check_comparison_run(where, sc, by_id)
+
+    def check_score_sums(self, who: str, sc: dict[str, Any]) -> None:
+        """IDX013: the headline against solved/total, the mean of the run scores, and whole-benchmark categories."""
+        score, unit, solved, total = sc.get("score"), sc.get("unit"), sc.get("solved"), sc.get("total")
+        if not is_finite_number(score):
+            return  # SCH002
+        shown = f"{score:g}{'%' if unit == 'percent' else ''}"
+        if is_finite_number(solved) and is_integer(total) and total > 0:
+            if unit == "percent":
+                expected, tol = 100 * solved / total, _rounding(score) + 100 * _rounding(solved) / total
+            elif unit == "points":
+                expected, tol = float(solved), _rounding(score) + _rounding(solved)
+            else:
+                expected, tol = float(score), 0.0  # unknown unit: SCH002
+            if abs(score - expected) > tol + 1e-9:
+                self.add(
+                    finding(
+                        "IDX013",
+                        "index.json",
+                        f"{who}: score {shown} but solved {solved:g} of {total} gives {expected:.4g}",
+                    )
+                )
+        runs = sc.get("run_scores")
+        if isinstance(runs, list) and runs and all(is_finite_number(r) for r in runs):
+            mean = math.fsum(runs) / len(runs)
+            if abs(score - mean) > _rounding(score) + max(_rounding(r) for r in runs) + 1e-9:
+                self.add(
+                    finding(
+                        "IDX013",
+                        "index.json",
+                        f"{who}: score {shown} but its run scores {', '.join(f'{r:g}' for r in runs)} average "
+                        f"{mean:.4g}",
+                    )
+                )
+        cats = (
+            [c for c in (sc.get("by_category") or {}).values() if isinstance(c, dict)]
+            if isinstance(sc.get("by_category"), dict)
+            else []
+        )
+        if not cats or not is_integer(total) or not all(is_integer(c.get("total")) for c in cats):
+            return
+        cat_total = sum(c["total"] for c in cats)
+        if cat_total > total:
+            self.add(
+                finding(
+                    "IDX013", "index.json", f"{who}: the categories hold {cat_total} questions, the total is {total}"
+                )
+            )
+        elif (
+            cat_total == total
+            and is_finite_number(solved)
+            and all(is_finite_number(c.get("solved")) for c in cats)
+            and abs(math.fsum(c["solved"] for c in cats) - solved)
+            > _rounding(solved) + sum(_rounding(c["solved"]) for c in cats) + 1e-9
+        ):
+            self.add(
+                finding(
+                    "IDX013",
+                    "index.json",
+                    f"{who}: the categories solve {math.fsum(c['solved'] for c in cats):g} of {total}, "
+                    f"the score says {solved:g}",
+                )
+            )
+
+    def check_comparison_run(self, who: str, sc: dict[str, Any], by_id: dict[str, dict[str, Any]]) -> None:
+        """IDX014: a paired comparison against a weight whose scores on that benchmark are of another run."""
+        comp = sc.get("comparison")
+        against = comp.get("against") if isinstance(comp, dict) else None
+        other = by_id.get(against) if isinstance(against, str) else None
+        if other is None or not isinstance(other.get("scores"), list):
+            return  # unknown target: IDX008
+        same_bench = [s for s in other["scores"] if isinstance(s, dict) and s.get("benchmark") == sc.get("benchmark")]
+        if not same_bench:
+            return  # the other weight's score on it is not recorded: nothing to compare with
+        if not any(s.get("date") == sc.get("date") and s.get("backend") == sc.get("backend") for s in same_bench):
+            runs = "; ".join(f"{s.get('date')} ({s.get('backend') or 'backend not recorded'})" for s in same_bench)
+            self.add(
+                finding(
+                    "IDX014",
+                    "index.json",
+                    f"{who}: compared question by question against {against!r}, whose "
+                    f"{sc.get('benchmark')} scores are of {runs}, not of {sc.get('date')} "
+                    f"({sc.get('backend') or 'backend not recorded'})",
+                )
+            )
 
     def check_score(self, who: str, sc: dict[str, Any], known: set[str], mcnemar: Callable[[int, int], float]) -> None:
         def over(solved: Any, total: Any, what: str) -> None:
@@ -1107,6 +1220,16 @@ def code_digest() -> str:
         except (OSError, TypeError):  # no source beside the module: its version is the key
             h.update(f"{module.__name__}\0unreadable".encode())
     return h.hexdigest()
+
+
+def _rounding(x: float) -> float:
+    """Half a unit of the last decimal a recorded number shows (0 for an integer): the rounding it may carry."""
+    if is_integer(x):
+        return 0.0
+    text = repr(float(x))
+    if "e" in text or "." not in text:
+        return 0.0
+    return 0.5 * 10 ** -len(text.split(".")[1])
 
 
 def _basename(rel: str) -> str:

@@ -336,6 +336,12 @@ def _vs_state(wins: int, losses: int, p: float) -> dict[str, Any]:
     return {"against": "s1", "wins": wins, "losses": losses, "p_value": p}
 
 
+def _compared_across_days(root: Path) -> None:
+    """The adapter compared question by question with the State, whose exam score is of another day."""
+    _entry(STATE, lambda e: _set(e, "scores", [_score(date="2026-10-16", score=46.9, solved=None)]))(root)
+    _entry(MISS_A, lambda e: _set(e, "scores", [_score(comparison=_vs_state(95, 54, 0.001))]))(root)
+
+
 CASES: dict[str, Callable[..., None]] = {
     "LAY001": lambda r: _text(r, "notes.txt", "hello"),
     "LAY002": lambda r: _text(r, "otherbase/state/v1/train.json", "{}"),
@@ -366,6 +372,9 @@ CASES: dict[str, Callable[..., None]] = {
     "IDX009": _entry(MISS_A, lambda e: _set(e, "scores", [_score(comparison=_vs_state(95, 54, 0.9))])),
     "IDX010": _same_base_file_twice,
     "IDX011": _same_bytes_twice,
+    "IDX012": _entry(MISS_A, lambda e: _set(e, "adapter_id", "v2-r4-b")),
+    "IDX013": _entry(MISS_A, lambda e: _set(e, "scores", [_score(solved=280.5)])),
+    "IDX014": lambda r: _compared_across_days(r),
     "HSH001": _flip_byte,
     "HSH002": _entry(STATE, lambda e: _set(e, "file", dict(e["file"], size=e["file"]["size"] + 1))),
     "HSH003": lambda r: (r / "SHA256SUMS").open("a").write("not a line\n"),

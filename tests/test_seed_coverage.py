@@ -1,0 +1,224 @@
+"""Statements of the user's documents (seed 000, seed 003) that docs/coverage.md maps to these tests.
+
+IDX012: one adapter id per MiSS adapter of a base ("MiSS：注册成 adapter_id，请求时带上它").
+IDX013: a score agrees with its own counts ("52.2%（296.5 题）" of 568, "每组跑两遍取平均", seed 003's tables
+whose categories add up to the global line).
+IDX014: a question-by-question comparison is of one run ("10-16 和 10-17 两天的推理后端版本不同，跨天只作参考";
+"新旧基模的分数在同一天、同一后端上重跑后才能直接比较").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from regtools import TINY_BASE, edit_index, miss_train, write_miss
+
+from rwkv_registry.errors import RefusedError
+from rwkv_registry.ops import add_entry
+from rwkv_registry.validate import validate_registry
+
+STATE = f"{TINY_BASE}/state/v1/s1.pth"
+MISS_A = f"{TINY_BASE}/miss/v2/r4-a/adapter-final.pth"
+EXAM = "App harness; inference backend of 2026-10-17"
+
+
+def _score(**more: Any) -> dict[str, Any]:
+    s: dict[str, Any] = {
+        "benchmark": "exam",
+        "date": "2026-10-17",
+        "score": 52.2,
+        "unit": "percent",
+        "solved": 296.5,
+        "total": 568,
+        "runs": 2,
+        "backend": EXAM,
+        "note": None,
+        "report": None,
+    }
+    s.update(more)
+    return s
+
+
+def _findings(reg: Path, code: str, **scores: list[dict[str, Any]]) -> list[str]:
+    """Set the scores of entries by path key (``state`` / ``miss``), then the messages of ``code``."""
+    paths = {"state": STATE, "miss": MISS_A}
+
+    def edit(index: dict[str, Any]) -> None:
+        for e in index["entries"]:
+            for key, sc in scores.items():
+                if e["path"] == paths[key]:
+                    e["scores"] = sc
+
+    edit_index(reg, edit)
+    return [f.message for f in validate_registry(reg, use_cache=False).findings if f.code == code]
+
+
+# --- IDX013 ---------------------------------------------------------------------------------------------
+
+SEED_000_EXAM = [(52.2, 296.5), (51.3, 291.5), (49.4, 280.5), (46.0, 261.0)]
+
+
+def test_idx013_seed_000_exam_scores_agree_with_their_counts(reg: Path) -> None:
+    """Every exam line of seed 000 (score% and solved of 568) passes, 46.0% for 261.0 (45.95) included."""
+    scores = [_score(score=s, solved=n, benchmark=f"exam-{i}") for i, (s, n) in enumerate(SEED_000_EXAM)]
+    assert _findings(reg, "IDX013", miss=scores) == []
+
+
+@pytest.mark.parametrize(("score", "solved"), [(52.3, 296.5), (46.1, 261.0), (51.3, 296.5), (5.22, 296.5)])
+def test_idx013_percent_copied_wrong(reg: Path, score: float, solved: float) -> None:
+    found = _findings(reg, "IDX013", miss=[_score(score=score, solved=solved)])
+    assert len(found) == 1 and f"score {score:g}%" in found[0] and f"solved {solved:g} of 568" in found[0]
+
+
+SEED_003_STATE = {  # seed 003, "G1g + state-tuning": 58 of 82
+    "abstention": {"solved": 12, "total": 17},
+    "arguments": {"solved": 19, "total": 22},
+    "hard-selection": {"solved": 16, "total": 23},
+    "easy-selection": {"solved": 11, "total": 18},
+    "multi-step": {"solved": 0, "total": 2},
+}
+
+
+def _points(**more: Any) -> dict[str, Any]:
+    return (
+        _score(
+            benchmark="toolcall-judge", unit="points", score=58, solved=58, total=82, runs=1, by_category=SEED_003_STATE
+        )
+        | more
+    )
+
+
+def test_idx013_seed_003_points_and_categories_pass(reg: Path) -> None:
+    """Seed 003's table: five categories adding up to the global 58/82; the rung-2 table leaves out multi-step
+    (80 of 82 questions), so its categories are not compared with the total."""
+    partial = {k: v for k, v in SEED_003_STATE.items() if k != "multi-step"}
+    rung2 = _points(score=61, solved=61, by_category=partial | {"abstention": {"solved": 15, "total": 17}})
+    rung2["by_category"]["arguments"] = {"solved": 16, "total": 22}
+    rung2["by_category"]["easy-selection"] = {"solved": 14, "total": 18}
+    assert _findings(reg, "IDX013", state=[_points(), rung2 | {"benchmark": "rung2"}]) == []
+
+
+@pytest.mark.parametrize(
+    ("edit", "words"),
+    [
+        ({"score": 61}, "score 61 but solved 58 of 82"),
+        ({"by_category": SEED_003_STATE | {"arguments": {"solved": 18, "total": 22}}}, "categories solve 57 of 82"),
+        ({"by_category": SEED_003_STATE | {"arguments": {"solved": 19, "total": 30}}}, "categories hold 90 questions"),
+        ({"runs": 2, "run_scores": [57, 61]}, "run scores 57, 61 average 59"),
+    ],
+    ids=["points", "category-sum", "category-total", "run-mean"],
+)
+def test_idx013_points_categories_and_runs(reg: Path, edit: dict[str, Any], words: str) -> None:
+    found = _findings(reg, "IDX013", state=[_points(**edit)])
+    assert len(found) == 1 and words in found[0], found
+
+
+def test_idx013_run_mean_allows_the_rounding_of_each_run(reg: Path) -> None:
+    """Two runs recorded to one decimal average within 0.1 of the one-decimal headline (52.25 → 52.2 or 52.3)."""
+    assert _findings(reg, "IDX013", miss=[_score(run_scores=[52.2, 52.3])]) == []
+    assert _findings(reg, "IDX013", miss=[_score(run_scores=[52.0, 52.7])]) != []
+
+
+def test_idx013_leaves_unknown_counts_alone(reg: Path) -> None:
+    """A score without solved (the base's 21.4%) or without total is not compared."""
+    assert _findings(reg, "IDX013", miss=[_score(score=21.4, solved=None), _score(total=None, benchmark="b")]) == []
+
+
+# --- IDX014 ---------------------------------------------------------------------------------------------
+
+
+def _vs_state() -> dict[str, Any]:
+    return {"against": "s1", "wins": 95, "losses": 54, "p_value": 0.001}
+
+
+def test_idx014_same_day_and_backend_passes(reg: Path) -> None:
+    """Seed 000: v2.1 lr2e-5 against v2.0, both on 2026-10-17 with one backend."""
+    mine = [_score(comparison=_vs_state())]
+    assert _findings(reg, "IDX014", state=[_score(score=46.0, solved=261.0)], miss=mine) == []
+
+
+@pytest.mark.parametrize(
+    "theirs",
+    [{"date": "2026-10-16"}, {"backend": "App harness; inference backend of 2026-10-16"}],
+    ids=["other-day", "other-backend"],
+)
+def test_idx014_other_run_is_a_warning(reg: Path, theirs: dict[str, Any]) -> None:
+    found = _findings(
+        reg, "IDX014", state=[_score(score=46.0, solved=261.0, **theirs)], miss=[_score(comparison=_vs_state())]
+    )
+    assert len(found) == 1 and "compared question by question against 's1'" in found[0], found
+
+
+def test_idx014_without_a_recorded_score_of_the_other_says_nothing(reg: Path) -> None:
+    """The other weight has no exam score at all: no run to disagree with."""
+    other_bench = [_score(benchmark="bfcl-product", date="2026-10-13")]
+    assert _findings(reg, "IDX014", state=other_bench, miss=[_score(comparison=_vs_state())]) == []
+
+
+def test_idx014_against_the_base_alone(reg: Path) -> None:
+    """A comparison may name the base (seed 000's base alone on 2026-10-16)."""
+
+    def edit(index: dict[str, Any]) -> None:
+        index["bases"][0]["scores"] = [_score(date="2026-10-16", score=21.4, solved=None)]
+
+    edit_index(reg, edit)
+    vs_base = {"against": TINY_BASE, "wins": 95, "losses": 54, "p_value": 0.001}
+    assert _findings(reg, "IDX014", miss=[_score(comparison=vs_base)]) != []
+    assert _findings(reg, "IDX014", miss=[_score(comparison=vs_base, date="2026-10-16", score=46.9, solved=None)]) == []
+
+
+# --- IDX012 ---------------------------------------------------------------------------------------------
+
+
+def _adapter_ids(reg: Path, **by_path: str) -> list[str]:
+    def edit(index: dict[str, Any]) -> None:
+        for e in index["entries"]:
+            if e["path"] in by_path:
+                e["adapter_id"] = by_path[e["path"]]
+
+    edit_index(reg, edit)
+    return [f.message for f in validate_registry(reg, use_cache=False).findings if f.code == "IDX012"]
+
+
+def test_idx012_distinct_adapter_ids_pass(reg: Path) -> None:
+    assert _adapter_ids(reg, **{MISS_A: "v21-lr2e-5-e2"}) == []
+
+
+def test_idx012_an_adapter_id_equal_to_another_entry_s_id(reg: Path) -> None:
+    """The other entry has no explicit adapter_id: its id is the adapter id it registers under."""
+
+    def drop(index: dict[str, Any]) -> None:
+        for e in index["entries"]:
+            if e["id"] == "v2-r4-b":
+                e.pop("adapter_id", None)
+
+    edit_index(reg, drop)
+    found = _adapter_ids(reg, **{MISS_A: "v2-r4-b"})
+    assert found == [f"entries 'v2-r4-a' and 'v2-r4-b' of base {TINY_BASE!r} both register as adapter 'v2-r4-b'"]
+
+
+def _snapshot(root: Path) -> dict[str, str]:
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name != ".rwkv-registry.lock"
+    }
+
+
+def test_add_refuses_a_taken_adapter_id(reg: Path, tmp_path: Path) -> None:
+    src = tmp_path / "new" / "adapter-final.pth"
+    write_miss(src, seed=7)
+    before = _snapshot(reg)
+    with pytest.raises(RefusedError, match=r"adapter id 'v2-r4-a' is already the adapter id of entry 'v2-r4-a'"):
+        add_entry(
+            reg, src, base=TINY_BASE, data_version="v3", train=miss_train("v3"), group="r4-a", adapter_id="v2-r4-a"
+        )
+    assert _snapshot(reg) == before
+    add_entry(reg, src, base=TINY_BASE, data_version="v3", train=miss_train("v3"), group="r4-a", adapter_id="v3-r4-a")
+    index = json.loads((reg / "index.json").read_text())
+    assert [e["adapter_id"] for e in index["entries"] if e["method"] == "miss"] == ["v2-r4-a", "v2-r4-b", "v3-r4-a"]
+    assert validate_registry(reg, use_cache=False).ok
