@@ -560,6 +560,22 @@ _RULES: tuple[Rule, ...] = (
         "hyperparameters.rank and .alpha must be those the adapters were trained with (their miss.json, which "
         "index.json records): fix train.json, or the adapters come from another run.",
     ),
+    Rule(
+        "TRN009",
+        W,
+        "weight name states a rank, learning rate, epoch count or step that its records contradict",
+        "Names like r16-lr2e-5-e2 (MiSS group) or v141b-s1224 (State, step 1224) are read by users choosing a file: "
+        "they must agree with the adapter's rank (index.json miss.rank), its run's lr and epochs in train.json, and "
+        "the entry's step; rename the weights before they are published, or fix the record that was copied wrong.",
+    ),
+    Rule(
+        "TRN010",
+        W,
+        "train.json command line names another base's file",
+        "The command line of a train.json under one base names the file of another registered base: the weights "
+        "were probably copied from that base without retraining (a State then loads but is not valid; a MiSS "
+        "adapter is refused). Retrain on this base and record the command that did so.",
+    ),
     # --- profiles --------------------------------------------------------------------------
     Rule(
         "PRF001",

@@ -221,13 +221,74 @@ def train_findings(
                         )
                     )
         runs = t["runs"] if isinstance(t.get("runs"), list) else []
+        out += _name_findings(rel, t, entries, runs, unsure)
         groups_run = {r["group"] for r in runs if isinstance(r, dict) and isinstance(r.get("group"), str)}
         groups_disk = {p.split("/")[3] for p in dirs if p.startswith(d + "/") and p.count("/") == 3}
         for g in sorted(groups_disk - groups_run):
             out.append(finding("TRN004", rel, f"group {g}/ has no run in train.json"))
         for g in sorted(str(x) for x in groups_run - groups_disk):
             out.append(finding("TRN004", rel, f"run {g!r} has no group directory {d}/{g}/"))
+    else:
+        out += _name_findings(rel, t, entries, [])
     return out
+
+
+_NAME_RANK = re.compile(r"(?:^|-)r([0-9]+)(?=-|$)")
+_NAME_LR = re.compile(r"(?:^|-)lr([0-9]+(?:\.[0-9]+)?(?:e-?[0-9]+)?)(?=-|$)")
+_NAME_EPOCHS = re.compile(r"(?:^|-)e([0-9]+)(?=-|$)")
+_NAME_STEP = re.compile(r"-s([0-9]+)$")
+
+
+def _name_findings(
+    rel: str, t: dict[str, Any], entries: list[dict[str, Any]], runs: list[Any], unsure: frozenset[str] = frozenset()
+) -> list[Finding]:
+    """TRN009: what a MiSS group name (r16-lr2e-5-e2) or a State file name (v141b-s1224) says, against the
+    records: the adapter's rank in index.json (not for ``unsure`` entries, whose record MIS015 already calls
+    wrong), its run's lr and epochs in train.json, the State entry's step."""
+    out: list[Finding] = []
+    hyper = t["hyperparameters"] if isinstance(t.get("hyperparameters"), dict) else {}
+    by_group = {r["group"]: r for r in runs if isinstance(r, dict) and isinstance(r.get("group"), str)}
+    for e in entries:
+        if e.get("method") == "miss" and isinstance(e.get("group"), str):
+            g: str = e["group"]
+            run = by_group.get(g, {})
+            miss = e["miss"] if isinstance(e.get("miss"), dict) else {}
+            epochs = run.get("epochs", hyper.get("epochs"))
+            said = [
+                (
+                    "rank",
+                    _NAME_RANK.search(g),
+                    None if e.get("id") in unsure else miss.get("rank"),
+                    "index.json miss.rank",
+                ),
+                ("lr", _NAME_LR.search(g), run.get("lr"), f"its run in {rel}"),
+                ("epochs", _NAME_EPOCHS.search(g), epochs, f"{rel}"),
+            ]
+            what = f"group {g}/"
+        elif e.get("method") == "state" and isinstance(e.get("path"), str):
+            stem = PurePosixPath(e["path"]).stem
+            said = [("step", _NAME_STEP.search(stem), e.get("step"), "index.json")]
+            what = f"State {stem}"
+        else:
+            continue
+        for key, m, got, where in said:
+            if m is None or not is_finite_number(got):
+                continue
+            named = float(m.group(1))
+            if not math.isclose(named, got, rel_tol=1e-9, abs_tol=0.0):
+                out.append(
+                    finding(
+                        "TRN009",
+                        rel,
+                        f"{what} says {key} {m.group(1)}, but {where} records {key} {got!r} (entry {e.get('id')!r})",
+                    )
+                )
+    return out
+
+
+def _names_file(command: str, file: str) -> bool:
+    """``file`` appears in ``command`` as a whole path component (``--model x/f.pth``, ``--model=f.pth``)."""
+    return re.search(r"(?:^|[\s/='\"])" + re.escape(file) + r"(?=$|[\s'\"])", command) is not None
 
 
 class Validator:
@@ -976,6 +1037,30 @@ class Validator:
                 str(e.get("id")) for e in entries if any(f.code == "MIS015" and f.path == e.get("path") for f in mis015)
             )
             self.findings.extend(train_findings(rel, d, value, entries, group_dirs.get(d, set()), unsure))
+            self.check_train_command(rel, d.split("/")[0], value)
+
+    def check_train_command(self, rel: str, base: str, t: dict[str, Any]) -> None:
+        """TRN010: the command line names another registered base's file, and not this base's."""
+        command = t.get("command")
+        if not isinstance(command, str):
+            return  # SCH003
+        files = {
+            n: b["source"]["file"]
+            for n, b in self.bases.items()
+            if isinstance(b.get("source"), dict) and isinstance(b["source"].get("file"), str)
+        }
+        if base in files and _names_file(command, files[base]):
+            return
+        for name, file in sorted(files.items()):
+            if name != base and _names_file(command, file):
+                self.add(
+                    finding(
+                        "TRN010",
+                        rel,
+                        f"the command line names {file} (base {name!r}), not this base's file "
+                        f"{files.get(base, base + '.pth')}",
+                    )
+                )
 
     def check_sums(self, tree: Tree, facts: dict[str, FileFacts | OSError]) -> None:
         if SUMS_NAME not in tree.files:

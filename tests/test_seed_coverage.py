@@ -222,3 +222,106 @@ def test_add_refuses_a_taken_adapter_id(reg: Path, tmp_path: Path) -> None:
     index = json.loads((reg / "index.json").read_text())
     assert [e["adapter_id"] for e in index["entries"] if e["method"] == "miss"] == ["v2-r4-a", "v2-r4-b", "v3-r4-a"]
     assert validate_registry(reg, use_cache=False).ok
+
+
+# --- TRN009 ---------------------------------------------------------------------------------------------
+
+SEED_MISS_RUNS = [  # seed 000: miss/v2.1/, three runs of 2 epochs, lr 1e-5, 2e-5, 3e-5
+    {"group": f"r16-lr{lr}-e2", "lr": float(lr), "lr_final": float(lr) / 10, "epochs": 2, "steps": 1378}
+    for lr in ("1e-5", "2e-5", "3e-5")
+]
+
+
+def _miss_entry(group: str, rank: int = 16) -> dict[str, Any]:
+    return {"id": f"v21-{group}", "method": "miss", "group": group, "miss": {"rank": rank, "alpha": 32}}
+
+
+def _names(entries: list[dict[str, Any]], runs: list[dict[str, Any]] | None = None, **hyper: Any) -> list[str]:
+    from rwkv_registry.validate import train_findings
+
+    method = entries[0]["method"]
+    t: dict[str, Any] = {"method": method, "hyperparameters": hyper}
+    if runs is not None:
+        t["runs"] = runs
+    d = f"{TINY_BASE}/{method}/v2.1"
+    return [f.message for f in train_findings(f"{d}/train.json", d, t, entries, set()) if f.code == "TRN009"]
+
+
+def test_trn009_the_seed_names_agree_with_their_records() -> None:
+    entries = [_miss_entry(r["group"]) for r in SEED_MISS_RUNS]
+    assert _names(entries, SEED_MISS_RUNS, rank=16, alpha=32) == []
+    state = {"id": "v141b-s1224", "method": "state", "path": f"{TINY_BASE}/state/v1.41/v141b-s1224.pth"}
+    assert _names([state | {"step": 1224, "total_steps": 1374}]) == []
+    assert _names([state]) == []  # no step recorded: nothing to contradict
+
+
+@pytest.mark.parametrize(
+    ("entry", "run", "words"),
+    [
+        (_miss_entry("r16-lr2e-5-e2", rank=32), {}, "says rank 16, but index.json miss.rank records rank 32"),
+        (_miss_entry("r16-lr2e-5-e2"), {"lr": 3e-5}, "says lr 2e-5, but its run in"),
+        (_miss_entry("r16-lr2e-5-e2"), {"epochs": 3}, "says epochs 2, but"),
+    ],
+    ids=["rank", "lr", "epochs"],
+)
+def test_trn009_a_miss_group_name_contradicted(entry: dict[str, Any], run: dict[str, Any], words: str) -> None:
+    runs = [dict(SEED_MISS_RUNS[1], **run)]
+    found = _names([entry], runs)
+    assert len(found) == 1 and words in found[0], found
+
+
+def test_trn009_a_state_name_contradicted_and_names_without_numbers() -> None:
+    path = f"{TINY_BASE}/state/v1.41/v141b-s1224.pth"
+    found = _names([{"id": "v141b-s1224", "method": "state", "path": path, "step": 1374}])
+    assert found == ["State v141b-s1224 says step 1224, but index.json records step 1374 (entry 'v141b-s1224')"]
+    plain = [{"id": "s1", "method": "state", "path": f"{TINY_BASE}/state/v1/s1.pth", "step": 7}]
+    assert _names(plain) == []  # "s1" alone is a name, not "-s<step>"
+    assert _names([_miss_entry("final-a", rank=4)], [{"group": "final-a", "lr": 1e-4}]) == []
+
+
+def test_trn009_epochs_may_come_from_the_shared_hyperparameters() -> None:
+    runs = [{k: v for k, v in SEED_MISS_RUNS[1].items() if k != "epochs"}]
+    assert _names([_miss_entry("r16-lr2e-5-e2")], runs, epochs=2) == []
+    assert _names([_miss_entry("r16-lr2e-5-e2")], runs, epochs=1) != []
+
+
+# --- TRN010 ---------------------------------------------------------------------------------------------
+
+
+def _with_newer_base(reg: Path, command: str) -> list[str]:
+    newer = TINY_BASE.replace("20260101", "20260301")
+
+    def add(index: dict[str, Any]) -> None:
+        b = json.loads(json.dumps(index["bases"][0]))
+        b.update(name=newer, source=dict(b["source"], file=f"{newer}.pth"), sha256="5" * 64, status="active")
+        index["bases"][0]["status"] = "frozen"
+        index["bases"].append(b)
+
+    edit_index(reg, add)
+    for m in ("state", "miss"):
+        (reg / newer / m).mkdir(parents=True)
+        (reg / newer / m / ".gitkeep").write_bytes(b"")
+    train = reg / f"{TINY_BASE}/state/v1/train.json"
+    t = json.loads(train.read_text())
+    t["command"] = command.format(own=f"{TINY_BASE}.pth", newer=f"{newer}.pth")
+    train.write_text(json.dumps(t))
+    return [f.message for f in validate_registry(reg, use_cache=False).findings if f.code == "TRN010"]
+
+
+@pytest.mark.parametrize(
+    ("command", "fires"),
+    [
+        ("rwkv_state_tune --model /m/{own} --lr 0.01", False),
+        ("rwkv_state_tune --lr 0.01", False),
+        ("rwkv_state_tune --model={newer} --init-state x --also {own}", False),
+        ("rwkv_state_tune --model x-{newer}", False),
+        ("rwkv_state_tune --model /m/{newer} --lr 0.01", True),
+        ("rwkv_state_tune --model '{newer}'", True),
+    ],
+    ids=["own", "none", "both", "other-name-containing-it", "other", "quoted"],
+)
+def test_trn010_command_naming_another_base(reg: Path, command: str, fires: bool) -> None:
+    found = _with_newer_base(reg, command)
+    assert bool(found) is fires, found
+    if fires:
+        assert "(base 'rwkv7-tiny-20260301-ctx4096'), not this base's file rwkv7-tiny-20260101-ctx4096.pth" in found[0]

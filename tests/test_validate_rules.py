@@ -336,6 +336,23 @@ def _vs_state(wins: int, losses: int, p: float) -> dict[str, Any]:
     return {"against": "s1", "wins": wins, "losses": losses, "p_value": p}
 
 
+def _state_named_for_another_step(root: Path) -> None:
+    """A State whose name says step 5 registered (add only warns) with step 7."""
+    from regtools import state_train
+
+    from rwkv_registry.ops import add_entry
+
+    src = write_state(root.parent / "src-trn009" / "v1b-s5.pth", seed=3)
+    add_entry(root, src, base=TINY_BASE, data_version="v1", train=state_train(), step=7, total_steps=10)
+
+
+def _trained_on_the_newer_base(root: Path) -> None:
+    """The State's train.json says it was trained on another registered base's file."""
+    _newer_base(root)
+    newer = TINY_BASE.replace("20260101", "20260301")
+    _json_edit(root, STATE_TRAIN, lambda t: _set(t, "command", f"rwkv_state_tune --model /models/{newer}.pth"))
+
+
 def _compared_across_days(root: Path) -> None:
     """The adapter compared question by question with the State, whose exam score is of another day."""
     _entry(STATE, lambda e: _set(e, "scores", [_score(date="2026-10-16", score=46.9, solved=None)]))(root)
@@ -414,6 +431,8 @@ CASES: dict[str, Callable[..., None]] = {
     "TRN006": lambda r: _json_edit(r, MISS_TRAIN, lambda t: t["trainer"].update(commit=None)),
     "TRN007": lambda r: _json_edit(r, STATE_TRAIN, lambda t: t["trainer"].update(name="rwkv_miss_tune")),
     "TRN008": lambda r: _json_edit(r, MISS_TRAIN, lambda t: t["hyperparameters"].update(alpha=16)),
+    "TRN009": lambda r: _state_named_for_another_step(r),
+    "TRN010": lambda r: _trained_on_the_newer_base(r),
     "PRF001": _entry(MISS_A, lambda e: _set(e, "profile", "g1k")),
     "PRF002": _entry(STATE, lambda e: _set(e, "profile", "g1k-think")),
     "RDM001": lambda r: _text(r, "README.md", "# no markers\n"),
