@@ -281,6 +281,13 @@ _RULES: tuple[Rule, ...] = (
         "named in `against` must have a score on the same benchmark, date and backend (scores of other days or "
         "backends, or of another base, compare only loosely); record that score, or rerun both on the same day.",
     ),
+    Rule(
+        "IDX015",
+        W,
+        "a LICENSE file sits at the root but index.json records no licence",
+        'index.json\'s registry.license is null ("no licence chosen yet") while LICENSE exists: record the licence '
+        "the file grants (an SPDX id such as apache-2.0, or its name), or remove the file if none is chosen yet.",
+    ),
     # --- hashes ---------------------------------------------------------------------
     Rule(
         "HSH001",

@@ -384,6 +384,7 @@ class Validator:
         tree = self.walk()
         self.guarded(self.load_index, tree)
         self.guarded(self.check_layout, tree)
+        self.guarded(self.check_license, tree)
         weights = self.weight_files(tree)
         facts = self.collect_facts(tree, weights)
         self.guarded(self.check_entries, tree, weights, facts)
@@ -753,6 +754,14 @@ class Validator:
                         f"gives {exact:.2g}",
                     )
                 )
+
+    def check_license(self, tree: Tree) -> None:
+        """IDX015: a LICENSE file while index.json says no licence is chosen (seed 000: "本仓库尚未指定许可证")."""
+        registry = self.index.get("registry") if self.index is not None else None
+        if not isinstance(registry, dict) or "license" not in registry or registry["license"] is not None:
+            return  # absent or unreadable: SCH002
+        for name in sorted(n for n in ("LICENSE", "LICENSE.md", "LICENSE.txt") if n in tree.files):
+            self.add(finding("IDX015", name, f"{name} exists, but index.json records registry.license null"))
 
     def check_layout(self, tree: Tree) -> None:
         base_dirs = {d for d in tree.dirs if "/" not in d}

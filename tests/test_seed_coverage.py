@@ -325,3 +325,25 @@ def test_trn010_command_naming_another_base(reg: Path, command: str, fires: bool
     assert bool(found) is fires, found
     if fires:
         assert "(base 'rwkv7-tiny-20260301-ctx4096'), not this base's file rwkv7-tiny-20260101-ctx4096.pth" in found[0]
+
+
+# --- IDX015 ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("license_", "file", "fires"),
+    [(None, None, False), ("apache-2.0", "LICENSE", False), ("MIT", None, False), (None, "LICENSE.txt", True)],
+    ids=["none-chosen", "recorded", "recorded-without-file", "file-but-none-recorded"],
+)
+def test_idx015_license_file_and_index(reg: Path, license_: str | None, file: str | None, fires: bool) -> None:
+    """Seed 000 ends "本仓库尚未指定许可证" (registry.license null); a LICENSE file then contradicts it."""
+    from regtools import resum
+
+    edit_index(reg, lambda i: i["registry"].update(license=license_))
+    if file:
+        (reg / file).write_text("Licensed under ...\n")
+    resum(reg)
+    report = validate_registry(reg, use_cache=False)
+    found = [f"{f.path}: {f.message}" for f in report.findings if f.code == "IDX015"]
+    assert found == ([f"{file}: {file} exists, but index.json records registry.license null"] if fires else [])
+    assert report.ok

@@ -392,6 +392,7 @@ CASES: dict[str, Callable[..., None]] = {
     "IDX012": _entry(MISS_A, lambda e: _set(e, "adapter_id", "v2-r4-b")),
     "IDX013": _entry(MISS_A, lambda e: _set(e, "scores", [_score(solved=280.5)])),
     "IDX014": lambda r: _compared_across_days(r),
+    "IDX015": lambda r: _text(r, "LICENSE.md", "Apache License 2.0"),
     "HSH001": _flip_byte,
     "HSH002": _entry(STATE, lambda e: _set(e, "file", dict(e["file"], size=e["file"]["size"] + 1))),
     "HSH003": lambda r: (r / "SHA256SUMS").open("a").write("not a line\n"),
