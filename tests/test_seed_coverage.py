@@ -347,3 +347,71 @@ def test_idx015_license_file_and_index(reg: Path, license_: str | None, file: st
     found = [f"{f.path}: {f.message}" for f in report.findings if f.code == "IDX015"]
     assert found == ([f"{file}: {file} exists, but index.json records registry.license null"] if fires else [])
     assert report.ok
+
+
+# --- what index.json and train.json must record (seed 000) ---------------------------------------------
+
+
+def _drop(doc: dict[str, Any], dotted: str) -> dict[str, Any]:
+    doc = json.loads(json.dumps(doc))
+    *parents, last = dotted.split(".")
+    node: Any = doc
+    for p in parents:
+        node = node[int(p)] if isinstance(node, list) else node[p]
+    del node[last]
+    return doc
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        # "index.json：基模 sha256、方法、训练数据版本与 sha256、文件 sha256、跑分"
+        "bases.0.sha256",
+        "entries.0.method",
+        "entries.0.data.version",
+        "entries.0.data.sha256",
+        "entries.0.file.sha256",
+        "entries.0.scores",
+        # "在 index.json 的 bases 里加新基模（来源、文件名、sha256、词表）"
+        "bases.0.source",
+        "bases.0.source.file",
+        "bases.0.vocab",
+        # the MiSS adapter's content_version, the repository's training data and licence lines
+        "entries.1.miss.content_version",
+        "registry.training_data",
+        "registry.license",
+    ],
+)
+def test_index_must_record_what_the_seed_lists(registry_template: Path, key: str) -> None:
+    from rwkv_registry.schemas import schema_errors
+
+    index = json.loads((registry_template / "index.json").read_text())
+    assert index["entries"][1]["method"] == "miss"
+    assert schema_errors("index", index) == []
+    assert schema_errors("index", _drop(index, key)) != [], key
+
+
+@pytest.mark.parametrize(
+    ("method", "key"),
+    [
+        # "train.json（训练器与版本、超参、命令行、数据 sha256）"
+        ("state", "trainer"),
+        ("state", "trainer.version"),
+        ("state", "hyperparameters"),
+        ("state", "command"),
+        ("state", "data.sha256"),
+        # MiSS: "三组共用超参与各自学习率、等效命令行、起止时间"
+        ("miss", "runs"),
+        ("miss", "runs.0.lr"),
+        ("miss", "started"),
+        ("miss", "finished"),
+    ],
+)
+def test_train_json_must_record_what_the_seed_lists(method: str, key: str) -> None:
+    from regtools import state_train
+
+    from rwkv_registry.schemas import schema_errors
+
+    t = state_train() if method == "state" else miss_train()
+    assert schema_errors("train", t) == []
+    assert schema_errors("train", _drop(t, key)) != [], key
