@@ -559,6 +559,8 @@ class Validator:
             if not isinstance(aid, str):
                 continue  # SCH002
             key = (e.get("base"), aid)
+            if key in seen and seen[key] == e.get("id"):
+                continue  # one id used twice: IDX001 says so
             if key in seen:
                 self.add(
                     finding(

@@ -415,3 +415,16 @@ def test_train_json_must_record_what_the_seed_lists(method: str, key: str) -> No
     t = state_train() if method == "state" else miss_train()
     assert schema_errors("train", t) == []
     assert schema_errors("train", _drop(t, key)) != [], key
+
+
+def test_idx012_is_not_an_echo_of_a_duplicate_id(reg: Path) -> None:
+    """Two MiSS entries with one id (and so one default adapter id) are IDX001, said once."""
+
+    def dup(index: dict[str, Any]) -> None:
+        for e in index["entries"]:
+            if e["id"] == "v2-r4-b":
+                e["id"] = e["adapter_id"] = "v2-r4-a"
+
+    edit_index(reg, dup)
+    codes = [f.code for f in validate_registry(reg, use_cache=False).findings]
+    assert "IDX001" in codes and "IDX012" not in codes
