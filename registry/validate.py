@@ -266,7 +266,7 @@ def _name_findings(
             ]
             what = f"group {g}/"
         elif e.get("method") == "state" and isinstance(e.get("path"), str):
-            stem = PurePosixPath(e["path"]).stem
+            stem = e["path"].rsplit("/", 1)[-1].rsplit(".", 1)[0]
             said = [("step", _NAME_STEP.search(stem), e.get("step"), "index.json")]
             what = f"State {stem}"
         else:
@@ -288,6 +288,8 @@ def _name_findings(
 
 def _names_file(command: str, file: str) -> bool:
     """``file`` appears in ``command`` as a whole path component (``--model x/f.pth``, ``--model=f.pth``)."""
+    if file not in command:  # the usual case, without a regular expression
+        return False
     return re.search(r"(?:^|[\s/='\"])" + re.escape(file) + r"(?=$|[\s'\"])", command) is not None
 
 
@@ -631,7 +633,6 @@ class Validator:
         score, unit, solved, total = sc.get("score"), sc.get("unit"), sc.get("solved"), sc.get("total")
         if not is_finite_number(score):
             return  # SCH002
-        shown = f"{score:g}{'%' if unit == 'percent' else ''}"
         if is_finite_number(solved) and is_integer(total) and total > 0:
             if unit == "percent":
                 expected, tol = 100 * solved / total, _rounding(score) + 100 * _rounding(solved) / total
@@ -644,7 +645,7 @@ class Validator:
                     finding(
                         "IDX013",
                         "index.json",
-                        f"{who}: score {shown} but solved {solved:g} of {total} gives {expected:.4g}",
+                        f"{who}: score {_shown(score, unit)} but solved {solved:g} of {total} gives {expected:.4g}",
                     )
                 )
         runs = sc.get("run_scores")
@@ -655,8 +656,8 @@ class Validator:
                     finding(
                         "IDX013",
                         "index.json",
-                        f"{who}: score {shown} but its run scores {', '.join(f'{r:g}' for r in runs)} average "
-                        f"{mean:.4g}",
+                        f"{who}: score {_shown(score, unit)} but its run scores "
+                        f"{', '.join(f'{r:g}' for r in runs)} average {mean:.4g}",
                     )
                 )
         cats = (
@@ -1316,6 +1317,10 @@ def code_digest() -> str:
         except (OSError, TypeError):  # no source beside the module: its version is the key
             h.update(f"{module.__name__}\0unreadable".encode())
     return h.hexdigest()
+
+
+def _shown(score: float, unit: Any) -> str:
+    return f"{score:g}{'%' if unit == 'percent' else ''}"
 
 
 def _rounding(x: float) -> float:
