@@ -142,6 +142,7 @@ def build(root: Path, n_entries: int, n_bases: int, n_commits: int, seed: int) -
     src = root.parent / "src"
     src.mkdir(exist_ok=True)
     made = 0
+    data_rows: dict[tuple[str, str], int] = {}
     marked: set[tuple[str, str]] = set()  # (base, method) with its recommended entry
     for b_i, ((name, _gen), count) in enumerate(zip(bases, per_base, strict=True)):
         sha = hashlib.sha256(name.encode()).hexdigest()
@@ -169,7 +170,8 @@ def build(root: Path, n_entries: int, n_bases: int, n_commits: int, seed: int) -
             for method, version, k in dirs[bounds[c] : bounds[c + 1]]:
                 d = f"{name}/{method}/{version}"
                 (root / d).mkdir(parents=True)
-                rows = rng.randint(1000, 9000)
+                # one data version is one file in every base (IDX016); the draw is kept so the rest is unchanged
+                rows = data_rows.setdefault((method, version), rng.randint(1000, 9000))
                 runs: list[dict[str, Any]] = []
                 for j in range(k):
                     made += 1

@@ -288,6 +288,15 @@ _RULES: tuple[Rule, ...] = (
         'index.json\'s registry.license is null ("no licence chosen yet") while LICENSE exists: record the licence '
         "the file grants (an SPDX id such as apache-2.0, or its name), or remove the file if none is chosen yet.",
     ),
+    Rule(
+        "IDX016",
+        W,
+        "one data version of one method records two different data files",
+        "Training data does not depend on the base: retraining on a new base uses the same data version, whose "
+        "sha256 and row count are then the same in every base directory (State and MiSS data are rendered apart, "
+        "so only one method is compared). Fix the sha256 or rows copied wrong, or give re-rendered data a new "
+        "version.",
+    ),
     # --- hashes ---------------------------------------------------------------------
     Rule(
         "HSH001",

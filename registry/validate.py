@@ -548,8 +548,36 @@ class Validator:
         self.ids = {i for i in ids if isinstance(i, str)}
         self.guarded(self.check_bases)
         self.guarded(self.check_adapter_ids, value)
+        self.guarded(self.check_data_versions, value)
         self.guarded(self.check_scores, value)
         return value
+
+    def check_data_versions(self, index: dict[str, Any]) -> None:
+        """IDX016: one (method, data version) with two sha256 or row counts, across bases and unpublished weights."""
+        first: dict[tuple[Any, Any, str], tuple[Any, Any]] = {}  # (method, version, key) -> (value, id)
+        told: set[tuple[Any, Any, str]] = set()
+        items = [x for key in ("entries", "unpublished") for x in (index.get(key) or []) if isinstance(x, dict)]
+        for x in items:
+            data = x.get("data")
+            if not isinstance(data, dict) or not isinstance(data.get("version"), str):
+                continue  # SCH002
+            for key in ("sha256", "rows"):
+                value = data.get(key)
+                if value is None:
+                    continue  # not recorded (an unpublished weight's): nothing to compare
+                slot = (x.get("method"), data["version"], key)
+                if slot not in first:
+                    first[slot] = (value, x.get("id"))
+                elif first[slot][0] != value and slot not in told:
+                    told.add(slot)
+                    self.add(
+                        finding(
+                            "IDX016",
+                            "index.json",
+                            f"{x.get('method')} data {data['version']}: {first[slot][1]!r} records {key} "
+                            f"{first[slot][0]!r}, {x.get('id')!r} records {value!r}",
+                        )
+                    )
 
     def check_adapter_ids(self, index: dict[str, Any]) -> None:
         """IDX012: two MiSS entries of one base register under the same adapter id (``adapter_id``, else ``id``)."""

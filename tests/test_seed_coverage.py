@@ -428,3 +428,41 @@ def test_idx012_is_not_an_echo_of_a_duplicate_id(reg: Path) -> None:
     edit_index(reg, dup)
     codes = [f.code for f in validate_registry(reg, use_cache=False).findings]
     assert "IDX001" in codes and "IDX012" not in codes
+
+
+# --- IDX016 ---------------------------------------------------------------------------------------------
+
+
+def _data_findings(reg: Path, *unpublished: dict[str, Any]) -> list[str]:
+    from regtools import DATA_SHA
+
+    def add(index: dict[str, Any]) -> None:
+        for i, u in enumerate(unpublished):
+            data = {"version": "v1", "rows": 100, "sha256": DATA_SHA} | u.get("data", {})
+            item = {"id": f"u{i}", "base": TINY_BASE, "method": "state", "description": "", "scores": []}
+            index.setdefault("unpublished", []).append(
+                item | {k: v for k, v in u.items() if k != "data"} | {"data": data}
+            )
+
+    edit_index(reg, add)
+    return [f.message for f in validate_registry(reg, use_cache=False).findings if f.code == "IDX016"]
+
+
+def test_idx016_the_same_data_retrained_passes(reg: Path) -> None:
+    """Seed 000: "用数据集仓库里同一份训练数据重训": the same version, sha256 and rows again; an unpublished
+    weight that recorded neither; MiSS data of the same version name rendered apart."""
+    assert (
+        _data_findings(
+            reg,
+            {},
+            {"data": {"rows": None, "sha256": None}},
+            {"method": "miss", "data": {"sha256": "7" * 64, "rows": 5}},
+        )
+        == []
+    )
+
+
+@pytest.mark.parametrize(("data", "key"), [({"sha256": "6" * 64}, "sha256"), ({"rows": 3662}, "rows")])
+def test_idx016_one_version_two_files(reg: Path, data: dict[str, Any], key: str) -> None:
+    found = _data_findings(reg, {"data": data}, {"data": data})  # said once per version and field
+    assert len(found) == 1 and found[0].startswith(f"state data v1: 's1' records {key} "), found

@@ -353,6 +353,24 @@ def _trained_on_the_newer_base(root: Path) -> None:
     _json_edit(root, STATE_TRAIN, lambda t: _set(t, "command", f"rwkv_state_tune --model /models/{newer}.pth"))
 
 
+def _unpublished_with_other_data(root: Path) -> None:
+    """A weight never uploaded records data v1 of the State with another sha256 than the published State's."""
+
+    def add(index: dict[str, Any]) -> None:
+        index.setdefault("unpublished", []).append(
+            {
+                "id": "s0",
+                "base": TINY_BASE,
+                "method": "state",
+                "data": {"version": "v1", "rows": 100, "sha256": "6" * 64},
+                "description": "an earlier State, not uploaded",
+                "scores": [],
+            }
+        )
+
+    edit_index(root, add)
+
+
 def _compared_across_days(root: Path) -> None:
     """The adapter compared question by question with the State, whose exam score is of another day."""
     _entry(STATE, lambda e: _set(e, "scores", [_score(date="2026-10-16", score=46.9, solved=None)]))(root)
@@ -393,6 +411,7 @@ CASES: dict[str, Callable[..., None]] = {
     "IDX013": _entry(MISS_A, lambda e: _set(e, "scores", [_score(solved=280.5)])),
     "IDX014": lambda r: _compared_across_days(r),
     "IDX015": lambda r: _text(r, "LICENSE.md", "Apache License 2.0"),
+    "IDX016": lambda r: _unpublished_with_other_data(r),
     "HSH001": _flip_byte,
     "HSH002": _entry(STATE, lambda e: _set(e, "file", dict(e["file"], size=e["file"]["size"] + 1))),
     "HSH003": lambda r: (r / "SHA256SUMS").open("a").write("not a line\n"),
