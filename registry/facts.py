@@ -20,7 +20,7 @@ import re
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -463,6 +463,24 @@ class FactsCache:
             self._new_json[key] = value
             self.dirty = True
 
+    def _additions(self) -> dict[str, Any]:
+        """What this run learnt, as one journal record."""
+        used = {d for v in self._new_files.values() if isinstance(v, dict) for d in (v.get("blobs") or {}).values()}
+        return {
+            "version": [FACTS_VERSION, __version__],
+            "files": self._new_files,
+            "json": self._new_json,
+            "items": {k: v for k, v in self.items.items() if k not in self._seen_items},
+            "blobs": {d: self.blobs[d] for d in used if d in self.blobs},
+        }
+
+    def save_additions(self) -> None:
+        """Append what this run learnt to the journal, never rewriting the cache file: for a run stopped early,
+        while the run that replaced it may be writing the cache file (a rewrite from this run's memory would drop
+        what the other wrote). Up to :data:`_JOURNAL_APPEND_MAX`; beyond, nothing is kept, which only costs time."""
+        if self.enabled and self.dirty and self.path:
+            self._append(self._additions(), _JOURNAL_APPEND_MAX)
+
     def save(self, live: Iterable[str] = ()) -> None:
         """Write what changed. When the cache file was read and the journal stays under
         :data:`_JOURNAL_APPEND_MAX`, only this run's additions are appended to the journal (one line: the
@@ -473,17 +491,9 @@ class FactsCache:
             return
         keep = set(live)
         gone = bool(keep) and any(p not in keep for p in self.files)  # a file deleted: its entry leaves the cache
-        if self.loaded and not gone and len(self.json) <= 4096 and len(self.items) <= MAX_ITEMS:
-            used = {d for v in self._new_files.values() if isinstance(v, dict) for d in (v.get("blobs") or {}).values()}
-            record = {
-                "version": [FACTS_VERSION, __version__],
-                "files": self._new_files,
-                "json": self._new_json,
-                "items": {k: v for k, v in self.items.items() if k not in self._seen_items},
-                "blobs": {d: self.blobs[d] for d in used if d in self.blobs},
-            }
-            if self._append(record, _JOURNAL_APPEND_MAX):
-                return
+        small = len(self.json) <= 4096 and len(self.items) <= MAX_ITEMS
+        if self.loaded and not gone and small and self._append(self._additions(), _JOURNAL_APPEND_MAX):
+            return
         files = {p: v for p, v in self.files.items() if p in keep} if keep else self.files
         used = {d for v in files.values() if isinstance(v, dict) for d in (v.get("blobs") or {}).values()}
         self.blobs = {d: b for d, b in self.blobs.items() if d in used}
@@ -512,54 +522,104 @@ class FactsCache:
             pass  # a cache that cannot be written only costs time
 
 
+FileCallback = Callable[[str, "FileFacts | OSError"], None]
+
+
+class GatherCancelled(Exception):
+    """:func:`gather_facts` stopped early because its ``should_stop`` turned true."""
+
+
 def gather_facts(
     paths: Mapping[str, str | os.PathLike[str]],
     cache: FactsCache,
     *,
     workers: int | None = None,
     progress: Callable[[str, int], None] | None = None,
+    on_file: FileCallback | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> tuple[dict[str, FileFacts | OSError], dict[str, int]]:
     """Facts of every file in ``paths`` (relative name -> absolute path), hashed in parallel threads.
 
     Returns the facts (or the OSError that prevented reading) and stats
     ``{"bytes_hashed": …, "cache_hits": …}``.
+
+    ``on_file(rel, result)`` is called once per file in the calling thread, as soon as its result is known: files
+    that could not be stat'ed and cached files first (in the order of ``paths``), then each file read as it
+    completes (the biggest are started first, for better packing across threads); the last call comes with the
+    last result, so counting the calls gives a progress that reaches ``len(paths)``. ``progress(rel, n)`` is
+    called for each file read, with the bytes hashed (0 when it could not be read).
+
+    ``should_stop()`` is polled before each file is looked at, before a worker starts reading one, and after each
+    file completes. Once it turns true, no further file is started, the files being read finish (a file is never
+    read in part), and :class:`GatherCancelled` is raised without a further callback. Every file read to the end
+    is in ``cache`` by then (:meth:`FactsCache.put_read`), under the stat key taken before it was read: the cache
+    holds only whole, correct facts, and once saved (:meth:`FactsCache.save_additions`) the next run reads only
+    what this one did not.
     """
+    stop = should_stop or (lambda: False)
     results: dict[str, FileFacts | OSError] = {}
     todo: list[tuple[int, str, str, list[Any]]] = []
-    started = time.time_ns()
+    started = time.time_ns()  # before any file is looked at: the racy-clean rule (put_read)
     hits = 0
     for rel, given in paths.items():
+        if stop():
+            raise GatherCancelled
         abspath = os.fspath(given)
         try:
             st = os.stat(abspath)
         except OSError as e:
             results[rel] = e
+            if on_file:
+                on_file(rel, e)
             continue
         key = stat_key(st, abspath)
         cached = cache.get(abspath, key)
         if cached is not None:
             results[rel] = cached
             hits += 1
+            if on_file:
+                on_file(rel, cached)
         else:
             todo.append((st.st_size, rel, abspath, key))
     todo.sort(reverse=True)  # biggest first: better packing across threads
     hashed = 0
 
-    def work(item: tuple[int, str, str, list[Any]]) -> tuple[str, FileFacts | OSError, list[Any], str]:
-        _, rel, abspath, key = item
+    def work(item: tuple[int, str, str, list[Any]]) -> FileFacts | OSError | None:
+        if stop():
+            return None  # cancelled before it started: nothing read
         try:
-            return rel, compute_facts(abspath), key, abspath
+            return compute_facts(item[2])
         except OSError as e:
-            return rel, e, key, abspath
+            return e
 
-    n = workers or min(len(todo), os.cpu_count() or 1) or 1
+    def keep(item: tuple[int, str, str, list[Any]], result: FileFacts | OSError | None) -> None:
+        if isinstance(result, FileFacts):  # the cache is only touched here, in the calling thread
+            cache.put_read(item[2], item[3], result, started)
+
     if todo:
-        with ThreadPoolExecutor(max_workers=n) as pool:
-            for rel, result, key, abspath in pool.map(work, todo):
-                results[rel] = result
-                if isinstance(result, FileFacts):
-                    hashed += result.size
-                    cache.put_read(abspath, key, result, started)
-                if progress:
-                    progress(rel, result.size if isinstance(result, FileFacts) else 0)
-    return results, {"bytes_hashed": hashed, "cache_hits": hits}
+        n = workers or min(len(todo), os.cpu_count() or 1) or 1
+        with ThreadPoolExecutor(max_workers=n, thread_name_prefix="rwkv-facts") as pool:
+            pending = {pool.submit(work, item): item for item in todo}
+            try:
+                while pending:
+                    done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                    for fut in sorted(done, key=lambda f: pending[f], reverse=True):  # biggest first, as submitted
+                        item = pending.pop(fut)
+                        result = fut.result()
+                        keep(item, result)
+                        if result is None or stop():
+                            raise GatherCancelled
+                        results[item[1]] = result
+                        if isinstance(result, FileFacts):
+                            hashed += result.size
+                        if progress:
+                            progress(item[1], result.size if isinstance(result, FileFacts) else 0)
+                        if on_file:
+                            on_file(item[1], result)
+            except BaseException:
+                pool.shutdown(wait=True, cancel_futures=True)  # the files being read finish: cache them
+                for fut, item in pending.items():
+                    if not fut.cancelled() and fut.exception() is None:
+                        keep(item, fut.result())
+                raise
+    return {rel: results[rel] for rel in paths}, {"bytes_hashed": hashed, "cache_hits": hits}

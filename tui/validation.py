@@ -10,21 +10,15 @@ between files: a newer run on demand makes the old one stop early.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
-from rwkv_registry.facts import FileFacts, compute_facts, stat_key
+from rwkv_registry.facts import FileCallback, FileFacts, GatherCancelled, gather_facts
 from rwkv_registry.rules import RULES
 from rwkv_registry.validate import Report, Tree, Validator
 
-FileCallback = Callable[[str, "FileFacts | OSError"], None]
-
-
-class ValidationCancelled(Exception):
-    """A newer validation replaced this one."""
+ValidationCancelled = GatherCancelled  # a newer validation (or quitting) stopped this one
 
 
 def preliminary_status(entry: dict[str, Any] | None, facts: FileFacts | OSError) -> str:
@@ -46,7 +40,8 @@ def preliminary_status(entry: dict[str, Any] | None, facts: FileFacts | OSError)
 
 
 class LiveValidator(Validator):
-    """A :class:`Validator` whose fact collection reports every file as it completes."""
+    """A :class:`Validator` whose fact collection reports every file as it completes and can be stopped: the
+    walk and the scheduling are :func:`~rwkv_registry.facts.gather_facts`', as for ``validate``."""
 
     def __init__(
         self,
@@ -64,68 +59,24 @@ class LiveValidator(Validator):
         self.should_stop = should_stop
         self.workers = workers
 
-    def _stop_check(self) -> None:
-        if self.should_stop():
-            raise ValidationCancelled
-
     def collect_facts(self, tree: Tree, weights: list[str]) -> dict[str, FileFacts | OSError]:
-        """Cached facts first, then the other files hashed in parallel, each reported when done."""
+        """Cached facts first, then the other files read in parallel, each reported when done. A stopped run
+        keeps what it read (appended to the cache's journal), so a later run reads only the rest."""
         if self.on_plan is not None:
             self.on_plan(len(weights))
-        results: dict[str, FileFacts | OSError] = {}
-        todo: list[tuple[int, str, str, list[Any]]] = []
-        hits = hashed = 0
-        started = time.time_ns()  # before any file is looked at: the racy-clean rule of facts.gather_facts
-        for rel in weights:
-            self._stop_check()
-            path = tree.files[rel]
-            try:
-                key = stat_key(os.stat(path), str(path))
-            except OSError as e:
-                results[rel] = e
-                self.on_file(rel, e)
-                continue
-            cached = self.cache.get(str(path), key)
-            if cached is not None:
-                hits += 1
-                results[rel] = cached
-                self.on_file(rel, cached)
-            else:
-                todo.append((key[3], rel, path, key))
-        todo.sort(reverse=True)
-
-        def read(item: tuple[int, str, str, list[Any]]) -> FileFacts | OSError:
-            if self.should_stop():
-                return OSError("cancelled")
-            try:
-                return compute_facts(item[2])
-            except OSError as e:
-                return e
-
-        if todo:
-            n = self.workers or min(len(todo), os.cpu_count() or 1)
-            with ThreadPoolExecutor(max_workers=n, thread_name_prefix="rwkv-validate") as pool:
-                pending: dict[Future[FileFacts | OSError], tuple[int, str, str, list[Any]]] = {
-                    pool.submit(read, item): item for item in todo
-                }
-                try:
-                    while pending:
-                        done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                        for fut in done:
-                            _, rel, path, key = pending.pop(fut)
-                            result = fut.result()
-                            self._stop_check()
-                            results[rel] = result
-                            if isinstance(result, FileFacts):
-                                hashed += result.size
-                                self.cache.put_read(str(path), key, result, started)
-                            self.on_file(rel, result)
-                except ValidationCancelled:
-                    for fut in pending:
-                        fut.cancel()
-                    raise
-        self.stats.update({"bytes_hashed": hashed, "cache_hits": hits})
-        return results
+        try:
+            facts, stats = gather_facts(
+                {r: tree.files[r] for r in weights},
+                self.cache,
+                workers=self.workers,
+                on_file=self.on_file,
+                should_stop=self.should_stop,
+            )
+        except GatherCancelled:
+            self.cache.save_additions()  # the run that replaced this one may be writing the cache file
+            raise
+        self.stats.update(stats)
+        return facts
 
 
 def live_validate(

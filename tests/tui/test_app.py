@@ -233,16 +233,16 @@ async def test_validation_marks_entries_and_counts_findings(broken: Path) -> Non
 @run_async
 async def test_validation_never_blocks_navigation(small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RWKV_REGISTRY_CACHE_DIR", str(tmp_path / "fresh-cache"))  # every file gets read
-    import rwkv_registry.tui.validation as validation
+    import rwkv_registry.facts as facts
 
     release = threading.Event()
-    real = validation.compute_facts
+    real = facts.compute_facts
 
     def slow(path):  # a "huge file": hashing waits until the test lets it go
         release.wait(10)
         return real(path)
 
-    monkeypatch.setattr(validation, "compute_facts", slow)
+    monkeypatch.setattr(facts, "compute_facts", slow)
     app = RegistryApp(str(small), keymap={})
     async with app.run_test(size=SIZE) as pilot:
         main = app.main
@@ -255,6 +255,91 @@ async def test_validation_never_blocks_navigation(small: Path, tmp_path: Path, m
         release.set()
         await settle(pilot)
         assert not main.validating and set(main.tree.statuses.values()) == {"ok"}
+
+
+def _slow_reads(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, list[str]]:
+    """Every weight file read waits until the test sets the event (a "huge file"); the paths read, in order."""
+    import rwkv_registry.facts as facts
+
+    release = threading.Event()
+    reads: list[str] = []
+    real = facts.compute_facts
+
+    def slow(path):
+        reads.append(str(path))
+        release.wait(10)
+        return real(path)
+
+    monkeypatch.setattr(facts, "compute_facts", slow)
+    return release, reads
+
+
+@run_async
+async def test_validation_progress_reaches_every_file(broken: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rwkv_registry.tui.widgets.status_bar import StatusBar
+
+    states: list[str] = []
+    real = StatusBar.set_validation
+    monkeypatch.setattr(
+        StatusBar, "set_validation", lambda self, state, counts: (states.append(state), real(self, state, counts))
+    )
+    app = RegistryApp(str(broken), keymap={})
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        main = app.main
+        assert main.files_done == main.files_total == 3 and not main.validating
+        progress = [s for s in states if s.startswith("validating ")]
+        assert progress[-1] == "validating 3/3 files…" and states[-1] == "validated"
+        assert [s for s in progress if "/" in s] == [f"validating {i}/3 files…" for i in range(4)]
+
+
+@run_async
+async def test_validate_again_stops_the_running_validation(
+    small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`v` during a validation: the old run reads no further file, keeps what it read in the cache, and the new
+    run's report is `validate`'s."""
+    expected = validate_registry(small, use_cache=False).findings
+    monkeypatch.setenv("RWKV_REGISTRY_CACHE_DIR", str(tmp_path / "fresh-cache"))  # every file gets read
+    monkeypatch.setattr("os.cpu_count", lambda: 1)  # one reading thread per run: one file in flight
+    release, reads = _slow_reads(monkeypatch)
+    app = RegistryApp(str(small), keymap={})
+    async with app.run_test(size=SIZE) as pilot:
+        main = app.main
+        await wait_until(pilot, lambda: "validating 0/3 files" in str(main.status_bar.render()) and reads)
+        await pilot.press("v")
+        await wait_until(pilot, lambda: len(reads) == 2)  # the new run reads its first file
+        release.set()
+        await settle(pilot)
+        assert main.run_id == 2 and not main.validating and main.report is not None
+        assert len(reads) == 4 and reads[0] == reads[1]  # the old run stopped after its one file, the new read 3
+        assert main.report.findings == expected
+        await pilot.press("v")  # everything read is cached: the old run's file too
+        await settle(pilot)
+        assert len(reads) == 4 and main.report.stats["cache_hits"] == 3
+
+
+@run_async
+async def test_quitting_stops_the_validation(small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    expected = validate_registry(small, use_cache=False).findings
+    monkeypatch.setenv("RWKV_REGISTRY_CACHE_DIR", str(tmp_path / "fresh-cache"))
+    monkeypatch.setattr("os.cpu_count", lambda: 1)
+    release, reads = _slow_reads(monkeypatch)
+    app = RegistryApp(str(small), keymap={})
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: bool(reads))
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_code == 0 and len(reads) == 1
+    release.set()  # the file being read finishes; the stopped run appends its facts to the cache's journal
+    import time
+
+    end = time.monotonic() + 10
+    while not list((tmp_path / "fresh-cache").glob("*.journal.jsonl")) and time.monotonic() < end:
+        time.sleep(0.01)
+    assert len(reads) == 1  # no other file was started
+    report = validate_registry(small)  # reads the two others, each once
+    assert report.stats["cache_hits"] == 1 and len(reads) == 3 and report.findings == expected
 
 
 @run_async

@@ -89,13 +89,12 @@ def test_keymap_refuses_a_key_sequence(tmp_path: Path, monkeypatch: pytest.Monke
 
 
 def test_live_validation_never_caches_a_racily_clean_file(registry: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The TUI's validation caches facts itself: before the fix it skipped the racy-clean rule of
-    facts.gather_facts, so a same-size rewrite within a coarse clock's step (FAT, HFS+, ext3) hid behind the
-    old key and the browser showed the old bytes' verdict."""
+    """The TUI's validation once cached facts itself and skipped the racy-clean rule of facts.gather_facts, so a
+    same-size rewrite within a coarse clock's step (FAT, HFS+, ext3) hid behind the old key and the browser showed
+    the old bytes' verdict. It now reads files through gather_facts."""
     import time
 
     from rwkv_registry import facts
-    from rwkv_registry.tui import validation
 
     tick = time.time_ns() // 10**9 * 10**9
     real = facts.stat_key
@@ -104,7 +103,6 @@ def test_live_validation_never_caches_a_racily_clean_file(registry: Path, monkey
         return [*real(st, path)[:4], tick, tick]
 
     monkeypatch.setattr(facts, "stat_key", coarse)
-    monkeypatch.setattr(validation, "stat_key", coarse)
     assert live_validate(registry, on_file=lambda *_: None).ok
     state = next(p for p in registry.rglob("*.pth") if "/state/" in p.as_posix())
     data = bytearray(state.read_bytes())
