@@ -1450,6 +1450,19 @@ def validate_registry(
     """Run every rule on the registry at ``path``. Raises :class:`UsageError` if it is not a directory.
     ``cache``: a facts cache already opened for ``path`` (instead of the user cache's, or none with ``use_cache``
     False)."""
+    root, early = before_validation(path)
+    if early is not None:
+        return early
+    v = Validator(root, use_cache=use_cache, since=since, progress=progress, cache=cache)
+    v.trusted_keys = list(trusted_keys or [])
+    return run_validator(v, path)
+
+
+def before_validation(path: str | os.PathLike[str]) -> tuple[Path, Report | None]:
+    """What :func:`validate_registry` checks before any rule (shared with the TUI's live validation): the
+    resolved root, and the report to give instead of running the rules (LAY013 while a write is in progress), if
+    any. Raises :class:`UsageError` when ``path`` is no directory (absent, or deleted since), or a directory
+    without index.json inside a registry."""
     root = Path(path)
     require_directory(root)
     root = root.resolve()
@@ -1464,9 +1477,12 @@ def validate_registry(
         # a half-written tree gives temporary files (LAY012 "run recover") and half-made directories
         # (TRN001): none of it is wrong, and recover must not run under a live writer
         where = f"lock {LOCK_NAME} is held by a running rwkv-registry command"
-        return Report(str(path), [finding("LAY013", LOCK_NAME, f"a write is in progress ({where})")], {})
-    v = Validator(root, use_cache=use_cache, since=since, progress=progress, cache=cache)
-    v.trusted_keys = list(trusted_keys or [])
+        return root, Report(str(path), [finding("LAY013", LOCK_NAME, f"a write is in progress ({where})")], {})
+    return root, None
+
+
+def run_validator(v: Validator, path: str | os.PathLike[str]) -> Report:
+    """Run ``v`` (made for the root :func:`before_validation` gave) and report its findings in report order."""
     v.run()
     sort_findings(v.findings)
     return Report(str(path), v.findings, v.stats)

@@ -39,6 +39,16 @@ class ValidationFinished(Message):
         self.report = report
 
 
+class ValidationFailed(Message):
+    """A validation run could not start: the registry is gone (deleted, or no longer a directory)."""
+
+    def __init__(self, run: int, message: str, hint: str) -> None:
+        super().__init__()
+        self.run = run
+        self.message = message
+        self.hint = hint
+
+
 class DetailsReady(Message):
     """The details of a tree node, read and rendered off the UI thread."""
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from rwkv_registry.facts import FileCallback, FileFacts, GatherCancelled, gather_facts
 from rwkv_registry.rules import RULES
-from rwkv_registry.validate import Report, Tree, Validator
+from rwkv_registry.validate import Report, Tree, Validator, before_validation, run_validator
 
 ValidationCancelled = GatherCancelled  # a newer validation (or quitting) stopped this one
 
@@ -87,11 +87,12 @@ def live_validate(
     should_stop: Callable[[], bool] = lambda: False,
     use_cache: bool = True,
 ) -> Report:
-    """Validate like :func:`~rwkv_registry.validate.validate_registry`, reporting each weight file as
-    it completes. Raises :class:`ValidationCancelled` when ``should_stop()`` turns true."""
-    path = Path(root).resolve()
+    """Validate like :func:`~rwkv_registry.validate.validate_registry` (the same checks first, the same report
+    order), reporting each weight file as it completes. Raises :class:`ValidationCancelled` when
+    ``should_stop()`` turns true, and :class:`~rwkv_registry.errors.UsageError` when ``root`` is no directory
+    (deleted while the browser runs)."""
+    path, early = before_validation(root)
+    if early is not None:
+        return early
     v = LiveValidator(path, on_file=on_file, on_plan=on_plan, should_stop=should_stop, use_cache=use_cache)
-    v.run()
-    order = {"error": 0, "warning": 1, "info": 2}
-    v.findings.sort(key=lambda f: (order[str(f.severity)], f.path, f.code, f.message))
-    return Report(str(root), v.findings, v.stats)
+    return run_validator(v, root)

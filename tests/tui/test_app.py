@@ -596,3 +596,45 @@ async def test_a_narrow_terminal_stacks_the_tree_above_the_details(broken: Path)
         await settle(pilot)
         assert not main.has_class("-narrow") and f"✗ {errors} error" in str(main.status_bar.render())
         assert not main.query_one(Footer).compact
+
+
+@run_async
+async def test_a_registry_deleted_while_browsing(small: Path) -> None:
+    """`v` after the registry was deleted: "not validated" and why, no finding of an earlier run kept, every key
+    still answers. It used to validate the vanished tree and list LAY010/LFS002 echoes as its findings."""
+    import shutil
+
+    app = RegistryApp(str(small), keymap={})
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        main = app.main
+        await goto(pilot, MISS_IDS[0])
+        shutil.rmtree(small)
+        await pilot.press("v")
+        await settle(pilot)
+        status = str(main.status_bar.render())
+        assert status.startswith("not validated") and "error" not in status and main.report is None
+        assert main.tree.root.label.plain.startswith("· ") and not main.validating
+        messages = [n.message for n in app._notifications]
+        assert any("does not exist" in m and str(small) in m for m in messages)
+        for key in ("down", "up", "1", "2", "3", "4", "5", "y", "c", "e", "/", "escape", "escape", "v"):
+            await pilot.press(key)
+        await settle(pilot)
+        assert app.return_code is None
+        assert str(main.status_bar.render()).startswith("not validated")
+
+
+@run_async
+async def test_a_write_in_progress_leaves_entries_unchecked(small: Path) -> None:
+    """LAY013 is the whole report while another command writes: no entry was checked, so none is marked ✓."""
+    from rwkv_registry.atomic import registry_lock
+
+    app = RegistryApp(str(small), keymap={})
+    with registry_lock(small):
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            main = app.main
+            assert [f.code for f in main.report.findings] == ["LAY013"]
+            assert set(main.tree.statuses.values()) == {"unchecked"}
+            assert main.tree.root.label.plain.startswith("✗ ")
+            assert "LAY013" in tab_text(app, "checks")

@@ -111,3 +111,45 @@ def test_live_validation_never_caches_a_racily_clean_file(registry: Path, monkey
         f.write(bytes(data))
     report = live_validate(registry, on_file=lambda *_: None)
     assert "HSH001" in {f.code for f in report.findings}
+
+
+def test_live_validation_waits_for_a_write_in_progress_like_validate(broken: Path) -> None:
+    """Under a running writer's lock, `validate` reports LAY013 and nothing else (the tree is half-written); the
+    TUI's validation used to run every rule on it anyway."""
+    from rwkv_registry.atomic import registry_lock
+
+    with registry_lock(broken):
+        expected = validate_registry(broken, use_cache=False)
+        files: list[str] = []
+        report = live_validate(broken, on_file=lambda rel, _f: files.append(rel), use_cache=False)
+    assert [f.code for f in expected.findings] == ["LAY013"]
+    assert as_rows(report) == as_rows(expected) and files == []
+
+
+def test_live_validation_gives_validates_order(broken: Path) -> None:
+    """Findings in report order, numbers in a message compared as numbers ($.entries[2] before $.entries[10]), as
+    `validate` prints them; the TUI's own sort compared them as text."""
+    index = json.loads((broken / "index.json").read_text())
+    entries = index["entries"]
+    for i in range(3, 11):
+        entries.append({**entries[0], "id": f"copy-{i}"})
+    entries[2]["recommended"] = "yes"
+    entries[10]["recommended"] = "no"
+    (broken / "index.json").write_text(json.dumps(index))
+    expected = validate_registry(broken, use_cache=False)
+    report = live_validate(broken, on_file=lambda *_: None, use_cache=False)
+    messages = [f.message for f in expected.findings if f.code == "SCH002"]
+    assert messages[0].startswith("$.entries[2]") and messages[1].startswith("$.entries[10]")
+    assert as_rows(report) == as_rows(expected)
+
+
+def test_live_validation_of_a_deleted_registry_is_refused_like_validate(broken: Path) -> None:
+    import shutil
+
+    from rwkv_registry.errors import UsageError
+
+    shutil.rmtree(broken)
+    with pytest.raises(UsageError, match="does not exist"):
+        validate_registry(broken)
+    with pytest.raises(UsageError, match="does not exist"):
+        live_validate(broken, on_file=lambda *_: None)

@@ -16,7 +16,14 @@ from textual.widgets import Footer, Header, Input, Tree
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from rwkv_registry.catalog import Catalog, EntryFilter, FindingIndex, NodeRef, status_of_findings, worst_status
-from rwkv_registry.tui.messages import DetailsReady, FileChecked, ValidationFinished, ValidationPlanned
+from rwkv_registry.errors import RegistryError
+from rwkv_registry.tui.messages import (
+    DetailsReady,
+    FileChecked,
+    ValidationFailed,
+    ValidationFinished,
+    ValidationPlanned,
+)
 from rwkv_registry.tui.validation import ValidationCancelled, live_validate, preliminary_status
 from rwkv_registry.tui.widgets.details import TABS, DetailsPane, build_sections, render_checks
 from rwkv_registry.tui.widgets.filter_input import FilterInput
@@ -176,9 +183,7 @@ class MainScreen(Screen[None]):
     # --- validation -----------------------------------------------------------------------------------
     def action_validate(self) -> None:
         """Validate the whole registry in a thread worker (a newer run replaces a running one)."""
-        if self.catalog.refresh():
-            self.tree.rebuild()
-            self._update_entries_text()
+        self._refresh_catalog()
         self.run_id += 1
         self.validating = True
         self.files_done = self.files_total = 0
@@ -188,6 +193,13 @@ class MainScreen(Screen[None]):
                 self.tree.set_status(eid, "checking")
         self.tree.refresh_groups()
         self.validate_worker(self.run_id)
+
+    def _refresh_catalog(self) -> None:
+        """Re-read index.json if it changed."""
+        if not self.catalog.refresh():
+            return
+        self.tree.rebuild()
+        self._update_entries_text()
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="validate", name="validate")
     def validate_worker(self, run: int) -> None:
@@ -209,8 +221,23 @@ class MainScreen(Screen[None]):
             )
         except ValidationCancelled:
             return
+        except RegistryError as e:  # the registry was deleted (or replaced by a file) while the browser runs
+            if not worker.is_cancelled:
+                self.post_message(ValidationFailed(run, e.message, e.hint))
+            return
         if not worker.is_cancelled:
             self.post_message(ValidationFinished(run, report))
+
+    def on_validation_failed(self, message: ValidationFailed) -> None:
+        if message.run != self.run_id:
+            return
+        self.validating = False
+        self.report = self.findings = None  # what an earlier run found no longer holds
+        self.tree.set_statuses({}, "unchecked")
+        self.status_bar.set_validation("not validated", None)
+        text = f"{message.message}\n{message.hint}" if message.hint else message.message
+        self.notify(text, title="cannot validate", severity="error", timeout=10, markup=False)
+        self._draw_checks()
 
     def on_validation_planned(self, message: ValidationPlanned) -> None:
         if message.run == self.run_id:
@@ -236,13 +263,16 @@ class MainScreen(Screen[None]):
     def on_validation_finished(self, message: ValidationFinished) -> None:
         if message.run != self.run_id:
             return
-        if self.catalog.refresh():
-            self.tree.rebuild()
-            self._update_entries_text()
+        self._refresh_catalog()
         self.validating = False
         self.report = message.report
         self.findings = FindingIndex(message.report.findings, self.catalog.entries, self.catalog.index_entries)
-        statuses = {str(e.get("id")): self.findings.status(str(e.get("id"))) for e in self.catalog.entries}
+        # LAY013 (a write in progress) is the whole report: no entry was checked
+        checked = not any(f.code == "LAY013" for f in message.report.findings)
+        statuses = {
+            str(e.get("id")): self.findings.status(str(e.get("id"))) if checked else "unchecked"
+            for e in self.catalog.entries
+        }
         self.tree.set_statuses(statuses, status_of_findings(message.report.findings))
         if self.tree.filter.flags:
             self.tree.rebuild()
