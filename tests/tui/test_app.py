@@ -638,3 +638,37 @@ async def test_a_write_in_progress_leaves_entries_unchecked(small: Path) -> None
             assert set(main.tree.statuses.values()) == {"unchecked"}
             assert main.tree.root.label.plain.startswith("✗ ")
             assert "LAY013" in tab_text(app, "checks")
+
+
+@run_async
+async def test_an_entry_marked_for_comparison_then_removed_from_the_index(small: Path) -> None:
+    app = RegistryApp(str(small), keymap={})
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        main = app.main
+        await goto(pilot, MISS_IDS[1])
+        await pilot.press("c")
+        edit_index(small, lambda d: d.update(entries=[e for e in d["entries"] if e["id"] != MISS_IDS[1]]))
+        await pilot.press("v")
+        await settle(pilot)
+        assert main.marked is None and "compare:" not in str(main.status_bar.render())
+        assert any(f"{MISS_IDS[1]} is no longer in index.json" in n.message for n in app._notifications)
+        await goto(pilot, STATE_ID)
+        await pilot.press("c")  # marks it: no comparison with the entry that is gone
+        await settle(pilot)
+        assert main.marked == STATE_ID and isinstance(app.screen, MainScreen)
+
+
+@run_async
+async def test_comparing_an_entry_that_left_the_index_says_so(small: Path) -> None:
+    from textual.widgets import Static
+
+    app = RegistryApp(str(small), validate_on_start=False, keymap={})
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.push_screen(CompareScreen(app.catalog, "gone", STATE_ID))
+        await settle(pilot)
+        body = app.screen.query_one("#compare-body", Static)
+        assert str(body.content).startswith("✗ cannot compare: ") and "gone" in str(body.content)
+        await pilot.press("escape")
+        assert isinstance(app.screen, MainScreen)

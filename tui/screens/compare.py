@@ -22,6 +22,7 @@ from rwkv_registry.catalog import (
 from rwkv_registry.catalog_render import (
     render_comparison,
 )
+from rwkv_registry.errors import RegistryError
 
 
 class CompareScreen(Screen[None]):
@@ -37,6 +38,13 @@ class CompareScreen(Screen[None]):
         def __init__(self, comparison: Comparison) -> None:
             super().__init__()
             self.comparison = comparison
+
+    class Failed(Message):
+        """An entry to compare is no longer in index.json."""
+
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
 
     def __init__(self, catalog: Catalog, a: str, b: str) -> None:
         super().__init__()
@@ -58,9 +66,17 @@ class CompareScreen(Screen[None]):
     @work(thread=True, exclusive=True, exit_on_error=False, name="compare")
     def compute(self) -> None:
         """Read both train.json files (cached) and build the comparison."""
-        cmp = self.catalog.compare(self.catalog.entry(self.a), self.catalog.entry(self.b))
+        try:
+            cmp = self.catalog.compare(self.catalog.entry(self.a), self.catalog.entry(self.b))
+        except RegistryError as e:  # an entry left index.json since it was chosen
+            if not get_current_worker().is_cancelled:
+                self.post_message(self.Failed(e.message))
+            return
         if not get_current_worker().is_cancelled:
             self.post_message(self.Ready(cmp))
+
+    def on_compare_screen_failed(self, message: Failed) -> None:
+        self.query_one("#compare-body", Static).update(Text(f"✗ cannot compare: {message.text}"))
 
     def on_compare_screen_ready(self, message: Ready) -> None:
         self.comparison = message.comparison

@@ -195,11 +195,15 @@ class MainScreen(Screen[None]):
         self.validate_worker(self.run_id)
 
     def _refresh_catalog(self) -> None:
-        """Re-read index.json if it changed."""
+        """Re-read index.json if it changed; an entry marked for comparison that it no longer has is unmarked."""
         if not self.catalog.refresh():
             return
         self.tree.rebuild()
         self._update_entries_text()
+        if self.marked is not None and self.catalog.get_entry(self.marked) is None:
+            gone, self.marked = self.marked, None
+            self.status_bar.set_marked(None)
+            self.notify(f"{gone} is no longer in index.json: unmarked.", severity="warning", markup=False)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="validate", name="validate")
     def validate_worker(self, run: int) -> None:
