@@ -290,7 +290,31 @@ async def test_validation_progress_reaches_every_file(broken: Path, monkeypatch:
         assert main.files_done == main.files_total == 3 and not main.validating
         progress = [s for s in states if s.startswith("validating ")]
         assert progress[-1] == "validating 3/3 files…" and states[-1] == "validated"
-        assert [s for s in progress if "/" in s] == [f"validating {i}/3 files…" for i in range(4)]
+        counts = [int(s.split()[1].split("/")[0]) for s in progress if "/" in s]
+        assert counts[0] == 0 and counts == sorted(counts)  # planned, then only forward
+
+
+@run_async
+async def test_validation_progress_is_drawn_at_a_bounded_rate(small: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """2,000 weight files post 2,000 messages: the count and the group marks are drawn at most every 0.1 s (and
+    for the last file), not once per file, which cost the UI thread a status-bar layout per file."""
+    from rwkv_registry.tui.widgets.status_bar import StatusBar
+
+    draws: list[str] = []
+    real = StatusBar.set_validation
+    monkeypatch.setattr(
+        StatusBar, "set_validation", lambda self, state, counts: (draws.append(state), real(self, state, counts))
+    )
+    app = RegistryApp(str(small), validate_on_start=False, keymap={})
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        main = app.main
+        main.run_id, main.validating, main.files_total = 7, True, 500
+        for i in range(500):
+            main.post_message(FileChecked(7, f"f{i}.pth", None, "ok"))
+        await settle(pilot)
+        assert main.files_done == 500 and draws[-1] == "validating 500/500 files…"
+        assert len(draws) < 100
 
 
 @run_async

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
+import time
 from typing import ClassVar
 
 from textual import events, on, work
@@ -32,6 +33,7 @@ from rwkv_registry.tui.widgets.status_bar import StatusBar
 from rwkv_registry.validate import Report
 
 NARROW = 80  # below this many columns the tree sits above the details instead of beside them
+PROGRESS_EVERY_S = 0.1  # while files are read: the status bar's count and the group marks at most this often
 
 
 class MainScreen(Screen[None]):
@@ -63,6 +65,7 @@ class MainScreen(Screen[None]):
         self.marked: str | None = None
         self.current: NodeRef = NodeRef("registry")
         self.details_generation = 0
+        self.progress_drawn = 0.0  # time.monotonic() of the last progress drawn (on_file_checked)
 
     # --- layout -------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -254,8 +257,10 @@ class MainScreen(Screen[None]):
         self.files_done += 1
         if message.entry_id:
             self.tree.set_status(message.entry_id, message.status)
-        self._draw_progress()
-        if self.files_done == self.files_total or self.files_done % 16 == 0:
+        now = time.monotonic()
+        if self.files_done == self.files_total or now - self.progress_drawn >= PROGRESS_EVERY_S:
+            self.progress_drawn = now  # not once per file: 2,000 files are 2,000 messages
+            self._draw_progress()
             self.tree.refresh_groups()
         if self.current.kind == "entry" and self.current.entry_id == message.entry_id:
             self._draw_checks()
