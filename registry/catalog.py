@@ -26,6 +26,7 @@ import json
 import os
 import re
 import shlex
+import stat
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -146,7 +147,13 @@ def _stat_key(path: Path) -> tuple[int, ...] | None:
         st = path.stat()
     except OSError:
         return None
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, stat.S_IFMT(st.st_mode))
+
+
+def _irregular(key: tuple[int, ...], rel: str) -> str | None:
+    """Why the file of stat key ``key`` is not read: a FIFO, socket or device (``validate`` reports LAY004), whose
+    ``open`` would wait for a writer forever (the browser's worker thread, and the process at exit); else None."""
+    return None if key[-1] == stat.S_IFREG else f"{rel} is not a regular file"
 
 
 def _duration(start: Any, end: Any) -> str:
@@ -603,6 +610,9 @@ class Catalog:
             if key is None:
                 self.error = "index.json is missing: this directory is not a registry yet"
                 self.error_hint = "Create one with `rwkv-registry init PATH`."
+            elif _irregular(key, "index.json"):
+                self.error = _irregular(key, "index.json")
+                self.error_hint = "index.json must be a plain file (`rwkv-registry validate` reports LAY004)."
             else:
                 try:
                     self.reads += 1
@@ -733,6 +743,8 @@ class Catalog:
                 return hit[1]
         if key is None:
             info = TrainInfo(rel, None, f"{rel} does not exist")
+        elif _irregular(key, rel):
+            info = TrainInfo(rel, None, _irregular(key, rel))
         else:
             try:
                 with self._lock:
@@ -805,6 +817,8 @@ class Catalog:
                 return hit[1]
         if key is None:
             return MissSummary(source="none", error=f"{rel} does not exist")
+        if _irregular(key, rel):
+            return MissSummary(source="none", error=_irregular(key, rel))
         summary = self._miss_from_cache(path)
         if summary is None:
             with self._lock:

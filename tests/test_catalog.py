@@ -651,3 +651,37 @@ def test_show_without_an_id_of_an_empty_registry_and_a_broken_one(
     (tmp_path / "r" / "index.json").write_text("[1,")
     assert main(["show", "--path", str(tmp_path / "r")]) == 2
     assert "index.json: line 1" in capsys.readouterr().err
+
+
+def test_a_fifo_in_the_registry_is_never_opened(registry: Path) -> None:
+    """A FIFO where train.json, a MiSS adapter or index.json should be (validate: LAY004) is reported, not read:
+    opening one waits for a writer forever, which hung the browser's details worker and the process at exit."""
+    import os
+    import threading
+
+    cat = Catalog(registry)
+    miss = next(e for e in cat.entries if e["method"] == "miss")
+    train_rel = Catalog.train_rel(miss)
+    for rel in (miss["path"], train_rel, "index.json"):
+        (registry / rel).unlink()
+        os.mkfifo(registry / rel)
+    got: dict[str, Any] = {}
+
+    def look() -> None:
+        got["miss"] = cat.miss_summary(miss)
+        got["train"] = cat.train(train_rel)
+        got["refreshed"] = cat.refresh()
+
+    worker = threading.Thread(target=look, daemon=True)
+    worker.start()
+    worker.join(20)
+    if worker.is_alive():  # let the blocked reader go before failing
+        for rel in (miss["path"], train_rel, "index.json"):
+            try:
+                os.close(os.open(registry / rel, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:
+                pass  # no reader on this one
+    assert not worker.is_alive(), "a FIFO was opened"
+    assert got["miss"].error == f"{miss['path']} is not a regular file"
+    assert got["train"].error == f"{train_rel} is not a regular file"
+    assert got["refreshed"] and cat.error == "index.json is not a regular file" and cat.entries == []
