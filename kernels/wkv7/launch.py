@@ -156,7 +156,7 @@ def _launch(
         IS_VARLEN=cu_seqlens is not None,
     )
     s0_arg = s0 if s0 is not None else st  # never read when USE_INITIAL_STATE is False
-    cu_arg = cu_seqlens if cu_seqlens is not None else y
+    cu_arg = cu_seqlens.contiguous() if cu_seqlens is not None else y  # the kernels index it as a flat array
     if kind == "chunk":
         chunk, _ = mods
         precision, precision_inv = dot_precisions(ins[0].dtype, device.type)

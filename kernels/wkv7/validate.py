@@ -94,6 +94,37 @@ def _check_state(name: str, state: torch.Tensor, want: list[int], r: torch.Tenso
         raise ValueError(f"wkv7: {name} must be floating point; got {state.dtype}")
 
 
+def _same_memory(x: torch.Tensor, y: torch.Tensor) -> bool:
+    """Whether two tensors share their storage (real memory: not meta, not empty)."""
+    if x.device != y.device or x.device.type == "meta" or x.numel() == 0 or y.numel() == 0:
+        return False
+    return x.untyped_storage().data_ptr() == y.untyped_storage().data_ptr()
+
+
+def _check_no_overlap(
+    tensors: dict[str, torch.Tensor],
+    state: torch.Tensor | None,
+    out: torch.Tensor | None,
+    state_out: torch.Tensor | None,
+) -> None:
+    """``out`` and ``state_out`` must not share memory with an input (``state_out`` may be ``state``
+    itself): the kernels' programs write their slices while others still read whole rows, so an
+    output over an input is a race on the GPU, not an in-place update."""
+    inputs = dict(tensors)
+    for name, dst in (("out", out), ("state_out", state_out)):
+        if dst is None:
+            continue
+        others = {**inputs, **({"state": state} if state is not None and name == "out" else {})}
+        if name == "out" and state_out is not None:
+            others["state_out"] = state_out
+        for other, t in others.items():
+            if _same_memory(dst, t):
+                raise ValueError(
+                    f"wkv7: {name} shares memory with {other}; give {name} a tensor of its own"
+                    + (" (only state_out=state is allowed, for an in-place update)" if name == "state_out" else "")
+                )
+
+
 def validate(
     tensors: dict[str, torch.Tensor],
     state: torch.Tensor | None,
@@ -121,4 +152,5 @@ def validate(
             raise ValueError(f"wkv7: out must match r={list(r.shape)} {r.dtype}; got {got}")
         if out.device != r.device or not out.is_contiguous():
             raise ValueError(f"wkv7: out must be contiguous and on {r.device}")
+    _check_no_overlap(tensors, state, out, state_out)
     return Wkv7Shape(batch=batch, seq_len=seq_len, heads=heads, head_size=n, num_seqs=num_seqs)

@@ -1,0 +1,223 @@
+"""Edge cases of the WKV7 kernels against the plain reference, on fresh random inputs through
+Triton's interpreter: T = 1, T around and off the chunk size, packed batches with empty and
+one-token sequences, batch 1 and an odd batch, zero and random initial states, values near the
+bf16 range, decays at both ends of the kernels' range, non-contiguous views (inputs, state,
+``cu_seqlens``), and outputs that would overlap an input (refused). The fused element-wise ops'
+edges are in ``test_fused_stress.py``."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+
+pytest.importorskip("triton")
+
+from wkv7_helpers import (
+    TOL,
+    assert_close,
+    nan_like,
+    nan_state,
+    new_seed,
+    random_state,
+    reference,
+    rwkv_inputs,
+)
+
+from rwkv_registry.kernels.wkv7 import CHUNK_SIZE, wkv7
+
+KERNELS = ("chunk", "step")
+C = CHUNK_SIZE
+
+
+def _check(backend: str, ins: dict[str, torch.Tensor], s0: torch.Tensor | None, seed: int, **kw: object) -> None:
+    """The kernel (outputs preallocated full of NaN) against the fp64 reference on the same values."""
+    dtype = ins["r"].dtype
+    b, _, h, n = ins["r"].shape
+    cu = kw.get("cu_seqlens")
+    num_seqs = b if cu is None else len(cu) - 1  # type: ignore[arg-type]
+    out = nan_like(torch.empty(ins["r"].shape, dtype=dtype))
+    y, st = wkv7(*ins.values(), s0, backend=backend, out=out, state_out=nan_state(num_seqs, h, n), **kw)  # type: ignore[arg-type]
+    y_ref, st_ref = reference(ins, s0, cu)  # type: ignore[arg-type]
+    assert y is out and y.shape == y_ref.shape
+    if y.numel():  # (all sequences empty: nothing to compare but the states)
+        assert_close("y", y, y_ref, TOL[dtype], seed)
+    assert_close("final state", st, st_ref, TOL[dtype] if dtype == torch.float32 else 1e-4, seed)
+
+
+@pytest.mark.parametrize("T", [1, 2, C - 1, C, C + 1, 2 * C - 1, 2 * C + 1, 3 * C + 5], ids=lambda t: f"T{t}")
+@pytest.mark.parametrize("backend", KERNELS)
+def test_lengths_around_the_chunk(backend: str, T: int) -> None:
+    seed = new_seed()
+    ins = rwkv_inputs(1, T, 2, 16, torch.float32, seed)
+    _check(backend, ins, random_state(1, 2, 16, seed), seed)
+
+
+@pytest.mark.parametrize("B", [1, 3, 5])
+@pytest.mark.parametrize("backend", KERNELS)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_batch_one_and_odd_batches(dtype: torch.dtype, backend: str, B: int) -> None:
+    seed = new_seed()
+    ins = rwkv_inputs(B, 19, 3, 16, dtype, seed)
+    _check(backend, ins, random_state(B, 3, 16, seed), seed)
+
+
+@pytest.mark.parametrize("state", ["none", "zeros", "random"])
+@pytest.mark.parametrize("backend", KERNELS)
+def test_initial_state_none_zero_or_random(backend: str, state: str) -> None:
+    """``None`` and an explicit zero state give the same result (two kernel paths)."""
+    seed = new_seed()
+    ins = rwkv_inputs(2, 21, 2, 32, torch.float32, seed)
+    s0 = {"none": None, "zeros": torch.zeros(2, 2, 32, 32), "random": random_state(2, 2, 32, seed)}[state]
+    _check(backend, ins, s0, seed)
+
+
+@pytest.mark.parametrize("lengths", [[0, 1, 17], [1, 0, 0, 16, 1], [0], [1], [0, 0]], ids=str)
+@pytest.mark.parametrize("backend", KERNELS)
+def test_packed_batches_with_empty_and_one_token_sequences(backend: str, lengths: list[int]) -> None:
+    """An empty sequence's state passes through; every sequence is checked on its own."""
+    seed = new_seed()
+    offsets = [0, *itertools.accumulate(lengths)]
+    ins = rwkv_inputs(1, offsets[-1], 2, 16, torch.float32, seed)
+    s0 = random_state(len(lengths), 2, 16, seed)
+    _check(backend, ins, s0, seed, cu_seqlens=torch.tensor(offsets, dtype=torch.int32))
+
+
+@pytest.mark.parametrize("backend", KERNELS)
+def test_cu_seqlens_given_as_a_strided_view(backend: str) -> None:
+    """``cu_seqlens`` is read by its values, not as a flat array from its first element: the view
+    ``[0, 5, 9, 12, 18][::2]`` is ``[0, 9, 18]`` (the kernels once read ``[0, 5, 9]``)."""
+    seed = new_seed()
+    ins = rwkv_inputs(1, 18, 2, 16, torch.float32, seed)
+    cu = torch.tensor([0, 5, 9, 12, 18], dtype=torch.int64)[::2]
+    assert not cu.is_contiguous() and cu.tolist() == [0, 9, 18]
+    _check(backend, ins, random_state(2, 2, 16, seed), seed, cu_seqlens=cu)
+
+
+@pytest.mark.parametrize("view", ["transposed", "strided", "offset"])
+@pytest.mark.parametrize("backend", KERNELS)
+def test_non_contiguous_inputs_and_state(backend: str, view: str) -> None:
+    seed = new_seed()
+    ins = rwkv_inputs(3, 18, 2, 16, torch.float32, seed)
+    s0 = random_state(3, 2, 16, seed)
+    if view == "transposed":  # [T, B, ...] storage seen as [B, T, ...]; the state V/K-transposed
+        ins = {k: t.transpose(0, 1).contiguous().transpose(0, 1) for k, t in ins.items()}
+        s0 = s0.transpose(-1, -2).contiguous().transpose(-1, -2)
+    elif view == "strided":  # every other element of a wider last dimension
+        ins = {k: torch.stack((t, t.neg()), dim=-1).flatten(-2)[..., ::2] for k, t in ins.items()}
+        s0 = torch.stack((s0, s0), dim=1)[:, 0]
+    else:  # a slice that starts inside a bigger tensor
+        ins = {k: torch.cat((t[:, :3], t), dim=1)[:, 3:] for k, t in ins.items()}
+        s0 = torch.cat((s0[:1], s0))[1:]
+    assert all(not t.is_contiguous() or t.storage_offset() for t in ins.values())
+    _check(backend, ins, s0, seed)
+
+
+@pytest.mark.parametrize("backend", KERNELS)
+def test_values_near_the_bf16_range(backend: str) -> None:
+    """Values of 1e34 (bf16 holds up to 3.4e38) and of 1e-30: the fp32 state and y stay finite
+    and exact relative to their size (the recurrence is linear in v)."""
+    seed = new_seed()
+    ins = rwkv_inputs(1, 20, 2, 16, torch.float32, seed)
+    ins["v"] = ins["v"] * 1e34
+    ins["r"] = ins["r"] * 1e-3
+    big = {k: t.to(torch.bfloat16) for k, t in ins.items()}
+    _check(backend, big, None, seed)
+    tiny = {**ins, "v": ins["v"] * 1e-64}
+    _check(backend, tiny, None, seed)
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered in matmul:RuntimeWarning")  # masked-out entries
+@pytest.mark.parametrize("w", [-float("inf"), -30.0, -0.5, 0.0, 2.0], ids=lambda w: f"w{w:g}")
+@pytest.mark.parametrize("backend", KERNELS)
+def test_decays_at_the_ends_of_the_range(backend: str, w: float) -> None:
+    """Decay ``exp(-exp(w))`` → 1 (w → -inf: no decay at all; RWKV-7's ``w <= -0.5``) and → 0
+    (w = 2.0: e^-7.4 per token, inside the chunk kernel's exact range, which ends at e^-8)."""
+    seed = new_seed()
+    ins = rwkv_inputs(1, 37, 2, 16, torch.float32, seed)
+    gen = torch.Generator().manual_seed(seed + 3)
+    jitter = torch.rand(ins["w"].shape, generator=gen) * 0.05
+    ins["w"] = torch.full_like(ins["w"], w) - (0 if w == -float("inf") else jitter)
+    _check(backend, ins, random_state(1, 2, 16, seed), seed)
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered in matmul:RuntimeWarning")  # masked-out entries
+@pytest.mark.parametrize("backend", KERNELS)
+def test_decay_past_the_clamp_is_bounded(backend: str) -> None:
+    """w = 30 (decay 0): exact in the step kernel; the chunk kernel floors the decay at e^-8 per
+    token (docs/kernels.md), an error that stays below 1e-3 and never a NaN."""
+    seed = new_seed()
+    ins = rwkv_inputs(1, 37, 2, 16, torch.float32, seed)
+    ins["w"] = torch.full_like(ins["w"], 30.0)
+    s0 = random_state(1, 2, 16, seed)
+    y, st = wkv7(*ins.values(), s0, backend=backend)
+    y_ref, st_ref = reference(ins, s0)
+    tol = 1e-3 if backend == "chunk" else TOL[torch.float32]
+    assert_close("y", y, y_ref, tol, seed)
+    assert_close("final state", st, st_ref, tol, seed)
+
+
+@pytest.mark.parametrize("target", ["r", "k", "v", "state"])
+@pytest.mark.parametrize("backend", ["naive", *KERNELS])
+def test_out_over_an_input_is_refused(backend: str, target: str) -> None:
+    """``out=r`` (or any input) would be a race between the programs of one head on the GPU,
+    where each writes its value rows while the others still read the whole row of r and k."""
+    ins = rwkv_inputs(1, 16, 1, 16, torch.float32, 0)
+    s0 = torch.zeros(1, 1, 16, 16)
+    buf = s0.reshape(1, 16, 1, 16) if target == "state" else ins[target]
+    with pytest.raises(ValueError, match=rf"wkv7: out shares memory with {target}; give out a tensor of its own"):
+        wkv7(*ins.values(), s0, backend=backend, out=buf)
+
+
+@pytest.mark.parametrize("backend", KERNELS)
+def test_state_out_over_an_input_is_refused_but_state_itself_is_allowed(backend: str) -> None:
+    seed = new_seed()
+    ins = rwkv_inputs(1, 16, 1, 16, torch.float32, seed)
+    bad = ins["k"].reshape(1, 1, 16, 16)
+    with pytest.raises(ValueError, match=r"wkv7: state_out shares memory with k"):
+        wkv7(*ins.values(), None, backend=backend, state_out=bad)
+    s0 = random_state(1, 1, 16, seed)
+    y_ref, st_ref = reference(ins, s0)
+    y, st = wkv7(*ins.values(), s0, backend=backend, state_out=s0)
+    assert st is s0
+    assert_close("y", y, y_ref, TOL[torch.float32], seed)
+    assert_close("final state", st, st_ref, TOL[torch.float32], seed)
+
+
+@pytest.mark.parametrize(
+    ("change", "names"),
+    [
+        ("w-fp64", "w"),
+        ("b-fp16", "b"),
+        ("v-meta", "v"),
+        ("state-meta", "state"),
+        ("state-int", "state"),
+        ("out-shape", "out"),
+        ("state_out-bf16", "state_out"),
+        ("cu-float", "cu_seqlens"),
+    ],
+)
+@pytest.mark.parametrize("backend", KERNELS)
+def test_mismatched_arguments_name_the_argument(backend: str, change: str, names: str) -> None:
+    ins = rwkv_inputs(1, 8, 1, 16, torch.float32, 0)
+    kw: dict[str, object] = {}
+    s0: torch.Tensor | None = None
+    if change == "w-fp64":
+        ins["w"] = ins["w"].double()
+    elif change == "b-fp16":
+        ins["b"] = ins["b"].half()
+    elif change == "v-meta":
+        ins["v"] = ins["v"].to("meta")
+    elif change == "state-meta":
+        s0 = torch.zeros(1, 1, 16, 16, device="meta")
+    elif change == "state-int":
+        s0 = torch.zeros(1, 1, 16, 16, dtype=torch.int32)
+    elif change == "out-shape":
+        kw["out"] = torch.zeros(1, 8, 1, 32)
+    elif change == "state_out-bf16":
+        kw["state_out"] = torch.zeros(1, 1, 16, 16, dtype=torch.bfloat16)
+    else:
+        kw["cu_seqlens"] = torch.tensor([0.0, 8.0])
+    with pytest.raises(ValueError, match=rf"^wkv7: .*\b{names}\b"):
+        wkv7(*ins.values(), s0, backend=backend, **kw)  # type: ignore[arg-type]
