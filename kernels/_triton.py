@@ -29,6 +29,7 @@ __all__ = [
     "kernels_run_on",
     "load_kernel_module",
     "next_pow2",
+    "norm_param_dtype_ok",
     "triton_installed",
     "use_triton",
 ]
@@ -52,6 +53,13 @@ def triton_installed() -> bool:
 def kernels_run_on(device: torch.device) -> bool:
     """Whether Triton kernels can run on tensors of ``device``: CUDA, or the CPU (interpreted)."""
     return device.type in ("cuda", "cpu") and triton_installed()
+
+
+def norm_param_dtype_ok(x: torch.dtype, param: torch.dtype) -> bool:
+    """Whether a norm's weight or bias of dtype ``param`` suits input of dtype ``x``: the same
+    dtype, or fp32 for bf16/fp16 input (what PyTorch's layer_norm and group_norm take, so the
+    reference and the kernel accept the same arguments)."""
+    return param == x or (param == torch.float32 and x in (torch.bfloat16, torch.float16))
 
 
 def next_pow2(n: int) -> int:

@@ -8,7 +8,7 @@ from types import ModuleType
 
 import torch
 
-from .._triton import KERNEL_DTYPES, as_rows, load_kernel_module, next_pow2, use_triton
+from .._triton import KERNEL_DTYPES, as_rows, load_kernel_module, next_pow2, norm_param_dtype_ok, use_triton
 from ..miss import TUNING as MISS_TUNING
 from ..miss import MissTerm, miss_term_
 from ..miss.launch import check_miss_term
@@ -37,10 +37,14 @@ def _check(op: str, x: torch.Tensor, dx: torch.Tensor, weight: torch.Tensor, bia
             f"{op}: x and dx must share one shape [..., C], dtype and device; got "
             f"x={x.dtype} {list(x.shape)} on {x.device}, dx={dx.dtype} {list(dx.shape)} on {dx.device}"
         )
+    if not x.is_floating_point():
+        raise ValueError(f"{op}: x and dx must be floating point; got {x.dtype}")
     C = x.shape[-1]
     for name, p in (("weight", weight), ("bias", bias)):
         if p.numel() != C or p.device != x.device:
-            raise ValueError(f"{op}: {name} must hold C={C} values on {x.device}; got {list(p.shape)}")
+            raise ValueError(f"{op}: {name} must hold C={C} values on {x.device}; got {list(p.shape)} on {p.device}")
+        if not norm_param_dtype_ok(x.dtype, p.dtype):
+            raise ValueError(f"{op}: {name} must be {x.dtype} (or float32 for bf16/fp16 x); got {p.dtype}")
     return C
 
 

@@ -15,7 +15,7 @@ from types import ModuleType
 
 import torch
 
-from .._triton import KERNEL_DTYPES, load_kernel_module, next_pow2, use_triton
+from .._triton import KERNEL_DTYPES, load_kernel_module, next_pow2, norm_param_dtype_ok, use_triton
 from .reference import tm_gates_ref, tm_output_ref, token_mix_ref
 
 MAX_MIX = 6
@@ -190,6 +190,11 @@ def tm_output(
     heads = r_k.shape[0]
     n = _check_heads(op, C, heads)
     _check_params(op, C, r.device, {"ln_weight": ln_weight, "ln_bias": ln_bias, "r_k": r_k})
+    if y.dtype != r.dtype or not y.is_floating_point():
+        raise ValueError(f"{op}: y (the WKV7 output) must have r's dtype {r.dtype}; got {y.dtype}")
+    for name, p in (("ln_weight", ln_weight), ("ln_bias", ln_bias)):
+        if not norm_param_dtype_ok(y.dtype, p.dtype):
+            raise ValueError(f"{op}: {name} must be {y.dtype} (or float32 for bf16/fp16 y); got {p.dtype}")
     tensors = (y, r, k, v, g, ln_weight, ln_bias, r_k)
     if not use_triton(op, backend, r.device, tensors) or r.dtype not in KERNEL_DTYPES:
         return tm_output_ref(y, r, k, v, g, ln_weight, ln_bias, r_k, eps)

@@ -2,8 +2,9 @@
 Triton's interpreter: T = 1, T around and off the chunk size, packed batches with empty and
 one-token sequences, batch 1 and an odd batch, zero and random initial states, values near the
 bf16 range, decays at both ends of the kernels' range, non-contiguous views (inputs, state,
-``cu_seqlens``), and outputs that would overlap an input (refused). The fused element-wise ops'
-edges are in ``test_fused_stress.py``."""
+``cu_seqlens``), and outputs that would overlap an input (refused). The fused element-wise ops:
+arguments that the reference and the kernel must refuse alike (their numerical edges are in
+``test_fused_stress.py``)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ from wkv7_helpers import (
     rwkv_inputs,
 )
 
+from rwkv_registry.kernels.add_norm import add_layer_norm
+from rwkv_registry.kernels.timemix import tm_output
 from rwkv_registry.kernels.wkv7 import CHUNK_SIZE, wkv7
 
 KERNELS = ("chunk", "step")
@@ -221,3 +224,58 @@ def test_mismatched_arguments_name_the_argument(backend: str, change: str, names
         kw["cu_seqlens"] = torch.tensor([0.0, 8.0])
     with pytest.raises(ValueError, match=rf"^wkv7: .*\b{names}\b"):
         wkv7(*ins.values(), s0, backend=backend, **kw)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------- fused ops: bad arguments
+
+BF16, FP16, FP32 = torch.bfloat16, torch.float16, torch.float32
+
+
+@pytest.mark.parametrize(
+    ("x_dtype", "param_dtype", "message"),
+    [
+        (BF16, FP16, r"weight must be torch.bfloat16 \(or float32 for bf16/fp16 x\); got torch.float16"),
+        (FP32, BF16, r"weight must be torch.float32 \(or float32 for bf16/fp16 x\); got torch.bfloat16"),
+        (BF16, torch.int64, r"weight must be torch.bfloat16 .*; got torch.int64"),
+        (torch.int32, FP32, r"x and dx must be floating point; got torch.int32"),
+    ],
+    ids=["bf16-fp16", "fp32-bf16", "bf16-int", "int-x"],
+)
+@pytest.mark.parametrize("backend", ["reference", "triton"])
+def test_add_layer_norm_refuses_mismatched_dtypes_alike(
+    backend: str, x_dtype: torch.dtype, param_dtype: torch.dtype, message: str
+) -> None:
+    """The kernel upcast any weight silently while the reference raised PyTorch's RuntimeError
+    ("mixed dtype (CPU)"): both now give the same ValueError naming the argument."""
+    x = torch.randn(2, 1, 64).to(x_dtype)
+    w = torch.ones(64, dtype=param_dtype)
+    with pytest.raises(ValueError, match=rf"^add_layer_norm: {message}"):
+        add_layer_norm(x, x.clone(), w, torch.zeros(64, dtype=param_dtype), 1e-5, backend=backend)
+
+
+@pytest.mark.parametrize("backend", ["reference", "triton"])
+@pytest.mark.parametrize(("x_dtype", "param_dtype"), [(BF16, FP32), (FP16, FP16), (FP32, FP32)], ids=str)
+def test_add_layer_norm_takes_what_layer_norm_takes(
+    backend: str, x_dtype: torch.dtype, param_dtype: torch.dtype
+) -> None:
+    seed = new_seed()
+    gen = torch.Generator().manual_seed(seed)
+    x, dx = (torch.randn(2, 1, 64, generator=gen).to(x_dtype) for _ in range(2))
+    w, b = (torch.randn(64, generator=gen).to(param_dtype) for _ in range(2))
+    s, y = add_layer_norm(x, dx, w, b, 1e-5, backend=backend)
+    want = torch.nn.functional.layer_norm(s.double(), (64,), w.double(), b.double(), 1e-5)
+    assert y.dtype == x_dtype
+    assert_close("y", y, want, 1e-2, seed)
+
+
+@pytest.mark.parametrize("backend", ["reference", "triton"])
+def test_tm_output_refuses_y_of_another_dtype_alike(backend: str) -> None:
+    """y fp32 with bf16 r: the kernel ran, the reference's group_norm raised a RuntimeError."""
+    B, T, H, N = 1, 2, 2, 16
+    r, k, v, g = (torch.randn(B, T, H * N).to(BF16) for _ in range(4))
+    y = torch.randn(B, T, H * N)
+    ln = torch.ones(H * N, dtype=BF16)
+    with pytest.raises(ValueError, match=r"^tm_output: y \(the WKV7 output\) must have r's dtype torch.bfloat16"):
+        tm_output(y, r, k, v, g, ln, ln, torch.ones(H, N, dtype=BF16), 1e-5, backend=backend)
+    with pytest.raises(ValueError, match=r"^tm_output: ln_weight must be torch.bfloat16 .*; got torch.float16"):
+        tm_output(y.to(BF16), r, k, v, g, ln.half(), ln, torch.ones(H, N, dtype=BF16), 1e-5, backend=backend)
