@@ -27,7 +27,17 @@ def _add(x, y):
     return x + y
 
 
+@triton.jit
+def _max(x, y):
+    return tl.maximum(x, y)
+
+
 _SUM = getattr(tl.standard, "_sum_combine", _add)
+# Triton's own max combine (what tl.max uses; the interpreter runs it as a numpy max), or _max
+_MAX = getattr(tl.standard, "_elementwise_max", _max)
+# rows whose largest |value| exceeds this are normed in units of that value: their squares would
+# overflow fp32 (a row of C values of 1.8e19 / sqrt(C) does); below it the unit is exactly 1
+BIG = tl.constexpr(1125899906842624.0)  # 2**50: C * (2 * BIG)^2 stays far below fp32's 3.4e38 for any row width
 
 
 @triton.jit
@@ -84,7 +94,9 @@ def add_layer_norm_kernel(
         for i0 in range(0, (K + R - 1) // R, BLOCK_N):
             k = (i0 + tl.arange(0, BLOCK_N))[:, None] * R + offs_r[None, :]  # [BLOCK_N, BLOCK_R]
             S += tl.reduce(tl.load(xm_row + k, mask=mask_r[None, :] & (k < K), other=0.0).to(tl.float32), 0, _SUM)
+    inv_c = 1.0 / C
     total = tl.full([BLOCK_C], 0.0, dtype=tl.float32)
+    biggest = tl.full([BLOCK_C], 0.0, dtype=tl.float32)
     for c0 in range(0, C, BLOCK_C):
         offs = c0 + tl.arange(0, BLOCK_C)
         mask = offs < C
@@ -99,8 +111,15 @@ def add_layer_norm_kernel(
             v += scale * tl.reduce(d * S[None, :], 1, _SUM)
         s = v.to(s_ptr.dtype.element_ty)
         tl.store(s_ptr + row + offs, s, mask=mask)
-        total += tl.where(mask, s.to(tl.float32), 0.0)
-    mean = tl.reduce(total, 0, _SUM) / C
+        sf = tl.where(mask, s.to(tl.float32), 0.0)
+        total += sf * inv_c  # summed as s / C: no overflow however large the row
+        biggest = tl.maximum(biggest, tl.abs(sf))
+    mean = tl.reduce(total, 0, _SUM)
+    # a row beyond BIG is normed in units of its largest |value| (exactly 1 otherwise): every
+    # difference and square below is of scaled values, so none overflows up to the dtype's range
+    top = tl.reduce(biggest, 0, _MAX)
+    unit = 1.0 / tl.where(top > BIG, top, 1.0)
+    mean_u = mean * unit
     # the centred sums; the first corrects the mean, whose sum above rounds (a constant fp32 row of
     # 1000.1 was off by ulps, which 1/sqrt(eps) made 40% of y): s - mean - delta, the correction
     # applied to the small differences
@@ -109,18 +128,21 @@ def add_layer_norm_kernel(
     for c0 in range(0, C, BLOCK_C):
         offs = c0 + tl.arange(0, BLOCK_C)
         mask = offs < C
-        d = tl.where(mask, tl.load(s_ptr + row + offs, mask=mask, other=0.0).to(tl.float32) - mean, 0.0)
+        d = tl.where(mask, tl.load(s_ptr + row + offs, mask=mask, other=0.0).to(tl.float32) * unit - mean_u, 0.0)
         shifts += d
         squares += d * d
     delta = tl.reduce(shifts, 0, _SUM) / C
-    rstd = 1.0 / tl.sqrt(tl.maximum(tl.reduce(squares, 0, _SUM) / C - delta * delta, 0.0) + eps)
+    # eps in the same units; the floor keeps an exactly constant row of huge values at y = b (its
+    # eps * unit^2 underflows to 0) instead of 0 * inf; it never binds otherwise (eps >= 1e-37)
+    var = tl.maximum(tl.reduce(squares, 0, _SUM) / C - delta * delta, 0.0)
+    rstd = 1.0 / tl.sqrt(tl.maximum(var + eps * unit * unit, 1e-37))
     for c0 in range(0, C, BLOCK_C):
         offs = c0 + tl.arange(0, BLOCK_C)
         mask = offs < C
         v = tl.load(s_ptr + row + offs, mask=mask, other=0.0).to(tl.float32)
         w = tl.load(w_ptr + offs, mask=mask, other=0.0).to(tl.float32)
         b = tl.load(b_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-        y = ((v - mean - delta) * rstd * w + b).to(y_ptr.dtype.element_ty)
+        y = ((v * unit - mean_u - delta) * rstd * w + b).to(y_ptr.dtype.element_ty)
         if N_MIX > 0:
             prev = tl.load(shift_ptr + row + offs, mask=mask, other=0.0).to(tl.float32)  # before y overwrites it
         tl.store(y_ptr + row + offs, y, mask=mask)

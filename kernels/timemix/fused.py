@@ -27,7 +27,16 @@ def _add(x, y):
     return x + y
 
 
+@triton.jit
+def _max(x, y):
+    return tl.maximum(x, y)
+
+
 _SUM = getattr(tl.standard, "_sum_combine", _add)
+_MAX = getattr(tl.standard, "_elementwise_max", _max)  # Triton's own (the interpreter's numpy max)
+# heads whose largest |value| exceeds this are normed in units of that value (their squares would
+# overflow fp32 above about 1.8e19 / sqrt(N)); below it the unit is exactly 1 (nothing changes)
+BIG = tl.constexpr(1125899906842624.0)  # 2**50: C * (2 * BIG)^2 stays far below fp32's 3.4e38 for any row width
 
 
 @triton.jit
@@ -129,8 +138,15 @@ def tm_gates_kernel(
     tl.store(w_out_ptr + at, w.to(w_out_ptr.dtype.element_ty))
     a = _sigmoid(tl.load(a0_ptr + ch).to(tl.float32) + tl.load(az_ptr + at).to(tl.float32))
     kk = k * tl.load(k_k_ptr + ch).to(tl.float32)
-    norm = tl.sqrt(tl.reduce(kk * kk, 1, _SUM))  # [HB]
-    kk = kk / tl.maximum(norm, 1e-12)[:, None]
+    # a head whose largest |kk| exceeds BIG is normalised in units of it (kk / |kk| is the same
+    # in any unit, as long as no square overflows); a tile without one takes the plain code
+    top = tl.reduce(tl.abs(kk), 1, _MAX)  # [HB]
+    if tl.reduce(top, 0, _MAX) > BIG:
+        unit = 1.0 / tl.where(top > BIG, top, 1.0)
+        kk = kk * unit[:, None]
+        kk = kk / tl.maximum(tl.sqrt(tl.reduce(kk * kk, 1, _SUM)), 1e-12 * unit)[:, None]
+    else:
+        kk = kk / tl.maximum(tl.sqrt(tl.reduce(kk * kk, 1, _SUM)), 1e-12)[:, None]
     k_new = k * (1.0 + (a - 1.0) * tl.load(k_a_ptr + ch).to(tl.float32))
     tl.store(k_out_ptr + at, k_new.to(k_out_ptr.dtype.element_ty))
     tl.store(a_out_ptr + at, (-kk).to(a_out_ptr.dtype.element_ty))
@@ -164,12 +180,22 @@ def tm_output_kernel(
     ch = (i_h * HB + tl.arange(0, HB))[:, None] * N + tl.arange(0, N)[None, :]  # [HB, N]
     at = m.to(tl.int64) * C + ch
     y = tl.load(y_ptr + at).to(tl.float32)
+    # a head whose largest |y| exceeds BIG is normed in units of it, so that no square overflows
+    # (eps in the same units; the floor keeps a constant head of huge values at ln_b, where eps *
+    # unit^2 underflows to 0, instead of 0 * inf); a tile without one takes the plain code
+    top = tl.reduce(tl.abs(y), 1, _MAX)  # [HB]
+    if tl.reduce(top, 0, _MAX) > BIG:
+        unit = 1.0 / tl.where(top > BIG, top, 1.0)
+        y = y * unit[:, None]
+        eps_u = tl.maximum(eps * unit * unit, 1e-37)
+    else:
+        eps_u = top * 0.0 + eps
     mean = tl.reduce(y, 1, _SUM) / N
     d = y - mean[:, None]
     # the mean corrected by the centred sum (the first rounds: a constant fp32 head was off by ulps)
     delta = tl.reduce(d, 1, _SUM) / N
     var = tl.maximum(tl.reduce(d * d, 1, _SUM) / N - delta * delta, 0.0)
-    y = (d - delta[:, None]) / tl.sqrt(var + eps)[:, None]
+    y = (d - delta[:, None]) / tl.sqrt(var + eps_u)[:, None]
     y = y * tl.load(ln_w_ptr + ch).to(tl.float32) + tl.load(ln_b_ptr + ch).to(tl.float32)
     r = tl.load(r_ptr + at).to(tl.float32)
     k = tl.load(k_ptr + at).to(tl.float32)

@@ -26,8 +26,8 @@ from wkv7_helpers import (
     rwkv_inputs,
 )
 
-from rwkv_registry.kernels.add_norm import add_layer_norm
-from rwkv_registry.kernels.timemix import tm_output
+from rwkv_registry.kernels.add_norm import add_layer_norm, add_layer_norm_mix
+from rwkv_registry.kernels.timemix import tm_gates, tm_output
 from rwkv_registry.kernels.wkv7 import CHUNK_SIZE, wkv7
 
 KERNELS = ("chunk", "step")
@@ -279,3 +279,114 @@ def test_tm_output_refuses_y_of_another_dtype_alike(backend: str) -> None:
         tm_output(y, r, k, v, g, ln, ln, torch.ones(H, N, dtype=BF16), 1e-5, backend=backend)
     with pytest.raises(ValueError, match=r"^tm_output: ln_weight must be torch.bfloat16 .*; got torch.float16"):
         tm_output(y.to(BF16), r, k, v, g, ln.half(), ln, torch.ones(H, N, dtype=BF16), 1e-5, backend=backend)
+
+
+# ------------------------------------------------------- norms of values whose squares overflow
+
+F64 = torch.float64
+
+
+def _big_rows(
+    kind: str, shape: tuple[int, ...], scale: float, dtype: torch.dtype, gen: torch.Generator
+) -> torch.Tensor:
+    """Rows of magnitude ``scale``: random, constant, or alternating +-scale (every square at its
+    largest), in ``dtype`` (values as stored are what the truth is computed from)."""
+    if kind == "random":
+        x = torch.randn(*shape, generator=gen) * (scale / 4)
+    elif kind == "constant":
+        x = torch.full(shape, scale)
+    else:
+        x = torch.ones(*shape)
+        x[..., 1::2] = -1
+        x = x * scale
+    return x.to(dtype)
+
+
+SCALES = [1e15, 3e19, 1e30, 3.0e38]  # 1e15: just below the kernels' scaling threshold (2**50)
+KINDS = ["random", "constant", "alternating"]
+
+
+def _norm64(x: torch.Tensor, eps: float) -> torch.Tensor:
+    """fp64 norm over the last dimension, centred first (PyTorch's own group_norm, even in fp64,
+    loses a constant row of 1e15 to E[x^2] - E[x]^2 cancellation)."""
+    x = x.to(F64)
+    d = x - x.mean(-1, keepdim=True)
+    d = d - d.mean(-1, keepdim=True)
+    return d / (d.pow(2).mean(-1, keepdim=True) + eps).sqrt()
+
+
+def _check_big(name: str, got: torch.Tensor, truth: torch.Tensor, seed: int) -> None:
+    assert torch.isfinite(got).all(), f"{name}: not finite (WKV7_TEST_SEED={seed})"
+    tol = 1e-5 if got.dtype == FP32 else 1e-2
+    assert_close(name, got, truth.to(F64), tol, seed)
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # numpy, in the interpreter
+@pytest.mark.parametrize("scale", SCALES, ids=lambda s: f"{s:g}")
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("dtype", [BF16, FP32], ids=["bf16", "fp32"])
+def test_add_layer_norm_beyond_the_square_range(dtype: torch.dtype, kind: str, scale: float) -> None:
+    """Squares in fp32 overflow above ~1.8e19 / sqrt(C): the kernel gave y = b (var = inf) or NaN.
+    It now norms such a row in units of its largest value; a constant row gives exactly b."""
+    seed = new_seed()
+    gen = torch.Generator().manual_seed(seed)
+    C = 1000
+    x = _big_rows(kind, (3, 1, C), scale, dtype, gen)
+    w = (1 + 0.3 * torch.randn(C, generator=gen)).to(dtype)
+    b = (0.1 * torch.randn(C, generator=gen)).to(dtype)
+    s, y = add_layer_norm(x, torch.zeros_like(x), w, b, 1e-5, backend="triton")
+    assert torch.equal(s, x)
+    truth = _norm64(x, 1e-5) * w.to(F64) + b.to(F64)
+    _check_big("y", y, truth, seed)
+    # the decode path: the same kernel with the next token mix after it
+    shift = torch.randn(3, C, generator=gen).to(dtype)
+    mu = torch.rand(C, generator=gen).to(dtype)
+    _, mixed, new_shift = add_layer_norm_mix(x, torch.zeros_like(x), w, b, 1e-5, shift, [mu], backend="triton")
+    _check_big("new shift", new_shift, truth[:, 0], seed)
+    mix_truth = y.to(F64) + (shift.to(F64)[:, None] - y.to(F64)) * mu.to(F64)
+    _check_big("mix", mixed[0], mix_truth, seed)
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+@pytest.mark.parametrize("scale", SCALES, ids=lambda s: f"{s:g}")
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("dtype", [BF16, FP32], ids=["bf16", "fp32"])
+def test_tm_output_group_norm_beyond_the_square_range(dtype: torch.dtype, kind: str, scale: float) -> None:
+    """One head of huge values beside a head of ordinary ones (each head keeps its own unit)."""
+    seed = new_seed()
+    gen = torch.Generator().manual_seed(seed)
+    B, T, H, N = 2, 1, 4, 64
+    y = torch.randn(B, T, H, N, generator=gen)
+    y[:, :, 1] = _big_rows(kind, (B, T, N), scale, FP32, gen)
+    y = y.reshape(B, T, H * N).to(dtype)
+    r, k, v = (torch.randn(B, T, H * N, generator=gen).to(dtype) for _ in range(3))
+    g = torch.rand(B, T, H * N, generator=gen).to(dtype)
+    ln_w, ln_b = (torch.randn(H * N, generator=gen).to(dtype) for _ in range(2))
+    r_k = torch.randn(H, N, generator=gen).to(dtype)
+    got = tm_output(y, r, k, v, g, ln_w, ln_b, r_k, 64e-5, backend="triton")
+    y64, r64, k64, v64, g64 = (t.to(F64).reshape(B, T, H, N) for t in (y, r, k, v, g))
+    normed = _norm64(y64, 64e-5).reshape(B, T, H * N) * ln_w.to(F64) + ln_b.to(F64)
+    bonus = (r64 * k64 * r_k.to(F64)).sum(-1, keepdim=True) * v64
+    truth = (normed + bonus.reshape(B, T, H * N)) * g64.reshape(B, T, H * N)
+    _check_big("out", got, truth, seed)
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+@pytest.mark.parametrize("scale", SCALES, ids=lambda s: f"{s:g}")
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("dtype", [BF16, FP32], ids=["bf16", "fp32"])
+def test_tm_gates_key_norm_beyond_the_square_range(dtype: torch.dtype, kind: str, scale: float) -> None:
+    """``kk = normalize(k * k_k)`` per head: a head of huge keys normalises like any other."""
+    seed = new_seed()
+    gen = torch.Generator().manual_seed(seed)
+    B, T, H, N = 2, 1, 4, 64
+    k = torch.randn(B, T, H, N, generator=gen)
+    k[:, :, 2] = _big_rows(kind, (B, T, N), scale, FP32, gen)
+    k = k.reshape(B, T, H * N).to(dtype)
+    z = torch.zeros_like(k)
+    zc = torch.zeros(H * N, dtype=dtype)
+    k_k = torch.ones(H * N, dtype=dtype)
+    got = tm_gates(k, z, z, z, zc, zc, k_k, zc, H, backend="triton")
+    truth = tm_gates(*(t.to(F64) for t in (k, z, z, z, zc, zc, k_k, zc)), H, backend="reference")
+    for name, a, want in zip(("-kk", "kk * a"), got[3:], truth[3:], strict=True):
+        _check_big(name, a, want, seed)
