@@ -59,8 +59,11 @@ def unpack_wheels(folder: Path) -> tuple[Path, list[str]]:
         if not wheel_fits(whl.name):
             skipped.append(whl.name)
             continue
-        with zipfile.ZipFile(whl) as zf:
-            zf.extractall(target)
+        try:  # a truncated or unreadable wheel costs its own package, not the whole run
+            with zipfile.ZipFile(whl) as zf:
+                zf.extractall(target)
+        except (OSError, zipfile.BadZipFile) as exc:
+            skipped.append(f"{whl.name} ({type(exc).__name__}: {exc})")
     sys.path.insert(0, str(target))
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(target), os.environ.get("PYTHONPATH", "")]))
     return target, skipped

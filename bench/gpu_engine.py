@@ -322,16 +322,24 @@ def worker_preflight(payload: dict[str, Any]) -> dict[str, Any]:
     return {"ok": finite, "reason": None if finite else "non-finite logits"}
 
 
-def preflight(plan: Plan, tokens: list[int], timeout: float) -> dict[str, Any]:
+def preflight(plan: Plan, tokens: list[int], timeout: float, budget: float | None = None) -> dict[str, Any]:
     """The fast path tried in subprocesses before anything is timed: fused element-wise kernels on;
     should that fail (an exception, a crash, non-finite logits), off (their PyTorch references);
     should that fail too, the reference WKV loop as well. The first that works is set in this
-    process, and every attempt is recorded, so that one broken kernel does not cost the whole run."""
+    process, and every attempt is recorded, so that one broken kernel does not cost the whole run.
+    Each attempt gets at most ``timeout`` s and all of them together ``budget`` s (a hang in a
+    kernel's compilation must not eat the run: three attempts at ``timeout`` would)."""
     from rwkv_registry.model.wkv import set_fused_ops, set_wkv_backend
 
+    deadline = time.monotonic() + (budget if budget is not None else 3 * timeout)
     tried = []
     for config in PREFLIGHT_CONFIGS:
-        answer = run_worker("preflight", {"plan": asdict(plan), "tokens": tokens[:16], **config}, timeout, {})
+        left = deadline - time.monotonic()
+        if left < 10:
+            tried.append({**config, "ok": False, "reason": "not tried: the preflight's time was spent"})
+            continue
+        payload = {"plan": asdict(plan), "tokens": tokens[:16], **config}
+        answer = run_worker("preflight", payload, min(timeout, left), {})
         tried.append({**config, "ok": bool(answer.get("ok")), "reason": answer.get("reason")})
         if answer.get("ok"):
             set_fused_ops(config["fused_ops"])
@@ -606,6 +614,34 @@ def ours_miss(model: Any, plan: Plan) -> dict[str, Any]:
 # --------------------------------------------------------------------------------- workers
 
 
+class Interrupted(BaseException):
+    """SIGTERM (``timeout`` in bench/h200.sh) or SIGINT: not an ``Exception``, so that no part
+    records it as its own error and goes on; :func:`main` saves what ran, the table included."""
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise Interrupted(f"signal {signum}")
+
+
+def install_interrupt_handlers() -> None:
+    """SIGTERM and SIGINT raise :class:`Interrupted` in the main thread: the workers' process groups
+    are killed on the way out (a worker in its own session would outlive a plain exit and hold the
+    GPU through the next step of h200.sh), and the results and the table are saved."""
+    import signal
+
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child, between fork and exec
+    """Linux: the worker gets SIGKILL should this process die without killing it (a SIGKILL after
+    the SIGTERM grace time of ``timeout --kill-after``). Best effort; nothing elsewhere."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
+
+
 def save_for_rwkv(sd: dict[str, Any], plan: Plan) -> Path:
     """``torch.save`` the weights where the ``rwkv`` package can load them (it appends ``.pth``)."""
     import shutil
@@ -647,13 +683,22 @@ def run_worker(kind: str, payload: dict[str, Any], timeout: float, env_extra: di
             str(outp),
         ]
         proc = subprocess.Popen(
-            cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+            cmd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
         try:
             log, _ = proc.communicate(timeout=max(timeout, 1.0))
         except subprocess.TimeoutExpired:
             _kill_group(proc)
             return {"available": False, "reason": f"timed out after {timeout:.0f} s"}
+        except BaseException:  # Interrupted: the worker and all it started go too
+            _kill_group(proc)
+            raise
         if outp.exists():
             return json.loads(outp.read_text())
         tail = (log or "").strip().splitlines()[-3:]
@@ -686,6 +731,7 @@ def start_rwkv_build(plan: Plan) -> tuple[subprocess.Popen[Any], Path, float] | 
             stdout=f,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
     return proc, log, time.monotonic()
 
@@ -974,6 +1020,7 @@ class Run:
     def __init__(self, out: Path, deadline: float) -> None:
         self.out = out
         self.deadline = deadline
+        self.started = time.monotonic()
         self.results: dict[str, Any] = {}
         self.rwkv_build: tuple[subprocess.Popen[Any], Path, float] | None = None
 
@@ -981,30 +1028,57 @@ class Run:
         return self.deadline - time.monotonic()
 
     def save(self) -> None:
+        """The JSON, and the table beside it (``.md``) from whatever has run: a run killed at any
+        point leaves both, the parts it did not reach marked "—" or "not run"."""
         self.out.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            md: str | None = table(self.results)
+        except Exception as exc:  # a table that cannot be made must not cost the JSON
+            md = None
+            self.results["table_error"] = f"{type(exc).__name__}: {exc}"
+        if md is not None:
+            self.results["table"] = md
         self.out.write_text(json.dumps(self.results, indent=2, default=str))
+        if md is not None:
+            self.out.with_suffix(".md").write_text(md)
 
     def part(self, name: str, fn: Callable[[], Any]) -> Any:
-        """Run one part; an exception is recorded under ``name`` as ``{"error": ...}``, not raised."""
+        """Run one part; an exception is recorded under ``name`` as ``{"error": ...}``, not raised.
+        Past the deadline a part is not started (an in-process part cannot be stopped once it
+        runs; ``timeout`` in bench/h200.sh is the hard stop, and every save before it stays)."""
         start = time.monotonic()
+        if self.left() <= 0:
+            print(f"[gpu_engine] {name}: skipped, the time limit is reached", file=sys.stderr, flush=True)
+            return {"error": "skipped: the time limit was reached"}
         print(f"[gpu_engine] {name} ...", file=sys.stderr, flush=True)
         try:
             value = fn()
         except Exception as exc:
             traceback.print_exc()
             value = {"error": f"{type(exc).__name__}: {exc}"}
+            _release_device_memory()  # after an OOM (B=64, T=8192) the next parts still fit
         self.results.setdefault("part_seconds", {})[name] = round(time.monotonic() - start, 2)
         self.save()
         return value
 
 
+def _release_device_memory() -> None:
+    """Drop what a failed part left cached on the GPU (nothing without torch or CUDA)."""
+    import gc
+
+    gc.collect()
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        with contextlib.suppress(Exception):
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+
+
 def write_table(run: Run, out: Path) -> None:
     """The markdown table into the results and beside ``out`` (regenerate it from a JSON with
-    :func:`table`)."""
-    md = table(run.results)
-    run.results["table"] = md
+    :func:`table`); :meth:`Run.save` writes it with every part too."""
+    assert out == run.out
     run.save()
-    out.with_suffix(".md").write_text(md)
 
 
 WORKERS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
@@ -1043,7 +1117,7 @@ def main(argv: list[str] | None = None) -> int:
         _, skipped = unpack_wheels(args.wheels)
         if skipped and not args.worker:
             left_out = ", ".join(skipped)
-            print(f"[gpu_engine] wheels for another Python or platform, left out: {left_out}", file=sys.stderr)
+            print(f"[gpu_engine] wheels left out (another platform, or unreadable): {left_out}", file=sys.stderr)
     if args.worker:
         payload = json.loads(args.worker_in.read_text())
         try:
@@ -1061,14 +1135,25 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("no CUDA device: run on the GPU machine, or use --dry-run for the tiny CPU version")
     plan = make_plan(args.dry_run, args)
     run = Run(args.out, time.monotonic() + args.time_limit)
-    run.results["plan"] = asdict(plan)
-    run.results["environment"] = run.part("environment", lambda: environment(plan))
-    torch.set_grad_enabled(False)
+    install_interrupt_handlers()
     try:
+        run.results["plan"] = asdict(plan)
+        run.results["environment"] = run.part("environment", lambda: environment(plan))
+        torch.set_grad_enabled(False)
         return measure(args, plan, run, torch)
+    except Interrupted as exc:
+        return interrupted(run, exc)
     finally:
         if run.rwkv_build is not None and run.rwkv_build[0].poll() is None:
             _kill_group(run.rwkv_build[0])
+
+
+def interrupted(run: Run, exc: BaseException) -> int:
+    """Record the interruption and save what ran (JSON and table); exit status 124, as timeout's."""
+    run.results["interrupted"] = f"{exc} after {time.monotonic() - run.started:.0f} s"
+    print(f"[gpu_engine] interrupted ({exc}): results so far saved to {run.out}", file=sys.stderr, flush=True)
+    run.save()
+    return 124
 
 
 def measure(args: argparse.Namespace, plan: Plan, run: Run, torch: Any) -> int:
@@ -1081,7 +1166,10 @@ def measure(args: argparse.Namespace, plan: Plan, run: Run, torch: Any) -> int:
     tokens = torch.randint(0, plan.arch.vocab, (max(plan.prefill_lengths) + 32,), generator=gen).tolist()
     ours: dict[str, Any] = {}
     run.results["ours"] = ours
-    ours["preflight"] = run.part("ours fast-path preflight (subprocesses)", lambda: preflight(plan, tokens, 240))
+    budget = run.left() / 2  # three attempts at 240 s each would be more than the whole run
+    ours["preflight"] = run.part(
+        "ours fast-path preflight (subprocesses)", lambda: preflight(plan, tokens, 240, budget)
+    )
     sd = run.part("random weights", lambda: random_base(plan.arch, plan.device, plan.dtype))
     if "error" not in sd:
         run.results["ceilings"] = run.part("ceilings", lambda: ceilings(sd, run.results["copy"], run.results["matmul"]))

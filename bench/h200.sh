@@ -12,7 +12,9 @@
 #   1. the GPU tests (pytest tests/kernels tests/model -m gpu): at most TESTS_S (default 100 s);
 #   2. bench/gpu_engine.py (issue 4's table): what is left but SMOKE_S, as its --time-limit;
 #   3. bench/smoke_bench.py (64 cases at 7.2B), then with --worst-case: the last SMOKE_S (default 120 s).
-# A step that fails or runs out of time does not stop the next; each keeps what it saved.
+# A step that fails or runs out of time does not stop the next; each keeps what it saved (the
+# engine saves its JSON and table after every part, and on SIGTERM kills its workers first).
+# nvidia-smi and the version probe have timeouts of their own.
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/h200-out}
@@ -35,7 +37,8 @@ step() {  # step NAME SECONDS COMMAND...: run with a timeout, log to $OUT/NAME.l
     t0=$(date +%s)
     timeout --kill-after=10 "$secs" "$@" >"$OUT/$name.log" 2>&1
     rc=$?
-    note "$name: exit $rc in $(($(date +%s) - t0)) s (limit $secs s)"
+    case $rc in 124 | 137) why=", timed out: what it saved before stays" ;; *) why="" ;; esac
+    note "$name: exit $rc in $(($(date +%s) - t0)) s (limit $secs s$why)"
 }
 
 : >"$OUT/summary.txt"
@@ -43,11 +46,18 @@ if [ -n "${DRY:-}" ]; then
     note "dry run on the CPU: $(uname -m), $(nproc) cores"
     dry=(--dry-run)
 else
-    nvidia-smi >"$OUT/nvidia-smi.txt" 2>&1
-    note "$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -1)"
+    timeout 30 nvidia-smi >"$OUT/nvidia-smi.txt" 2>&1
+    note "$(timeout 30 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -1)"
     dry=()
 fi
-note "python: $($PY -c 'import sys, torch, triton; print(sys.version.split()[0], "torch", torch.__version__, "triton", triton.__version__)' 2>&1)"
+probe='import sys; print(sys.version.split()[0], end=" ")
+for name in ("torch", "triton"):
+    try:
+        print(name, __import__(name).__version__, end=" ")
+    except Exception as exc:
+        print(name, "not importable:", type(exc).__name__, exc, end=" ")
+print()'
+note "python: $(timeout 60 "$PY" -c "$probe" 2>&1 | tail -1)"
 
 [[ $STEPS == *" smoke "* ]] || SMOKE_S=0
 if [[ $STEPS == *" tests "* ]]; then

@@ -120,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
         _, skipped = unpack_wheels(args.wheels)
         if skipped:
             print(
-                f"[smoke_bench] wheels for another Python or platform, left out: {', '.join(skipped)}", file=sys.stderr
+                f"[smoke_bench] wheels left out (another platform, or unreadable): {', '.join(skipped)}",
+                file=sys.stderr,
             )
     bootstrap_package()
     if args.compile:

@@ -169,3 +169,163 @@ def test_the_one_call_script_runs_its_steps_and_notes_them(tmp_path: Path) -> No
     assert "dry run on the CPU" in summary and "gpu_tests: exit 0" in summary, summary
     assert "gpu_engine" not in summary and "smoke_bench" not in summary
     assert "skipped" in (out / "gpu_tests.log").read_text()  # every GPU test skips on a CPU
+
+
+# ------------------------------------------------------------- one run, one chance: robustness
+
+
+def test_every_part_saves_the_table_too(tmp_path: Path) -> None:
+    """A run killed after any part leaves the .md table beside the JSON, the parts it did not
+    reach marked as missing (the table was written only after the rwkv and fla comparisons)."""
+    import time
+
+    engine = _load()
+    run = engine.Run(tmp_path / "r.json", time.monotonic() + 60)
+    run.results["plan"] = {"prefill_lengths": [2048], "decode_batches": [1, 64], "op_seq_len": 4096, "op_heads": 64}
+    run.results["copy"] = run.part("copy", lambda: {"GB_per_s": 4000.0})
+    run.part("next", lambda: None)
+    md = (tmp_path / "r.md").read_text()
+    assert "| copy bandwidth (GB/s, read + write) | 4,000 |" in md
+    assert "| prefill B=1 T=2048 (tok/s) | — | not available: not run |" in md
+    assert json.loads((tmp_path / "r.json").read_text())["table"] == md
+
+
+def test_a_part_past_the_deadline_is_not_started(tmp_path: Path) -> None:
+    import time
+
+    engine = _load()
+    run = engine.Run(tmp_path / "r.json", time.monotonic() - 1)
+    called: list[int] = []
+    assert run.part("late", lambda: called.append(1)) == {"error": "skipped: the time limit was reached"}
+    assert called == []
+
+
+def test_the_preflight_keeps_to_its_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three attempts of 240 s each were more than the whole run: a hang (here: every worker runs
+    into its timeout) now costs at most the budget, and what was not tried says so."""
+    from types import SimpleNamespace
+
+    from rwkv_registry.model import wkv
+
+    engine = _load()
+    clock = [0.0]
+    monkeypatch.setattr(engine, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    timeouts: list[float] = []
+
+    def worker(kind: str, payload: dict[str, object], timeout: float, env: dict[str, str]) -> dict[str, object]:
+        timeouts.append(timeout)
+        clock[0] += timeout
+        return {"available": False, "reason": f"timed out after {timeout:.0f} s"}
+
+    monkeypatch.setattr(engine, "run_worker", worker)
+    before = wkv.set_fused_ops(True)
+    try:
+        pre = engine.preflight(engine.make_plan(True, None), list(range(40)), 240, budget=300)
+    finally:
+        wkv.set_fused_ops(before)
+    assert timeouts == [240, 60]
+    assert pre["tried"][2]["reason"] == "not tried: the preflight's time was spent"
+    assert pre["fused_ops"] == "off" and "error" in pre
+
+
+def test_a_truncated_wheel_is_left_out_not_fatal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import zipfile
+
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        import checkout
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+    with zipfile.ZipFile(tmp_path / "good-1.0-py3-none-any.whl", "w") as zf:
+        zf.writestr("good/__init__.py", "")
+    (tmp_path / "bad-1.0-py3-none-any.whl").write_bytes(b"PK\x03\x04 cut short by the copy")
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setenv("PYTHONPATH", "")
+    target, skipped = checkout.unpack_wheels(tmp_path)
+    assert (target / "good" / "__init__.py").exists()
+    assert len(skipped) == 1 and skipped[0].startswith("bad-1.0-py3-none-any.whl (BadZipFile"), skipped
+
+
+def _workers_of(script: Path) -> list[int]:
+    """Live processes running ``script --worker`` (this checkout's copy only)."""
+    import os
+
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            args = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if str(script).encode() in args and b"--worker" in args:
+            found.append(int(entry))
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="needs Linux /proc")
+def test_sigterm_saves_the_results_and_kills_the_workers(tmp_path: Path) -> None:
+    """``timeout`` in h200.sh sends SIGTERM: the engine used to die at once, leaving its JSON
+    without the table and its workers (own sessions) running into the next step. Now it kills
+    them, records the interruption, writes JSON and table, and exits 124."""
+    import os
+    import signal
+    import time
+
+    out = tmp_path / "r.json"
+    proc = subprocess.Popen(
+        [sys.executable, str(SCRIPT), "--dry-run", "--skip-rwkv", "--out", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not _workers_of(SCRIPT) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _workers_of(SCRIPT), "no worker was started"
+        os.kill(proc.pid, signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 124, err[-2000:]
+    for _ in range(100):
+        if not _workers_of(SCRIPT):
+            break
+        time.sleep(0.05)
+    assert not _workers_of(SCRIPT), "a worker outlived the engine"
+    results = json.loads(out.read_text())
+    assert results["interrupted"].startswith("signal 15 after")
+    assert out.with_suffix(".md").read_text() == results["table"]
+
+
+@pytest.mark.slow
+def test_a_step_that_runs_out_of_time_is_noted_and_the_script_goes_on(tmp_path: Path) -> None:
+    """h200.sh with a Python whose pytest hangs: the step is stopped at its limit, the summary says
+    it timed out, and the script still ends with its total."""
+    import os
+
+    fake = tmp_path / "python"
+    fake.write_text(f'#!/bin/sh\nif [ "$1" = "-c" ]; then exec {sys.executable} "$@"; fi\nexec sleep 300\n')
+    fake.chmod(0o755)
+    out = tmp_path / "out"
+    env = {
+        **os.environ,
+        "DRY": "1",
+        "STEPS": "tests",
+        "BUDGET": "60",
+        "TESTS_S": "20",
+        "OUT": str(out),
+        "PY": str(fake),
+    }
+    done = subprocess.run(
+        ["bash", str(REPO / "bench" / "h200.sh")], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = (out / "summary.txt").read_text()
+    assert "gpu_tests: exit 124 in" in summary and "timed out: what it saved before stays" in summary, summary
+    assert "python: 3." in summary and "torch " in summary, summary
+    assert "total:" in summary
