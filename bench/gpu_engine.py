@@ -665,6 +665,20 @@ def _kill_group(proc: subprocess.Popen[Any]) -> None:
     proc.wait()
 
 
+_WORKER_OUT: Path | None = None  # in a worker: where its answer goes (partial answers too)
+
+
+def worker_progress(answer: dict[str, Any]) -> None:
+    """In a worker: save what is measured so far (marked ``partial``), so that a worker killed at
+    its timeout or crashing later still hands back the parts it finished; its final answer
+    replaces this one. Nothing outside a worker."""
+    if _WORKER_OUT is None:
+        return
+    tmp = _WORKER_OUT.with_suffix(".partial")
+    tmp.write_text(json.dumps({**answer, "partial": True}, default=str))
+    os.replace(tmp, _WORKER_OUT)
+
+
 def run_worker(kind: str, payload: dict[str, Any], timeout: float, env_extra: dict[str, str]) -> dict[str, Any]:
     """Run ``--worker kind`` in a subprocess (its own process group, all of which a timeout kills);
     its JSON answer, or ``{"available": False, "reason"}``."""
@@ -695,13 +709,19 @@ def run_worker(kind: str, payload: dict[str, Any], timeout: float, env_extra: di
             log, _ = proc.communicate(timeout=max(timeout, 1.0))
         except subprocess.TimeoutExpired:
             _kill_group(proc)
-            return {"available": False, "reason": f"timed out after {timeout:.0f} s"}
+            reason = f"timed out after {timeout:.0f} s"
+            if outp.exists():  # what it measured before (worker_progress)
+                return {**json.loads(outp.read_text()), "reason": reason}
+            return {"available": False, "reason": reason}
         except BaseException:  # Interrupted: the worker and all it started go too
             _kill_group(proc)
             raise
-        if outp.exists():
-            return json.loads(outp.read_text())
         tail = (log or "").strip().splitlines()[-3:]
+        if outp.exists():
+            answer = json.loads(outp.read_text())
+            if answer.get("partial"):  # it died after saving some parts
+                answer["reason"] = f"worker exited {proc.returncode}: {' | '.join(tail)}"
+            return answer
         return {"available": False, "reason": f"worker exited {proc.returncode}: {' | '.join(tail)}"}
 
 
@@ -777,8 +797,10 @@ def worker_rwkv(payload: dict[str, Any]) -> dict[str, Any]:
         for T in payload["lengths"]:
             seconds = timed(lambda T=T: model.forward(tokens[:T], None), device, payload["reps"])
             out["prefill"][str(T)] = {"seconds": seconds, "tok_s": T / seconds}
+            worker_progress(out)
         logits, _ = model.forward(tokens[: payload["lengths"][0]], None)
         torch.save(logits.float().cpu(), payload["logits_path"])
+        worker_progress(out)
         _, state = model.forward(tokens[:16], None)
         tok = tokens[16]
         for _ in range(2):
@@ -870,6 +892,7 @@ def worker_fla(payload: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"available": False, "T": T, "H": H}
     ours_s = timed(lambda: wkv7(*bf), device, payload["reps"], warmup=2)
     out["ours"] = {"seconds": ours_s, "tok_s": T / ours_s}
+    worker_progress(out)
     if device != "cuda":
         out["reason"] = "fla's kernels need CUDA"
         return out
@@ -883,8 +906,12 @@ def worker_fla(payload: dict[str, Any]) -> dict[str, Any]:
     def call_fla() -> Any:  # fla 0.6.0: chunk_rwkv7(r, w, k, v, a, b, scale, ...), w the log-decay
         return chunk_rwkv7(r=bf[0], w=log_w, k=bf[2], v=bf[3], a=bf[4], b=bf[5], scale=1.0, output_final_state=True)
 
-    fla_s = timed(call_fla, device, payload["reps"], warmup=2)
-    y_fla = call_fla()[0].float()
+    try:  # fla's own Triton kernels may not compile here: ours is measured all the same
+        fla_s = timed(call_fla, device, payload["reps"], warmup=2)
+        y_fla = call_fla()[0].float()
+    except Exception as exc:
+        out["reason"] = f"fla's chunk_rwkv7 failed ({type(exc).__name__}: {exc})"
+        return out
     y_ours = wkv7(*bf)[0].float()
     out["available"] = True
     out["fla"] = {"seconds": fla_s, "tok_s": T / fla_s}
@@ -1119,13 +1146,17 @@ def main(argv: list[str] | None = None) -> int:
             left_out = ", ".join(skipped)
             print(f"[gpu_engine] wheels left out (another platform, or unreadable): {left_out}", file=sys.stderr)
     if args.worker:
+        global _WORKER_OUT
+        _WORKER_OUT = args.worker_out
         payload = json.loads(args.worker_in.read_text())
         try:
             answer = WORKERS[args.worker](payload)
         except Exception as exc:
             traceback.print_exc()
             answer = {"available": False, "reason": f"{type(exc).__name__}: {exc}"}
-        args.worker_out.write_text(json.dumps(answer))
+            if args.worker_out.exists():  # the parts it finished before (worker_progress) stay
+                answer = {**json.loads(args.worker_out.read_text()), "reason": answer["reason"]}
+        args.worker_out.write_text(json.dumps(answer, default=str))
         return 0
 
     bootstrap_package()

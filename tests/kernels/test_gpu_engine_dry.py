@@ -246,8 +246,8 @@ def test_a_truncated_wheel_is_left_out_not_fatal(tmp_path: Path, monkeypatch: py
     assert len(skipped) == 1 and skipped[0].startswith("bad-1.0-py3-none-any.whl (BadZipFile"), skipped
 
 
-def _workers_of(script: Path) -> list[int]:
-    """Live processes running ``script --worker`` (this checkout's copy only)."""
+def _workers_of(script: Path, parent: int) -> list[int]:
+    """Live processes running ``script --worker`` started by ``parent`` (not another test's)."""
     import os
 
     found = []
@@ -256,11 +256,20 @@ def _workers_of(script: Path) -> list[int]:
             continue
         try:
             args = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
-        except OSError:
+            ppid = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
             continue
-        if str(script).encode() in args and b"--worker" in args:
+        if ppid == parent and str(script).encode() in args and b"--worker" in args:
             found.append(int(entry))
     return found
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie counts as gone)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 @pytest.mark.slow
@@ -282,9 +291,10 @@ def test_sigterm_saves_the_results_and_kills_the_workers(tmp_path: Path) -> None
     )
     try:
         deadline = time.monotonic() + 120
-        while not _workers_of(SCRIPT) and proc.poll() is None and time.monotonic() < deadline:
+        while not _workers_of(SCRIPT, proc.pid) and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert _workers_of(SCRIPT), "no worker was started"
+        workers = _workers_of(SCRIPT, proc.pid)
+        assert workers, "no worker was started"
         os.kill(proc.pid, signal.SIGTERM)
         _, err = proc.communicate(timeout=60)
     finally:
@@ -293,10 +303,10 @@ def test_sigterm_saves_the_results_and_kills_the_workers(tmp_path: Path) -> None
             proc.wait()
     assert proc.returncode == 124, err[-2000:]
     for _ in range(100):
-        if not _workers_of(SCRIPT):
+        if not any(_alive(pid) for pid in workers):
             break
         time.sleep(0.05)
-    assert not _workers_of(SCRIPT), "a worker outlived the engine"
+    assert not any(_alive(pid) for pid in workers), "a worker outlived the engine"
     results = json.loads(out.read_text())
     assert results["interrupted"].startswith("signal 15 after")
     assert out.with_suffix(".md").read_text() == results["table"]
@@ -329,3 +339,72 @@ def test_a_step_that_runs_out_of_time_is_noted_and_the_script_goes_on(tmp_path: 
     assert "gpu_tests: exit 124 in" in summary and "timed out: what it saved before stays" in summary, summary
     assert "python: 3." in summary and "torch " in summary, summary
     assert "total:" in summary
+
+
+def _fake_rwkv(folder: Path, hang_above: int) -> None:
+    """A stand-in ``rwkv`` package whose prefill hangs for sequences longer than ``hang_above``."""
+    (folder / "rwkv").mkdir()
+    (folder / "rwkv" / "__init__.py").write_text("")
+    (folder / "rwkv" / "model.py").write_text(
+        "import time\nimport torch\n\n\n"
+        "class RWKV:\n"
+        "    def __init__(self, model, strategy):\n"
+        "        pass\n\n"
+        "    def forward(self, tokens, state):\n"
+        f"        if len(tokens) > {hang_above}:\n"
+        "            time.sleep(300)\n"
+        "        return torch.zeros(8), state\n"
+    )
+
+
+@pytest.mark.slow
+def test_a_worker_out_of_time_hands_back_what_it_measured(tmp_path: Path) -> None:
+    """The rwkv worker timed out at T=8192 used to lose its T=2048 figures with it: each part is
+    now saved as it ends, and a timeout or crash returns them marked partial, with the reason."""
+    import os
+
+    engine = _load()
+    _fake_rwkv(tmp_path, hang_above=100)
+    payload = {
+        "path": str(tmp_path / "w.pth"),
+        "strategy": "cpu fp32",
+        "device": "cpu",
+        "tokens": list(range(300)),
+        "lengths": [32, 200],
+        "reps": 1,
+        "steps": 2,
+        "logits_path": str(tmp_path / "logits.pt"),
+    }
+    env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH", "")]))}
+    answer = engine.run_worker("rwkv", payload, 25, env)
+    assert answer["reason"] == "timed out after 25 s"
+    assert answer["partial"] is True and answer["available"] is True
+    assert set(answer["prefill"]) == {"32"} and answer["prefill"]["32"]["tok_s"] > 0
+    text = engine.table({"plan": {"prefill_lengths": [32, 200], "decode_batches": [1]}, "rwkv": answer})
+    assert "| prefill B=1 T=200 (tok/s) | — | — |" in text
+
+
+def test_fla_failing_keeps_our_op_timing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """fla's own kernels failing (a Triton compile error on sm_90, say) lost our op's timing too."""
+    import types
+
+    import torch
+
+    engine = _load()
+    fla_ops = types.ModuleType("fla.ops.rwkv7")
+
+    def chunk_rwkv7(**kwargs: object) -> object:
+        raise RuntimeError("PassManager::run failed")
+
+    fla_ops.chunk_rwkv7 = chunk_rwkv7  # type: ignore[attr-defined]
+    for name in ("fla", "fla.ops"):
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    monkeypatch.setitem(sys.modules, "fla.ops.rwkv7", fla_ops)
+    # the worker on "cuda" with CPU tensors: only the device name decides whether fla is tried
+    real_inputs = engine.op_inputs
+    monkeypatch.setattr(engine, "op_inputs", lambda T, H, B, device: real_inputs(T, H, B, "cpu"))
+    monkeypatch.setattr(engine, "sync", lambda device: None)
+    with torch.no_grad():
+        answer = engine.worker_fla({"device": "cuda", "T": 8, "H": 1, "reps": 1})
+    assert answer["available"] is False and answer["ours"]["tok_s"] > 0
+    assert answer["reason"] == "fla's chunk_rwkv7 failed (RuntimeError: PassManager::run failed)"
