@@ -1048,6 +1048,7 @@ class Run:
         self.out = out
         self.deadline = deadline
         self.started = time.monotonic()
+        self.min_part_s = 30.0
         self.results: dict[str, Any] = {}
         self.rwkv_build: tuple[subprocess.Popen[Any], Path, float] | None = None
 
@@ -1069,17 +1070,23 @@ class Run:
         if md is not None:
             self.out.with_suffix(".md").write_text(md)
 
-    def part(self, name: str, fn: Callable[[], Any]) -> Any:
+    def part(self, name: str, fn: Callable[[], Any], share: float | None = 0.6) -> Any:
         """Run one part; an exception is recorded under ``name`` as ``{"error": ...}``, not raised.
-        Past the deadline a part is not started (an in-process part cannot be stopped once it
-        runs; ``timeout`` in bench/h200.sh is the hard stop, and every save before it stays)."""
+        Past the deadline a part is not started. ``share``: the part is stopped (``PartTimeout``,
+        by SIGALRM) after that share of the time left when it starts, at least ``min_part_s``, so
+        that one hanging in Python code (a compile, a capture) leaves time to the parts after it;
+        ``None`` for parts that keep their own time (workers). A hang inside a CUDA call returns to
+        Python only with the call; ``timeout`` in bench/h200.sh is the hard stop there, and every
+        save before it stays."""
         start = time.monotonic()
         if self.left() <= 0:
             print(f"[gpu_engine] {name}: skipped, the time limit is reached", file=sys.stderr, flush=True)
             return {"error": "skipped: the time limit was reached"}
         print(f"[gpu_engine] {name} ...", file=sys.stderr, flush=True)
+        limit = None if share is None else max(self.min_part_s, self.left() * share)
         try:
-            value = fn()
+            with _alarm(limit):
+                value = fn()
         except Exception as exc:
             traceback.print_exc()
             value = {"error": f"{type(exc).__name__}: {exc}"}
@@ -1087,6 +1094,33 @@ class Run:
         self.results.setdefault("part_seconds", {})[name] = round(time.monotonic() - start, 2)
         self.save()
         return value
+
+
+class PartTimeout(Exception):
+    """A part ran past its share of the time (:meth:`Run.part`)."""
+
+
+@contextlib.contextmanager
+def _alarm(seconds: float | None) -> Iterator[None]:
+    """Raise :class:`PartTimeout` in the main thread after ``seconds`` (no-op for None, off the
+    main thread, or without SIGALRM); the previous handler is put back."""
+    import signal
+    import threading
+
+    if seconds is None or not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum: int, frame: object) -> None:
+        raise PartTimeout(f"stopped after {seconds:.0f} s, its share of the time left")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _release_device_memory() -> None:
@@ -1199,7 +1233,7 @@ def measure(args: argparse.Namespace, plan: Plan, run: Run, torch: Any) -> int:
     run.results["ours"] = ours
     budget = run.left() / 2  # three attempts at 240 s each would be more than the whole run
     ours["preflight"] = run.part(
-        "ours fast-path preflight (subprocesses)", lambda: preflight(plan, tokens, 240, budget)
+        "ours fast-path preflight (subprocesses)", lambda: preflight(plan, tokens, 240, budget), share=None
     )
     sd = run.part("random weights", lambda: random_base(plan.arch, plan.device, plan.dtype))
     if "error" not in sd:
@@ -1228,6 +1262,7 @@ def measure(args: argparse.Namespace, plan: Plan, run: Run, torch: Any) -> int:
         run.results["rwkv_build"] = run.part(
             "rwkv CUDA build (started at the beginning)",
             lambda: finish_rwkv_build(run.rwkv_build, run.left() - fla_reserve - 90),
+            share=None,
         )
         if isinstance(path, str):
             try:
@@ -1244,7 +1279,9 @@ def measure(args: argparse.Namespace, plan: Plan, run: Run, torch: Any) -> int:
                         "logits_path": str(logits_path),
                     }
                     run.results["rwkv"] = run.part(
-                        "rwkv package", lambda: run_worker("rwkv", payload, run.left() - fla_reserve, rwkv_env(plan))
+                        "rwkv package",
+                        lambda: run_worker("rwkv", payload, run.left() - fla_reserve, rwkv_env(plan)),
+                        share=None,
                     )
                     if run.results["rwkv"].get("available") and logits_path.exists() and not isinstance(model, dict):
                         theirs = torch.load(logits_path)
@@ -1261,7 +1298,7 @@ def measure(args: argparse.Namespace, plan: Plan, run: Run, torch: Any) -> int:
 
     if not args.skip_fla:
         payload = {"device": plan.device, "T": plan.op_seq_len, "H": plan.op_heads, "reps": max(3, plan.reps)}
-        run.results["fla"] = run.part("fla chunk_rwkv7", lambda: run_worker("fla", payload, run.left(), {}))
+        run.results["fla"] = run.part("fla chunk_rwkv7", lambda: run_worker("fla", payload, run.left(), {}), share=None)
     else:
         run.results["fla"] = {"available": False, "reason": "skipped (--skip-fla)"}
     write_table(run, args.out)  # everything the issue asks for; compiling may run into the time limit
@@ -1274,7 +1311,7 @@ def measure(args: argparse.Namespace, plan: Plan, run: Run, torch: Any) -> int:
                 ours["decode_compiled"][str(B)] = {"error": f"skipped ({reason})"}
                 continue
             ours["decode_compiled"][str(B)] = run.part(
-                f"ours decode B={B} compiled", lambda B=B: ours_decode(model, plan, B, compile=True)
+                f"ours decode B={B} compiled", lambda B=B: ours_decode(model, plan, B, compile=True), share=1.0
             )
         write_table(run, args.out)
     print(run.results["table"])

@@ -408,3 +408,22 @@ def test_fla_failing_keeps_our_op_timing(monkeypatch: pytest.MonkeyPatch) -> Non
         answer = engine.worker_fla({"device": "cuda", "T": 8, "H": 1, "reps": 1})
     assert answer["available"] is False and answer["ours"]["tok_s"] > 0
     assert answer["reason"] == "fla's chunk_rwkv7 failed (RuntimeError: PassManager::run failed)"
+
+
+def test_a_part_that_hangs_is_stopped_at_its_share_and_the_next_runs(tmp_path: Path) -> None:
+    """A part hanging in Python code (a compile, a capture) used to run until h200.sh's timeout
+    killed the engine, and every part after it was lost; it is now stopped at its share."""
+    import signal
+    import time
+
+    engine = _load()
+    run = engine.Run(tmp_path / "r.json", time.monotonic() + 100)
+    run.min_part_s = 0.5
+    before = signal.getsignal(signal.SIGALRM)
+    start = time.monotonic()
+    value = run.part("hang", lambda: time.sleep(30), share=0.005)
+    assert time.monotonic() - start < 10
+    assert value["error"].startswith("PartTimeout: stopped after"), value
+    assert run.part("next", lambda: 7) == 7
+    assert run.part("worker", lambda: time.sleep(0.7) or 8, share=None) == 8  # no alarm for workers
+    assert signal.getsignal(signal.SIGALRM) == before
