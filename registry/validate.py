@@ -11,7 +11,9 @@ unchanged registry reads only the small JSON and text files.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import hashlib
 import json
 import math
@@ -20,7 +22,7 @@ import re
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeGuard
@@ -1453,9 +1455,12 @@ def validate_registry(
     root, early = before_validation(path)
     if early is not None:
         return early
-    v = Validator(root, use_cache=use_cache, since=since, progress=progress, cache=cache)
-    v.trusted_keys = list(trusted_keys or [])
-    return run_validator(v, path)
+    with collector_paused():
+        v = Validator(root, use_cache=use_cache, since=since, progress=progress, cache=cache)
+        v.trusted_keys = list(trusted_keys or [])
+        report = run_validator(v, path)
+        del v  # its index, cache and facts are freed here by their reference counts, unscanned by the collector
+    return report
 
 
 def before_validation(path: str | os.PathLike[str]) -> tuple[Path, Report | None]:
@@ -1486,6 +1491,24 @@ def run_validator(v: Validator, path: str | os.PathLike[str]) -> Report:
     v.run()
     sort_findings(v.findings)
     return Report(str(path), v.findings, v.stats)
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector paused for the block (as it was before, after it).
+
+    A validation run builds hundreds of thousands of objects that live until its end (index.json, the cache,
+    the facts of every file) and no garbage cycles worth collecting in between: each automatic collection
+    that their allocation triggers scans them again, for nothing (a twelfth of a warm run at 4,000 entries).
+    Objects are still freed by their reference counts as usual; a cycle made meanwhile is collected after."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 _SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}

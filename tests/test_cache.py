@@ -419,3 +419,31 @@ def test_facts_read_before_a_move_are_cached_only_for_the_same_unwritten_file(tm
     final = tmp_path / "dest" / "moved" / "s.pth"
     assert set(cache.files) == {str(final)}
     assert cache.get(str(final), stat_key(os.stat(final), str(final))) == cases["moved"][1][1]
+
+
+def test_the_collector_is_paused_for_the_run_and_restored(registry: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    from rwkv_registry import validate
+
+    seen: list[bool] = []
+    walk = validate.Validator.walk
+
+    def spy(self: validate.Validator) -> validate.Tree:
+        seen.append(gc.isenabled())
+        return walk(self)
+
+    monkeypatch.setattr(validate.Validator, "walk", spy)
+    assert gc.isenabled()
+    paused = validate_registry(registry)
+    assert seen == [False] and gc.isenabled()  # paused during the run, enabled again after
+    gc.disable()
+    try:
+        assert validate_registry(registry).findings == paused.findings
+        assert seen == [False, False] and not gc.isenabled()  # a caller's own pause is left as it was
+    finally:
+        gc.enable()
+    with pytest.raises(RuntimeError), monkeypatch.context() as m:  # restored when a step raises, too
+        m.setattr(validate.Validator, "walk", lambda self: (_ for _ in ()).throw(RuntimeError("boom")))
+        validate_registry(registry)
+    assert gc.isenabled()
