@@ -23,6 +23,7 @@ import difflib
 import functools
 import hashlib
 import json
+import marshal
 import re
 from collections.abc import MutableMapping
 from importlib import resources
@@ -289,6 +290,20 @@ def _remember(k: str, errs: list[list[Any]], memo: MutableMapping[str, list[list
         memo[k] = errs
 
 
+def _content_key(prefix: str, value: Any) -> str:
+    """The memo's key of ``value`` (a parsed JSON value) under ``prefix`` (schema digest and name): a digest of its
+    ``marshal`` serialization (format 2: no references, so the bytes depend only on the value), which records each
+    value's type (``True``, ``1`` and ``1.0`` differ), every string and number exactly, and keys in their order;
+    ``marshal.loads`` would give the value back, so two values with one key are the same value. About three times
+    faster than ``repr``, which it replaces (half of what finding the changed entry of a 4,000-entry index cost).
+    A value ``marshal`` refuses (no JSON parser makes one) is keyed by its ``repr``, apart."""
+    try:
+        data = b"m\0" + marshal.dumps(value, 2)
+    except ValueError:
+        data = f"r\0{value!r}".encode("utf-8", "surrogatepass")
+    return hashlib.sha256(prefix.encode("utf-8", "surrogatepass") + b"\0" + data).hexdigest()[:40]
+
+
 def schema_errors(
     name: str, instance: Any, *, memo: MutableMapping[str, list[list[Any]]] | None = None
 ) -> list[tuple[str, str]]:
@@ -300,7 +315,7 @@ def schema_errors(
     is its own error, with a "did you mean" suggestion when a known key is close.
 
     The items of an index's ``entries`` are validated one by one and their results remembered by
-    content (``repr`` and the schema digest): in this process, and in ``memo`` when one is given (the
+    content (:func:`_content_key` and the schema digest): in this process, and in ``memo`` when one is given (the
     validation cache keeps it between runs). A remembered item is not validated again; nor is the rest of
     the index (remembered the same way).
     """
@@ -309,19 +324,20 @@ def schema_errors(
     if split is not None and isinstance(instance, dict) and isinstance(instance.get(split[0]), list):
         key, item = split
         digest = schema_digest()
-        # the rest of the document (the array emptied) is remembered the same way, under its own repr: when every
+        # the rest of the document (the array emptied) is remembered the same way, under its own key: when every
         # item is known too, jsonschema is not even imported (validate right after an `add` that recorded its
         # new entries, FactsCache.journal_items)
         rest = {**instance, key: []}
-        k = hashlib.sha256(f"{digest}\0{name}\0{key}=[]\0{rest!r}".encode("utf-8", "surrogatepass")).hexdigest()[:40]
+        k = _content_key(f"{digest}\0{name}\0{key}=[]", rest)
         errs = _recall(k, memo)
         if errs is None:
             errs = [[parts, message] for parts, message in _leaf_errors(_validator(name), rest)]
         _remember(k, errs, memo)
         found = [(parts, message) for parts, message in errs]
         item_validator = None
+        prefix = f"{digest}\0{name}"
         for i, value in enumerate(instance[key]):
-            k = hashlib.sha256(f"{digest}\0{name}\0{value!r}".encode("utf-8", "surrogatepass")).hexdigest()[:40]
+            k = _content_key(prefix, value)
             errs = _recall(k, memo)
             if errs is None:
                 item_validator = item_validator or _validator(name, item)

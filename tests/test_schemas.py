@@ -1148,3 +1148,24 @@ def test_memo_is_keyed_by_content_and_schema():
     schemas._ITEM_MEMO.clear()
     assert schema_errors("index", changed, memo=memo) == []
     schemas._ITEM_MEMO.clear()
+
+
+def test_memo_key_tells_equal_values_of_other_types_apart():
+    """True == 1 == 1.0 in Python, and "1" is the same text in other quotes: the memo's key must still tell them
+    apart (the schema refuses all but the bool), and two copies of one content share a key."""
+    doc = seed_index()
+    memo: dict[str, Any] = {}
+    schemas._ITEM_MEMO.clear()
+    assert schema_errors("index", doc, memo=memo) == []
+    for bad in (1, 1.0, "True", [True], {"x": True}):
+        changed = copy.deepcopy(doc)
+        changed["entries"][0]["recommended"] = bad
+        errors = schema_errors("index", changed, memo=memo)
+        assert [p for p, _ in errors] == ["$.entries[0].recommended"], bad
+    same = copy.deepcopy(doc)
+    keys = set(memo)
+    schemas._ITEM_MEMO.clear()
+    assert schema_errors("index", same, memo=memo) == [] and set(memo) == keys  # nothing new: every key known
+    # the key of a value marshal refuses (no JSON parser makes one) is its repr's, apart from every marshal key
+    odd = schemas._content_key("p", [range(1)])
+    assert odd == schemas._content_key("p", [range(1)]) != schemas._content_key("p", [[0]])
