@@ -271,12 +271,43 @@ def registry_lock(
         lock.release()
 
 
+def tree_files(root: Path, *, sort_dirs: bool = False) -> Iterator[tuple[str, str, os.DirEntry[str]]]:
+    """``(directory, relative prefix, entry)`` of everything under ``root`` that is not a directory, in the order of a
+    top-down ``os.walk(root)`` (with ``sort_dirs``: its directory names sorted) that skips ``.git`` at the top:
+    ``directory`` is os.walk's ``dirpath``, the prefix ``""`` or ``"a/b/"``. A directory that cannot be listed is
+    skipped, and a link to one is not entered, as there. One ``scandir`` per directory and no stat per file (the
+    walk plus a ``Path`` per directory was about 50 ms of every write at 4,000 entries)."""
+
+    def walk(dirpath: str, rel: str, top: bool) -> Iterator[tuple[str, str, os.DirEntry[str]]]:
+        try:
+            entries = list(os.scandir(dirpath))
+        except OSError:
+            return
+        dirs: list[os.DirEntry[str]] = []
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()  # follows a link, as os.walk's
+            except OSError:
+                is_dir = False
+            if not is_dir:
+                yield dirpath, rel, entry
+            elif not (top and entry.name == ".git"):
+                dirs.append(entry)
+        if sort_dirs:
+            dirs.sort(key=lambda e: e.name)
+        for entry in dirs:
+            try:
+                link = entry.is_symlink()  # os.walk asks os.path.islink: a stat, where this reads the listing's type
+            except OSError:
+                link = False  # as os.path.islink
+            if not link:
+                yield from walk(entry.path, f"{rel}{entry.name}/", False)
+
+    return walk(os.fspath(root), "", True)
+
+
 def _temp_files(root: Path) -> list[Path]:
-    found = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        if Path(dirpath) == root and ".git" in dirnames:
-            dirnames.remove(".git")
-        found += [Path(dirpath) / n for n in filenames if n.startswith(TMP_PREFIX)]
+    found = [Path(d) / e.name for d, _, e in tree_files(root) if e.name.startswith(TMP_PREFIX)]
     return [p for p in found if p != root / DIRS_NAME]
 
 

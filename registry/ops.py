@@ -109,19 +109,28 @@ def load_index(root: Path, cache: FactsCache | None = None) -> dict[str, Any]:
 
 
 def _registry_files(root: Path) -> dict[str, Path]:
+    """Every file SHA256SUMS lists (relative POSIX path: its path), in the order of a top-down ``os.walk`` with
+    sorted directories and ``.git`` at the top skipped: what is not a directory (symbolic links excluded, also to
+    directories, which are not entered), but the sums' own files and temporary files. The walk's entries answer
+    without a stat each (``os.walk`` plus a ``Path``, ``relative_to`` and ``is_symlink`` per file cost a sixth of an
+    ``add`` at 4,000 entries)."""
+    from .atomic import tree_files
     from .validate import NOT_SUMMED
 
     out: dict[str, Path] = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        if Path(dirpath) == root and ".git" in dirnames:
-            dirnames.remove(".git")
-        dirnames.sort()
-        for name in filenames:
-            p = Path(dirpath) / name
-            rel = p.relative_to(root).as_posix()
-            if rel in NOT_SUMMED or name.startswith(TMP_PREFIX) or p.is_symlink():
-                continue
-            out[rel] = p
+    here, last = Path(), None
+    for dirpath, rel, entry in tree_files(root, sort_dirs=True):
+        name = entry.name
+        r = f"{rel}{name}"
+        try:
+            link = entry.is_symlink()
+        except OSError:
+            link = False  # as Path.is_symlink
+        if r in NOT_SUMMED or name.startswith(TMP_PREFIX) or link:
+            continue
+        if dirpath is not last:
+            here, last = Path(dirpath), dirpath
+        out[r] = here / name
     return out
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import multiprocessing
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -136,3 +137,63 @@ def test_second_writer_fails_cleanly_when_lock_held(tmp_path: Path) -> None:
         p.join(20)
     with registry_lock(tmp_path, timeout=1):  # released when the holder ends
         pass
+
+
+def _registry_files_by_os_walk(root: Path) -> dict[str, Path]:
+    """What ops._registry_files returned when it was written with os.walk (the reference of the test below)."""
+    from rwkv_registry.validate import NOT_SUMMED
+
+    out: dict[str, Path] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        if Path(dirpath) == root and ".git" in dirnames:
+            dirnames.remove(".git")
+        dirnames.sort()
+        for name in filenames:
+            p = Path(dirpath) / name
+            rel = p.relative_to(root).as_posix()
+            if rel in NOT_SUMMED or name.startswith(TMP_PREFIX) or p.is_symlink():
+                continue
+            out[rel] = p
+    return out
+
+
+def test_registry_files_are_what_os_walk_gave(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rwkv_registry.ops import _registry_files
+
+    root = tmp_path / "reg"
+    for rel in (
+        "index.json", "SHA256SUMS", "SHA256SUMS.sig", "README.md", f"{TMP_PREFIX}x", ".git/HEAD", ".git/objects/ab",
+        "b/z.pth", "b/a.pth", "b/SHA256SUMS", "b/.git/config", f"b/s/{TMP_PREFIX}y", "b/s/v1/train.json",
+        "a/state/v1/s.pth", "a/miss/v1/g/adapter-final.pth", "c d/é ü.json", "Z/x", "_/x",
+    ):  # fmt: skip
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(rel.encode())
+    (root / "a" / "link.pth").symlink_to(root / "b" / "z.pth")
+    (root / "a" / "dirlink").symlink_to(root / "b", target_is_directory=True)
+    (root / "a" / "broken").symlink_to(root / "nowhere")
+    (root / "empty" / "deeper").mkdir(parents=True)
+    for given in (root, tmp_path / "reg" / "." / "", Path(str(root) + "/"), Path("reg"), Path("reg/b/..")):
+        monkeypatch.chdir(tmp_path)
+        got = _registry_files(given)
+        want = _registry_files_by_os_walk(given)
+        assert list(got.items()) == list(want.items())  # same paths, same Path values, same order
+    monkeypatch.chdir(root)
+    assert list(_registry_files(Path(".")).items()) == list(_registry_files_by_os_walk(Path(".")).items())
+    # recover's search for temporary files walks the same way (os.walk's order, unsorted; not under .git)
+    from rwkv_registry.atomic import DIRS_NAME, _temp_files
+
+    for rel in (DIRS_NAME, f"b/{DIRS_NAME}", f".git/{TMP_PREFIX}z", f"b/.git/{TMP_PREFIX}w", f"a/{TMP_PREFIX}v/x"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(b"")
+    (root / "a" / f"{TMP_PREFIX}link").symlink_to(root / "nowhere")
+    for given in (root, Path(".")):
+        by_os_walk = []
+        for dirpath, dirnames, filenames in os.walk(given):
+            if Path(dirpath) == given and ".git" in dirnames:
+                dirnames.remove(".git")
+            by_os_walk += [Path(dirpath) / n for n in filenames if n.startswith(TMP_PREFIX)]
+        assert _temp_files(given) == [p for p in by_os_walk if p != given / DIRS_NAME]
+    assert len(_temp_files(root)) == 5
+    got = _registry_files(root)
+    assert "b/SHA256SUMS" in got and "b/.git/config" in got and "index.json" in got
+    assert not {"SHA256SUMS", "a/link.pth", "a/broken", ".git/HEAD", f"{TMP_PREFIX}x"} & set(got)
