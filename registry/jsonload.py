@@ -27,7 +27,7 @@ import sys
 from array import array
 from itertools import accumulate
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any, BinaryIO, TypeGuard
 
 from rwkv_registry.errors import RegistryError
 from rwkv_registry.rules import RULES
@@ -41,6 +41,7 @@ __all__ = [
     "is_integer",
     "load_json_bytes",
     "load_json_file",
+    "read_at_most",
     "read_json_bytes",
 ]
 
@@ -378,15 +379,24 @@ def read_json_bytes(
     Raises :class:`JsonTooLargeError` (an ``OSError`` too) for an oversize file, and ``OSError``
     when it cannot be read; at most ``max_bytes + 1`` bytes are ever read, even if the file grows.
     """
-    p = Path(path)
     name = display if display is not None else str(path)
-    with p.open("rb") as fh:
+    with open(path, "rb") as fh:
         size = os.fstat(fh.fileno()).st_size
         if size > max_bytes:
             raise JsonTooLargeError(name, size, max_bytes)
-        data = fh.read(max_bytes + 1)
+        data = read_at_most(fh, size, max_bytes + 1)
     if len(data) > max_bytes:
         raise JsonTooLargeError(name, len(data), max_bytes)
+    return data
+
+
+def read_at_most(fh: BinaryIO, size: int, limit: int) -> bytes:
+    """``fh.read(limit)``: the file's bytes up to ``limit``, asked for as ``size`` (its ``fstat`` size) plus one
+    first, then the rest only if the file grew meanwhile. ``read(limit)`` itself allocates ``limit`` bytes before
+    reading: 64 MiB for each small JSON file, two thirds of the time a warm run spent reading 640 train.json."""
+    data = fh.read(min(size + 1, limit))
+    if len(data) == size + 1 and len(data) < limit:  # the file grew since fstat: read on, as read(limit) would
+        data += fh.read(limit - len(data))
     return data
 
 
@@ -411,7 +421,7 @@ def load_json_file(path: str | os.PathLike[str], *, display: str | None = None, 
                 hint="JSON files of the registry are small; check that this is the right file.",
             )
         with p.open("rb") as fh:
-            data = fh.read(max_bytes + 1)  # the file may have grown since stat
+            data = read_at_most(fh, st.st_size, max_bytes + 1)  # the file may have grown since stat
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise JsonLoadError(

@@ -32,7 +32,7 @@ from .arch import state_shape
 from .atomic import JOURNAL_NAME, LOCK_NAME, TMP_PREFIX, registry_around, require_directory
 from .errors import UsageError
 from .facts import FactsCache, FileFacts, gather_facts, sha256_file, stray_state_finding
-from .jsonload import is_finite_number, is_integer
+from .jsonload import is_finite_number, is_integer, read_at_most
 from .rules import Finding, Severity, finding
 from .schemas import schema_digest
 from .sums import SIG_NAME, SUMS_NAME, parse_sums
@@ -339,7 +339,7 @@ class Validator:
         from .jsonload import JsonLoadError, load_json_bytes, read_json_bytes
 
         try:
-            data = read_json_bytes(self.root / rel)  # refuses an oversize file by stat, unread
+            data = read_json_bytes(os.path.join(self.root, rel))  # refuses an oversize file by stat, unread
         except OSError as e:
             self.add(finding("LAY010", rel, f"cannot read: {e.strerror}"))
             return None
@@ -1435,9 +1435,10 @@ def write_in_progress(root: Path) -> bool:
 def _read_bounded(path: str | os.PathLike[str], limit: int) -> bytes | None:
     """The file's bytes, or None when it is larger than ``limit`` (decided by stat, never read)."""
     with open(path, "rb") as f:
-        if os.fstat(f.fileno()).st_size > limit:
+        size = os.fstat(f.fileno()).st_size
+        if size > limit:
             return None
-        return f.read(limit + 1)
+        return read_at_most(f, size, limit + 1)
 
 
 def validate_registry(

@@ -310,3 +310,19 @@ def test_prefilters_still_refuse_depth_and_overflow_in_a_large_document():
     big = {"entries": [*entries, {"x": int("9" * 309)}]}
     assert "integer of 309 digits" in str(refused(json.dumps(big).encode()))
     assert load_json_bytes(json.dumps({"entries": entries}).encode()) == {"entries": entries}
+
+
+def test_read_at_most_is_read_of_the_limit_whatever_the_stat_said() -> None:
+    """The size from fstat only sizes the first read: a file that grew or shrank since gives what read(limit) gives."""
+    import io
+
+    from rwkv_registry.jsonload import read_at_most
+
+    for actual in (0, 1, 2, 5, 9, 10, 11, 50):
+        data = bytes(range(actual))
+        for size in (0, 1, actual - 1, actual, actual + 1, 3 * actual):
+            for limit in (1, 2, 5, 10, 11, 100):
+                if size < 0:
+                    continue
+                got = read_at_most(io.BytesIO(data), size, limit)
+                assert got == io.BytesIO(data).read(limit), (actual, size, limit)
