@@ -23,7 +23,7 @@ from .errors import RefusedError, RegistryIOError, UsageError
 from .facts import FactsCache, FileFacts, compute_facts, gather_facts, sha256_file, stray_state_finding
 from .gitcheck import published_in
 from .lineage import base_date, family_of, superseded
-from .readme import skeleton, update_readme
+from .readme import apply_bodies, render_bodies, skeleton, update_readme
 from .rules import Finding, Severity, finding
 from .sums import SIG_NAME, SUMS_NAME, format_sums
 
@@ -91,13 +91,17 @@ def load_index(root: Path, cache: FactsCache | None = None) -> dict[str, Any]:
     path = root / "index.json"
     if not path.exists():
         raise UsageError(f"{root}: no index.json here", hint="Create a registry with `rwkv-registry init PATH`.")
+    cache = cache or FactsCache(root)
+    known = _known_valid_index(path, cache)
+    if known is not None:
+        return known
     try:
         index = load_json_file(path, display="index.json")
     except JsonLoadError as e:  # its message starts with the file's name
         raise RefusedError(
             e.message, hint="Fix index.json first (`rwkv-registry validate`).", path="index.json"
         ) from None
-    errors = schema_errors("index", index, memo=(cache or FactsCache(root)).items)
+    errors = schema_errors("index", index, memo=cache.items)
     if errors:
         shown = schema_summary(errors)
         raise RefusedError(
@@ -106,6 +110,39 @@ def load_index(root: Path, cache: FactsCache | None = None) -> dict[str, Any]:
             path="index.json",
         )
     return index
+
+
+def _known_valid_index(path: Path, cache: FactsCache) -> dict[str, Any] | None:
+    """index.json parsed by ``json.loads`` when the validation cache holds the verdict of the strict loader and the
+    schema on these very bytes (keyed by their sha256, the schemas and the code, as ``validate`` remembers it), and
+    it found nothing: the strict load and the schema check would give the same value and no error. None otherwise
+    (then the caller judges the bytes itself, with its own messages)."""
+    from .jsonload import read_json_bytes
+    from .validate import json_verdict_key
+
+    try:
+        data = read_json_bytes(path)
+    except OSError:
+        return None
+    if cache.get_json(json_verdict_key("index", hashlib.sha256(data).hexdigest())) != []:
+        return None
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except ValueError:  # only if the cache lies
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _read_back(data: bytes) -> dict[str, Any] | None:
+    """The index.json ``data`` as ``validate`` will read it (the strict loader), or None when it refuses the bytes
+    (``validate`` then reports it; nothing is recorded about them)."""
+    from .jsonload import JsonLoadError, load_json_bytes
+
+    try:
+        value = load_json_bytes(data, path="index.json")
+    except JsonLoadError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _registry_files(root: Path) -> dict[str, Path]:
@@ -216,7 +253,8 @@ def warn_stale_signature(root: Path) -> None:
     )
 
 
-def _readme_for(root: Path, index: dict[str, Any]) -> bytes:
+def _readme_for(root: Path, index: dict[str, Any], bodies: tuple[str, str] | None = None) -> bytes:
+    """README.md with its generated regions rendered from ``index`` (or given as ``bodies``, rendered from it)."""
     path = root / "README.md"
     try:
         text = path.read_text("utf-8") if path.exists() else skeleton()
@@ -228,7 +266,7 @@ def _readme_for(root: Path, index: dict[str, Any]) -> bytes:
         ) from None
     except OSError as e:
         raise RegistryIOError(f"cannot read {path}: {e.strerror or e}", path="README.md") from e
-    new = update_readme(text, index)
+    new = update_readme(text, index) if bodies is None else apply_bodies(text, bodies)
     if new is None:
         raise RefusedError(
             f"{path} has no generated-section markers",
@@ -575,7 +613,7 @@ def add_entry(
     from .atomic import require_registry
     from .jsonload import JsonLoadError, load_json_file
     from .schemas import schema_errors, schema_summary
-    from .validate import json_verdict
+    from .validate import json_verdict, json_verdict_key, readme_verdict, readme_verdict_key
 
     root = Path(path)
     src = Path(file)
@@ -773,8 +811,14 @@ def add_entry(
                     other["recommended"] = False
         _refuse_train_findings(root, train_rel, train_will_be, index, entry, group, train)
         index["entries"].append(entry)
-        _check_index_schema(index, cache.items)
-        texts = {"index.json": dump_json(index), "README.md": _readme_for(root, index)}
+        index_bytes = dump_json(index)
+        # checked and rendered as validate will read it back (the strict loader), so that the verdicts on the
+        # index.json and README.md written can be recorded for the validation that follows (the pre-commit hook)
+        written = _read_back(index_bytes)
+        _check_index_schema(index if written is None else written, cache.items)
+        bodies = render_bodies(index if written is None else written)
+        readme_bytes = _readme_for(root, index, bodies)
+        texts = {"index.json": index_bytes, "README.md": readme_bytes}
         if train_new is not None:
             texts[train_rel] = train_new
         with Transaction(root) as txn:
@@ -783,12 +827,18 @@ def add_entry(
             if _sha256_of(txn.staged[-1][0]) != facts.sha256:
                 raise RegistryIOError(f"{file} changed while it was being added", hint="Run the command again.")
             _publish(root, txn, texts, {rel: facts.sha256}, cache=cache)
-        # the schema results of the entries written (the new one, any whose recommended mark moved) and the verdict
-        # on the train.json written: the validation right after (the pre-commit hook) checks none of them again
+        # the schema results of the entries written (the new one, any whose recommended mark moved) and the verdicts
+        # on the files written: the train.json (strict loader and schema), index.json (the strict loader read it back
+        # above and its schema check found nothing) and README.md (the regions rendered from that very value), as
+        # validate would conclude them: the validation right after (the pre-commit hook) judges none of them again
         verdict = json_verdict("train", train_new, train_rel) if train_new is not None else None
-        cache.journal_items(
-            {k: v for k, v in cache.items.items() if k not in known}, dict([verdict] if verdict else [])
-        )
+        verdicts: dict[str, Any] = dict([verdict] if verdict else [])
+        if written is not None:
+            index_sha = hashlib.sha256(index_bytes).hexdigest()
+            verdicts[json_verdict_key("index", index_sha)] = []
+            readme_sha = hashlib.sha256(readme_bytes).hexdigest()
+            verdicts[readme_verdict_key(readme_sha, index_sha)] = readme_verdict(readme_bytes.decode("utf-8"), bodies)
+        cache.journal_items({k: v for k, v in cache.items.items() if k not in known}, verdicts)
         if displaced is not None:
             displaced.extend(lost_mark)
     return entry

@@ -157,6 +157,20 @@ def _replace(text: str, begin: str, end: str, body: str) -> str | None:
     return text[: i + len(begin)] + "\n" + body + "\n" + text[j:]
 
 
+def render_bodies(index: dict[str, Any]) -> tuple[str, str]:
+    """The two generated regions' bodies (the bases table, the per-base sections) rendered from ``index``."""
+    return render_bases_table(index), render_sections(index)
+
+
+def apply_bodies(text: str, bodies: tuple[str, str]) -> str | None:
+    """The README with its generated regions replaced by ``bodies`` (:func:`render_bodies`); None if a marker is
+    missing."""
+    new = _replace(text, BASES_BEGIN, BASES_END, bodies[0])
+    if new is None:
+        return None
+    return _replace(new, SECTIONS_BEGIN, SECTIONS_END, bodies[1])
+
+
 def update_readme(text: str, index: dict[str, Any]) -> str | None:
     """The README with both generated regions rendered from ``index``; None if a marker is missing."""
     new = _replace(text, BASES_BEGIN, BASES_END, render_bases_table(index))

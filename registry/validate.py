@@ -1240,7 +1240,7 @@ class Validator:
         ]
 
     def check_readme(self, tree: Tree) -> None:
-        from .readme import update_readme
+        from .readme import render_bodies
 
         if "README.md" not in tree.files:
             self.add(finding("RDM001", "README.md", "README.md is missing: `rwkv-registry readme PATH` writes it"))
@@ -1267,11 +1267,12 @@ class Validator:
         # renderer's code: remembered by all three, the README (1.1 MB at 4,000 entries) is not rendered again.
         key = None
         if "index.json" in self.small_hashes and self.schema_digest is not None:
-            key = f"readme:{hashlib.sha256(data).hexdigest()}:{self.small_hashes['index.json']}:{self.schema_digest}"
+            key = readme_verdict_key(
+                hashlib.sha256(data).hexdigest(), self.small_hashes["index.json"], self.schema_digest
+            )
         verdict = self.cache.get_json(key) if key else None
         if verdict not in ("same", "differs", "markers"):
-            new = update_readme(text, self.index)
-            verdict = "markers" if new is None else "same" if new == text else "differs"
+            verdict = readme_verdict(text, render_bodies(self.index))
             if key:
                 self.cache.put_json(key, verdict)
         if verdict == "markers":
@@ -1331,6 +1332,22 @@ def json_verdict(schema: str, data: bytes, rel: str) -> tuple[str, list[list[str
     except JsonLoadError:
         return None
     return json_verdict_key(schema, hashlib.sha256(data).hexdigest()), [list(e) for e in schema_errors(schema, value)]
+
+
+def readme_verdict(text: str, bodies: tuple[str, str]) -> str:
+    """What :meth:`Validator.check_readme` concludes of the README ``text`` given the generated regions' bodies
+    rendered from index.json (:func:`rwkv_registry.readme.render_bodies`): ``"markers"`` (RDM001), ``"differs"``
+    (RDM002) or ``"same"``. ``add`` records it for the README and index.json it wrote, with the bodies it wrote."""
+    from .readme import apply_bodies
+
+    new = apply_bodies(text, bodies)
+    return "markers" if new is None else "same" if new == text else "differs"
+
+
+def readme_verdict_key(readme_sha256: str, index_sha256: str, digests: str | None = None) -> str:
+    """The validation cache's key for :func:`readme_verdict` on the README and index.json of these sha256s, with
+    the schema files' and the code's digests (as :func:`json_verdict_key`)."""
+    return f"readme:{readme_sha256}:{index_sha256}:{digests or f'{schema_digest()}:{code_digest()}'}"
 
 
 @functools.cache

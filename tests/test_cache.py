@@ -447,3 +447,64 @@ def test_the_collector_is_paused_for_the_run_and_restored(registry: Path, monkey
         m.setattr(validate.Validator, "walk", lambda self: (_ for _ in ()).throw(RuntimeError("boom")))
         validate_registry(registry)
     assert gc.isenabled()
+
+
+def test_the_hook_after_an_add_judges_neither_the_index_nor_the_readme_again(
+    reg: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`add` reads the index.json it wrote back with the strict loader, checks and renders that value, and records
+    the verdicts on that index.json and README.md: the validation right after parses neither strictly nor renders
+    the README, and finds what a run without the cache finds. The README verdict is computed, not assumed: a
+    description holding a marker makes the README one that cannot be regenerated the same (RDM002), both ways."""
+    from regtools import state_train, write_state
+
+    from rwkv_registry import jsonload, readme
+    from rwkv_registry.ops import add_entry
+
+    validate_registry(reg)
+    strict, render = jsonload.load_json_bytes, readme.render_bodies
+    judged: list[object] = []
+
+    def strict_spy(data: bytes, **kw: object) -> object:
+        judged.append(kw.get("path"))
+        return strict(data, **kw)  # type: ignore[arg-type]
+
+    def render_spy(index: dict[str, object]) -> tuple[str, str]:
+        judged.append("README.md")
+        return render(index)
+
+    for i, description in enumerate(["plain", "ends <!-- rwkv-registry:sections:end --> here"]):
+        version = f"v{7 + i}"
+        src = write_state(tmp_path / f"n{i}.pth", seed=20 + i)
+        add_entry(reg, src, base=TINY_BASE, data_version=version, train=state_train(version), description=description)
+        judged.clear()
+        with monkeypatch.context() as m:
+            m.setattr(jsonload, "load_json_bytes", strict_spy)
+            m.setattr(readme, "render_bodies", render_spy)
+            cached = _seen(validate_registry(reg))
+        assert "index.json" not in judged and "README.md" not in judged, judged
+        assert cached == _seen(validate_registry(reg, use_cache=False)), description
+    assert ("RDM002", "README.md") in {(c, p) for c, p, _ in cached}
+
+
+def test_writes_use_the_index_verdict_only_for_the_bytes_it_was_given(reg: Path, tmp_path: Path) -> None:
+    """A write reads index.json with json.loads when the cache says the strict loader and the schema accepted these
+    very bytes; bytes changed since (here, a duplicate key) are judged again and refused with the loader's words."""
+    from regtools import state_train, write_state
+
+    from rwkv_registry import jsonload
+    from rwkv_registry.errors import RefusedError
+    from rwkv_registry.ops import add_entry, load_index
+
+    validate_registry(reg)
+    calls: list[object] = []
+    real = jsonload.load_json_file
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(jsonload, "load_json_file", lambda *a, **kw: (calls.append(a[0]), real(*a, **kw))[1])
+        assert load_index(reg) == json.loads((reg / "index.json").read_text("utf-8"))
+        assert calls == []  # the verdict was used
+        text = (reg / "index.json").read_text("utf-8")
+        (reg / "index.json").write_text(text.replace("{", '{"schema_version": 1, ', 1), "utf-8")
+        with pytest.raises(RefusedError, match="duplicate key"):
+            add_entry(reg, write_state(tmp_path / "n.pth"), base=TINY_BASE, data_version="v7", train=state_train("v7"))
+        assert len(calls) == 1  # judged by the strict loader
