@@ -67,7 +67,10 @@ def sha256_file(path: str | os.PathLike[str], progress: Callable[[int], None] | 
     h = hashlib.sha256()
     size = 0
     with open(path, "rb") as f:
-        while chunk := f.read(16 << 20):
+        # read(n) allocates n bytes first: a file under 16 MiB is read in pieces of its own size (at least 64 KiB,
+        # for a file that grows or says 0), not 16 MiB for each of the 640 small train.json a write hashes
+        step = min(16 << 20, max(os.fstat(f.fileno()).st_size + 1, 1 << 16))
+        while chunk := f.read(step):
             h.update(chunk)
             size += len(chunk)
             if progress:
@@ -309,6 +312,7 @@ class FactsCache:
         self._new_files: dict[str, Any] = {}
         self._new_json: dict[str, Any] = {}
         self._seen_items: set[str] = set()
+        self._tuples: dict[str, list[Any]] = {}  # blobs of tensor lists as tuples (get)
         if not enabled:
             return
         directory = cache_dir().resolve()
@@ -404,16 +408,30 @@ class FactsCache:
         if isinstance(item, dict) and item.get("key") == key:
             try:
                 data = dict(item["facts"])
+                shared = None
                 for where, digest in item.get("blobs", {}).items():  # the fields put() replaced, by name
+                    if where == "tensors":  # as FileFacts.from_json makes them, once per blob (read-only)
+                        shared = data["tensors"] = self._tensor_tuples(digest)
+                        continue
                     value = self.blobs[digest]
                     if where == "manifest.targets":
                         data["manifest"] = {**data["manifest"], "targets": value}
                     else:
                         data[where] = value
-                return FileFacts.from_json(data)
+                if shared is None:
+                    data["tensors"] = [tuple(t) for t in data.get("tensors", [])]  # FileFacts.from_json's
+                return FileFacts(**data)
             except (TypeError, KeyError, AttributeError):
                 return None
         return None
+
+    def _tensor_tuples(self, digest: str) -> list[tuple[str, str, list[int]]]:
+        """The blob ``digest`` (a tensor list) as FileFacts holds it, tuples, made once and shared: the adapters of a
+        base and rank all have it (2,400 lists of tuples made again on every warm run at 4,000 entries)."""
+        tuples = self._tuples.get(digest)
+        if tuples is None:
+            tuples = self._tuples[digest] = [tuple(t) for t in self.blobs[digest]]
+        return tuples
 
     def put_read(self, path: str, key: list[Any], facts: FileFacts, started_ns: int) -> None:
         """Cache ``facts`` read from ``path`` under ``key`` (its stat key before the read) unless the file changed

@@ -87,6 +87,14 @@ def test_cached_facts_share_their_big_lists_and_read_back_unchanged(registry: Pa
     assert len(misses) == 2 and misses[0]["blobs"] == misses[1]["blobs"]  # the same shapes: the same blobs
     assert set(misses[0]["blobs"]) == {"tensors", "targets", "manifest.targets"}
     assert all(v["facts"]["targets"] is None for v in misses)
+    # the tensors blob is made tuples once and shared by the adapters that have it; a blob that is no tensor list
+    # (an edit) is a miss, as before
+    got = [again.get(p, [i]) for i, (p, f) in enumerate(computed.items()) if f.method == "miss"]
+    assert got[0] is not None and got[1] is not None and got[0].tensors is got[1].tensors
+    digest = misses[0]["blobs"]["tensors"]
+    poisoned = FactsCache(tmp_path / "elsewhere")
+    poisoned.blobs[digest] = [1, 2, 3, 4]
+    assert [poisoned.get(p, [i]) for i, (p, f) in enumerate(computed.items()) if f.method == "miss"] == [None, None]
     # a blob gone (a cache from elsewhere, an edit): a miss, recomputed, never a half-read fact
     stored["blobs"] = {}
     again.path.write_text(json.dumps(stored))

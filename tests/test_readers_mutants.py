@@ -780,6 +780,13 @@ def test_sha256_file_counts_every_chunk(tmp_path: Path) -> None:
     seen: list[int] = []
     assert sha256_file(p, seen.append) == (hashlib.sha256(data).hexdigest(), len(data))
     assert sum(seen) == len(data) and len(seen) == 2
+    # small files are read in pieces of their own size (at least 64 KiB): whole, whatever the size
+    for size in (0, 1, (1 << 16) - 1, 1 << 16, (1 << 16) + 1, 3 << 20):
+        data = bytes(i % 251 for i in range(size))
+        p.write_bytes(data)
+        seen.clear()
+        assert sha256_file(p, seen.append) == (hashlib.sha256(data).hexdigest(), size)
+        assert sum(seen) == size and len(seen) == (1 if size else 0)
 
 
 def test_state_values_are_scanned_in_every_dtype(tmp_path: Path) -> None:
