@@ -183,14 +183,37 @@ class _ReadSpy:
 
 @pytest.mark.parametrize("reader", [load_json_file, read_json_bytes])
 def test_a_file_is_read_with_a_bound_even_if_it_grew_since_stat(tmp_path: Path, monkeypatch: Any, reader: Any) -> None:
-    # J35: never read() without a size: a file that grows after stat (or a lying stat) stays bounded
+    # J35: never read() without a size: a file that grows after stat (or a lying stat) stays bounded. The first read
+    # asks for stat's size + 1 (read(n) allocates n bytes first); only a file that grew is read on, to the limit.
+    import builtins
+
+    from rwkv_registry import jsonload
+
     p = tmp_path / "x.json"
     p.write_bytes(b"[1]")
     sizes: list[int] = []
     real_open = Path.open
     monkeypatch.setattr(Path, "open", lambda self, *a, **kw: _ReadSpy(real_open(self, *a, **kw), sizes))
-    reader(p, max_bytes=10)
-    assert sizes == [11]
+
+    def spy_open(f: Any, *a: Any, **kw: Any) -> _ReadSpy:
+        return _ReadSpy(builtins.open(f, *a, **kw), sizes)  # closed by the spy's __exit__
+
+    monkeypatch.setattr(jsonload, "open", spy_open, raising=False)
+    assert reader(p, max_bytes=10) in ([1], b"[1]")
+    assert sizes == [4]
+    sizes.clear()
+    grow = _ReadSpy.read
+
+    def growing(self: _ReadSpy, n: int = -1) -> bytes:
+        if not self.sizes:
+            with builtins.open(p, "ab") as f:
+                f.write(b" " * 20)  # after stat, before the read
+        return grow(self, n)
+
+    monkeypatch.setattr(_ReadSpy, "read", growing)
+    with pytest.raises(JsonLoadError, match="11 bytes, over the limit of 10"):
+        reader(p, max_bytes=10)
+    assert sizes == [4, 7]  # read on to the limit + 1, never past it
 
 
 def test_read_json_bytes_bounds_the_read_even_when_stat_lies(tmp_path: Path, monkeypatch: Any) -> None:
