@@ -26,6 +26,7 @@ from .lineage import base_date, family_of, superseded
 from .readme import apply_bodies, render_bodies, skeleton, update_readme
 from .rules import Finding, Severity, finding
 from .sums import SIG_NAME, SUMS_NAME, format_sums
+from .validate import collector_paused
 
 GITATTRIBUTES = """# Every file is hashed into SHA256SUMS: text files keep LF line ends on every checkout, whatever
 # core.autocrlf says (a CRLF checkout would change their sha256).
@@ -383,6 +384,7 @@ def read_base_architecture(path: Path) -> dict[str, Any]:
         raise UsageError(f"{path}: {e.message}", hint=e.hint, path=str(path)) from None
 
 
+@collector_paused()
 def add_base(
     path: str | os.PathLike[str],
     *,
@@ -585,6 +587,7 @@ def check_weight_file(facts: FileFacts, base: dict[str, Any], display: str) -> l
     return v.findings
 
 
+@collector_paused()
 def add_entry(
     path: str | os.PathLike[str],
     file: str | os.PathLike[str],
@@ -1115,6 +1118,7 @@ def check_sums(path: str | os.PathLike[str]) -> list[Finding]:
     return [f for f in v.findings if f.code.startswith(("HSH", "SCH004"))]
 
 
+@collector_paused()
 def write_readme(path: str | os.PathLike[str], *, reset: bool = False) -> None:
     """Regenerate README.md's generated sections (``reset``: start from the skeleton)."""
     root = Path(path)

@@ -455,6 +455,16 @@ def test_the_collector_is_paused_for_the_run_and_restored(registry: Path, monkey
         m.setattr(validate.Validator, "walk", lambda self: (_ for _ in ()).throw(RuntimeError("boom")))
         validate_registry(registry)
     assert gc.isenabled()
+    # the writes that read the whole index too: add, here
+    from regtools import state_train, write_state
+
+    from rwkv_registry import ops
+
+    compute = ops.compute_facts
+    monkeypatch.setattr(ops, "compute_facts", lambda p: (seen.append(gc.isenabled()), compute(p))[1])
+    src = write_state(registry.parent / "n.pth", seed=5)
+    ops.add_entry(registry, src, base=TINY_BASE, data_version="v7", train=state_train("v7"))
+    assert seen[-1] is False and gc.isenabled()
 
 
 def test_the_hook_after_an_add_judges_neither_the_index_nor_the_readme_again(
