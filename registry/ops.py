@@ -462,7 +462,8 @@ def add_base(
         )
     family = family or family_of(name)
     with registry_lock(root):
-        index = load_index(root)
+        cache = FactsCache(root)  # read once: the index's verdict and its entries' schema results
+        index = load_index(root, cache)
         if any(b["name"] == name for b in index["bases"]):
             raise RefusedError(
                 f"base {name!r} already exists", hint="Choose another --name; old bases are never changed."
@@ -498,7 +499,7 @@ def add_base(
             for b in index["bases"]:
                 if b["name"] in older and b.get("status") == "active":
                     b["status"] = "frozen"
-        _check_index_schema(index)
+        _check_index_schema(index, cache.items)
         texts = {
             "index.json": dump_json(index),
             "README.md": _readme_for(root, index),
@@ -506,7 +507,7 @@ def add_base(
             f"{name}/miss/.gitkeep": b"",
         }
         with Transaction(root) as txn:
-            _publish(root, txn, texts)
+            _publish(root, txn, texts, cache=cache)
     return index["bases"][-1]
 
 
@@ -980,9 +981,10 @@ def update_index(
     """
     root = Path(path)
     with registry_lock(root):
-        index = load_index(root)
+        cache = FactsCache(root)  # read once: the index's verdict and its entries' schema results
+        index = load_index(root, cache)
         edit(index)
-        _check_index_schema(index)
+        _check_index_schema(index, cache.items)
         if readme_template is not None:
             readme = update_readme(readme_template, index)
             if readme is None:
@@ -992,7 +994,11 @@ def update_index(
             readme_bytes = _readme_for(root, index)
         with Transaction(root) as txn:
             _publish(
-                root, txn, {"index.json": dump_json(index), "README.md": readme_bytes}, warn_signature=warn_signature
+                root,
+                txn,
+                {"index.json": dump_json(index), "README.md": readme_bytes},
+                warn_signature=warn_signature,
+                cache=cache,
             )
     return index
 
