@@ -1353,16 +1353,21 @@ def readme_verdict_key(readme_sha256: str, index_sha256: str, digests: str | Non
 @functools.cache
 def code_digest() -> str:
     """SHA-256 over the source of the modules whose code decides what the validation cache remembers of a JSON
-    file or the README (the strict loader, the schema messages, the README renderer, this module): part of every
-    such cache key, so an edited checkout never trusts an answer of the code before the edit."""
+    file or the README (the strict loader, the schema messages, the README renderer, this module, and ``ops``,
+    whose ``add`` records the verdicts on the index.json and README.md it wrote): part of every such cache key, so
+    an edited checkout never trusts an answer of the code before the edit. ``ops`` is read beside this module,
+    not imported (a validation does not load it)."""
     from . import jsonload, readme, schemas
 
     h = hashlib.sha256(__version__.encode())
-    for module in (jsonload, schemas, readme, sys.modules[__name__]):
+    here = sys.modules[__name__]
+    sources = [(m.__name__, m.__file__) for m in (jsonload, schemas, readme, here)]
+    sources.append((f"{__package__}.ops", str(Path(str(here.__file__)).with_name("ops.py"))))
+    for name, file in sources:
         try:
-            h.update(Path(str(module.__file__)).read_bytes())
+            h.update(Path(str(file)).read_bytes())
         except (OSError, TypeError):  # no source beside the module: its version is the key
-            h.update(f"{module.__name__}\0unreadable".encode())
+            h.update(f"{name}\0unreadable".encode())
     return h.hexdigest()
 
 

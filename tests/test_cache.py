@@ -549,3 +549,27 @@ def test_writes_after_a_validation_check_no_known_entry_against_the_schema(
     schemas._ITEM_MEMO.clear()
     update_index(reg, lambda index: index["registry"].update(title="new title"))
     assert len(checked) == 1 and "entries" in checked[0]  # type: ignore[operator]
+
+
+def test_the_code_digest_covers_the_writer_that_records_verdicts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`add` (rwkv_registry.ops) records verdicts on the files it wrote: its source is part of the code digest, read
+    beside validate.py (a validation does not import it)."""
+    import sys
+
+    from rwkv_registry import validate as v
+
+    v.code_digest.cache_clear()
+    first = v.code_digest()
+    read = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda p: read(p) + (b"# edited" if p.name == "ops.py" else b""))
+    v.code_digest.cache_clear()
+    try:
+        assert v.code_digest() != first
+    finally:
+        monkeypatch.undo()
+        v.code_digest.cache_clear()
+    assert v.code_digest() == first
+    probe = "import sys, rwkv_registry.validate as v; v.code_digest(); print('rwkv_registry.ops' in sys.modules)"
+    import subprocess
+
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.strip() == "False"
