@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import importlib.util
+import logging
 import shutil
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,6 +33,18 @@ from regtools import build_registry  # noqa: E402
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every test gets its own validation cache directory, outside any registry."""
     monkeypatch.setenv("RWKV_REGISTRY_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+
+
+@pytest.fixture(autouse=True)
+def _hub_log_stream() -> Iterator[None]:
+    """huggingface_hub gives its logger a handler on the ``sys.stderr`` of the moment it is first imported: in a
+    test, ``capsys``'s stream, closed at the end of that test. A later test's retry warnings then print "--- Logging
+    error ---" and a traceback into its own captured output. After each test the handler writes to the stderr of
+    the session again (a command line has one stderr only; this is the tests' doing, not the tool's)."""
+    yield
+    for handler in logging.getLogger("huggingface_hub").handlers:
+        if type(handler) is logging.StreamHandler:
+            handler.stream = sys.stderr  # not setStream: it flushes the old stream, closed by now
 
 
 @pytest.fixture
