@@ -1,18 +1,38 @@
 """Tests from a mutation audit of the demo's training path: ``casegen`` (the shipped case files),
 ``chunked`` (the WKV-7 used while training) and ``train_tiny`` (the tiny State and MiSS). Each test
-failed on at least one hand-made mutant that the rest of the suite let live: a case file written
-into a missing folder or under the wrong name, the chunked WKV with another chunk size, bf16
-inputs or ``state_out``, ..."""
+fails on at least one hand-made mutant, most of them mutants the rest of the suite let live: a case
+file written into a missing folder or under the wrong name, the chunked WKV with another chunk size
+or without ``state_out``, a cache key blind to a source file, a training batch scoring the wrong
+position, a MiSS trained with another scale than inference applies, cached weights reused when a
+file is missing, ..."""
 
 from __future__ import annotations
+
+import hashlib
+import shutil
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 import torch
 
 from rwkv_registry.kernels.wkv7 import wkv7_naive
-from rwkv_registry.model.smoke import casegen
+from rwkv_registry.miss import tensor_name
+from rwkv_registry.model import RWKV7, get_profile, get_tokenizer
+from rwkv_registry.model.miss import TARGET_MODULES, MissAdapter, load_miss
+from rwkv_registry.model.smoke import casegen, train_tiny
 from rwkv_registry.model.smoke.chunked import wkv7_chunked
-from rwkv_registry.smoke_cases import DEFAULT_CASES, TINY_CASES, builtin_path
+from rwkv_registry.model.smoke.prompt import ANSWER_PREFIX, THINK_CLOSE, PromptBuilder
+from rwkv_registry.model.smoke.train_tiny import (
+    TrainConfig,
+    build_tiny_weights,
+    cache_key,
+    demo_base_tensors,
+    train_miss,
+    training_batch,
+)
+from rwkv_registry.model.tiny import miss_in_out, save_tensors, tiny_base_tensors, tiny_config
+from rwkv_registry.smoke_cases import DEFAULT_CASES, TINY_CASES, builtin_path, load_cases
 
 # ---------------------------------------------------------------------------------- casegen
 
@@ -79,3 +99,203 @@ def test_chunked_wkv_writes_the_final_state_into_state_out():
     assert torch.equal(state, before)  # the incoming state is left alone
     y_same, s_same = wkv7_chunked(*leaves)
     assert torch.equal(y_same, y) and torch.equal(s_same, out)
+
+
+# ---------------------------------------------------------------------------------- train_tiny
+
+
+def test_cache_key_follows_the_case_file_and_the_torch_release_not_its_build_tag(tmp_path, monkeypatch):
+    config = TrainConfig()
+    key = cache_key(config)
+    assert cache_key(config, builtin_path(TINY_CASES)) == key
+    edited = tmp_path / "cases.jsonl"
+    edited.write_bytes(builtin_path(TINY_CASES).read_bytes() + b"\n")
+    assert cache_key(config, edited) != key
+    release = torch.__version__.split("+")[0]
+    monkeypatch.setattr(torch, "__version__", release + "+cu999")
+    assert cache_key(config) == key  # a CPU or CUDA build of one release trains the same bytes
+    monkeypatch.setattr(torch, "__version__", "1.0.0")
+    assert cache_key(config) != key
+
+
+def test_cache_key_follows_the_model_and_smoke_sources_not_their_location(tmp_path, monkeypatch):
+    model_dir = Path(train_tiny.__file__).resolve().parents[1]
+    copy = tmp_path / "model"
+    (copy / "smoke").mkdir(parents=True)
+    for src in model_dir.glob("*.py"):
+        shutil.copy(src, copy / src.name)
+    for src in (model_dir / "smoke").glob("*.py"):
+        shutil.copy(src, copy / "smoke" / src.name)
+    config = TrainConfig()
+    key = cache_key(config)
+    monkeypatch.setattr(train_tiny, "__file__", str(copy / "smoke" / "train_tiny.py"))
+    assert cache_key(config) == key
+    for edited in (copy / "rwkv7.py", copy / "smoke" / "prompt.py"):
+        original = edited.read_bytes()
+        edited.write_bytes(original + b"\n# edited\n")
+        assert cache_key(config) != key, edited
+        edited.write_bytes(original)
+    assert cache_key(config) == key
+
+
+def test_demo_base_has_the_decays_the_docstring_describes():
+    config = TrainConfig()
+    tensors = demo_base_tensors(config)
+    plain = tiny_base_tensors(tiny_config(n_layer=config.n_layer, n_embd=config.n_embd), seed=config.seed)
+    assert tensors.keys() == plain.keys()
+    changed = set()
+    for i in range(config.n_layer):
+        for head in tensors[f"blocks.{i}.att.w0"].reshape(-1, 64):
+            assert torch.all(head[0::2] == config.w0_slow)  # every other channel slow
+            fast = head[1::2]
+            assert float(fast[0]) == config.w0_fast[0] and float(fast[-1]) == config.w0_fast[1]
+            assert torch.all(fast.diff() < 0)  # spread from fast (0) to slower (-4)
+        a0 = f"blocks.{i}.att.a0"
+        assert torch.allclose(tensors[a0], plain[a0] + config.a0_shift)
+        changed |= {f"blocks.{i}.att.w0", a0}
+    assert all(torch.equal(tensors[k], plain[k]) for k in plain.keys() - changed)
+
+
+@pytest.mark.parametrize("profile", ["g1k", "g1k-think"])
+def test_training_batch_teacher_forces_each_case_s_expected_answer(profile):
+    tok = get_tokenizer()
+    builder = PromptBuilder(get_profile(profile), tok)
+    cases = list(load_cases(builtin_path(TINY_CASES)).cases)
+    batch = training_batch(builder, cases)
+    lead = tok.encode(THINK_CLOSE + ANSWER_PREFIX) if builder.thinks else []
+    assert batch.tokens.shape[0] == len(cases)
+    for i, case in enumerate(cases):
+        prompt = builder.think_prompt(case) if builder.thinks else builder.call_prompt(case)
+        assert batch.prefix == list(prompt.prefix)
+        want = list(lead) + list(builder.completion_ids(case))
+        mine = batch.rows == i
+        cols, targets = batch.cols[mine], batch.targets[mine]
+        assert targets.tolist() == want  # the whole answer (and, thinking, what closes the thought)
+        n = len(prompt.suffix)
+        assert batch.tokens[i, :n].tolist() == list(prompt.suffix)
+        assert cols.tolist() == list(range(n - 1, n - 1 + len(want)))  # logits at j - 1 predict token j
+        assert batch.tokens[i, cols + 1].tolist() == want
+        assert not batch.tokens[i, n + len(want) :].any()  # right-padded with 0
+
+
+def test_training_batch_refuses_cases_with_different_system_turns():
+    builder = PromptBuilder(get_profile("g1k"), get_tokenizer())
+    tiny = load_cases(builtin_path(TINY_CASES)).cases[0]
+    desk = load_cases().cases[0]
+    with pytest.raises(ValueError, match="one System turn"):
+        training_batch(builder, [tiny, desk])
+
+
+def _forward(model: RWKV7, tokens: torch.Tensor) -> torch.Tensor:
+    with torch.no_grad():
+        return model(tokens, full_output=True)[0]
+
+
+def test_a_trained_miss_means_at_inference_what_it_meant_in_training(monkeypatch):
+    """train_miss's own forward (W + scale * D[:, k % r]) and the model's MiSS agree on the D it returns,
+    and the model gets its own linear maps back."""
+    config = replace(TrainConfig(), miss_rank=4, miss_alpha=12.0)
+    cfg = tiny_config(n_layer=2, n_embd=128, vocab=512)
+    model = RWKV7.from_state_dict(tiny_base_tensors(cfg, seed=1))
+    tokens = torch.tensor([[5, 17, 300, 2, 99, 401]])
+    plain = _forward(model, tokens)
+    seen: dict[str, torch.Tensor] = {}
+
+    def fake_fit(model_, batch, params, hidden, *args, **kwargs) -> float:
+        g = torch.Generator().manual_seed(0)
+        with torch.no_grad():
+            for p in params:
+                p.copy_(torch.randn(p.shape, generator=g) * 0.02)
+        seen["logits"] = _forward(model_, tokens)
+        return 0.0
+
+    monkeypatch.setattr(train_tiny, "_fit", fake_fit)
+    d = train_miss(model, None, config, lambda m: None)  # type: ignore[arg-type]  # fake_fit ignores the batch
+    assert len(d) == cfg.n_layer * len(TARGET_MODULES)
+    assert not torch.allclose(seen["logits"], plain, atol=1e-3)  # the D changed what the model computes
+    assert torch.equal(_forward(model, tokens), plain)  # the base is back, unadapted
+    in_features = {name: miss_in_out(cfg, name.split(".", 2)[2][: -len(".D")])[0] for name in d}
+    adapter = MissAdapter.from_tensors(d, in_features, rank=config.miss_rank, alpha=config.miss_alpha)
+    model.apply_miss(adapter, "fly", force=True)
+    assert torch.allclose(_forward(model, tokens), seen["logits"], atol=1e-4, rtol=1e-4)
+
+
+def test_written_miss_holds_the_trained_tensors_in_bf16(tmp_path):
+    config = replace(TrainConfig(), miss_rank=4, miss_alpha=12.0)
+    cfg = tiny_config(n_layer=1, n_embd=128, vocab=512)
+    base = save_tensors(tmp_path / "base.pth", tiny_base_tensors(cfg))
+    g = torch.Generator().manual_seed(4)
+    d = {tensor_name(0, t): torch.randn(miss_in_out(cfg, t)[1], config.miss_rank, generator=g) for t in TARGET_MODULES}
+    train_tiny._write_miss(tmp_path / "m.pth", d, base, config, cfg)
+    adapter = load_miss(tmp_path / "m.pth")
+    assert adapter.rank == config.miss_rank and adapter.alpha == config.miss_alpha
+    assert adapter.base_fingerprint == hashlib.sha256(base.read_bytes()).hexdigest()
+    got = {t.name: t for t in adapter.targets}
+    assert got.keys() == d.keys()
+    for name, D in d.items():
+        assert got[name].D.dtype == torch.bfloat16 and torch.equal(got[name].D, D.to(torch.bfloat16))
+        assert got[name].in_features == miss_in_out(cfg, got[name].target)[0]
+
+
+@pytest.fixture
+def fake_training(monkeypatch):
+    """build_tiny_weights with a training step that only writes its file (or fails when told)."""
+    calls: list[str] = []
+    fail: list[bool] = [False]
+
+    def fake_part(part: str, base: str, out: str, config: TrainConfig) -> list[str]:
+        if fail[0]:
+            raise RuntimeError("training broke")
+        calls.append(part)
+        Path(out).write_bytes(part.encode())
+        return [f"{part} trained"]
+
+    monkeypatch.setattr(train_tiny, "_train_part", fake_part)
+    return calls, fail
+
+
+def test_cached_weights_are_reused_only_when_complete_and_recorded(tmp_path, fake_training):
+    calls, fail = fake_training
+    config = replace(TrainConfig(), n_embd=64)
+    out = tmp_path / "w"
+    first = build_tiny_weights(out, config=config, parallel=False)
+    assert not first.reused and calls == ["state", "miss"]
+    assert build_tiny_weights(out, config=config, parallel=False).reused
+    first.state.unlink()  # a file gone: train again
+    again = build_tiny_weights(out, config=config, parallel=False)
+    assert not again.reused and again.state.is_file()
+    for manifest in ("{", "[1]", '{"key": 1}', "{}"):  # damaged manifests: train again, no traceback
+        (out / "manifest.json").write_text(manifest)
+        assert not build_tiny_weights(out, config=config, parallel=False).reused, manifest
+    assert calls == ["state", "miss"] * 6
+    fail[0] = True
+    first.miss.unlink()
+    with pytest.raises(RuntimeError, match="training broke"):
+        build_tiny_weights(out, config=config, parallel=False)
+    assert not (out / "manifest.json").exists()  # a failed run leaves nothing that looks reusable
+
+
+def test_a_failing_worker_is_reported_naming_its_part(tmp_path):
+    job = ("miss", str(tmp_path / "no-base.pth"), str(tmp_path / "out.pth"), TrainConfig())
+    with pytest.raises(RuntimeError, match=r"training the tiny weights failed \(miss\)"):
+        train_tiny._run_parts_in_processes([job])
+    assert not (tmp_path / "out.pth").exists()
+
+
+def test_main_without_exactly_one_folder_is_a_usage_error(capsys):
+    assert train_tiny.main([]) == 2
+    assert train_tiny.main(["a", "b"]) == 2
+    assert "usage:" in capsys.readouterr().err
+
+
+def test_training_in_process_leaves_threads_and_the_model_s_wkv_as_it_found_them(tmp_path):
+    import rwkv_registry.model.time_mix as time_mix
+
+    config = replace(TrainConfig(), state_steps=1, miss_steps=1)
+    base = save_tensors(tmp_path / "base.pth", demo_base_tensors(config))
+    wkv = time_mix.wkv7
+    torch.set_num_threads(2)  # the autouse fixture restores its own value afterwards
+    lines = train_tiny._train_part("state", str(base), str(tmp_path / "s.pth"), config)
+    assert lines and "State: step 1/1" in lines[0]
+    assert torch.get_num_threads() == 2
+    assert time_mix.wkv7 is wkv
