@@ -29,6 +29,7 @@ from rwkv_registry.model.smoke.train_tiny import (
     cache_key,
     demo_base_tensors,
     train_miss,
+    train_state,
     training_batch,
 )
 from rwkv_registry.model.tiny import miss_in_out, save_tensors, tiny_base_tensors, tiny_config
@@ -202,6 +203,7 @@ def test_a_trained_miss_means_at_inference_what_it_meant_in_training(monkeypatch
     seen: dict[str, torch.Tensor] = {}
 
     def fake_fit(model_, batch, params, hidden, *args, **kwargs) -> float:
+        assert params and not any(p.any() for p in params)  # trained from zero
         g = torch.Generator().manual_seed(0)
         with torch.no_grad():
             for p in params:
@@ -218,6 +220,29 @@ def test_a_trained_miss_means_at_inference_what_it_meant_in_training(monkeypatch
     adapter = MissAdapter.from_tensors(d, in_features, rank=config.miss_rank, alpha=config.miss_alpha)
     model.apply_miss(adapter, "fly", force=True)
     assert torch.allclose(_forward(model, tokens), seen["logits"], atol=1e-4, rtol=1e-4)
+
+
+def test_the_state_starts_from_zero_and_learns_through_the_system_turn(monkeypatch):
+    """The State's loss reaches it through the shared System prefix (the prefix runs with gradient)."""
+    config = TrainConfig()
+    model = RWKV7.from_state_dict(demo_base_tensors(config))
+    cases = list(load_cases(builtin_path(TINY_CASES)).cases)
+    batch = training_batch(PromptBuilder(get_profile("g1k"), get_tokenizer()), cases)
+    seen: dict[str, list[torch.Tensor]] = {}
+
+    def fake_fit(model_, batch_, params, hidden, *args, **kwargs) -> float:
+        seen["start"] = [p.detach().clone() for p in params]
+        hidden().square().sum().backward()
+        seen["grad"] = [p.grad for p in params]
+        return 0.0
+
+    monkeypatch.setattr(train_tiny, "_fit", fake_fit)
+    s0 = train_state(model, batch, config, lambda m: None)
+    cfg = model.config
+    assert s0.shape == (cfg.n_layer, cfg.n_head, cfg.head_size, cfg.head_size)
+    assert not any(t.any() for t in seen["start"])
+    [grad] = seen["grad"]
+    assert grad is not None and all(grad[i].abs().sum() > 0 for i in range(cfg.n_layer))
 
 
 def test_written_miss_holds_the_trained_tensors_in_bf16(tmp_path):
@@ -260,6 +285,9 @@ def test_cached_weights_are_reused_only_when_complete_and_recorded(tmp_path, fak
     out = tmp_path / "w"
     first = build_tiny_weights(out, config=config, parallel=False)
     assert not first.reused and calls == ["state", "miss"]
+    base = torch.load(first.base, weights_only=True)
+    assert base.keys() == demo_base_tensors(config).keys()
+    assert {t.dtype for t in base.values()} == {torch.bfloat16}  # a G1-format base file, as released
     assert build_tiny_weights(out, config=config, parallel=False).reused
     first.state.unlink()  # a file gone: train again
     again = build_tiny_weights(out, config=config, parallel=False)
