@@ -658,3 +658,56 @@ def test_train_times_final_lr_and_base_revision(reg: Path) -> None:
     cat = Catalog(reg)
     b = dict(cat.base(TINY_BASE) or {}, source={"repo": "BlinkDL/rwkv7-g1", "file": "x.pth", "revision": "abc123"})
     assert "source BlinkDL/rwkv7-g1: x.pth@abc123" in flat(plain(render_base_info(cat, b)))
+
+
+# --- third audit (mut4, hand-made mutants G01-G84 of catalog.py) ------------------------------------------
+
+
+def test_an_unknown_status_never_outranks_a_known_one() -> None:
+    """G01: a status outside STATUSES ranks below every known one."""
+    from rwkv_registry.catalog import worst_status
+
+    assert worst_status(["ok", "stale"]) == "ok" and worst_status(["stale", "warning"]) == "warning"
+    assert worst_status(["stale"]) == "unchecked"
+
+
+def test_score_delta_is_rounded_to_what_was_recorded() -> None:
+    """G36: 52.2 - 46.0 is 6.2, not 6.200000000000003."""
+    from rwkv_registry.catalog import ScoreDelta
+
+    d = ScoreDelta("exam", "percent", score(46.0, "2026-10-01"), score(52.2, "2026-10-01"))
+    assert d.delta == 6.2 and json.dumps(d.delta) == "6.2"
+    assert ScoreDelta("exam", "percent", score(46.0, "2026-10-01"), None).delta is None
+
+
+def test_smoke_categories_show_the_base_s_own_tally() -> None:
+    """N26: each category's base tally is the base's, and unknown when the base has none."""
+    entry = {"solved": 5, "total": 6, "by_category": {"easy-selection": {"solved": 3, "total": 3}}}
+    entry["by_category"]["abstention"] = {"solved": 2, "total": 3}
+    base = {"solved": 0, "total": 6, "by_category": {"easy-selection": {"solved": 1, "total": 3}}}
+    record = {"verdict": "pass", "entry_score": entry, "base_score": base}
+    text = flat(plain(render_smoke({"smoke": [record]})))
+    assert "easy-selection: 3/3 (base 1/3)" in text and "abstention: 2/3 (base ?/?)" in text
+
+
+def test_the_links_label_is_written_once(reg: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """N36: two links under one "links" label."""
+    links = [{"title": "Reports", "url": "docs/"}, {"title": "Data", "url": "data/"}]
+    edit_index(reg, lambda index: index.__setitem__("links", links))
+    assert main(["show", "--path", str(reg)]) == 0
+    assert "links Reports: docs/ Data: data/" in flat(capsys.readouterr().out)
+
+
+def test_an_entry_s_charts_are_the_benchmarks_it_was_scored_on(reg: Path) -> None:
+    """G65: a benchmark only the base (or another entry) has gets no chart on an entry."""
+
+    def edit(index: dict) -> None:
+        index["bases"][0]["scores"] = [score(30.0, "2026-10-01", benchmark="other")]
+        by_id = {e["id"]: e for e in index["entries"]}
+        by_id["v2-r4-a"]["scores"] = [score(52.2, "2026-10-17")]
+
+    edit_index(reg, edit)
+    cat = Catalog(reg)
+    assert cat.benchmarks(TINY_BASE, ["v2-r4-a"]) == [("exam", "percent")]
+    assert [c["benchmark"] for c in cat.describe(cat.entry("v2-r4-a"))["charts"]] == ["exam"]
+    assert ("other", "percent") in cat.benchmarks(TINY_BASE)  # the base's own view keeps it
