@@ -711,3 +711,24 @@ def test_an_entry_s_charts_are_the_benchmarks_it_was_scored_on(reg: Path) -> Non
     assert cat.benchmarks(TINY_BASE, ["v2-r4-a"]) == [("exam", "percent")]
     assert [c["benchmark"] for c in cat.describe(cat.entry("v2-r4-a"))["charts"]] == ["exam"]
     assert ("other", "percent") in cat.benchmarks(TINY_BASE)  # the base's own view keeps it
+
+
+def test_two_states_compare_without_a_rank_alpha_row(reg: Path) -> None:
+    """G71: rank/alpha only when one side is a MiSS adapter."""
+    cat = Catalog(reg)
+    labels = [label for label, _, _ in cat.compare(cat.entry("s1"), cat.entry("s1")).fields]
+    assert "rank/alpha" not in labels and "recommended" in labels
+
+
+def test_a_fingerprint_against_a_base_without_sha256_is_unknown(reg: Path) -> None:
+    """G76 (N22): no sha256 recorded for the base: the fingerprint is not checked, not called a mismatch."""
+    from rwkv_registry.catalog import fingerprint_matches
+
+    summary = MissSummary(base_fingerprint="ab" * 32)
+    assert fingerprint_matches(summary, {"name": "b"}) is None
+    assert fingerprint_matches(summary, {"name": "b", "sha256": None}) is None
+    assert fingerprint_matches(summary, {"name": "b", "sha256": "ab" * 32}) is True
+    assert fingerprint_matches(summary, {"name": "b", "sha256": "cd" * 32}) is False
+    edit_index(reg, lambda index: index["bases"][0].pop("sha256"))
+    cat = Catalog(reg)
+    assert cat.describe(cat.entry("v2-r4-a"))["fingerprint_matches"] is None
