@@ -732,3 +732,19 @@ def test_a_fingerprint_against_a_base_without_sha256_is_unknown(reg: Path) -> No
     edit_index(reg, lambda index: index["bases"][0].pop("sha256"))
     cat = Catalog(reg)
     assert cat.describe(cat.entry("v2-r4-a"))["fingerprint_matches"] is None
+
+
+def test_a_comparison_lists_benchmarks_only_the_second_entry_has(reg: Path) -> None:
+    """G83: B's benchmarks are compared too, with A's side empty."""
+
+    def edit(index: dict) -> None:
+        by_id = {e["id"]: e for e in index["entries"]}
+        by_id["v2-r4-a"]["scores"] = [score(50.0, "2026-10-17")]
+        by_id["v2-r4-b"]["scores"] = [score(51.0, "2026-10-17"), score(9.0, "2026-10-17", benchmark="bash")]
+
+    edit_index(reg, edit)
+    cat = Catalog(reg)
+    deltas = {d.benchmark: d for d in cat.compare(cat.entry("v2-r4-a"), cat.entry("v2-r4-b")).scores}
+    assert deltas.keys() == {"exam", "bash"}
+    assert deltas["bash"].a is None and deltas["bash"].b is not None and deltas["bash"].delta is None
+    assert deltas["exam"].delta == 1.0
