@@ -748,3 +748,21 @@ def test_a_comparison_lists_benchmarks_only_the_second_entry_has(reg: Path) -> N
     assert deltas.keys() == {"exam", "bash"}
     assert deltas["bash"].a is None and deltas["bash"].b is not None and deltas["bash"].delta is None
     assert deltas["exam"].delta == 1.0
+
+
+def test_node_prefixes_skip_empty_parts() -> None:
+    """G16: a base node's directory is the base name, the registry's is empty."""
+    from rwkv_registry.catalog import NodeRef
+
+    assert NodeRef("base", base="b").prefix == "b" and NodeRef("registry").prefix == ""
+    assert NodeRef("version", base="b", method="miss", version="v2").prefix == "b/miss/v2"
+
+
+def test_filter_keys_are_case_insensitive_and_only_status_flags_need_a_status() -> None:
+    """G20 G23 G30: METHOD:miss is a method term; is:rec needs no validation; is:broken means error."""
+    e = {"id": "x", "base": TINY_BASE, "method": "miss", "data": {"version": "v2"}, "recommended": True}
+    assert EntryFilter.parse("METHOD:miss").method == "miss" and EntryFilter.parse("Is:REC").flags == ("rec",)
+    assert not EntryFilter.parse("is:rec").needs_status and not EntryFilter.parse("is:frozen").needs_status
+    assert EntryFilter.parse("is:rec is:warn").needs_status
+    broken = EntryFilter.parse("is:broken")
+    assert broken.matches(e, status="error") and not broken.matches(e, status="ok")
