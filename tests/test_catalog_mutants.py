@@ -766,3 +766,24 @@ def test_filter_keys_are_case_insensitive_and_only_status_flags_need_a_status() 
     assert EntryFilter.parse("is:rec is:warn").needs_status
     broken = EntryFilter.parse("is:broken")
     assert broken.matches(e, status="error") and not broken.matches(e, status="ok")
+
+
+def test_usage_json_and_labels_of_odd_entries(reg: Path, tmp_path: Path) -> None:
+    """G52 G62 G73 G75 G77 G80: a nameless base makes no tree node; a MiSS without adapter_id registers
+    under its id; the data line shows the full sha256 unless shortened; only true is recommended; the
+    train label abbreviates the base; a directory given as the base file is named as such."""
+    from rwkv_registry.catalog import check_base_path
+    from rwkv_registry.errors import UsageError
+
+    edit_index(reg, lambda index: index["bases"].append({"status": "active"}))
+    cat = Catalog(reg)
+    assert "" not in cat.base_names()
+    assert "--adapter-id v9 " in cat.usage({"method": "miss", "id": "v9", "path": "b/miss/v9/g/a.pth"}).command
+    sha = "ab" * 32
+    assert _data_text({"data": {"version": "v1", "sha256": sha}}) == f"v1 · sha256 {sha}"
+    assert _data_text({"data": {"version": "v1", "sha256": sha}}, full=False) == "v1 · sha256 abababab…"
+    assert cat.entry_summary({"id": "x", "recommended": "yes"})["recommended"] is False
+    a, b = cat.entry("v2-r4-a"), cat.entry("v2-r4-b")
+    assert all(label.startswith("…/miss/") for label in cat.compare(a, b).train_labels)
+    with pytest.raises(UsageError, match="is a directory, not a base file"):
+        check_base_path(tmp_path, {"name": "b"})
