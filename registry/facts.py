@@ -20,7 +20,7 @@ import re
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -619,21 +619,21 @@ def gather_facts(
         with ThreadPoolExecutor(max_workers=n, thread_name_prefix="rwkv-facts") as pool:
             pending = {pool.submit(work, item): item for item in todo}
             try:
-                while pending:
-                    done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                    for fut in sorted(done, key=lambda f: pending[f], reverse=True):  # biggest first, as submitted
-                        item = pending.pop(fut)
-                        result = fut.result()
-                        keep(item, result)
-                        if result is None or stop():
-                            raise GatherCancelled
-                        results[item[1]] = result
-                        if isinstance(result, FileFacts):
-                            hashed += result.size
-                        if progress:
-                            progress(item[1], result.size if isinstance(result, FileFacts) else 0)
-                        if on_file:
-                            on_file(item[1], result)
+                # as_completed waits on every future with one waiter; wait(pending, FIRST_COMPLETED) in a loop
+                # installed and removed a waiter on each pending future per round: quadratic in the files read
+                for fut in as_completed(list(pending)):
+                    item = pending.pop(fut)
+                    result = fut.result()
+                    keep(item, result)
+                    if result is None or stop():
+                        raise GatherCancelled
+                    results[item[1]] = result
+                    if isinstance(result, FileFacts):
+                        hashed += result.size
+                    if progress:
+                        progress(item[1], result.size if isinstance(result, FileFacts) else 0)
+                    if on_file:
+                        on_file(item[1], result)
             except BaseException:
                 pool.shutdown(wait=True, cancel_futures=True)  # the files being read finish: cache them
                 for fut, item in pending.items():
