@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from wkv_inputs import wkv_inputs
 
 from rwkv_registry.kernels.wkv7 import wkv7_naive
 from rwkv_registry.model import RWKV7, generate, get_tokenizer, load_state_weights
@@ -118,18 +119,8 @@ def test_job_must_generate_or_score():
 
 @pytest.mark.parametrize(("B", "T", "H"), [(2, 37, 2), (1, 16, 1), (3, 1, 2), (1, 70, 2)], ids=str)
 def test_chunked_wkv_equals_the_reference(B, T, H):
-    g = torch.Generator().manual_seed(B * 100 + T)
-    N = 64
-
-    def rnd(*shape: int) -> torch.Tensor:
-        return torch.randn(*shape, generator=g, dtype=torch.float64)
-
-    r, k, v = rnd(B, T, H, N), rnd(B, T, H, N) * 0.5, rnd(B, T, H, N)
-    w = -torch.nn.functional.softplus(-rnd(B, T, H, N) * 2) - 0.5  # RWKV-7's decay: w <= -0.5
-    kk = torch.nn.functional.normalize(rnd(B, T, H, N), dim=-1)
-    a, b = -kk, kk * torch.rand(B, T, H, N, generator=g, dtype=torch.float64)
-    s = rnd(B, H, N, N)
-    leaves = [r, w, k, v, a, b, s]
+    leaves = wkv_inputs(B, T, H, seed=B * 100 + T)
+    g = torch.Generator().manual_seed(B * 100 + T + 1)
     for t in leaves:
         t.requires_grad_(True)
     y1, s1 = wkv7_naive(*leaves)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from wkv_inputs import wkv_inputs
 
 from rwkv_registry.kernels.wkv7 import wkv7_naive
 from rwkv_registry.miss import tensor_name
@@ -52,28 +53,13 @@ def test_write_case_files_creates_the_folder_and_writes_both_shipped_files(tmp_p
 # ---------------------------------------------------------------------------------- chunked WKV
 
 
-def _inputs(B: int, T: int, H: int, seed: int, dtype: torch.dtype = torch.float64) -> list[torch.Tensor]:
-    g = torch.Generator().manual_seed(seed)
-    N = 64
-
-    def rnd(*shape: int) -> torch.Tensor:
-        return torch.randn(*shape, generator=g, dtype=torch.float64)
-
-    r, k, v = rnd(B, T, H, N), rnd(B, T, H, N) * 0.5, rnd(B, T, H, N)
-    w = -torch.nn.functional.softplus(-rnd(B, T, H, N) * 2) - 0.5  # RWKV-7's decay: w <= -0.5
-    kk = torch.nn.functional.normalize(rnd(B, T, H, N), dim=-1)
-    a, b = -kk, kk * torch.rand(B, T, H, N, generator=g, dtype=torch.float64)
-    s = rnd(B, H, N, N)
-    return [t.to(dtype) for t in (r, w, k, v, a, b)] + [s.float() if dtype != torch.float64 else s]
-
-
 def _close(x: torch.Tensor, ref: torch.Tensor, tol: float) -> bool:
     return float((x.double() - ref.double()).abs().max() / ref.double().std()) < tol
 
 
 @pytest.mark.parametrize(("chunk", "T"), [(1, 5), (4, 11), (7, 21), (8, 16)], ids=str)
 def test_chunked_wkv_equals_the_reference_for_any_chunk_size(chunk, T):
-    leaves = _inputs(2, T, 2, seed=chunk * 10 + T)
+    leaves = wkv_inputs(2, T, 2, seed=chunk * 10 + T)
     y1, s1 = wkv7_naive(*leaves)
     y2, s2 = wkv7_chunked(*leaves, chunk=chunk)
     assert y2.shape == y1.shape and s2.shape == s1.shape
@@ -81,7 +67,7 @@ def test_chunked_wkv_equals_the_reference_for_any_chunk_size(chunk, T):
 
 
 def test_chunked_wkv_takes_bf16_inputs_and_answers_in_fp32():
-    leaves = _inputs(1, 19, 2, seed=3, dtype=torch.bfloat16)
+    leaves = wkv_inputs(1, 19, 2, seed=3, dtype=torch.bfloat16)
     y1, s1 = wkv7_naive(*(t.double() for t in leaves))  # the same (rounded) inputs, in fp64
     y2, s2 = wkv7_chunked(*leaves)
     assert y2.dtype == torch.float32 and s2.dtype == torch.float32
@@ -89,7 +75,7 @@ def test_chunked_wkv_takes_bf16_inputs_and_answers_in_fp32():
 
 
 def test_chunked_wkv_writes_the_final_state_into_state_out():
-    leaves = _inputs(2, 20, 1, seed=9, dtype=torch.float32)
+    leaves = wkv_inputs(2, 20, 1, seed=9, dtype=torch.float32)
     state = leaves[-1]
     before = state.clone()
     out = torch.full_like(state, float("nan"))
