@@ -223,8 +223,10 @@ def _print_added_base(base: dict[str, Any]) -> int:
 
 def cmd_add(args: argparse.Namespace) -> int:
     from .ops import add_entry
+    from .rules import Finding
 
     displaced: list[str] = []  # the entries --recommended took the mark from
+    warnings: list[Finding] = []  # what validate will warn of because of the new entry
     entry = add_entry(
         args.path,
         args.file,
@@ -239,12 +241,15 @@ def cmd_add(args: argparse.Namespace) -> int:
         description=args.description or "",
         adapter_id=args.adapter_id,
         displaced=displaced,
+        warnings=warnings,
     )
     _console().print(
         f"added {entry['method']} entry {entry['id']} at {entry['path']} (sha256 {entry['file']['sha256'][:12]}…)"
     )
     if displaced:
         _console().print(f"recommended instead of {', '.join(displaced)} (one recommended entry per base and method)")
+    for f in warnings:
+        sys.stderr.write(f"warning: {f.code} {f.path}: {f.message}\nhint: {f.hint}\n")
     return 0
 
 

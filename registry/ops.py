@@ -608,6 +608,7 @@ def add_entry(
     step: int | None = None,
     total_steps: int | None = None,
     displaced: list[str] | None = None,
+    warnings: list[Finding] | None = None,
 ) -> dict[str, Any]:
     """Register a State or MiSS file under ``base``; refuse (registry unchanged) if it does not fit.
 
@@ -813,7 +814,7 @@ def add_entry(
                     if other.get("recommended") is True:
                         lost_mark.append(other["id"])
                     other["recommended"] = False
-        _refuse_train_findings(root, train_rel, train_will_be, index, entry, group, train)
+        new_warnings = _refuse_train_findings(root, train_rel, train_will_be, index, entry, group, train)
         index["entries"].append(entry)
         index_bytes = dump_json(index)
         # checked and rendered as validate will read it back (the strict loader), so that the verdicts on the
@@ -845,6 +846,8 @@ def add_entry(
         cache.journal_items({k: v for k, v in cache.items.items() if k not in known}, verdicts)
         if displaced is not None:
             displaced.extend(lost_mark)
+        if warnings is not None:
+            warnings.extend(new_warnings)
     return entry
 
 
@@ -884,9 +887,10 @@ def _refuse_train_findings(
     entry: dict[str, Any],
     group: str | None,
     train_arg: Any,
-) -> None:
-    """validate's train.json rules (TRN002, TRN003, TRN004, TRN005, TRN007, TRN008) on the data-version directory as
-    it will be (``t``, its train.json): refuse when they give an error."""
+) -> list[Finding]:
+    """validate's train.json rules (TRN002–TRN005, TRN007–TRN009) on the data-version directory as it will be
+    (``t``, its train.json): refuse when they give an error. Returns the warnings the new entry brings (those not
+    given without it), for ``add`` to show: ``validate`` would report them after the write."""
     from .validate import train_findings
 
     d = train_rel.rsplit("/", 1)[0]
@@ -896,8 +900,8 @@ def _refuse_train_findings(
         dirs = set()
     if group is not None:
         dirs.add(f"{d}/{group}")
-    entries = [e for e in index["entries"] if str(e.get("path", "")).startswith(d + "/")] + [entry]
-    findings = train_findings(train_rel, d, t, entries, dirs)
+    others = [e for e in index["entries"] if str(e.get("path", "")).startswith(d + "/")]
+    findings = train_findings(train_rel, d, t, [*others, entry], dirs)
     errors = [f for f in findings if f.severity == Severity.ERROR]
     if errors:
         shown = "--train" if isinstance(train_arg, dict) else f"--train {train_arg}"
@@ -908,6 +912,11 @@ def _refuse_train_findings(
             path=train_rel,
             findings=errors,
         )
+    warned = [f for f in findings if f.severity == Severity.WARNING]
+    if not warned:
+        return []
+    before = {(f.code, f.path, f.message) for f in train_findings(train_rel, d, t, others, dirs)}
+    return [f for f in warned if (f.code, f.path, f.message) not in before]
 
 
 def _default_id(index: dict[str, Any], base: dict[str, Any], plain: str) -> str:

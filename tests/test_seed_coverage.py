@@ -285,6 +285,36 @@ def test_trn009_epochs_may_come_from_the_shared_hyperparameters() -> None:
     assert _names([_miss_entry("r16-lr2e-5-e2")], runs, epochs=1) != []
 
 
+def test_add_shows_the_warnings_its_entry_brings_and_no_earlier_ones(
+    reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`add` runs the train.json rules before writing: an error refuses, and a warning (TRN009 here) is shown once
+    the entry is written (exit 0), as `validate` would report it. A later entry of the same directory that brings
+    no warning of its own does not repeat its sibling's."""
+    from rwkv_registry.cli import main
+
+    train = tmp_path / "train.json"
+    train.write_text(json.dumps(miss_train("v3", groups=("r4-lr3e-5", "r4-lr2e-5"))))
+
+    def add(group: str, seed: int) -> int:
+        src = tmp_path / group / "adapter-final.pth"
+        write_miss(src, seed=seed)
+        argv = ["add", str(reg), str(src), "--base", TINY_BASE, "--data-version", "v3", "--train", str(train)]
+        return main([*argv, "--group", group])
+
+    assert add("r4-lr3e-5", 7) == 0  # its run records lr 2e-5
+    out, err = capsys.readouterr()
+    assert "added miss entry v3-r4-lr3e-5" in out
+    d = f"{TINY_BASE}/miss/v3"
+    assert err.startswith(f"warning: TRN009 {d}/train.json: group r4-lr3e-5/ says lr 3e-5, but its run in"), err
+    assert "\nhint: " in err and err.count("warning: ") == 1
+    warned = [f for f in validate_registry(reg, use_cache=False).findings if f.path == f"{d}/train.json"]
+    assert [(f.code, f.severity) for f in warned] == [("TRN009", "warning")]  # what add showed
+    assert add("r4-lr2e-5", 8) == 0
+    out, err = capsys.readouterr()
+    assert "added miss entry v3-r4-lr2e-5" in out and err == ""
+
+
 # --- TRN010 ---------------------------------------------------------------------------------------------
 
 
