@@ -232,7 +232,8 @@ class EntryFilter:
     ``base:`` a part of the base name; ``data:`` a data version or a leading part of one that ends at a
     boundary (``v2`` keeps v2, v2.1 and v2-foo, not v20 or v21; the ``v`` may be left out: see
     :func:`version_prefix`);
-    ``is:`` one of rec(ommended), error, warning, ok, frozen, active.
+    ``is:`` one of rec(ommended), error, warning, ok, frozen, active. A term without a value (``method:``, as
+    while it is being typed) keeps everything and is named in :meth:`describe` (``empty``).
     """
 
     words: tuple[str, ...] = ()
@@ -240,6 +241,7 @@ class EntryFilter:
     base: str | None = None
     data_version: str | None = None
     flags: tuple[str, ...] = ()
+    empty: tuple[str, ...] = ()
 
     @classmethod
     def parse(cls, query: str) -> EntryFilter:
@@ -247,16 +249,19 @@ class EntryFilter:
         words: list[str] = []
         flags: list[str] = []
         fields: dict[str, str] = {}
+        empty: list[str] = []
         for token in query.split():
             key, sep, value = token.partition(":")
             target = _FILTER_KEYS.get(key.lower()) if sep and value else None
-            if target == "flag":
+            if sep and not value and key.lower() in _FILTER_KEYS:
+                empty.append(f"{key.lower()}:")  # a term being typed: not the word "method:", which hid everything
+            elif target == "flag":
                 flags.append(value.lower())
             elif target:
                 fields[target] = value.lower()
             else:
                 words.append(token.lower())
-        return cls(tuple(words), flags=tuple(flags), **fields)
+        return cls(tuple(words), flags=tuple(flags), empty=tuple(empty), **fields)
 
     @property
     def active(self) -> bool:
@@ -282,6 +287,7 @@ class EntryFilter:
         unknown = self.unknown_flags
         if unknown:
             parts.append(f"is:{','.join(unknown)} ignored (is: takes rec, error, warning, ok, frozen, active)")
+        parts += [f"{' '.join(self.empty)} without a value ignored"] if self.empty else []
         parts += [repr(" ".join(self.words))] if self.words else []
         return ", ".join(parts) if parts else "everything"
 

@@ -800,6 +800,11 @@ def _list_filter(cat: Catalog, query: str | None) -> tuple[EntryFilter, Callable
             f"--filter {query!r}: is:{','.join(flt.unknown_flags)} is not a filter term",
             hint=f"is: takes rec, frozen, active, error, warning or ok. Terms: {FILTER_HELP}",
         )
+    if flt.empty:
+        raise UsageError(
+            f"--filter {query!r}: {' '.join(flt.empty)} has no value",
+            hint=f"Give one after the colon (method:miss), or drop the term. Terms: {FILTER_HELP}",
+        )
     if not flt.active:
         return flt, None
     statuses: dict[str, str] = {}

@@ -95,6 +95,11 @@ def test_filter_parsing_and_matching() -> None:
     assert not EntryFilter.parse("").active and EntryFilter.parse("x").active
     bogus = EntryFilter.parse("is:bogus")  # an unknown flag keeps everything, and the status line says so
     assert bogus.matches(e) and "is:bogus ignored" in bogus.describe()
+    for typing in ("method:", "is:", "data: r4", "B:"):  # a term still being typed keeps everything but its words
+        half = EntryFilter.parse(typing)
+        assert half.matches(e) and "without a value ignored" in half.describe(), typing
+    assert EntryFilter.parse("data: r4").words == ("r4",) and not EntryFilter.parse("method:").active
+    assert not EntryFilter.parse("method: r9").matches(e)
 
 
 @pytest.mark.parametrize(
@@ -359,6 +364,9 @@ def test_list_filter_keeps_what_the_tui_filter_box_keeps(registry: Path, capsys:
     assert main(["list", str(registry), "--filter", "is:bogus"]) == 2
     err = capsys.readouterr().err
     assert "is:bogus is not a filter term" in err and "is: takes rec, frozen, active, error, warning or ok" in err
+    assert main(["list", str(registry), "--filter", "method: r4"]) == 2
+    err = capsys.readouterr().err
+    assert "--filter 'method: r4': method: has no value" in err and "hint: Give one after the colon" in err
 
 
 def test_show_entry_base_and_unknown(scored: Path, capsys: pytest.CaptureFixture[str]) -> None:

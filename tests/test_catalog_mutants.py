@@ -113,7 +113,8 @@ def test_filter_details() -> None:
         "adapter_id": "Custom-Adapter",
     }
     assert EntryFilter.parse("d:v2").data_version == "v2" and EntryFilter.parse("d:v2").base is None
-    assert EntryFilter.parse("method:").words == ("method:",) and EntryFilter.parse("method:").method is None
+    assert EntryFilter.parse("method:").words == () and EntryFilter.parse("method:").method is None
+    assert EntryFilter.parse("method:").empty == ("method:",)  # a term being typed, not a word
     assert EntryFilter.parse("R4").words == ("r4",) and EntryFilter.parse("R4").matches(e)
     assert EntryFilter.parse("is:rec").active
     assert EntryFilter.parse("method:mi").matches(e) and EntryFilter.parse("m:MiSS").matches(e)
