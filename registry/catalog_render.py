@@ -287,7 +287,8 @@ def render_miss(cat: Catalog, e: dict[str, Any], summary: MissSummary | None) ->
     if summary is None:
         return Text("A State entry has no MiSS manifest.", style="dim")
     head = Text("archive/miss.json", style="bold")
-    head.append(f"  (from the {summary.source})", style="dim")
+    if summary.source != "none":  # "none": the file was never read (missing, or not a regular file)
+        head.append(f"  (from the {summary.source})", style="dim")
     if summary.error:
         return Group(head, Text(f"✗ {summary.error}", style="bold red"))
     t = _kv_table()

@@ -598,7 +598,9 @@ def test_train_miss_and_score_details(reg: Path) -> None:
     info = TrainInfo("t/train.json", {"trainer": {"name": "rwkv_state_tune", "version": "1.8.1", "commit": None}})
     assert "rwkv_state_tune 1.8.1 (build commit not recorded)" in plain(render_train(info))
     text = flat(plain(render_miss(Catalog(reg), {}, MissSummary(targets=12, layers=2, source="header"))))
-    assert "targets 12 (6 per layer × 2 layers)" in text
+    assert "targets 12 (6 per layer × 2 layers)" in text and "(from the header)" in text
+    missing = flat(plain(render_miss(Catalog(reg), {}, MissSummary(source="none", error="a.pth does not exist"))))
+    assert missing.startswith("archive/miss.json ✗ a.pth does not exist") and "from the" not in missing, missing
     bash = dict(score(9.0, "2026-01-05"), benchmark="bash", unit="points", total=26, solved=9.0)
     assert flat(plain(_scores_table([bash]))).count("9.0/26") == 1
 
