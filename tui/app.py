@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 from typing import ClassVar
 
 from textual.app import App
@@ -78,6 +79,18 @@ class RegistryApp(App[None]):
 
 
 def cmd_tui(args: argparse.Namespace) -> int:
-    """``rwkv-registry tui [PATH]``."""
+    """``rwkv-registry tui [PATH]``. A folder inside a registry (a base directory, say) is refused as ``validate``
+    refuses it, naming the registry's root to open instead."""
+    from rwkv_registry.atomic import registry_around
+    from rwkv_registry.errors import UsageError
+
+    root = Path(args.path)
+    if root.is_dir() and not (root / "index.json").exists():
+        outer = registry_around(root.resolve())
+        if outer is not None:
+            raise UsageError(
+                f"{args.path}: no index.json here; it lies inside the registry at {outer}",
+                hint=f"Browse the registry's root: rwkv-registry tui {outer}",
+            )
     RegistryApp(args.path).run()
     return 0

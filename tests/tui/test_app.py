@@ -696,3 +696,21 @@ async def test_comparing_an_entry_that_left_the_index_says_so(small: Path) -> No
         assert str(body.content).startswith("✗ cannot compare: ") and "gone" in str(body.content)
         await pilot.press("escape")
         assert isinstance(app.screen, MainScreen)
+
+
+def test_tui_in_a_folder_of_a_registry_names_its_root(
+    registry: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`rwkv-registry tui BASE_DIR` (or `tui` run inside a base directory) is refused as `validate` refuses it, with
+    the command that opens the registry's root; it used to open a browser whose only finding suggested `validate`."""
+    from regtools import TINY_BASE
+
+    from rwkv_registry.cli import main
+
+    opened: list[str] = []
+    monkeypatch.setattr(RegistryApp, "run", lambda self, *a, **k: opened.append("run"))
+    assert main(["tui", str(registry)]) == 0 and opened == ["run"]  # the root itself opens
+    assert main(["tui", str(registry / TINY_BASE)]) == 2 and opened == ["run"]
+    err = capsys.readouterr().err
+    assert f"no index.json here; it lies inside the registry at {registry.resolve()}" in err, err
+    assert f"hint: Browse the registry's root: rwkv-registry tui {registry.resolve()}" in err and "Traceback" not in err
