@@ -312,11 +312,7 @@ def _landed(
                 if entry != remote.files[rel]:
                     return None
                 continue
-            size, sha, blob = file_digests(local[rel], blob=entry.lfs_sha256 is None)
-            if size != entry.size or (sha if entry.lfs_sha256 is not None else blob) != (
-                entry.lfs_sha256 or entry.blob_id
-            ):
-                return None
+            after.check_served(rel, *file_digests(local[rel], blob=entry.lfs_sha256 is None))  # raises if not ours
     except Exception:
         return None
     return head

@@ -267,7 +267,7 @@ def _readme_for(root: Path, index: dict[str, Any], bodies: tuple[str, str] | Non
         ) from None
     except OSError as e:
         raise RegistryIOError(f"cannot read {path}: {e.strerror or e}", path="README.md") from e
-    new = update_readme(text, index) if bodies is None else apply_bodies(text, bodies)
+    new = apply_bodies(text, bodies or render_bodies(index))
     if new is None:
         raise RefusedError(
             f"{path} has no generated-section markers",
@@ -618,7 +618,7 @@ def add_entry(
     from .atomic import require_registry
     from .jsonload import JsonLoadError, load_json_file
     from .schemas import schema_errors, schema_summary
-    from .validate import json_verdict, json_verdict_key, readme_verdict, readme_verdict_key
+    from .validate import adapter_slot, json_verdict, json_verdict_key, readme_verdict, readme_verdict_key
 
     root = Path(path)
     src = Path(file)
@@ -783,16 +783,7 @@ def add_entry(
         if method == "miss":
             m = facts.manifest
             entry["adapter_id"] = adapter_id or eid
-            taken = next(
-                (
-                    o["id"]
-                    for o in index["entries"]
-                    if o.get("method") == "miss"
-                    and o.get("base") == base
-                    and o.get("adapter_id", o.get("id")) == entry["adapter_id"]
-                ),
-                None,
-            )
+            taken = next((o["id"] for o in index["entries"] if adapter_slot(o) == adapter_slot(entry)), None)
             if taken is not None:
                 raise RefusedError(
                     f"adapter id {entry['adapter_id']!r} is already the adapter id of entry {taken!r} of base {base!r} "

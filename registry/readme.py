@@ -173,10 +173,7 @@ def apply_bodies(text: str, bodies: tuple[str, str]) -> str | None:
 
 def update_readme(text: str, index: dict[str, Any]) -> str | None:
     """The README with both generated regions rendered from ``index``; None if a marker is missing."""
-    new = _replace(text, BASES_BEGIN, BASES_END, render_bases_table(index))
-    if new is None:
-        return None
-    return _replace(new, SECTIONS_BEGIN, SECTIONS_END, render_sections(index))
+    return apply_bodies(text, render_bodies(index))
 
 
 def skeleton(title: str = "RWKV-7 weights") -> str:

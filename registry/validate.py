@@ -288,6 +288,15 @@ def _name_findings(
     return out
 
 
+def adapter_slot(e: Any) -> tuple[Any, str] | None:
+    """(base, adapter id) a MiSS entry registers under on the inference server (``adapter_id``, else its ``id``):
+    two entries with one slot are IDX012. None for a State entry, or an adapter id that is not a string."""
+    if not isinstance(e, dict) or e.get("method") != "miss":
+        return None
+    aid = e.get("adapter_id", e.get("id"))
+    return (e.get("base"), aid) if isinstance(aid, str) else None
+
+
 def _names_file(command: str, file: str) -> bool:
     """``file`` appears in ``command`` as a whole path component (``--model x/f.pth``, ``--model=f.pth``)."""
     if file not in command:  # the usual case, without a regular expression
@@ -582,15 +591,13 @@ class Validator:
                     )
 
     def check_adapter_ids(self, index: dict[str, Any]) -> None:
-        """IDX012: two MiSS entries of one base register under the same adapter id (``adapter_id``, else ``id``)."""
+        """IDX012: two MiSS entries of one base register under the same adapter id (:func:`adapter_slot`)."""
         seen: dict[tuple[Any, str], Any] = {}
         for e in index["entries"] if isinstance(index.get("entries"), list) else []:
-            if not isinstance(e, dict) or e.get("method") != "miss":
-                continue
-            aid = e.get("adapter_id", e.get("id"))
-            if not isinstance(aid, str):
-                continue  # SCH002
-            key = (e.get("base"), aid)
+            key = adapter_slot(e)
+            if key is None:
+                continue  # not a MiSS entry, or SCH002
+            aid = key[1]
             if key in seen and seen[key] == e.get("id"):
                 continue  # one id used twice: IDX001 says so
             if key in seen:
