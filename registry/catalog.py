@@ -616,8 +616,8 @@ class Catalog:
             if key is None:
                 self.error = "index.json is missing: this directory is not a registry yet"
                 self.error_hint = "Create one with `rwkv-registry init PATH`."
-            elif _irregular(key, "index.json"):
-                self.error = _irregular(key, "index.json")
+            elif irregular := _irregular(key, "index.json"):
+                self.error = irregular
                 self.error_hint = "index.json must be a plain file (`rwkv-registry validate` reports LAY004)."
             else:
                 try:
@@ -749,8 +749,8 @@ class Catalog:
                 return hit[1]
         if key is None:
             info = TrainInfo(rel, None, f"{rel} does not exist")
-        elif _irregular(key, rel):
-            info = TrainInfo(rel, None, _irregular(key, rel))
+        elif irregular := _irregular(key, rel):
+            info = TrainInfo(rel, None, irregular)
         else:
             try:
                 with self._lock:
@@ -823,8 +823,8 @@ class Catalog:
                 return hit[1]
         if key is None:
             return MissSummary(source="none", error=f"{rel} does not exist")
-        if _irregular(key, rel):
-            return MissSummary(source="none", error=_irregular(key, rel))
+        if irregular := _irregular(key, rel):
+            return MissSummary(source="none", error=irregular)
         summary = self._miss_from_cache(path)
         if summary is None:
             with self._lock:

@@ -1066,7 +1066,7 @@ class Validator:
             if len(parts) == 3 and parts[0] in self.bases and parts[1] in ("state", "miss"):
                 version_dirs.setdefault(d, [])
         group_dirs: dict[str, set[str]] = {}  # data-version directory -> its group directories, for TRN004
-        mis015 = [f for f in self.findings if f.code == "MIS015"]  # an index record that is wrong: no TRN008 echo
+        mis015 = {f.path for f in self.findings if f.code == "MIS015"}  # an index record that is wrong: no TRN008 echo
         for p in tree.dirs:
             if p.count("/") == 3:
                 group_dirs.setdefault(p.rsplit("/", 1)[0], set()).add(p)
@@ -1082,9 +1082,7 @@ class Validator:
                 value = value.value
             if not isinstance(value, dict):
                 continue
-            unsure = frozenset(
-                str(e.get("id")) for e in entries if any(f.code == "MIS015" and f.path == e.get("path") for f in mis015)
-            )
+            unsure = frozenset(str(e.get("id")) for e in entries if e.get("path") in mis015)
             self.findings.extend(train_findings(rel, d, value, entries, group_dirs.get(d, set()), unsure))
             self.check_train_command(rel, d.split("/")[0], value)
 
