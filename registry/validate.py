@@ -288,6 +288,37 @@ def _name_findings(
     return out
 
 
+def data_version_findings(items: list[dict[str, Any]]) -> list[Finding]:
+    """IDX016 on ``items`` (entries, then unpublished weights, in index.json order): the first item recording another
+    sha256 or row count for a (method, data version) than the first one of it. The slots do not meet, so ``add`` may
+    pass only the items of its entry's method and data version."""
+    out: list[Finding] = []
+    first: dict[tuple[Any, Any, str], tuple[Any, Any]] = {}  # (method, version, key) -> (value, id)
+    told: set[tuple[Any, Any, str]] = set()
+    for x in items:
+        data = x.get("data")
+        if not isinstance(data, dict) or not isinstance(data.get("version"), str):
+            continue  # SCH002
+        for key in ("sha256", "rows"):
+            value = data.get(key)
+            if value is None:
+                continue  # not recorded (an unpublished weight's): nothing to compare
+            slot = (x.get("method"), data["version"], key)
+            if slot not in first:
+                first[slot] = (value, x.get("id"))
+            elif first[slot][0] != value and slot not in told:
+                told.add(slot)
+                out.append(
+                    finding(
+                        "IDX016",
+                        "index.json",
+                        f"{x.get('method')} data {data['version']}: {first[slot][1]!r} records {key} "
+                        f"{first[slot][0]!r}, {x.get('id')!r} records {value!r}",
+                    )
+                )
+    return out
+
+
 def adapter_slot(e: Any) -> tuple[Any, str] | None:
     """(base, adapter id) a MiSS entry registers under on the inference server (``adapter_id``, else its ``id``):
     two entries with one slot are IDX012. None for a State entry, or an adapter id that is not a string."""
@@ -302,6 +333,47 @@ def _names_file(command: str, file: str) -> bool:
     if file not in command:  # the usual case, without a regular expression
         return False
     return re.search(r"(?:^|[\s/='\"])" + re.escape(file) + r"(?=$|[\s'\"])", command) is not None
+
+
+def base_files(bases: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """``{base name: its file name}`` of the bases that record one (``source.file``): what TRN010 looks for."""
+    return {
+        n: b["source"]["file"]
+        for n, b in bases.items()
+        if isinstance(b.get("source"), dict) and isinstance(b["source"].get("file"), str)
+    }
+
+
+def train_command_findings(rel: str, base: str, t: dict[str, Any], files: dict[str, str]) -> list[Finding]:
+    """TRN010 on the train.json ``t`` at ``rel`` under ``base``: its command line names another registered base's file
+    (``files``: :func:`base_files`), and not this base's."""
+    command = t.get("command")
+    if not isinstance(command, str):
+        return []  # SCH003
+    if base in files and _names_file(command, files[base]):
+        return []
+    return [
+        finding(
+            "TRN010",
+            rel,
+            f"the command line names {file} (base {name!r}), not this base's file {files.get(base, base + '.pth')}",
+        )
+        for name, file in sorted(files.items())
+        if name != base and _names_file(command, file)
+    ]
+
+
+def same_bytes_finding(
+    path: str, entry: dict[str, Any], sha256: str, other: str, other_entry: dict[str, Any]
+) -> Finding:
+    """IDX011: the file of ``entry`` at ``path`` holds the bytes (``sha256``) of ``other_entry``'s at ``other``, which
+    comes first in index.json."""
+    return finding(
+        "IDX011",
+        path,
+        f"entry {entry.get('id')!r} holds the same bytes (sha256 {sha256[:12]}…) as entry {other_entry.get('id')!r} "
+        f"at {other}",
+    )
 
 
 class Validator:
@@ -565,30 +637,8 @@ class Validator:
 
     def check_data_versions(self, index: dict[str, Any]) -> None:
         """IDX016: one (method, data version) with two sha256 or row counts, across bases and unpublished weights."""
-        first: dict[tuple[Any, Any, str], tuple[Any, Any]] = {}  # (method, version, key) -> (value, id)
-        told: set[tuple[Any, Any, str]] = set()
         items = [x for key in ("entries", "unpublished") for x in (index.get(key) or []) if isinstance(x, dict)]
-        for x in items:
-            data = x.get("data")
-            if not isinstance(data, dict) or not isinstance(data.get("version"), str):
-                continue  # SCH002
-            for key in ("sha256", "rows"):
-                value = data.get(key)
-                if value is None:
-                    continue  # not recorded (an unpublished weight's): nothing to compare
-                slot = (x.get("method"), data["version"], key)
-                if slot not in first:
-                    first[slot] = (value, x.get("id"))
-                elif first[slot][0] != value and slot not in told:
-                    told.add(slot)
-                    self.add(
-                        finding(
-                            "IDX016",
-                            "index.json",
-                            f"{x.get('method')} data {data['version']}: {first[slot][1]!r} records {key} "
-                            f"{first[slot][0]!r}, {x.get('id')!r} records {value!r}",
-                        )
-                    )
+        self.findings += data_version_findings(items)
 
     def check_adapter_ids(self, index: dict[str, Any]) -> None:
         """IDX012: two MiSS entries of one base register under the same adapter id (:func:`adapter_slot`)."""
@@ -636,8 +686,10 @@ class Validator:
                     )
                 )
 
-    def check_scores(self, index: dict[str, Any]) -> None:
-        """IDX008 (solved <= total, run scores, steps, comparison targets), IDX009 (p-values)."""
+    def check_scores(self, index: dict[str, Any], only: Callable[[dict[str, Any]], bool] | None = None) -> None:
+        """IDX008 (solved <= total, run scores, steps, comparison targets), IDX009 (p-values), IDX013 (score
+        arithmetic), IDX014 (paired comparison against another run). ``only``: check just the bases, entries and
+        unpublished weights it accepts (``add``: the new entry, and those compared against it)."""
         from .compare import mcnemar_exact
 
         known = self.ids | set(self.bases)
@@ -648,6 +700,8 @@ class Validator:
         by_id: dict[str, dict[str, Any]] = dict(self.bases)
         by_id.update({x["id"]: x for _, x in owners if isinstance(x.get("id"), str)})
         for who, item in owners:
+            if only is not None and not only(item):
+                continue
             below = item.get("on_top_of")
             if isinstance(below, str) and (below not in self.ids or below == item.get("id")):
                 self.add(
@@ -877,11 +931,7 @@ class Validator:
                 )
             if e.get("recommended") is True:
                 recommended[(str(e.get("base")), str(method))] += 1
-            profile = e.get("profile")
-            if method == "miss" and profile == "g1k":
-                self.add(finding("PRF001", path, f"entry {eid!r} is MiSS with profile g1k"))
-            if method == "state" and profile == "g1k-think":
-                self.add(finding("PRF002", path, f"entry {eid!r} is a State with profile g1k-think"))
+            self.findings += profile_findings(path, e)
             if path not in tree.files:
                 self.add(finding("LAY008", path, f"entry {eid!r}: the file does not exist"))
                 continue
@@ -908,14 +958,8 @@ class Validator:
                 continue
             if f.sha256 in first:
                 other = first[f.sha256]
-                this_id, other_id = self.entries_by_path[path].get("id"), self.entries_by_path[other].get("id")
                 self.add(
-                    finding(
-                        "IDX011",
-                        path,
-                        f"entry {this_id!r} holds the same bytes (sha256 {f.sha256[:12]}…) "
-                        f"as entry {other_id!r} at {other}",
-                    )
+                    same_bytes_finding(path, self.entries_by_path[path], f.sha256, other, self.entries_by_path[other])
                 )
             else:
                 first[f.sha256] = path
@@ -1088,26 +1132,7 @@ class Validator:
 
     def check_train_command(self, rel: str, base: str, t: dict[str, Any]) -> None:
         """TRN010: the command line names another registered base's file, and not this base's."""
-        command = t.get("command")
-        if not isinstance(command, str):
-            return  # SCH003
-        files = {
-            n: b["source"]["file"]
-            for n, b in self.bases.items()
-            if isinstance(b.get("source"), dict) and isinstance(b["source"].get("file"), str)
-        }
-        if base in files and _names_file(command, files[base]):
-            return
-        for name, file in sorted(files.items()):
-            if name != base and _names_file(command, file):
-                self.add(
-                    finding(
-                        "TRN010",
-                        rel,
-                        f"the command line names {file} (base {name!r}), not this base's file "
-                        f"{files.get(base, base + '.pth')}",
-                    )
-                )
+        self.findings += train_command_findings(rel, base, t, base_files(self.bases))
 
     def check_sums(self, tree: Tree, facts: dict[str, FileFacts | OSError]) -> None:
         if SUMS_NAME not in tree.files:
@@ -1311,6 +1336,36 @@ class Validator:
 
 # findings on the two paths of a moved file that only say "it moved": LAY014 replaces them
 _MOVE_NOISE = frozenset({"LAY007", "LAY008", "HSH004", "TRN003", "TRN006"})
+
+
+def profile_findings(path: str, e: dict[str, Any]) -> list[Finding]:
+    """PRF001 (a MiSS entry with profile g1k), PRF002 (a State entry with profile g1k-think) of the entry ``e`` at
+    ``path``."""
+    method, profile = e.get("method"), e.get("profile")
+    if method == "miss" and profile == "g1k":
+        return [finding("PRF001", path, f"entry {e.get('id')!r} is MiSS with profile g1k")]
+    if method == "state" and profile == "g1k-think":
+        return [finding("PRF002", path, f"entry {e.get('id')!r} is a State with profile g1k-think")]
+    return []
+
+
+def bases_findings(bases: list[dict[str, Any]]) -> list[Finding]:
+    """IDX006 and IDX007 (:meth:`Validator.check_bases`) on the bases of an index.json that follows its schema."""
+    v = Validator(Path("."), use_cache=False, since=None)  # no tree walked: only the base rules run
+    v.bases = {b["name"]: b for b in bases}
+    v.check_bases()
+    return v.findings
+
+
+def score_findings(index: dict[str, Any], only: Callable[[dict[str, Any]], bool]) -> list[Finding]:
+    """The score rules (IDX008, IDX009, IDX013, IDX014) on the bases, entries and unpublished weights of ``index`` (one
+    that follows its schema, as ``add`` holds) that ``only`` accepts, as ``validate`` gives them."""
+    v = Validator(Path("."), use_cache=False, since=None)  # no tree walked: only the score rules run
+    v.bases = {b["name"]: b for b in index["bases"]}
+    items = [x for key in ("entries", "unpublished") for x in index.get(key) or []]
+    v.ids = {x["id"] for x in items if isinstance(x.get("id"), str)}
+    v.check_scores(index, only)
+    return v.findings
 
 
 class _Invalid:
