@@ -165,6 +165,9 @@ def _progress_bar(total: int, label: str) -> tuple[Any, Callable[[int], None]]:
 def cmd_add_base(args: argparse.Namespace) -> int:
     from .arch import parse_arch_option
     from .ops import add_base
+    from .rules import Finding
+
+    warnings: list[Finding] = []  # what validate will warn of because of the new base, and did not before
 
     if args.from_hub and args.source:
         raise UsageError(
@@ -185,14 +188,16 @@ def cmd_add_base(args: argparse.Namespace) -> int:
             vocab=args.vocab,
             freeze_previous=args.freeze_previous,
             family=args.family,
+            warnings=warnings,
         )
-        return _print_added_base(base)
+        return _print_added_base(base, warnings)
     common = {
         "name": args.name,
         "source": args.source,
         "vocab": args.vocab,
         "family": args.family,
         "freeze_previous": args.freeze_previous,
+        "warnings": warnings,
     }
     if args.base_file:
         size = os.path.getsize(args.base_file) if os.path.isfile(args.base_file) else 0
@@ -209,15 +214,16 @@ def cmd_add_base(args: argparse.Namespace) -> int:
                 "--arch n_layer=32,n_embd=4096,vocab_size=65536 --source BlinkDL/rwkv7-g1",
             )
         base = add_base(args.path, sha256=args.sha256, size=args.size, arch=parse_arch_option(args.arch), **common)
-    return _print_added_base(base)
+    return _print_added_base(base, warnings)
 
 
-def _print_added_base(base: dict[str, Any]) -> int:
+def _print_added_base(base: dict[str, Any], warnings: list[Any]) -> int:
     a = base["architecture"]
     _console().print(
         f"added base {base['name']} ({a['n_layer']} layers × {a['n_embd']}, vocab {a['vocab_size']}, "
         f"sha256 {base['sha256'][:12]}…)"
     )
+    _print_warnings(warnings)
     return 0
 
 
@@ -226,7 +232,7 @@ def cmd_add(args: argparse.Namespace) -> int:
     from .rules import Finding
 
     displaced: list[str] = []  # the entries --recommended took the mark from
-    warnings: list[Finding] = []  # what validate will warn of because of the new entry
+    warnings: list[Finding] = []  # what validate will warn of because of the new entry, and did not before
     entry = add_entry(
         args.path,
         args.file,
@@ -248,9 +254,14 @@ def cmd_add(args: argparse.Namespace) -> int:
     )
     if displaced:
         _console().print(f"recommended instead of {', '.join(displaced)} (one recommended entry per base and method)")
+    _print_warnings(warnings)
+    return 0
+
+
+def _print_warnings(warnings: list[Any]) -> None:
+    """The warnings a write brought (``validate`` reports them from now on), on stderr, after its own line."""
     for f in warnings:
         sys.stderr.write(f"warning: {f.code} {f.path}: {f.message}\nhint: {f.hint}\n")
-    return 0
 
 
 def cmd_sums(args: argparse.Namespace) -> int:

@@ -33,6 +33,7 @@ from ._hub_remote import RemoteEntry, RemoteRepo, check_repo_id, connect, hub_en
 from ._hub_sync import pull_registry, push_registry
 from .errors import CheckpointError, RefusedError, RegistryError, RegistryIOError, UsageError
 from .facts import FileFacts, compute_facts
+from .rules import Finding
 from .validate import MAX_TEXT_BYTES, WEIGHT_SUFFIXES, Report, Tree, Validator, sort_findings
 
 __all__ = [
@@ -221,10 +222,12 @@ def add_base_from_hub(
     family: str | None = None,
     endpoint: str | None = None,
     token: str | bool | None = None,
+    warnings: list[Finding] | None = None,
 ) -> dict[str, Any]:
     """Register a base read from the Hub: sha256 and size from LFS metadata, architecture from Range
     reads of the checkpoint's zip and pickle (a few hundred KB of a 14 GB file). The base's
     ``source`` records the file path and the commit it was read at. Returns the base as in index.json.
+    ``warnings``: as for :func:`~rwkv_registry.ops.add_base`.
     """
     from huggingface_hub import HfApi
     from huggingface_hub.hf_api import RepoFile
@@ -276,6 +279,7 @@ def add_base_from_hub(
         vocab=vocab,
         family=family,
         freeze_previous=freeze_previous,
+        warnings=warnings,
     )
 
 

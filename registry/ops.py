@@ -15,6 +15,7 @@ import os
 import re
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -403,11 +404,13 @@ def add_base(
     notes: str | None = None,
     progress: Callable[[int], None] | None = None,
     today: str | None = None,
+    warnings: list[Finding] | None = None,
 ) -> dict[str, Any]:
     """Register a base: from its file (hashed, architecture read), or from metadata alone.
 
     ``source_file`` and ``revision`` record where the base came from (default: ``<name>.pth``, no
-    revision); everything is published in one transaction.
+    revision); everything is published in one transaction. ``warnings``: extended with the warnings ``validate``
+    will report because of the new base (:func:`_base_warnings`), once it is written.
     """
     from .atomic import require_registry
 
@@ -464,6 +467,7 @@ def add_base(
     with registry_lock(root):
         cache = FactsCache(root)  # read once: the index's verdict and its entries' schema results
         index = load_index(root, cache)
+        bases_before = [dict(b) for b in index["bases"]]  # their statuses before any is frozen
         if any(b["name"] == name for b in index["bases"]):
             raise RefusedError(
                 f"base {name!r} already exists", hint="Choose another --name; old bases are never changed."
@@ -500,6 +504,7 @@ def add_base(
                 if b["name"] in older and b.get("status") == "active":
                     b["status"] = "frozen"
         _check_index_schema(index, cache.items)
+        new_warnings = _base_warnings(root, dict(index, bases=bases_before), index)
         texts = {
             "index.json": dump_json(index),
             "README.md": _readme_for(root, index),
@@ -508,7 +513,60 @@ def add_base(
         }
         with Transaction(root) as txn:
             _publish(root, txn, texts, cache=cache)
+    if warnings is not None:
+        warnings.extend(new_warnings)
     return index["bases"][-1]
+
+
+def _base_warnings(root: Path, before: dict[str, Any], after: dict[str, Any]) -> list[Finding]:
+    """Every warning ``validate`` will report once index.json ``after`` (``before`` plus a new base, the last of its
+    bases, and older ones of its family maybe frozen) is written, and does not report on ``before``, in report order.
+
+    Which rules a new base can bring: IDX007 (``--keep-previous-active`` leaves an older base of its family active,
+    or the new base is itself older than one of its family), TRN010 (a train.json of another base whose command line
+    names the new base's file and not its own base's: only those whose bytes hold the name are parsed), IDX009,
+    IDX013 and IDX014 (its scores, and comparisons against it). The others cannot change: no entry, file or
+    directory but the new base's ``.gitkeep`` placeholders is written."""
+    from .jsonload import JsonLoadError, load_json_bytes, read_json_bytes
+    from .validate import base_files, bases_findings, sort_findings, train_command_findings
+
+    new = after["bases"][-1]
+    name = new["name"]
+    prior = {_seen(f) for f in bases_findings(before["bases"])}
+    out = [f for f in bases_findings(after["bases"]) if f.severity == Severity.WARNING and _seen(f) not in prior]
+    files_before = base_files({b["name"]: b for b in before["bases"]})
+    files_after = base_files({b["name"]: b for b in after["bases"]})
+    needle = name.encode()  # in the file name, which JSON writes as it is (unless \u-escaped)
+    if files_after.get(name) is not None:
+        for b in before["bases"]:
+            for method in ("state", "miss"):
+                here = root / b["name"] / method
+                try:
+                    dirs = sorted(e.name for e in os.scandir(here) if e.is_dir(follow_symlinks=False))
+                except OSError:
+                    continue  # validate: LAY003, LAY010
+                for d in dirs:
+                    rel = f"{b['name']}/{method}/{d}/train.json"
+                    path = root / rel
+                    try:
+                        if path.is_symlink():
+                            continue
+                        data = read_json_bytes(path)
+                    except OSError:
+                        continue  # absent (TRN001) or unreadable (LAY010)
+                    if needle not in data and b"\\u" not in data:
+                        continue
+                    try:
+                        t = load_json_bytes(data, path=rel)
+                    except JsonLoadError:
+                        continue  # SCH001: validate reads nothing of it
+                    if not isinstance(t, dict):
+                        continue
+                    seen = {_seen(f) for f in train_command_findings(rel, b["name"], t, files_before)}
+                    out += [f for f in train_command_findings(rel, b["name"], t, files_after) if _seen(f) not in seen]
+    out += _new_score_warnings(before, after, new, name)
+    sort_findings(out)
+    return out
 
 
 def _refuse_closing_unpublished(
@@ -695,7 +753,8 @@ def add_entry(
                 hint=f"Retrain on {newer} and add the weights there.",
             )
         display = str(file)
-        _refuse(check_weight_file(facts, b, display), display)
+        content = check_weight_file(facts, b, display)
+        _refuse(content, display)
         if train_obj.get("method") != method:
             raise RefusedError(f"--train says method {train_obj.get('method')!r}, the file is a {method}")
         tdata = train_obj.get("data") or {}
@@ -742,6 +801,7 @@ def add_entry(
                 path=rel,
             )
         train_rel = f"{base}/{method}/{data_version}/train.json"
+        train_new_file = not (root / train_rel).exists()
         train_will_be, train_new = _merge_train(root / train_rel, train_obj, group)
         published = published_in(root, train_rel) if train_new is not None and (root / train_rel).exists() else None
         if published is not None:
@@ -805,8 +865,9 @@ def add_entry(
                     if other.get("recommended") is True:
                         lost_mark.append(other["id"])
                     other["recommended"] = False
-        new_warnings = _refuse_train_findings(root, train_rel, train_will_be, index, entry, group, train)
+        train_warnings = _refuse_train_findings(root, train_rel, train_will_be, index, entry, group, train)
         index["entries"].append(entry)
+        new_warnings = _entry_warnings(root, index, content, cache, train_warnings, train_will_be, train_new_file)
         index_bytes = dump_json(index)
         # checked and rendered as validate will read it back (the strict loader), so that the verdicts on the
         # index.json and README.md written can be recorded for the validation that follows (the pre-commit hook)
@@ -840,6 +901,105 @@ def add_entry(
         if warnings is not None:
             warnings.extend(new_warnings)
     return entry
+
+
+def _compares_against(scores_of: Any, name: str) -> bool:
+    """Does one of these scores (a base's, an entry's or an unpublished weight's) compare against ``name``?"""
+    return any(
+        isinstance(sc, dict) and isinstance(sc.get("comparison"), dict) and sc["comparison"].get("against") == name
+        for sc in (scores_of if isinstance(scores_of, list) else [])
+    )
+
+
+def _new_score_warnings(
+    before: dict[str, Any], after: dict[str, Any], item: dict[str, Any], name: str
+) -> list[Finding]:
+    """The score warnings (IDX009, IDX013, IDX014) of index.json ``after`` that ``before`` lacks, ``after`` holding
+    one new ``item`` (an entry or base, ``name`` its id or name): its own scores' and those of the weights compared
+    against it (unknown before: IDX008; after, IDX014 may find the two of different runs). Only they can change."""
+    from .validate import score_findings
+
+    if not item.get("scores"):
+        return []  # nothing to check, nor to compare with (IDX014 needs its scores on the benchmark)
+    prior = {_seen(f) for f in score_findings(before, lambda x: _compares_against(x.get("scores"), name))}
+    now = score_findings(after, lambda x: x is item or _compares_against(x.get("scores"), name))
+    return [f for f in now if f.severity == Severity.WARNING and _seen(f) not in prior]
+
+
+def _seen(f: Finding) -> tuple[str, str, str]:
+    return (f.code, f.path, f.message)
+
+
+def _entry_warnings(
+    root: Path,
+    index: dict[str, Any],
+    content: list[Finding],
+    cache: FactsCache,
+    train_warnings: list[Finding],
+    train: dict[str, Any],
+    train_new_file: bool,
+) -> list[Finding]:
+    """Every warning ``validate`` will report once the new entry (the last of ``index``'s entries, about to be
+    written) is, and does not report without it, in report order: from the facts ``add`` holds (the file's
+    ``content`` findings, the entry, the train.json it leaves), never a whole validation, never a file hashed again.
+
+    Which rules it can bring: MIS017 (the file's own scale), PRF002 (its profile), TRN009 (``train_warnings``),
+    TRN010 (a train.json it writes anew: one merged keeps its command line), IDX011 (another entry's file holds its
+    bytes), IDX016 (its data records against the others of its method and data version), IDX009, IDX013 and IDX014
+    (its scores, and comparisons against it). Not IDX004 (``--recommended`` takes the mark), IDX007 and LAY011 (no
+    base or directory changes), IDX015 (no licence changes), HSH007 (SHA256SUMS is written canonical)."""
+    from .validate import (
+        WEIGHT_SUFFIXES,
+        _layout_ok,
+        _safe_rel,
+        base_files,
+        data_version_findings,
+        profile_findings,
+        same_bytes_finding,
+        sort_findings,
+        train_command_findings,
+    )
+
+    entry = index["entries"][-1]
+    others = index["entries"][:-1]
+    rel: str = entry["path"]
+    out = [replace(f, path=rel) for f in content if f.severity == Severity.WARNING]  # shown with --file's name
+    out += [f for f in profile_findings(rel, entry) if f.severity == Severity.WARNING]
+    out += train_warnings
+    bases = {b["name"]: b for b in index["bases"]}
+    if train_new_file:
+        out += train_command_findings(entry["train"], entry["base"], train, base_files(bases))
+    # IDX011: the first entry (validate's order: one per path) whose file holds these bytes. The candidates are those
+    # recording the sha256; their facts come from the validation cache (SHA256SUMS needs them right after anyway)
+    sha = entry["file"]["sha256"]
+    twins: dict[str, dict[str, Any]] = {}
+    for e in others:
+        p = e["path"]
+        if p in twins or not _safe_rel(p) or e["file"]["sha256"].lower() != sha:
+            continue
+        parts = p.split("/")
+        if parts[0] in bases and _layout_ok(parts) and p.endswith(WEIGHT_SUFFIXES):
+            twins[p] = e
+    if twins:
+        facts, _ = gather_facts({p: root / p for p in twins}, cache)
+        for p, e in twins.items():
+            f = facts.get(p)
+            if isinstance(f, FileFacts) and f.kind != "lfs-pointer" and f.sha256 == sha:
+                out.append(same_bytes_finding(rel, entry, sha, p, e))
+                break
+    # IDX016: only the items of its method and data version meet it
+    method, version = entry["method"], entry["data"]["version"]
+
+    def mine(x: dict[str, Any]) -> bool:
+        return x.get("method") == method and isinstance(x.get("data"), dict) and x["data"].get("version") == version
+
+    peers = [x for x in others if mine(x)]
+    unpublished = [x for x in index.get("unpublished") or [] if mine(x)]
+    prior = {_seen(f) for f in data_version_findings(peers + unpublished)}
+    out += [f for f in data_version_findings([*peers, entry, *unpublished]) if _seen(f) not in prior]
+    out += _new_score_warnings(dict(index, entries=others), index, entry, entry["id"])
+    sort_findings(out)
+    return out
 
 
 def _entry_enum(key: str) -> list[str]:
