@@ -527,7 +527,7 @@ def _base_warnings(root: Path, before: dict[str, Any], after: dict[str, Any]) ->
     names the new base's file and not its own base's: only those whose bytes hold the name are parsed), IDX009,
     IDX013 and IDX014 (its scores, and comparisons against it). The others cannot change: no entry, file or
     directory but the new base's ``.gitkeep`` placeholders is written."""
-    from .jsonload import JsonLoadError, load_json_bytes, read_json_bytes
+    from .jsonload import DEFAULT_MAX_BYTES, JsonLoadError, load_json_bytes, read_at_most
     from .validate import base_files, bases_findings, sort_findings, train_command_findings
 
     new = after["bases"][-1]
@@ -537,24 +537,29 @@ def _base_warnings(root: Path, before: dict[str, Any], after: dict[str, Any]) ->
     files_before = base_files({b["name"]: b for b in before["bases"]})
     files_after = base_files({b["name"]: b for b in after["bases"]})
     needle = name.encode()  # in the file name, which JSON writes as it is (unless \u-escaped)
+    nofollow = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)  # a link is not read (one out of the registry: LAY005)
     if files_after.get(name) is not None:
         for b in before["bases"]:
             for method in ("state", "miss"):
-                here = root / b["name"] / method
-                try:
-                    dirs = sorted(e.name for e in os.scandir(here) if e.is_dir(follow_symlinks=False))
+                try:  # strings, not Paths: 640 train.json at 4,000 entries
+                    dirs = sorted(
+                        e.name
+                        for e in os.scandir(os.path.join(root, b["name"], method))
+                        if e.is_dir(follow_symlinks=False)
+                    )
                 except OSError:
                     continue  # validate: LAY003, LAY010
                 for d in dirs:
                     rel = f"{b['name']}/{method}/{d}/train.json"
-                    path = root / rel
                     try:
-                        if path.is_symlink():
-                            continue
-                        data = read_json_bytes(path)
+                        with os.fdopen(os.open(os.path.join(root, rel), nofollow), "rb") as fh:
+                            size = os.fstat(fh.fileno()).st_size
+                            if size > DEFAULT_MAX_BYTES:
+                                continue  # validate: SCH001 (too large), nothing read
+                            data = read_at_most(fh, size, DEFAULT_MAX_BYTES + 1)
                     except OSError:
-                        continue  # absent (TRN001) or unreadable (LAY010)
-                    if needle not in data and b"\\u" not in data:
+                        continue  # absent (TRN001), a directory or unreadable (LAY010)
+                    if (needle not in data and b"\\u" not in data) or len(data) > DEFAULT_MAX_BYTES:
                         continue
                     try:
                         t = load_json_bytes(data, path=rel)
@@ -975,7 +980,7 @@ def _entry_warnings(
     twins: dict[str, dict[str, Any]] = {}
     for e in others:
         p = e["path"]
-        if p in twins or not _safe_rel(p) or e["file"]["sha256"].lower() != sha:
+        if e["file"]["sha256"] != sha or p in twins or not _safe_rel(p):  # the schema's sha256 is lower case
             continue
         parts = p.split("/")
         if parts[0] in bases and _layout_ok(parts) and p.endswith(WEIGHT_SUFFIXES):
@@ -993,7 +998,7 @@ def _entry_warnings(
     def mine(x: dict[str, Any]) -> bool:
         return x.get("method") == method and isinstance(x.get("data"), dict) and x["data"].get("version") == version
 
-    peers = [x for x in others if mine(x)]
+    peers = [x for x in others if x["data"]["version"] == version and x["method"] == method]  # schema: present
     unpublished = [x for x in index.get("unpublished") or [] if mine(x)]
     prior = {_seen(f) for f in data_version_findings(peers + unpublished)}
     out += [f for f in data_version_findings([*peers, entry, *unpublished]) if _seen(f) not in prior]
