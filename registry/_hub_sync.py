@@ -34,7 +34,15 @@ from typing import Any
 from ._hub_remote import RemoteEntry, RemoteRepo, connect, file_digests, git_blob_id, hub_error
 from .atomic import JOURNAL_NAME, LOCK_NAME, TMP_PREFIX, require_directory
 from .errors import LockedError, RefusedError, RegistryError, RegistryIOError, UsageError
-from .facts import FactsCache, FileFacts, compute_facts, gather_facts, sha256_file, stat_key
+from .facts import (
+    FactsCache,
+    FileFacts,
+    compute_facts,
+    compute_facts_and_blob_id,
+    gather_facts,
+    sha256_file,
+    stat_key,
+)
 from .lineage import superseded
 from .validate import WEIGHT_SUFFIXES, Report, Tree, Validator, sort_findings, validate_registry
 
@@ -741,12 +749,16 @@ def _check_download(remote: RemoteRepo, staging: Path, wanted: list[str]) -> tup
 
     def one(rel: str) -> tuple[str, str, _Read | None]:
         path = staging / rel
-        if remote.files[rel].lfs_sha256 is not None and rel.endswith(WEIGHT_SUFFIXES):
-            # the facts validation needs come from the same read as the sha256 checked here (one mmap)
+        if rel.endswith(WEIGHT_SUFFIXES):
+            # the facts validation needs come from the same read as the digest checked here (one mmap); for a file
+            # in plain git the sha1 of its git blob id is fed the same pages as its sha256
             started = time.time_ns()
             key = stat_key(os.stat(path), str(path))
-            facts = compute_facts(path)
-            remote.check_served(rel, facts.size, facts.sha256, None)
+            if remote.files[rel].lfs_sha256 is not None:
+                facts, blob = compute_facts(path), None
+            else:
+                facts, blob = compute_facts_and_blob_id(path)
+            remote.check_served(rel, facts.size, facts.sha256, blob)
             return rel, facts.sha256, (key, facts, started)
         size, sha, blob = file_digests(path, blob=remote.files[rel].lfs_sha256 is None)
         remote.check_served(rel, size, sha, blob)

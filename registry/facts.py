@@ -84,15 +84,48 @@ def _add(facts: FileFacts, code: str, message: str) -> None:
 
 def compute_facts(path: str | os.PathLike[str]) -> FileFacts:
     """Read ``path`` once and derive its facts. Raises OSError only for I/O failures."""
+    return _mapped_facts(path, None)
+
+
+_HASH_STEP = 1 << 20  # bytes of a mapped file fed to each hasher in turn (compute_facts_and_blob_id)
+
+
+def compute_facts_and_blob_id(path: str | os.PathLike[str]) -> tuple[FileFacts, str]:
+    """:func:`compute_facts` and the file's git blob id (sha1 of ``blob <size>\\0`` + the bytes) from the same
+    read: one mmap, each 1 MiB of it fed to the sha256 and the sha1 in turn (a weight file kept in plain git, not
+    LFS, whose download is checked by its blob id and validated by its sha256). Raises OSError only for I/O
+    failures."""
+    blob = hashlib.sha1(usedforsecurity=False)
+    facts = _mapped_facts(path, blob)
+    return facts, blob.hexdigest()
+
+
+def _mapped_facts(path: str | os.PathLike[str], blob: Any) -> FileFacts:
+    """The facts of ``path`` mapped once; with ``blob`` (a sha1), the git blob id of the same bytes too."""
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
+        if blob is not None:
+            blob.update(b"blob %d\0" % size)
         if size == 0:
             facts = FileFacts(size=0, sha256=hashlib.sha256(b"").hexdigest(), kind="unknown")
             _add(facts, "PTH001", "the file is empty")
             return facts
         mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     try:
-        return facts_from_buffer(mm)
+        sha256 = None
+        if blob is not None:
+            h = hashlib.sha256()
+            view = memoryview(mm)
+            try:
+                for at in range(0, size, _HASH_STEP):
+                    chunk = view[at : at + _HASH_STEP]
+                    h.update(chunk)
+                    blob.update(chunk)
+                    chunk.release()
+            finally:
+                view.release()
+            sha256 = h.hexdigest()
+        return facts_from_buffer(mm, sha256=sha256)
     finally:
         try:
             mm.close()
@@ -100,13 +133,14 @@ def compute_facts(path: str | os.PathLike[str]) -> FileFacts:
             pass
 
 
-def facts_from_buffer(buf: bytes | bytearray | memoryview | mmap.mmap) -> FileFacts:
-    """Facts of a file already in memory (or mapped)."""
+def facts_from_buffer(buf: bytes | bytearray | memoryview | mmap.mmap, *, sha256: str | None = None) -> FileFacts:
+    """Facts of a file already in memory (or mapped). ``sha256``: the digest of ``buf`` when the caller computed it
+    already (:func:`compute_facts_and_blob_id`), else computed here."""
     from .ckpt import MemorySource, open_checkpoint
     from .lfs import parse_lfs_pointer
 
     size = len(buf)
-    facts = FileFacts(size=size, sha256=hashlib.sha256(buf).hexdigest(), kind="unknown")
+    facts = FileFacts(size=size, sha256=sha256 or hashlib.sha256(buf).hexdigest(), kind="unknown")
     if size < 1024:
         pointer = parse_lfs_pointer(bytes(buf[:size]))
         if pointer is not None:

@@ -573,3 +573,24 @@ def test_the_code_digest_covers_the_writer_that_records_verdicts(monkeypatch: py
     import subprocess
 
     assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("size", [0, 5, (1 << 20) + 3])  # empty, small, past one 1 MiB step of the two hashers
+def test_facts_and_blob_id_from_one_read_equal_the_two_reads(tmp_path: Path, size: int) -> None:
+    """A weight kept in plain git: its git blob id and its facts come from one mapping of the file, fed to both
+    hashers, and equal what a separate blob id and compute_facts give (a real State file, and odd sizes)."""
+    import hashlib
+
+    from regtools import write_state
+
+    from rwkv_registry.facts import compute_facts, compute_facts_and_blob_id
+    from rwkv_registry.gitcheck import git_blob_id
+
+    files = [write_state(tmp_path / "s.pth", seed=3)] if size == 0 else []
+    odd = tmp_path / f"odd-{size}.bin"
+    odd.write_bytes(bytes(range(256)) * (size // 256) + b"x" * (size % 256))
+    for path in [*files, odd]:
+        facts, blob = compute_facts_and_blob_id(path)
+        data = path.read_bytes()
+        assert blob == git_blob_id(data) == hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+        assert facts == compute_facts(path) and facts.sha256 == hashlib.sha256(data).hexdigest()

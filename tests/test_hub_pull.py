@@ -36,13 +36,34 @@ def weights_of(hub: FakeHub, repo_id: str) -> list[str]:
     return sorted(r for r in hub.files(repo_id) if r.endswith(".pth"))
 
 
+def plain_git_repo(hub: FakeHub, root: Path) -> str:
+    """A Hub repository holding the registry at ``root`` with its weights in plain git, not LFS (committed before
+    its .gitattributes routed them to LFS: a push by git without git-lfs installed)."""
+    repo_id = new_repo(hub)
+    hub.commit_files(repo_id, {".gitattributes": b"*.md text\n"})
+    files = {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    files = {r: b for r, b in files.items() if not r.startswith(".rwkv-registry")}
+    hub.commit_files(repo_id, {r: b for r, b in files.items() if r != ".gitattributes"})
+    hub.commit_files(repo_id, {".gitattributes": files[".gitattributes"]})
+    return repo_id
+
+
+def repo_of(hub: FakeHub, tiny: Path, storage: str) -> str:
+    return new_repo(hub, tiny) if storage == "lfs" else plain_git_repo(hub, tiny)
+
+
+@pytest.mark.parametrize("storage", ["lfs", "plain git"])
 @pytest.mark.parametrize("how", ["new", "empty", "one base"])
 def test_pull_hashes_each_weight_file_once(
-    hub: FakeHub, tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+    hub: FakeHub, tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str, storage: str
 ) -> None:
-    """The download check reads each weight file once (sha256 and the facts validation needs, one mmap) and the
-    validation that follows reuses those facts: before, the check hashed every file and validation again."""
-    repo_id = new_repo(hub, tiny)
+    """The download check reads each weight file once (its sha256, or its sha256 and git blob id for a file in
+    plain git, and the facts validation needs: one mmap) and the validation that follows reuses those facts:
+    before, the check hashed every file and validation again (still so for weights in plain git until their blob
+    id and sha256 came from one read)."""
+    repo_id = repo_of(hub, tiny, storage)
+    tree = hub.repos[repo_id].commits[hub.head(repo_id)]
+    assert {tree[w].lfs for w in weights_of(hub, repo_id)} == {storage == "lfs"}
     weights = weights_of(hub, repo_id)
     assert len(weights) >= 3
     reads: Counter[str] = Counter()
@@ -63,6 +84,7 @@ def test_pull_hashes_each_weight_file_once(
 
     # every way a file's bytes get hashed on the way: the check, validation's facts, SHA256SUMS, push's compare
     counted(_hub_sync, "compute_facts")
+    counted(_hub_sync, "compute_facts_and_blob_id")
     counted(_hub_sync, "file_digests")
     counted(_hub_sync, "sha256_file")
     counted(facts, "compute_facts")
@@ -93,14 +115,15 @@ def _flip_a_byte(path: Path) -> None:
     assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
 
 
+@pytest.mark.parametrize("storage", ["lfs", "plain git"])
 @pytest.mark.parametrize("when", ["before the move", "after the move", "after seeding"])
 def test_a_weight_changed_after_the_check_is_read_again(
-    hub: FakeHub, tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, when: str
+    hub: FakeHub, tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, when: str, storage: str
 ) -> None:
     """The facts the check read are reused only for the very bytes it read: a file written between the check and
     validation (in the staging directory, in PATH before the cache is seeded, or after) is hashed again, and its
-    sha256 no longer matches index.json."""
-    repo_id = new_repo(hub, tiny)
+    sha256 no longer matches index.json. Alike for a weight in plain git, checked by its git blob id."""
+    repo_id = repo_of(hub, tiny, storage)
     dest = tmp_path / "dest"
     real_check, real_seed = _hub_sync._check_download, _hub_sync._seeded_cache
 
