@@ -23,6 +23,7 @@ import glob
 import os
 import re
 import shutil
+import stat as stat_module
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -46,7 +47,7 @@ from .facts import (
 from .lineage import superseded
 from .validate import WEIGHT_SUFFIXES, Report, Tree, Validator, sort_findings, validate_registry
 
-__all__ = ["PushResult", "pull_registry", "push_registry"]
+__all__ = ["PullInterrupted", "PushResult", "pull_registry", "push_registry"]
 
 Log = Callable[[str], None]
 
@@ -475,38 +476,46 @@ def pull_registry(
         f"pulling {repo_id}@{remote.sha[:12]} into {path}: {len(want)} file(s), "
         f"{sum(e.size for e in want) / 1e6:.1f} MB" + (f" (weights of base {base} only)" if base else "")
     )
-    # into a hidden sibling first: an interrupted pull leaves PATH as it was (absent or empty)
+    # into a hidden sibling first: an interrupted pull leaves PATH as it was (absent or empty), and its files there
+    # for the next pull into PATH to resume from
     staging = dest.parent / f".{dest.name}{PULL_STAGING}{os.getpid()}"
-    for left in _left_by_killed_pulls(dest):  # a pull killed outright (SIGKILL, power loss) could not remove its own
-        log(
-            f"note: {left} is left by an interrupted pull into {path} (its process no longer runs): delete it to free "
-            "its space"
-        )
+    _adopt_killed_pull(dest, staging, path, log)
+    wanted = [e.path for e in want]
+    kept = _reuse_kept(remote, staging, wanted, log)
+    missing = [rel for rel in wanted if rel not in kept]
     try:
-        snapshot_download(
-            repo_id,
-            revision=remote.sha,
-            local_dir=staging,
-            # fnmatch patterns: each path taken literally ('notes[1].md' is no character class)
-            allow_patterns=None if allow is None else [glob.escape(p) for p in allow],
-            endpoint=remote.endpoint,
-            token=token,
-        )
+        if missing:
+            snapshot_download(
+                repo_id,
+                revision=remote.sha,
+                local_dir=staging,
+                # fnmatch patterns: each path taken literally ('notes[1].md' is no character class)
+                allow_patterns=None if allow is None and not kept else [glob.escape(p) for p in missing],
+                endpoint=remote.endpoint,
+                token=token,
+            )
         _drop_download_metadata(staging)
-    except BaseException as e:  # Ctrl-C too
+    except BaseException as e:  # Ctrl-C too: what is complete stays in staging, for the next pull to check and keep
         in_flight = _in_flight(staging, remote)
-        shutil.rmtree(staging, ignore_errors=True)
+        _drop_download_metadata(staging)  # huggingface_hub's partial files too: never resumed (see _reuse_kept)
+        if not _staged_files(staging)[0]:
+            shutil.rmtree(staging, ignore_errors=True)  # nothing to resume from
         if isinstance(e, Exception):
-            raise _refused(_download_error(e, remote, staging, in_flight), path) from e
-        raise
+            err = _refused(_download_error(e, remote, staging, in_flight), path)
+            err.hint = f"{err.hint} {_resume_note(staging)}".strip()
+            raise err from e
+        raise PullInterrupted(_interrupted(path, staging)) from e
     try:
-        digests, read = _check_download(remote, staging, [e.path for e in want])
+        digests, read = _check_download(remote, staging, wanted, kept)
         if keys:
             _check_trust(remote, staging, digests, keys)
     except BaseException as e:
-        shutil.rmtree(staging, ignore_errors=True)
+        if not isinstance(e, KeyboardInterrupt):  # bytes not to be trusted, or a signature refused: none kept
+            shutil.rmtree(staging, ignore_errors=True)
         if isinstance(e, RegistryError):
             _refused(e, path)
+        if isinstance(e, KeyboardInterrupt):
+            raise PullInterrupted(_interrupted(path, staging)) from e
         raise
     try:
         if dest.exists():
@@ -528,7 +537,9 @@ def pull_registry(
             hint=f"Everything was downloaded into {staging}; move it to {path} yourself, then validate it.",
             path=str(path),
         ) from e
-    except BaseException:  # Ctrl-C during the move: _move_into put back what it had moved; PATH is as it was
+    except KeyboardInterrupt as e:  # Ctrl-C during the move: _move_into put back what it had moved; PATH is as it was
+        raise PullInterrupted(_interrupted(path, staging)) from e
+    except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     cache = _seeded_cache(dest, read)  # each weight file was hashed and read once, by the check: not again
@@ -707,12 +718,15 @@ def _left_by_killed_pulls(dest: Path) -> list[Path]:
     return out
 
 
-def _check_download(remote: RemoteRepo, staging: Path, wanted: list[str]) -> tuple[dict[str, str], dict[str, _Read]]:
+def _check_download(
+    remote: RemoteRepo, staging: Path, wanted: list[str], kept: dict[str, tuple[str, _Read | None]] | None = None
+) -> tuple[dict[str, str], dict[str, _Read]]:
     """What ``snapshot_download`` wrote into ``staging`` must be exactly the ``wanted`` files of the tree listing
     (it lists the repository again itself), each with the listed size and sha256 (LFS) or git blob id
-    (:meth:`RemoteRepo.check_served`). Returns each file's sha256, and for each weight file in LFS what
-    validation needs of it (its facts, read in the same pass as the sha256 checked here, and the stat key they
-    were read under: :func:`_seeded_cache`). Raises :class:`RegistryIOError`."""
+    (:func:`_check_file`). ``kept``: files an earlier pull left there that :func:`_reuse_kept` checked already (not
+    read again). Returns each file's sha256, and for each weight file what validation needs of it (its facts, read
+    in the same pass as the digest checked here, and the stat key they were read under: :func:`_seeded_cache`).
+    Raises :class:`RegistryIOError`."""
     where = f"{remote.repo_id}@{remote.sha[:12]}"
     wanted_set = set(wanted)
     by_case = {rel.lower(): rel for rel in sorted(wanted)}
@@ -747,31 +761,173 @@ def _check_download(remote: RemoteRepo, staging: Path, wanted: list[str]) -> tup
             path=missing[0],
         )
 
-    def one(rel: str) -> tuple[str, str, _Read | None]:
-        path = staging / rel
-        if rel.endswith(WEIGHT_SUFFIXES):
-            # the facts validation needs come from the same read as the digest checked here (one mmap); for a file
-            # in plain git the sha1 of its git blob id is fed the same pages as its sha256
-            started = time.time_ns()
-            key = stat_key(os.stat(path), str(path))
-            if remote.files[rel].lfs_sha256 is not None:
-                facts, blob = compute_facts(path), None
-            else:
-                facts, blob = compute_facts_and_blob_id(path)
-            remote.check_served(rel, facts.size, facts.sha256, blob)
-            return rel, facts.sha256, (key, facts, started)
-        size, sha, blob = file_digests(path, blob=remote.files[rel].lfs_sha256 is None)
-        remote.check_served(rel, size, sha, blob)
-        return rel, sha, None
-
     digests: dict[str, str] = {}
     read: dict[str, _Read] = {}
-    with ThreadPoolExecutor(max_workers=min(4, max(1, len(wanted)))) as pool:
-        for rel, sha, facts in pool.map(one, sorted(wanted)):
+    for rel, (sha, facts) in (kept or {}).items():
+        digests[rel] = sha
+        if facts is not None:
+            read[rel] = facts
+    todo = sorted(set(wanted) - set(digests))
+    with ThreadPoolExecutor(max_workers=min(4, max(1, len(todo)))) as pool:
+        for rel, (sha, facts) in zip(todo, pool.map(lambda rel: _check_file(remote, staging, rel), todo), strict=True):
             digests[rel] = sha
             if facts is not None:
                 read[rel] = facts
     return digests, read
+
+
+def _check_file(remote: RemoteRepo, staging: Path, rel: str) -> tuple[str, _Read | None]:
+    """Check ``staging/rel`` against the tree listing (:meth:`RemoteRepo.check_served`: its size, and its sha256
+    in LFS or its git blob id in plain git), reading it once. Returns its sha256 and, for a weight file, what
+    validation needs of it (facts from the same read, the stat key before it, the time before it). Raises
+    :class:`RegistryIOError` on other bytes."""
+    path = staging / rel
+    entry = remote.files[rel]
+    if rel.endswith(WEIGHT_SUFFIXES):
+        # the facts validation needs come from the same read as the digest checked here (one mmap); for a file in
+        # plain git the sha1 of its git blob id is fed the same pages as its sha256
+        started = time.time_ns()
+        key = stat_key(os.stat(path), str(path))
+        if entry.lfs_sha256 is not None:
+            facts, blob = compute_facts(path), None
+        else:
+            facts, blob = compute_facts_and_blob_id(path)
+        remote.check_served(rel, facts.size, facts.sha256, blob)
+        return facts.sha256, (key, facts, started)
+    size, sha, blob = file_digests(path, blob=entry.lfs_sha256 is None)
+    remote.check_served(rel, size, sha, blob)
+    return sha, None
+
+
+class PullInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a pull, before anything reached PATH: ``message`` says where the files downloaded so far are
+    kept and that the same pull resumes from them."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def _staged_files(staging: Path) -> tuple[int, int]:
+    """(files, bytes) under ``staging`` (0, 0 when it is absent)."""
+    n = size = 0
+    for dirpath, _, filenames in os.walk(staging):
+        for name in filenames:
+            try:
+                size += os.lstat(os.path.join(dirpath, name)).st_size
+                n += 1
+            except OSError:
+                continue
+    return n, size
+
+
+def _resume_note(staging: Path) -> str:
+    """What the message of a pull stopped half-way says of the files it downloaded so far."""
+    n, size = _staged_files(staging)
+    if not n:
+        return ""
+    return (
+        f"The {n} file(s) downloaded so far ({size / 1e6:.1f} MB) are kept in {staging}: run the same pull again to "
+        "resume (each is checked again against the listing, and only the missing ones are fetched), or delete that "
+        "directory to free its space."
+    )
+
+
+def _interrupted(path: str | os.PathLike[str], staging: Path) -> str:
+    note = _resume_note(staging)
+    return f"interrupted: nothing was written to {path}." + (f" {note}" if note else "")
+
+
+def _adopt_killed_pull(dest: Path, staging: Path, path: str | os.PathLike[str], log: Log) -> None:
+    """Take over the staging directory of an earlier pull into ``dest`` whose process no longer runs (killed
+    outright, or stopped by Ctrl-C or an error), the newest one, by renaming it to ``staging``; the others are named
+    in a note. A rename is atomic: of two pulls starting at once, one takes it, the other finds it gone. Nothing
+    is adopted when ``staging`` exists already (an earlier pull of this very process)."""
+    left = _left_by_killed_pulls(dest)
+
+    def mtime(p: Path) -> float:
+        try:
+            return p.stat().st_mtime
+        except OSError:
+            return 0.0
+
+    left.sort(key=mtime, reverse=True)
+    if left and not os.path.lexists(staging):
+        try:
+            left[0].rename(staging)
+        except OSError:
+            pass
+        else:
+            log(f"resuming the interrupted pull into {path} from {left[0]}")
+            left = left[1:]
+    for other in left:
+        log(
+            f"note: {other} is left by an interrupted pull into {path} (its process no longer runs): delete it to "
+            "free its space"
+        )
+
+
+def _reuse_kept(remote: RemoteRepo, staging: Path, wanted: list[str], log: Log) -> dict[str, tuple[str, _Read | None]]:
+    """The files an interrupted pull left in ``staging`` that this pull can keep: each is one of ``wanted``, with the
+    size and sha256 (LFS) or git blob id (plain git) that the tree listing of THIS commit gives, read and checked now
+    (:func:`_check_file`: a file changed since, or of another revision, is never trusted). Any other file (another
+    revision's, a corrupted or partial one, huggingface_hub's metadata and temporary files, a symlink) is deleted,
+    to be downloaded again. Returns what :func:`_check_download` would have found of the kept files."""
+    if os.path.islink(staging) or (os.path.lexists(staging) and not staging.is_dir()):
+        os.unlink(staging)
+        return {}
+    if not staging.is_dir():
+        return {}
+    _drop_download_metadata(staging)
+    wanted_set = set(wanted)
+    candidates: list[str] = []
+    dropped = 0
+    for dirpath, dirnames, filenames in os.walk(staging):
+        here = Path(dirpath)
+        for name in sorted(dirnames + filenames):
+            full = here / name
+            rel = full.relative_to(staging).as_posix()
+            if name in dirnames and not full.is_symlink():
+                continue
+            try:
+                st = os.lstat(full)
+            except OSError:
+                continue
+            if stat_module.S_ISREG(st.st_mode) and rel in wanted_set and st.st_size == remote.files[rel].size:
+                candidates.append(rel)
+            else:
+                full.unlink()
+                dropped += 1
+
+    def check(rel: str) -> tuple[str, tuple[str, _Read | None] | None]:
+        try:
+            return rel, _check_file(remote, staging, rel)
+        except (RegistryIOError, OSError):
+            return rel, None
+
+    kept: dict[str, tuple[str, _Read | None]] = {}
+    with ThreadPoolExecutor(max_workers=min(4, max(1, len(candidates)))) as pool:
+        for rel, result in pool.map(check, sorted(candidates)):
+            if result is None:
+                (staging / rel).unlink(missing_ok=True)
+                dropped += 1
+            else:
+                kept[rel] = result
+    for dirpath, _, _ in os.walk(staging, topdown=False):  # folders left empty: a later download makes its own
+        if Path(dirpath) != staging:
+            try:
+                os.rmdir(dirpath)
+            except OSError:
+                pass
+    if not kept and not dropped:
+        return kept
+    size = sum(remote.files[r].size for r in kept)
+    log(
+        f"resuming: {len(kept)} file(s) ({size / 1e6:.1f} MB) downloaded by an interrupted pull are kept (each checked "
+        f"against the listing of {remote.sha[:12]}), {len(wanted) - len(kept)} to download"
+        + (f"; {dropped} other file(s) left there deleted (changed, partial, or not in this commit)" if dropped else "")
+    )
+    return kept
 
 
 def _case_clash(where: str, listed: str, held: str, more: str = "") -> RegistryIOError:

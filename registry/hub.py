@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import sys
 import tempfile
 import time
 from collections import Counter
@@ -30,7 +31,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ._hub_remote import RemoteEntry, RemoteRepo, check_repo_id, connect, hub_endpoint, hub_error, parse_hf_target
-from ._hub_sync import pull_registry, push_registry
+from ._hub_sync import PullInterrupted, pull_registry, push_registry
 from .errors import CheckpointError, RefusedError, RegistryError, RegistryIOError, UsageError
 from .facts import FileFacts, compute_facts
 from .rules import Finding
@@ -302,7 +303,11 @@ def cmd_pull(args: argparse.Namespace) -> int:
         if at and revision and at != revision:
             raise UsageError(f"{args.repo} and --revision {revision} name two revisions", hint="Give one of them.")
         revision = revision or at
-    report = pull_registry(repo, args.path, base=args.base, revision=revision, trusted_keys=args.pubkey, log=_print)
+    try:
+        report = pull_registry(repo, args.path, base=args.base, revision=revision, trusted_keys=args.pubkey, log=_print)
+    except PullInterrupted as e:  # where the files downloaded so far are kept, and that the same pull resumes
+        sys.stderr.write(e.message + "\n")
+        return 130
     print_report(report, _console())
     if not report.ok:
         _print(

@@ -475,11 +475,15 @@ def test_credentials_in_the_endpoint_never_reach_a_message() -> None:
     assert "hunter2" not in err.message and "http://***@hub.local" in err.message
 
 
-def test_an_interrupted_pull_leaves_nothing_behind(
+def test_an_interrupted_pull_leaves_path_as_it_was_and_the_next_one_resumes(
     hub: FakeHub, tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The download goes to a hidden sibling and is moved into place only when complete."""
+    """The download goes to a hidden sibling and is moved into place only when complete. Ctrl-C keeps that sibling
+    (before, it was deleted and the next pull fetched everything again): the next pull checks its files and
+    fetches none of them again."""
     import huggingface_hub
+
+    from rwkv_registry._hub_sync import PullInterrupted
 
     repo_id = new_repo(hub, tiny)
     real = huggingface_hub.snapshot_download
@@ -489,11 +493,16 @@ def test_an_interrupted_pull_leaves_nothing_behind(
         raise KeyboardInterrupt
 
     monkeypatch.setattr(huggingface_hub, "snapshot_download", interrupted)
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt) as e:
         pull_registry(repo_id, tmp_path / "dest", log=lambda m: None)
-    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no dest, no staging directory
+    assert isinstance(e.value, PullInterrupted) and "run the same pull again to resume" in e.value.message
+    (staging,) = tmp_path.iterdir()  # no dest; the staging directory, named in the message
+    assert staging.name.startswith(".dest.rwkv-registry-pull-") and str(staging) in e.value.message
     monkeypatch.setattr(huggingface_hub, "snapshot_download", real)
+    hub.log.clear()
     assert pull_registry(repo_id, tmp_path / "dest", log=lambda m: None).ok
+    assert not [e for e in hub.log if (e["method"] == "GET" and "/resolve/" in e["path"]) or e["server"] == "cdn"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dest"]
 
 
 def test_pull_takes_the_hf_form_and_names_a_bad_destination(

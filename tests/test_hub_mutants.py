@@ -313,7 +313,8 @@ def test_a_storage_error_status_is_an_unreadable_file(hub: FakeHub, tiny: Path) 
 
 
 def test_a_truncated_weight_download_leaves_no_pull_behind(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
-    """The storage hangs up half-way through a weight: pull fails with exit 2 and leaves nothing."""
+    """The storage hangs up half-way through a weight: pull fails with exit 2, leaves no PATH and no partial file;
+    only complete files are kept beside PATH, for the next pull to resume from."""
     repo_id = new_repo(hub, tiny)
 
     def hang_up(server: str, method: str, path: str, status: int, body: bytes, headers: dict[str, str]) -> tuple:
@@ -323,8 +324,13 @@ def test_a_truncated_weight_download_leaves_no_pull_behind(hub: FakeHub, tiny: P
 
     with hub.rewriting(hang_up), pytest.raises(RegistryIOError):
         pull_registry(repo_id, tmp_path / "dest", log=quiet)
-    assert list(tmp_path.iterdir()) == []
+    assert not (tmp_path / "dest").exists()
+    files = hub.files(repo_id)
+    for staging in tmp_path.iterdir():  # only whole files of the repository: nothing cut short
+        for p in staging.rglob("*"):
+            assert p.is_dir() or p.read_bytes() == files[p.relative_to(staging).as_posix()]
     assert pull_registry(repo_id, tmp_path / "dest", log=quiet).ok
+    assert [p.name for p in tmp_path.iterdir()] == ["dest"]
 
 
 def _tampered(data: bytes, how: str) -> bytes:

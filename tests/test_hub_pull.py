@@ -4,7 +4,9 @@ PATH as it was."""
 
 from __future__ import annotations
 
+import glob
 import os
+import shutil
 import time
 from collections import Counter
 from pathlib import Path
@@ -17,6 +19,7 @@ from regtools import TINY_BASE
 from test_hub import errors, new_repo
 
 from rwkv_registry import _hub_sync, facts, validate
+from rwkv_registry.errors import RegistryIOError
 from rwkv_registry.hub import pull_registry
 
 STATE = f"{TINY_BASE}/state/v1/s1.pth"
@@ -127,8 +130,8 @@ def test_a_weight_changed_after_the_check_is_read_again(
     dest = tmp_path / "dest"
     real_check, real_seed = _hub_sync._check_download, _hub_sync._seeded_cache
 
-    def check(remote: Any, staging: Path, wanted: list[str]) -> Any:
-        out = real_check(remote, staging, wanted)
+    def check(remote: Any, staging: Path, wanted: list[str], *args: Any) -> Any:
+        out = real_check(remote, staging, wanted, *args)
         if when == "before the move":
             _flip_a_byte(staging / STATE)
         return out
@@ -217,7 +220,14 @@ def _refused_cleanly(
     assert "Traceback" not in err and "pull refused: " in err and "Nothing was written to" in err
     for needle in needles:
         assert needle in err, err
-    assert sorted(tmp_path.iterdir()) == before
+    after = sorted(tmp_path.iterdir())
+    kept = [p for p in after if p not in before]
+    # the files downloaded before the error are kept beside PATH, named, for the same pull to resume from
+    assert after == sorted(before + kept) and len(kept) <= 1
+    for staging in kept:
+        assert staging.name.startswith(f".{Path(argv[2]).name}.rwkv-registry-pull-")
+        assert str(staging) in err and "run the same pull again to resume" in err
+        shutil.rmtree(staging)
     return err
 
 
@@ -240,10 +250,16 @@ def test_ctrl_c_while_moving_into_an_existing_path_leaves_it_empty(
         return real(self, target)
 
     monkeypatch.setattr(Path, "rename", interrupted)
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt) as e:
         pull_registry(repo_id, dest, log=quiet)
     assert len(moves) == 3
-    assert sorted(tmp_path.iterdir()) == [dest] and list(dest.iterdir()) == []
+    assert list(dest.iterdir()) == []
+    # the checked download stays beside PATH, named, for the next pull to resume from
+    (staging,) = [p for p in tmp_path.iterdir() if p != dest]
+    assert str(staging) in str(e.value) and "run the same pull again to resume" in str(e.value)
+    monkeypatch.setattr(Path, "rename", real)
+    assert pull_registry(repo_id, dest, log=quiet).ok
+    assert sorted(tmp_path.iterdir()) == [dest]
 
 
 def test_a_download_of_another_length_than_announced_names_the_file(
@@ -383,23 +399,202 @@ def test_a_path_filled_by_another_command_during_the_pull_is_never_overwritten(
     assert (staging[0] / "index.json").read_bytes() == (tiny / "index.json").read_bytes()
 
 
-def test_the_leftover_of_a_killed_pull_is_pointed_out(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
+def test_the_staging_directory_of_a_killed_pull_is_resumed_from(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
     """A pull killed outright (SIGKILL, power loss) leaves its hidden staging directory, possibly gigabytes, beside
-    PATH. Before, the next pull said nothing of it; now it names it (and leaves it: it is not this pull's)."""
+    PATH. Before, the next pull only named it ("delete it") and downloaded everything again; now it takes over the
+    newest one (its process no longer runs), keeps the files that match the listing and fetches the rest; an older
+    one is named, and a running pull's is left alone."""
     repo_id = new_repo(hub, tiny)
     dead = int(Path("/proc/sys/kernel/pid_max").read_text()) + 1 if Path("/proc/sys/kernel/pid_max").exists() else 0
     if not dead:
         pytest.skip("no /proc/sys/kernel/pid_max: no pid known to be free")
+    files = hub.files(repo_id)
+    older = tmp_path / f".dest{_hub_sync.PULL_STAGING}{dead + 1}"
+    (older / TINY_BASE).mkdir(parents=True)
     left = tmp_path / f".dest{_hub_sync.PULL_STAGING}{dead}"
-    (left / TINY_BASE).mkdir(parents=True)
-    (left / STATE.rsplit("/", 1)[-1]).write_bytes(b"half a download")
+    (left / STATE).parent.mkdir(parents=True)
+    (left / STATE).write_bytes(files[STATE])  # complete
+    (left / MISS).parent.mkdir(parents=True)
+    (left / MISS).write_bytes(files[MISS][:1000])  # cut short by the kill
+    (left / "index.json").write_bytes(files["index.json"])
+    (left / ".cache/huggingface/download").mkdir(parents=True)  # huggingface_hub's temporary file of the kill
+    (left / ".cache/huggingface/download/x.abc.incomplete").write_bytes(b"half")
+    os.utime(older, (1, 1))
     running = tmp_path / f".dest{_hub_sync.PULL_STAGING}{os.getppid()}"  # a pull still running: not named
     running.mkdir()
     said: list[str] = []
+    hub.log.clear()
     assert pull_registry(repo_id, tmp_path / "dest", log=said.append).ok
     notes = [m for m in said if m.startswith("note: ")]
-    assert len(notes) == 1 and str(left) in notes[0] and "delete it" in notes[0]
-    assert left.is_dir() and running.is_dir()
+    assert len(notes) == 1 and str(older) in notes[0] and "delete it" in notes[0]
+    assert any(m.startswith("resuming") and str(left) in m for m in said)
+    got = fetched(hub, repo_id)
+    assert set(got) == fetchable(files) - {STATE, "index.json"} and set(got.values()) == {1}
+    assert not left.exists() and older.is_dir() and running.is_dir()
+    assert same_tree(tmp_path / "dest", files)
+
+
+# --- resume: a second pull of the same repository into the same PATH -------------------------------------------
+
+MISS = f"{TINY_BASE}/miss/v2/r4-a/adapter-final.pth"
+
+
+def fetched(hub: FakeHub, repo_id: str) -> Counter[str]:
+    """How many times the content of each file of ``repo_id`` was sent (a whole GET of its ``resolve`` URL, or of
+    its storage blob), by the server's log; HEAD requests (metadata) are not counted."""
+    by_sha: dict[str, set[str]] = {}
+    for commit in hub.repos[repo_id].commits.values():
+        for rel, blob in commit.items():
+            if blob.lfs:
+                by_sha.setdefault(blob.sha256, set()).add(rel)
+    out: Counter[str] = Counter()
+    prefix = f"/{repo_id}/resolve/"
+    for e in hub.log:
+        if e["method"] != "GET" or e["status"] not in (200, 206):
+            continue
+        if e["server"] == "api" and e["path"].startswith(prefix):
+            out[e["path"][len(prefix) :].split("/", 1)[1]] += 1
+        elif e["server"] == "cdn":
+            for rel in by_sha.get(e["path"].rsplit("/", 1)[-1], ()):
+                out[rel] += 1
+    return out
+
+
+def fetchable(files: dict[str, bytes]) -> set[str]:
+    """The files whose content a download asks for: huggingface_hub creates an empty file (.gitkeep) without it."""
+    return {r for r, data in files.items() if data}
+
+
+def same_tree(root: Path, files: dict[str, bytes]) -> bool:
+    """``root`` holds exactly ``files``, byte for byte (nothing else but folders)."""
+    held = {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    return held == files
+
+
+def stop_after(monkeypatch: pytest.MonkeyPatch, k: int | None) -> None:
+    """Make the next pull download ``k`` files (all when None), in sorted order, then get Ctrl-C."""
+    import huggingface_hub
+
+    real = huggingface_hub.snapshot_download
+
+    def interrupted(repo_id: str, *, revision: str, allow_patterns: Any = None, **kwargs: Any) -> str:
+        names = sorted(hub_files(repo_id, revision))
+        if allow_patterns is not None:
+            names = [n for n in names if glob.escape(n) in allow_patterns]
+        real(repo_id, revision=revision, allow_patterns=[glob.escape(n) for n in names[:k]], **kwargs)
+        monkeypatch.setattr(huggingface_hub, "snapshot_download", real)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", interrupted)
+
+
+_HUB: list[FakeHub] = []
+
+
+def hub_files(repo_id: str, revision: str) -> dict[str, bytes]:
+    return _HUB[-1].files(repo_id, revision)
+
+
+@pytest.mark.parametrize("how", ["Ctrl-C after 5 files", "the storage failing on the MiSS files"])
+def test_a_pull_stopped_half_way_resumes_fetching_only_the_missing_files(
+    hub: FakeHub, tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """Before, an interrupted pull deleted its staging directory (a server error half-way too) and the next one
+    fetched every file again: gigabytes for a real registry. Now the second pull of the same repository into the
+    same PATH keeps each file the first one completed (checked again against the listing) and fetches only the
+    others, once each; the result is that of a clean pull."""
+    _HUB.append(hub)
+    repo_id = new_repo(hub, tiny)
+    files = hub.files(repo_id)
+    dest = tmp_path / "dest"
+    if how.startswith("Ctrl-C"):
+        stop_after(monkeypatch, 5)
+        with pytest.raises(KeyboardInterrupt) as e:
+            pull_registry(repo_id, dest, log=quiet)
+        message = str(e.value)
+    else:
+        miss_shas = {hub.repos[repo_id].commits[hub.head(repo_id)][r].sha256 for r in files if "/miss/v2/r4" in r}
+
+        def forbidden(server: str, method: str, path: str, status: int, body: bytes, headers: dict[str, str]) -> tuple:
+            if server == "cdn" and method == "GET" and path.rsplit("/", 1)[-1] in miss_shas:
+                return 403, b"AccessDenied", {"Content-Length": "12"}
+            return status, body, headers
+
+        with hub.rewriting(forbidden), pytest.raises(RegistryIOError) as e2:
+            pull_registry(repo_id, dest, log=quiet)
+        message = f"{e2.value.message} {e2.value.hint}"
+    assert not dest.exists()
+    (staging,) = tmp_path.iterdir()
+    assert str(staging) in message and "run the same pull again to resume" in message
+    kept = {p.relative_to(staging).as_posix() for p in staging.rglob("*") if p.is_file()}
+    assert kept and kept < set(files) and all((staging / r).read_bytes() == files[r] for r in kept)
+    if how.startswith("Ctrl-C"):
+        assert len(kept) == 5
+    else:
+        assert not kept & {r for r in files if "/miss/v2/r4" in r}
+    hub.log.clear()
+    said: list[str] = []
+    report = pull_registry(repo_id, dest, log=said.append)
+    assert report.ok and report.stats["bytes_hashed"] == 0  # kept weights were read once, by the resume's check
+    got = fetched(hub, repo_id)
+    assert set(got) == fetchable(files) - kept and set(got.values()) == {1}
+    assert any(f"{len(kept)} file(s)" in m and "resuming" in m for m in said)
+    assert same_tree(dest, files) and [p.name for p in tmp_path.iterdir()] == ["dest"]
+    clean = tmp_path / "clean"
+    assert pull_registry(repo_id, clean, log=quiet).ok
+    assert same_tree(clean, files)
+
+
+def test_a_resumed_pull_of_another_revision_reuses_nothing_stale(
+    hub: FakeHub, tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first pull (of the commit main was at) got every file, then Ctrl-C; main moved on, changing README.md
+    and a State file. The second pull (main, now the new commit) checks what was kept against the NEW listing:
+    the two changed files are fetched again, the others kept, and PATH holds the new commit exactly."""
+    _HUB.append(hub)
+    repo_id = new_repo(hub, tiny)
+    dest = tmp_path / "dest"
+    stop_after(monkeypatch, None)
+    with pytest.raises(KeyboardInterrupt):
+        pull_registry(repo_id, dest, log=quiet)
+    old = hub.files(repo_id)
+    new_state = bytearray(old[STATE])
+    new_state[-100] ^= 0xFF  # same size: only its sha256 tells it from the kept one
+    hub.commit_files(repo_id, {"README.md": old["README.md"] + b"\nchanged\n", STATE: bytes(new_state)})
+    files = hub.files(repo_id)
+    hub.log.clear()
+    report = pull_registry(repo_id, dest, log=quiet)
+    assert set(fetched(hub, repo_id)) == {"README.md", STATE}
+    assert same_tree(dest, files)
+    assert any(f.code == "HSH001" and f.path == STATE for f in report.findings)  # the new bytes were validated
+
+
+def test_a_kept_file_altered_or_cut_short_is_fetched_again(
+    hub: FakeHub, tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What an interrupted pull left is never trusted: a kept file whose bytes changed since (same size, mtime put
+    back), one cut short, and one the listing does not name are dropped; those two are fetched again, nothing
+    else. The CLI's message of the interrupted pull says that rerunning it resumes (exit 130)."""
+    from rwkv_registry.cli import main
+
+    _HUB.append(hub)
+    repo_id = new_repo(hub, tiny)
+    files = hub.files(repo_id)
+    dest = tmp_path / "dest"
+    stop_after(monkeypatch, None)
+    assert main(["pull", repo_id, str(dest)]) == 130
+    err = capsys.readouterr().err
+    (staging,) = tmp_path.iterdir()
+    assert f"interrupted: nothing was written to {dest}" in err and str(staging) in err
+    assert "run the same pull again to resume" in err and "Traceback" not in err
+    _flip_a_byte(staging / STATE)
+    with open(staging / MISS, "r+b") as f:
+        f.truncate(len(files[MISS]) // 2)
+    (staging / "notes.md").write_bytes(b"not in the listing")
+    hub.log.clear()
+    assert main(["pull", repo_id, str(dest)]) == 0
+    assert fetched(hub, repo_id) == Counter({STATE: 1, MISS: 1})
+    assert same_tree(dest, files)
 
 
 # --- push: an error answer to the commit request ---------------------------------------------------------------
