@@ -471,14 +471,14 @@ def same_tree(root: Path, files: dict[str, bytes]) -> bool:
     return held == files
 
 
-def stop_after(monkeypatch: pytest.MonkeyPatch, k: int | None) -> None:
+def stop_after(monkeypatch: pytest.MonkeyPatch, hub: FakeHub, k: int | None) -> None:
     """Make the next pull download ``k`` files (all when None), in sorted order, then get Ctrl-C."""
     import huggingface_hub
 
     real = huggingface_hub.snapshot_download
 
     def interrupted(repo_id: str, *, revision: str, allow_patterns: Any = None, **kwargs: Any) -> str:
-        names = sorted(hub_files(repo_id, revision))
+        names = sorted(hub.files(repo_id, revision))
         if allow_patterns is not None:
             names = [n for n in names if glob.escape(n) in allow_patterns]
         real(repo_id, revision=revision, allow_patterns=[glob.escape(n) for n in names[:k]], **kwargs)
@@ -486,13 +486,6 @@ def stop_after(monkeypatch: pytest.MonkeyPatch, k: int | None) -> None:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(huggingface_hub, "snapshot_download", interrupted)
-
-
-_HUB: list[FakeHub] = []
-
-
-def hub_files(repo_id: str, revision: str) -> dict[str, bytes]:
-    return _HUB[-1].files(repo_id, revision)
 
 
 @pytest.mark.parametrize("how", ["Ctrl-C after 5 files", "the storage failing on the MiSS files"])
@@ -503,12 +496,11 @@ def test_a_pull_stopped_half_way_resumes_fetching_only_the_missing_files(
     fetched every file again: gigabytes for a real registry. Now the second pull of the same repository into the
     same PATH keeps each file the first one completed (checked again against the listing) and fetches only the
     others, once each; the result is that of a clean pull."""
-    _HUB.append(hub)
     repo_id = new_repo(hub, tiny)
     files = hub.files(repo_id)
     dest = tmp_path / "dest"
     if how.startswith("Ctrl-C"):
-        stop_after(monkeypatch, 5)
+        stop_after(monkeypatch, hub, 5)
         with pytest.raises(KeyboardInterrupt) as e:
             pull_registry(repo_id, dest, log=quiet)
         message = str(e.value)
@@ -551,10 +543,9 @@ def test_a_resumed_pull_of_another_revision_reuses_nothing_stale(
     """The first pull (of the commit main was at) got every file, then Ctrl-C; main moved on, changing README.md
     and a State file. The second pull (main, now the new commit) checks what was kept against the NEW listing:
     the two changed files are fetched again, the others kept, and PATH holds the new commit exactly."""
-    _HUB.append(hub)
     repo_id = new_repo(hub, tiny)
     dest = tmp_path / "dest"
-    stop_after(monkeypatch, None)
+    stop_after(monkeypatch, hub, None)
     with pytest.raises(KeyboardInterrupt):
         pull_registry(repo_id, dest, log=quiet)
     old = hub.files(repo_id)
@@ -577,11 +568,10 @@ def test_a_kept_file_altered_or_cut_short_is_fetched_again(
     else. The CLI's message of the interrupted pull says that rerunning it resumes (exit 130)."""
     from rwkv_registry.cli import main
 
-    _HUB.append(hub)
     repo_id = new_repo(hub, tiny)
     files = hub.files(repo_id)
     dest = tmp_path / "dest"
-    stop_after(monkeypatch, None)
+    stop_after(monkeypatch, hub, None)
     assert main(["pull", repo_id, str(dest)]) == 130
     err = capsys.readouterr().err
     (staging,) = tmp_path.iterdir()
