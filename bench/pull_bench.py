@@ -1,16 +1,21 @@
 """CPU time of `rwkv-registry pull` against the local Hub look-alike (tests/hub_server.py).
 
-Two registries are served: the seed-shaped demo (one 16 MiB State, three 36 MiB MiSS adapters) and a
-"many States" one (``--states`` State files of a small base, about 3 MB each). Each pull runs in a child
-process (`rwkv_registry.cli pull OWNER/REPO DEST`, a fresh cache directory and a fresh DEST each time, as a
-user pulling for the first time); its CPU time (user + sys, from ``os.wait4``) and wall time are recorded.
-The server runs in this process, so its work is not counted.
+Registries served: the seed-shaped demo (one 16 MiB State, three 36 MiB MiSS adapters), a "many States" one
+(``--states`` State files of a small base, about 3 MB each), and the same States kept in plain git rather than
+LFS (their download is checked by git blob id). Each pull runs in a child process (`rwkv_registry.cli pull
+OWNER/REPO DEST`, a fresh cache directory and a fresh DEST each time, as a user pulling for the first time); its
+CPU time (user + sys, from ``os.wait4``) and wall time are recorded. The server runs in this process, so its work
+is not counted.
+
+"resumed": a first pull is stopped half-way (the storage answers 403 to the weights past half of the weight
+bytes, so it exits 2), then the same pull runs again into the same DEST; only that second pull is measured (a
+checkout that cannot resume downloads everything again).
 
 ``--checkout DIR`` (repeatable) runs the code of another checkout (e.g. a ``git worktree`` of main) in the
 child; with several, the runs alternate (A B A B …) so that the machine's load falls on each alike.
 Figures: the median of ``--repeat`` pulls per registry and checkout.
 
-Usage: python bench/pull_bench.py [--checkout DIR ...] [--repeat 5] [--states 50] [--json OUT]
+Usage: python bench/pull_bench.py [--checkout DIR ...] [--repeat 5] [--states 50] [--only TEXT ...] [--json OUT]
 For stable figures: ``unset PYTHONDONTWRITEBYTECODE`` and ``python -m compileall -q registry`` in each
 checkout first (every child would otherwise compile the package again).
 """
@@ -70,8 +75,47 @@ def many_states(root: Path, tmp: Path, n: int) -> Path:
     return root
 
 
-def pull_once(checkout: Path, repo_id: str, dest: Path, env: dict[str, str]) -> tuple[float, float]:
-    """(CPU seconds, wall seconds) of one pull in a child process."""
+def plain_git(hub: Any, repo_id: str, root: Path) -> str:
+    """Create ``repo_id`` holding the registry at ``root`` with its weights (under the Hub's 10 MB LFS threshold) in
+    plain git: committed before the .gitattributes that routes them to LFS."""
+    hub.create_repo(repo_id, {".gitattributes": b"*.md text\n"})
+    files = {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not p.name.startswith(".rwkv-registry")
+    }
+    hub.commit_files(repo_id, {r: b for r, b in files.items() if r != ".gitattributes"})
+    return hub.commit_files(repo_id, {".gitattributes": files[".gitattributes"]})
+
+
+def failing_half(hub: Any, repo_id: str) -> Any:
+    """A rewrite hook of the Hub look-alike answering 403 to the download of every weight file past the first half
+    of the weight bytes (sorted by path): a pull stopped half-way."""
+    tree = hub.repos[repo_id].commits[hub.head(repo_id)]
+    weights = sorted(r for r in tree if r.endswith(".pth"))
+    total, seen, failing = sum(tree[r].size for r in weights), 0, set()
+    for rel in weights:
+        seen += tree[rel].size
+        if seen > total / 2:
+            failing.add(rel)
+    shas = {tree[r].sha256 for r in failing if tree[r].lfs}
+    plain = {r for r in failing if not tree[r].lfs}
+
+    def hook(server: str, method: str, path: str, status: int, body: bytes, headers: dict[str, str]) -> tuple:
+        if method == "GET" and (
+            (server == "cdn" and path.rsplit("/", 1)[-1] in shas)
+            or (server == "api" and "/resolve/" in path and path.split("/resolve/", 1)[1].split("/", 1)[1] in plain)
+        ):
+            return 403, b"AccessDenied", {"Content-Length": "12"}
+        return status, body, headers
+
+    return hook
+
+
+def pull_once(
+    checkout: Path, repo_id: str, dest: Path, env: dict[str, str], *, fails: bool = False
+) -> tuple[float, float]:
+    """(CPU seconds, wall seconds) of one pull in a child process; ``fails``: it must exit 2 (a stopped pull)."""
     with tempfile.TemporaryFile() as out:
         t0 = time.perf_counter()
         child = subprocess.Popen(
@@ -80,7 +124,10 @@ def pull_once(checkout: Path, repo_id: str, dest: Path, env: dict[str, str]) -> 
         _, status, usage = os.wait4(child.pid, 0)  # the child's own rusage (Popen.wait would reap it first)
         child.returncode = os.waitstatus_to_exitcode(status)
         wall = time.perf_counter() - t0
-        if child.returncode != 0:
+        if fails and child.returncode != 2:
+            out.seek(0)
+            raise SystemExit(f"pull {repo_id} with {checkout} should have failed:\n{out.read().decode()}")
+        if child.returncode != 0 and not fails:
             out.seek(0)
             raise SystemExit(f"pull {repo_id} with {checkout} exited {child.returncode}:\n{out.read().decode()}")
     return usage.ru_utime + usage.ru_stime, wall
@@ -92,6 +139,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--states", type=int, default=50)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--only", action="append", help="run the registries whose name holds this text (repeatable)")
     args = ap.parse_args()
     checkouts = [c.resolve() for c in (args.checkout or [REPO])]
     from hub_server import FakeHub, load_registry
@@ -110,31 +158,50 @@ def main() -> None:
     }
     os.environ["RWKV_REGISTRY_CACHE_DIR"] = str(tmp / "build-cache")
     try:
+        demo = build_demo(tmp / "demo", log=lambda m: None)
+        many = many_states(tmp / "many", tmp, args.states)
+        # name -> (registry, in plain git, resumed after a pull stopped half-way)
         registries = {
-            "demo": build_demo(tmp / "demo", log=lambda m: None),
-            f"{args.states} States": many_states(tmp / "many", tmp, args.states),
+            "demo": (demo, False, False),
+            f"{args.states} States": (many, False, False),
+            f"{args.states} States in plain git": (many, True, False),
+            "demo, resumed after half": (demo, False, True),
+            f"{args.states} States in plain git, resumed after half": (many, True, True),
         }
+        wanted = [n for n in registries if not args.only or any(o in n for o in args.only)]
         results: dict[str, Any] = {"machine": machine(), "repeat": args.repeat, "registries": {}}
         with FakeHub() as hub:
             env["HF_ENDPOINT"] = hub.endpoint
-            for name, root in registries.items():
-                repo_id = f"bench/{name.replace(' ', '-')}"
-                load_registry(hub, repo_id, root)
+            for name in wanted:
+                root, in_git, resumed = registries[name]
+                repo_id = f"bench/{name.replace(' ', '-').replace(',', '')}"
+                if in_git:
+                    plain_git(hub, repo_id, root)
+                else:
+                    load_registry(hub, repo_id, root)
                 size = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
-                runs: dict[str, list[tuple[float, float]]] = {str(c): [] for c in checkouts}
+                runs: dict[str, list[tuple[float, float, int]]] = {str(c): [] for c in checkouts}
                 for i in range(args.repeat):
                     for c in checkouts:
                         dest = tmp / "dest"
                         run_env = {**env, "RWKV_REGISTRY_CACHE_DIR": str(tmp / f"cache-{i}-{len(runs[str(c)])}")}
-                        runs[str(c)].append(pull_once(c, repo_id, dest, run_env))
+                        if resumed:
+                            with hub.rewriting(failing_half(hub, repo_id)):
+                                pull_once(c, repo_id, dest, run_env, fails=True)
+                        before = len(hub.log)
+                        cpu, wall = pull_once(c, repo_id, dest, run_env)
+                        runs[str(c)].append((cpu, wall, sum(e["sent"] for e in hub.log[before:])))
                         shutil.rmtree(dest)
                         shutil.rmtree(run_env["RWKV_REGISTRY_CACHE_DIR"], ignore_errors=True)
+                        for left in tmp.glob(".dest.rwkv-registry-pull-*"):  # a checkout that cannot resume
+                            shutil.rmtree(left)
                 results["registries"][name] = {
                     "bytes": size,
                     "checkouts": {
                         c: {
                             "cpu_s_median": statistics.median(r[0] for r in rs),
                             "wall_s_median": statistics.median(r[1] for r in rs),
+                            "bytes_served_median": statistics.median(r[2] for r in rs),
                             "cpu_s": [round(r[0], 3) for r in rs],
                         }
                         for c, rs in runs.items()
@@ -143,7 +210,8 @@ def main() -> None:
                 for c, rs in runs.items():
                     print(
                         f"{name} ({size / 1e6:.0f} MB), {c}: CPU {statistics.median(r[0] for r in rs):.3f} s, "
-                        f"wall {statistics.median(r[1] for r in rs):.3f} s (medians of {len(rs)}; "
+                        f"wall {statistics.median(r[1] for r in rs):.3f} s, served "
+                        f"{statistics.median(r[2] for r in rs) / 1e6:.1f} MB (medians of {len(rs)}; "
                         f"CPU {[round(r[0], 2) for r in rs]})"
                     )
         print(machine())
