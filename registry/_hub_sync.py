@@ -479,77 +479,87 @@ def pull_registry(
     # into a hidden sibling first: an interrupted pull leaves PATH as it was (absent or empty), and its files there
     # for the next pull into PATH to resume from
     staging = dest.parent / f".{dest.name}{PULL_STAGING}{os.getpid()}"
-    _adopt_killed_pull(dest, staging, path, log)
     wanted = [e.path for e in want]
-    kept = _reuse_kept(remote, staging, wanted, log)
-    missing = [rel for rel in wanted if rel not in kept]
     try:
-        if missing:
-            snapshot_download(
-                repo_id,
-                revision=remote.sha,
-                local_dir=staging,
-                # fnmatch patterns: each path taken literally ('notes[1].md' is no character class)
-                allow_patterns=None if allow is None and not kept else [glob.escape(p) for p in missing],
-                endpoint=remote.endpoint,
-                token=token,
-            )
-        _drop_download_metadata(staging)
-    except BaseException as e:  # Ctrl-C too: what is complete stays in staging, for the next pull to check and keep
-        in_flight = _in_flight(staging, remote)
-        _drop_download_metadata(staging)  # huggingface_hub's partial files too: never resumed (see _reuse_kept)
-        if not _staged_files(staging)[0]:
-            shutil.rmtree(staging, ignore_errors=True)  # nothing to resume from
-        if isinstance(e, Exception):
-            err = _refused(_download_error(e, remote, staging, in_flight), path)
-            err.hint = f"{err.hint} {_resume_note(staging)}".strip()
-            raise err from e
-        raise PullInterrupted(_interrupted(path, staging)) from e
-    try:
-        digests, read = _check_download(remote, staging, wanted, kept)
-        if keys:
-            _check_trust(remote, staging, digests, keys)
-    except BaseException as e:
-        if not isinstance(e, KeyboardInterrupt):  # bytes not to be trusted, or a signature refused: none kept
-            shutil.rmtree(staging, ignore_errors=True)
-        if isinstance(e, RegistryError):
-            _refused(e, path)
-        if isinstance(e, KeyboardInterrupt):
-            raise PullInterrupted(_interrupted(path, staging)) from e
-        raise
-    try:
-        if dest.exists():
-            _move_into(staging, dest)  # empty, checked above; it keeps its identity (it may be the cwd)
-        else:
-            staging.rename(dest)
+        lock = _lock_staging(dest, staging, path, log)  # held until the pull ends: no other pull takes this directory
     except OSError as e:
-        intruder = _first_entry(dest)
-        if intruder is not None:
+        raise _refused(_download_error(e, remote, staging), path) from e
+    try:
+        try:
+            kept = _reuse_kept(remote, staging, wanted, log)
+        except OSError as e:
+            raise _refused(_download_error(e, remote, staging), path) from e
+        missing = [rel for rel in wanted if rel not in kept]
+        try:
+            if missing:
+                snapshot_download(
+                    repo_id,
+                    revision=remote.sha,
+                    local_dir=staging,
+                    # fnmatch patterns: each path taken literally ('notes[1].md' is no character class)
+                    allow_patterns=None if allow is None and not kept else [glob.escape(p) for p in missing],
+                    endpoint=remote.endpoint,
+                    token=token,
+                )
+            _drop_download_metadata(staging)
+        except BaseException as e:  # Ctrl-C too: what is complete stays in staging, for the next pull to check and keep
+            in_flight = _in_flight(staging, remote)
+            _drop_download_metadata(staging)  # huggingface_hub's partial files too: never resumed (see _reuse_kept)
+            if not _staged_files(staging)[0]:
+                shutil.rmtree(staging, ignore_errors=True)  # nothing to resume from
+            if isinstance(e, Exception):
+                err = _refused(_download_error(e, remote, staging, in_flight), path)
+                err.hint = f"{err.hint} {_resume_note(staging)}".strip()
+                raise err from e
+            raise PullInterrupted(_interrupted(path, staging)) from e
+        try:
+            digests, read = _check_download(remote, staging, wanted, kept)
+            if keys:
+                _check_trust(remote, staging, digests, keys)
+        except BaseException as e:
+            if not isinstance(e, KeyboardInterrupt):  # bytes not to be trusted, or a signature refused: none kept
+                shutil.rmtree(staging, ignore_errors=True)
+            if isinstance(e, RegistryError):
+                _refused(e, path)
+            if isinstance(e, KeyboardInterrupt):
+                raise PullInterrupted(_interrupted(path, staging)) from e
+            raise
+        try:
+            if dest.exists():
+                _move_into(staging, dest)  # empty, checked above; it keeps its identity (it may be the cwd)
+            else:
+                staging.rename(dest)
+        except OSError as e:
+            intruder = _first_entry(dest)
+            if intruder is not None:
+                raise RegistryIOError(
+                    f"cannot move the pulled files into {path}: it is no longer empty ({intruder} appeared there "
+                    "during the pull); nothing of this pull was moved there",
+                    hint=f"Another command wrote into {path} meanwhile. The checked download is in {staging}: delete "
+                    "it, or move it to a new directory yourself and validate it there.",
+                    path=str(path),
+                ) from e
             raise RegistryIOError(
-                f"cannot move the pulled files into {path}: it is no longer empty ({intruder} appeared there during "
-                "the pull); nothing of this pull was moved there",
-                hint=f"Another command wrote into {path} meanwhile. The checked download is in {staging}: delete it, "
-                "or move it to a new directory yourself and validate it there.",
+                f"cannot move the pulled files from {staging} to {path}: {e.strerror or e}",
+                hint=f"Everything was downloaded into {staging}; move it to {path} yourself, then validate it.",
                 path=str(path),
             ) from e
-        raise RegistryIOError(
-            f"cannot move the pulled files from {staging} to {path}: {e.strerror or e}",
-            hint=f"Everything was downloaded into {staging}; move it to {path} yourself, then validate it.",
-            path=str(path),
-        ) from e
-    except KeyboardInterrupt as e:  # Ctrl-C during the move: _move_into put back what it had moved; PATH is as it was
-        raise PullInterrupted(_interrupted(path, staging)) from e
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    cache = _seeded_cache(dest, read)  # each weight file was hashed and read once, by the check: not again
-    if not skipped:
-        return validate_registry(path, trusted_keys=keys, cache=cache)
-    v = _PartialValidator(dest, skipped, cache)
-    v.trusted_keys = keys
-    v.run()
-    sort_findings(v.findings)
-    return Report(str(path), v.findings, v.stats)
+        except KeyboardInterrupt as e:  # Ctrl-C during the move: _move_into put back what it moved; PATH is as it was
+            raise PullInterrupted(_interrupted(path, staging)) from e
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        cache = _seeded_cache(dest, read)  # each weight file was hashed and read once, by the check: not again
+        if not skipped:
+            return validate_registry(path, trusted_keys=keys, cache=cache)
+        v = _PartialValidator(dest, skipped, cache)
+        v.trusted_keys = keys
+        v.run()
+        sort_findings(v.findings)
+        return Report(str(path), v.findings, v.stats)
+    finally:
+        if lock is not None:
+            os.close(lock)
 
 
 def _first_entry(dest: Path) -> str | None:
@@ -838,11 +848,34 @@ def _interrupted(path: str | os.PathLike[str], staging: Path) -> str:
     return f"interrupted: nothing was written to {path}." + (f" {note}" if note else "")
 
 
-def _adopt_killed_pull(dest: Path, staging: Path, path: str | os.PathLike[str], log: Log) -> None:
-    """Take over the staging directory of an earlier pull into ``dest`` whose process no longer runs (killed
-    outright, or stopped by Ctrl-C or an error), the newest one, by renaming it to ``staging``; the others are named
-    in a note. A rename is atomic: of two pulls starting at once, one takes it, the other finds it gone. Nothing
-    is adopted when ``staging`` exists already (an earlier pull of this very process)."""
+def _flock_dir(directory: Path) -> int | None:
+    """A descriptor of ``directory`` holding an exclusive ``flock`` on it; None when another process holds one (a
+    pull running there), or where there is no ``flock`` (not POSIX: no lock, as before). Raises OSError when the
+    directory cannot be opened."""
+    try:
+        import fcntl
+    except ImportError:
+        return -1
+    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _lock_staging(dest: Path, staging: Path, path: str | os.PathLike[str], log: Log) -> int | None:
+    """Make ``staging`` this pull's, locked (an exclusive ``flock`` held by the returned descriptor until the pull
+    ends, None where there is no flock): the newest staging directory of an earlier pull into ``dest`` whose process
+    no longer runs (killed outright, or stopped by Ctrl-C or an error) is taken over by one rename, unless a process
+    holds its lock (a pull running under another pid namespace, where its pid looks free); the others are named in
+    a note. Of two pulls starting at once, one takes it, the other finds it gone or locked. Nothing is taken over
+    when ``staging`` exists already (an earlier pull of this very process). Raises :class:`LockedError` when
+    another pull of this process into ``dest`` runs."""
     left = _left_by_killed_pulls(dest)
 
     def mtime(p: Path) -> float:
@@ -852,19 +885,43 @@ def _adopt_killed_pull(dest: Path, staging: Path, path: str | os.PathLike[str], 
             return 0.0
 
     left.sort(key=mtime, reverse=True)
-    if left and not os.path.lexists(staging):
-        try:
-            left[0].rename(staging)
-        except OSError:
-            pass
-        else:
-            log(f"resuming the interrupted pull into {path} from {left[0]}")
-            left = left[1:]
+    fd: int | None = None
+    if not os.path.lexists(staging):
+        for candidate in list(left):
+            try:
+                fd = _flock_dir(candidate)
+            except OSError:
+                continue
+            if fd is None:  # its pull runs after all: neither taken nor named
+                left.remove(candidate)
+                continue
+            try:
+                candidate.rename(staging)  # the lock follows the directory
+            except OSError:
+                if fd >= 0:
+                    os.close(fd)
+                fd = None
+                continue
+            log(f"resuming the interrupted pull into {path} from {candidate}")
+            left.remove(candidate)
+            break
     for other in left:
         log(
             f"note: {other} is left by an interrupted pull into {path} (its process no longer runs): delete it to "
             "free its space"
         )
+    if fd is None:
+        if os.path.islink(staging) or (os.path.lexists(staging) and not staging.is_dir()):
+            os.unlink(staging)
+        staging.mkdir(exist_ok=True)
+        fd = _flock_dir(staging)
+        if fd is None:
+            raise LockedError(
+                f"another pull into {path} is running in this process (it holds {staging})",
+                hint="Wait for it to finish.",
+                path=str(staging),
+            )
+    return fd if fd >= 0 else None
 
 
 def _reuse_kept(remote: RemoteRepo, staging: Path, wanted: list[str], log: Log) -> dict[str, tuple[str, _Read | None]]:
@@ -873,9 +930,6 @@ def _reuse_kept(remote: RemoteRepo, staging: Path, wanted: list[str], log: Log) 
     (:func:`_check_file`: a file changed since, or of another revision, is never trusted). Any other file (another
     revision's, a corrupted or partial one, huggingface_hub's metadata and temporary files, a symlink) is deleted,
     to be downloaded again. Returns what :func:`_check_download` would have found of the kept files."""
-    if os.path.islink(staging) or (os.path.lexists(staging) and not staging.is_dir()):
-        os.unlink(staging)
-        return {}
     if not staging.is_dir():
         return {}
     _drop_download_metadata(staging)

@@ -434,6 +434,34 @@ def test_the_staging_directory_of_a_killed_pull_is_resumed_from(hub: FakeHub, ti
     assert same_tree(tmp_path / "dest", files)
 
 
+def test_a_staging_directory_locked_by_a_running_pull_is_never_taken_over(
+    hub: FakeHub, tiny: Path, tmp_path: Path
+) -> None:
+    """A pull whose pid looks free here (another pid namespace sharing the disk) but that still runs holds the lock
+    of its staging directory: the next pull neither takes that directory over (it would delete files being written)
+    nor names it for deletion, and downloads into its own."""
+    import fcntl
+
+    repo_id = new_repo(hub, tiny)
+    dead = int(Path("/proc/sys/kernel/pid_max").read_text()) + 1 if Path("/proc/sys/kernel/pid_max").exists() else 0
+    if not dead:
+        pytest.skip("no /proc/sys/kernel/pid_max: no pid known to be free")
+    files = hub.files(repo_id)
+    running = tmp_path / f".dest{_hub_sync.PULL_STAGING}{dead}"
+    (running / STATE).parent.mkdir(parents=True)
+    (running / STATE).write_bytes(files[STATE][:1000])  # being written
+    fd = os.open(running, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        said: list[str] = []
+        assert pull_registry(repo_id, tmp_path / "dest", log=said.append).ok
+    finally:
+        os.close(fd)
+    assert not [m for m in said if str(running) in m]
+    assert (running / STATE).read_bytes() == files[STATE][:1000]
+    assert same_tree(tmp_path / "dest", files)
+
+
 # --- resume: a second pull of the same repository into the same PATH -------------------------------------------
 
 MISS = f"{TINY_BASE}/miss/v2/r4-a/adapter-final.pth"
