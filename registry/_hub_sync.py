@@ -489,6 +489,8 @@ def pull_registry(
             kept = _reuse_kept(remote, staging, wanted, log)
         except OSError as e:
             raise _refused(_download_error(e, remote, staging), path) from e
+        except KeyboardInterrupt as e:  # while the kept files are checked: they stay, for the next pull
+            raise PullInterrupted(_interrupted(path, staging)) from e
         missing = [rel for rel in wanted if rel not in kept]
         try:
             if missing:

@@ -740,3 +740,33 @@ def test_a_connection_cut_half_way_names_the_file(
     with hub.rewriting(hang_up):
         err = _refused_cleanly(capsys, tmp_path, ["pull", repo_id, str(tmp_path / "dest")], [], f": {STATE}: ")
     assert "(or one of" not in err
+
+
+def test_ctrl_c_while_the_kept_files_are_checked_keeps_them(
+    hub: FakeHub, tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Checking what an interrupted pull kept reads every file (gigabytes, for a real registry): Ctrl-C then says, as
+    during the download, where the files are and that the same pull resumes, and the next pull still keeps them."""
+    from rwkv_registry._hub_sync import PullInterrupted
+
+    repo_id = new_repo(hub, tiny)
+    files = hub.files(repo_id)
+    dest = tmp_path / "dest"
+    stop_after(monkeypatch, hub, None)
+    with pytest.raises(KeyboardInterrupt):
+        pull_registry(repo_id, dest, log=quiet)
+    real = _hub_sync._check_file
+
+    def stopped(remote: Any, staging: Path, rel: str) -> Any:
+        if rel == STATE:
+            raise KeyboardInterrupt
+        return real(remote, staging, rel)
+
+    monkeypatch.setattr(_hub_sync, "_check_file", stopped)
+    with pytest.raises(KeyboardInterrupt) as e:
+        pull_registry(repo_id, dest, log=quiet)
+    assert isinstance(e.value, PullInterrupted) and "run the same pull again to resume" in e.value.message
+    monkeypatch.setattr(_hub_sync, "_check_file", real)
+    hub.log.clear()
+    assert pull_registry(repo_id, dest, log=quiet).ok
+    assert not fetched(hub, repo_id) and same_tree(dest, files)
