@@ -1,0 +1,270 @@
+"""Benchmark: how responsive `rwkv-registry tui` stays at 2,000+ entries, on a quiet and on a loaded machine.
+
+For each N of ``--entries`` a registry is written by :func:`tui_startup.build` (two bases, one frozen, 10
+State and 10 MiSS data versions each, tiny real weight files). Then, in a fresh Python process each time,
+the App runs headless (``App.run_test()`` and its Pilot, 120×40) with an empty validation cache, so that the
+live validation hashes every file in the background while these actions are timed, in this order:
+
+- ``startup``: ``RegistryApp()`` to the first frame with the tree mounted;
+- ``filter``: focus the filter box (``/``) and type ``data:v2.3`` key by key, until the tree shows the final
+  term's entries (every keystroke changes the box: the intermediate texts are filters too);
+- ``clear``: ``escape`` in the box, until the tree shows every entry again;
+- ``palette``: ``ctrl+p`` until the command palette lists its commands;
+- ``palette_search``: type ``g3-v2`` in the palette until its hits are listed (the ``Go to <entry>`` commands),
+  then ``escape``;
+- ``cursor``: on the first entry of the biggest data version, ``down`` 50 times (the details of each entry
+  are read in a worker, as the user moves);
+- ``validation``: from the first frame to the first validation's report (the files are hashed meanwhile).
+
+Each action reports its wall time, the CPU time of the UI thread (``time.thread_time()`` in the event loop's
+thread: the work that delays the next frame) and of the whole process (every thread, validation included),
+and whether the validation was still running when the action began. ``--load`` names the conditions, run
+alternately: ``quiet`` and ``hog`` (``--hogs`` processes of ``while 1: pass`` running meanwhile, by default
+as many as the machine has cores). The figures are the medians of ``--repeat`` runs.
+``--python LABEL=PYTHON`` (repeatable) measures several interpreters (e.g. checkouts before and after a
+change), their runs alternating too. The count of messages the validation worker posted to the UI thread is
+reported as ``ui_messages``.
+
+Usage: python bench/tui_bench.py [--entries 2000,4000] [--repeat 3] [--load quiet,hog] [--hogs N]
+       [--python LABEL=PYTHON ...] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from crash import machine  # one machine description for every benchmark's figures
+from tui_startup import build
+
+ACTIONS = ("startup", "filter", "clear", "palette", "palette_search", "cursor", "validation")
+FILTER_TERM = "data:v2.3"
+PALETTE_TERM = "g3-v2"
+CURSOR_MOVES = 50
+
+CHILD = r"""
+import asyncio, json, sys, threading, time
+
+from rwkv_registry.catalog import EntryFilter
+from rwkv_registry.tui.app import RegistryApp
+
+FILTER_TERM, PALETTE_TERM, MOVES = sys.argv[2], sys.argv[3], int(sys.argv[4])
+ui_messages = 0
+
+
+def hook(message):
+    global ui_messages
+    if type(message).__name__ in ("FileChecked", "FilesChecked"):
+        ui_messages += 1
+
+
+class Clock:
+    def __init__(self, app):
+        self.app = app
+        self.out = {}
+
+    def start(self):
+        self.t, self.cpu, self.ui = time.perf_counter(), time.process_time(), time.thread_time()
+        self.busy = self.app.main.validating
+
+    def stop(self, name):
+        self.out[name] = {"wall_s": time.perf_counter() - self.t, "cpu_s": time.process_time() - self.cpu,
+                          "ui_cpu_s": time.thread_time() - self.ui, "during_validation": self.busy}
+
+
+async def until(pilot, condition, timeout=120.0):
+    end = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > end:
+            raise SystemExit("condition not reached in time")
+        await pilot.pause(0.005)
+
+
+def palette_items(app):
+    from textual.command import CommandPalette, CommandList
+
+    screen = app.screen
+    if not isinstance(screen, CommandPalette):
+        return -1
+    return screen.query_one(CommandList).option_count
+
+
+def searched(app):
+    # the palette's search worker for the last keystroke has finished (its hits are listed)
+    return all(w.is_finished for w in app.workers if w.group == "--textual-command-palette-gather-commands")
+
+
+def filter_shown(main, term):
+    want = EntryFilter.parse(term).describe()
+    return main.tree.filter.describe() == want and main.query_one("#filter").value == term
+
+
+async def main():
+    t0, cpu0, ui0 = time.perf_counter(), time.process_time(), time.thread_time()
+    app = RegistryApp(sys.argv[1], keymap={})
+    clock = Clock(app)
+    async with app.run_test(size=(120, 40), message_hook=hook) as pilot:
+        await until(pilot, lambda: app.first_paint_s is not None and app.screen_stack and app.main.tree.root.children)
+        clock.out["startup"] = {"wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - cpu0,
+                                "ui_cpu_s": time.thread_time() - ui0, "during_validation": False}
+        painted = time.perf_counter()
+        main = app.main
+        tree = main.tree
+        await until(pilot, lambda: main.validating or main.report is not None)  # it starts right after first paint
+
+        clock.start()
+        await pilot.press("slash", *FILTER_TERM)
+        await until(pilot, lambda: filter_shown(main, FILTER_TERM))
+        await pilot.pause()
+        clock.stop("filter")
+        shown = tree.shown_entries
+
+        clock.start()
+        await pilot.press("escape")
+        await until(pilot, lambda: filter_shown(main, ""))
+        await pilot.pause()
+        clock.stop("clear")
+
+        clock.start()
+        await pilot.press("ctrl+p")
+        await until(pilot, lambda: palette_items(app) > 0)
+        await pilot.pause()
+        clock.stop("palette")
+
+        clock.start()
+        await pilot.press(*PALETTE_TERM)
+        await until(pilot, lambda: palette_items(app) > 0 and app.screen.query_one("CommandInput").value == PALETTE_TERM
+                    and searched(app))
+        await pilot.pause()
+        hits = palette_items(app)
+        clock.stop("palette_search")
+        await pilot.press("escape")
+        await until(pilot, lambda: palette_items(app) == -1)
+
+        groups = app.catalog.grouped()
+        base, method, version = max(((b, m, v) for b, ms in groups.items() for m, vs in ms.items() for v in vs),
+                                    key=lambda k: len(groups[k[0]][k[1]][k[2]]))
+        tree.focus()
+        assert tree.select_entry(str(groups[base][method][version][0]["id"]))
+        await pilot.pause()
+        clock.start()
+        for _ in range(MOVES):
+            await pilot.press("down")
+        await until(pilot, lambda: main.current == tree.cursor_node.data)
+        await pilot.pause()
+        clock.stop("cursor")
+
+        clock.t, clock.cpu, clock.ui, clock.busy = painted, None, None, True
+        await until(pilot, lambda: main.report is not None and not main.validating, timeout=600)
+        clock.out["validation"] = {"wall_s": time.perf_counter() - painted, "cpu_s": None, "ui_cpu_s": None,
+                                   "during_validation": True}
+        result = {"actions": clock.out, "filter_shown": shown, "palette_hits": hits, "files": main.files_done,
+                  "ui_messages": ui_messages}
+        print("RESULT=" + json.dumps(result), flush=True)
+        app.exit()
+
+asyncio.run(main())
+"""
+
+
+def run_child(python: str, path: Path, cache: Path) -> dict[str, Any]:
+    env = dict(os.environ, RWKV_REGISTRY_KEYMAP="", RWKV_REGISTRY_CACHE_DIR=str(cache))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    cmd = [python, "-c", CHILD, str(path), FILTER_TERM, PALETTE_TERM, str(CURSOR_MOVES)]
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if "RESULT=" not in out.stdout:
+        raise SystemExit(f"child failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.rsplit("RESULT=", 1)[1].splitlines()[0])
+
+
+def start_hogs(n: int) -> list[subprocess.Popen[bytes]]:
+    return [subprocess.Popen([sys.executable, "-c", "while 1: pass"]) for _ in range(n)]
+
+
+def stop_hogs(hogs: list[subprocess.Popen[bytes]]) -> None:
+    for p in hogs:
+        p.kill()
+        p.wait()
+
+
+def median_of(rows: list[dict[str, Any]], action: str, key: str) -> float | None:
+    values = [r["actions"][action][key] for r in rows if r["actions"][action][key] is not None]
+    return round(statistics.median(values), 3) if values else None
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--entries", default="2000,4000")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--load", default="quiet,hog", help="comma-separated: quiet, hog")
+    ap.add_argument("--hogs", type=int, default=os.cpu_count() or 2, help="busy-loop processes for the hog load")
+    ap.add_argument("--python", action="append", default=[], metavar="LABEL=PYTHON")
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    pythons = [tuple(p.split("=", 1)) for p in args.python] or [("this", sys.executable)]
+    loads = [x for x in args.load.split(",") if x]
+    results: dict[str, Any] = {"machine": machine(), "hogs": args.hogs, "runs": {}}
+    with tempfile.TemporaryDirectory(prefix="rwkv-tui-bench-") as tmp:
+        os.environ.setdefault("RWKV_REGISTRY_CACHE_DIR", str(Path(tmp) / "cache"))
+        for n in (int(x) for x in args.entries.split(",")):
+            root = Path(tmp) / f"n{n}" / "registry"
+            build(root, n)
+            rows: dict[tuple[str, str], list[dict[str, Any]]] = {}
+            k = 0
+            for _ in range(args.repeat):
+                for load in loads:
+                    for label, python in pythons:
+                        k += 1
+                        hogs = start_hogs(args.hogs) if load == "hog" else []
+                        try:
+                            r = run_child(python, root, Path(tmp) / f"cache-{n}-{k}")
+                        finally:
+                            stop_hogs(hogs)
+                        rows.setdefault((label, load), []).append(r)
+                        print(
+                            f"  {n} entries, {label}, {load}: "
+                            + ", ".join(f"{a} {r['actions'][a]['wall_s']:.2f}s" for a in ACTIONS),
+                            file=sys.stderr,
+                            flush=True,
+                        )
+            for (label, load), rs in rows.items():
+                key = f"{n}/{label}/{load}"
+                results["runs"][key] = {
+                    "entries": n,
+                    "python": label,
+                    "load": load,
+                    "runs": len(rs),
+                    "filter_shown": rs[0]["filter_shown"],
+                    "palette_hits": rs[0]["palette_hits"],
+                    "files": rs[0]["files"],
+                    "ui_messages": statistics.median(r["ui_messages"] for r in rs),
+                    "actions": {
+                        a: {m: median_of(rs, a, m) for m in ("wall_s", "ui_cpu_s", "cpu_s")}
+                        | {"during_validation": sum(r["actions"][a]["during_validation"] for r in rs)}
+                        for a in ACTIONS
+                    },
+                }
+    print(f"{'entries/python/load':<26}" + "".join(f"{a:>22}" for a in ACTIONS) + "   ui msgs")
+    print(f"{'(wall s / UI-thread CPU s)':<26}")
+    for key, r in results["runs"].items():
+        cells = []
+        for a in ACTIONS:
+            v = r["actions"][a]
+            ui = "-" if v["ui_cpu_s"] is None else f"{v['ui_cpu_s']:.3f}"
+            cells.append(f"{v['wall_s']:.3f} / {ui}")
+        print(f"{key:<26}" + "".join(f"{c:>22}" for c in cells) + f"   {r['ui_messages']:.0f}")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
