@@ -517,6 +517,47 @@ async def test_command_palette_goes_to_an_entry_and_filters(small: Path) -> None
 
 
 @run_async
+async def test_command_palette_lists_only_the_best_go_to_hits(small: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Opening the palette does nothing per entry; a search lists at most GO_TO_LIMIT `Go to` hits, the best
+    first (the palette lays out every hit it gets: 2,000 of them took seconds per key)."""
+    from textual.command import CommandList, CommandPalette
+
+    import rwkv_registry.tui.commands as commands
+
+    monkeypatch.setattr(commands, "GO_TO_LIMIT", 2)
+    app = RegistryApp(str(small), validate_on_start=False, keymap={})
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+p")
+        await settle(pilot)
+        assert isinstance(app.screen, CommandPalette)
+        listed = app.screen.query_one(CommandList)
+        await wait_until(pilot, lambda: listed.option_count > 0)
+        prompts = [str(listed.get_option_at_index(i).prompt) for i in range(listed.option_count)]
+        assert not any("Go to" in p for p in prompts)  # discovery: the actions only
+        await pilot.press(*"go to")
+        palette = app.screen
+
+        def searched() -> bool:
+            gather = "--textual-command-palette-gather-commands"
+            return all(w.is_finished for w in app.workers if w.group == gather) and listed.option_count > 0
+
+        await wait_until(pilot, searched)
+        await settle(pilot)
+        prompts = [str(listed.get_option_at_index(i).prompt) for i in range(listed.option_count)]
+        assert sum("Go to" in p for p in prompts) == 2  # three entries match, two listed
+        assert palette is app.screen
+        await pilot.press("escape")
+        await pilot.press("ctrl+p")
+        listed = app.screen.query_one(CommandList)
+        await pilot.press(*MISS_IDS[1])
+        await wait_until(pilot, searched)
+        await settle(pilot)
+        prompts = [str(listed.get_option_at_index(i).prompt) for i in range(listed.option_count)]
+        assert f"Go to {MISS_IDS[1]}" in prompts[0]  # the exact id is the best hit
+
+
+@run_async
 async def test_smoke_records_are_shown(small: Path) -> None:
     set_smoke(small, MISS_IDS[0], SMOKE)
     app = RegistryApp(str(small), validate_on_start=False, keymap={})
