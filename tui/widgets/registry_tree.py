@@ -46,6 +46,8 @@ class RegistryTree(Tree[NodeRef]):
         self.shown_entries = 0
         self._grouped: Grouped = {}
         self._all: Grouped = {}
+        self._all_generation = -1  # the Catalog.generation _all was grouped from
+        self._group_status: dict[NodeRef, str] = {}
         self._loaded: set[Any] = set()
         self._entry_nodes: dict[str, TreeNode[NodeRef]] = {}
         self._group_nodes: dict[NodeRef, TreeNode[NodeRef]] = {}
@@ -64,13 +66,15 @@ class RegistryTree(Tree[NodeRef]):
         self._entry_nodes.clear()
         self._group_nodes.clear()
         cat = self.catalog
-        self._all = cat.grouped()
+        if self._all_generation != cat.generation:  # index.json re-read: group again (not on each filter change)
+            self._all, self._all_generation = cat.grouped(), cat.generation
         if self.filter.active:
             self._grouped = cat.grouped(self.filter.keeper(cat, self.statuses))
             self._grouped = {b: m for b, m in self._grouped.items() if m}
         else:
             self._grouped = self._all
         self.shown_entries = sum(len(es) for ms in self._grouped.values() for vs in ms.values() for es in vs.values())
+        self._group_status = self._group_statuses()
         self.root.set_label(self._root_label())
         for base in self._grouped:
             ref = NodeRef("base", base)
@@ -148,14 +152,24 @@ class RegistryTree(Tree[NodeRef]):
         return True
 
     # --- labels ----------------------------------------------------------------------------------
-    def _entries_of(self, ref: NodeRef) -> list[dict[str, Any]]:
-        methods = self._all.get(ref.base, {})
-        if ref.kind == "base":
-            return [e for vs in methods.values() for es in vs.values() for e in es]
-        versions = methods.get(ref.method, {})
-        if ref.kind == "method":
-            return [e for es in versions.values() for e in es]
-        return list(versions.get(ref.version, []))
+    def _group_statuses(self) -> dict[NodeRef, str]:
+        """The worst status below every base, method and data version, in one pass over the entries (a label
+        no longer walks its entries, so relabelling every group costs one walk, not one per level)."""
+        out: dict[NodeRef, str] = {}
+        statuses = self.statuses
+        for base, methods in self._all.items():
+            worst_m = []
+            for method, versions in methods.items():
+                worst_v = []
+                for version, entries in versions.items():
+                    w = worst_status(statuses.get(str(e.get("id")), "unchecked") for e in entries) if entries else "ok"
+                    out[NodeRef("version", base, method, version)] = w
+                    worst_v.append(w)
+                w = worst_status(worst_v) if worst_v else "ok"
+                out[NodeRef("method", base, method)] = w
+                worst_m.append(w)
+            out[NodeRef("base", base)] = worst_status(worst_m) if worst_m else "ok"
+        return out
 
     def _status(self, entry_id: str) -> str:
         return self.statuses.get(entry_id, "unchecked")
@@ -172,7 +186,6 @@ class RegistryTree(Tree[NodeRef]):
         return label
 
     def _group_label(self, ref: NodeRef) -> Text:
-        entries = self._entries_of(ref)
         shown = self._grouped.get(ref.base, {})
         if ref.kind == "base":
             n = sum(len(es) for vs in shown.values() for es in vs.values())
@@ -180,7 +193,7 @@ class RegistryTree(Tree[NodeRef]):
             n = sum(len(es) for es in shown.get(ref.method, {}).values())
         else:
             n = len(shown.get(ref.method, {}).get(ref.version, []))
-        label = self._mark(worst_status(self._status(str(e.get("id"))) for e in entries) if entries else "ok")
+        label = self._mark(self._group_status.get(ref, "ok"))
         if ref.kind == "base":
             status = self.catalog.base_status(ref.base)
             tag = f" {FROZEN_TAG}" if status == "frozen" else " [not in index]" if status == "unknown" else ""
@@ -238,7 +251,14 @@ class RegistryTree(Tree[NodeRef]):
         self.refresh_groups()
 
     def refresh_groups(self) -> None:
-        """Relabel the registry, base, method and version nodes from the entries' statuses."""
-        self.root.set_label(self._root_label())
+        """Relabel the registry, base, method and version nodes from the entries' statuses (only the nodes whose
+        label changed: each relabelling schedules a redraw of the node's lines)."""
+        self._group_status = self._group_statuses()
+        self._relabel(self.root, self._root_label())
         for ref, node in self._group_nodes.items():
-            node.set_label(self._group_label(ref))
+            self._relabel(node, self._group_label(ref))
+
+    @staticmethod
+    def _relabel(node: TreeNode[NodeRef], label: Text) -> None:
+        if node.label != label:
+            node.set_label(label)
