@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import ClassVar
 
+from textual import events
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
@@ -23,6 +24,11 @@ from rwkv_registry.catalog import Catalog
 from rwkv_registry.tui.commands import RegistryCommands
 from rwkv_registry.tui.keymap import load_keymap
 from rwkv_registry.tui.screens.main import MainScreen
+
+HEARTBEAT_S = 0.05  # the event loop notes the time this often (ui_busy)
+LOOP_LAG_S = 0.03  # a heartbeat this much later than due: the event loop is congested…
+BUSY_HOLD_S = 0.3  # … and counts as busy for this long after
+INPUT_QUIET_S = 0.5  # the UI counts as busy this long after a key press, click or scroll
 
 
 class RegistryApp(App[None]):
@@ -41,6 +47,9 @@ class RegistryApp(App[None]):
     ) -> None:
         self.started = time.perf_counter()
         self.first_paint_s: float | None = None
+        self.last_input = float("-inf")  # time.monotonic() of the last key press, click or scroll (see MainScreen)
+        self.last_beat = time.monotonic()  # of the last HEARTBEAT_S tick the event loop ran
+        self.busy_until = float("-inf")  # a late heartbeat marks the loop busy until then
         super().__init__()
         self.catalog = Catalog(path)
         self.sub_title = self.catalog.name
@@ -51,6 +60,12 @@ class RegistryApp(App[None]):
             self.keymap_problems = []
         self.user_keymap = keymap
 
+    async def on_event(self, event: events.Event) -> None:
+        """Note when the user last pressed a key, clicked or scrolled: the validation yields to that (ui_busy)."""
+        if isinstance(event, events.Key | events.MouseDown | events.MouseScrollDown | events.MouseScrollUp):
+            self.last_input = time.monotonic()
+        await super().on_event(event)
+
     def get_default_screen(self) -> Screen[None]:
         return MainScreen(self.catalog, validate_on_start=self.validate_on_start)
 
@@ -60,6 +75,24 @@ class RegistryApp(App[None]):
         for problem in self.keymap_problems:
             self.notify(problem, title="keymap", severity="warning", timeout=10, markup=False)
         self.call_after_refresh(self._painted)
+        self.set_interval(HEARTBEAT_S, self._beat)
+
+    def _beat(self) -> None:
+        now = time.monotonic()
+        if now - self.last_beat > HEARTBEAT_S + LOOP_LAG_S:
+            self.busy_until = now + BUSY_HOLD_S
+        self.last_beat = now
+
+    def ui_busy(self) -> bool:
+        """True when the user pressed a key (clicked, scrolled) within INPUT_QUIET_S, or the event loop is
+        congested: its heartbeat came late within BUSY_HOLD_S, or is late now. Called from the validation thread,
+        which then waits (MainScreen._yield_to_ui): its Python code would take the GIL from the UI thread."""
+        now = time.monotonic()
+        return (
+            now - self.last_input < INPUT_QUIET_S
+            or now < self.busy_until
+            or now - self.last_beat > HEARTBEAT_S + LOOP_LAG_S
+        )
 
     def _painted(self) -> None:
         if self.first_paint_s is None:

@@ -7,6 +7,7 @@ from typing import Any
 from textual.message import Message
 
 from rwkv_registry.catalog import NodeRef
+from rwkv_registry.tui.validation import CheckedFile
 from rwkv_registry.validate import Report
 
 
@@ -19,15 +20,15 @@ class ValidationPlanned(Message):
         self.files = files
 
 
-class FileChecked(Message):
-    """One weight file's facts are known: the entry recording it gets a preliminary status."""
+class FilesChecked(Message):
+    """Weight files whose facts became known since the last such message (at most one every
+    :data:`~rwkv_registry.tui.validation.PROGRESS_EVERY_S`, and one with the last file): each entry recording
+    one gets a preliminary status. ``files``: ``(rel, entry id or None, status)`` in the order they completed."""
 
-    def __init__(self, run: int, rel: str, entry_id: str | None, status: str) -> None:
+    def __init__(self, run: int, files: list[CheckedFile]) -> None:
         super().__init__()
         self.run = run
-        self.rel = rel
-        self.entry_id = entry_id
-        self.status = status
+        self.files = files
 
 
 class ValidationFinished(Message):

@@ -10,15 +10,67 @@ between files: a newer run on demand makes the old one stop early.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from rwkv_registry.facts import FileCallback, FileFacts, GatherCancelled, gather_facts
 from rwkv_registry.rules import RULES
 from rwkv_registry.validate import Report, Tree, Validator, before_validation, run_validator
 
 ValidationCancelled = GatherCancelled  # a newer validation (or quitting) stopped this one
+PROGRESS_EVERY_S = 0.1  # files checked are handed to the UI thread at most this often (and with the last file)
+
+
+class CheckedFile(NamedTuple):
+    """One weight file whose facts are known: its registry-relative path, the entry recording it, its status."""
+
+    rel: str
+    entry_id: str | None
+    status: str
+
+
+class FileBatcher:
+    """Collects :class:`CheckedFile` results in the validation thread and hands them on in batches: the first file
+    at once, then everything checked since at most every ``every`` seconds, and the batch with the file that
+    completes the planned count (:attr:`total`) at once. 2,000 files are a few dozen UI messages, not 2,000: on a
+    loaded machine each message costs the UI thread a turn of its event loop and a wait for the GIL.
+    :meth:`flush` hands on what is left (a run whose plan was not known)."""
+
+    def __init__(
+        self,
+        send: Callable[[list[CheckedFile]], object],
+        *,
+        every: float = PROGRESS_EVERY_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.send = send
+        self.every = every
+        self.clock = clock
+        self.total: int | None = None
+        self.seen = 0
+        self.pending: list[CheckedFile] = []
+        self.sent_at: float | None = None
+
+    def add(self, item: CheckedFile) -> None:
+        """One more file; sends the batch when it is due."""
+        self.pending.append(item)
+        self.seen += 1
+        now = self.clock()
+        last = self.total is not None and self.seen >= self.total
+        if last or self.sent_at is None or now - self.sent_at >= self.every:
+            self._send(now)
+
+    def flush(self) -> None:
+        """Send what has not been sent yet (nothing when nothing is pending)."""
+        if self.pending:
+            self._send(self.clock())
+
+    def _send(self, now: float) -> None:
+        batch, self.pending = self.pending, []
+        self.sent_at = now
+        self.send(batch)
 
 
 def preliminary_status(entry: dict[str, Any] | None, facts: FileFacts | OSError) -> str:
@@ -50,6 +102,7 @@ class LiveValidator(Validator):
         on_file: FileCallback,
         on_plan: Callable[[int], object] | None = None,
         should_stop: Callable[[], bool] = lambda: False,
+        between_steps: Callable[[], object] = lambda: None,
         use_cache: bool = True,
         workers: int | None = None,
     ) -> None:
@@ -57,7 +110,13 @@ class LiveValidator(Validator):
         self.on_file = on_file
         self.on_plan = on_plan
         self.should_stop = should_stop
+        self.between_steps = between_steps
         self.workers = workers
+
+    def guarded(self, step: Callable[..., object], *args: Any) -> None:
+        """Each rule step after ``between_steps()`` (the browser waits there while its UI is busy)."""
+        self.between_steps()
+        super().guarded(step, *args)
 
     def collect_facts(self, tree: Tree, weights: list[str]) -> dict[str, FileFacts | OSError]:
         """Cached facts first, then the other files read in parallel, each reported when done. A stopped run
@@ -85,14 +144,22 @@ def live_validate(
     on_file: FileCallback,
     on_plan: Callable[[int], object] | None = None,
     should_stop: Callable[[], bool] = lambda: False,
+    between_steps: Callable[[], object] = lambda: None,
     use_cache: bool = True,
 ) -> Report:
     """Validate like :func:`~rwkv_registry.validate.validate_registry` (the same checks first, the same report
-    order), reporting each weight file as it completes. Raises :class:`ValidationCancelled` when
-    ``should_stop()`` turns true, and :class:`~rwkv_registry.errors.UsageError` when ``root`` is no directory
-    (deleted while the browser runs)."""
+    order), reporting each weight file as it completes; ``between_steps()`` is called before each rule step.
+    Raises :class:`ValidationCancelled` when ``should_stop()`` turns true, and
+    :class:`~rwkv_registry.errors.UsageError` when ``root`` is no directory (deleted while the browser runs)."""
     path, early = before_validation(root)
     if early is not None:
         return early
-    v = LiveValidator(path, on_file=on_file, on_plan=on_plan, should_stop=should_stop, use_cache=use_cache)
+    v = LiveValidator(
+        path,
+        on_file=on_file,
+        on_plan=on_plan,
+        should_stop=should_stop,
+        between_steps=between_steps,
+        use_cache=use_cache,
+    )
     return run_validator(v, root)

@@ -27,9 +27,9 @@ from tui_helpers import (
     wait_until,
 )
 
-from rwkv_registry.catalog import NodeRef
+from rwkv_registry.catalog import EntryFilter, NodeRef
 from rwkv_registry.tui.app import RegistryApp
-from rwkv_registry.tui.messages import FileChecked, ValidationFinished
+from rwkv_registry.tui.messages import FilesChecked, ValidationFinished
 from rwkv_registry.tui.screens.compare import CompareScreen
 from rwkv_registry.tui.screens.main import MainScreen
 from rwkv_registry.tui.widgets.registry_tree import RegistryTree
@@ -184,6 +184,62 @@ async def test_filter_keeps_the_chosen_entry_selected(small: Path) -> None:
 
 
 @run_async
+async def test_a_burst_of_keys_filters_once_with_the_final_text(small: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Typing waits for the keys to pause (FILTER_DEBOUNCE_S) and filters once, with the whole term; clearing the
+    box filters at once. Before, every key rebuilt the tree (`m`, `me`, … `method:miss`)."""
+    rebuilt: list[str] = []
+    real = RegistryTree.rebuild
+
+    def spy(self: RegistryTree, flt: EntryFilter | None = None) -> None:
+        rebuilt.append(flt.describe() if flt else "-")
+        real(self, flt)
+
+    monkeypatch.setattr(RegistryTree, "rebuild", spy)
+    monkeypatch.setattr("rwkv_registry.tui.screens.main.FILTER_DEBOUNCE_S", 3.0)  # longer than 12 key presses take
+    app = RegistryApp(str(small), validate_on_start=False, keymap={})
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        rebuilt.clear()
+        await pilot.press("slash", *"method:miss")
+        assert app.main.filter_pending and rebuilt == []  # nothing filtered while the keys come
+        await settle(pilot)
+        assert rebuilt == ["method miss"] and not app.main.filter_pending
+        assert "2 of 3 entries (method miss)" in str(app.main.status_bar.render())
+        await pilot.press("escape")  # clears the box: the tree shows everything without waiting
+        assert not app.main.filter_pending and rebuilt == ["method miss", "everything"]
+        await pilot.press(*"r4-", "backspace", "backspace", "backspace")  # typed and erased: no filter change
+        await settle(pilot)
+        assert rebuilt == ["method miss", "everything"]
+
+
+@run_async
+async def test_moving_fast_draws_the_details_once_where_the_cursor_rests(
+    small: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each node the cursor passes is current at once (y copies the entry under the cursor), but the details are
+    drawn once it rests (DETAILS_DEBOUNCE_S): before, every node passed drew five tabs."""
+    shown: list[NodeRef] = []
+    real = MainScreen.show_details
+
+    def spy(self: MainScreen, ref: NodeRef) -> None:
+        shown.append(ref)
+        real(self, ref)
+
+    monkeypatch.setattr(MainScreen, "show_details", spy)
+    monkeypatch.setattr("rwkv_registry.tui.screens.main.DETAILS_DEBOUNCE_S", 3.0)  # longer than 5 key presses take
+    app = RegistryApp(str(small), validate_on_start=False, keymap={})
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        shown.clear()
+        await pilot.press(*["down"] * 4)  # registry → base → State → v1 → the State entry
+        assert app.main.current.entry_id == STATE_ID and app.main.details_pending
+        await pilot.press("y")
+        assert app.clipboard.startswith("rwkv-cli state upload") and STATE_ID in app.clipboard
+        await settle(pilot)
+        assert shown == [app.main.current] and STATE_ID in tab_text(app, "info")
+
+
+@run_async
 async def test_tree_nodes_load_lazily(small: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(RegistryTree, "AUTO_EXPAND", 0)
     app = RegistryApp(str(small), validate_on_start=False, keymap={})
@@ -214,11 +270,12 @@ async def test_validation_marks_entries_and_counts_findings(broken: Path) -> Non
         status = str(app.main.status_bar.render())
         assert f"✗ {expected.counts['error']} errors" in status and "validated" in status
         seen = list({id(m): m for m in seen}.values())  # the hook sees a message at each node it reaches
-        checked = [m for m in seen if isinstance(m, FileChecked)]
+        batches = [m for m in seen if isinstance(m, FilesChecked)]
+        checked = [f for m in batches for f in m.files]
         finished = [i for i, m in enumerate(seen) if isinstance(m, ValidationFinished)]
-        assert sorted(m.entry_id for m in checked) == sorted([STATE_ID, *MISS_IDS])
-        assert len(finished) == 1 and all(seen.index(m) < finished[0] for m in checked)
-        assert {m.entry_id: m.status for m in checked}[MISS_IDS[1]] == "error"  # known before the report
+        assert sorted(f.entry_id for f in checked) == sorted([STATE_ID, *MISS_IDS])  # each file once
+        assert len(finished) == 1 and all(seen.index(m) < finished[0] for m in batches)
+        assert {f.entry_id: f.status for f in checked}[MISS_IDS[1]] == "error"  # known before the report
         await goto(pilot, MISS_IDS[1])
         checks = tab_text(app, "checks")
         rel = miss_path(broken, "r4-b").relative_to(broken).as_posix()
@@ -295,9 +352,10 @@ async def test_validation_progress_reaches_every_file(broken: Path, monkeypatch:
 
 
 @run_async
-async def test_validation_progress_is_drawn_at_a_bounded_rate(small: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """2,000 weight files post 2,000 messages: the count and the group marks are drawn at most every 0.1 s (and
-    for the last file), not once per file, which cost the UI thread a status-bar layout per file."""
+async def test_a_batch_of_checked_files_is_drawn_once(small: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """2,000 weight files used to post 2,000 messages; now the worker sends batches (FileBatcher, at most one every
+    0.1 s): a batch of 500 files gives the count of all 500 and one draw of the progress, not one per file."""
+    from rwkv_registry.tui.validation import CheckedFile
     from rwkv_registry.tui.widgets.status_bar import StatusBar
 
     draws: list[str] = []
@@ -309,12 +367,53 @@ async def test_validation_progress_is_drawn_at_a_bounded_rate(small: Path, monke
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         main = app.main
-        main.run_id, main.validating, main.files_total = 7, True, 500
-        for i in range(500):
-            main.post_message(FileChecked(7, f"f{i}.pth", None, "ok"))
+        main.run_id, main.validating, main.files_total = 7, True, 501
+        main.post_message(FilesChecked(7, [CheckedFile(f"f{i}.pth", None, "ok") for i in range(500)]))
+        main.post_message(FilesChecked(6, [CheckedFile("old-run.pth", STATE_ID, "error")]))  # an older run: ignored
+        main.post_message(FilesChecked(7, [CheckedFile("s.pth", STATE_ID, "warning")]))
         await settle(pilot)
-        assert main.files_done == 500 and draws[-1] == "validating 500/500 files…"
-        assert len(draws) < 100
+        assert main.files_done == 501 and draws == ["validating 500/501 files…", "validating 501/501 files…"]
+        assert main.tree.statuses[STATE_ID] == "warning"
+
+
+@run_async
+async def test_validation_waits_while_the_ui_is_busy(
+    small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The validation threads start no file (and no rule step) while the App says its UI is busy (a key just
+    pressed, the event loop late): their Python code would take the GIL from the UI thread. Once it is not,
+    the run goes on and ends with every file."""
+    import rwkv_registry.facts as facts
+
+    monkeypatch.setenv("RWKV_REGISTRY_CACHE_DIR", str(tmp_path / "fresh-cache"))  # every file gets read
+    monkeypatch.setattr("rwkv_registry.tui.screens.main.YIELD_AT_MOST_S", 60.0)
+    busy = [True]
+    monkeypatch.setattr(RegistryApp, "ui_busy", lambda self: busy[0])
+    reads: list[str] = []
+    real = facts.compute_facts
+    monkeypatch.setattr(facts, "compute_facts", lambda path: (reads.append(str(path)), real(path))[1])
+    app = RegistryApp(str(small), keymap={})
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.main.validating)
+        await pilot.pause(0.5)
+        assert reads == [] and app.main.validating and app.main.report is None
+        busy[0] = False
+        await wait_until(pilot, lambda: app.main.report is not None)
+        assert len(reads) == 3 and app.main.files_done == 3
+
+
+@run_async
+async def test_a_key_press_makes_the_ui_busy_for_a_moment(small: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import rwkv_registry.tui.app as app_module
+
+    app = RegistryApp(str(small), validate_on_start=False, keymap={})
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await wait_until(pilot, lambda: not app.ui_busy())  # the first frames are drawn
+        await pilot.press("down")
+        assert app.ui_busy()
+        monkeypatch.setattr(app_module, "INPUT_QUIET_S", 0.0)
+        await wait_until(pilot, lambda: not app.ui_busy())
 
 
 @run_async

@@ -153,3 +153,35 @@ def test_live_validation_of_a_deleted_registry_is_refused_like_validate(broken: 
         validate_registry(broken)
     with pytest.raises(UsageError, match="does not exist"):
         live_validate(broken, on_file=lambda *_: None)
+
+
+def test_file_batcher_sends_at_most_one_batch_per_interval_and_the_last_file_at_once() -> None:
+    """The validation thread's results reach the UI in batches: the first file at once, then what was checked
+    since at most every 0.1 s, and the batch with the planned count's last file at once; nothing is lost."""
+    from rwkv_registry.tui.validation import CheckedFile, FileBatcher
+
+    now = [0.0]
+    sent: list[list[CheckedFile]] = []
+    batcher = FileBatcher(sent.append, every=0.1, clock=lambda: now[0])
+    batcher.total = 2000
+    files = [CheckedFile(f"f{i}.pth", f"e{i}", "ok") for i in range(2000)]
+    for i, f in enumerate(files):
+        now[0] = i * 0.001  # 2,000 files in 2 s: one a millisecond
+        batcher.add(f)
+    assert [f for batch in sent for f in batch] == files  # every file once, in order
+    assert len(sent[0]) == 1 and 15 <= len(sent) <= 22  # about one batch per 0.1 s, not 2,000 messages
+    assert sent[-1][-1] == files[-1]  # the last file was sent with its batch, without waiting for the interval
+    batcher.flush()
+    assert len([f for batch in sent for f in batch]) == 2000  # nothing left to flush
+
+
+def test_file_batcher_flush_sends_the_rest_when_the_plan_is_unknown() -> None:
+    from rwkv_registry.tui.validation import CheckedFile, FileBatcher
+
+    sent: list[list[CheckedFile]] = []
+    batcher = FileBatcher(sent.append, every=0.1, clock=lambda: 5.0)
+    for i in range(3):
+        batcher.add(CheckedFile(f"f{i}.pth", None, "error"))
+    assert [len(b) for b in sent] == [1]
+    batcher.flush()
+    assert [len(b) for b in sent] == [1, 2]

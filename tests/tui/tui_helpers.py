@@ -178,8 +178,14 @@ SMOKE = {
 
 
 async def settle(pilot: Any, rounds: int = 4) -> None:
-    """Let workers finish and the messages they posted be handled (workers may start more workers)."""
+    """Let typed filter text apply and the cursor's details be drawn (both wait for the keys to pause), workers
+    finish and the messages they posted be handled (workers may start more workers)."""
     app = pilot.app
+    await pilot.pause()
+    for screen in app.screen_stack:
+        for pending in ("filter_pending", "details_pending"):
+            if getattr(screen, pending, False):
+                await wait_until(pilot, lambda screen=screen, pending=pending: not getattr(screen, pending))
     for _ in range(rounds):
         await pilot.pause()
         if all(w.is_finished for w in app.workers):

@@ -6,6 +6,7 @@ import os
 import shlex
 import subprocess
 import time
+from collections.abc import Callable
 from typing import ClassVar
 
 from textual import events, on, work
@@ -13,6 +14,7 @@ from textual.app import ComposeResult, SuspendNotSupported
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Footer, Header, Input, Tree
 from textual.worker import Worker, WorkerState, get_current_worker
 
@@ -20,12 +22,18 @@ from rwkv_registry.catalog import Catalog, EntryFilter, FindingIndex, NodeRef, s
 from rwkv_registry.errors import RegistryError
 from rwkv_registry.tui.messages import (
     DetailsReady,
-    FileChecked,
+    FilesChecked,
     ValidationFailed,
     ValidationFinished,
     ValidationPlanned,
 )
-from rwkv_registry.tui.validation import ValidationCancelled, live_validate, preliminary_status
+from rwkv_registry.tui.validation import (
+    CheckedFile,
+    FileBatcher,
+    ValidationCancelled,
+    live_validate,
+    preliminary_status,
+)
 from rwkv_registry.tui.widgets.details import TABS, DetailsPane, build_sections, render_checks
 from rwkv_registry.tui.widgets.filter_input import FilterInput
 from rwkv_registry.tui.widgets.registry_tree import RegistryTree
@@ -33,7 +41,9 @@ from rwkv_registry.tui.widgets.status_bar import StatusBar
 from rwkv_registry.validate import Report
 
 NARROW = 80  # below this many columns the tree sits above the details instead of beside them
-PROGRESS_EVERY_S = 0.1  # while files are read: the status bar's count and the group marks at most this often
+FILTER_DEBOUNCE_S = 0.15  # typed text filters the tree once the keys pause this long
+DETAILS_DEBOUNCE_S = 0.08  # the details of the cursor's node are drawn once it rests this long
+YIELD_AT_MOST_S = 1.0  # validation waits for a busy UI at most this long at a time, so that it always ends
 
 
 class MainScreen(Screen[None]):
@@ -65,7 +75,9 @@ class MainScreen(Screen[None]):
         self.marked: str | None = None
         self.current: NodeRef = NodeRef("registry")
         self.details_generation = 0
-        self.progress_drawn = 0.0  # time.monotonic() of the last progress drawn (on_file_checked)
+        self._filter_timer: Timer | None = None
+        self._details_timer: Timer | None = None
+        self._ui_busy: Callable[[], bool] = lambda: False  # RegistryApp.ui_busy (on_mount)
 
     # --- layout -------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -100,6 +112,7 @@ class MainScreen(Screen[None]):
         return self.query_one(StatusBar)
 
     def on_mount(self) -> None:
+        self._ui_busy = getattr(self.app, "ui_busy", self._ui_busy)
         self.tree.rebuild()
         self.tree.focus()
         self._update_entries_text()
@@ -110,11 +123,29 @@ class MainScreen(Screen[None]):
     # --- details ------------------------------------------------------------------------------------
     @on(Tree.NodeHighlighted, "#tree")
     def _highlighted(self, event: Tree.NodeHighlighted[NodeRef]) -> None:
+        """The cursor moved: it is the current node at once (for y, c, e), its details are drawn once the cursor
+        rests for DETAILS_DEBOUNCE_S (an arrow key held down drew five tabs at every node it passed)."""
         if event.node.data is not None and event.node.data != self.current:
-            self.show_details(event.node.data)
+            self.current = event.node.data
+            self.details_generation += 1  # details still being read for the node left are dropped
+            if self._details_timer is not None:
+                self._details_timer.stop()
+            self._details_timer = self.set_timer(DETAILS_DEBOUNCE_S, self._show_current)
+
+    @property
+    def details_pending(self) -> bool:
+        """True while the cursor's node waits for DETAILS_DEBOUNCE_S before its details are drawn."""
+        return self._details_timer is not None
+
+    def _show_current(self) -> None:
+        self._details_timer = None
+        self.show_details(self.current)
 
     def show_details(self, ref: NodeRef) -> None:
         """Show a node: checks at once (in memory), the rest from a worker thread (reads files)."""
+        if self._details_timer is not None:
+            self._details_timer.stop()
+            self._details_timer = None
         self.current = ref
         self.details_generation += 1
         self._draw_checks()
@@ -149,8 +180,30 @@ class MainScreen(Screen[None]):
     # --- filter ---------------------------------------------------------------------------------------
     @on(Input.Changed, "#filter")
     def _filter_changed(self, event: Input.Changed) -> None:
-        self.tree.rebuild(EntryFilter.parse(event.value))
-        self._update_entries_text()
+        """Typing filters once the keys pause for FILTER_DEBOUNCE_S (a burst of keys filters once, with the final
+        text); clearing the box filters at once."""
+        if self._filter_timer is not None:
+            self._filter_timer.stop()
+            self._filter_timer = None
+        if event.value:
+            self._filter_timer = self.set_timer(FILTER_DEBOUNCE_S, self._apply_filter)
+        else:
+            self._apply_filter()
+
+    @property
+    def filter_pending(self) -> bool:
+        """True while typed text waits for FILTER_DEBOUNCE_S before it filters the tree."""
+        return self._filter_timer is not None
+
+    def _apply_filter(self) -> None:
+        """Filter the tree with the box's text (nothing to do when it parses to the filter shown)."""
+        if self._filter_timer is not None:
+            self._filter_timer.stop()
+            self._filter_timer = None
+        flt = EntryFilter.parse(self.query_one(FilterInput).value)
+        if flt != self.tree.filter:
+            self.tree.rebuild(flt)
+            self._update_entries_text()
 
     @on(Input.Submitted, "#filter")
     def _filter_submitted(self) -> None:
@@ -180,8 +233,9 @@ class MainScreen(Screen[None]):
             box.value = ""
 
     def set_filter(self, text: str) -> None:
-        """Set the filter box's text (command palette)."""
+        """Set the filter box's text and filter at once (command palette)."""
         self.query_one(FilterInput).value = text
+        self._apply_filter()
 
     # --- validation -----------------------------------------------------------------------------------
     def action_validate(self) -> None:
@@ -213,18 +267,24 @@ class MainScreen(Screen[None]):
         """Run every rule; post each weight file's preliminary status, then the report."""
         worker = get_current_worker()
         by_path = {str(e.get("path")): e for e in self.catalog.entries}
+        batcher = FileBatcher(lambda files: self.post_message(FilesChecked(run, files)))
 
         def on_file(rel: str, facts: object) -> None:
             e = by_path.get(rel)
             status = preliminary_status(e, facts)  # type: ignore[arg-type]
-            self.post_message(FileChecked(run, rel, str(e.get("id")) if e else None, status))
+            batcher.add(CheckedFile(rel, str(e.get("id")) if e else None, status))
+
+        def on_plan(n: int) -> None:
+            batcher.total = n
+            self.post_message(ValidationPlanned(run, n))
 
         try:
             report = live_validate(
                 self.catalog.root,
                 on_file=on_file,
-                on_plan=lambda n: self.post_message(ValidationPlanned(run, n)),
-                should_stop=lambda: worker.is_cancelled,
+                on_plan=on_plan,
+                should_stop=lambda: self._yield_to_ui(worker),
+                between_steps=lambda: self._yield_to_ui(worker),
             )
         except ValidationCancelled:
             return
@@ -233,7 +293,20 @@ class MainScreen(Screen[None]):
                 self.post_message(ValidationFailed(run, e.message, e.hint))
             return
         if not worker.is_cancelled:
+            batcher.flush()
             self.post_message(ValidationFinished(run, report))
+
+    def _yield_to_ui(self, worker: Worker[None]) -> bool:
+        """The validation's ``should_stop`` (polled before and after each weight file) and pause between its rule
+        steps: while the App's ``ui_busy()`` (a key pressed just now, the event loop congested), wait (up to
+        YIELD_AT_MOST_S). The validation threads run Python code; each
+        holds the GIL up to the 5 ms switch interval whenever the UI thread wants it back, and on a loaded machine
+        a thread holding it may be descheduled too: a key press that needs a hundred turns of the event loop
+        took seconds. True once the run is cancelled (a newer run, quitting)."""
+        end = time.monotonic() + YIELD_AT_MOST_S
+        while not worker.is_cancelled and self._ui_busy() and time.monotonic() < end:
+            time.sleep(0.02)
+        return worker.is_cancelled
 
     def on_validation_failed(self, message: ValidationFailed) -> None:
         if message.run != self.run_id:
@@ -251,18 +324,18 @@ class MainScreen(Screen[None]):
             self.files_total = message.files
             self._draw_progress()
 
-    def on_file_checked(self, message: FileChecked) -> None:
+    def on_files_checked(self, message: FilesChecked) -> None:
+        """A batch of files checked (at most one every 0.1 s, see FileBatcher): marks, count and group marks once."""
         if message.run != self.run_id:
             return
-        self.files_done += 1
-        if message.entry_id:
-            self.tree.set_status(message.entry_id, message.status)
-        now = time.monotonic()
-        if self.files_done == self.files_total or now - self.progress_drawn >= PROGRESS_EVERY_S:
-            self.progress_drawn = now  # not once per file: 2,000 files are 2,000 messages
-            self._draw_progress()
-            self.tree.refresh_groups()
-        if self.current.kind == "entry" and self.current.entry_id == message.entry_id:
+        self.files_done += len(message.files)
+        current = self.current.entry_id if self.current.kind == "entry" else None
+        for f in message.files:
+            if f.entry_id:
+                self.tree.set_status(f.entry_id, f.status)
+        self._draw_progress()
+        self.tree.refresh_groups()
+        if current is not None and any(f.entry_id == current for f in message.files):
             self._draw_checks()
 
     def _draw_progress(self) -> None:
