@@ -210,6 +210,8 @@ async def test_a_burst_of_keys_filters_once_with_the_final_text(small: Path, mon
         await pilot.press(*"r4-", "backspace", "backspace", "backspace")  # typed and erased: no filter change
         await settle(pilot)
         assert rebuilt == ["method miss", "everything"]
+        await pilot.press(*"data:v1", "enter")  # Enter does not wait for the keys to pause
+        assert rebuilt[-1] == "data v1…" and not app.main.filter_pending and app.focused is app.main.tree
 
 
 @run_async

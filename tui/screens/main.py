@@ -207,6 +207,7 @@ class MainScreen(Screen[None]):
 
     @on(Input.Submitted, "#filter")
     def _filter_submitted(self) -> None:
+        self._apply_filter()  # Enter does not wait for the keys to pause
         self.tree.focus()
 
     def _update_entries_text(self) -> None:
