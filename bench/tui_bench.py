@@ -57,13 +57,12 @@ from rwkv_registry.catalog import EntryFilter
 from rwkv_registry.tui.app import RegistryApp
 
 FILTER_TERM, PALETTE_TERM, MOVES = sys.argv[2], sys.argv[3], int(sys.argv[4])
-ui_messages = 0
+seen = {}  # the hook sees a message at each node it reaches: count each once (kept alive, so ids stay unique)
 
 
 def hook(message):
-    global ui_messages
     if type(message).__name__ in ("FileChecked", "FilesChecked"):
-        ui_messages += 1
+        seen[id(message)] = message
 
 
 class Clock:
@@ -167,7 +166,7 @@ async def main():
         clock.out["validation"] = {"wall_s": time.perf_counter() - painted, "cpu_s": None, "ui_cpu_s": None,
                                    "during_validation": True}
         result = {"actions": clock.out, "filter_shown": shown, "palette_hits": hits, "files": main.files_done,
-                  "ui_messages": ui_messages}
+                  "ui_messages": len(seen)}
         print("RESULT=" + json.dumps(result), flush=True)
         app.exit()
 
