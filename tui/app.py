@@ -75,6 +75,7 @@ class RegistryApp(App[None]):
         for problem in self.keymap_problems:
             self.notify(problem, title="keymap", severity="warning", timeout=10, markup=False)
         self.call_after_refresh(self._painted)
+        self.last_beat = time.monotonic()  # the heartbeat starts now, not when the App was made
         self.set_interval(HEARTBEAT_S, self._beat)
 
     def _beat(self) -> None:
