@@ -224,14 +224,52 @@ def _chunked_wkv() -> Iterator[None]:
         time_mix.wkv7 = original
 
 
+def _flushes_denormals() -> bool:
+    """Whether this thread flushes denormal fp32 inputs to zero (torch has a setter, no getter)."""
+    return float(torch.tensor(1e-39, dtype=torch.float32) * 1.0) == 0.0
+
+
 @contextlib.contextmanager
-def _one_thread() -> Iterator[None]:
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
+def training_numerics() -> Iterator[None]:
+    """The numerical conditions of the training, the same in any process, restored afterwards.
+
+    :func:`_train_part` runs under it both in this process (``parallel=False``) and in a worker
+    (``--part``), so the two cannot differ by what a process happened to set before: one intra-op
+    thread; fp32 as the default dtype; fp32 matmuls at full precision on the CPU (oneDNN's
+    ``fp32_precision`` "ieee": ``torch.set_float32_matmul_precision("medium")`` in a caller makes
+    them bf16 and changes the bytes); denormals kept, not flushed; torch's deterministic mode off
+    (its default: on, it fills every new tensor with NaN first, 5 % slower); gradients on, outside
+    any inference mode; the model's reference element-wise ops, never the Triton kernels that
+    :func:`~rwkv_registry.model.set_wkv_backend` ("kernels") with ``TRITON_INTERPRET=1`` picks for
+    gradient-free passes; the chunked WKV (:func:`_chunked_wkv`).
+    """
+    from rwkv_registry.model.wkv import set_fused_ops, set_wkv_backend
+
+    mkldnn_matmul = torch.backends.mkldnn.matmul  # type: ignore[attr-defined]  # set at import, not in the stubs
+    threads = torch.get_num_threads()
+    dtype = torch.get_default_dtype()
+    precision = mkldnn_matmul.fp32_precision
+    flush = _flushes_denormals()
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+    backend = set_wkv_backend("reference")
+    fused = set_fused_ops(False)
     try:
-        yield
+        torch.set_num_threads(1)
+        torch.set_default_dtype(torch.float32)
+        mkldnn_matmul.fp32_precision = "ieee"
+        torch.set_flush_denormal(False)
+        torch.use_deterministic_algorithms(False)
+        with torch.inference_mode(False), torch.enable_grad(), _chunked_wkv():
+            yield
     finally:
-        torch.set_num_threads(before)
+        torch.use_deterministic_algorithms(deterministic, warn_only=warn_only)
+        torch.set_flush_denormal(flush)
+        mkldnn_matmul.fp32_precision = precision
+        torch.set_default_dtype(dtype)
+        torch.set_num_threads(threads)
+        set_fused_ops(fused)
+        set_wkv_backend(backend)
 
 
 def _cosine(step: int, steps: int, floor: float) -> float:
@@ -357,12 +395,12 @@ def _write_miss(
 def _train_part(part: str, base_path: str, out_path: str, config: TrainConfig) -> list[str]:
     """Train one file (``part`` is "state" or "miss") from the base file; returns the log lines.
 
-    Top-level so that it can run in a worker process; one thread, the chunked WKV, fp32.
+    Top-level so that it can run in a worker process; under :func:`training_numerics` in both.
     """
     lines: list[str] = []
     tok = get_tokenizer()
     cases = list(load_cases(builtin_path(TINY_CASES)).cases)
-    with _one_thread(), _chunked_wkv():
+    with training_numerics():
         model = RWKV7.from_pth(base_path, dtype=torch.float32)
         if part == "state":
             batch = training_batch(PromptBuilder(get_profile("g1k"), tok), cases)
