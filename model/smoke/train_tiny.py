@@ -88,16 +88,41 @@ class TinyWeights:
     reused: bool
 
 
-def cache_key(config: TrainConfig, cases_path: Path | None = None) -> str:
-    """sha256 over the model and smoke sources (the training code, the model, prompt rendering), the
-    case file, the configuration and the torch version."""
-    h = hashlib.sha256()
+# registry modules the training runs: the MiSS file format and its writer, the case loader
+REGISTRY_SOURCES = ("miss.py", "pthwrite.py", "_pickle.py", "ckpt.py", "smoke_cases.py")
+
+
+def key_sources() -> list[tuple[str, Path]]:
+    """The source files whose code decides the bytes, each with a name that does not depend on where
+    the package lives: every ``.py`` of ``model/`` (the smoke code included) and of ``kernels/`` (the
+    element-wise references the model runs), and :data:`REGISTRY_SOURCES`."""
+    import rwkv_registry
+    import rwkv_registry.kernels
+
     model_dir = Path(__file__).resolve().parents[1]
-    for src in sorted((*model_dir.glob("*.py"), *Path(__file__).resolve().parent.glob("*.py"))):
-        h.update(src.name.encode() + b"\0" + src.read_bytes())
+    kernels_dir = Path(rwkv_registry.kernels.__file__).resolve().parent
+    registry_dir = Path(rwkv_registry.__file__).resolve().parent
+    found = [(f"model/{p.relative_to(model_dir).as_posix()}", p) for p in model_dir.rglob("*.py")]
+    found += [(f"kernels/{p.relative_to(kernels_dir).as_posix()}", p) for p in kernels_dir.rglob("*.py")]
+    found += [(f"registry/{name}", registry_dir / name) for name in REGISTRY_SOURCES]
+    return sorted(found)
+
+
+def cache_key(config: TrainConfig, cases_path: Path | None = None) -> str:
+    """sha256 over everything that decides the bytes: the sources (:func:`key_sources`), the case
+    file, the tokenizer's vocabulary, the configuration, the torch release and the CPU capability
+    torch dispatches to (AVX512 and AVX2 kernels round differently). The numerical settings are
+    fixed by :func:`training_numerics`, part of the sources."""
+    from rwkv_registry.model.tokenizer import default_vocab_path
+
+    h = hashlib.sha256()
+    for name, src in key_sources():
+        h.update(name.encode() + b"\0" + src.read_bytes())
     h.update((cases_path or builtin_path(TINY_CASES)).read_bytes())
+    h.update(default_vocab_path().read_bytes())
     h.update(json.dumps(asdict(config), sort_keys=True).encode())
     h.update(torch.__version__.split("+")[0].encode())
+    h.update(torch.backends.cpu.get_cpu_capability().encode())
     return h.hexdigest()
 
 

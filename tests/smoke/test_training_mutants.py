@@ -9,6 +9,7 @@ file is missing, ..."""
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -106,23 +107,55 @@ def test_cache_key_follows_the_case_file_and_the_torch_release_not_its_build_tag
 
 
 def test_cache_key_follows_the_model_and_smoke_sources_not_their_location(tmp_path, monkeypatch):
+    import rwkv_registry
+    import rwkv_registry.kernels
+
     model_dir = Path(train_tiny.__file__).resolve().parents[1]
+    kernels_dir = Path(rwkv_registry.kernels.__file__).resolve().parent
+    registry_dir = Path(rwkv_registry.__file__).resolve().parent
     copy = tmp_path / "model"
-    (copy / "smoke").mkdir(parents=True)
-    for src in model_dir.glob("*.py"):
-        shutil.copy(src, copy / src.name)
-    for src in (model_dir / "smoke").glob("*.py"):
-        shutil.copy(src, copy / "smoke" / src.name)
+    shutil.copytree(model_dir, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(kernels_dir, tmp_path / "kernels", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "registry").mkdir()
+    for name in train_tiny.REGISTRY_SOURCES:
+        shutil.copy(registry_dir / name, tmp_path / "registry" / name)
     config = TrainConfig()
     key = cache_key(config)
     monkeypatch.setattr(train_tiny, "__file__", str(copy / "smoke" / "train_tiny.py"))
+    monkeypatch.setattr(rwkv_registry.kernels, "__file__", str(tmp_path / "kernels" / "__init__.py"))
+    monkeypatch.setattr(rwkv_registry, "__file__", str(tmp_path / "registry" / "__init__.py"))
     assert cache_key(config) == key
-    for edited in (copy / "rwkv7.py", copy / "smoke" / "prompt.py"):
+    edits = (
+        copy / "rwkv7.py",
+        copy / "smoke" / "prompt.py",
+        tmp_path / "kernels" / "timemix" / "reference.py",  # the element-wise ops the training runs
+        tmp_path / "kernels" / "lora" / "reference.py",
+        tmp_path / "registry" / "pthwrite.py",  # writes the MiSS file
+        tmp_path / "registry" / "smoke_cases.py",  # reads the case file
+    )
+    for edited in edits:
         original = edited.read_bytes()
         edited.write_bytes(original + b"\n# edited\n")
         assert cache_key(config) != key, edited
         edited.write_bytes(original)
     assert cache_key(config) == key
+
+
+def test_cache_key_follows_the_vocabulary_and_the_cpu_kernels_torch_dispatches_to(tmp_path, monkeypatch):
+    """ATEN_CPU_CAPABILITY=avx2 on an AVX512 machine trains other bytes; so would another vocabulary."""
+    import rwkv_registry.model.tokenizer as tokenizer
+
+    config = TrainConfig()
+    key = cache_key(config)
+    capability = torch.backends.cpu.get_cpu_capability()
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: capability + "-other")
+    assert cache_key(config) != key
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: capability)
+    assert cache_key(config) == key
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_bytes(tokenizer.default_vocab_path().read_bytes() + b"\n")
+    monkeypatch.setattr(tokenizer, "default_vocab_path", lambda: vocab)
+    assert cache_key(config) != key
 
 
 def test_demo_base_has_the_decays_the_docstring_describes():
@@ -287,6 +320,20 @@ def test_cached_weights_are_reused_only_when_complete_and_recorded(tmp_path, fak
     with pytest.raises(RuntimeError, match="training broke"):
         build_tiny_weights(out, config=config, parallel=False)
     assert not (out / "manifest.json").exists()  # a failed run leaves nothing that looks reusable
+
+
+def test_weights_of_another_key_are_trained_again_in_place(tmp_path, fake_training, monkeypatch):
+    calls, _ = fake_training
+    config = replace(TrainConfig(), n_embd=64)
+    out = tmp_path / "w"
+    first = build_tiny_weights(out, config=config, parallel=False)
+    assert build_tiny_weights(out, config=config, parallel=False).reused
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX2")  # the folder moved to another CPU
+    again = build_tiny_weights(out, config=config, parallel=False)
+    assert not again.reused and again.key != first.key and again.key == cache_key(config)
+    assert json.loads((out / "manifest.json").read_text())["key"] == again.key
+    assert build_tiny_weights(out, config=config, parallel=False).reused
+    assert calls == ["state", "miss"] * 2
 
 
 def test_a_failing_worker_is_reported_naming_its_part(tmp_path):
