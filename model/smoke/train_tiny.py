@@ -438,8 +438,16 @@ def _train_part(part: str, base_path: str, out_path: str, config: TrainConfig) -
     return lines
 
 
-def _run_parts_in_processes(jobs: list[tuple[str, str, str, TrainConfig]]) -> list[list[str]]:
-    """Run :func:`_train_part` for each job in its own Python process, all at once."""
+def _run_parts_in_processes(jobs: list[tuple[str, str, str, TrainConfig]], key: str | None = None) -> list[list[str]]:
+    """Run :func:`_train_part` for each job in its own Python process, all at once.
+
+    A worker imports ``rwkv_registry`` anew, from wherever its ``sys.path`` finds it: not
+    necessarily the code this process runs (another copy first on this process's ``sys.path``, as
+    a mutation tool sets it; a module edited since it was imported). So each worker is given
+    ``key`` (default: :func:`cache_key` of the job's configuration, computed here) and refuses to
+    train unless its own :func:`cache_key` is the same: same sources, case file, vocabulary,
+    configuration, torch release and CPU capability, hence the same bytes as in this process.
+    """
     import subprocess
 
     procs = []
@@ -453,6 +461,7 @@ def _run_parts_in_processes(jobs: list[tuple[str, str, str, TrainConfig]]) -> li
             base,
             out,
             json.dumps(asdict(config)),
+            key or cache_key(config),
         ]
         procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     results = []
@@ -497,7 +506,7 @@ def build_tiny_weights(
     save_tensors(files.base, {k: v.to(torch.bfloat16) for k, v in tensors.items()})
     log(f"training the tiny State ({config.state_steps} steps) and MiSS ({config.miss_steps} steps) on the CPU…")
     jobs = [("state", str(files.base), str(files.state), config), ("miss", str(files.base), str(files.miss), config)]
-    results = _run_parts_in_processes(jobs) if parallel else [_train_part(*job) for job in jobs]
+    results = _run_parts_in_processes(jobs, key) if parallel else [_train_part(*job) for job in jobs]
     for lines in results:
         for line in lines:
             log(line)
@@ -512,10 +521,20 @@ def build_tiny_weights(
 def main(argv: list[str] | None = None) -> int:
     """``python -m rwkv_registry.model.smoke.train_tiny OUT_DIR`` (``--part`` is internal)."""
     args = sys.argv[1:] if argv is None else argv
-    if len(args) == 5 and args[0] == "--part":  # a worker of build_tiny_weights(parallel=True)
+    if len(args) == 6 and args[0] == "--part":  # a worker of build_tiny_weights(parallel=True)
         raw = json.loads(args[4])
         fields = {k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()}
         config = TrainConfig(**fields)  # type: ignore[arg-type]  # asdict(config) of the parent
+        mine = cache_key(config)
+        if mine != args[5]:
+            print(
+                f"this worker would not train the caller's bytes: its inputs have the key {mine[:12]}…, "
+                f"the caller's {args[5][:12]}… (it runs {Path(__file__).resolve()}: "
+                "other sources than the caller's, or another torch, CPU capability or vocabulary); "
+                "train in one process (build_tiny_weights(parallel=False)) or run the code this worker imports",
+                file=sys.stderr,
+            )
+            return 3
         for line in _train_part(args[1], args[2], args[3], config):
             print(line, flush=True)
         return 0

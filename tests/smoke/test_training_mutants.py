@@ -343,6 +343,26 @@ def test_a_failing_worker_is_reported_naming_its_part(tmp_path):
     assert not (tmp_path / "out.pth").exists()
 
 
+def test_a_worker_that_runs_other_code_than_the_caller_refuses_to_train(tmp_path, monkeypatch):
+    """The caller imported another copy of the training code than the one a fresh process finds (a
+    mutation tool's copy first on ``sys.path``): its workers would train the installed code's bytes,
+    not the caller's, and the cache would file them under the caller's key."""
+    config = replace(TrainConfig(), n_layer=1, n_embd=64, state_steps=1, miss_steps=1)
+    base = save_tensors(tmp_path / "base.pth", demo_base_tensors(config))
+    model_dir = Path(train_tiny.__file__).resolve().parents[1]
+    copy = tmp_path / "model"
+    shutil.copytree(model_dir, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    mutant = copy / "smoke" / "train_tiny.py"
+    source = mutant.read_text()
+    assert source.count("step % cands.refresh == 0") == 1
+    mutant.write_text(source.replace("step % cands.refresh == 0", "step % cands.refresh == 1"))
+    monkeypatch.setattr(train_tiny, "__file__", str(mutant))  # this process "runs" the copy
+    out = tmp_path / "state.pth"
+    with pytest.raises(RuntimeError, match=r"failed \(state\): this worker would not train the caller's bytes"):
+        train_tiny._run_parts_in_processes([("state", str(base), str(out), config)], cache_key(config))
+    assert not out.exists()
+
+
 def test_main_without_exactly_one_folder_is_a_usage_error(capsys):
     assert train_tiny.main([]) == 2
     assert train_tiny.main(["a", "b"]) == 2
