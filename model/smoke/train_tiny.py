@@ -443,13 +443,22 @@ def _run_parts_in_processes(jobs: list[tuple[str, str, str, TrainConfig]], key: 
 
     A worker imports ``rwkv_registry`` anew, from wherever its ``sys.path`` finds it: not
     necessarily the code this process runs (another copy first on this process's ``sys.path``, as
-    a mutation tool sets it; a module edited since it was imported). So each worker is given
-    ``key`` (default: :func:`cache_key` of the job's configuration, computed here) and refuses to
-    train unless its own :func:`cache_key` is the same: same sources, case file, vocabulary,
-    configuration, torch release and CPU capability, hence the same bytes as in this process.
+    a mutation tool puts it; a module edited since it was imported). So the folder holding this
+    process's ``rwkv_registry`` package goes first on the workers' ``PYTHONPATH`` (when the package
+    is a folder of that name: not an editable install, whose finder maps the names), and each worker
+    is given ``key`` (default: :func:`cache_key` of the job's configuration, computed here) and
+    refuses to train unless its own :func:`cache_key` is the same: same sources, case file,
+    vocabulary, configuration, torch release and CPU capability, hence the same bytes as here.
     """
+    import os
     import subprocess
 
+    import rwkv_registry
+
+    env = dict(os.environ)
+    package = Path(rwkv_registry.__file__).resolve().parent
+    if package.name == "rwkv_registry":
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(package.parent), env.get("PYTHONPATH", "")]))
     procs = []
     for part, base, out, config in jobs:
         cmd = [
@@ -463,7 +472,7 @@ def _run_parts_in_processes(jobs: list[tuple[str, str, str, TrainConfig]], key: 
             json.dumps(asdict(config)),
             key or cache_key(config),
         ]
-        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env))
     results = []
     for p in procs:
         out_text, err_text = p.communicate()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -361,6 +362,37 @@ def test_a_worker_that_runs_other_code_than_the_caller_refuses_to_train(tmp_path
     with pytest.raises(RuntimeError, match=r"failed \(state\): this worker would not train the caller's bytes"):
         train_tiny._run_parts_in_processes([("state", str(base), str(out), config)], cache_key(config))
     assert not out.exists()
+
+
+def test_workers_import_the_package_folder_the_caller_imported(tmp_path, monkeypatch):
+    """A caller that runs a copy of the package found first on its ``sys.path`` (a folder named
+    ``rwkv_registry``, as a mutation tool makes it) starts workers that find the same copy first."""
+    import subprocess
+
+    import rwkv_registry
+
+    seen: list[dict[str, str]] = []
+
+    class FakePopen:
+        returncode = 0
+
+        def __init__(self, cmd: list[str], **kwargs: object) -> None:
+            self.args: list[str] = cmd
+            seen.append(kwargs["env"])  # type: ignore[arg-type]
+
+        def communicate(self) -> tuple[str, str]:
+            return "", ""
+
+    monkeypatch.setattr(subprocess, "Popen", FakePopen)
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
+    job = ("state", "base.pth", "out.pth", TrainConfig())
+    copy = tmp_path / "copy" / "rwkv_registry"
+    monkeypatch.setattr(rwkv_registry, "__file__", str(copy / "__init__.py"))
+    train_tiny._run_parts_in_processes([job], "key")
+    assert seen[-1]["PYTHONPATH"].split(os.pathsep) == [str(tmp_path / "copy"), "/elsewhere"]
+    monkeypatch.setattr(rwkv_registry, "__file__", str(tmp_path / "registry" / "__init__.py"))  # an editable install
+    train_tiny._run_parts_in_processes([job], "key")
+    assert seen[-1]["PYTHONPATH"] == "/elsewhere"  # its finder maps the names; nothing to add
 
 
 def test_main_without_exactly_one_folder_is_a_usage_error(capsys):
