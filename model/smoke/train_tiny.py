@@ -2,8 +2,9 @@
 
 ``python -m rwkv_registry.model.smoke.train_tiny OUT_DIR`` writes ``rwkv7-tiny-demo.pth`` (the
 base), ``tiny-state.pth`` and ``tiny-miss.pth`` (+ ``manifest.json``), or reuses them when
-``OUT_DIR`` already holds files made from the same inputs (the model and smoke sources, the tiny
-case file, the configuration and the torch version: :func:`cache_key`).
+``OUT_DIR`` already holds files made from the same inputs (the model, kernel and smoke sources,
+the tiny case file, the vocabulary, the configuration, the torch release and the CPU capability:
+:func:`cache_key`).
 
 - **The base** is a tiny random RWKV-7 (2 layers, width 128, the full 65536 vocabulary) from
   :func:`rwkv_registry.model.tiny.tiny_base_tensors`, with one change: random decays forget
@@ -23,7 +24,17 @@ case file, the configuration and the torch version: :func:`cache_key`).
   softmax is taken over the targets and their strongest rivals, refreshed from a full-vocabulary
   pass every 10 steps (:class:`_Candidates`); the MiSS does not backpropagate through the System
   turn (its state is recomputed with the current adapter every step, without gradient).
-- Same inputs, same bytes: no random numbers are drawn after the base, one thread, fp32.
+- Same inputs, same bytes, in one process or in the two workers, by construction: no random
+  numbers are drawn after the base, and both paths train under :func:`training_numerics` (one
+  thread, fp32, full-precision matmuls, reference element-wise ops, the caller's settings
+  restored). In-process training used to inherit the caller's settings, which a fresh worker did
+  not: ``torch.set_float32_matmul_precision("medium")`` (bf16 matmuls on the CPU), an fp64 default
+  dtype or ``set_wkv_backend("kernels")`` with ``TRITON_INTERPRET=1`` each gave other bytes. And a
+  worker imports the package anew: it finds the caller's copy first (:func:`_run_parts_in_processes`)
+  and refuses to train unless its :func:`cache_key` is the caller's. The mutation audit's
+  difference was a mutant in a copy of the package first on the caller's ``sys.path``, trained by
+  the caller while its workers trained the installed code. Code patched in memory (monkeypatched,
+  edited after its import) is out of a worker's sight: train it with ``parallel=False``.
 """
 
 from __future__ import annotations
@@ -443,7 +454,7 @@ def _run_parts_in_processes(jobs: list[tuple[str, str, str, TrainConfig]], key: 
 
     A worker imports ``rwkv_registry`` anew, from wherever its ``sys.path`` finds it: not
     necessarily the code this process runs (another copy first on this process's ``sys.path``, as
-    a mutation tool puts it; a module edited since it was imported). So the folder holding this
+    a mutation tool puts it). So the folder holding this
     process's ``rwkv_registry`` package goes first on the workers' ``PYTHONPATH`` (when the package
     is a folder of that name: not an editable install, whose finder maps the names), and each worker
     is given ``key`` (default: :func:`cache_key` of the job's configuration, computed here) and
@@ -493,7 +504,7 @@ def build_tiny_weights(
     """Train (or reuse) the demo's tiny base, State and MiSS in ``out_dir``.
 
     ``parallel`` trains the State and the MiSS in two worker processes (one thread each; the
-    results are the same bytes as in one process).
+    same bytes as in one process: :func:`training_numerics`, :func:`_run_parts_in_processes`).
     """
     config = config or TrainConfig()
     out = Path(out_dir)
