@@ -87,3 +87,54 @@ def test_training_numerics_sets_one_set_of_conditions_and_restores_the_caller_s(
         torch.use_deterministic_algorithms(False)
     assert time_mix.wkv7 is wkv
     assert elementwise_backend(torch.zeros(1)) == "auto"  # the caller's choice is back
+
+
+_CALLER = """
+import hashlib, json, sys
+sys.path.insert(0, sys.argv[1])  # the copy first, as a mutation tool puts it
+from dataclasses import replace
+from pathlib import Path
+from rwkv_registry.model.smoke import train_tiny
+assert Path(train_tiny.__file__).is_relative_to(sys.argv[1]), train_tiny.__file__
+config = replace(train_tiny.TrainConfig(), n_layer=1, n_embd=64, state_steps=2, miss_steps=2)
+out = {}
+for parallel in (False, True):
+    w = train_tiny.build_tiny_weights(Path(sys.argv[2]) / str(parallel), config=config, parallel=parallel)
+    out[str(parallel)] = [hashlib.sha256(p.read_bytes()).hexdigest() for p in (w.base, w.state, w.miss)]
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.slow
+def test_a_caller_running_a_mutated_copy_of_the_package_and_its_workers_train_the_same_bytes(tmp_path):
+    """The mutation audit's case: a copy of the package, mutated, first on the caller's ``sys.path``.
+    The caller trained the mutant in-process while its workers imported the installed code."""
+    import json
+    import shutil
+    import subprocess
+    import sys
+
+    import rwkv_registry
+    import rwkv_registry.kernels
+    import rwkv_registry.model
+    import rwkv_registry.schemas
+    import rwkv_registry.tui
+
+    package = tmp_path / "copy" / "rwkv_registry"
+    skip = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(Path(rwkv_registry.__file__).parent, package, ignore=skip)
+    for sub in (rwkv_registry.kernels, rwkv_registry.model, rwkv_registry.schemas, rwkv_registry.tui):
+        shutil.copytree(Path(sub.__file__).parent, package / sub.__name__.split(".")[-1], ignore=skip)
+    mutant = package / "model" / "smoke" / "train_tiny.py"
+    source = mutant.read_text()
+    assert source.count("torch.optim.Adam(params, lr=lr)") == 1
+    mutant.write_text(source.replace("torch.optim.Adam(params, lr=lr)", "torch.optim.Adam(params, lr=lr / 2)"))
+    done = subprocess.run(
+        [sys.executable, "-c", _CALLER, str(package.parent), str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    hashes = json.loads(done.stdout.splitlines()[-1])
+    assert hashes["False"] == hashes["True"]
