@@ -32,7 +32,7 @@ the tiny case file, the vocabulary, the configuration, the torch release and the
   dtype or ``set_wkv_backend("kernels")`` with ``TRITON_INTERPRET=1`` each gave other bytes. And a
   worker imports the package anew: it finds the caller's copy first (:func:`_run_parts_in_processes`)
   and refuses to train unless its :func:`cache_key` is the caller's. The mutation audit's
-  difference was a mutant in a copy of the package first on the caller's ``sys.path``, trained by
+  difference was most likely a mutant in a copy of the package first on the caller's ``sys.path``, trained by
   the caller while its workers trained the installed code. Code patched in memory (monkeypatched,
   edited after its import) is out of a worker's sight: train it with ``parallel=False``.
 """
@@ -43,6 +43,7 @@ import contextlib
 import hashlib
 import json
 import math
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -99,6 +100,10 @@ class TinyWeights:
     reused: bool
 
 
+# environment variables read once by the math libraries, out of training_numerics' reach, that change
+# the bytes (MKL_CBWR=COMPATIBLE did; MKL_ENABLE_INSTRUCTIONS=AVX2, ONEDNN_MAX_CPU_ISA=AVX2,
+# OMP_NUM_THREADS and PYTHONHASHSEED did not, 2026-11-30)
+NUMERIC_ENV = ("MKL_CBWR",)
 # registry modules the training runs: the MiSS file format and its writer, the case loader
 REGISTRY_SOURCES = ("miss.py", "pthwrite.py", "_pickle.py", "ckpt.py", "smoke_cases.py")
 
@@ -121,9 +126,9 @@ def key_sources() -> list[tuple[str, Path]]:
 
 def cache_key(config: TrainConfig, cases_path: Path | None = None) -> str:
     """sha256 over everything that decides the bytes: the sources (:func:`key_sources`), the case
-    file, the tokenizer's vocabulary, the configuration, the torch release and the CPU capability
-    torch dispatches to (AVX512 and AVX2 kernels round differently). The numerical settings are
-    fixed by :func:`training_numerics`, part of the sources."""
+    file, the tokenizer's vocabulary, the configuration, the torch release, the CPU capability
+    torch dispatches to (AVX512 and AVX2 kernels round differently) and :data:`NUMERIC_ENV`. The
+    numerical settings are fixed by :func:`training_numerics`, part of the sources."""
     from rwkv_registry.model.tokenizer import default_vocab_path
 
     h = hashlib.sha256()
@@ -134,6 +139,8 @@ def cache_key(config: TrainConfig, cases_path: Path | None = None) -> str:
     h.update(json.dumps(asdict(config), sort_keys=True).encode())
     h.update(torch.__version__.split("+")[0].encode())
     h.update(torch.backends.cpu.get_cpu_capability().encode())
+    for name in NUMERIC_ENV:
+        h.update(f"\0{name}={os.environ.get(name, '')}".encode())
     return h.hexdigest()
 
 
@@ -461,7 +468,6 @@ def _run_parts_in_processes(jobs: list[tuple[str, str, str, TrainConfig]], key: 
     refuses to train unless its own :func:`cache_key` is the same: same sources, case file,
     vocabulary, configuration, torch release and CPU capability, hence the same bytes as here.
     """
-    import os
     import subprocess
 
     import rwkv_registry

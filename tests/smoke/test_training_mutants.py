@@ -143,7 +143,9 @@ def test_cache_key_follows_the_model_and_smoke_sources_not_their_location(tmp_pa
 
 
 def test_cache_key_follows_the_vocabulary_and_the_cpu_kernels_torch_dispatches_to(tmp_path, monkeypatch):
-    """ATEN_CPU_CAPABILITY=avx2 on an AVX512 machine trains other bytes; so would another vocabulary."""
+    """ATEN_CPU_CAPABILITY=avx2 on an AVX512 machine, or MKL_CBWR=COMPATIBLE, trains other bytes; so
+    would another vocabulary."""
+    monkeypatch.delenv("MKL_CBWR", raising=False)
     import rwkv_registry.model.tokenizer as tokenizer
 
     config = TrainConfig()
@@ -152,6 +154,10 @@ def test_cache_key_follows_the_vocabulary_and_the_cpu_kernels_torch_dispatches_t
     monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: capability + "-other")
     assert cache_key(config) != key
     monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: capability)
+    assert cache_key(config) == key
+    monkeypatch.setenv("MKL_CBWR", "COMPATIBLE")  # MKL's other code path: other bytes
+    assert cache_key(config) != key
+    monkeypatch.delenv("MKL_CBWR")
     assert cache_key(config) == key
     vocab = tmp_path / "vocab.txt"
     vocab.write_bytes(tokenizer.default_vocab_path().read_bytes() + b"\n")
