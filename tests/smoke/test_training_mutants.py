@@ -9,11 +9,14 @@ file is missing, ..."""
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import shutil
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 import torch
@@ -418,3 +421,113 @@ def test_training_in_process_leaves_threads_and_the_model_s_wkv_as_it_found_them
     assert lines and "State: step 1/1" in lines[0]
     assert torch.get_num_threads() == 2
     assert time_mix.wkv7 is wkv
+
+
+# ------------------------------------------------- train_tiny: schedule, candidates, key, worker
+
+
+class _Head(torch.nn.Module):
+    """The one part of a model that the training loop's candidate set reads: its head."""
+
+    def __init__(self, weight: torch.Tensor) -> None:
+        super().__init__()
+        self.head = torch.nn.Linear(weight.shape[1], weight.shape[0], bias=False)
+        with torch.no_grad():
+            self.head.weight.copy_(weight)
+
+
+def test_the_learning_rate_falls_from_its_peak_to_the_floor_along_a_cosine():
+    floor, steps = 0.05, 40
+    assert train_tiny._cosine(0, steps, floor) == pytest.approx(1.0)
+    assert train_tiny._cosine(steps // 2, steps, floor) == pytest.approx((1 + floor) / 2)
+    assert train_tiny._cosine(steps, steps, floor) == pytest.approx(floor)
+    values = [train_tiny._cosine(s, steps, floor) for s in range(steps + 1)]
+    assert all(a > b for a, b in itertools.pairwise(values))
+
+
+def test_fit_steps_with_the_scheduled_rates_and_refreshes_the_rivals_every_tenth_and_last_steps(monkeypatch):
+    torch.manual_seed(0)
+    model = _Head(torch.randn(50, 8))
+    batch = SimpleNamespace(targets=torch.tensor([3, 7, 3]))  # all that the loop reads of a batch
+    x = torch.randn(3, 8, requires_grad=True)
+    steps, lr, floor = 25, 0.5, 0.1
+    step_of_call: list[int] = []
+    rates: list[float] = []
+    calls = {"hidden": 0}
+
+    def hidden() -> torch.Tensor:
+        calls["hidden"] += 1
+        return x * 1.0
+
+    real_update = train_tiny._Candidates.update
+
+    def update(self: Any, m: Any, h: torch.Tensor) -> None:
+        step_of_call.append(calls["hidden"] - 1)
+        real_update(self, m, h)
+
+    real_step = torch.optim.Adam.step
+
+    def step(self: Any, *a: Any, **k: Any) -> Any:
+        rates.append(self.param_groups[0]["lr"])
+        return real_step(self, *a, **k)
+
+    monkeypatch.setattr(train_tiny._Candidates, "update", update)
+    monkeypatch.setattr(torch.optim.Adam, "step", step)
+    log: list[str] = []
+    loss = train_tiny._fit(model, batch, [x], hidden, steps, lr, floor, log.append, "T")
+    assert step_of_call == [0, 10, 20, 22, 23, 24]
+    assert rates == pytest.approx([lr * train_tiny._cosine(s, steps, floor) for s in range(steps)])
+    assert rates[0] == pytest.approx(lr) and rates[-1] > lr * floor
+    assert [line.split(",")[0] for line in log] == ["T: step 1/25", "T: step 25/25"]
+    assert f"loss {loss:.4f}" in log[-1]
+
+
+def test_the_candidate_set_holds_every_target_and_the_top_rivals_of_each_position():
+    weight = torch.zeros(20, 4)
+    weight[:, 0] = torch.arange(20, dtype=torch.float32)  # token t scores t on h = e0
+    model = _Head(weight)
+    targets = torch.tensor([19, 2])  # the first position's target is its strongest token
+    cands = train_tiny._Candidates(targets, top=3)
+    assert cands.ids.tolist() == [2, 19] and cands.index.tolist() == [1, 0]
+    h = torch.zeros(2, 4)
+    h[:, 0] = 1.0
+    cands.update(model, h)
+    # the rivals are the three best tokens other than each position's own target
+    assert cands.ids.tolist() == [2, 16, 17, 18, 19]
+    assert cands.ids[cands.index].tolist() == targets.tolist()
+    logits = h @ model.head.weight[cands.ids].t()
+    expected = torch.nn.functional.cross_entropy(logits, cands.index)
+    assert cands.loss(model, h).item() == pytest.approx(expected.item())
+    assert cands.loss(model, h).item() != pytest.approx(
+        torch.nn.functional.cross_entropy(h @ model.head.weight.t(), targets).item()
+    )
+
+
+def test_cache_key_follows_every_training_setting_and_the_names_of_the_sources(tmp_path, monkeypatch):
+    config = TrainConfig()
+    key = cache_key(config)
+    for field, value in (("seed", 1), ("state_lr", 0.5), ("w0_fast", (0.0, -3.0)), ("a0_shift", -2.0)):
+        assert cache_key(replace(config, **{field: value})) != key, field
+    model_dir = Path(train_tiny.__file__).resolve().parents[1]
+    copy = tmp_path / "model"
+    shutil.copytree(model_dir, copy, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    monkeypatch.setattr(train_tiny, "__file__", str(copy / "smoke" / "train_tiny.py"))
+    assert cache_key(config) == key
+    (copy / "smoke" / "extra.py").write_text("")  # a new module, even an empty one, is a new source
+    assert cache_key(config) != key
+
+
+def test_a_worker_trains_its_part_with_the_parent_s_configuration(monkeypatch, capsys):
+    config = replace(TrainConfig(), seed=3, w0_fast=(1.0, -2.0), miss_steps=7)
+    seen: list[tuple[str, str, str, TrainConfig]] = []
+
+    def fake_part(part: str, base: str, out: str, cfg: TrainConfig) -> list[str]:
+        seen.append((part, base, out, cfg))
+        return ["one", "two"]
+
+    monkeypatch.setattr(train_tiny, "_train_part", fake_part)
+    assert train_tiny.main(["--part", "miss", "b.pth", "o.pth", json.dumps(asdict(config))]) == 0
+    assert seen == [("miss", "b.pth", "o.pth", config)]
+    assert capsys.readouterr().out == "one\ntwo\n"
+    assert train_tiny.main(["--part", "miss", "b.pth", "o.pth"]) == 2  # a short worker line is a usage error
+    assert len(seen) == 1
