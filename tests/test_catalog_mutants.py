@@ -790,3 +790,53 @@ def test_usage_json_and_labels_of_odd_entries(reg: Path, tmp_path: Path) -> None
     assert all(label.startswith("…/miss/") for label in cat.compare(a, b).train_labels)
     with pytest.raises(UsageError, match="is a directory, not a base file"):
         check_base_path(tmp_path, {"name": "b"})
+
+
+# --- third audit (mutation audit of stop 19's code) --------------------------------------------------------
+
+
+def test_a_filter_of_one_base_or_one_warning_status_keeps_only_those(reg: Path, capsys) -> None:
+    """``list --filter base:…`` alone filters (a filter with only a base term was taken for no filter), and
+    ``is:warning`` drops the entries without a warning."""
+
+    def listed(query: str) -> list[str]:
+        assert main(["list", str(reg), "--filter", query, "--format", "json"]) == 0
+        return [e["id"] for e in json.loads(capsys.readouterr().out)["entries"]]
+
+    assert EntryFilter.parse("base:tiny").active and EntryFilter.parse("is:warning").active
+    assert listed("base:no-such-base") == []
+    assert listed("base:tiny") == ["s1", "v2-r4-a", "v2-r4-b"]
+    assert listed("is:warning") == []
+    e = {"id": "x", "base": TINY_BASE, "method": "state", "data": {"version": "v1"}}
+    assert EntryFilter.parse("is:warn").matches(e, status="warning")
+    assert not EntryFilter.parse("is:warn").matches(e, status="ok")
+    assert not EntryFilter.parse("is:warning").matches(e, status="error")
+
+
+def test_an_entry_node_holds_its_entry_and_a_base_node_only_its_base_s(reg: Path) -> None:
+    from rwkv_registry.catalog import NodeRef
+
+    cat = Catalog(reg)
+    assert [e["id"] for e in cat.entries_under(NodeRef("entry", TINY_BASE, "miss", "v2", "v2-r4-b"))] == ["v2-r4-b"]
+    assert cat.entries_under(NodeRef("entry", entry_id="no-such-entry")) == []
+    assert [e["id"] for e in cat.entries_under(NodeRef("base", TINY_BASE))] == ["s1", "v2-r4-a", "v2-r4-b"]
+    assert cat.entries_under(NodeRef("base", "rwkv7-other-20260101-ctx4096")) == []
+    assert [e["id"] for e in cat.entries_under(NodeRef("method", TINY_BASE, "state"))] == ["s1"]
+
+
+def test_a_score_of_another_benchmark_listed_first_does_not_hide_the_rest(reg: Path) -> None:
+    """The bars of one benchmark skip the other benchmarks' scores and the other units' and read on."""
+
+    def edit(index: dict) -> None:
+        by_id = {e["id"]: e for e in index["entries"]}
+        by_id["s1"]["scores"] = [
+            score(10.0, "2026-01-04", benchmark="other"),
+            score(12.0, "2026-01-04", unit="points"),
+            score(40.0, "2026-01-05"),
+        ]
+
+    edit_index(reg, edit)
+    cat = Catalog(reg)
+    assert [(b.label, b.score) for b in cat.score_bars(TINY_BASE, "exam", "percent")] == [("s1", 40.0)]
+    assert [(b.label, b.score) for b in cat.score_bars(TINY_BASE, "other", "percent")] == [("s1", 10.0)]
+    assert cat.benchmarks(TINY_BASE) == [("other", "percent"), ("exam", "points"), ("exam", "percent")]
