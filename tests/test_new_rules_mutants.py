@@ -276,3 +276,21 @@ def test_lay014_pairs_best_matches_first(reg: Path) -> None:
     moved = [f for f in findings if f.code == "LAY014"]
     assert [f.path for f in moved] == [f"{v1}.0"] and f"{v1}/ looks renamed to {v1}.0/" in moved[0].message
     assert [f.path for f in findings if f.code == "LAY008"] == [f"{v1}/s1-copy.pth"]  # the one really gone
+
+
+# --- third audit (stop 19's code) ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("junk", ["r4-a", ["r4-a"], {"group": ["r4-a"], "lr": 3e-5}])
+def test_trn009_reads_past_a_run_that_is_no_object_or_has_no_group_name(reg: Path, junk: Any) -> None:
+    """A run of a MiSS train.json that is not an object, or whose group is a list, is the schema's finding
+    (SCH003); the group-name check (TRN009) reads on past it: the train.json rules are not skipped (SCH005)."""
+    rel = f"{TINY_BASE}/miss/v2/train.json"
+    t = json.loads((reg / rel).read_text())
+    good = next(r for r in t["runs"] if r["group"] == "r4-a")
+    t["runs"] = [junk, {**good, "group": "r4-a"}, *(r for r in t["runs"] if r["group"] != "r4-a")]
+    (reg / rel).write_text(json.dumps(t, indent=2))
+    resum(reg)
+    found = _findings(reg)
+    assert any(f.code == "SCH003" and f.path == rel for f in found), [f.code for f in found]
+    assert not any(f.code in ("SCH005", "TRN004") for f in found), [f.message for f in found]
