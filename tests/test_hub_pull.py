@@ -770,3 +770,54 @@ def test_ctrl_c_while_the_kept_files_are_checked_keeps_them(
     hub.log.clear()
     assert pull_registry(repo_id, dest, log=quiet).ok
     assert not fetched(hub, repo_id) and same_tree(dest, files)
+
+
+# --- third mutation audit -----------------------------------------------------------------------------------
+
+
+def test_ctrl_c_just_after_the_staging_directory_became_path_is_still_a_ctrl_c(
+    hub: FakeHub, tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C that lands right after the checked download was renamed to PATH: the pull ends as interrupted
+    (exit 130), not with a FileNotFoundError about the staging directory that no longer exists."""
+    repo_id = new_repo(hub, tiny)
+    dest = tmp_path / "dest"
+    real = Path.rename
+
+    def then_interrupted(self: Path, target: Any) -> Any:
+        moved = real(self, target)
+        if Path(target) == dest:
+            raise KeyboardInterrupt
+        return moved
+
+    monkeypatch.setattr(Path, "rename", then_interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        pull_registry(repo_id, dest, log=quiet)
+    assert (dest / "index.json").read_bytes() == (tiny / "index.json").read_bytes()  # the whole checked download
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dest"]
+
+
+def test_the_staging_directory_of_a_running_pull_is_only_probed(tmp_path: Path) -> None:
+    """Whether the pull that left a staging directory still runs is asked with signal 0: the process is not
+    signalled, and its directory is not named as left over; a directory of a process that is gone is."""
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        dest = tmp_path / "dest"
+        running = tmp_path / f".dest{_hub_sync.PULL_STAGING}{child.pid}"
+        running.mkdir()
+        pid_max = Path("/proc/sys/kernel/pid_max")
+        gone = int(pid_max.read_text()) + 1 if pid_max.exists() else 0  # no process can have it
+        if not gone:
+            pytest.skip("no /proc/sys/kernel/pid_max: no pid known to be free")
+        left = tmp_path / f".dest{_hub_sync.PULL_STAGING}{gone}"
+        left.mkdir()
+        (tmp_path / f".dest{_hub_sync.PULL_STAGING}not-a-pid").mkdir()
+        assert _hub_sync._left_by_killed_pulls(dest) == [left]
+        time.sleep(0.2)
+        assert child.poll() is None  # still running: not signalled
+    finally:
+        child.kill()
+        child.wait()
