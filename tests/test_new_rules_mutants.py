@@ -294,3 +294,13 @@ def test_trn009_reads_past_a_run_that_is_no_object_or_has_no_group_name(reg: Pat
     found = _findings(reg)
     assert any(f.code == "SCH003" and f.path == rel for f in found), [f.code for f in found]
     assert not any(f.code in ("SCH005", "TRN004") for f in found), [f.message for f in found]
+
+
+def test_idx013_checks_a_benchmark_of_one_question(reg: Path) -> None:
+    """A total of 1 is a count like any other: 0% with the one question solved is IDX013, 100% is not."""
+    from test_seed_coverage import _findings as score_findings
+    from test_seed_coverage import _score
+
+    assert score_findings(reg, "IDX013", miss=[_score(score=100.0, solved=1, total=1)]) == []
+    found = score_findings(reg, "IDX013", miss=[_score(score=0.0, solved=1, total=1)])
+    assert len(found) == 1 and "solved 1 of 1" in found[0]
