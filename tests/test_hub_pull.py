@@ -821,3 +821,96 @@ def test_the_staging_directory_of_a_running_pull_is_only_probed(tmp_path: Path) 
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_commit_of_the_same_paths_with_other_bytes_behind_an_error_answer_is_not_taken_for_the_push(
+    hub: FakeHub, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The commit request fails (500) after someone else committed the very paths this push writes, one of them
+    with other bytes: that commit is not this push's, and push says nothing was committed (exit 1)."""
+    import shutil
+
+    from hub_server import _Reply
+
+    from rwkv_registry.cli import main
+
+    repo_id = new_repo(hub)
+    reg = tmp_path / "reg"
+    shutil.copytree(tiny, reg, ignore=shutil.ignore_patterns(".rwkv-registry*"))
+    parent = hub.head(repo_id)
+    local = {p.relative_to(reg).as_posix(): p.read_bytes() for p in reg.rglob("*") if p.is_file()}
+    theirs = {**local, "README.md": local["README.md"] + b"\nanother publisher's line\n"}
+
+    def someone_else_first(repo: str) -> None:
+        hub.commit_files(repo, dict(theirs))
+        raise _Reply(500, {"error": "Internal Error"})
+
+    hub.before_commit = someone_else_first
+    try:
+        assert main(["push", str(reg), "--repo", repo_id]) == 1
+    finally:
+        hub.before_commit = None
+    captured = capsys.readouterr()
+    assert hub.head(repo_id) != parent and hub.files(repo_id)["README.md"] == theirs["README.md"]
+    assert "moved during the push" in captured.err and "nothing was committed" in captured.err
+    assert "committed " not in captured.out
+
+
+def test_two_files_missing_from_the_download_are_counted_and_a_missing_parent_is_named(
+    hub: FakeHub, tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The refusal of a download that lacks listed files names the first and counts the rest ("and 1 more"
+    for two); a PATH whose parent directory does not exist is refused before any download."""
+    import huggingface_hub
+
+    from rwkv_registry.errors import RegistryIOError, UsageError
+
+    repo_id = new_repo(hub, tiny)
+    with pytest.raises(UsageError, match=r"the directory .*no-such-folder does not exist"):
+        pull_registry(repo_id, tmp_path / "no-such-folder" / "dest", log=quiet)
+    assert list(tmp_path.iterdir()) == []
+    real = huggingface_hub.snapshot_download
+
+    def two_missing(*args: object, local_dir: Path, **kwargs: object) -> str:
+        out = real(*args, local_dir=local_dir, **kwargs)  # type: ignore[arg-type]
+        (Path(local_dir) / STATE).unlink()
+        (Path(local_dir) / "README.md").unlink()
+        return out
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", two_missing)
+    with pytest.raises(RegistryIOError, match=r"README\.md \(and 1 more\) is in the Hub's tree listing but was not"):
+        pull_registry(repo_id, tmp_path / "dest", log=quiet)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_second_push_whose_commit_landed_behind_an_error_answer_reports_it(
+    hub: FakeHub, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As test_a_push_whose_commit_landed_behind_an_error_answer_reports_it, for a push that changes two files of a
+    published registry: the files it leaves alone are compared with the listing before the push, and match."""
+    import shutil
+
+    from regtools import resum
+
+    from rwkv_registry.cli import main
+
+    repo_id = new_repo(hub)
+    reg = tmp_path / "reg"
+    shutil.copytree(tiny, reg, ignore=shutil.ignore_patterns(".rwkv-registry*"))
+    assert main(["push", str(reg), "--repo", repo_id]) == 0
+    parent = hub.head(repo_id)
+    (reg / "README.md").write_bytes((reg / "README.md").read_bytes() + b"\nA line of the publisher's.\n")
+    resum(reg)
+
+    def lost_answer(server: str, method: str, path: str, status: int, body: bytes, headers: dict[str, str]) -> tuple:
+        if server == "api" and method == "POST" and "/commit/" in path:
+            return 500, b"Internal Error", {"Content-Length": "14"}
+        return status, body, headers
+
+    capsys.readouterr()
+    with hub.rewriting(lost_answer):
+        assert main(["push", str(reg), "--repo", repo_id]) == 0
+    out = capsys.readouterr().out
+    head = hub.head(repo_id)
+    assert head != parent and f"committed {head[:12]}" in out and "the Hub answered an error" in out
+    assert hub.files(repo_id)["README.md"] == (reg / "README.md").read_bytes()
