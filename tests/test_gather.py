@@ -100,3 +100,37 @@ def test_cancelled_before_the_first_file_reads_nothing(tmp_path: Path, monkeypat
     with pytest.raises(GatherCancelled):
         gather_facts(paths, cache, on_file=lambda *_: pytest.fail("reported"), should_stop=lambda: True)
     assert read == [] and cache.files == {} and not cache.dirty
+
+
+def test_ctrl_c_in_the_calling_thread_reads_no_queued_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C (here raised by the first report) while files wait for a worker: they are never read, the one being
+    read finishes and is cached, and the Ctrl-C is what comes out (not the cancellation of the queued reads)."""
+    paths = _files(tmp_path, 12)
+    cache = FactsCache(tmp_path / "files")
+    read = _counting(monkeypatch)
+    counted = facts.compute_facts
+
+    def slow(path: str | os.PathLike[str]) -> FileFacts:
+        time.sleep(0.2)
+        return counted(path)
+
+    monkeypatch.setattr(facts, "compute_facts", slow)
+
+    def interrupted(rel: str, _result: object) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        gather_facts(paths, cache, workers=1, on_file=interrupted)
+    assert 1 <= len(read) < 6, read  # 12 queued (2.4 s of reading): those not started yet were cancelled
+    assert sorted(cache.files) == sorted(str(paths[r]) for r in read)
+
+
+def test_a_path_that_cannot_be_read_is_reported_with_no_bytes_hashed(tmp_path: Path) -> None:
+    paths: dict[str, str | Path] = dict(_files(tmp_path, 2))
+    (tmp_path / "a-folder.pth").mkdir()  # stat'ed, then refused by open()
+    paths["a-folder.pth"] = tmp_path / "a-folder.pth"
+    hashed: dict[str, int] = {}
+    got, stats = gather_facts(paths, FactsCache(tmp_path, enabled=False), progress=hashed.__setitem__)
+    assert isinstance(got["a-folder.pth"], OSError) and hashed["a-folder.pth"] == 0
+    files = sum(os.path.getsize(paths[r]) for r in ("f00.pth", "f01.pth"))
+    assert stats["bytes_hashed"] == sum(hashed.values()) == files
