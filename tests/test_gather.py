@@ -134,3 +134,15 @@ def test_a_path_that_cannot_be_read_is_reported_with_no_bytes_hashed(tmp_path: P
     assert isinstance(got["a-folder.pth"], OSError) and hashed["a-folder.pth"] == 0
     files = sum(os.path.getsize(paths[r]) for r in ("f00.pth", "f01.pth"))
     assert stats["bytes_hashed"] == sum(hashed.values()) == files
+
+
+def test_the_biggest_files_are_read_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The files to read are started biggest first (for better packing across threads), whatever their order in
+    ``paths``; on_file still reports every file."""
+    paths = _files(tmp_path, 6)
+    read = _counting(monkeypatch)
+    reported: list[str] = []
+    gather_facts(paths, FactsCache(tmp_path, enabled=False), workers=1, on_file=lambda r, _f: reported.append(r))
+    sizes = [os.path.getsize(paths[r]) for r in read]
+    assert sorted(read) == sorted(reported) == sorted(paths)
+    assert sizes == sorted(sizes, reverse=True) and read != list(paths)  # not the order given
