@@ -467,8 +467,13 @@ def test_fit_steps_with_the_scheduled_rates_and_refreshes_the_rivals_every_tenth
 
     real_step = torch.optim.Adam.step
 
+    fresh: list[torch.Tensor] = []
+    x.register_hook(lambda g: fresh.append(g.clone()))
+    stale: list[bool] = []
+
     def step(self: Any, *a: Any, **k: Any) -> Any:
         rates.append(self.param_groups[0]["lr"])
+        stale.append(not torch.equal(x.grad, fresh[-1]))  # each step follows its own gradient, none summed
         return real_step(self, *a, **k)
 
     monkeypatch.setattr(train_tiny._Candidates, "update", update)
@@ -476,6 +481,7 @@ def test_fit_steps_with_the_scheduled_rates_and_refreshes_the_rivals_every_tenth
     log: list[str] = []
     loss = train_tiny._fit(model, batch, [x], hidden, steps, lr, floor, log.append, "T")
     assert step_of_call == [0, 10, 20, 22, 23, 24]
+    assert len(fresh) == steps and stale == [False] * steps
     assert rates == pytest.approx([lr * train_tiny._cosine(s, steps, floor) for s in range(steps)])
     assert rates[0] == pytest.approx(lr) and rates[-1] > lr * floor
     assert [line.split(",")[0] for line in log] == ["T: step 1/25", "T: step 25/25"]
@@ -531,3 +537,13 @@ def test_a_worker_trains_its_part_with_the_parent_s_configuration(monkeypatch, c
     assert capsys.readouterr().out == "one\ntwo\n"
     assert train_tiny.main(["--part", "miss", "b.pth", "o.pth"]) == 2  # a short worker line is a usage error
     assert len(seen) == 1
+
+
+def test_main_trains_into_the_folder_and_names_the_three_files(tmp_path, monkeypatch, capsys):
+    def fake_build(out, *, log):
+        log("trained")
+        return train_tiny.TinyWeights(Path(out) / "b.pth", Path(out) / "s.pth", Path(out) / "m.pth", "k", False)
+
+    monkeypatch.setattr(train_tiny, "build_tiny_weights", fake_build)
+    assert train_tiny.main([str(tmp_path)]) == 0
+    assert capsys.readouterr().out == f"trained\nbase {tmp_path}/b.pth\nstate {tmp_path}/s.pth\nmiss {tmp_path}/m.pth\n"
