@@ -804,6 +804,7 @@ def test_a_filter_of_one_base_or_one_warning_status_keeps_only_those(reg: Path, 
         return [e["id"] for e in json.loads(capsys.readouterr().out)["entries"]]
 
     assert EntryFilter.parse("base:tiny").active and EntryFilter.parse("is:warning").active
+    assert EntryFilter.parse("base:tiny").describe() == "base ~tiny"
     assert listed("base:no-such-base") == []
     assert listed("base:tiny") == ["s1", "v2-r4-a", "v2-r4-b"]
     assert listed("is:warning") == []
@@ -816,7 +817,10 @@ def test_a_filter_of_one_base_or_one_warning_status_keeps_only_those(reg: Path, 
 def test_an_entry_node_holds_its_entry_and_a_base_node_only_its_base_s(reg: Path) -> None:
     from rwkv_registry.catalog import NodeRef
 
+    ghost = "rwkv7-ghost-20260101-ctx4096"
+    edit_index(reg, lambda index: index["entries"].insert(0, dict(index["entries"][0], id="ghostly", base=ghost)))
     cat = Catalog(reg)
+    assert [e["id"] for e in cat.entries_under(NodeRef("base", ghost))] == ["ghostly"]
     assert [e["id"] for e in cat.entries_under(NodeRef("entry", TINY_BASE, "miss", "v2", "v2-r4-b"))] == ["v2-r4-b"]
     assert cat.entries_under(NodeRef("entry", entry_id="no-such-entry")) == []
     assert [e["id"] for e in cat.entries_under(NodeRef("base", TINY_BASE))] == ["s1", "v2-r4-a", "v2-r4-b"]
@@ -830,6 +834,7 @@ def test_a_score_of_another_benchmark_listed_first_does_not_hide_the_rest(reg: P
     def edit(index: dict) -> None:
         by_id = {e["id"]: e for e in index["entries"]}
         by_id["s1"]["scores"] = [
+            "not a score",
             score(10.0, "2026-01-04", benchmark="other"),
             score(12.0, "2026-01-04", unit="points"),
             score(40.0, "2026-01-05"),
