@@ -345,3 +345,32 @@ def test_idx013_categories_may_carry_the_rounding_of_their_means(reg: Path) -> N
     assert score_findings(reg, "IDX013", miss=[points(28.4)]) == []
     found = score_findings(reg, "IDX013", miss=[points(28.3)])
     assert len(found) == 1 and "the categories solve 57.8 of 568, the score says 58" in found[0], found
+
+
+def test_trn009_reads_the_step_of_a_state_name_with_a_dot() -> None:
+    """The step of ``g1.5-s1224.pth`` is 1224: only the extension is cut from the name."""
+    from test_seed_coverage import _names
+
+    state = {"id": "g15-s1224", "method": "state", "path": f"{TINY_BASE}/state/v1.41/g1.5-s1224.pth"}
+    assert _names([state | {"step": 1224}]) == []
+    found = _names([state | {"step": 1000}])
+    assert len(found) == 1 and "State g1.5-s1224 says step 1224, but index.json records step 1000" in found[0]
+
+
+def test_idx016_reads_past_weights_whose_data_is_no_object(reg: Path) -> None:
+    """An unpublished weight whose data is not an object is the schema's finding; the data versions of the
+    weights after it are still compared (IDX016), and the rule is not skipped (SCH005)."""
+    from regtools import DATA_SHA
+
+    def add(index: dict[str, Any]) -> None:
+        item = {"base": TINY_BASE, "method": "state", "description": "", "scores": []}
+        index["unpublished"] = [
+            item | {"id": "u0", "data": "v1"},
+            item | {"id": "u1", "data": {"version": "v1", "rows": 3662, "sha256": DATA_SHA}},
+        ]
+
+    edit_index(reg, add)
+    found = _findings(reg)
+    assert not any(f.code == "SCH005" and "check_data_versions" in f.message for f in found)
+    idx016 = [f.message for f in found if f.code == "IDX016"]
+    assert len(idx016) == 1 and "records rows" in idx016[0] and "'u1'" in idx016[0], idx016
