@@ -660,3 +660,14 @@ def test_atomic_write_bytes_fsyncs_the_directory_after_its_rename(
     atomic_write_bytes(tmp_path / "f.txt", b"data")
     assert events[1:] == [f"replace {tmp_path / 'f.txt'}", f"fsync {tmp_path}"]
     assert (tmp_path / "f.txt").read_bytes() == b"data"
+
+
+@pytest.mark.parametrize("entry_id", ["has space", "x" * 200])
+def test_add_refuses_an_id_the_schema_refuses_and_writes_nothing(reg: Path, tmp_path: Path, entry_id: str) -> None:
+    """An --id outside the schema's form (a space, over 128 characters) is refused by the schema check of the new
+    index.json, before anything is written (mutation audit: that check was the only one to catch it)."""
+    src = write_state(tmp_path / "src" / "n1.pth", seed=101)
+    before = snapshot(reg)
+    with pytest.raises(RefusedError, match=r"the new index\.json would not follow its schema: \$\.entries\[3\]\.id"):
+        add_entry(reg, src, base=TINY_BASE, data_version="v7", train=state_train("v7"), entry_id=entry_id)
+    assert snapshot(reg) == before
