@@ -671,3 +671,14 @@ def test_add_refuses_an_id_the_schema_refuses_and_writes_nothing(reg: Path, tmp_
     with pytest.raises(RefusedError, match=r"the new index\.json would not follow its schema: \$\.entries\[3\]\.id"):
         add_entry(reg, src, base=TINY_BASE, data_version="v7", train=state_train("v7"), entry_id=entry_id)
     assert snapshot(reg) == before
+
+
+def test_add_refused_by_one_train_json_error_counts_no_more(reg: Path, tmp_path: Path) -> None:
+    src = write_state(tmp_path / "src" / "n1.pth", seed=101)
+    before = snapshot(reg)
+    with pytest.raises(RefusedError) as e:
+        trainer = {"name": "rwkv_miss_tune", "version": "1.8.1", "commit": "abcdef1"}  # the other method's trainer
+        add_entry(reg, src, base=TINY_BASE, data_version="v7", train=state_train("v7", trainer=trainer))
+    assert str(e.value).startswith("--train: TRN007 ") and "more)" not in str(e.value), str(e.value)
+    assert len(e.value.findings) == 1
+    assert snapshot(reg) == before
