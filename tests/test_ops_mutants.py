@@ -682,3 +682,35 @@ def test_add_refused_by_one_train_json_error_counts_no_more(reg: Path, tmp_path:
     assert str(e.value).startswith("--train: TRN007 ") and "more)" not in str(e.value), str(e.value)
     assert len(e.value.findings) == 1
     assert snapshot(reg) == before
+
+
+def test_after_an_add_and_an_edit_validate_checks_only_the_edited_entry_against_the_schema(
+    reg: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`add` journals the schema results of the entries it wrote beside the validation cache: once index.json is
+    edited afterwards (its verdict no longer applies), the next validate checks the edited entry against the schema
+    and not the added one (mutation audit: journaling the entries known before instead went unnoticed)."""
+    from rwkv_registry import schemas
+    from rwkv_registry.validate import validate_registry
+
+    validate_registry(reg)  # the cache knows the registry
+    add_entry(
+        reg,
+        write_state(tmp_path / "src" / "n1.pth", seed=101),
+        base=TINY_BASE,
+        data_version="v7",
+        train=state_train("v7"),
+    )
+    edit_index(reg, lambda index: index["entries"][0].update(description="edited by hand"))
+    monkeypatch.setattr(schemas, "_ITEM_MEMO", {})  # a new process: only the cache on disk remembers
+    checked: list[Any] = []
+    real = schemas._leaf_errors
+
+    def counted(validator: Any, instance: Any) -> Any:
+        if isinstance(instance, dict) and "id" in instance and "path" in instance:
+            checked.append(instance["id"])
+        return real(validator, instance)
+
+    monkeypatch.setattr(schemas, "_leaf_errors", counted)
+    validate_registry(reg)
+    assert checked == ["s1"]
