@@ -914,3 +914,17 @@ def test_a_second_push_whose_commit_landed_behind_an_error_answer_reports_it(
     head = hub.head(repo_id)
     assert head != parent and f"committed {head[:12]}" in out and "the Hub answered an error" in out
     assert hub.files(repo_id)["README.md"] == (reg / "README.md").read_bytes()
+
+
+def test_a_parent_that_cannot_be_listed_hides_no_pull_behind_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Looking for the leftovers of killed pulls is a courtesy: a parent directory whose listing fails (an I/O
+    error) names none, and the pull goes on."""
+    import errno
+
+    def unreadable(self: Path, pattern: str) -> Any:
+        raise OSError(errno.EIO, os.strerror(errno.EIO), str(self))
+
+    monkeypatch.setattr(Path, "glob", unreadable)
+    assert _hub_sync._left_by_killed_pulls(tmp_path / "dest") == []
