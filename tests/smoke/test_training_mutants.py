@@ -532,10 +532,12 @@ def test_a_worker_trains_its_part_with_the_parent_s_configuration(monkeypatch, c
         return ["one", "two"]
 
     monkeypatch.setattr(train_tiny, "_train_part", fake_part)
-    assert train_tiny.main(["--part", "miss", "b.pth", "o.pth", json.dumps(asdict(config))]) == 0
+    line = ["--part", "miss", "b.pth", "o.pth", json.dumps(asdict(config))]
+    assert train_tiny.main([*line, train_tiny.cache_key(config)]) == 0
     assert seen == [("miss", "b.pth", "o.pth", config)]
     assert capsys.readouterr().out == "one\ntwo\n"
-    assert train_tiny.main(["--part", "miss", "b.pth", "o.pth"]) == 2  # a short worker line is a usage error
+    assert train_tiny.main(line) == 2  # a short worker line is a usage error
+    assert train_tiny.main([*line, train_tiny.cache_key(TrainConfig())]) == 3  # another key: refused
     assert len(seen) == 1
 
 
