@@ -175,11 +175,38 @@ def registry_around(path: Path) -> Path | None:
 
 
 def require_directory(root: Path, hint: str = "Give the registry's root directory (the one with index.json).") -> None:
-    """A :class:`UsageError` naming ``root`` and why it is no directory (absent, or a file)."""
-    if not root.exists():
-        raise UsageError(f"{root}: not a directory (it does not exist)", hint=hint, path=str(root))
-    if not root.is_dir():
-        raise UsageError(f"{root}: not a directory (it is a file)", hint=hint, path=str(root))
+    """A :class:`UsageError` naming ``root`` and why it is no directory (absent, a dangling or looping
+    symbolic link, or a file); a :class:`RegistryIOError` when it, or a directory above it, cannot be
+    searched (``stat`` raises ``EACCES`` rather than saying "absent")."""
+    try:
+        if not root.exists():
+            dangling = root.is_symlink()
+            why = "a symbolic link that leads nowhere: dangling, or a loop" if dangling else "it does not exist"
+            raise UsageError(f"{root}: not a directory ({why})", hint=hint, path=str(root))
+        if not root.is_dir():
+            raise UsageError(f"{root}: not a directory (it is a file)", hint=hint, path=str(root))
+        (root / "index.json").exists()  # the directory itself can be searched
+    except OSError as e:
+        raise RegistryIOError(
+            f"{root}: cannot be read: {e.strerror or e}",
+            hint=f"Check the permissions of {root} and of every directory above it (r and x are needed), "
+            "and that its file system is mounted.",
+            path=str(root),
+        ) from e
+
+
+def require_reachable(path: Path, flag: str = "") -> None:
+    """A :class:`RegistryIOError` naming ``path`` (after ``flag``, e.g. ``"--base-file "``) when it cannot even
+    be looked at: under a directory without search permission, ``Path.exists``/``is_file``/``is_dir`` raise
+    ``PermissionError`` instead of answering."""
+    try:
+        path.exists()
+    except OSError as e:
+        raise RegistryIOError(
+            f"{flag}{path}: cannot be read: {e.strerror or e}",
+            hint="Check the permissions of the directories above it (x is needed to reach a file, r to read it).",
+            path=str(path),
+        ) from e
 
 
 def require_registry(root: str | os.PathLike[str], *, creating: bool = False, strict: bool = False) -> Path:

@@ -1188,6 +1188,9 @@ def find_entry(root: Path, entry_id: str) -> tuple[dict[str, Any], dict[str, Any
 
 def check_base_path(base_file: Path, base: dict[str, Any]) -> None:
     """``--base-file`` must be a file (not a directory, not missing); its hash is checked later."""
+    from .atomic import require_reachable
+
+    require_reachable(base_file, "--base-file ")
     if base_file.is_dir():
         raise UsageError(
             f"--base-file {base_file}: is a directory, not a base file",

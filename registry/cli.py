@@ -352,6 +352,17 @@ def _require_index(args: argparse.Namespace) -> int:
     return 0
 
 
+def _require_directory(args: argparse.Namespace) -> int:
+    """``tui``: the path must be a directory that can be read (named in the message, with the fix), checked
+    before textual is imported."""
+    from pathlib import Path
+
+    from .atomic import require_directory
+
+    require_directory(Path(args.path))
+    return 0
+
+
 def _smoke_precheck(args: argparse.Namespace) -> int:
     """What ``smoke`` can refuse before torch is imported and anything is evaluated: the registry
     and the entry, the base file, the case file, and (``--record``) that the record can be written.
@@ -537,7 +548,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--path", default=".", help="registry root (default: current directory)")
     sp.add_argument("--format", **fmt)
 
-    sp = cmd("tui", _lazy("rwkv_registry.tui.app:cmd_tui"), "browse the registry in a terminal UI")
+    sp = cmd("tui", _lazy("rwkv_registry.tui.app:cmd_tui", _require_directory), "browse the registry in a terminal UI")
     sp.add_argument("path", nargs="?", default=".")
 
     sp = cmd(

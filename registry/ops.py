@@ -291,7 +291,15 @@ def init_registry(path: str | os.PathLike[str], *, name: str = "", title: str = 
 
     root = Path(path)
     hint = "Give a new or empty directory."
-    if root.exists() and not root.is_dir():
+    try:
+        is_file = root.exists() and not root.is_dir()
+    except OSError as e:  # a directory above it cannot be searched: stat raises EACCES
+        raise RegistryIOError(
+            f"cannot create the directory {path}: {e.strerror or e}",
+            hint="Choose a place you can write to (check the permissions of the directories above it).",
+            path=str(path),
+        ) from e
+    if is_file:
         raise UsageError(f"{path}: is a file, not a directory", hint=hint, path=str(path))
     outer = registry_around(root.absolute().parent)
     if outer is not None:
@@ -375,6 +383,8 @@ def read_base_architecture(path: Path) -> dict[str, Any]:
         raise RefusedError(
             f"{path}: {e.message}", hint="Give an RWKV-7 base saved by torch.save.", path=str(path)
         ) from None
+    except RegistryIOError:
+        raise  # FileSource's own message already names the file
     except OSError as e:
         raise RegistryIOError(f"cannot read {path}: {e.strerror or e}", path=str(path)) from e
     shapes = {n: tuple(t.shape) for n, t in ck.tensors.items()}
@@ -412,7 +422,7 @@ def add_base(
     revision); everything is published in one transaction. ``warnings``: extended with the warnings ``validate``
     will report because of the new base (:func:`_base_warnings`), once it is written.
     """
-    from .atomic import require_registry
+    from .atomic import require_reachable, require_registry
 
     root = require_registry(path)  # before a 14 GB base file is hashed
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*", source or ""):
@@ -420,6 +430,7 @@ def add_base(
     src_file: str
     if base_file is not None:
         bf = Path(base_file)
+        require_reachable(bf)
         if bf.is_dir():
             raise UsageError(f"{base_file}: is a directory, not a base file", hint="Give the base .pth itself.")
         if not bf.is_file():
@@ -678,13 +689,14 @@ def add_entry(
     With ``recommended``, the entry takes the mark from the others of its base and method; their ids are
     appended to ``displaced`` when one is given, read under the same lock as the write.
     """
-    from .atomic import require_registry
+    from .atomic import require_reachable, require_registry
     from .jsonload import JsonLoadError, load_json_file
     from .schemas import schema_errors, schema_summary
     from .validate import adapter_slot, json_verdict, json_verdict_key, readme_verdict, readme_verdict_key
 
     root = Path(path)
     src = Path(file)
+    require_reachable(src)
     if src.is_dir() and (src / "index.json").is_file() and not (root / "index.json").is_file():
         what = "a file" if root.is_file() else ("not a registry" if root.exists() else "missing")
         raise UsageError(

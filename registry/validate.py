@@ -1176,7 +1176,10 @@ class Validator:
         for rel in sorted(expected - set(listed)):
             self.add(finding("HSH004", rel, "not listed in SHA256SUMS"))
         for rel in sorted(set(listed) - expected):
-            why = "is a symbolic link (never followed)" if (self.root / rel).is_symlink() else "does not exist"
+            try:
+                why = "is a symbolic link (never followed)" if (self.root / rel).is_symlink() else "does not exist"
+            except OSError as e:  # a directory above it without permission: LAY010 names it
+                why = f"cannot be read ({e.strerror or e})"
             self.sums_gone[rel] = finding("HSH005", SUMS_NAME, f"lists {rel}, which {why}")
             self.add(self.sums_gone[rel])
         for rel in sorted(set(listed) & set(actual)):
