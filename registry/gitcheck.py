@@ -254,6 +254,17 @@ def check_git(
                 hint="Give a commit, tag or branch name known to this clone.",
             ) from None
         return []  # a repository without commits: nothing is published yet
+    if since:
+        try:  # HEAD~1 of a shallow clone names a parent whose object was never fetched
+            repo.git.cat_file("-e", f"{commit.hexsha}^{{commit}}")
+        except git.GitCommandError:
+            top = Path(repo.working_tree_dir or root).resolve()
+            raise UsageError(
+                f"--since {since}: commit {commit.hexsha[:12]} is not in the clone at {top} (a shallow clone?), "
+                "so nothing could be compared with it",
+                hint="Fetch the history first: git fetch --unshallow (in CI, check out with the full history, "
+                "e.g. actions/checkout's fetch-depth: 0).",
+            ) from None
     return _check_repo(root, index, since, repo, commit.hexsha, (git.GitCommandError,), (None, None), None)
 
 

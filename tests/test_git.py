@@ -135,6 +135,28 @@ def test_since_rev_catches_committed_changes(repo: Path) -> None:
     assert "GIT001" in codes(repo, since=first)
 
 
+def test_since_a_commit_a_shallow_clone_lacks_is_a_usage_error(repo: Path, tmp_path: Path) -> None:
+    """In a depth-1 clone (a CI checkout), HEAD~1 resolves to the parent's id but its object is absent: the
+    comparison cannot be made, so --since fails (exit 2) saying how to fetch it, not "OK" with a GIT004
+    warning that a CI job would pass."""
+    from rwkv_registry.cli import main
+    from rwkv_registry.errors import UsageError
+
+    p = repo / STATE
+    data = bytearray(p.read_bytes())
+    data[-100] ^= 1
+    p.write_bytes(bytes(data))
+    resum(repo)
+    git(repo, "commit", "-qam", "sneaky edit")
+    shallow = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{repo}", str(shallow))
+    with pytest.raises(UsageError, match=r"--since HEAD~1: commit [0-9a-f]{12} is not in the clone") as e:
+        validate_registry(shallow, use_cache=False, since="HEAD~1")
+    assert e.value.hint is not None and "git fetch --unshallow" in e.value.hint
+    assert main(["validate", str(shallow), "--since", "HEAD~1"]) == 2
+    assert not {c for c in codes(shallow, since="HEAD") if c.startswith("GIT")}  # HEAD itself is there
+
+
 def test_git_unavailable_is_a_warning(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import git as gitpython
 
