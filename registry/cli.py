@@ -285,8 +285,15 @@ def cmd_sums(args: argparse.Namespace) -> int:
 def cmd_readme(args: argparse.Namespace) -> int:
     from .ops import write_readme
 
-    write_readme(args.path, reset=args.reset)
-    _console().print("README.md generated sections updated")
+    done = write_readme(args.path, reset=args.reset)
+    _console().print(
+        {
+            "created": "README.md written from the skeleton, with its generated sections",
+            "rebuilt": "README.md rebuilt from the skeleton: the publisher's own text was dropped",
+            "updated": "README.md generated sections updated",
+            "unchanged": "README.md generated sections were already up to date",
+        }[done]
+    )
     return 0
 
 

@@ -1302,20 +1302,24 @@ def check_sums(path: str | os.PathLike[str]) -> list[Finding]:
 
 
 @collector_paused()
-def write_readme(path: str | os.PathLike[str], *, reset: bool = False) -> None:
-    """Regenerate README.md's generated sections (``reset``: start from the skeleton)."""
+def write_readme(path: str | os.PathLike[str], *, reset: bool = False) -> str:
+    """Regenerate README.md's generated sections (``reset``: start from the skeleton). Returns what was done, for
+    the user: ``"created"`` (there was none), ``"rebuilt"`` (``reset``), ``"updated"`` or ``"unchanged"``."""
     root = Path(path)
     with registry_lock(root):
         index = load_index(root)
         readme = root / "README.md"
         if reset or not readme.exists():
+            done = "rebuilt" if readme.exists() else "created"
             text = update_readme(skeleton(index["registry"].get("title") or "RWKV-7 weights"), index)
             assert text is not None
             data = text.encode("utf-8")
         else:
             data = _readme_for(root, index)
+            done = "unchanged" if readme.read_bytes() == data else "updated"
         with Transaction(root) as txn:
             _publish(root, txn, {"README.md": data})
+    return done
 
 
 def relpath(p: str) -> str:

@@ -853,3 +853,22 @@ def test_add_beside_a_train_json_that_is_not_an_object_is_refused(
     assert main(["add", str(reg), *add_inputs]) == 1  # this crashed (AttributeError) in the train.json merge
     assert "the existing train.json is not a JSON object (SCH003)" in clean_error(capsys.readouterr().err)
     assert snapshot(reg) == before
+
+
+def test_readme_says_what_it_did(reg: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`readme --reset` drops the publisher's text: it says so, rather than "generated sections updated"."""
+    readme = reg / "README.md"
+    readme.write_text("My own words.\n\n" + readme.read_text())
+    assert main(["readme", str(reg)]) == 0
+    assert capsys.readouterr().out.strip() == "README.md generated sections were already up to date"
+    edit_index(reg, lambda ix: ix["entries"][0].update(description="a new description"))
+    assert main(["readme", str(reg)]) == 0
+    assert capsys.readouterr().out.strip() == "README.md generated sections updated"
+    assert "My own words." in readme.read_text()
+    assert main(["readme", str(reg), "--reset"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert out == "README.md rebuilt from the skeleton: the publisher's own text was dropped"
+    assert "My own words." not in readme.read_text()
+    readme.unlink()
+    assert main(["readme", str(reg)]) == 0
+    assert capsys.readouterr().out.strip() == "README.md written from the skeleton, with its generated sections"
