@@ -1197,4 +1197,5 @@ def check_base_path(base_file: Path, base: dict[str, Any]) -> None:
             hint=f"Give the .pth file of base {base['name']!r} (e.g. {base_file / (base['name'] + '.pth')}).",
         )
     if not base_file.is_file():
-        raise UsageError(f"{base_file}: no such base file", hint=f"Give the .pth file of base {base['name']!r}.")
+        what = "no such base file" if not base_file.exists() else "not a regular file"
+        raise UsageError(f"{base_file}: {what}", hint=f"Give the .pth file of base {base['name']!r}.")

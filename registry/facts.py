@@ -64,9 +64,11 @@ class FileFacts:
 
 def sha256_file(path: str | os.PathLike[str], progress: Callable[[int], None] | None = None) -> tuple[str, int]:
     """sha256 and size of a file of any size, streamed in 16 MiB chunks (``progress`` gets each length)."""
+    from .jsonload import open_regular
+
     h = hashlib.sha256()
     size = 0
-    with open(path, "rb") as f:
+    with open_regular(path) as f:  # a FIFO would block
         # read(n) allocates n bytes first: a file under 16 MiB is read in pieces of its own size (at least 64 KiB,
         # for a file that grows or says 0), not 16 MiB for each of the 640 small train.json a write hashes
         step = min(16 << 20, max(os.fstat(f.fileno()).st_size + 1, 1 << 16))
@@ -83,7 +85,8 @@ def _add(facts: FileFacts, code: str, message: str) -> None:
 
 
 def compute_facts(path: str | os.PathLike[str]) -> FileFacts:
-    """Read ``path`` once and derive its facts. Raises OSError only for I/O failures."""
+    """Read ``path`` once and derive its facts. Raises OSError only for I/O failures (and for a FIFO or
+    device, which would block)."""
     return _mapped_facts(path, None)
 
 
@@ -102,7 +105,9 @@ def compute_facts_and_blob_id(path: str | os.PathLike[str]) -> tuple[FileFacts, 
 
 def _mapped_facts(path: str | os.PathLike[str], blob: Any) -> FileFacts:
     """The facts of ``path`` mapped once; with ``blob`` (a sha1), the git blob id of the same bytes too."""
-    with open(path, "rb") as f:
+    from .jsonload import open_regular
+
+    with open_regular(path) as f:
         size = os.fstat(f.fileno()).st_size
         if blob is not None:
             blob.update(b"blob %d\0" % size)

@@ -19,10 +19,12 @@ Each refusal is a :class:`JsonLoadError` naming the file, the line and column wh
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
 import re
+import stat
 import sys
 from array import array
 from itertools import accumulate
@@ -371,6 +373,22 @@ def load_json_bytes(
     return value
 
 
+def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
+    """``open(path, "rb")`` of a regular file only. A FIFO would block the open (and a device the reads) until
+    another process writes; it is refused at once with ``OSError(EINVAL, "not a regular file")`` instead."""
+    nonblock = getattr(os, "O_NONBLOCK", 0)
+    fd = os.open(path, os.O_RDONLY | nonblock | getattr(os, "O_BINARY", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", os.fspath(path))
+        if nonblock:
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def read_json_bytes(
     path: str | os.PathLike[str], *, display: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES
 ) -> bytes:
@@ -380,7 +398,7 @@ def read_json_bytes(
     when it cannot be read; at most ``max_bytes + 1`` bytes are ever read, even if the file grows.
     """
     name = display if display is not None else str(path)
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         size = os.fstat(fh.fileno()).st_size
         if size > max_bytes:
             raise JsonTooLargeError(name, size, max_bytes)

@@ -434,7 +434,7 @@ def add_base(
         if bf.is_dir():
             raise UsageError(f"{base_file}: is a directory, not a base file", hint="Give the base .pth itself.")
         if not bf.is_file():
-            raise UsageError(f"{base_file}: no such file")
+            raise UsageError(f"{base_file}: " + ("no such file" if not bf.exists() else "not a regular file"))
         if sha256 is not None or size is not None:
             raise UsageError(
                 "--sha256 and --size are for a base given by metadata; with BASE_FILE they are read from the file",
@@ -707,7 +707,7 @@ def add_entry(
     if src.is_dir():
         raise UsageError(f"{file}: is a directory, not a weight file", hint="Give the .pth (or .safetensors) itself.")
     if not src.is_file():
-        raise UsageError(f"{file}: no such file")
+        raise UsageError(f"{file}: " + ("no such file" if not src.exists() else "not a regular file"))
     if not _VERSION.match(data_version):
         raise UsageError(f"--data-version {data_version!r} must look like v1.41")
     allowed = _entry_enum("sampling")
@@ -1202,6 +1202,12 @@ def write_sums(path: str | os.PathLike[str], *, check_index: bool = True) -> byt
             path=SUMS_NAME,
         )
     with registry_lock(root), Transaction(root) as txn:
+        if (root / "index.json").exists() and not (root / "index.json").is_file():
+            raise RefusedError(
+                f"{root / 'index.json'}: not a regular file; SHA256SUMS not written",
+                hint="index.json must be a plain file (`rwkv-registry validate` reports LAY004).",
+                path="index.json",
+            )
         if not (root / "index.json").is_file():
             raise UsageError(
                 f"{path} is not a registry (no index.json); give the registry root",

@@ -872,3 +872,48 @@ def test_readme_says_what_it_did(reg: Path, capsys: pytest.CaptureFixture[str]) 
     readme.unlink()
     assert main(["readme", str(reg)]) == 0
     assert capsys.readouterr().out.strip() == "README.md written from the skeleton, with its generated sections"
+
+
+# --- a FIFO where a file should be: refused at once, never a hang ------------------------------------------------
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+@pytest.mark.parametrize("where", ["index.json", f"{TINY_BASE}/state/v1/s1.pth"])
+def test_a_fifo_in_the_registry_is_refused_without_waiting(reg: Path, tmp_path: Path, where: str) -> None:
+    """Opening a FIFO blocks until another process writes to it: readme, sums, add and add-base hung for ever
+    on a FIFO in place of index.json or of a weight file. Each now refuses at once, naming the file."""
+    (reg / where).unlink()
+    os.mkfifo(reg / where)
+    write_state(tmp_path / "new.pth")
+    (tmp_path / "train.json").write_text(json.dumps(state_train("v7")))
+    train = str(tmp_path / "train.json")
+    commands = [
+        ["readme", str(reg)],
+        ["sums", str(reg)],
+        ["add", str(reg), str(tmp_path / "new.pth"), "--base", TINY_BASE, "--data-version", "v7", "--train", train],
+        ["add-base", str(reg), "--name", "rwkv7-x-20270101", "--sha256", "ab" * 32, "--arch", ARCH, "--source", "a/b"],
+    ]
+    for args in commands:
+        try:
+            p = subprocess.run(
+                [sys.executable, "-m", "rwkv_registry.cli", *args], capture_output=True, text=True, timeout=60
+            )
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"{args[0]} waits on the FIFO {where}")
+        assert p.returncode in (1, 2), (args[0], p.stdout, p.stderr)
+        err = clean_error(p.stderr)
+        assert where in err and "not a regular file" in err, (args[0], err)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_given_as_a_file_is_named_as_one(reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    fifo = tmp_path / "fifo.pth"
+    os.mkfifo(fifo)
+    (tmp_path / "train.json").write_text(json.dumps(state_train("v7")))
+    train = str(tmp_path / "train.json")
+    add = ["add", str(reg), str(fifo), "--base", TINY_BASE, "--data-version", "v7", "--train", train]
+    for args in (add, ["add-base", str(reg), str(fifo), "--source", "a/b"]):
+        assert main(args) == 2
+        assert f"{fifo}: not a regular file" in clean_error(capsys.readouterr().err)
+    assert main([*add[:2], str(tmp_path / "absent.pth"), *add[3:]]) == 2
+    assert f"{tmp_path / 'absent.pth'}: no such file" in clean_error(capsys.readouterr().err)
