@@ -645,9 +645,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
-    if extra:
-        _unrecognized(parser, args, extra)
+    try:
+        args, extra = parser.parse_known_args(argv)
+        if extra:
+            _unrecognized(parser, args, extra)
+    except SystemExit as e:
+        if e.code == 2:  # a file or directory whose name starts with '-' reads as an option
+            words = list(sys.argv[1:] if argv is None else argv)
+            words = words[: words.index("--")] if "--" in words else words
+            for w in words:
+                if w.startswith("-") and w != "-" and os.path.lexists(w):
+                    sys.stderr.write(f"hint: {w} is a path here: write ./{w}, or put -- before it\n")
+                    break
+        raise
     try:
         return int(args.handler(args))
     except RegistryError as e:

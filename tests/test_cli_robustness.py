@@ -917,3 +917,21 @@ def test_a_fifo_given_as_a_file_is_named_as_one(reg: Path, tmp_path: Path, capsy
         assert f"{fifo}: not a regular file" in clean_error(capsys.readouterr().err)
     assert main([*add[:2], str(tmp_path / "absent.pth"), *add[3:]]) == 2
     assert f"{tmp_path / 'absent.pth'}: no such file" in clean_error(capsys.readouterr().err)
+
+
+def test_a_path_starting_with_a_dash_says_how_to_give_it(
+    reg: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shutil
+
+    shutil.copytree(reg, tmp_path / "-reg")
+    monkeypatch.chdir(tmp_path)
+    for command in ("validate", "list", "readme"):
+        with pytest.raises(SystemExit) as e:
+            main([command, "-reg"])
+        assert e.value.code == 2
+        assert "-reg is a path here: write ./-reg, or put -- before it" in capsys.readouterr().err
+    assert main(["list", "--", "-reg"]) == 0
+    with pytest.raises(SystemExit):
+        main(["validate", "-absent"])  # no such path: the ordinary message
+    assert "is a path here" not in capsys.readouterr().err
