@@ -257,9 +257,15 @@ def warn_stale_signature(root: Path) -> None:
 
 def _readme_for(root: Path, index: dict[str, Any], bodies: tuple[str, str] | None = None) -> bytes:
     """README.md with its generated regions rendered from ``index`` (or given as ``bodies``, rendered from it)."""
+    from .jsonload import open_regular
+
     path = root / "README.md"
     try:
-        text = path.read_text("utf-8") if path.exists() else skeleton()
+        if path.exists():
+            with open_regular(path) as f:  # a FIFO would block
+                text = f.read().decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")  # as read_text
+        else:
+            text = skeleton()
     except UnicodeDecodeError as e:
         raise RefusedError(
             f"{path}: not UTF-8 text ({e.reason} at byte {e.start})",

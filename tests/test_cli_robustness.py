@@ -878,7 +878,7 @@ def test_readme_says_what_it_did(reg: Path, capsys: pytest.CaptureFixture[str]) 
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
-@pytest.mark.parametrize("where", ["index.json", f"{TINY_BASE}/state/v1/s1.pth"])
+@pytest.mark.parametrize("where", ["index.json", f"{TINY_BASE}/state/v1/s1.pth", "README.md"])
 def test_a_fifo_in_the_registry_is_refused_without_waiting(reg: Path, tmp_path: Path, where: str) -> None:
     """Opening a FIFO blocks until another process writes to it: readme, sums, add and add-base hung for ever
     on a FIFO in place of index.json or of a weight file. Each now refuses at once, naming the file."""
