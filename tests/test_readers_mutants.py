@@ -199,6 +199,8 @@ def test_a_file_is_read_with_a_bound_even_if_it_grew_since_stat(tmp_path: Path, 
         return _ReadSpy(builtins.open(f, *a, **kw), sizes)  # closed by the spy's __exit__
 
     monkeypatch.setattr(jsonload, "open", spy_open, raising=False)
+    real_regular = jsonload.open_regular
+    monkeypatch.setattr(jsonload, "open_regular", lambda f: _ReadSpy(real_regular(f), sizes))
     assert reader(p, max_bytes=10) in ([1], b"[1]")
     assert sizes == [4]
     sizes.clear()
