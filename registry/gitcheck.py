@@ -8,8 +8,10 @@ its method folders excepted; with ``--since``, a file whose last commit in the r
 was open, by that commit's index.json, and that the index and working tree leave as committed, is not new
 under a closed base). A base ``frozen`` at the baseline must still be ``frozen`` (GIT005): reopened in
 one commit, it would take new files in the next. Outside a git work tree (a plain copy, a
-``pull``) they cannot be checked, and GIT004 (a warning) says so; the Hub validator (``hf://``) skips them by
-design, the Hub keeping its own history.
+``pull``) they cannot be checked, and GIT004 (a warning) says so; inside one whose history git cannot read
+(``.git/objects`` unreadable, a commit missing from a corrupt object store) the guarantee cannot be given either,
+and GIT006 is an error, so that the pre-commit hook fails instead of passing unchecked. The Hub validator
+(``hf://``) skips them by design, the Hub keeping its own history.
 """
 
 from __future__ import annotations
@@ -107,6 +109,7 @@ class _PlainRepo:
             out = _run_git(self.working_tree_dir, ("rev-parse", "--verify", "-q", "HEAD^{commit}"))
         except _GitFailed as e:
             if e.args[1] == 1 and not e.stderr:  # --verify -q: no such revision, said by the exit code alone
+                _unborn_head(lambda: _run_git(self.working_tree_dir, _HEAD_REF).decode("ascii", "replace"), _GitFailed)
                 return None
             raise
         return out.decode("ascii", "replace").strip()
@@ -124,6 +127,24 @@ class _PlainRepo:
         except _GitFailed:
             return None
         return out.decode("ascii", "replace").strip() or None
+
+
+_HEAD_REF = ("rev-parse", "--verify", "-q", "HEAD")  # the commit HEAD names, not read: fails only when unborn
+
+
+class _Unreadable(Exception):
+    """A repository whose HEAD names a commit that git cannot read (a missing or corrupt object)."""
+
+
+def _unborn_head(head_ref: Any, git_error: type[Exception] | tuple[type[Exception], ...]) -> None:
+    """Returns when HEAD names no commit yet (a repository before its first commit); raises
+    :class:`_Unreadable` when it names one that ``HEAD^{commit}`` could not read. ``head_ref`` runs
+    ``git rev-parse --verify -q HEAD``, raising ``git_error`` when HEAD names nothing."""
+    try:
+        sha = head_ref().strip()
+    except git_error:
+        return
+    raise _Unreadable(f"HEAD names commit {sha[:12]}, which the object store lacks or cannot read")
 
 
 def git_blob_id(data: bytes, length: int = 40) -> str:
@@ -154,6 +175,10 @@ def _not_a_work_tree(root: Path) -> Finding:
         f"{root} is not inside a git work tree (a copy or a pull?): published files were not checked "
         "for changes (GIT001–GIT003)",
     )
+
+
+def _unreadable(root: Path, why: str) -> Finding:
+    return finding("GIT006", ".", f"git failed: {why.strip()[:200]}")
 
 
 def _plain_repo(root: Path) -> _PlainRepo | _NoRepo | None:
@@ -222,7 +247,9 @@ def check_git(
         try:
             head = plain.head()
         except _GitFailed as e:
-            return [finding("GIT004", ".", f"git failed: {str(e.stderr or e).strip()[:200]}")]
+            return [_unreadable(root, str(e.stderr or e))]
+        except _Unreadable as e:
+            return [_unreadable(root, str(e))]
         except _NoGit:
             return [finding("GIT004", ".", "the git executable is not available")]
         if head is None:
@@ -246,7 +273,16 @@ def check_git(
     rev = since or "HEAD"
     try:
         commit = repo.commit(rev)
-    except (git.BadName, ValueError, git.GitCommandError):
+    except (git.BadName, ValueError, git.GitCommandError, OSError):  # OSError: git cat-file gone (a corrupt store)
+        if not since:
+            try:
+                _unborn_head(lambda: repo.git.rev_parse(*_HEAD_REF[1:]), git.GitCommandError)
+            except _Unreadable as e:
+                return [_unreadable(root, str(e))]
+            try:
+                repo.git.rev_parse("--git-dir")
+            except git.GitCommandError as e:  # .git that git itself cannot read (its objects unreadable)
+                return [_unreadable(root, str(e.stderr or e))]
         if since:
             top = Path(repo.working_tree_dir or root).resolve()
             raise UsageError(
@@ -290,7 +326,7 @@ def _check_repo(
         untracked = _split_z(repo.git.ls_files("--others", "--exclude-standard", "-z", "--", spec))
         baseline_index = _index_at(repo, baseline, prefix, index, *index_ids, memo)
     except git_errors as e:
-        return [finding("GIT004", ".", f"git failed: {str(getattr(e, 'stderr', '') or e).strip()[:200]}")]
+        return [_unreadable(root, str(getattr(e, "stderr", "") or e))]
 
     def rel(p: str) -> str:
         return PurePosixPath(p).relative_to(prefix).as_posix() if str(prefix) != "." else p

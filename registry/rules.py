@@ -657,6 +657,14 @@ _RULES: tuple[Rule, ...] = (
         'commit): set its status back to "frozen" in index.json, and train on the newest base of its family '
         "(`rwkv-registry add-base` for a new one).",
     ),
+    Rule(
+        "GIT006",
+        E,
+        "git history unreadable in a git work tree",
+        "The registry is in a git work tree, but git cannot read its history, so immutability (GIT001–GIT003, "
+        "GIT005) was not checked: give the user running validate read access to .git (`ls -l .git/objects`), or "
+        "repair the object store (`git fsck`; clone the repository again if objects are missing).",
+    ),
     # --- signatures (SHA256SUMS.sig) -----------------------------------------------------------
     Rule(
         "SIG001",

@@ -516,7 +516,7 @@ class Validator:
         return facts
 
     def check_history(self) -> None:
-        """Git immutability (GIT001–GIT004)."""
+        """Git immutability (GIT001–GIT006)."""
         if self.index is not None or self.since:
             from .gitcheck import check_git
 

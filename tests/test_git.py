@@ -241,11 +241,32 @@ def test_no_repository_reads_the_same_on_both_routes(tmp_path: Path, monkeypatch
 def test_plain_route_says_what_git_says_when_it_fails(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from rwkv_registry import gitcheck
 
-    (repo / ".git" / "index").write_bytes(b"not an index")  # git diff --cached fails: GIT004 with git's words
-    found = [f for f in validate_registry(repo, use_cache=False).findings if f.code == "GIT004"]
+    (repo / ".git" / "index").write_bytes(b"not an index")  # git diff --cached fails: GIT006 with git's words
+    found = [f for f in validate_registry(repo, use_cache=False).findings if f.code.startswith("GIT")]
     monkeypatch.setattr(gitcheck, "_plain_repo", lambda root: None)
-    assert [f for f in validate_registry(repo, use_cache=False).findings if f.code == "GIT004"] == found
-    assert len(found) == 1 and found[0].message.startswith("git failed: stderr: 'fatal: ")
+    assert [f for f in validate_registry(repo, use_cache=False).findings if f.code.startswith("GIT")] == found
+    assert [f.code for f in found] == ["GIT006"] and found[0].message.startswith("git failed: stderr: 'fatal: ")
+
+
+@pytest.mark.parametrize("route", ["plain", "gitpython"])
+def test_corrupt_object_store_is_an_error(repo: Path, monkeypatch: pytest.MonkeyPatch, route: str) -> None:
+    """Inside a git work tree whose HEAD commit git cannot read (its object lost from the store), immutability
+    cannot be checked: GIT006, an error (the pre-commit hook fails), not a silent pass as if nothing were
+    committed yet, nor a traceback from GitPython."""
+    from rwkv_registry import gitcheck
+    from rwkv_registry.cli import main
+
+    head = git(repo, "rev-parse", "HEAD").strip()
+    loose = repo / ".git" / "objects" / head[:2] / head[2:]
+    loose.chmod(0o644)
+    loose.unlink()
+    if route == "gitpython":
+        monkeypatch.setattr(gitcheck, "_plain_repo", lambda root: None)
+    report = validate_registry(repo, use_cache=False)
+    found = [f for f in report.findings if f.code.startswith("GIT")]
+    assert [(f.code, str(f.severity)) for f in found] == [("GIT006", "error")] and not report.ok
+    assert found[0].message == f"git failed: HEAD names commit {head[:12]}, which the object store lacks or cannot read"
+    assert main(["validate", str(repo)]) == 1
 
 
 @pytest.mark.skipif(

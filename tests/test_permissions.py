@@ -109,6 +109,26 @@ def test_validate_a_folder_without_permission_inside_the_registry(reg: Path, tmp
     assert f"lists {TINY_BASE}/state/v1/train.json, which cannot be read (Permission denied)" in p.stdout
 
 
+def test_validate_in_a_git_clone_whose_objects_cannot_be_read(reg: Path, tmp_path: Path) -> None:
+    """A registry in a git work tree whose .git/objects the user cannot read: immutability cannot be checked, so
+    validate fails (GIT006, exit 1: the pre-commit hook refuses) naming git's words and the fix."""
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t"}
+    env["GIT_COMMITTER_EMAIL"] = "t@t"
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "publish"]):
+        subprocess.run(["git", *args], cwd=reg, env=env, check=True, capture_output=True)
+    objects = reg / ".git" / "objects"
+    objects.chmod(0)
+    try:
+        p = run_cli("validate", "reg", "--no-cache", cwd=tmp_path)
+    finally:
+        objects.chmod(0o755)
+    assert p.returncode == 1, p.stdout + p.stderr
+    clean(p)
+    assert "error   GIT006 .: git failed: stderr: 'fatal: not a git repository" in p.stdout
+    assert "give the user running validate read access to .git" in " ".join(p.stdout.split())
+    assert "GIT004" not in p.stdout
+
+
 def test_add_and_add_base_and_smoke_name_a_file_they_cannot_reach(reg: Path, locked: Path, tmp_path: Path) -> None:
     write_state(locked / "s.pth")
     (tmp_path / "train.json").write_text(json.dumps(state_train("v9")))
