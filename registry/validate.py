@@ -102,6 +102,7 @@ class Tree:
     files: dict[str, str] = field(default_factory=dict)
     dirs: set[str] = field(default_factory=set)
     empty_dirs: list[str] = field(default_factory=list)
+    unreadable: set[str] = field(default_factory=set)  # directories that could not be listed (LAY010)
 
 
 def _walk(root: Path, out: list[Finding]) -> Tree:
@@ -114,6 +115,7 @@ def _walk(root: Path, out: list[Finding]) -> Tree:
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError as e:
             out.append(finding("LAY010", rel or ".", f"cannot list the directory: {e.strerror}"))
+            tree.unreadable.add(rel)
             continue
         if rel and not entries:
             tree.empty_dirs.append(rel)
@@ -483,9 +485,29 @@ class Validator:
             self.guarded(self.check_readme, tree)
         self.check_gitattributes(tree)
         self.guarded(self.check_history)
+        self.drop_unreadable_echoes(tree)
         self.cache.save(live=tree.files.values())
         self.stats["files"] = len(tree.files)
         self.stats["elapsed_s"] = time.perf_counter() - t0
+
+    def drop_unreadable_echoes(self, tree: Tree) -> None:
+        """A directory that cannot be listed is one LAY010: what lies under it was not seen, so the findings that
+        would call it missing (LAY008, TRN001 on the directory itself, HSH005 "cannot be read", …) are echoes of
+        that cause, dropped."""
+        if not tree.unreadable or "" in tree.unreadable:
+            return
+        prefixes = tuple(f"{d}/" for d in tree.unreadable)
+        echoes = {id(f) for rel, f in self.sums_gone.items() if rel.startswith(prefixes)}
+        self.findings = [
+            f
+            for f in self.findings
+            if f.code == "LAY010"
+            or not (
+                id(f) in echoes
+                or f.path.startswith(prefixes)
+                or (f.code == "TRN001" and f.path in tree.unreadable)  # "has no train.json": not seen, not missing
+            )
+        ]
 
     def guarded(self, step: Callable[..., object], *args: Any) -> None:
         """Run a rule step; on a JSON file that broke its schema, rules that cannot read it are
