@@ -154,6 +154,15 @@ _RULES: tuple[Rule, ...] = (
         "was edited, restore it (`git checkout -- index.json`). The per-file findings of the move are left out "
         "until then.",
     ),
+    Rule(
+        "LAY015",
+        E,
+        "not a regular file or directory",
+        "Only regular files and directories are hashed and published (a FIFO, socket or device file is not): delete "
+        "it and put the file itself in its place: `rwkv-registry readme PATH` writes README.md, `rwkv-registry sums "
+        "PATH` SHA256SUMS, `rwkv-registry init` the .gitattributes it shows; in a git clone, `git checkout -- PATH` "
+        "restores a committed one.",
+    ),
     # --- JSON and schemas ---------------------------------------------------------
     Rule(
         "SCH001",

@@ -19,6 +19,7 @@ import json
 import math
 import os
 import re
+import stat
 import sys
 import time
 from collections import Counter
@@ -105,6 +106,18 @@ class Tree:
     unreadable: set[str] = field(default_factory=set)  # directories that could not be listed (LAY010)
 
 
+def _file_kind(entry: os.DirEntry[str]) -> str:
+    """What a directory entry that is neither a regular file nor a directory is: ``a FIFO``, ``a socket``, …"""
+    try:
+        mode = entry.stat(follow_symlinks=False).st_mode
+    except OSError:
+        return "a special file"
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device")):
+        if test(mode):
+            return name
+    return "a block device" if stat.S_ISBLK(mode) else "a special file"
+
+
 def _walk(root: Path, out: list[Finding]) -> Tree:
     tree = Tree()
     # relative paths as strings ("" for the root): no PurePosixPath per entry (a tenth of a warm run at 4,000)
@@ -136,7 +149,7 @@ def _walk(root: Path, out: list[Finding]) -> Tree:
                 elif entry.is_file():
                     tree.files[r] = entry.path
                 else:
-                    out.append(finding("LAY004", r, "not a regular file or directory"))
+                    out.append(finding("LAY015", r, f"{_file_kind(entry)}, not a regular file or directory"))
             except OSError as e:
                 out.append(finding("LAY010", r, f"cannot stat: {e.strerror}"))
     return tree
@@ -1199,7 +1212,14 @@ class Validator:
             self.add(finding("HSH004", rel, "not listed in SHA256SUMS"))
         for rel in sorted(set(listed) - expected):
             try:
-                why = "is a symbolic link (never followed)" if (self.root / rel).is_symlink() else "does not exist"
+                p = self.root / rel
+                why = (
+                    "is a symbolic link (never followed)"
+                    if p.is_symlink()
+                    else "is not a regular file (LAY015)"
+                    if os.path.lexists(p)
+                    else "does not exist"
+                )
             except OSError as e:  # a directory above it without permission: LAY010 names it
                 why = f"cannot be read ({e.strerror or e})"
             self.sums_gone[rel] = finding("HSH005", SUMS_NAME, f"lists {rel}, which {why}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -178,6 +179,11 @@ def _lfs_pointer(root: Path) -> None:
 
 def _symlink(root: Path) -> None:
     (root / TINY_BASE / "state" / "v1" / "link.pth").symlink_to("/etc/hostname")
+
+
+def _fifo(root: Path) -> None:
+    (root / "README.md").unlink()
+    os.mkfifo(root / "README.md")
 
 
 def _dup_entry(field: str) -> Callable[[Path], None]:
@@ -391,6 +397,7 @@ CASES: dict[str, Callable[..., None]] = {
     "LAY011": lambda r: (r / TINY_BASE / "state" / "v9").mkdir(),
     "LAY012": lambda r: _text(r, ".rwkv-registry-tmp-0123-index.json", "{}"),
     "LAY014": _rename_version_dir,
+    "LAY015": _fifo,
     "SCH001": lambda r: _text(r, "index.json", "{not json"),
     "SCH002": _entry(STATE, lambda e: _set(e, "profile", "bogus")),
     "SCH003": lambda r: _json_edit(r, STATE_TRAIN, lambda t: t.pop("trainer")),
@@ -543,6 +550,20 @@ def test_rule_fails_on_its_mutation(code: str, reg: Path, monkeypatch: pytest.Mo
     assert f.severity == RULES[code].severity
     if RULES[code].severity == "error":
         assert not report.ok
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+@pytest.mark.parametrize("where", ["README.md", "SHA256SUMS", ".gitattributes", f"{TINY_BASE}/state/v1/train.json"])
+def test_a_fifo_is_lay015_with_advice_for_its_place(reg: Path, where: str) -> None:
+    """A FIFO in place of a top-level file is not a misplaced weight: LAY015 (not LAY004, whose hint says where
+    weights go) names what it is, and SHA256SUMS's listing of it is not called "does not exist"."""
+    (reg / where).unlink()
+    os.mkfifo(reg / where)
+    found = validate_registry(reg, use_cache=False).findings
+    [f] = [f for f in found if f.path == where and f.code.startswith("LAY")]
+    assert (f.code, f.message) == ("LAY015", "a FIFO, not a regular file or directory")
+    assert "Weights go to" not in f.hint and "README.md" in f.hint and "SHA256SUMS" in f.hint
+    assert not any(g.message == f"lists {where}, which does not exist" for g in found)
 
 
 def test_trn008_does_not_echo_a_wrong_index_record(reg: Path) -> None:
