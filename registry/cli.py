@@ -370,6 +370,23 @@ def _require_directory(args: argparse.Namespace) -> int:
     return 0
 
 
+# --think-tokens: the thinking pass decodes up to this many tokens for every case, twice (determinism), with the entry
+# and with the base alone (200 passes for the 50 default cases), so it bounds the smoke run's time; 4096 is 16 times
+# the default and far inside the 25,600-token context the g1k bases are trained for
+MAX_THINK_TOKENS = 4096
+
+
+def check_think_tokens(n: int) -> None:
+    """Refuse a ``--think-tokens`` outside 1…:data:`MAX_THINK_TOKENS` (a usage error, exit 2)."""
+    if not 1 <= n <= MAX_THINK_TOKENS:
+        raise UsageError(
+            f"--think-tokens {n}: give a number of tokens from 1 to {MAX_THINK_TOKENS}",
+            hint=f"The thinking pass decodes up to N tokens for every case, twice, with the entry and with the base "
+            f"alone, so N bounds the smoke run's time; the default is 256, and {MAX_THINK_TOKENS} is far more than a "
+            "smoke test needs.",
+        )
+
+
 def _smoke_precheck(args: argparse.Namespace) -> int:
     """What ``smoke`` can refuse before torch is imported and anything is evaluated: the registry
     and the entry, the base file, the case file, and (``--record``) that the record can be written.
@@ -383,8 +400,7 @@ def _smoke_precheck(args: argparse.Namespace) -> int:
 
     if importlib.util.find_spec("torch") is None:  # what to install comes first (main() words it)
         raise ModuleNotFoundError("No module named 'torch'", name="torch")
-    if args.think_tokens < 1:
-        raise UsageError(f"--think-tokens {args.think_tokens}: give a positive number of tokens")
+    check_think_tokens(args.think_tokens)
     root = require_registry(args.path, strict=True)
     _, base = find_entry(root, args.entry_id)
     base_file = Path(args.base_file)
@@ -581,7 +597,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sp.add_argument("--record", action="store_true", help="append a smoke record to the entry in index.json")
     sp.add_argument(
-        "--think-tokens", type=int, default=256, metavar="N", help="thinking budget of g1k-think (default: %(default)s)"
+        "--think-tokens",
+        type=int,
+        default=256,
+        metavar="N",
+        help=f"thinking budget of g1k-think, 1 to {MAX_THINK_TOKENS} (default: %(default)s)",
     )
     sp.add_argument("--format", **fmt)
 

@@ -143,6 +143,19 @@ def test_smoke_think_tokens_must_be_positive(registry: Path, capsys: pytest.Capt
     assert code == 2 and "--think-tokens 0" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("n", ["4097", str(10**9)])
+def test_smoke_think_tokens_are_bounded(registry: Path, capsys: pytest.CaptureFixture[str], n: str) -> None:
+    """A thinking budget of a billion tokens would decode for days (every case, twice, entry and base): refused
+    before anything runs, naming the option, the bound and why; the bound itself is accepted by the check."""
+    from rwkv_registry.cli import MAX_THINK_TOKENS, check_think_tokens
+
+    code = main(["smoke", str(registry), "x", "--base-file", "b.pth", "--think-tokens", n])
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 2 and f"--think-tokens {n}: give a number of tokens from 1 to 4096" in err
+    assert "bounds the smoke run's time" in err
+    check_think_tokens(MAX_THINK_TOKENS)
+
+
 def test_smoke_without_torch_says_what_to_install(
     registry: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

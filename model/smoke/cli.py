@@ -15,7 +15,7 @@ import json
 import sys
 from typing import Any
 
-from rwkv_registry.errors import UsageError
+from rwkv_registry.cli import check_think_tokens
 from rwkv_registry.model.smoke.evaluate import Settings, run_smoke
 from rwkv_registry.model.smoke.report import append_record, build_report, render, smoke_record
 
@@ -61,8 +61,7 @@ def cmd_smoke(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     think = getattr(args, "think_tokens", 256)
-    if think < 1:
-        raise UsageError(f"--think-tokens {think}: give a positive number of tokens")
+    check_think_tokens(think)
     err = Console(stderr=True, highlight=False)
     with RichProgress(err) as progress:
         result = run_smoke(
