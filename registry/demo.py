@@ -445,6 +445,34 @@ def _write_demo(root: Path, log: Callable[[str], None]) -> Path:
         "RWKV-LM's width formula for n_embd 4096.",
     )
     log(f"base {BASE} registered (7.2B architecture, sha256 {BASE_SHA256[:12]}…)")
+
+    def unpublished(index: dict[str, Any]) -> None:
+        index["unpublished"] = [
+            {
+                "id": "v20-r16-lr3e-5",
+                "base": BASE,
+                "method": "miss",
+                "data": {"version": "v2.0", "rows": None, "sha256": None},
+                "description": "MiSS v2.0 r16 lr3e-5, not uploaded",
+                "scores": [_exam("2026-10-17", 46.0, 261.0)],
+            },
+            {
+                "id": "state-v1.3",
+                "base": BASE,
+                "method": "state",
+                "data": {"version": "v1.3", "rows": None, "sha256": None},
+                "description": "State v1.3, the version before v1.41, not uploaded",
+                "scores": [
+                    _old_bank("workbank-clean", 22.7, None, "older bank, three-run mean"),
+                    _old_bank("bfcl-product", 24.3, 60, "older bank, three-run mean"),
+                    _old_bank("bash-probes", 2.0, 26, "older bank, three-run mean"),
+                ],
+            },
+        ]
+
+    # first, so that the MiSS scores compared against v20-r16-lr3e-5 name a known weight (add refuses IDX008)
+    update_index(root, unpublished)
+    log("scores of weights never uploaded recorded")
     with tempfile.TemporaryDirectory(prefix="rwkv-registry-demo-") as tmp:
         t = Path(tmp)
         state = t / "v141b-s1224.pth"
@@ -492,28 +520,6 @@ def _write_demo(root: Path, log: Callable[[str], None]) -> Path:
             log(f"MiSS miss/v2.1/{group}/adapter-final.pth added (r16, bf16)")
 
     def extras(index: dict[str, Any]) -> None:
-        index["unpublished"] = [
-            {
-                "id": "v20-r16-lr3e-5",
-                "base": BASE,
-                "method": "miss",
-                "data": {"version": "v2.0", "rows": None, "sha256": None},
-                "description": "MiSS v2.0 r16 lr3e-5, not uploaded",
-                "scores": [_exam("2026-10-17", 46.0, 261.0)],
-            },
-            {
-                "id": "state-v1.3",
-                "base": BASE,
-                "method": "state",
-                "data": {"version": "v1.3", "rows": None, "sha256": None},
-                "description": "State v1.3, the version before v1.41, not uploaded",
-                "scores": [
-                    _old_bank("workbank-clean", 22.7, None, "older bank, three-run mean"),
-                    _old_bank("bfcl-product", 24.3, 60, "older bank, three-run mean"),
-                    _old_bank("bash-probes", 2.0, 26, "older bank, three-run mean"),
-                ],
-            },
-        ]
         index["known_issues"] = [
             "Known issues of the training data (among them 80 rows of v1.41 adapted from test questions) are listed "
             "in the dataset README.",
@@ -524,5 +530,5 @@ def _write_demo(root: Path, log: Callable[[str], None]) -> Path:
         ]
 
     update_index(root, extras)
-    log("scores of weights never uploaded, known issues and links recorded")
+    log("known issues and links recorded")
     return root

@@ -939,13 +939,24 @@ def _new_score_warnings(
 ) -> list[Finding]:
     """The score warnings (IDX009, IDX013, IDX014) of index.json ``after`` that ``before`` lacks, ``after`` holding
     one new ``item`` (an entry or base, ``name`` its id or name): its own scores' and those of the weights compared
-    against it (unknown before: IDX008; after, IDX014 may find the two of different runs). Only they can change."""
+    against it (unknown before: IDX008; after, IDX014 may find the two of different runs). Only they can change.
+    An error among them (IDX008: solved over total, run scores that are not one per run, a comparison against an
+    unknown weight, more wins and losses than questions, a step beyond total_steps) is refused with its code
+    (:class:`RefusedError`): ``add`` never writes an index.json that ``validate`` then fails."""
     from .validate import score_findings
 
-    if not item.get("scores"):
+    if not item.get("scores") and "total_steps" not in item:
         return []  # nothing to check, nor to compare with (IDX014 needs its scores on the benchmark)
     prior = {_seen(f) for f in score_findings(before, lambda x: _compares_against(x.get("scores"), name))}
-    now = score_findings(after, lambda x: x is item or _compares_against(x.get("scores"), name))
+    now = [f for f in score_findings(after, lambda x: x is item or _compares_against(x.get("scores"), name))]
+    errors = [f for f in now if f.severity == Severity.ERROR and _seen(f) not in prior]
+    if errors:
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise RefusedError(
+            f"{errors[0].code}: {errors[0].message}{more}; nothing was written",
+            hint=errors[0].hint,
+            findings=errors,
+        )
     return [f for f in now if f.severity == Severity.WARNING and _seen(f) not in prior]
 
 

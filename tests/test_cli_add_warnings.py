@@ -253,3 +253,51 @@ def test_add_base_says_idx013_of_its_scores(reg: Path) -> None:
     assert [c for c, _, _ in found] == ["IDX013"] and f"base {OTHER!r}" in found[0][2], found
     assert _api(reg, lambda: add("rwkv7-third-20260401-ctx4096", "8" * 64, [_score()])) == []
     assert "IDX013" in {c for c, _, _ in _warnings(reg)}
+
+
+def _bytes_of(root: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name != ".rwkv-registry.lock"
+    }
+
+
+@pytest.mark.parametrize(
+    ("score", "words"),
+    [
+        (_score(comparison={"against": "nowhere", "wins": 3, "losses": 1, "p_value": 0.625}), "compared against"),
+        (_score(solved=600, score=600, unit="points"), "solved 600 of 568"),
+        (_score(run_scores=[52.2]), "1 run scores for 2 runs"),
+    ],
+    ids=["unknown-target", "solved-over-total", "run-scores"],
+)
+def test_add_and_add_base_refuse_scores_that_validate_calls_errors(
+    reg: Path, tmp_path: Path, score: dict[str, Any], words: str
+) -> None:
+    """Scores given from Python that validate would report as an error (IDX008) are refused with the code,
+    the registry left byte-identical: add never writes what validate then fails."""
+    from rwkv_registry.arch import parse_arch_option
+    from rwkv_registry.errors import RefusedError
+    from rwkv_registry.ops import add_base
+
+    before = _bytes_of(reg)
+    with pytest.raises(RefusedError, match=r"^IDX008: entry 's3', exam 2026-10-17: ") as e:
+        _add_scored(reg, tmp_path, "s3.pth", 3, [score])
+    assert words in str(e.value) and "nothing was written" in str(e.value) and [f.code for f in e.value.findings]
+    arch = parse_arch_option("n_layer=2,n_embd=128,vocab_size=65536,ffn_size=512")
+    with pytest.raises(RefusedError, match=rf"^IDX008: base {OTHER!r}, exam 2026-10-17: "):
+        add_base(reg, name=OTHER, sha256="7" * 64, arch=arch, source="BlinkDL/rwkv7-g1", scores=[score])
+    assert _bytes_of(reg) == before
+    assert validate_registry(reg, use_cache=False).ok
+
+
+def test_add_refuses_a_step_beyond_total_steps(reg: Path, tmp_path: Path) -> None:
+    from rwkv_registry.errors import RefusedError
+    from rwkv_registry.ops import add_entry
+
+    before = _bytes_of(reg)
+    src = write_state(tmp_path / "in" / "s3.pth", seed=3)
+    with pytest.raises(RefusedError, match=r"^IDX008: entry 's3': step 12 is beyond total_steps 10"):
+        add_entry(reg, src, base=TINY_BASE, data_version="v3", train=state_train("v3"), step=12, total_steps=10)
+    assert _bytes_of(reg) == before
