@@ -151,7 +151,7 @@ def _stat_key(path: Path) -> tuple[int, ...] | None:
 
 
 def _irregular(key: tuple[int, ...], rel: str) -> str | None:
-    """Why the file of stat key ``key`` is not read: a FIFO, socket or device (``validate`` reports LAY004), whose
+    """Why the file of stat key ``key`` is not read: a FIFO, socket or device (``validate`` reports LAY015), whose
     ``open`` would wait for a writer forever (the browser's worker thread, and the process at exit); else None."""
     return None if key[-1] == stat.S_IFREG else f"{rel} is not a regular file"
 
@@ -618,7 +618,7 @@ class Catalog:
                 self.error_hint = "Create one with `rwkv-registry init PATH`."
             elif irregular := _irregular(key, "index.json"):
                 self.error = irregular
-                self.error_hint = "index.json must be a plain file (`rwkv-registry validate` reports LAY004)."
+                self.error_hint = "index.json must be a plain file (`rwkv-registry validate` reports LAY015)."
             else:
                 try:
                     self.reads += 1

@@ -1222,7 +1222,7 @@ def write_sums(path: str | os.PathLike[str], *, check_index: bool = True) -> byt
         if (root / "index.json").exists() and not (root / "index.json").is_file():
             raise RefusedError(
                 f"{root / 'index.json'}: not a regular file; SHA256SUMS not written",
-                hint="index.json must be a plain file (`rwkv-registry validate` reports LAY004).",
+                hint="index.json must be a plain file (`rwkv-registry validate` reports LAY015).",
                 path="index.json",
             )
         if not (root / "index.json").is_file():

@@ -662,7 +662,7 @@ def test_show_without_an_id_of_an_empty_registry_and_a_broken_one(
 
 
 def test_a_fifo_in_the_registry_is_never_opened(registry: Path) -> None:
-    """A FIFO where train.json, a MiSS adapter or index.json should be (validate: LAY004) is reported, not read:
+    """A FIFO where train.json, a MiSS adapter or index.json should be (validate: LAY015) is reported, not read:
     opening one waits for a writer forever, which hung the browser's details worker and the process at exit."""
     import os
     import threading
