@@ -50,7 +50,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from .errors import LockedError, RegistryIOError, UsageError
+from .errors import LockedError, RefusedError, RegistryIOError, UsageError
 from .sums import SUMS_NAME
 
 LOCK_NAME = ".rwkv-registry.lock"
@@ -209,6 +209,36 @@ def require_reachable(path: Path, flag: str = "") -> None:
         ) from e
 
 
+def index_link_outside(root: str | os.PathLike[str]) -> str | None:
+    """Where ``root/index.json`` points when it is a symbolic link leaving the registry (``validate``: LAY005),
+    else None: following it, readers would show another registry's index, and writers would read it and replace
+    the link by a file."""
+    path = os.path.join(root, "index.json")
+    try:
+        if not os.path.islink(path):
+            return None
+        link = os.readlink(path)
+    except OSError:
+        return None
+    target, top = Path(os.path.realpath(path)), Path(os.path.realpath(root))
+    return None if target == top or top in target.parents else link
+
+
+def refuse_index_link(root: str | os.PathLike[str]) -> None:
+    """Raise :class:`RefusedError` (exit 1, as ``validate`` fails on it) when index.json is a symbolic link leaving
+    the registry (LAY005): nothing is read through it or written."""
+    from .rules import RULES
+
+    link = index_link_outside(root)
+    if link is not None:
+        raise RefusedError(
+            f"{os.path.join(root, 'index.json')} is a symbolic link to {link}, outside the registry (LAY005): "
+            "not followed (nothing read through it, nothing written)",
+            hint=RULES["LAY005"].hint,
+            path="index.json",
+        )
+
+
 def require_registry(root: str | os.PathLike[str], *, creating: bool = False, strict: bool = False) -> Path:
     """``root`` as a Path, checked to be a registry before anything is created in it.
 
@@ -216,10 +246,13 @@ def require_registry(root: str | os.PathLike[str], *, creating: bool = False, st
     but the transient files of an interrupted rwkv-registry write (a killed ``init``), which
     :func:`recover` cleans. ``creating`` (``init``): the directory must exist; it need not be a
     registry yet. Raises :class:`UsageError` naming the path (and the registry around it, if
-    there is one).
+    there is one). An index.json that is a symbolic link leaving the registry (LAY005) is refused
+    (:func:`refuse_index_link`).
     """
     root = Path(root)
     require_directory(root)
+    if not creating:
+        refuse_index_link(root)
     if creating or (root / "index.json").exists():
         return root
     try:

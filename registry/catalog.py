@@ -33,9 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .atomic import index_link_outside
 from .errors import RegistryError, UsageError
 from .readme import recorded_num
-from .rules import Finding
+from .rules import RULES, Finding
 
 if TYPE_CHECKING:
     from .facts import FactsCache
@@ -148,6 +149,9 @@ def _stat_key(path: Path) -> tuple[int, ...] | None:
     except OSError:
         return None
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, stat.S_IFMT(st.st_mode))
+
+
+_LINK_OUT = (-1,)  # the stat key of an index.json that is a symbolic link leaving the registry (never read)
 
 
 def _irregular(key: tuple[int, ...], rel: str) -> str | None:
@@ -606,14 +610,18 @@ class Catalog:
         from .jsonload import JsonLoadError, load_json_file
 
         path = self.root / "index.json"
-        key = _stat_key(path)
+        link = index_link_outside(self.root)
+        key = _stat_key(path) if link is None else _LINK_OUT
         with self._lock:
             if key == self._index_key:
                 return False
             self._index_key = key
             self.generation += 1
             self.error, self.error_hint, index = None, "", {}
-            if key is None:
+            if link is not None:  # validate: LAY005; not followed, as the writers refuse it
+                self.error = f"index.json is a symbolic link to {link}, outside the registry (LAY005): not followed"
+                self.error_hint = RULES["LAY005"].hint
+            elif key is None:
                 self.error = "index.json is missing: this directory is not a registry yet"
                 self.error_hint = "Create one with `rwkv-registry init PATH`."
             elif irregular := _irregular(key, "index.json"):

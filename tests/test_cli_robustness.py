@@ -935,3 +935,43 @@ def test_a_path_starting_with_a_dash_says_how_to_give_it(
     with pytest.raises(SystemExit):
         main(["validate", "-absent"])  # no such path: the ordinary message
     assert "is a path here" not in capsys.readouterr().err
+
+
+# --- index.json a symbolic link leaving the registry (LAY005): never followed ------------------------------------
+
+
+def test_an_index_json_linked_outside_the_registry_is_refused(
+    reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """validate reports LAY005 for it; list and show did show the other file's registry, and add-base, sums and
+    readme read it and replaced the link by a file. Each now refuses (exit 1, as validate fails), naming LAY005,
+    and nothing is written: neither the registry nor the file the link points to changes."""
+    from rwkv_registry.catalog import Catalog
+
+    outside = tmp_path / "elsewhere" / "index.json"
+    outside.parent.mkdir()
+    outside.write_bytes((reg / "index.json").read_bytes())
+    (reg / "index.json").unlink()
+    (reg / "index.json").symlink_to(outside)
+    before, target = snapshot(reg), outside.read_bytes()
+    write_state(tmp_path / "new.pth")
+    (tmp_path / "train.json").write_text(json.dumps(state_train("v7")))
+    train = str(tmp_path / "train.json")
+    commands = [
+        ["list", str(reg)],
+        ["show", "--path", str(reg)],
+        ["readme", str(reg)],
+        ["sums", str(reg)],
+        ["add", str(reg), str(tmp_path / "new.pth"), "--base", TINY_BASE, "--data-version", "v7", "--train", train],
+        ["add-base", str(reg), "--name", "rwkv7-x-20270101", "--sha256", "ab" * 32, "--arch", ARCH, "--source", "a/b"],
+    ]
+    for args in commands:
+        assert main(args) == 1, args[0]
+        err = clean_error(capsys.readouterr().err)
+        assert f"index.json is a symbolic link to {outside}, outside the registry (LAY005)" in err, (args[0], err)
+        assert "hint: Replace the link by the file itself" in err
+    assert snapshot(reg) == before and outside.read_bytes() == target and (reg / "index.json").is_symlink()
+    cat = Catalog(reg)  # the TUI's data layer: the same refusal, not the other file's entries
+    assert cat.entries == [] and cat.error is not None and "(LAY005)" in cat.error
+    assert main(["validate", str(reg)]) == 1
+    assert "LAY005 index.json" in capsys.readouterr().out
