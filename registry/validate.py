@@ -104,6 +104,7 @@ class Tree:
     dirs: set[str] = field(default_factory=set)
     empty_dirs: list[str] = field(default_factory=list)
     unreadable: set[str] = field(default_factory=set)  # directories that could not be listed (LAY010)
+    special: set[str] = field(default_factory=set)  # FIFOs, sockets, devices (LAY015)
 
 
 def _file_kind(entry: os.DirEntry[str]) -> str:
@@ -150,6 +151,7 @@ def _walk(root: Path, out: list[Finding]) -> Tree:
                     tree.files[r] = entry.path
                 else:
                     out.append(finding("LAY015", r, f"{_file_kind(entry)}, not a regular file or directory"))
+                    tree.special.add(r)
             except OSError as e:
                 out.append(finding("LAY010", r, f"cannot stat: {e.strerror}"))
     return tree
@@ -499,6 +501,7 @@ class Validator:
         self.check_gitattributes(tree)
         self.guarded(self.check_history)
         self.drop_unreadable_echoes(tree)
+        self.drop_special_file_echoes(tree)
         self.cache.save(live=tree.files.values())
         self.stats["files"] = len(tree.files)
         self.stats["elapsed_s"] = time.perf_counter() - t0
@@ -519,6 +522,24 @@ class Validator:
                 id(f) in echoes
                 or f.path.startswith(prefixes)
                 or (f.code == "TRN001" and f.path in tree.unreadable)  # "has no train.json": not seen, not missing
+            )
+        ]
+
+    def drop_special_file_echoes(self, tree: Tree) -> None:
+        """A FIFO, socket or device in place of a file is one LAY015: it is never opened, so the findings that
+        would call the file missing or empty (README.md's RDM001, SHA256SUMS's SCH004, .gitattributes' LFS002, an
+        entry's LAY008, TRN001 for a train.json, HSH005 for a listed one) are echoes of that cause, dropped."""
+        if not tree.special:
+            return
+        echoes = {id(f) for rel, f in self.sums_gone.items() if rel in tree.special}
+        self.findings = [
+            f
+            for f in self.findings
+            if f.code == "LAY015"
+            or not (
+                id(f) in echoes
+                or f.path in tree.special
+                or (f.code == "TRN001" and f"{f.path}/train.json" in tree.special)
             )
         ]
 
