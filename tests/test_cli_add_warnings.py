@@ -301,3 +301,56 @@ def test_add_refuses_a_step_beyond_total_steps(reg: Path, tmp_path: Path) -> Non
     with pytest.raises(RefusedError, match=r"^IDX008: entry 's3': step 12 is beyond total_steps 10"):
         add_entry(reg, src, base=TINY_BASE, data_version="v3", train=state_train("v3"), step=12, total_steps=10)
     assert _bytes_of(reg) == before
+
+
+# --- order and edges (mutation audit) -------------------------------------------------------------------------
+
+
+def _report_order(reg: Path, new: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    """The warnings ``new`` in the order validate reports them."""
+    order = [(f.code, f.path, f.message) for f in validate_registry(reg, use_cache=False).findings]
+    return sorted(new, key=order.index)
+
+
+def test_add_says_its_warnings_in_validate_s_report_order(reg: Path, tmp_path: Path) -> None:
+    """PRF002 (its file's path) is found before IDX009/IDX013 (index.json), and reported after them."""
+    from rwkv_registry.ops import add_entry
+
+    warned: list[Finding] = []
+    src = write_state(tmp_path / "in" / "s3.pth", seed=3)
+    bad = [_score(solved=280.5, comparison={"against": "s1", "wins": 95, "losses": 54, "p_value": 0.9})]
+    add_entry(reg, src, base=TINY_BASE, data_version="v3", train=state_train("v3"), profile="g1k-think", scores=bad,
+              warnings=warned)  # fmt: skip
+    found = [(f.code, f.path, f.message) for f in warned]
+    assert sorted(c for c, _, _ in found) == ["IDX009", "IDX013", "PRF002"], found
+    assert found == _report_order(reg, found)
+    assert [c for c, _, _ in found][-1] == "PRF002"
+
+
+def test_add_base_by_metadata_without_arch_is_refused(reg: Path) -> None:
+    """The Python API too (the CLI checks its options first): a base by name and sha256 needs its architecture."""
+    from rwkv_registry.errors import UsageError
+    from rwkv_registry.ops import add_base
+
+    before = (reg / "index.json").read_bytes()
+    with pytest.raises(UsageError, match="give --name, --sha256 and --arch"):
+        add_base(reg, name=OTHER, sha256="7" * 64, source="BlinkDL/rwkv7-g1")
+    assert (reg / "index.json").read_bytes() == before and not (reg / OTHER).exists()
+
+
+def test_add_base_reads_on_past_a_train_json_too_large_to_read(
+    reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A train.json over the size limit (validate: SCH001, nothing read) listed before one that names the new base's
+    file: the second one's TRN010 is said all the same."""
+    from rwkv_registry.jsonload import DEFAULT_MAX_BYTES
+
+    command = f"rwkv_state_tune --model /models/{OTHER}.pth --lr 0.01"
+    src = write_state(tmp_path / "in" / "s3.pth", seed=3)
+    assert _run(reg, _add_state(reg, tmp_path, src, "v3", command=command), capsys) == set()
+    big = reg / TINY_BASE / "state" / "a-big"
+    big.mkdir()
+    with open(big / "train.json", "wb") as fh:  # sparse: no 64 MiB written
+        fh.truncate(DEFAULT_MAX_BYTES + 1)
+    found = _run(reg, _add_base(reg, OTHER, "7" * 64), capsys)
+    assert [(c, p) for c, p, _ in found] == [("TRN010", f"{TINY_BASE}/state/v3/train.json")]

@@ -374,3 +374,15 @@ def test_idx016_reads_past_weights_whose_data_is_no_object(reg: Path) -> None:
     assert not any(f.code == "SCH005" and "check_data_versions" in f.message for f in found)
     idx016 = [f.message for f in found if f.code == "IDX016"]
     assert len(idx016) == 1 and "records rows" in idx016[0] and "'u1'" in idx016[0], idx016
+
+
+@pytest.mark.parametrize("command", [5, None, ["rwkv_state_tune", "--lr", "0.01"]])
+def test_trn010_reads_past_a_command_line_that_is_no_string(reg: Path, command: Any) -> None:
+    """SCH003 only: TRN010 has no command line to read, and the train.json rules are not skipped (no SCH005)."""
+    path = reg / V1 / "train.json"
+    t = json.loads(path.read_text())
+    t["command"] = command
+    path.write_text(json.dumps(t))
+    resum(reg)
+    codes = {f.code for f in _findings(reg)}
+    assert "SCH003" in codes and not codes & {"SCH005", "TRN010"}, codes
