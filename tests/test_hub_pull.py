@@ -928,3 +928,60 @@ def test_a_parent_that_cannot_be_listed_hides_no_pull_behind_an_error(
 
     monkeypatch.setattr(Path, "glob", unreadable)
     assert _hub_sync._left_by_killed_pulls(tmp_path / "dest") == []
+
+
+# --- fourth mutation audit ----------------------------------------------------------------------------------
+
+
+def test_an_interrupted_pull_counts_the_files_and_bytes_it_keeps(
+    hub: FakeHub, tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo_id = new_repo(hub, tiny)
+    dest = tmp_path / "dest"
+    stop_after(monkeypatch, hub, 3)
+    with pytest.raises(KeyboardInterrupt) as e:
+        pull_registry(repo_id, dest, log=quiet)
+    (staging,) = tmp_path.iterdir()
+    kept = [p for p in staging.rglob("*") if p.is_file()]
+    size = sum(p.stat().st_size for p in kept)
+    assert len(kept) == 3
+    assert f"The 3 file(s) downloaded so far ({size / 1e6:.1f} MB) are kept in {staging}" in str(e.value)
+
+
+def test_a_staging_directory_whose_lock_fails_is_refused_without_a_leaked_descriptor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """flock failing otherwise than 'held by another' (ENOLCK on some network file systems): the OSError comes out,
+    and the directory's descriptor is closed."""
+    import errno
+    import fcntl
+
+    def no_locks(fd: int, op: int) -> None:
+        raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(3):
+        with pytest.raises(OSError) as e:
+            _hub_sync._flock_dir(tmp_path)
+        assert e.value.errno == errno.ENOLCK
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_a_download_failing_before_any_file_says_nothing_of_files_kept(
+    hub: FakeHub, tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing downloaded: the hint is the error's own, no resume note (nor a stray 'None'), and no staging
+    directory is left."""
+    import huggingface_hub
+
+    repo_id = new_repo(hub, tiny)
+
+    def refused(*args: Any, **kwargs: Any) -> str:
+        raise ConnectionError("connection refused")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", refused)
+    with pytest.raises(RegistryIOError) as e:
+        pull_registry(repo_id, tmp_path / "dest", log=quiet)
+    assert e.value.hint and "None" not in e.value.hint and "kept" not in e.value.hint, e.value.hint
+    assert list(tmp_path.iterdir()) == []

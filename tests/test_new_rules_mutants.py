@@ -386,3 +386,17 @@ def test_trn010_reads_past_a_command_line_that_is_no_string(reg: Path, command: 
     resum(reg)
     codes = {f.code for f in _findings(reg)}
     assert "SCH003" in codes and not codes & {"SCH005", "TRN010"}, codes
+
+
+def test_idx016_compares_the_rows_of_a_weight_that_records_no_data_sha256(reg: Path) -> None:
+    """An unpublished weight recording its rows and no sha256 (null): the rows are still compared."""
+
+    def add(index: dict[str, Any]) -> None:
+        item = {"base": TINY_BASE, "method": "state", "description": "", "scores": []}
+        index["unpublished"] = [item | {"id": "u1", "data": {"version": "v1", "rows": 99, "sha256": None}}]
+
+    edit_index(reg, add)
+    found = _findings(reg)
+    assert not any(f.code.startswith("SCH") for f in found), [f.message for f in found]
+    idx016 = [f.message for f in found if f.code == "IDX016"]
+    assert len(idx016) == 1 and "records rows" in idx016[0] and "'u1' records 99" in idx016[0], idx016
