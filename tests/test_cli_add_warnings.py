@@ -354,3 +354,24 @@ def test_add_base_reads_on_past_a_train_json_too_large_to_read(
         fh.truncate(DEFAULT_MAX_BYTES + 1)
     found = _run(reg, _add_base(reg, OTHER, "7" * 64), capsys)
     assert [(c, p) for c, p, _ in found] == [("TRN010", f"{TINY_BASE}/state/v3/train.json")]
+
+
+def test_add_base_reads_a_train_json_of_exactly_the_size_limit(
+    reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The limit is inclusive, as for validate: a train.json of exactly that many bytes is read (its TRN010 said).
+    The limit is lowered to the padded train.json's 1 MiB (every other JSON file is smaller)."""
+    from regtools import resum
+
+    from rwkv_registry import jsonload
+
+    command = f"rwkv_state_tune --model /models/{OTHER}.pth --lr 0.01"
+    src = write_state(tmp_path / "in" / "s3.pth", seed=3)
+    assert _run(reg, _add_state(reg, tmp_path, src, "v3", command=command), capsys) == set()
+    path = reg / TINY_BASE / "state" / "v3" / "train.json"
+    text = path.read_bytes()
+    path.write_bytes(text + b" " * ((1 << 20) - len(text)))
+    resum(reg)
+    monkeypatch.setattr(jsonload, "DEFAULT_MAX_BYTES", 1 << 20)
+    found = _run(reg, _add_base(reg, OTHER, "7" * 64), capsys)
+    assert [(c, p) for c, p, _ in found] == [("TRN010", f"{TINY_BASE}/state/v3/train.json")]

@@ -985,3 +985,28 @@ def test_a_download_failing_before_any_file_says_nothing_of_files_kept(
         pull_registry(repo_id, tmp_path / "dest", log=quiet)
     assert e.value.hint and "None" not in e.value.hint and "kept" not in e.value.hint, e.value.hint
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("strays", [0, 2])
+def test_a_resumed_pull_counts_the_other_files_it_deleted(
+    hub: FakeHub, tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, strays: int
+) -> None:
+    """The resume note counts the kept files, the files to download and the other files deleted: none when there
+    were none."""
+    repo_id = new_repo(hub, tiny)
+    files = hub.files(repo_id)
+    dest = tmp_path / "dest"
+    stop_after(monkeypatch, hub, 4)
+    with pytest.raises(KeyboardInterrupt):
+        pull_registry(repo_id, dest, log=quiet)
+    (staging,) = tmp_path.iterdir()
+    for i in range(strays):
+        (staging / f"stray-{i}.md").write_bytes(b"not in the listing")
+    said: list[str] = []
+    assert pull_registry(repo_id, dest, log=said.append).ok
+    (note,) = [m for m in said if m.startswith("resuming:")]
+    assert "4 file(s)" in note and f"{len(files) - 4} to download" in note, note
+    if strays:
+        assert note.endswith(f"; {strays} other file(s) left there deleted (changed, partial, or not in this commit)")
+    else:
+        assert "deleted" not in note, note
