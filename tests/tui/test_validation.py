@@ -185,3 +185,24 @@ def test_file_batcher_flush_sends_the_rest_when_the_plan_is_unknown() -> None:
     assert [len(b) for b in sent] == [1]
     batcher.flush()
     assert [len(b) for b in sent] == [1, 2]
+
+
+def test_a_stopped_live_validation_keeps_what_it_read_for_the_next_run(broken: Path) -> None:
+    """The files a stopped run read (those reported, and any other in flight) are in the cache (its journal): the
+    next run reads only the others."""
+    seen: list[str] = []
+    with pytest.raises(ValidationCancelled):
+        live_validate(broken, on_file=lambda rel, _f: seen.append(rel), should_stop=lambda: bool(seen))
+    assert len(seen) == 1
+    report = live_validate(broken, on_file=lambda *_: None)
+    assert report.stats["cache_hits"] >= 1 and as_rows(report) == as_rows(validate_registry(broken))
+
+
+def test_a_live_validator_with_the_default_hooks_runs_to_the_end(broken: Path) -> None:
+    """LiveValidator used on its own (no should_stop, no between_steps): a whole validation, as validate's."""
+    from rwkv_registry.tui.validation import LiveValidator
+    from rwkv_registry.validate import run_validator
+
+    files: list[str] = []
+    report = run_validator(LiveValidator(broken, on_file=lambda rel, _f: files.append(rel), use_cache=False), broken)
+    assert len(files) == 3 and as_rows(report) == as_rows(validate_registry(broken, use_cache=False))
