@@ -845,3 +845,43 @@ def test_a_score_of_another_benchmark_listed_first_does_not_hide_the_rest(reg: P
     assert [(b.label, b.score) for b in cat.score_bars(TINY_BASE, "exam", "percent")] == [("s1", 40.0)]
     assert [(b.label, b.score) for b in cat.score_bars(TINY_BASE, "other", "percent")] == [("s1", 10.0)]
     assert cat.benchmarks(TINY_BASE) == [("other", "percent"), ("exam", "points"), ("exam", "percent")]
+
+
+# --- fourth audit (catalog_render) -----------------------------------------------------------------------------
+
+
+def test_base_info_shows_the_base_s_notes_and_each_known_issue(reg: Path) -> None:
+    from rwkv_registry.catalog_render import render_base_info
+
+    cat = Catalog(reg)
+    b = dict(cat.base(TINY_BASE) or {}, notes="spring mix", known_issues=["slow tokenizer", "no fp16"])
+    text = flat(plain(render_base_info(cat, b)))
+    assert "notes spring mix" in text and "known issue slow tokenizer no fp16" in text, text
+
+
+def test_registry_info_shows_the_registry_s_title_and_description(reg: Path) -> None:
+    from rwkv_registry.catalog_render import render_registry_info
+
+    edit_index(reg, lambda index: index["registry"].update(title="Spring States", description="States for chat"))
+    text = flat(plain(render_registry_info(Catalog(reg))))
+    assert "title Spring States" in text and "about States for chat" in text, text
+
+
+def test_list_of_a_registry_of_no_base_says_how_to_add_one(reg: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    edit_index(reg, lambda index: index.update(bases=[], entries=[]))
+    capsys.readouterr()
+    assert main(["list", str(reg)]) == 0
+    assert "no bases yet: `rwkv-registry add-base PATH BASE.pth`" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("width", [45, 60])
+def test_list_in_a_narrow_terminal_keeps_each_entry_on_one_line(
+    reg: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, width: int
+) -> None:
+    """Cells that do not fit are cut short (…), never wrapped onto a second line: one line per entry."""
+    monkeypatch.setenv("COLUMNS", str(width))
+    capsys.readouterr()
+    assert main(["list", str(reg)]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.strip()]
+    body = lines[lines.index(next(x for x in lines if x.lstrip().startswith("s1"))) :]
+    assert len(body) == 3 and all(x.split()[0].startswith(("s1", "v2-r")) for x in body), lines

@@ -1057,3 +1057,30 @@ def test_pull_sends_the_token_to_the_hub_and_never_to_the_storage(hub: FakeHub, 
     cdn = _token_only_to_the_hub(hub.log[start:])
     lfs = [p for p, blob in hub.repos[repo_id].commits[hub.head(repo_id)].items() if blob.lfs]
     assert len([r for r in cdn if r["method"] == "GET"]) == len(lfs)  # each weight downloaded once
+
+
+def test_a_push_refused_for_many_files_names_the_first_three(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
+    """A local copy without the tiny base (a registry of no base, which validates) would delete every file published
+    under it: the refusal counts them all and names the first three, then '…'."""
+    import shutil
+
+    from regtools import edit_index
+
+    from rwkv_registry.ops import write_readme
+
+    reg = copy(tiny, tmp_path / "reg")
+    repo_id = new_repo(hub, reg)
+    head = hub.head(repo_id)
+    shutil.rmtree(reg / TINY_BASE)
+    edit_index(reg, lambda d: d.update(bases=[], entries=[]))
+    write_readme(reg)
+    resum(reg)
+    assert validate_registry(reg, use_cache=False).ok
+    published = [r for r in hub.files(repo_id) if r.startswith(f"{TINY_BASE}/")]
+    assert len(published) > 3
+    with pytest.raises(RefusedError) as e:
+        push_registry(reg, repo_id, log=lambda m: None)
+    message = e.value.message
+    assert f"push refused: {len(published)} change(s) to published files" in message, message
+    assert message.endswith("; …") and message.count(" would be deleted") == 3, message
+    assert hub.head(repo_id) == head
