@@ -1084,3 +1084,20 @@ def test_a_push_refused_for_many_files_names_the_first_three(hub: FakeHub, tiny:
     assert f"push refused: {len(published)} change(s) to published files" in message, message
     assert message.endswith("; …") and message.count(" would be deleted") == 3, message
     assert hub.head(repo_id) == head
+
+
+def test_a_push_of_a_directory_without_index_json_is_refused_by_validation(
+    hub: FakeHub, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No registry there: validation's refusal (exit 1), no lock file created, nothing sent."""
+    from rwkv_registry.cli import main
+
+    repo_id = new_repo(hub, tiny)
+    head = hub.head(repo_id)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    capsys.readouterr()
+    assert main(["push", str(empty), "--repo", repo_id]) == 1
+    out = capsys.readouterr()
+    assert "does not validate" in out.err and "Traceback" not in out.err and "unexpected" not in out.err
+    assert list(empty.iterdir()) == [] and hub.head(repo_id) == head
