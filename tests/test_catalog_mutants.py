@@ -885,3 +885,25 @@ def test_list_in_a_narrow_terminal_keeps_each_entry_on_one_line(
     lines = [line for line in capsys.readouterr().out.splitlines() if line.strip()]
     body = lines[lines.index(next(x for x in lines if x.lstrip().startswith("s1"))) :]
     assert len(body) == 3 and all(x.split()[0].startswith(("s1", "v2-r")) for x in body), lines
+
+
+def test_compare_scores_in_a_narrow_terminal_keep_each_benchmark_on_one_line(reg: Path) -> None:
+    """The benchmark, A, B and B − A cells are cut short, never wrapped or dropped: one line per benchmark, its
+    difference always begun (the note folds, or is left out)."""
+
+    def edit(index: dict) -> None:
+        by_id = {e["id"]: e for e in index["entries"]}
+        by_id["v2-r4-a"]["scores"] = [score(50.0, "2026-01-06")]
+        by_id["v2-r4-b"]["scores"] = [score(45.25, "2026-01-06")]
+
+    edit_index(reg, edit)
+    cat = Catalog(reg)
+    parts = list(render_comparison(cat.compare(cat.entry("v2-r4-a"), cat.entry("v2-r4-b"))))
+    for width in (26, 30, 40, 46):
+        lines = [x for x in plain(parts[2], width).splitlines() if x.strip()]
+        rows = [x for x in lines if x.lstrip().startswith("ex")]
+        header = next(x for x in lines if x.lstrip().startswith("bench"))
+        cut = header.find("note") if "note" in header else len(header)  # too narrow for it: the note is left out
+        below = lines[lines.index(rows[0]) + 1 :]  # only the folded note: nothing in the columns before it
+        assert len(rows) == 1 and all(not x[:cut].strip() for x in below), lines
+        assert "-4." in rows[0], lines
