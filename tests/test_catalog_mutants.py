@@ -907,3 +907,30 @@ def test_compare_scores_in_a_narrow_terminal_keep_each_benchmark_on_one_line(reg
         below = lines[lines.index(rows[0]) + 1 :]  # only the folded note: nothing in the columns before it
         assert len(rows) == 1 and all(not x[:cut].strip() for x in below), lines
         assert "-4." in rows[0], lines
+
+
+def test_each_run_of_a_train_json_shows_its_own_duration(reg: Path) -> None:
+    t = {
+        "started": "2026-10-12T08:00:00Z",
+        "finished": "2026-10-12T11:00:00Z",
+        "runs": [
+            {"group": "g", "lr": 2e-05, "started": "2026-10-12T08:00:00Z", "finished": "2026-10-12T08:45:00Z"},
+            {"group": "h", "lr": 2e-05, "started": "2026-10-12T09:00:00Z"},
+        ],
+    }
+    text = flat(plain(render_train(TrainInfo("t/train.json", t))))
+    assert "(3 h 00 min)" in text and "2026-10-12T08:00:00Z → 2026-10-12T08:45:00Z (45 min)" in text, text
+    assert "2026-10-12T09:00:00Z → ?" in text and "? (" not in text, text
+
+
+def test_base_info_shows_the_vocabulary_and_a_group_its_entries_descriptions(reg: Path) -> None:
+    from rwkv_registry.catalog import NodeRef
+    from rwkv_registry.catalog_render import render_base_info, render_group_info
+
+    edit_index(reg, lambda index: index["entries"][0].update(description="the chat State"))
+    cat = Catalog(reg)
+    assert "vocab rwkv-world-65536" in flat(
+        plain(render_base_info(cat, dict(cat.base(TINY_BASE) or {}, vocab="rwkv-world-65536")))
+    )
+    text = flat(plain(render_group_info(cat, NodeRef("method", TINY_BASE, "state"))))
+    assert "s1" in text and "the chat State" in text, text

@@ -326,3 +326,19 @@ def test_read_at_most_is_read_of_the_limit_whatever_the_stat_said() -> None:
                     continue
                 got = read_at_most(io.BytesIO(data), size, limit)
                 assert got == io.BytesIO(data).read(limit), (actual, size, limit)
+
+
+def test_read_json_bytes_refuses_an_oversize_file_unread_naming_it(tmp_path: Path) -> None:
+    """By its stat size (a sparse file: nothing is read), naming ``display`` or else the path."""
+    from rwkv_registry.jsonload import JsonTooLargeError, read_json_bytes
+
+    p = tmp_path / "big.json"
+    with open(p, "wb") as fh:
+        fh.truncate(1001)
+    with pytest.raises(JsonTooLargeError) as e:
+        read_json_bytes(p, display="train.json", max_bytes=1000)
+    assert "train.json" in str(e.value) and str(tmp_path) not in str(e.value)
+    with pytest.raises(JsonTooLargeError) as e:
+        read_json_bytes(p, max_bytes=1000)
+    assert str(p) in str(e.value)
+    assert len(read_json_bytes(p, max_bytes=1001)) == 1001
