@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import test_hub
@@ -1101,3 +1102,31 @@ def test_a_push_of_a_directory_without_index_json_is_refused_by_validation(
     out = capsys.readouterr()
     assert "does not validate" in out.err and "Traceback" not in out.err and "unexpected" not in out.err
     assert list(empty.iterdir()) == [] and hub.head(repo_id) == head
+
+
+def test_a_push_where_the_lock_file_cannot_be_created_goes_on_without_it(
+    hub: FakeHub, tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A registry where the writers' lock file is missing and cannot be created (a read-only directory, which root
+    is not refused here: os.open says EACCES for it): the push holds no lock and pushes."""
+    import errno
+    import os
+
+    from rwkv_registry.atomic import LOCK_NAME
+
+    reg = copy(tiny, tmp_path / "reg")
+    repo_id = new_repo(hub, reg)
+    (reg / "README.md").write_bytes((reg / "README.md").read_bytes() + b"\nA line of the publisher's.\n")
+    resum(reg)
+    (reg / LOCK_NAME).unlink(missing_ok=True)
+    real = os.open
+
+    def read_only(path: Any, flags: int, *args: Any, **kw: Any) -> int:
+        if str(path).endswith(LOCK_NAME) and flags & os.O_CREAT:
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+        return real(path, flags, *args, **kw)
+
+    monkeypatch.setattr(os, "open", read_only)
+    result = push_registry(reg, repo_id, log=lambda m: None)
+    assert result.commit is not None and hub.files(repo_id)["README.md"] == (reg / "README.md").read_bytes()
+    assert not (reg / LOCK_NAME).exists()
