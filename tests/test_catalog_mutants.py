@@ -934,3 +934,13 @@ def test_base_info_shows_the_vocabulary_and_a_group_its_entries_descriptions(reg
     )
     text = flat(plain(render_group_info(cat, NodeRef("method", TINY_BASE, "state"))))
     assert "s1" in text and "the chat State" in text, text
+
+
+def test_a_comparison_separates_its_three_tables_by_a_blank_line(reg: Path) -> None:
+    """Fields, scores and the train.json diff, each after a blank line (what the compare screen shows)."""
+    from rich.text import Text
+
+    cat = Catalog(reg)
+    parts = list(render_comparison(cat.compare(cat.entry("v2-r4-a"), cat.entry("v2-r4-b"))))
+    assert len(parts) == 5 and all(isinstance(p, Text) and not p.plain for p in parts[1::2]), parts
+    assert not any(isinstance(p, Text) for p in parts[::2]), parts
