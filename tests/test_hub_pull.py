@@ -1017,3 +1017,34 @@ def test_a_resumed_pull_counts_the_other_files_it_deleted(
         assert not (dest / ".cache").exists()
     else:
         assert note.endswith(f"; {strays} other file(s) left there deleted (changed, partial, or not in this commit)")
+
+
+def test_a_leftover_staging_directory_that_vanishes_while_sorted_does_not_stop_the_pull(
+    hub: FakeHub, tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two killed pulls' staging directories; one cannot be stat'ed when they are sorted by age (deleted meanwhile):
+    it counts as the oldest, the other is resumed from, and the pull completes."""
+    import sys
+
+    repo_id = new_repo(hub, tiny)
+    dead = int(Path("/proc/sys/kernel/pid_max").read_text()) + 1 if Path("/proc/sys/kernel/pid_max").exists() else 0
+    if not dead:
+        pytest.skip("no /proc/sys/kernel/pid_max: no pid known to be free")
+    files = hub.files(repo_id)
+    gone = tmp_path / f".dest{_hub_sync.PULL_STAGING}{dead + 1}"
+    gone.mkdir()
+    left = tmp_path / f".dest{_hub_sync.PULL_STAGING}{dead}"
+    (left / STATE).parent.mkdir(parents=True)
+    (left / STATE).write_bytes(files[STATE])
+    real = Path.stat
+
+    def vanished(self: Path, **kw: Any) -> os.stat_result:
+        if self == gone and sys._getframe(1).f_code.co_name == "mtime":  # listed alive, gone when sorted by age
+            raise FileNotFoundError(2, "No such file or directory", str(self))
+        return real(self, **kw)
+
+    monkeypatch.setattr(Path, "stat", vanished)
+    said: list[str] = []
+    assert pull_registry(repo_id, tmp_path / "dest", log=said.append).ok
+    assert any(m.startswith("resuming the interrupted pull") and str(left) in m for m in said), said
+    assert same_tree(tmp_path / "dest", files)
