@@ -1048,3 +1048,27 @@ def test_a_leftover_staging_directory_that_vanishes_while_sorted_does_not_stop_t
     assert pull_registry(repo_id, tmp_path / "dest", log=said.append).ok
     assert any(m.startswith("resuming the interrupted pull") and str(left) in m for m in said), said
     assert same_tree(tmp_path / "dest", files)
+
+
+def test_an_interrupted_pull_counts_the_kept_files_it_can_still_stat(
+    hub: FakeHub, tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kept file that cannot be stat'ed when the message is written (deleted meanwhile) is left out of the count;
+    the files after it, in the same folder, are still counted."""
+    import sys
+
+    repo_id = new_repo(hub, tiny)
+    stop_after(monkeypatch, hub, 3)
+    real = os.lstat
+    failed: list[str] = []
+
+    def first_gone(path: Any, *args: Any, **kw: Any) -> os.stat_result:
+        if sys._getframe(1).f_code.co_name == "_staged_files" and failed in ([], [str(path)]):
+            failed[:] = [str(path)]  # the first file it looks at, each time
+            raise FileNotFoundError(2, "No such file or directory", str(path))
+        return real(path, *args, **kw)
+
+    monkeypatch.setattr(os, "lstat", first_gone)
+    with pytest.raises(KeyboardInterrupt) as e:
+        pull_registry(repo_id, tmp_path / "dest", log=quiet)
+    assert failed and "The 2 file(s) downloaded so far" in str(e.value), str(e.value)
