@@ -944,3 +944,10 @@ def test_a_comparison_separates_its_three_tables_by_a_blank_line(reg: Path) -> N
     parts = list(render_comparison(cat.compare(cat.entry("v2-r4-a"), cat.entry("v2-r4-b"))))
     assert len(parts) == 5 and all(isinstance(p, Text) and not p.plain for p in parts[1::2]), parts
     assert not any(isinstance(p, Text) for p in parts[::2]), parts
+
+
+def test_a_scores_table_heads_its_detail_column(reg: Path) -> None:
+    from rwkv_registry.catalog_render import _scores_table
+
+    text = flat(plain(_scores_table([score(52.5, "2026-01-05")])))
+    assert text.startswith("benchmark date score detail "), text
