@@ -671,8 +671,10 @@ _RULES: tuple[Rule, ...] = (
         E,
         "git history unreadable in a git work tree",
         "The registry is in a git work tree, but git cannot read its history, so immutability (GIT001–GIT003, "
-        "GIT005) was not checked: give the user running validate read access to .git (`ls -l .git/objects`), or "
-        "repair the object store (`git fsck`; clone the repository again if objects are missing).",
+        "GIT005) was not checked: give the user running validate read access to .git (`ls -l .git/objects`); when "
+        "git says 'dubious ownership' (a clone owned by another user, as in CI containers), mark it safe with "
+        "`git config --global --add safe.directory PATH`; or repair the object store (`git fsck`; clone the "
+        "repository again if objects are missing).",
     ),
     # --- signatures (SHA256SUMS.sig) -----------------------------------------------------------
     Rule(

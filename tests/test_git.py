@@ -269,6 +269,24 @@ def test_corrupt_object_store_is_an_error(repo: Path, monkeypatch: pytest.Monkey
     assert main(["validate", str(repo)]) == 1
 
 
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="chown to another user needs root")
+def test_a_clone_owned_by_another_user_is_git006_with_the_safe_directory_fix(repo: Path) -> None:
+    """git refuses a repository another user owns ('dubious ownership', as in CI containers): immutability cannot
+    be checked, so GIT006, an error whose hint gives the safe.directory command (not a pass, nor only git's words)."""
+    from rwkv_registry.rules import RULES
+
+    owner = os.stat(repo).st_uid
+    subprocess.run(["chown", "-R", "65534", str(repo)], check=True)
+    try:
+        report = validate_registry(repo, use_cache=False)
+    finally:
+        subprocess.run(["chown", "-R", str(owner), str(repo)], check=True)
+    found = [f for f in report.findings if f.code.startswith("GIT")]
+    assert [f.code for f in found] == ["GIT006"] and not report.ok
+    assert "dubious ownership" in found[0].message
+    assert "git config --global --add safe.directory" in RULES["GIT006"].hint
+
+
 @pytest.mark.skipif(
     shutil.which("pre-commit") is None and not (Path(sys.executable).parent / "pre-commit").exists(),
     reason="pre-commit not installed",
