@@ -29,6 +29,7 @@ from typing import Any, Protocol
 import torch
 
 from rwkv_registry.catalog import check_base_path, find_entry
+from rwkv_registry.cli import MAX_THINK_TOKENS
 from rwkv_registry.errors import RegistryError, UsageError
 from rwkv_registry.model.errors import ModelError
 from rwkv_registry.model.profiles import get_profile
@@ -58,6 +59,12 @@ class Settings:
     alpha: float = 0.05  # significance level of the McNemar test
     runs: int = 2  # each side runs this many times; all runs must give the same tokens
     stop_early: bool = True  # False: every call runs to its token budget (a timing's worst case)
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.think_tokens <= MAX_THINK_TOKENS:  # as `smoke --think-tokens` refuses it
+            raise ValueError(f"think_tokens {self.think_tokens}: give a number of tokens from 1 to {MAX_THINK_TOKENS}")
+        if self.runs < 1:
+            raise ValueError(f"runs {self.runs}: at least one run per side (two check determinism)")
 
 
 class Progress(Protocol):

@@ -463,3 +463,12 @@ def test_thinking_side_jobs_stop_where_docs_say_and_score_after_the_thinking(res
         thought = side.thinking[i].text
         assert tok.decode(call.suffix).endswith("Assistant: <think>" + thought + '</think> ```json\n{"name":"')
         assert (loss.prefix, loss.suffix) == (call.prefix, call.suffix)
+
+
+@pytest.mark.parametrize("knobs", [{"think_tokens": 0}, {"think_tokens": 4097}, {"think_tokens": 10**9}, {"runs": 0}])
+def test_settings_from_python_are_bounded_as_the_command_line_is(knobs: dict[str, int]) -> None:
+    """`smoke --think-tokens` refuses a budget outside 1…4096; Settings built from Python refuse it too (and a run
+    count below one), instead of a smoke run that decodes for hours or checks nothing."""
+    with pytest.raises(ValueError, match=next(iter(knobs))):
+        Settings(**knobs)
+    assert Settings(think_tokens=4096).think_tokens == 4096 and Settings(think_tokens=1, runs=1).runs == 1
