@@ -177,7 +177,7 @@ def _not_a_work_tree(root: Path) -> Finding:
     )
 
 
-def _unreadable(root: Path, why: str) -> Finding:
+def _unreadable(why: str) -> Finding:
     return finding("GIT006", ".", f"git failed: {why.strip()[:200]}")
 
 
@@ -247,9 +247,9 @@ def check_git(
         try:
             head = plain.head()
         except _GitFailed as e:
-            return [_unreadable(root, str(e.stderr or e))]
+            return [_unreadable(str(e.stderr or e))]
         except _Unreadable as e:
-            return [_unreadable(root, str(e))]
+            return [_unreadable(str(e))]
         except _NoGit:
             return [finding("GIT004", ".", "the git executable is not available")]
         if head is None:
@@ -278,11 +278,11 @@ def check_git(
             try:
                 _unborn_head(lambda: repo.git.rev_parse(*_HEAD_REF[1:]), git.GitCommandError)
             except _Unreadable as e:
-                return [_unreadable(root, str(e))]
+                return [_unreadable(str(e))]
             try:
                 repo.git.rev_parse("--git-dir")
             except git.GitCommandError as e:  # .git that git itself cannot read (its objects unreadable)
-                return [_unreadable(root, str(e.stderr or e))]
+                return [_unreadable(str(e.stderr or e))]
         if since:
             top = Path(repo.working_tree_dir or root).resolve()
             raise UsageError(
@@ -326,7 +326,7 @@ def _check_repo(
         untracked = _split_z(repo.git.ls_files("--others", "--exclude-standard", "-z", "--", spec))
         baseline_index = _index_at(repo, baseline, prefix, index, *index_ids, memo)
     except git_errors as e:
-        return [_unreadable(root, str(getattr(e, "stderr", "") or e))]
+        return [_unreadable(str(getattr(e, "stderr", "") or e))]
 
     def rel(p: str) -> str:
         return PurePosixPath(p).relative_to(prefix).as_posix() if str(prefix) != "." else p
