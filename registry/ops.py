@@ -544,7 +544,7 @@ def _base_warnings(root: Path, before: dict[str, Any], after: dict[str, Any]) ->
     names the new base's file and not its own base's: only those whose bytes hold the name are parsed), IDX009,
     IDX013 and IDX014 (its scores, and comparisons against it). The others cannot change: no entry, file or
     directory but the new base's ``.gitkeep`` placeholders is written."""
-    from .jsonload import DEFAULT_MAX_BYTES, JsonLoadError, load_json_bytes, read_at_most
+    from .jsonload import JsonLoadError, load_json_bytes, read_json_bytes
     from .validate import base_files, bases_findings, sort_findings, train_command_findings
 
     new = after["bases"][-1]
@@ -554,7 +554,6 @@ def _base_warnings(root: Path, before: dict[str, Any], after: dict[str, Any]) ->
     files_before = base_files({b["name"]: b for b in before["bases"]})
     files_after = base_files({b["name"]: b for b in after["bases"]})
     needle = name.encode()  # in the file name, which JSON writes as it is (unless \u-escaped)
-    nofollow = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)  # a link is not read (one out of the registry: LAY005)
     if files_after.get(name) is not None:
         for b in before["bases"]:
             for method in ("state", "miss"):
@@ -568,15 +567,14 @@ def _base_warnings(root: Path, before: dict[str, Any], after: dict[str, Any]) ->
                     continue  # validate: LAY003, LAY010
                 for d in dirs:
                     rel = f"{b['name']}/{method}/{d}/train.json"
+                    path = os.path.join(root, rel)
                     try:
-                        with os.fdopen(os.open(os.path.join(root, rel), nofollow), "rb") as fh:
-                            size = os.fstat(fh.fileno()).st_size
-                            if size > DEFAULT_MAX_BYTES:
-                                continue  # validate: SCH001 (too large), nothing read
-                            data = read_at_most(fh, size, DEFAULT_MAX_BYTES + 1)
+                        if os.path.islink(path):
+                            continue  # a link is not read (one out of the registry: LAY005)
+                        data = read_json_bytes(path, display=rel)
                     except OSError:
-                        continue  # absent (TRN001), a directory or unreadable (LAY010)
-                    if (needle not in data and b"\\u" not in data) or len(data) > DEFAULT_MAX_BYTES:
+                        continue  # absent (TRN001), too large (SCH001), not a regular file (LAY015), unreadable
+                    if needle not in data and b"\\u" not in data:
                         continue
                     try:
                         t = load_json_bytes(data, path=rel)

@@ -375,3 +375,25 @@ def test_add_base_reads_a_train_json_of_exactly_the_size_limit(
     monkeypatch.setattr(jsonload, "DEFAULT_MAX_BYTES", 1 << 20)
     found = _run(reg, _add_base(reg, OTHER, "7" * 64), capsys)
     assert [(c, p) for c, p, _ in found] == [("TRN010", f"{TINY_BASE}/state/v3/train.json")]
+
+
+def test_add_base_does_not_wait_on_a_fifo_train_json(reg: Path, tmp_path: Path) -> None:
+    """A FIFO where a train.json should be (validate: LAY015): looking for TRN010, add-base does not open it for
+    reading, which would wait for a writer forever; it ends at once, refused as not a regular file, nothing written."""
+    import os
+    import subprocess
+    import sys
+
+    fifo = reg / TINY_BASE / "state" / "a-fifo"
+    fifo.mkdir()
+    os.mkfifo(fifo / "train.json")
+    index = (reg / "index.json").read_bytes()
+    done = subprocess.run(
+        [sys.executable, "-m", "rwkv_registry", *_add_base(reg, OTHER, "7" * 64)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert f"{fifo / 'train.json'}" in done.stderr and "not a regular file" in done.stderr
+    assert (reg / "index.json").read_bytes() == index and not (reg / OTHER).exists()
