@@ -500,46 +500,36 @@ class Validator:
             self.guarded(self.check_readme, tree)
         self.check_gitattributes(tree)
         self.guarded(self.check_history)
-        self.drop_unreadable_echoes(tree)
-        self.drop_special_file_echoes(tree)
+        self.drop_unseen_echoes(tree)
         self.cache.save(live=tree.files.values())
         self.stats["files"] = len(tree.files)
         self.stats["elapsed_s"] = time.perf_counter() - t0
 
-    def drop_unreadable_echoes(self, tree: Tree) -> None:
-        """A directory that cannot be listed is one LAY010: what lies under it was not seen, so the findings that
-        would call it missing (LAY008, TRN001 on the directory itself, HSH005 "cannot be read", …) are echoes of
-        that cause, dropped."""
-        if not tree.unreadable or "" in tree.unreadable:
+    def drop_unseen_echoes(self, tree: Tree) -> None:
+        """What was never seen is reported once, by its cause: a directory that cannot be listed (LAY010; unless it
+        is the root) or a FIFO, socket or device in place of a file (LAY015, never opened). The findings that would
+        call what lies there missing or empty (LAY008, TRN001 for its train.json, HSH005 "cannot be read" for a
+        listed one, README.md's RDM001, SHA256SUMS's SCH004, .gitattributes' LFS002, …) are echoes of that cause,
+        dropped."""
+        prefixes = () if "" in tree.unreadable else tuple(f"{d}/" for d in tree.unreadable)
+        if not prefixes and not tree.special:
             return
-        prefixes = tuple(f"{d}/" for d in tree.unreadable)
-        echoes = {id(f) for rel, f in self.sums_gone.items() if rel.startswith(prefixes)}
-        self.findings = [
-            f
-            for f in self.findings
-            if f.code == "LAY010"
-            or not (
-                id(f) in echoes
-                or f.path.startswith(prefixes)
-                or (f.code == "TRN001" and f.path in tree.unreadable)  # "has no train.json": not seen, not missing
-            )
-        ]
 
-    def drop_special_file_echoes(self, tree: Tree) -> None:
-        """A FIFO, socket or device in place of a file is one LAY015: it is never opened, so the findings that
-        would call the file missing or empty (README.md's RDM001, SHA256SUMS's SCH004, .gitattributes' LFS002, an
-        entry's LAY008, TRN001 for a train.json, HSH005 for a listed one) are echoes of that cause, dropped."""
-        if not tree.special:
-            return
-        echoes = {id(f) for rel, f in self.sums_gone.items() if rel in tree.special}
+        def unseen(rel: str) -> bool:
+            return rel in tree.special or rel.startswith(prefixes)
+
+        echoes = {id(f) for rel, f in self.sums_gone.items() if unseen(rel)}
         self.findings = [
             f
             for f in self.findings
-            if f.code == "LAY015"
+            if f.code in ("LAY010", "LAY015")
             or not (
                 id(f) in echoes
-                or f.path in tree.special
-                or (f.code == "TRN001" and f"{f.path}/train.json" in tree.special)
+                or unseen(f.path)
+                or (
+                    f.code == "TRN001"  # "has no train.json": not seen, not missing
+                    and ((prefixes and f.path in tree.unreadable) or f"{f.path}/train.json" in tree.special)
+                )
             )
         ]
 
