@@ -1025,7 +1025,7 @@ def _entry_warnings(
     def mine(x: dict[str, Any]) -> bool:
         return x.get("method") == method and isinstance(x.get("data"), dict) and x["data"].get("version") == version
 
-    peers = [x for x in others if x["data"]["version"] == version and x["method"] == method]  # schema: present
+    peers = [x for x in others if mine(x)]
     unpublished = [x for x in index.get("unpublished") or [] if mine(x)]
     prior = {_seen(f) for f in data_version_findings(peers + unpublished)}
     out += [f for f in data_version_findings([*peers, entry, *unpublished]) if _seen(f) not in prior]
