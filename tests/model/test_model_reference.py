@@ -11,7 +11,11 @@ from model_helpers import rel_err, rwkv_package
 from rwkv_registry.model import RWKV7, load_state_weights
 from rwkv_registry.model.tiny import make_tiny_base, make_tiny_state
 
-TOL = 1e-5  # max |Δ| / std(reference), fp32
+# max |Δ| / std(reference), both sides fp32 with their own order of operations. The largest seen:
+# 1.03e-5 on an Intel Xeon (AVX-512, test_full_output_matches_package[L2-C192-lora32-no-v0]; the other
+# cases 1.6e-6 to 6.3e-6), below 1e-5 on an AMD EPYC. A wrong op, weight or state layout gives 1e-2 and
+# more (test_state_file_matches_package_state_injection checks a missing State is seen at 1e-2).
+TOL = 3e-5
 
 # (n_layer, n_embd, d_decay, d_aaa, d_mv, d_gate, vocab, layer 0 has v0/v1/v2)
 SHAPES = {
