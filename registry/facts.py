@@ -64,7 +64,7 @@ class FileFacts:
 
 def sha256_file(path: str | os.PathLike[str], progress: Callable[[int], None] | None = None) -> tuple[str, int]:
     """sha256 and size of a file of any size, streamed in 16 MiB chunks (``progress`` gets each length)."""
-    from .jsonload import open_regular
+    from .fsio import open_regular
 
     h = hashlib.sha256()
     size = 0
@@ -105,7 +105,7 @@ def compute_facts_and_blob_id(path: str | os.PathLike[str]) -> tuple[FileFacts, 
 
 def _mapped_facts(path: str | os.PathLike[str], blob: Any) -> FileFacts:
     """The facts of ``path`` mapped once; with ``blob`` (a sha1), the git blob id of the same bytes too."""
-    from .jsonload import open_regular
+    from .fsio import open_regular
 
     with open_regular(path) as f:
         size = os.fstat(f.fileno()).st_size

@@ -19,19 +19,18 @@ Each refusal is a :class:`JsonLoadError` naming the file, the line and column wh
 
 from __future__ import annotations
 
-import errno
 import json
 import math
 import os
 import re
-import stat
 import sys
 from array import array
 from itertools import accumulate
 from pathlib import Path
-from typing import Any, BinaryIO, TypeGuard
+from typing import Any, TypeGuard
 
 from rwkv_registry.errors import RegistryError
+from rwkv_registry.fsio import open_regular, read_at_most
 from rwkv_registry.rules import RULES
 
 __all__ = [
@@ -373,22 +372,6 @@ def load_json_bytes(
     return value
 
 
-def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
-    """``open(path, "rb")`` of a regular file only. A FIFO would block the open (and a device the reads) until
-    another process writes; it is refused at once with ``OSError(EINVAL, "not a regular file")`` instead."""
-    nonblock = getattr(os, "O_NONBLOCK", 0)
-    fd = os.open(path, os.O_RDONLY | nonblock | getattr(os, "O_BINARY", 0))
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", os.fspath(path))
-        if nonblock:
-            os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
-
-
 def read_json_bytes(
     path: str | os.PathLike[str], *, display: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES
 ) -> bytes:
@@ -405,16 +388,6 @@ def read_json_bytes(
         data = read_at_most(fh, size, max_bytes + 1)
     if len(data) > max_bytes:
         raise JsonTooLargeError(name, len(data), max_bytes)
-    return data
-
-
-def read_at_most(fh: BinaryIO, size: int, limit: int) -> bytes:
-    """``fh.read(limit)``: the file's bytes up to ``limit``, asked for as ``size`` (its ``fstat`` size) plus one
-    first, then the rest only if the file grew meanwhile. ``read(limit)`` itself allocates ``limit`` bytes before
-    reading: 64 MiB for each small JSON file, two thirds of the time a warm run spent reading 640 train.json."""
-    data = fh.read(min(size + 1, limit))
-    if len(data) == size + 1 and len(data) < limit:  # the file grew since fstat: read on, as read(limit) would
-        data += fh.read(limit - len(data))
     return data
 
 

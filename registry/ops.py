@@ -257,7 +257,7 @@ def warn_stale_signature(root: Path) -> None:
 
 def _readme_for(root: Path, index: dict[str, Any], bodies: tuple[str, str] | None = None) -> bytes:
     """README.md with its generated regions rendered from ``index`` (or given as ``bodies``, rendered from it)."""
-    from .jsonload import open_regular
+    from .fsio import open_regular
 
     path = root / "README.md"
     try:

@@ -33,7 +33,8 @@ from .arch import state_shape
 from .atomic import JOURNAL_NAME, LOCK_NAME, TMP_PREFIX, registry_around, require_directory
 from .errors import UsageError
 from .facts import FactsCache, FileFacts, gather_facts, sha256_file, stray_state_finding
-from .jsonload import is_finite_number, is_integer, read_at_most
+from .fsio import read_at_most
+from .jsonload import is_finite_number, is_integer
 from .rules import Finding, Severity, finding
 from .schemas import schema_digest
 from .sums import SIG_NAME, SUMS_NAME, parse_sums

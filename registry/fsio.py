@@ -1,0 +1,39 @@
+"""Bounded, FIFO-safe reading of registry files (any kind: JSON, README.md, SHA256SUMS, weight files' heads).
+
+:func:`open_regular` opens a regular file only (a FIFO would block the open until another process writes);
+:func:`read_at_most` reads at most a limit without allocating the limit up front."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from typing import BinaryIO
+
+__all__ = ["open_regular", "read_at_most"]
+
+
+def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
+    """``open(path, "rb")`` of a regular file only. A FIFO would block the open (and a device the reads) until
+    another process writes; it is refused at once with ``OSError(EINVAL, "not a regular file")`` instead."""
+    nonblock = getattr(os, "O_NONBLOCK", 0)
+    fd = os.open(path, os.O_RDONLY | nonblock | getattr(os, "O_BINARY", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", os.fspath(path))
+        if nonblock:
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_at_most(fh: BinaryIO, size: int, limit: int) -> bytes:
+    """``fh.read(limit)``: the file's bytes up to ``limit``, asked for as ``size`` (its ``fstat`` size) plus one
+    first, then the rest only if the file grew meanwhile. ``read(limit)`` itself allocates ``limit`` bytes before
+    reading: 64 MiB for each small JSON file, two thirds of the time a warm run spent reading 640 train.json."""
+    data = fh.read(min(size + 1, limit))
+    if len(data) == size + 1 and len(data) < limit:  # the file grew since fstat: read on, as read(limit) would
+        data += fh.read(limit - len(data))
+    return data

@@ -1,0 +1,42 @@
+"""registry/fsio.py: the FIFO-safe, bounded opener shared by every reader (JSON, README.md, weight files' heads)."""
+
+from __future__ import annotations
+
+import ast
+import errno
+import os
+from pathlib import Path
+
+import pytest
+
+import rwkv_registry
+
+PKG = Path(rwkv_registry.__file__).resolve().parent
+
+
+def test_open_regular_reads_a_file_and_refuses_a_fifo_at_once(tmp_path: Path) -> None:
+    from rwkv_registry.fsio import open_regular
+
+    p = tmp_path / "README.md"
+    p.write_bytes(b"hello")
+    with open_regular(p) as f:
+        assert f.read() == b"hello"
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(OSError) as e:
+        open_regular(fifo)  # no writer: a plain open would block here
+    assert e.value.errno == errno.EINVAL and "not a regular file" in str(e.value)
+
+
+def test_readers_of_non_json_files_do_not_take_the_opener_from_jsonload() -> None:
+    """open_regular and read_at_most live in fsio; jsonload uses them, and the JSON loader is not where
+    README.md, SHA256SUMS or a weight file's head are opened from."""
+    for name in ("ops.py", "facts.py", "validate.py"):
+        tree = ast.parse((PKG / name).read_text("utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module in ("jsonload", "rwkv_registry.jsonload"):
+                taken = {a.name for a in node.names}
+                assert not taken & {"open_regular", "read_at_most"}, (name, taken)
+    from rwkv_registry import fsio, jsonload
+
+    assert jsonload.read_at_most is fsio.read_at_most  # still importable from jsonload (tests, callers)
