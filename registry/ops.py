@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
+from types import EllipsisType
 from typing import Any
 
 from .atomic import TMP_PREFIX, Transaction, registry_lock
@@ -255,25 +256,40 @@ def warn_stale_signature(root: Path) -> None:
     )
 
 
-def _readme_for(root: Path, index: dict[str, Any], bodies: tuple[str, str] | None = None) -> bytes:
-    """README.md with its generated regions rendered from ``index`` (or given as ``bodies``, rendered from it)."""
+def _read_readme(root: Path) -> bytes | None:
+    """README.md's bytes (None when there is none), read once, FIFO-safe."""
     from .fsio import open_regular
 
     path = root / "README.md"
     try:
-        if path.exists():
-            with open_regular(path) as f:  # a FIFO would block
-                text = f.read().decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")  # as read_text
-        else:
-            text = skeleton()
+        if not path.exists():
+            return None
+        with open_regular(path) as f:  # a FIFO would block
+            return f.read()
+    except OSError as e:
+        raise RegistryIOError(f"cannot read {path}: {e.strerror or e}", path="README.md") from e
+
+
+def _readme_for(
+    root: Path,
+    index: dict[str, Any],
+    bodies: tuple[str, str] | None = None,
+    *,
+    current: bytes | EllipsisType | None = ...,
+) -> bytes:
+    """README.md with its generated regions rendered from ``index`` (or given as ``bodies``, rendered from it).
+
+    ``current``: README.md's bytes as the caller read them (None: there is none); by default read here."""
+    path = root / "README.md"
+    raw = _read_readme(root) if isinstance(current, EllipsisType) else current
+    try:
+        text = skeleton() if raw is None else raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
     except UnicodeDecodeError as e:
         raise RefusedError(
             f"{path}: not UTF-8 text ({e.reason} at byte {e.start})",
             hint="Save README.md as UTF-8, then run the command again.",
             path="README.md",
         ) from None
-    except OSError as e:
-        raise RegistryIOError(f"cannot read {path}: {e.strerror or e}", path="README.md") from e
     new = apply_bodies(text, bodies or render_bodies(index))
     if new is None:
         raise RefusedError(
@@ -1336,10 +1352,12 @@ def write_readme(path: str | os.PathLike[str], *, reset: bool = False) -> str:
             assert text is not None
             data = text.encode("utf-8")
         else:
-            data = _readme_for(root, index)
-            done = "unchanged" if readme.read_bytes() == data else "updated"
+            current = _read_readme(root)  # read once: the check below and the rewrite use these very bytes
+            data = _readme_for(root, index, current=current)
+            done = "unchanged" if current == data else "updated"
         with Transaction(root) as txn:
-            _publish(root, txn, {"README.md": data})
+            # unchanged: README.md is left as it is (not written back from what was read), SHA256SUMS refreshed
+            _publish(root, txn, {} if done == "unchanged" else {"README.md": data})
     return done
 
 

@@ -874,6 +874,29 @@ def test_readme_says_what_it_did(reg: Path, capsys: pytest.CaptureFixture[str]) 
     assert capsys.readouterr().out.strip() == "README.md written from the skeleton, with its generated sections"
 
 
+def test_readme_reads_readme_once_and_keeps_an_edit_saved_meanwhile(
+    reg: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`readme` judges "unchanged" on the bytes it rendered from, not on a second read: README.md saved in an editor
+    while it runs is neither reported as "updated" nor overwritten with the text read before the edit."""
+    from rwkv_registry import ops
+
+    readme = reg / "README.md"
+    edited = readme.read_bytes() + b"\nSaved by hand while readme ran.\n"
+    real = ops.apply_bodies
+
+    def render_then_edit(text: str, bodies: tuple[str, str]) -> str | None:
+        out = real(text, bodies)
+        readme.write_bytes(edited)  # after README.md was read, before the command decides and writes
+        return out
+
+    monkeypatch.setattr(ops, "apply_bodies", render_then_edit)
+    assert main(["readme", str(reg)]) == 0
+    assert capsys.readouterr().out.strip() == "README.md generated sections were already up to date"
+    assert readme.read_bytes() == edited
+    assert not [f for f in ops.check_sums(reg) if str(f.severity) == "error"]  # SHA256SUMS lists the edited bytes
+
+
 # --- a FIFO where a file should be: refused at once, never a hang ------------------------------------------------
 
 
