@@ -18,6 +18,7 @@ from pathlib import Path
 
 import torch
 
+from rwkv_registry.atomic import atomic_write_bytes
 from rwkv_registry.miss import tensor_name, write_miss_file
 from rwkv_registry.model.config import RWKV7Config
 from rwkv_registry.model.loading import sha256_file, torch_load_dict
@@ -113,12 +114,14 @@ def tiny_base_tensors(
 
 
 def save_tensors(path: str | Path, tensors: dict[str, torch.Tensor]) -> Path:
-    """``torch.save`` a flat dict through a buffer (so the bytes do not depend on the file name)."""
+    """``torch.save`` a flat dict through a buffer (so the bytes do not depend on the file name), written
+    atomically (temporary file, fsync, rename): a process killed mid-write leaves the old file or none, never a
+    truncated one that a later run (the tiny weights' cache) would take for whole."""
     buf = io.BytesIO()
     torch.save({k: v.contiguous().clone() for k, v in tensors.items()}, buf)
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_bytes(buf.getvalue())
+    atomic_write_bytes(p, buf.getvalue())
     return p
 
 
@@ -224,8 +227,9 @@ def make_tiny_miss(
     in_features = {name: miss_in_out(cfg, name.split(".", 2)[2][: -len(".D")])[0] for name in d_tensors}
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
+    buf = io.BytesIO()  # written whole, then renamed into place (atomic, like save_tensors)
     write_miss_file(
-        p,
+        buf,
         tensors,
         rank=rank,
         alpha=alpha,
@@ -233,6 +237,7 @@ def make_tiny_miss(
         dtype="bfloat16",
         in_features=in_features,
     )
+    atomic_write_bytes(p, buf.getvalue())
     return p
 
 

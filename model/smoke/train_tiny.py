@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import json
 import math
 import os
@@ -53,6 +54,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from rwkv_registry.atomic import atomic_write_bytes
 from rwkv_registry.miss import tensor_name
 from rwkv_registry.model.config import RWKV7Config
 from rwkv_registry.model.miss import TARGET_MODULES
@@ -424,8 +426,9 @@ def _write_miss(
         raw = t.to(torch.bfloat16).contiguous().view(torch.uint16).numpy().tobytes()
         tensors[name] = RawTensor("bfloat16", tuple(t.shape), raw)
     in_features = {name: miss_in_out(cfg, name.split(".", 2)[2][: -len(".D")])[0] for name in d_tensors}
+    buf = io.BytesIO()  # written whole, then renamed into place: a killed worker leaves no truncated file
     write_miss_file(
-        path,
+        buf,
         tensors,
         rank=config.miss_rank,
         alpha=config.miss_alpha,
@@ -433,6 +436,7 @@ def _write_miss(
         dtype="bfloat16",
         in_features=in_features,
     )
+    atomic_write_bytes(path, buf.getvalue())
 
 
 def _train_part(part: str, base_path: str, out_path: str, config: TrainConfig) -> list[str]:
@@ -500,6 +504,14 @@ def _run_parts_in_processes(jobs: list[tuple[str, str, str, TrainConfig]], key: 
     return results
 
 
+def _file_record(path: Path) -> dict[str, object]:
+    """What the manifest records of a trained file, and a reuse checks: its size and sha256 (a file truncated or
+    changed since, by a crash of an older writer, a full disk or a hand, is trained again, not trusted)."""
+    from rwkv_registry.model.loading import sha256_file
+
+    return {"size": path.stat().st_size, "sha256": sha256_file(path)}
+
+
 def build_tiny_weights(
     out_dir: str | Path,
     *,
@@ -518,8 +530,9 @@ def build_tiny_weights(
     manifest = out / MANIFEST
     files = TinyWeights(out / BASE_NAME, out / STATE_NAME, out / MISS_NAME, key, True)
     try:
-        if json.loads(manifest.read_text())["key"] == key and all(
-            p.is_file() for p in (files.base, files.state, files.miss)
+        recorded = json.loads(manifest.read_text())
+        if recorded["key"] == key and all(
+            _file_record(p) == recorded["files"][p.name] for p in (files.base, files.state, files.miss)
         ):
             log(f"reusing the tiny weights in {out} (key {key[:12]}…)")
             return files
@@ -536,10 +549,13 @@ def build_tiny_weights(
     for lines in results:
         for line in lines:
             log(line)
-    manifest.write_text(
-        json.dumps({"key": key, "config": asdict(config), "seconds": round(time.perf_counter() - t0, 1)}, indent=2)
-        + "\n"
-    )
+    record = {
+        "key": key,
+        "config": asdict(config),
+        "seconds": round(time.perf_counter() - t0, 1),
+        "files": {p.name: _file_record(p) for p in (files.base, files.state, files.miss)},
+    }
+    atomic_write_bytes(manifest, (json.dumps(record, indent=2) + "\n").encode())
     log(f"tiny weights trained in {time.perf_counter() - t0:.1f} s into {out}")
     return TinyWeights(files.base, files.state, files.miss, key, False)
 

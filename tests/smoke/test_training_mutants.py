@@ -332,6 +332,41 @@ def test_cached_weights_are_reused_only_when_complete_and_recorded(tmp_path, fak
     assert not (out / "manifest.json").exists()  # a failed run leaves nothing that looks reusable
 
 
+def test_a_truncated_or_changed_cached_file_is_trained_again(tmp_path, fake_training):
+    """The manifest records each file's size and sha256: a file cut short (a writer killed mid-write before the
+    writes were atomic, a full disk) or changed is not trusted, and the set is trained again."""
+    calls, _ = fake_training
+    config = replace(TrainConfig(), n_embd=64)
+    out = tmp_path / "w"
+    first = build_tiny_weights(out, config=config, parallel=False)
+    whole = first.base.read_bytes()
+    first.base.write_bytes(whole[: len(whole) // 2])  # truncated
+    again = build_tiny_weights(out, config=config, parallel=False)
+    assert not again.reused and again.base.read_bytes() == whole
+    assert build_tiny_weights(out, config=config, parallel=False).reused
+    first.state.write_bytes(b"st8te")  # same size, other bytes
+    assert not build_tiny_weights(out, config=config, parallel=False).reused
+    assert calls == ["state", "miss"] * 3
+    recorded = json.loads((out / "manifest.json").read_text())["files"]
+    assert recorded[first.miss.name] == {"size": 4, "sha256": hashlib.sha256(b"miss").hexdigest()}
+
+
+def test_save_tensors_replaces_a_file_atomically(tmp_path, monkeypatch):
+    """A write that fails before its rename (here: fsync) leaves the old file whole and no temporary file."""
+    from rwkv_registry.errors import RegistryIOError
+
+    path = save_tensors(tmp_path / "s.pth", {"a": torch.zeros(3)})
+    old = path.read_bytes()
+
+    def broken_fsync(fd: int) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", broken_fsync)
+    with pytest.raises(RegistryIOError, match=r"s\.pth"):
+        save_tensors(path, {"a": torch.ones(1000)})
+    assert path.read_bytes() == old and sorted(p.name for p in tmp_path.iterdir()) == ["s.pth"]
+
+
 def test_weights_of_another_key_are_trained_again_in_place(tmp_path, fake_training, monkeypatch):
     calls, _ = fake_training
     config = replace(TrainConfig(), n_embd=64)
