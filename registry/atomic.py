@@ -161,6 +161,25 @@ def _refuse_directory(final: Path) -> None:
         )
 
 
+def refuse_link(final: Path, rel: str) -> None:
+    """A write replaces ``final``: refuse (nothing published) if it is a symbolic link. Renaming a file over it
+    would drop the user's link silently, and writing through it would change another file of the registry (or,
+    leaving it, LAY005, a file elsewhere) that SHA256SUMS and git see under its own name. Every writer (``add``,
+    ``add-base``, ``readme``, ``sums``) stages through :class:`Transaction`, so all refuse alike."""
+    if not final.is_symlink():
+        return
+    try:
+        target = os.readlink(final)
+    except OSError:
+        target = "?"
+    raise RefusedError(
+        f"{final} is a symbolic link (to {target}): not written, since writing would replace the link with a file",
+        hint=f'Replace the link with the file it points to (`cp --remove-destination "$(realpath {final})" {final}`), '
+        "then run the command again.",
+        path=rel,
+    )
+
+
 def _is_transient(name: str) -> bool:
     return name.startswith(".rwkv-registry")  # the lock, the journal, temporary files, the dirs record
 
@@ -515,6 +534,7 @@ class Transaction:
     def _tmp_for(self, rel: str) -> tuple[Path, Path]:
         final = self.root / rel
         _refuse_directory(final)
+        refuse_link(final, rel)
         missing = []
         parent = final.parent
         while not parent.exists():

@@ -20,7 +20,7 @@ from pathlib import Path, PurePosixPath
 from types import EllipsisType
 from typing import Any
 
-from .atomic import TMP_PREFIX, Transaction, registry_lock
+from .atomic import TMP_PREFIX, Transaction, refuse_link, registry_lock
 from .errors import RefusedError, RegistryIOError, UsageError
 from .facts import FactsCache, FileFacts, compute_facts, gather_facts, sha256_file, stray_state_finding
 from .gitcheck import published_in
@@ -915,6 +915,8 @@ def add_entry(
         texts = {"index.json": index_bytes, "README.md": readme_bytes}
         if train_new is not None:
             texts[train_rel] = train_new
+        for r in (*texts, SUMS_NAME):  # a link among them is refused before the weight file is copied
+            refuse_link(root / r, r)
         with Transaction(root) as txn:
             txn.copy_file(rel, src)
             # the bytes published must be the bytes checked: re-hash the staged copy

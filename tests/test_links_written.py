@@ -1,0 +1,74 @@
+"""index.json, README.md and SHA256SUMS as symbolic links to files inside the registry (validate accepts them; a
+link leaving it is LAY005). Every writer refuses to replace such a link with a file, with one message, before
+anything is published; a writer that does not write the file leaves the link alone."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from regtools import TINY_BASE, state_train, write_state
+
+from rwkv_registry.cli import main
+
+NEW_BASE = ["--name", "rwkv7-other-20260301-ctx4096", "--sha256", "7" * 64, "--size", "1234",
+            "--source", "BlinkDL/rwkv7-g1", "--arch", "n_layer=2,n_embd=128,vocab_size=65536,ffn_size=512"]  # fmt: skip
+
+
+def _snapshot(root: Path) -> dict[str, bytes | str]:
+    out: dict[str, bytes | str] = {}
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root).as_posix()
+        if p.is_symlink():
+            out[rel] = "-> " + os.readlink(p)
+        elif p.is_file() and not rel.startswith(".rwkv-registry"):
+            out[rel] = p.read_bytes()
+    return out
+
+
+def _argv(command: str, reg: Path, tmp_path: Path) -> list[str]:
+    if command == "add-base":
+        return ["add-base", str(reg), *NEW_BASE]
+    if command == "add":
+        src = write_state(tmp_path / "in" / "s9.pth", seed=9)
+        train = tmp_path / "train.json"
+        train.write_text(json.dumps(state_train("v9")))
+        return ["add", str(reg), str(src), "--base", TINY_BASE, "--data-version", "v9", "--train", str(train)]
+    if command == "readme --reset":
+        return ["readme", str(reg), "--reset"]
+    return [command, str(reg)]
+
+
+WRITES = {  # what each command writes
+    "add": {"index.json", "README.md", "SHA256SUMS"},
+    "add-base": {"index.json", "README.md", "SHA256SUMS"},
+    "readme --reset": {"README.md", "SHA256SUMS"},
+    "readme": {"SHA256SUMS"},  # README.md already up to date: left as it is
+    "sums": {"SHA256SUMS"},
+}
+
+
+@pytest.mark.parametrize("name", ["index.json", "README.md", "SHA256SUMS"])
+@pytest.mark.parametrize("command", sorted(WRITES))
+def test_a_link_inside_the_registry_is_never_replaced_by_a_file(
+    reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, command: str
+) -> None:
+    link = reg / name
+    real = reg / f"real-{name}"
+    link.rename(real)
+    link.symlink_to(real.name)
+    argv = _argv(command, reg, tmp_path)
+    before = _snapshot(reg)
+    capsys.readouterr()
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert link.is_symlink() and os.readlink(link) == real.name  # the user's link is kept, whatever happened
+    if name in WRITES[command]:
+        assert code == 1, err
+        assert f"{link} is a symbolic link (to {real.name})" in " ".join(err.split())
+        assert "cp --remove-destination" in err
+        assert _snapshot(reg) == before  # nothing published, nothing left behind
+    else:
+        assert code == 0, err
