@@ -239,6 +239,33 @@ def test_add_base_says_trn010_of_a_train_json_naming_its_file(
     assert "TRN010" in {c for c, _, _ in _warnings(reg)}
 
 
+def test_add_base_reads_a_linked_train_json_as_validate_does(
+    reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A train.json that is a symbolic link to a file inside the registry: validate reads it (TRN010), so add-base
+    says the TRN010 it brings too; a link leaving the registry is read by neither (LAY005)."""
+    command = f"rwkv_state_tune --model /models/{OTHER}.pth --lr 0.01"
+    src = write_state(tmp_path / "in" / "s3.pth", seed=3)
+    assert _run(reg, _add_state(reg, tmp_path, src, "v3", command=command), capsys) == set()
+    train = reg / TINY_BASE / "state" / "v3" / "train.json"
+    train.rename(reg / "shared-train.json")
+    train.symlink_to(Path("..", "..", "..", "shared-train.json"))
+    found = _run(reg, _add_base(reg, OTHER, "7" * 64), capsys)
+    assert [(c, p) for c, p, _ in found] == [("TRN010", f"{TINY_BASE}/state/v3/train.json")]
+
+
+def test_add_base_does_not_read_a_train_json_linked_out_of_the_registry(
+    reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    command = f"rwkv_state_tune --model /models/{OTHER}.pth --lr 0.01"
+    src = write_state(tmp_path / "in" / "s3.pth", seed=3)
+    assert _run(reg, _add_state(reg, tmp_path, src, "v3", command=command), capsys) == set()
+    train = reg / TINY_BASE / "state" / "v3" / "train.json"
+    train.rename(tmp_path / "outside-train.json")
+    train.symlink_to(tmp_path / "outside-train.json")
+    assert _run(reg, _add_base(reg, OTHER, "7" * 64), capsys) == set()
+
+
 def test_add_base_says_idx013_of_its_scores(reg: Path) -> None:
     from rwkv_registry.arch import parse_arch_option
     from rwkv_registry.ops import add_base
