@@ -259,9 +259,11 @@ def cmd_add(args: argparse.Namespace) -> int:
 
 
 def _print_warnings(warnings: list[Any]) -> None:
-    """The warnings a write brought (``validate`` reports them from now on), on stderr, after its own line."""
+    """The warnings and notes (info) a write brought (``validate`` reports them from now on), on stderr, after its
+    own line."""
     for f in warnings:
-        sys.stderr.write(f"warning: {f.code} {f.path}: {f.message}\nhint: {f.hint}\n")
+        label = "note" if str(f.severity) == "info" else "warning"
+        sys.stderr.write(f"{label}: {f.code} {f.path}: {f.message}\nhint: {f.hint}\n")
 
 
 def cmd_sums(args: argparse.Namespace) -> int:

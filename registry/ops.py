@@ -708,7 +708,8 @@ def add_entry(
     """Register a State or MiSS file under ``base``; refuse (registry unchanged) if it does not fit.
 
     With ``recommended``, the entry takes the mark from the others of its base and method; their ids are
-    appended to ``displaced`` when one is given, read under the same lock as the write.
+    appended to ``displaced`` when one is given, read under the same lock as the write. ``warnings``: extended
+    with the warnings, and the notes (info: TRN006), that ``validate`` will report because of the new entry.
     """
     from .atomic import require_reachable, require_registry
     from .jsonload import JsonLoadError, load_json_file
@@ -903,7 +904,9 @@ def add_entry(
                     if other.get("recommended") is True:
                         lost_mark.append(other["id"])
                     other["recommended"] = False
-        train_warnings = _refuse_train_findings(root, train_rel, train_will_be, index, entry, group, train)
+        train_warnings = _refuse_train_findings(
+            root, train_rel, train_will_be, index, entry, group, train, new_file=train_new_file
+        )
         index["entries"].append(entry)
         new_warnings = _entry_warnings(root, index, content, cache, train_warnings, train_will_be, train_new_file)
         index_bytes = dump_json(index)
@@ -990,11 +993,12 @@ def _entry_warnings(
     train: dict[str, Any],
     train_new_file: bool,
 ) -> list[Finding]:
-    """Every warning ``validate`` will report once the new entry (the last of ``index``'s entries, about to be
+    """Every warning (and note) ``validate`` reports once the new entry (the last of ``index``'s entries, about to be
     written) is, and does not report without it, in report order: from the facts ``add`` holds (the file's
     ``content`` findings, the entry, the train.json it leaves), never a whole validation, never a file hashed again.
 
-    Which rules it can bring: MIS017 (the file's own scale), PRF002 (its profile), TRN009 (``train_warnings``),
+    Which rules it can bring: MIS017 (the file's own scale), PRF002 (its profile), TRN009 and the note TRN006
+    (``train_warnings``),
     TRN010 (a train.json it writes anew: one merged keeps its command line), IDX011 (another entry's file holds its
     bytes), IDX016 (its data records against the others of its method and data version), IDX009, IDX013 and IDX014
     (its scores, and comparisons against it). Not IDX004 (``--recommended`` takes the mark), IDX007 and LAY011 (no
@@ -1089,10 +1093,13 @@ def _refuse_train_findings(
     entry: dict[str, Any],
     group: str | None,
     train_arg: Any,
+    *,
+    new_file: bool = False,
 ) -> list[Finding]:
-    """validate's train.json rules (TRN002–TRN005, TRN007–TRN009) on the data-version directory as it will be
-    (``t``, its train.json): refuse when they give an error. Returns the warnings the new entry brings (those not
-    given without it), for ``add`` to show: ``validate`` would report them after the write."""
+    """validate's train.json rules (TRN002–TRN009) on the data-version directory as it will be
+    (``t``, its train.json): refuse when they give an error. Returns the warnings and notes (TRN006) the new entry
+    brings (those not given without it), for ``add`` to show: ``validate`` would report them after the write.
+    ``new_file``: there is no train.json yet, so validate reported none of its findings before."""
     from .validate import train_findings
 
     d = train_rel.rsplit("/", 1)[0]
@@ -1114,10 +1121,10 @@ def _refuse_train_findings(
             path=train_rel,
             findings=errors,
         )
-    warned = [f for f in findings if f.severity == Severity.WARNING]
+    warned = [f for f in findings if f.severity != Severity.ERROR]  # warnings, and notes (TRN006)
     if not warned:
         return []
-    before = {(f.code, f.path, f.message) for f in train_findings(train_rel, d, t, others, dirs)}
+    before = set() if new_file else {(f.code, f.path, f.message) for f in train_findings(train_rel, d, t, others, dirs)}
     return [f for f in warned if (f.code, f.path, f.message) not in before]
 
 
