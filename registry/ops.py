@@ -852,8 +852,9 @@ def add_entry(
         eid = entry_id or _default_id(
             index, b, src.stem if method == "state" else f"{data_version.replace('.', '')}-{group}"
         )
-        if any(e["id"] == eid for e in index["entries"]):
-            raise RefusedError(f"entry id {eid!r} exists", hint="Give another --id.")
+        twin = next((e for e in index["entries"] if e["id"] == eid), None)
+        if twin is not None:
+            _refuse_taken_id(index, twin, src, data_version, group, given=entry_id is not None)
         if profile is None:
             profile = "g1k-think" if method == "miss" else "g1k"
         entry: dict[str, Any] = {
@@ -1135,6 +1136,28 @@ def _default_id(index: dict[str, Any], base: dict[str, Any], plain: str) -> str:
     if plain not in taken or taken[plain] == base["name"]:
         return plain  # free, or taken under this very base: refused as a duplicate id
     return f"{plain}-{base_date(base) or base['name']}"
+
+
+def _refuse_taken_id(
+    index: dict[str, Any], twin: dict[str, Any], src: Path, data_version: str, group: str | None, *, given: bool
+) -> None:
+    """Refuse an entry whose id (``--id``, or the default one) is ``twin``'s: say where the default came from (a
+    MiSS id drops the data version's dots, so ``v2.1`` and ``v21`` give the same one) and a free id to give."""
+    eid = twin["id"]
+    message = f"entry id {eid!r} exists (the entry at {twin.get('path')})"
+    if not given:
+        twin_version = twin.get("data", {}).get("version") if isinstance(twin.get("data"), dict) else None
+        if group is None:
+            message += f": the default id of a State is its file name's stem ({src.name})"
+        else:
+            message += f": the default id of a MiSS adapter is its data version without dots, then its group ({group})"
+            if isinstance(twin_version, str) and twin_version != data_version:
+                message += f"; data versions {twin_version!r} and {data_version!r} both give {eid!r}"
+    taken = {e["id"] for e in index["entries"]}
+    candidates = [f"{data_version}-{group}"] if group is not None else []
+    candidates += [f"{eid}-{n}" for n in range(2, len(taken) + 3)]
+    free = next(c for c in candidates if c not in taken)
+    raise RefusedError(message, hint=f"Give this entry an id of its own with --id (e.g. --id {free}).")
 
 
 def _next_version(version: str) -> str:
