@@ -10,7 +10,8 @@ under a closed base). A base ``frozen`` at the baseline must still be ``frozen``
 one commit, it would take new files in the next. Outside a git work tree (a plain copy, a
 ``pull``) they cannot be checked, and GIT004 (a warning) says so; inside one whose history git cannot read
 (``.git/objects`` unreadable, a commit missing from a corrupt object store) the guarantee cannot be given either,
-and GIT006 is an error, so that the pre-commit hook fails instead of passing unchecked. The Hub validator
+and GIT006 is an error, so that the pre-commit hook fails instead of passing unchecked; so is a git work tree
+where git itself cannot be run (not on PATH): nothing would be checked either. The Hub validator
 (``hf://``) skips them by design, the Hub keeping its own history.
 """
 
@@ -181,6 +182,37 @@ def _unreadable(why: str) -> Finding:
     return finding("GIT006", ".", f"git failed: {why.strip()[:200]}")
 
 
+NO_GIT_IN_WORK_TREE = (
+    "the git executable is not available (not on PATH), but the registry is in a git work tree: "
+    "its history was not read"
+)
+
+
+def _git_missing(root: Path) -> Finding:
+    """git cannot be run: GIT006 (an error) inside a git work tree, whose guarantee then cannot be given (the
+    pre-commit hook, or CI, would pass having checked nothing); GIT004 (a warning) outside every work tree."""
+    if _work_tree_around(root):
+        return finding("GIT006", ".", NO_GIT_IN_WORK_TREE)
+    return finding("GIT004", ".", "the git executable is not available")
+
+
+def _work_tree_around(root: Path) -> bool:
+    """Does a ``.git`` (directory or file) sit in ``root`` or above it, or does a GIT_DIR-like variable name one?"""
+    if any(os.environ.get(v) for v in _GIT_ENV[:4]):
+        return True
+    try:
+        cur = os.path.realpath(root)
+    except (OSError, ValueError):
+        return False
+    while True:
+        if os.path.lexists(os.path.join(cur, ".git")):
+            return True
+        parent = os.path.dirname(cur)
+        if parent == cur:
+            return False
+        cur = parent
+
+
 def _plain_repo(root: Path) -> _PlainRepo | _NoRepo | None:
     """The repository around ``root`` when it is an ordinary clone: the nearest ``.git`` above ``root``
     (resolved, as GitPython resolves a Path) is a directory with ``HEAD``, ``objects/`` and ``refs/``, no
@@ -250,14 +282,16 @@ def check_git(
             return [_unreadable(str(e.stderr or e))]
         except _Unreadable as e:
             return [_unreadable(str(e))]
-        except _NoGit:
-            return [finding("GIT004", ".", "the git executable is not available")]
+        except _NoGit:  # an ordinary clone, whose history git is needed to read
+            return [finding("GIT006", ".", NO_GIT_IN_WORK_TREE)]
         if head is None:
             return []  # a repository without commits: nothing is published yet
         return _check_repo(root, index, None, plain, head, (_GitFailed,), (index_sha256, index_blob_id), memo)
     try:
         import git
     except ImportError:  # GitPython missing or git not installed
+        if _work_tree_around(root):
+            return [finding("GIT006", ".", NO_GIT_IN_WORK_TREE.replace("the git executable", "GitPython or git"))]
         return [finding("GIT004", ".", "GitPython or the git executable is not available")]
     try:
         repo = git.Repo(root, search_parent_directories=True)
@@ -269,7 +303,7 @@ def check_git(
             ) from None
         return [_not_a_work_tree(root)]
     except git.GitCommandNotFound:
-        return [finding("GIT004", ".", "the git executable is not available")]
+        return [_git_missing(root)]
     rev = since or "HEAD"
     try:
         commit = repo.commit(rev)

@@ -671,7 +671,8 @@ _RULES: tuple[Rule, ...] = (
         E,
         "git history unreadable in a git work tree",
         "The registry is in a git work tree, but git cannot read its history, so immutability (GIT001–GIT003, "
-        "GIT005) was not checked: give the user running validate read access to .git (`ls -l .git/objects`); when "
+        "GIT005) was not checked: install git or put it on PATH (`git --version`); give the user running validate "
+        "read access to .git (`ls -l .git/objects`); when "
         "git says 'dubious ownership' (a clone owned by another user, as in CI containers), mark it safe with "
         "`git config --global --add safe.directory PATH`; or repair the object store (`git fsck`; clone the "
         "repository again if objects are missing).",

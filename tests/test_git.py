@@ -157,25 +157,41 @@ def test_since_a_commit_a_shallow_clone_lacks_is_a_usage_error(repo: Path, tmp_p
     assert not {c for c in codes(shallow, since="HEAD") if c.startswith("GIT")}  # HEAD itself is there
 
 
-def test_git_unavailable_is_a_warning(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_git_unavailable_is_an_error_in_a_work_tree_a_warning_outside(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In a git work tree, git missing from PATH means nothing was checked: GIT006 (an error, so the pre-commit hook
+    and CI fail), not the GIT004 warning that a copy outside every work tree gets."""
     import git as gitpython
 
     from rwkv_registry import gitcheck
+    from rwkv_registry.cli import main
 
     with monkeypatch.context() as m:  # an ordinary clone, found without GitPython: no git on PATH
         m.setenv("PATH", str(tmp_path / "no-bin"))
         report = validate_registry(repo, use_cache=False)
-    f = next(f for f in report.findings if f.code == "GIT004")
-    assert str(f.severity) == "warning" and f.message == "the git executable is not available"
+        assert main(["validate", str(repo)]) == 1
+    f = next(f for f in report.findings if f.code.startswith("GIT"))
+    assert (f.code, str(f.severity)) == ("GIT006", "error") and not report.ok
+    assert f.message == gitcheck.NO_GIT_IN_WORK_TREE
+    assert "put it on PATH" in f.hint
 
     def boom(*a: object, **k: object) -> None:
         raise gitpython.GitCommandNotFound("git", "not found")
 
+    copy = tmp_path / "copy"  # no .git here or above: no work tree
+    shutil.copytree(repo, copy, ignore=shutil.ignore_patterns(".git"))
     monkeypatch.setattr(gitpython, "Repo", boom)  # any other repository: GitPython's route
     monkeypatch.setattr(gitcheck, "_plain_repo", lambda root: None)
-    report = validate_registry(repo, use_cache=False)
-    f = next(f for f in report.findings if f.code == "GIT004")
-    assert str(f.severity) == "warning" and f.message == "the git executable is not available"
+    found = [(f.code, str(f.severity), f.message) for f in validate_registry(repo, use_cache=False).findings]
+    assert ("GIT006", "error", gitcheck.NO_GIT_IN_WORK_TREE) in found
+    found = [(f.code, str(f.severity), f.message) for f in validate_registry(copy, use_cache=False).findings]
+    assert ("GIT004", "warning", "the git executable is not available") in found
+    monkeypatch.setitem(sys.modules, "git", None)  # `import git` fails, as GitPython's does without git
+    found = [(f.code, str(f.severity)) for f in validate_registry(repo, use_cache=False).findings]
+    assert ("GIT006", "error") in found
+    found = [(f.code, str(f.severity)) for f in validate_registry(copy, use_cache=False).findings]
+    assert ("GIT004", "warning") in found
 
 
 def _git_findings(root: Path, **kw: object) -> list[tuple[str, str, str]]:

@@ -487,7 +487,7 @@ ELSEWHERE: dict[str, tuple[str, str]] = {
     "GIT001": ("test_git.py", "test_modified_published_file_names_its_commit"),
     "GIT002": ("test_git.py", "test_deleted_published_file"),
     "GIT003": ("test_git.py", "test_new_file_under_frozen_base"),
-    "GIT004": ("test_git.py", "test_git_unavailable_is_a_warning"),
+    "GIT004": ("test_git.py", "test_git_unavailable_is_an_error_in_a_work_tree_a_warning_outside"),
     "GIT005": ("test_git.py", "test_reopening_a_frozen_base_is_refused_before_it_takes_files"),
     "GIT006": ("test_git.py", "test_corrupt_object_store_is_an_error"),
     "SIG001": ("test_signing.py", "test_sig001_missing_signature_when_keys_are_trusted"),
