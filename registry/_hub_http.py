@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 from .errors import RegistryIOError
 
-__all__ = ["Fetcher", "RemoteFile"]
+__all__ = ["DownloadCut", "Fetcher", "RangeNotSatisfiable", "RemoteFile"]
 
 TAIL_BYTES = 8 * 1024  # first read of a zip: end records and usually the central directory
 GAP_BYTES = 4 * 1024  # ranges closer than this are fetched in one request
@@ -33,6 +33,15 @@ LOCAL_EXTRA_SLACK = 256  # local header extra field allowance (torch pads data t
 MAX_PLANNED_ENTRY = 64 * 1024 * 1024  # small entries read whole (the reader's own bounds apply too)
 _CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
 _STORAGE = re.compile(r"^[^/]+/data/[A-Za-z0-9_]+$")
+
+
+class RangeNotSatisfiable(RegistryIOError):
+    """The server answered 416 to a Range request continuing a partial file: it holds fewer bytes than that."""
+
+
+class DownloadCut(RegistryIOError):
+    """A download stopped before its end by the network (a cut connection, a transport error): the bytes received
+    so far are good to continue from."""
 
 
 def _origin(url: str) -> tuple[str, str, int | None]:
@@ -122,6 +131,73 @@ class Fetcher:
             where = f"asked for {want} bytes at offset {start}" if ranged else f"expected {want} bytes"
             raise RegistryIOError(f"{url}: {where}, got {got}")
         return b"".join(chunks)
+
+    def resume(self, url: str, sink: BinaryIO, offset: int, size: int) -> int:
+        """Write bytes ``offset`` to ``size - 1`` of ``url`` into ``sink`` (a file holding the first ``offset``
+        bytes), with ONE request: ``Range: bytes=offset-`` when ``offset`` > 0. Returns the offset the body was
+        written from: ``offset`` for a ``206`` whose ``Content-Range`` answers exactly that range, 0 for a ``200``
+        (a server or proxy that ignores Range sends the whole file: ``sink`` is truncated and written from 0).
+
+        Raises :class:`RangeNotSatisfiable` on a ``416`` (nothing written), :class:`RegistryIOError` on any other
+        error status, a ``Content-Range`` of other bytes, a body longer than ``size`` (cut off as soon as it
+        is) or shorter; what arrived before a cut connection or Ctrl-C stays written (a prefix of the file).
+        An :class:`OSError` of ``sink`` (a full disk) propagates as it is. The token goes to Hub URLs only
+        (:meth:`_headers`), never to a storage/CDN host.
+        """
+        from huggingface_hub.errors import HfHubHTTPError
+        from huggingface_hub.utils import hf_raise_for_status, http_stream_backoff
+
+        headers = self._headers(url)
+        headers["Accept-Encoding"] = "identity"
+        if offset:
+            headers["Range"] = f"bytes={offset}-"
+        with self._lock:
+            self.requests += 1
+        start = got = offset
+        try:
+            with http_stream_backoff("GET", url, headers=headers) as response:
+                status = response.status_code
+                if offset and status == 416:
+                    response.read()
+                    raise RangeNotSatisfiable(f"HTTP 416 to a Range request from byte {offset} of {size}")
+                if status >= 400:
+                    response.read()
+                    hf_raise_for_status(response)
+                if status == 200:
+                    start = 0
+                elif status == 206 and offset:
+                    span = response.headers.get("Content-Range", "")
+                    m = _CONTENT_RANGE.match(span)
+                    if not m or (int(m.group(1)), int(m.group(2)), m.group(3)) != (offset, size - 1, str(size)):
+                        raise RegistryIOError(
+                            f"Content-Range {span!r} does not answer bytes {offset}-{size - 1} of {size}"
+                        )
+                else:
+                    raise RegistryIOError(f"HTTP {status} to a download" + (f" from byte {offset}" if offset else ""))
+                sink.seek(start)
+                sink.truncate()
+                got = start
+                try:
+                    for chunk in response.iter_bytes():
+                        got += len(chunk)
+                        self._count(len(chunk))
+                        if got > size:
+                            raise RegistryIOError(f"the server sent more than the {size} bytes listed")
+                        sink.write(chunk)
+                except (RegistryIOError, OSError):
+                    raise
+                except Exception as e:  # a cut connection: raised here, not into http_stream_backoff's generator,
+                    # which would send the request again (from byte 0 of the body) and fail to yield it twice
+                    raise DownloadCut(f"{type(e).__name__}: {_first_line(e)} (after {got} of {size} bytes)") from e
+        except (RegistryIOError, OSError):
+            raise
+        except HfHubHTTPError as e:
+            raise RegistryIOError(f"the Hub answered: {_first_line(e)}") from e
+        except Exception as e:  # httpx2 transport errors (a cut connection)
+            raise DownloadCut(f"{type(e).__name__}: {_first_line(e)} (after {got} of its {size} bytes)") from e
+        if got != size:
+            raise DownloadCut(f"the download ended after {got} of its {size} bytes")
+        return start
 
     @staticmethod
     def _check_range(response: Any, url: str, start: int, end: int, total: int | None) -> None:

@@ -33,6 +33,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ._hub_remote import RemoteEntry, RemoteRepo, connect, file_digests, git_blob_id, hub_error
+from ._hub_resume import PARTIAL_DIR, fetch_resumable, partial_bytes, prune_partials, resumable
 from .atomic import JOURNAL_NAME, LOCK_NAME, TMP_PREFIX, require_directory
 from .errors import LockedError, RefusedError, RegistryError, RegistryIOError, UsageError
 from .facts import (
@@ -492,22 +493,39 @@ def pull_registry(
         except KeyboardInterrupt as e:  # while the kept files are checked: they stay, for the next pull
             raise PullInterrupted(_interrupted(path, staging)) from e
         missing = [rel for rel in wanted if rel not in kept]
+        # the large files: pull's own download, which keeps a file cut short and continues it on the next run
+        large = resumable(remote, missing)
+        small = [rel for rel in missing if rel not in set(large)]
         try:
-            if missing:
+            partial = prune_partials(staging, remote, large)
+            if partial:
+                log(
+                    f"resuming: {len(partial)} file(s) cut short ({sum(partial.values()) / 1e6:.1f} MB received) "
+                    "are continued from where they stopped"
+                )
+            if small:
                 snapshot_download(
                     repo_id,
                     revision=remote.sha,
                     local_dir=staging,
                     # fnmatch patterns: each path taken literally ('notes[1].md' is no character class)
-                    allow_patterns=None if allow is None and not kept else [glob.escape(p) for p in missing],
+                    allow_patterns=None
+                    if allow is None and not kept and not large
+                    else [glob.escape(p) for p in small],
                     endpoint=remote.endpoint,
                     token=token,
                 )
+            _drop_download_metadata(staging, keep_partial=True)
+            kept = {**kept, **_fetch_large(remote, staging, large, log)}
             _drop_download_metadata(staging)
         except BaseException as e:  # Ctrl-C too: what is complete stays in staging, for the next pull to check and keep
+            if isinstance(e, _Untrusted):  # bytes other than the listing's, fetched whole: nothing kept
+                shutil.rmtree(staging, ignore_errors=True)
+                raise _refused(e.error, path) from e
             in_flight = _in_flight(staging, remote)
-            _drop_download_metadata(staging)  # huggingface_hub's partial files too: never resumed (see _reuse_kept)
-            if not _staged_files(staging)[0]:
+            # huggingface_hub's partial files too (never resumed, see _reuse_kept); pull's own are kept
+            _drop_download_metadata(staging, keep_partial=True)
+            if not _staged_files(staging)[0] and not partial_bytes(staging):
                 shutil.rmtree(staging, ignore_errors=True)  # nothing to resume from
             if isinstance(e, Exception):
                 err = _refused(_download_error(e, remote, staging, in_flight), path)
@@ -811,6 +829,42 @@ def _check_file(remote: RemoteRepo, staging: Path, rel: str) -> tuple[str, _Read
     return sha, None
 
 
+class _Untrusted(Exception):
+    """A large file fetched whole (or continued, then fetched whole again) whose bytes are not the listing's."""
+
+    def __init__(self, error: RegistryError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+def _fetch_large(remote: RemoteRepo, staging: Path, rels: list[str], log: Log) -> dict[str, tuple[str, _Read | None]]:
+    """Download each of ``rels`` (:func:`~rwkv_registry._hub_resume.fetch_resumable`: a partial file an earlier
+    pull left is continued by a Range request) and check it against the listing (:func:`_check_file`, its one
+    read). A continued file that fails the check (the kept bytes were not the file's) is deleted and fetched whole,
+    once. Returns what :func:`_check_download` would have found of them. Raises :class:`_Untrusted` when a file
+    fetched whole fails the check."""
+    out: dict[str, tuple[str, _Read | None]] = {}
+    for rel in rels:
+        start = fetch_resumable(remote, staging, rel, log=log)
+        try:
+            out[rel] = _check_file(remote, staging, rel)
+            continue
+        except RegistryIOError as e:
+            (staging / rel).unlink(missing_ok=True)
+            if start == 0:
+                raise _Untrusted(e) from e
+            log(f"{rel}: the file continued from byte {start} fails its check ({e.message}); fetching it whole")
+        fetch_resumable(remote, staging, rel, whole=True, log=log)
+        try:
+            out[rel] = _check_file(remote, staging, rel)
+        except RegistryIOError as e:
+            (staging / rel).unlink(missing_ok=True)
+            e.message = f"{e.message} (fetched whole, after the file continued from byte {start} failed this check)"
+            e.args = (e.message,)
+            raise _Untrusted(e) from e
+    return out
+
+
 class PullInterrupted(KeyboardInterrupt):
     """Ctrl-C during a pull, before anything reached PATH: ``message`` says where the files downloaded so far are
     kept and that the same pull resumes from them."""
@@ -823,7 +877,9 @@ class PullInterrupted(KeyboardInterrupt):
 def _staged_files(staging: Path) -> tuple[int, int]:
     """(files, bytes) under ``staging`` (0, 0 when it is absent)."""
     n = size = 0
-    for dirpath, _, filenames in os.walk(staging):
+    for dirpath, dirnames, filenames in os.walk(staging):
+        if Path(dirpath) == staging / DOWNLOAD_METADATA:
+            dirnames[:] = [d for d in dirnames if staging / DOWNLOAD_METADATA / d != staging / PARTIAL_DIR]
         for name in filenames:
             try:
                 size += os.lstat(os.path.join(dirpath, name)).st_size
@@ -836,12 +892,16 @@ def _staged_files(staging: Path) -> tuple[int, int]:
 def _resume_note(staging: Path) -> str:
     """What the message of a pull stopped half-way says of the files it downloaded so far."""
     n, size = _staged_files(staging)
-    if not n:
+    cut = partial_bytes(staging)
+    if not n and not cut:
         return ""
+    what = f"The {n} file(s) downloaded so far ({size / 1e6:.1f} MB)" if n else ""
+    if cut:
+        what += (" and " if what else "The ") + f"{cut / 1e6:.1f} MB received of the file(s) cut short"
     return (
-        f"The {n} file(s) downloaded so far ({size / 1e6:.1f} MB) are kept in {staging}: run the same pull again to "
-        "resume (each is checked again against the listing, and only the missing ones are fetched), or delete that "
-        "directory to free its space."
+        f"{what} are kept in {staging}: run the same pull again to resume (each is checked again against the "
+        "listing, a file cut short is continued from where it stopped, and only the missing ones are fetched), or "
+        "delete that directory to free its space."
     )
 
 
@@ -934,7 +994,7 @@ def _reuse_kept(remote: RemoteRepo, staging: Path, wanted: list[str], log: Log) 
     to be downloaded again. Returns what :func:`_check_download` would have found of the kept files."""
     if not staging.is_dir():
         return {}
-    _drop_download_metadata(staging)
+    _drop_download_metadata(staging, keep_partial=True)  # pull's own partial files: judged by prune_partials
     wanted_set = set(wanted)
     candidates: list[str] = []
     dropped = 0
@@ -944,6 +1004,8 @@ def _reuse_kept(remote: RemoteRepo, staging: Path, wanted: list[str], log: Log) 
             full = here / name
             rel = full.relative_to(staging).as_posix()
             if name in dirnames and not full.is_symlink():
+                continue
+            if rel.startswith(PARTIAL_DIR + "/"):
                 continue
             try:
                 st = os.lstat(full)
@@ -1072,9 +1134,26 @@ def _move_into(staging: Path, dest: Path) -> None:
 DOWNLOAD_METADATA = ".cache/huggingface"  # snapshot_download(local_dir=...) keeps its metadata there
 
 
-def _drop_download_metadata(dest: Path) -> None:
-    """huggingface_hub keeps download metadata in ``.cache/huggingface``: not part of a registry."""
+def _drop_download_metadata(dest: Path, *, keep_partial: bool = False) -> None:
+    """huggingface_hub keeps download metadata in ``.cache/huggingface``: not part of a registry. ``keep_partial``:
+    keep pull's own partial files there (:data:`~rwkv_registry._hub_resume.PARTIAL_DIR`), for a later run."""
     cache = dest / ".cache"
+    if keep_partial and (dest / PARTIAL_DIR).is_dir() and not (dest / PARTIAL_DIR).is_symlink():
+        try:
+            entries = list(os.scandir(dest / DOWNLOAD_METADATA))
+        except OSError:
+            entries = []
+        for entry in entries:
+            if (dest / DOWNLOAD_METADATA / entry.name) == dest / PARTIAL_DIR:
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                try:
+                    os.unlink(entry.path)
+                except OSError:
+                    pass
+        return
     shutil.rmtree(dest / DOWNLOAD_METADATA, ignore_errors=True)
     try:
         cache.rmdir()
