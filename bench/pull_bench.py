@@ -9,7 +9,10 @@ is not counted.
 
 "resumed": a first pull is stopped half-way (the storage answers 403 to the weights past half of the weight
 bytes, so it exits 2), then the same pull runs again into the same DEST; only that second pull is measured (a
-checkout that cannot resume downloads everything again).
+checkout that cannot resume downloads everything again). "stopped inside a large file": the first pull's
+connection to the storage is cut half-way through the last weight file (by path; nothing past its half arrives, so
+every retry fails), the others complete; the second pull is measured (a checkout that continues a file cut short
+asks for its second half only, one without fetches it whole).
 
 ``--checkout DIR`` (repeatable) runs the code of another checkout (e.g. a ``git worktree`` of main) in the
 child; with several, the runs alternate (A B A B …) so that the machine's load falls on each alike.
@@ -112,6 +115,23 @@ def failing_half(hub: Any, repo_id: str) -> Any:
     return hook
 
 
+def cut_inside(hub: Any, repo_id: str) -> Any:
+    """A rewrite hook of the Hub look-alike cutting every answer for the last weight file (by path) at half of the
+    file: the bytes before it arrive, then the connection closes (Content-Length still promises the rest)."""
+    tree = hub.repos[repo_id].commits[hub.head(repo_id)]
+    last = sorted(r for r in tree if r.endswith(".pth"))[-1]
+    blob, half = tree[last], tree[last].size // 2
+
+    def hook(server: str, method: str, path: str, status: int, body: bytes, headers: dict[str, str]) -> tuple:
+        if method == "GET" and status in (200, 206) and path.rsplit("/", 1)[-1] == blob.sha256 and server == "cdn":
+            span = headers.get("Content-Range", "")
+            start = int(span.split(" ", 1)[1].split("-", 1)[0]) if span.startswith("bytes ") else 0
+            return status, body[: max(0, half - start)], headers
+        return status, body, headers
+
+    return hook
+
+
 def pull_once(
     checkout: Path, repo_id: str, dest: Path, env: dict[str, str], *, fails: bool = False
 ) -> tuple[float, float]:
@@ -160,13 +180,14 @@ def main() -> None:
     try:
         demo = build_demo(tmp / "demo", log=lambda m: None)
         many = many_states(tmp / "many", tmp, args.states)
-        # name -> (registry, in plain git, resumed after a pull stopped half-way)
-        registries = {
-            "demo": (demo, False, False),
-            f"{args.states} States": (many, False, False),
-            f"{args.states} States in plain git": (many, True, False),
-            "demo, resumed after half": (demo, False, True),
-            f"{args.states} States in plain git, resumed after half": (many, True, True),
+        # name -> (registry, in plain git, how the first pull was stopped: None (no first pull), "half", "cut")
+        registries: dict[str, tuple[Path, bool, str | None]] = {
+            "demo": (demo, False, None),
+            f"{args.states} States": (many, False, None),
+            f"{args.states} States in plain git": (many, True, None),
+            "demo, resumed after half": (demo, False, "half"),
+            f"{args.states} States in plain git, resumed after half": (many, True, "half"),
+            "demo, stopped inside a large file": (demo, False, "cut"),
         }
         wanted = [n for n in registries if not args.only or any(o in n for o in args.only)]
         results: dict[str, Any] = {"machine": machine(), "repeat": args.repeat, "registries": {}}
@@ -186,7 +207,8 @@ def main() -> None:
                         dest = tmp / "dest"
                         run_env = {**env, "RWKV_REGISTRY_CACHE_DIR": str(tmp / f"cache-{i}-{len(runs[str(c)])}")}
                         if resumed:
-                            with hub.rewriting(failing_half(hub, repo_id)):
+                            hook = failing_half(hub, repo_id) if resumed == "half" else cut_inside(hub, repo_id)
+                            with hub.rewriting(hook):
                                 pull_once(c, repo_id, dest, run_env, fails=True)
                         before = len(hub.log)
                         cpu, wall = pull_once(c, repo_id, dest, run_env)

@@ -354,3 +354,40 @@ def test_a_large_file_whose_resolved_size_disagrees_is_refused(
         pull_registry(repo_id, tmp_path / "dest", log=quiet)
     assert f"{STATE}: the Hub says 12345 bytes when resolved" in e.value.message
     assert not state_gets(hub, repo_id)
+
+
+@pytest.mark.parametrize("storage", ["lfs", "plain git"])
+def test_large_files_are_hashed_once_too(
+    hub: FakeHub, tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, storage: str
+) -> None:
+    """The files pull downloads itself keep the property of the others: one read each (the check, whose facts
+    validation reuses)."""
+    import test_hub_pull
+
+    test_hub_pull.test_pull_hashes_each_weight_file_once(hub, tiny, tmp_path, monkeypatch, "new", storage)
+
+
+def test_a_full_disk_while_continuing_is_said_as_such(
+    hub: FakeHub, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The disk fills while the rest of STATE is written: the local error is said (with the space the pull needs),
+    not "cannot reach the Hub", and the bytes received stay for the next run."""
+    import errno
+    import os
+
+    repo_id = new_repo(hub, tiny)
+    dest = tmp_path / "dest"
+    staging, half = stop_in_state(hub, repo_id, dest, capsys)
+    real = _hub_http.Fetcher.resume
+
+    def full(self: _hub_http.Fetcher, url: str, sink: Any, offset: int, size: int) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(sink.name))
+
+    monkeypatch.setattr(_hub_http.Fetcher, "resume", full)
+    with pytest.raises(RegistryIOError) as e:
+        pull_registry(repo_id, dest, log=quiet)
+    assert "No space left on device" in e.value.message and "Free some space" in e.value.hint
+    assert "cannot reach" not in e.value.message and str(staging) in e.value.hint
+    monkeypatch.setattr(_hub_http.Fetcher, "resume", real)
+    (part,) = (staging / _hub_resume.PARTIAL_DIR).glob("*.part")
+    assert part.stat().st_size == half
