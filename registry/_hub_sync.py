@@ -9,7 +9,9 @@ or any file under a base directory, never changes a weight file under a base dir
 changes or adds anything under a frozen or superseded base (in the local or the remote index.json).
 
 pull: ``snapshot_download`` of the repository at one commit (with ``base``: every small file, and
-the weight files of that base only) into a hidden sibling of a new or empty directory; every file
+the weight files of that base only) into a hidden sibling of a new or empty directory, files of
+:data:`~rwkv_registry._hub_resume.RESUMABLE_BYTES` or more by pull's own download (a file cut short is
+continued by a Range request on the next run: :mod:`rwkv_registry._hub_resume`); every file
 downloaded must be one the tree listing names, with its size and sha256 (LFS) or git blob id, else
 nothing is kept; with ``trusted_keys`` (``--pubkey``) SHA256SUMS.sig must verify under those keys
 and SHA256SUMS must match every file, else nothing is kept; then the files move into place and are
