@@ -18,7 +18,7 @@ import bisect
 import re
 import struct
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO
 from urllib.parse import urlsplit
@@ -132,7 +132,9 @@ class Fetcher:
             raise RegistryIOError(f"{url}: {where}, got {got}")
         return b"".join(chunks)
 
-    def resume(self, url: str, sink: BinaryIO, offset: int, size: int) -> int:
+    def resume(
+        self, url: str, sink: BinaryIO, offset: int, size: int, progress: Callable[[int], None] | None = None
+    ) -> int:
         """Write bytes ``offset`` to ``size - 1`` of ``url`` into ``sink`` (a file holding the first ``offset``
         bytes), with ONE request: ``Range: bytes=offset-`` when ``offset`` > 0. Returns the offset the body was
         written from: ``offset`` for a ``206`` whose ``Content-Range`` answers exactly that range, 0 for a ``200``
@@ -142,7 +144,8 @@ class Fetcher:
         error status, a ``Content-Range`` of other bytes, a body longer than ``size`` (cut off as soon as it
         is) or shorter; what arrived before a cut connection or Ctrl-C stays written (a prefix of the file).
         An :class:`OSError` of ``sink`` (a full disk) propagates as it is. The token goes to Hub URLs only
-        (:meth:`_headers`), never to a storage/CDN host.
+        (:meth:`_headers`), never to a storage/CDN host. ``progress`` is called with the bytes of the file
+        written so far, after each chunk.
         """
         from huggingface_hub.errors import HfHubHTTPError
         from huggingface_hub.utils import hf_raise_for_status, http_stream_backoff
@@ -184,6 +187,8 @@ class Fetcher:
                         if got > size:
                             raise RegistryIOError(f"the server sent more than the {size} bytes listed")
                         sink.write(chunk)
+                        if progress is not None:
+                            progress(got)
                 except (RegistryIOError, OSError):
                     raise
                 except Exception as e:  # a cut connection: raised here, not into http_stream_backoff's generator,

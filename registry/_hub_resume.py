@@ -188,9 +188,21 @@ def _continue(remote: RemoteRepo, part: Path, url: str, offset: int, size: int, 
         "from the bytes received (a Range request), and fetches the other missing files."
     )
 
+    from huggingface_hub.utils import tqdm
+
     def once(start: int) -> int:
-        with open(part, "r+b" if start else "wb") as f:
-            written_from = remote.fetcher.resume(url, f, start, size)
+        # huggingface_hub's progress bar (on stderr; HF_HUB_DISABLE_PROGRESS_BARS turns it off), as for the others
+        with (
+            open(part, "r+b" if start else "wb") as f,
+            tqdm(
+                total=size, initial=start, unit="B", unit_scale=True, desc=_short(rel), name="huggingface_hub.http_get"
+            ) as bar,
+        ):
+
+            def shown(done: int) -> None:
+                bar.update(done - bar.n)
+
+            written_from = remote.fetcher.resume(url, f, start, size, shown)
             f.flush()
             os.fsync(f.fileno())
         return written_from
@@ -207,6 +219,10 @@ def _continue(remote: RemoteRepo, part: Path, url: str, offset: int, size: int, 
         return start
     except RegistryIOError as e:
         raise RegistryIOError(f"{where}: {e.message}", hint=e.hint or hint, path=rel) from e
+
+
+def _short(rel: str) -> str:
+    return rel if len(rel) <= 40 else f"(…){rel[-40:]}"
 
 
 def _continue_cut(part: Path, once: Callable[[int], int], offset: int, cut: DownloadCut) -> int:

@@ -283,7 +283,7 @@ def test_ctrl_c_during_the_continued_part_leaves_it_continuable(
 def _small_chunks(real: Any) -> Any:
     """Fetcher.resume reading its body 1 KB at a time (so that a Ctrl-C can fall between two chunks of a file)."""
 
-    def resume(self: _hub_http.Fetcher, url: str, sink: Any, offset: int, size: int) -> int:
+    def resume(self: _hub_http.Fetcher, url: str, sink: Any, offset: int, size: int, *more: Any) -> int:
         class Small:
             def __init__(self, response: Any) -> None:
                 self.response = response
@@ -310,7 +310,7 @@ def _small_chunks(real: Any) -> Any:
 
         hf_utils.http_stream_backoff = chunked
         try:
-            return real(self, url, sink, offset, size)
+            return real(self, url, sink, offset, size, *more)
         finally:
             hf_utils.http_stream_backoff = stream
 
@@ -380,7 +380,7 @@ def test_a_full_disk_while_continuing_is_said_as_such(
     staging, half = stop_in_state(hub, repo_id, dest, capsys)
     real = _hub_http.Fetcher.resume
 
-    def full(self: _hub_http.Fetcher, url: str, sink: Any, offset: int, size: int) -> int:
+    def full(self: _hub_http.Fetcher, url: str, sink: Any, offset: int, size: int, *more: Any) -> int:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(sink.name))
 
     monkeypatch.setattr(_hub_http.Fetcher, "resume", full)
