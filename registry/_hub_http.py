@@ -193,15 +193,20 @@ class Fetcher:
                     raise
                 except Exception as e:  # a cut connection: raised here, not into http_stream_backoff's generator,
                     # which would send the request again (from byte 0 of the body) and fail to yield it twice
-                    raise DownloadCut(f"{type(e).__name__}: {_first_line(e)} (after {got} of {size} bytes)") from e
+                    raise DownloadCut(
+                        f"the connection was cut after {got} of the file's {size} bytes ({type(e).__name__}: "
+                        f"{_first_line(e)})"
+                    ) from e
         except (RegistryIOError, OSError):
             raise
         except HfHubHTTPError as e:
             raise RegistryIOError(f"the Hub answered: {_first_line(e)}") from e
         except Exception as e:  # httpx2 transport errors (a cut connection)
-            raise DownloadCut(f"{type(e).__name__}: {_first_line(e)} (after {got} of its {size} bytes)") from e
+            raise DownloadCut(
+                f"the download stopped after {got} of the file's {size} bytes ({type(e).__name__}: {_first_line(e)})"
+            ) from e
         if got != size:
-            raise DownloadCut(f"the download ended after {got} of its {size} bytes")
+            raise DownloadCut(f"the download ended after {got} of the file's {size} bytes")
         return start
 
     @staticmethod
