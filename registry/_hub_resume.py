@@ -123,7 +123,9 @@ def partial_bytes(staging: Path) -> int:
         return 0
 
 
-def fetch_resumable(remote: RemoteRepo, staging: Path, rel: str, *, whole: bool = False, log: object = None) -> int:
+def fetch_resumable(
+    remote: RemoteRepo, staging: Path, rel: str, *, whole: bool = False, log: Callable[[str], None] | None = None
+) -> int:
     """Download ``rel`` into ``staging/rel``, continuing the partial file an earlier pull left (unless ``whole``:
     it is deleted first). Returns the offset the bytes of this call start from (0: the whole file was fetched;
     the size: the partial file was complete already). The file is NOT checked here: the caller checks it against
@@ -154,7 +156,9 @@ def fetch_resumable(remote: RemoteRepo, staging: Path, rel: str, *, whole: bool 
         atomic_write_bytes(meta, identity)  # before any byte: the partial file is tied to these bytes only
     if offset < entry.size:
         try:
-            info = get_hf_file_metadata(remote.url(rel), token=remote.fetcher.token, endpoint=remote.endpoint)
+            info = get_hf_file_metadata(
+                remote.url(rel), token=remote.fetcher.token, endpoint=remote.endpoint, retry_on_errors=True
+            )
         except Exception as e:
             err = hub_error(e, remote.repo_id, remote.sha[:12], remote.endpoint)
             raise RegistryIOError(f"{where}: {err.message}", hint=err.hint, path=rel) from e
@@ -168,11 +172,14 @@ def fetch_resumable(remote: RemoteRepo, staging: Path, rel: str, *, whole: bool 
         start = _continue(remote, part, info.location, offset, entry.size, where, rel)
     else:
         start = offset
-    if callable(log):
+    if log is not None:
         if start:
             log(f"resumed {rel} from byte {start} of {entry.size} ({(entry.size - start) / 1e6:.1f} MB fetched)")
         elif offset:
-            log(f"{rel}: the server ignored the Range request; fetched whole ({entry.size / 1e6:.1f} MB)")
+            log(
+                f"{rel}: the server ignored or refused the Range request from byte {offset}; fetched whole "
+                f"({entry.size / 1e6:.1f} MB)"
+            )
     target = staging / rel
     target.parent.mkdir(parents=True, exist_ok=True)
     os.replace(part, target)
