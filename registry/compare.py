@@ -101,15 +101,27 @@ def results_from_json(data: Any, display: str) -> Results:
                 cats[r["id"]] = r["category"]
         return Results(str(data.get("name") or display), scores, cats)
     if data.get("kind") == "rwkv-registry-smoke":
+        hint = "A smoke report is what `rwkv-registry smoke --format json` writes (schemas/smoke-report.schema.json)."
         cases = data.get("cases")
         if not isinstance(cases, list):
-            raise UsageError(f"{display}: smoke report without cases")
+            raise UsageError(f"{display}: smoke report without cases", hint=hint)
         scores = {}
         cats = {}
-        for c in cases:
-            scores[str(c["id"])] = 1.0 if c["entry"]["correct"] else 0.0
-            cats[str(c["id"])] = str(c.get("category", ""))
-        return Results(str(data.get("entry", {}).get("id", display)), scores, cats)
+        for i, c in enumerate(cases):
+            side = c.get("entry") if isinstance(c, dict) else None
+            correct = side.get("correct") if isinstance(side, dict) else None
+            if not isinstance(c, dict) or not isinstance(c.get("id"), str) or not isinstance(correct, bool):
+                raise UsageError(
+                    f"{display}: smoke report case {i} is not an object with an id and entry.correct (true or false)",
+                    hint=hint,
+                )
+            if c["id"] in scores:
+                raise UsageError(f"{display}: smoke report case id {c['id']!r} appears twice", hint=hint)
+            scores[c["id"]] = 1.0 if correct else 0.0
+            cats[c["id"]] = str(c.get("category", ""))
+        entry = data.get("entry")
+        name = entry.get("id") if isinstance(entry, dict) else None
+        return Results(str(name or display), scores, cats)
     raise UsageError(
         f"{display}: neither a result file (format {RESULTS_FORMAT!r}) nor a smoke report",
         hint="See `rwkv-registry compare --help` and schemas/results.schema.json.",

@@ -149,3 +149,34 @@ def test_scores_and_category_deltas_are_b_minus_a() -> None:
         results_from_json(results_file("b", {"q1": 0.0}, {"q1": "new"}), "b"),
     )
     assert list(c3.by_category) == ["new"]
+
+
+@pytest.mark.parametrize(
+    "cases",
+    [
+        [{"id": "a"}],  # no entry side
+        [5],  # a case that is no object
+        [{"id": "a", "entry": {"correct": "yes"}}],  # correct neither true nor false
+        [{"id": "a", "entry": []}],
+        [{"entry": {"correct": True}}],  # no id
+    ],
+)
+def test_a_malformed_smoke_report_is_refused_naming_the_file(tmp_path: Path, cases: list[object]) -> None:
+    """It was an 'unexpected KeyError/TypeError ... this is a bug in rwkv-registry' (exit 2, no file named)."""
+    with pytest.raises(UsageError, match=r"^r\.json: smoke report case 0 ") as info:
+        results_from_json({"kind": "rwkv-registry-smoke", "cases": cases}, "r.json")
+    assert "smoke --format json" in (info.value.hint or "")
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"kind": "rwkv-registry-smoke", "cases": cases}))
+    assert main(["compare", str(path), str(path)]) == 2
+
+
+def test_a_smoke_report_names_its_entry_or_else_the_file_and_refuses_a_case_twice() -> None:
+    case = {"id": "a", "category": "easy", "entry": {"correct": True}}
+    report = {"kind": "rwkv-registry-smoke", "cases": [case]}
+    assert results_from_json({**report, "entry": {"id": "s1"}}, "r.json").name == "s1"
+    assert results_from_json({**report, "entry": "s1"}, "r.json").name == "r.json"  # was an AttributeError
+    got = results_from_json(report, "r.json")
+    assert (got.name, got.scores, got.categories) == ("r.json", {"a": 1.0}, {"a": "easy"})
+    with pytest.raises(UsageError, match="case id 'a' appears twice"):
+        results_from_json({**report, "cases": [case, {**case, "entry": {"correct": False}}]}, "r.json")
