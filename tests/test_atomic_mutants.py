@@ -1,0 +1,77 @@
+"""Checks of registry/atomic.py that a mutation audit found no test for.
+
+Each test kills at least one hand-made mutant of atomic.py that the rest of the suite let live
+(named in its docstring): a write that fails or is interrupted must leave nothing behind and the
+registry as it was.
+"""
+
+from __future__ import annotations
+
+import errno
+from pathlib import Path
+
+import pytest
+
+from rwkv_registry import atomic
+from rwkv_registry.atomic import TMP_PREFIX, atomic_write_bytes
+from rwkv_registry.errors import RegistryIOError
+
+
+def _temps(d: Path) -> list[str]:
+    return sorted(p.name for p in d.iterdir() if p.name.startswith(TMP_PREFIX))
+
+
+@pytest.mark.parametrize("error", [OSError(errno.EXDEV, "Invalid cross-device link"), KeyboardInterrupt()])
+def test_a_failed_or_interrupted_atomic_write_leaves_no_temporary_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: BaseException
+) -> None:
+    """A03: without the unlink of _atomic_write's except branch, the temporary file stayed beside the target."""
+    target = tmp_path / "index.json"
+    target.write_bytes(b"old")
+
+    def fail(src: object, dst: object) -> None:
+        raise error
+
+    monkeypatch.setattr(atomic.os, "replace", fail)
+    with pytest.raises(RegistryIOError if isinstance(error, OSError) else KeyboardInterrupt) as info:
+        atomic_write_bytes(target, b"new")
+    if isinstance(error, OSError):
+        assert str(target) in info.value.message and "Invalid cross-device link" in info.value.message
+    assert _temps(tmp_path) == []
+    assert target.read_bytes() == b"old"
+
+
+def test_an_index_json_alone_above_is_no_registry_for_init(tmp_path: Path) -> None:
+    """A06: registry_around took any directory holding an index.json for a registry, so init refused a
+    directory inside a project whose own index.json (a web page's, say) has neither SHA256SUMS nor README.md
+    beside it; with one of them beside it, it is a registry and init still refuses."""
+    from rwkv_registry.cli import main
+    from rwkv_registry.errors import UsageError
+    from rwkv_registry.ops import init_registry
+
+    (tmp_path / "index.json").write_text("{}")
+    main_rc = main(["init", str(tmp_path / "weights")])
+    assert main_rc == 0 and (tmp_path / "weights" / "index.json").is_file()
+    (tmp_path / "README.md").write_text("# a registry\n")
+    with pytest.raises(UsageError, match="lies inside the registry at"):
+        init_registry(tmp_path / "more")
+    assert not (tmp_path / "more").exists()
+
+
+def test_an_index_json_linking_to_the_registry_itself_is_not_called_outside(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A07: index_link_outside without its ``target == top`` case took a link to the registry's own directory
+    for one leaving it, and readme refused it as LAY005 ('outside the registry'), which it is not."""
+    from rwkv_registry.atomic import index_link_outside
+    from rwkv_registry.cli import main
+
+    root = tmp_path / "r"
+    assert main(["init", str(root)]) == 0
+    (root / "index.json").unlink()
+    (root / "index.json").symlink_to(".")
+    assert index_link_outside(root) is None
+    capsys.readouterr()
+    assert main(["readme", str(root)]) == 1
+    err = capsys.readouterr().err
+    assert "index.json: is not a regular file" in err and "LAY005" not in err
