@@ -70,3 +70,15 @@ def test_the_writer_refuses_a_tensor_that_is_no_miss_target(name: str) -> None:
     which the server refuses as MIS016) went into the manifest."""
     with pytest.raises(ValueError, match="is not a MiSS tensor name"):
         build_manifest({name: (16, 4)}, rank=4, alpha=8.0, base_fingerprint="0" * 64, in_features={name: 16})
+
+
+def test_a_value_of_80_characters_is_quoted_whole_and_a_longer_one_cut() -> None:
+    """M38: _short cut a repr of exactly its limit (80 characters) too."""
+    from rwkv_registry.miss import check_manifest
+
+    def message(target: str) -> str:
+        findings, _ = check_manifest({"targets": [{"layer": 0, "target": target}]}, "a.pth")
+        return next(f.message for f in findings if f.code == "MIS016")
+
+    assert message("x" * 78).endswith("target is '" + "x" * 78 + "'")
+    assert message("x" * 79).endswith("target is '" + "x" * 78 + "…")
