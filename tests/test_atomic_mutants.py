@@ -75,3 +75,21 @@ def test_an_index_json_linking_to_the_registry_itself_is_not_called_outside(
     assert main(["readme", str(root)]) == 1
     err = capsys.readouterr().err
     assert "index.json: is not a regular file" in err and "LAY005" not in err
+
+
+@pytest.mark.parametrize("names", [[], ["notes.txt", ".rwkv-registry.lock"]], ids=["empty", "a-lock-among-files"])
+def test_only_a_directory_of_nothing_but_transient_files_passes_for_an_interrupted_init(
+    tmp_path: Path, names: list[str]
+) -> None:
+    """A10: an empty directory, A11: one holding any transient file among others, taken for a killed init (so
+    a write command would take its lock and recover there) instead of 'not a registry'."""
+    from rwkv_registry.atomic import require_registry
+    from rwkv_registry.errors import UsageError
+
+    for name in names:
+        (tmp_path / name).write_text("")
+    with pytest.raises(UsageError, match="is not a registry"):
+        require_registry(tmp_path)
+    (tmp_path / "notes.txt").unlink(missing_ok=True)
+    if names:
+        assert require_registry(tmp_path) == tmp_path  # the lock file alone: a killed init, recover cleans it
