@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -93,3 +94,53 @@ def test_only_a_directory_of_nothing_but_transient_files_passes_for_an_interrupt
     (tmp_path / "notes.txt").unlink(missing_ok=True)
     if names:
         assert require_registry(tmp_path) == tmp_path  # the lock file alone: a killed init, recover cleans it
+
+
+class _BusyLock:
+    """A FileLock always held by someone else: records each acquire's timeout and times out."""
+
+    asked: ClassVar[list[float]] = []
+
+    def __init__(self, path: str, timeout: float) -> None:
+        self.path = path
+
+    def acquire(self, timeout: float) -> None:
+        import filelock
+
+        self.asked.append(timeout)
+        raise filelock.Timeout(self.path)
+
+    def release(self) -> None:
+        raise AssertionError("never acquired")
+
+
+@pytest.mark.parametrize(
+    ("timeout", "tty", "asked", "notice"),
+    [(30.0, False, [5.0, 25.0], True), (5.0, False, [5.0], False), (3.0, True, [1.0, 2.0], True)],
+)
+def test_a_blocked_writer_waits_its_timeout_in_all_saying_so_once_past_the_notice(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    timeout: float,
+    tty: bool,
+    asked: list[float],
+    notice: bool,
+) -> None:
+    """A12: timeout < notice (for <=) said 'waiting' for a wait that ended right there; A13: the second acquire
+    waited the whole timeout again (notice + timeout in all)."""
+    import filelock
+
+    from rwkv_registry.errors import LockedError
+
+    (tmp_path / "index.json").write_text("{}")
+    monkeypatch.setattr(filelock, "FileLock", _BusyLock)
+    monkeypatch.setattr(atomic, "_stderr_is_terminal", lambda: tty)
+    monkeypatch.setattr(_BusyLock, "asked", [])
+    with (
+        pytest.raises(LockedError, match=f"lock .* held for {timeout:g} s"),
+        atomic.registry_lock(tmp_path, timeout=timeout),
+    ):
+        pass
+    assert _BusyLock.asked == asked
+    assert ("waiting for the lock held by another rwkv-registry command" in capsys.readouterr().err) is notice
