@@ -180,3 +180,11 @@ def test_a_smoke_report_names_its_entry_or_else_the_file_and_refuses_a_case_twic
     assert (got.name, got.scores, got.categories) == ("r.json", {"a": 1.0}, {"a": "easy"})
     with pytest.raises(UsageError, match="case id 'a' appears twice"):
         results_from_json({**report, "cases": [case, {**case, "entry": {"correct": False}}]}, "r.json")
+
+
+@pytest.mark.parametrize(("wins", "losses"), [(-1, 3), (3, -1), (10**9 + 1, 0), (0, 10**9 + 1)])
+def test_counts_below_zero_or_above_the_cap_are_refused_on_either_side(wins: int, losses: int) -> None:
+    """Mutation audit: the checks of mcnemar_exact on wins alone let a negative or oversize count of losses
+    through (a p-value from nonsense, or minutes of summing)."""
+    with pytest.raises(ValueError, match=r"non-negative|not taken"):
+        mcnemar_exact(wins, losses)
