@@ -212,3 +212,102 @@ def test_reference_one_step_by_explicit_matrices() -> None:
     s1_want = s0[0, 0].numpy() @ transition + np.outer(v, k)
     assert np.allclose(s1[0, 0].numpy(), s1_want, rtol=1e-12, atol=1e-12), f"seed {seed}"
     assert np.allclose(y[0, 0, 0].numpy(), s1_want @ r, rtol=1e-12, atol=1e-12), f"seed {seed}"
+
+
+# ------------------------------------------------------------------------------ mutation audit of validate.py
+# Each test below kills a hand-made mutant of kernels/wkv7/validate.py that the rest of the suite let live.
+
+
+@pytest.mark.parametrize("shape", [(1, 4, 2, 16), (2, 5, 2, 16), (1, 5, 1, 16)], ids=["T", "B", "H"])
+def test_inputs_differing_in_any_size_are_refused(shape: tuple[int, ...]) -> None:
+    """W02: the shapes compared by their head size N alone; k of another length, batch or head count passed."""
+    ins = _ins()
+    ins["k"] = torch.zeros(shape)
+    with pytest.raises(ValueError, match=rf"must share one shape .* k={list(shape)}".replace("[", r"\[")):
+        wkv7(*ins.values(), backend="naive")
+
+
+def test_w_of_another_dtype_than_r_and_not_float32_is_refused() -> None:
+    """W03: without the check of w's dtype, a bfloat16 w beside float32 r, k, v, a, b passed."""
+    ins = _ins()
+    ins["w"] = ins["w"].to(torch.bfloat16)
+    with pytest.raises(ValueError, match=r"and w that dtype or float32; got .*'w': torch.bfloat16"):
+        wkv7(*ins.values(), backend="naive")
+    ins = _ins(dtype=torch.bfloat16)
+    ins["w"] = ins["w"].float()  # w in float32 beside bfloat16 inputs is allowed
+    y, _ = wkv7(*ins.values(), backend="naive")
+    assert y.dtype == torch.bfloat16
+
+
+@pytest.mark.parametrize("n", [8, 24, 256])
+def test_head_size_limits_of_the_step_kernel_too(n: int) -> None:
+    """W10: the head-size check for backend 'chunk' only; 'step' runs the same Triton limits."""
+    with pytest.raises(ValueError, match=rf"head size N={n} is not supported by the Triton kernels \(backend 'step'\)"):
+        wkv7(*_ins((1, 3, 1, n)).values(), backend="step")
+
+
+def test_arguments_on_another_device_are_refused_naming_it() -> None:
+    """W06, W13, W20: inputs, cu_seqlens and state on another device (meta stands for a GPU) were let through."""
+    ins = _ins()
+    ins["a"] = ins["a"].to("meta")
+    with pytest.raises(ValueError, match=r"must be on one device; got .*'a': device\(type='meta'\)"):
+        wkv7(*ins.values(), backend="naive")
+    with pytest.raises(ValueError, match=r"cu_seqlens is on meta but the inputs are on cpu"):
+        wkv7(*_ins().values(), cu_seqlens=torch.tensor([0, 5], device="meta"), backend="naive")
+    with pytest.raises(ValueError, match=r"state is on meta but the inputs are on cpu"):
+        wkv7(*_ins().values(), torch.zeros(1, 2, 16, 16, device="meta"), backend="naive")
+
+
+def test_state_of_another_number_of_sequences_is_refused() -> None:
+    """W19: the state's first size (num_seqs) not compared: a state for two sequences went with one."""
+    with pytest.raises(
+        ValueError, match=r"state must be \[num_seqs, H, N, N\] = \[1, 2, 16, 16\] .*; got \[2, 2, 16, 16\]"
+    ):
+        wkv7(*_ins().values(), torch.zeros(2, 2, 16, 16), backend="naive")
+    with pytest.raises(ValueError, match=r"= \[2, 2, 16, 16\] .*; got \[1, 2, 16, 16\]"):  # packed: two sequences
+        wkv7(*_ins().values(), torch.zeros(1, 2, 16, 16), cu_seqlens=torch.tensor([0, 2, 5]), backend="naive")
+
+
+def test_state_out_must_be_contiguous_and_state_floating_point() -> None:
+    """W21: state_out's contiguity not checked (the kernels write it as a flat buffer); W23: an integer state
+    passed on the naive backend."""
+    ins = _ins()
+    strided = torch.zeros(1, 2, 16, 16).transpose(2, 3)
+    with pytest.raises(ValueError, match=r"state_out must be a contiguous float32 tensor; got torch.float32"):
+        wkv7(*ins.values(), state_out=strided, backend="naive")
+    with pytest.raises(ValueError, match=r"state must be floating point; got torch.int32"):
+        wkv7(*ins.values(), torch.zeros(1, 2, 16, 16, dtype=torch.int32), backend="naive")
+
+
+def test_out_must_have_the_inputs_dtype_and_be_contiguous() -> None:
+    """W28: out's dtype not compared (a float64 out for float32 inputs); W30: a strided out passed."""
+    ins = _ins()
+    with pytest.raises(
+        ValueError, match=r"out must match r=\[1, 5, 2, 16\] torch.float32; got \[1, 5, 2, 16\] torch.float64"
+    ):
+        wkv7(*ins.values(), out=torch.zeros(1, 5, 2, 16, dtype=torch.float64), backend="naive")
+    strided = torch.zeros(1, 5, 16, 2).transpose(2, 3)
+    with pytest.raises(ValueError, match=r"out must be contiguous and on cpu"):
+        wkv7(*ins.values(), out=strided, backend="naive")
+
+
+def test_out_sharing_storage_with_state_out_or_an_input_at_an_offset_is_refused() -> None:
+    """W25: out over state_out not checked; W35: only the first element's address compared, so an out in
+    the same storage as r but at another offset passed."""
+    ins = _ins()
+    buf = torch.zeros(160 + 512)
+    out, state_out = buf[:160].view(1, 5, 2, 16), buf[160:].view(1, 2, 16, 16)
+    with pytest.raises(ValueError, match=r"out shares memory with state_out"):
+        wkv7(*ins.values(), out=out, state_out=state_out, backend="naive")
+    both = torch.zeros(2, 5, 2, 16)
+    ins["r"] = both[0:1]
+    with pytest.raises(ValueError, match=r"out shares memory with r"):
+        wkv7(*ins.values(), out=both[1:2], backend="naive")
+
+
+def test_empty_outputs_share_no_memory_with_empty_inputs() -> None:
+    """W24: empty tensors (T = 0) all report storage address 0; without the numel() == 0 case of _same_memory an
+    empty out was refused as sharing memory with r."""
+    ins = _ins((1, 0, 2, 16))
+    y, st = wkv7(*ins.values(), out=torch.empty(1, 0, 2, 16), backend="naive")
+    assert y.shape == (1, 0, 2, 16) and st.shape == (1, 2, 16, 16)
