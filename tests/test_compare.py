@@ -188,3 +188,19 @@ def test_counts_below_zero_or_above_the_cap_are_refused_on_either_side(wins: int
     through (a p-value from nonsense, or minutes of summing)."""
     with pytest.raises(ValueError, match=r"non-negative|not taken"):
         mcnemar_exact(wins, losses)
+
+
+def test_a_question_listed_twice_or_only_in_b_and_a_failed_smoke_case_count() -> None:
+    """Mutation audit: a result file listing a question twice was read (the second score kept), a question only
+    in B was joined away, and a smoke case's failure counted as solved."""
+    twice = results_file("a", {"q1": 1.0})
+    twice["results"].append({"id": "q1", "category": "", "score": 0.0})
+    with pytest.raises(UsageError, match="question id 'q1' appears twice"):
+        results_from_json(twice, "a.json")
+    a = results_from_json(results_file("a", {"q1": 1.0}), "a")
+    b = results_from_json(results_file("b", {"q1": 1.0, "q2": 0.0}), "b")
+    with pytest.raises(UsageError, match=r"0 only in A, 1 only in B; e\.g\. \['q2'\]"):
+        compare(a, b)
+    cases = [{"id": "x", "entry": {"correct": False}}, {"id": "y", "entry": {"correct": True}}]
+    got = results_from_json({"kind": "rwkv-registry-smoke", "cases": cases}, "r.json")
+    assert got.scores == {"x": 0.0, "y": 1.0}
