@@ -313,11 +313,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from .validate import validate_registry
 
     console = _console()
+    if args.smoke:  # the tiny registry beside PATH may be replaced only when the demo wrote it: checked first
+        mod = importlib.import_module("rwkv_registry.model.smoke.demo")
+        mod.check_tiny_registry_dir(mod.smoke_work_dir(args.path))
     root = build_demo(args.path, force=args.force, log=lambda m: console.print(f"[dim]demo:[/] {m}"))
     report = validate_registry(root)
     print_report(report, console)
     if args.smoke:
-        mod = importlib.import_module("rwkv_registry.model.smoke.demo")
         code = mod.run_demo_smoke(root, console=console)
         return max(code, 0 if report.ok else 1)
     return 0 if report.ok else 1

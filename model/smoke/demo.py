@@ -12,6 +12,7 @@ writes a valid call), and the tiny registry then validates with its smoke record
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -66,8 +67,66 @@ def _train_json(method: str, weights: TinyWeights, config: TrainConfig, data_sha
     return train
 
 
+def smoke_work_dir(root: str | Path) -> Path:
+    """Where ``demo ROOT --smoke`` builds its tiny registry and weights: ``<ROOT>-smoke`` beside ROOT."""
+    root = Path(root)
+    return root.parent / f"{root.name}-smoke"
+
+
+def check_tiny_registry_dir(work: Path) -> None:
+    """Refuse (:class:`UsageError`, exit 2) when ``work/registry`` holds anything but an earlier tiny demo registry.
+
+    The demo replaces ``work/registry`` on every run; it may delete only what it wrote there: a registry
+    whose index.json names :data:`TINY_REGISTRY_NAME`, with no entry but the demo's two, no git repository,
+    and no file outside its SHA256SUMS (its lock and interrupted-write files aside).
+    """
+    from rwkv_registry.atomic import TMP_PREFIX, TRANSIENT_NAMES
+    from rwkv_registry.errors import UsageError
+
+    reg = work / "registry"
+    hint = (
+        f"Nothing was touched. Move {reg} away (or give the demo another PATH), then run the command again: "
+        "the demo rebuilds that folder on every run."
+    )
+    if work.exists() and not work.is_dir():
+        raise UsageError(f"{work} is a file: demo --smoke builds its tiny registry in that folder", hint=hint)
+    if not reg.exists() and not reg.is_symlink():
+        return
+    why = None
+    try:
+        if reg.is_symlink() or not reg.is_dir():
+            why = "it is not a directory"
+        elif (reg / ".git").exists():
+            why = "it is a git repository"
+        else:
+            index = json.loads((reg / "index.json").read_text("utf-8"))
+            ids = {e.get("id") for e in index.get("entries", []) if isinstance(e, dict)}
+            if (index.get("registry") or {}).get("name") != TINY_REGISTRY_NAME or not ids <= {STATE_ID, MISS_ID}:
+                why = f"its index.json is not the tiny demo's ({TINY_REGISTRY_NAME}, entries {STATE_ID}, {MISS_ID})"
+            else:
+                listed = {line.split("  ", 1)[1] for line in (reg / "SHA256SUMS").read_text("utf-8").splitlines()}
+                extra = [
+                    p.relative_to(reg).as_posix()
+                    for p in sorted(reg.rglob("*"))
+                    if (p.is_symlink() or not p.is_dir())
+                    and p.name != "SHA256SUMS"
+                    and p.name not in TRANSIENT_NAMES
+                    and not p.name.startswith(TMP_PREFIX)
+                    and p.relative_to(reg).as_posix() not in listed
+                ]
+                if extra:
+                    why = "it holds files the demo did not write (" + ", ".join(extra[:3]) + ")"
+    except (OSError, ValueError, IndexError, AttributeError) as e:
+        why = f"it is not a tiny demo registry that can be read ({e})"
+    if why is not None:
+        raise UsageError(f"{reg} is not an earlier tiny demo registry: {why}", hint=hint, path=str(reg))
+
+
 def build_tiny_registry(work: Path, weights: TinyWeights, config: TrainConfig | None = None) -> Path:
-    """A fresh registry in ``work/registry`` with the tiny base, State and MiSS; returns its root."""
+    """A fresh registry in ``work/registry`` with the tiny base, State and MiSS; returns its root.
+
+    An earlier tiny demo registry there is replaced; anything else is refused (:func:`check_tiny_registry_dir`).
+    """
     import hashlib
 
     from rwkv_registry.ops import add_base, add_entry, init_registry
@@ -75,6 +134,7 @@ def build_tiny_registry(work: Path, weights: TinyWeights, config: TrainConfig | 
 
     config = config or TrainConfig()
     root = work / "registry"
+    check_tiny_registry_dir(work)
     if root.exists():
         shutil.rmtree(root)
     init_registry(root, name=TINY_REGISTRY_NAME, title="Tiny smoke demo")
@@ -124,7 +184,8 @@ def run_demo_smoke(root: Path, *, console: Any, work_dir: Path | None = None, we
     from rwkv_registry.validate import validate_registry
 
     root = Path(root)
-    work = work_dir or root.parent / f"{root.name}-smoke"
+    work = work_dir or smoke_work_dir(root)
+    check_tiny_registry_dir(work)
     env = os.environ.get("RWKV_REGISTRY_SMOKE_WEIGHTS")  # a shared cache of the trained files (tests, CI)
     wdir = weights_dir or (Path(env) if env else work / "weights")
 

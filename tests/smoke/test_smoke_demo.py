@@ -44,3 +44,38 @@ def test_training_is_deterministic_and_cached(tmp_path):
     assert cache_key(replace(config, state_steps=3)) != a.key
     other = build_tiny_weights(tmp_path / "a", config=replace(config, miss_steps=1), parallel=False)
     assert not other.reused  # a changed input retrains in place
+
+
+@pytest.mark.parametrize("kind", ["user-files", "earlier-demo-plus-file", "file", "other-registry"])
+def test_demo_smoke_never_deletes_what_it_did_not_write(tmp_path, kind, capsys):
+    """`demo PATH --smoke` rebuilds `<PATH>-smoke/registry`: a folder there that the demo did not write is refused
+    (exit 2) before anything is written, and left as it was."""
+    from rwkv_registry.ops import init_registry
+
+    work = tmp_path / "mine-smoke"
+    reg = work / "registry"
+    if kind == "file":
+        work.parent.mkdir(parents=True, exist_ok=True)
+        work.write_text("precious\n")
+        mine = work
+    else:
+        if kind == "user-files":
+            reg.mkdir(parents=True)
+        else:
+            init_registry(reg, name="demo/tiny-smoke" if kind == "earlier-demo-plus-file" else "me/real")
+        mine = reg / "notes.txt"
+        mine.write_text("precious\n")
+    assert main(["demo", str(tmp_path / "mine"), "--smoke"]) == 2
+    err = capsys.readouterr().err
+    assert "is not an earlier tiny demo registry" in err or "is a file" in err
+    assert mine.read_text() == "precious\n"
+    assert not (tmp_path / "mine").exists()  # refused before the demo registry was built
+
+
+def test_an_earlier_tiny_demo_registry_may_be_replaced(tmp_path):
+    from rwkv_registry.model.smoke.demo import check_tiny_registry_dir
+    from rwkv_registry.ops import init_registry
+
+    init_registry(tmp_path / "registry", name="demo/tiny-smoke")
+    check_tiny_registry_dir(tmp_path)  # no error: the demo wrote every file there
+    check_tiny_registry_dir(tmp_path / "absent")
