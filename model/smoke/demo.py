@@ -69,7 +69,7 @@ def _train_json(method: str, weights: TinyWeights, config: TrainConfig, data_sha
 
 def smoke_work_dir(root: str | Path) -> Path:
     """Where ``demo ROOT --smoke`` builds its tiny registry and weights: ``<ROOT>-smoke`` beside ROOT."""
-    root = Path(root)
+    root = Path(root).absolute()  # `demo .` in d/ builds d-smoke/ beside it, not `-smoke` inside the demo
     return root.parent / f"{root.name}-smoke"
 
 

@@ -79,3 +79,12 @@ def test_an_earlier_tiny_demo_registry_may_be_replaced(tmp_path):
     init_registry(tmp_path / "registry", name="demo/tiny-smoke")
     check_tiny_registry_dir(tmp_path)  # no error: the demo wrote every file there
     check_tiny_registry_dir(tmp_path / "absent")
+
+
+@pytest.mark.parametrize("given", [".", "./", "demo", "demo/."])
+def test_the_tiny_registry_goes_beside_the_demo_not_inside_it(tmp_path, monkeypatch, given):
+    from rwkv_registry.model.smoke.demo import smoke_work_dir
+
+    (tmp_path / "demo").mkdir()
+    monkeypatch.chdir(tmp_path / "demo" if given.startswith(".") else tmp_path)
+    assert smoke_work_dir(given) == tmp_path / "demo-smoke"
