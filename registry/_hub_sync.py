@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ._hub_remote import RemoteEntry, RemoteRepo, connect, file_digests, git_blob_id, hub_error
+from ._hub_remote import RemoteEntry, RemoteRepo, check_repo_id, connect, file_digests, git_blob_id, hub_error
 from ._hub_resume import PARTIAL_DIR, fetch_resumable, partial_bytes, prune_partials, resumable
 from .atomic import JOURNAL_NAME, LOCK_NAME, TMP_PREFIX, require_directory
 from .errors import LockedError, RefusedError, RegistryError, RegistryIOError, UsageError
@@ -197,6 +197,7 @@ def push_registry(
             f"--revision {revision}: push commits onto a branch, and this looks like a commit id",
             hint="Give the branch to push to (default main); a commit can be validated or pulled, not pushed onto.",
         )
+    check_repo_id(repo_id)  # a mistyped --repo is named at once, not after a whole validation of the weights
     root = root.resolve()
     with _writers_held_off(root):  # no write may slip in between the validation and the upload
         report = validate_registry(root)

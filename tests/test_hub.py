@@ -521,6 +521,22 @@ def test_push_onto_a_commit_id_is_refused_before_anything_is_sent(tiny: Path, tm
         push_registry(reg, "tester/any", revision="0" * 40, log=lambda m: None)
 
 
+def test_push_to_a_malformed_repo_id_is_refused_before_validation(
+    tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A typo in --repo is named at once: validating a registry of many GB first would cost the user minutes."""
+    from rwkv_registry import _hub_sync
+
+    def validate_not_expected(*a: object, **k: object) -> None:
+        raise AssertionError("validated before the repository id was checked")
+
+    monkeypatch.setattr(_hub_sync, "validate_registry", validate_not_expected)
+    reg = copy(tiny, tmp_path / "reg")
+    for bad in ("notarepo", "a/b/c", "owner/re po"):
+        with pytest.raises(UsageError, match="is not a Hugging Face repository id"):
+            push_registry(reg, bad, log=lambda m: None)
+
+
 def test_a_repository_with_every_file_in_lfs_validates(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
     """`* filter=lfs` puts index.json and README in LFS too: they are fetched, and LFS002 counts `*`."""
     reg = copy(tiny, tmp_path / "reg")
