@@ -154,6 +154,44 @@ def pick_device(name: str) -> tuple[str, torch.dtype]:
     return "cpu", torch.float32
 
 
+def fp32_bytes(base: dict[str, Any]) -> int:
+    """About how many bytes the base takes in fp32 (the CPU's dtype), from its recorded architecture.
+
+    Per layer the four C×C projections of time mixing and the two C×F matrices of the channel mix (F = 4C when
+    not recorded), plus the embedding and the head (V×C each); LoRAs and vectors are left out (under 1 %).
+    """
+    arch = base.get("architecture") or {}
+    try:
+        c, layers, vocab = int(arch["n_embd"]), int(arch["n_layer"]), int(arch["vocab_size"])
+        ffn = int(arch.get("ffn_size") or 4 * c)
+    except (KeyError, TypeError, ValueError):
+        return 0
+    return 4 * (layers * (4 * c * c + 2 * c * ffn) + 2 * vocab * c)
+
+
+def physical_memory() -> int:
+    """The machine's RAM in bytes (0 when the platform does not say)."""
+    import os
+
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        return 0
+
+
+def check_cpu_memory(base: dict[str, Any], device: str) -> None:
+    """Refuse (exit 2, before the base is hashed) a CPU run whose fp32 copy of the base cannot fit in RAM:
+    it would be killed by the kernel half-way, with no message, after hashing the whole base file."""
+    need, have = fp32_bytes(base), physical_memory()
+    if device == "cpu" and have and need > have:
+        raise UsageError(
+            f"base {base['name']!r} needs about {need / 2**30:.1f} GiB in fp32 on the CPU, and this machine has "
+            f"{have / 2**30:.1f} GiB of memory{'' if torch.cuda.is_available() else ' (and no CUDA device)'}",
+            hint="Run the smoke evaluation on a machine with a CUDA GPU (the base is loaded in bf16 there); "
+            "on the CPU it is meant for tiny models.",
+        )
+
+
 def environment(device: str, dtype: torch.dtype) -> Environment:
     """The device name and the torch/CUDA versions recorded with a result."""
     if device == "cuda":
@@ -341,6 +379,7 @@ def run_smoke(
         cases_path = builtin_path(TINY_CASES)
     cases = load_cases(cases_path)
     dev, dtype = pick_device(device)
+    check_cpu_memory(base, dev)
     size = base_path.stat().st_size if base_path.is_file() else 0
     prog.phase("checking the base file's sha256", max(size, 1))
     t0 = time.perf_counter()

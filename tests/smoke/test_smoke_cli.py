@@ -260,3 +260,21 @@ def test_entry_file_changed_since_registration_exits_2(capsys, copy, tiny_weight
     code, _, _, err = smoke(capsys, copy, STATE_ID, tiny_weights.base)
     assert code == 2
     assert "differs from index.json" in err.replace("\n", " ")
+
+
+def test_a_base_too_big_for_the_cpus_memory_is_refused_before_hashing(capsys, registry, tiny_weights, monkeypatch):
+    """Without a GPU a 7.2B base would be hashed (14 GB), then copied to fp32 (28 GB) until the kernel kills the
+    process with no message: refused at once instead (exit 2), naming both sizes and the fix."""
+    from rwkv_registry.demo import ARCH_72B
+    from rwkv_registry.model.smoke import evaluate
+
+    def no_hash(*a, **k):
+        raise AssertionError("the base was hashed before the memory check")
+
+    monkeypatch.setattr(evaluate, "physical_memory", lambda: 32 * 2**20)  # 32 MiB: the tiny base needs ~69 MB
+    monkeypatch.setattr(evaluate, "cached_sha256", no_hash)
+    code, _, _, err = smoke(capsys, registry, STATE_ID, tiny_weights.base)
+    assert code == 2
+    assert "in fp32 on the CPU" in err and "0.0 GiB of memory" in err and "CUDA GPU" in err.replace("\n", " ")
+    big = {"name": "b", "architecture": dict(kv.split("=") for kv in ARCH_72B.split(","))}
+    assert 25 * 2**30 < evaluate.fp32_bytes(big) < 28 * 2**30  # about 7B parameters × 4 bytes: 26 GiB
