@@ -203,7 +203,8 @@ def push_registry(
         report = validate_registry(root)
         errors = [f for f in report.findings if str(f.severity) == "error"]
         if errors:
-            first = errors[0]
+            # a directory that is no registry at all: say so first, not its echoes (LFS002, RDM001 sort before it)
+            first = next((f for f in errors if f.code == "SCH004" and f.path == "index.json"), errors[0])
             raise RefusedError(
                 f"push refused: {path} does not validate ({len(errors)} error(s); first: {first.code} "
                 f"{first.path}: {first.message})",
