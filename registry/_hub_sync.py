@@ -36,7 +36,7 @@ from typing import Any
 
 from ._hub_remote import RemoteEntry, RemoteRepo, check_repo_id, connect, file_digests, git_blob_id, hub_error
 from ._hub_resume import PARTIAL_DIR, fetch_resumable, partial_bytes, prune_partials, resumable
-from .atomic import JOURNAL_NAME, LOCK_NAME, TMP_PREFIX, require_directory
+from .atomic import JOURNAL_NAME, LOCK_NAME, TMP_PREFIX, registry_around, require_directory
 from .errors import LockedError, RefusedError, RegistryError, RegistryIOError, UsageError
 from .facts import (
     FactsCache,
@@ -199,6 +199,12 @@ def push_registry(
         )
     check_repo_id(repo_id)  # a mistyped --repo is named at once, not after a whole validation of the weights
     root = root.resolve()
+    outer = None if (root / "index.json").exists() else registry_around(root)
+    if outer is not None:  # validation would refuse it too, but with `validate`'s hint
+        raise UsageError(
+            f"{path}: no index.json here; it lies inside the registry at {outer}",
+            hint=f"Push the registry's root: rwkv-registry push {outer} --repo {repo_id}",
+        )
     with _writers_held_off(root):  # no write may slip in between the validation and the upload
         report = validate_registry(root)
         errors = [f for f in report.findings if str(f.severity) == "error"]

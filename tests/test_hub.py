@@ -537,6 +537,16 @@ def test_push_to_a_malformed_repo_id_is_refused_before_validation(
             push_registry(reg, bad, log=lambda m: None)
 
 
+def test_push_of_a_folder_inside_a_registry_names_the_root_to_push(
+    tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reg = copy(tiny, tmp_path / "reg")
+    sub = next(p for p in reg.iterdir() if p.is_dir())
+    with pytest.raises(UsageError, match="lies inside the registry") as e:
+        push_registry(sub, "tester/any", log=lambda m: None)
+    assert e.value.hint == f"Push the registry's root: rwkv-registry push {reg.resolve()} --repo tester/any"
+
+
 def test_a_repository_with_every_file_in_lfs_validates(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
     """`* filter=lfs` puts index.json and README in LFS too: they are fetched, and LFS002 counts `*`."""
     reg = copy(tiny, tmp_path / "reg")
