@@ -683,6 +683,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     break
         raise
     try:
+        _refuse_empty_paths(args)
         return int(args.handler(args))
     except RegistryError as e:
         console = _console(stderr=True)
@@ -708,6 +709,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except Exception as e:  # never a traceback for users unless asked
         return _unexpected(e)
+
+
+# The arguments that name a file or directory. An empty one (`"$DIR"` with DIR unset) is no path: pathlib reads it as
+# the current directory, where `init` or `demo --force` would then write (or replace) files.
+_PATH_ARGS = ("path", "base_file", "file", "train", "cases", "key", "a", "b")
+
+
+def _refuse_empty_paths(args: argparse.Namespace) -> None:
+    """Refuse an empty path argument (a usage error, exit 2) before the command runs."""
+    for name in _PATH_ARGS:
+        if getattr(args, name, None) == "":
+            flag = {
+                "path": "--path" if args.command == "show" else "PATH",
+                "base_file": "--base-file",
+                "file": "FILE",
+                "train": "--train",
+                "cases": "--cases",
+                "key": "--key" if args.command == "sign" else "KEY",
+                "a": "A.json",
+                "b": "B.json",
+            }[name]
+            raise UsageError(
+                f"{flag}: an empty path (an unset shell variable?)",
+                hint="Give the file or directory; write . for the current directory.",
+            )
 
 
 def _unrecognized(parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]) -> NoReturn:

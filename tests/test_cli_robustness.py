@@ -998,3 +998,27 @@ def test_an_index_json_linked_outside_the_registry_is_refused(
     assert cat.entries == [] and cat.error is not None and "(LAY005)" in cat.error
     assert main(["validate", str(reg)]) == 1
     assert "LAY005 index.json" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag"),
+    [
+        (["init", ""], "PATH"),
+        (["demo", "", "--force"], "PATH"),
+        (["validate", ""], "PATH"),
+        (["show", "--path", ""], "--path"),
+        (["add", ".", "", "--base", "b", "--data-version", "v1", "--train", "t.json"], "FILE"),
+        (["keygen", ""], "KEY"),
+    ],
+)
+def test_an_empty_path_is_refused_not_read_as_the_current_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], argv: list[str], flag: str
+) -> None:
+    """`rwkv-registry init "$DIR"` with DIR unset: pathlib reads "" as ".", so init wrote a registry into the current
+    directory (and demo --force would replace an earlier demo there). An empty path is a usage error instead."""
+    from rwkv_registry.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    assert f"{flag}: an empty path" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
