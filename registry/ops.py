@@ -456,7 +456,10 @@ def add_base(
         if bf.is_dir():
             raise UsageError(f"{base_file}: is a directory, not a base file", hint="Give the base .pth itself.")
         if not bf.is_file():
-            raise UsageError(f"{base_file}: " + ("no such file" if not bf.exists() else "not a regular file"))
+            raise UsageError(
+                f"{base_file}: " + ("no such file" if not bf.exists() else "not a regular file"),
+                hint="Give the base's .pth file (or register it from metadata: --name, --sha256, --arch).",
+            )
         if sha256 is not None or size is not None:
             raise UsageError(
                 "--sha256 and --size are for a base given by metadata; with BASE_FILE they are read from the file",
@@ -729,7 +732,10 @@ def add_entry(
     if src.is_dir():
         raise UsageError(f"{file}: is a directory, not a weight file", hint="Give the .pth (or .safetensors) itself.")
     if not src.is_file():
-        raise UsageError(f"{file}: " + ("no such file" if not src.exists() else "not a regular file"))
+        raise UsageError(
+            f"{file}: " + ("no such file" if not src.exists() else "not a regular file"),
+            hint="Give the State (.pth or .safetensors) or MiSS adapter (.pth) file to add.",
+        )
     if not _VERSION.match(data_version):
         raise UsageError(f"--data-version {data_version!r} must look like v1.41")
     allowed = _entry_enum("sampling")

@@ -152,7 +152,10 @@ def load_public_key(path: str | os.PathLike[str]) -> PublicKey:
     try:
         text = p.read_text("utf-8")
     except (OSError, UnicodeDecodeError) as e:
-        raise UsageError(f"--pubkey {path}: cannot read it ({getattr(e, 'strerror', None) or e})") from None
+        raise UsageError(
+            f"--pubkey {path}: cannot read it ({getattr(e, 'strerror', None) or e})",
+            hint="Give a public key file (KEY.pub, written by `rwkv-registry keygen KEY`).",
+        ) from None
     return parse_public_key(text, str(path))
 
 
@@ -166,7 +169,10 @@ def load_private_key(path: str | os.PathLike[str]) -> tuple[Any, PublicKey]:
         data = p.read_bytes()
         mode = p.stat().st_mode
     except OSError as e:
-        raise UsageError(f"--key {path}: cannot read it ({e.strerror or e})") from None
+        raise UsageError(
+            f"--key {path}: cannot read it ({e.strerror or e})",
+            hint="Give the private key file written by `rwkv-registry keygen KEY` (KEY, not KEY.pub).",
+        ) from None
     if _looks_public(data):
         private = str(path)[: -len(".pub")] if str(path).endswith(".pub") else "KEY"
         raise UsageError(

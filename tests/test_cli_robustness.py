@@ -1022,3 +1022,26 @@ def test_an_empty_path_is_refused_not_read_as_the_current_directory(
     assert main(argv) == 2
     assert f"{flag}: an empty path" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["add-base", "REG", "NOPE.pth", "--source", "a/b"],
+        ["add", "REG", "NOPE.pth", "--base", "b", "--data-version", "v1", "--train", "NOPE.json"],
+        ["validate", "REG", "--pubkey", "NOPE.pub"],
+        ["sign", "REG", "--key", "NOPE"],
+    ],
+)
+def test_a_missing_input_file_is_named_with_the_fix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    """Each of these said only 'no such file' / 'cannot read it', without the hint every message gives."""
+    from rwkv_registry.cli import main
+    from rwkv_registry.ops import init_registry
+
+    init_registry(tmp_path / "reg")
+    argv = [a.replace("REG", str(tmp_path / "reg")).replace("NOPE", str(tmp_path / "nope")) for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert str(tmp_path / "nope") in err.replace("\n", "") and "hint: Give" in err
