@@ -594,3 +594,32 @@ def test_facts_and_blob_id_from_one_read_equal_the_two_reads(tmp_path: Path, siz
         data = path.read_bytes()
         assert blob == git_blob_id(data) == hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
         assert facts == compute_facts(path) and facts.sha256 == hashlib.sha256(data).hexdigest()
+
+
+def test_smoke_hash_cache_write_that_fails_leaves_no_temporary_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failed write of the smoke hash cache only costs time: the hash is returned, nothing is left behind."""
+    import os
+
+    from rwkv_registry.model.smoke import hashcache
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("RWKV_REGISTRY_CACHE_DIR", str(cache))
+    monkeypatch.setattr(hashcache, "racy", lambda key, started: False)
+    p = tmp_path / "base.pth"
+    p.write_bytes(b"a" * 4096)
+
+    def refuse(src: object, dst: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", refuse)
+    digest, cached = hashcache.cached_sha256(p)
+    assert not cached and len(digest) == 64
+    assert list(cache.iterdir()) == []
+    monkeypatch.undo()
+    monkeypatch.setenv("RWKV_REGISTRY_CACHE_DIR", str(cache))
+    monkeypatch.setattr(hashcache, "racy", lambda key, started: False)
+    assert hashcache.cached_sha256(p) == (digest, False)
+    assert hashcache.cached_sha256(p) == (digest, True)
+    assert [f.name for f in cache.iterdir()] == [hashcache.CACHE_NAME]

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+from rwkv_registry.atomic import atomic_write_bytes
+from rwkv_registry.errors import RegistryIOError
 from rwkv_registry.facts import cache_dir, racy, stat_key
 from rwkv_registry.ops import hash_file
 
@@ -43,11 +44,8 @@ def _write(data: dict[str, dict[str, object]]) -> None:
         data = dict(list(data.items())[-_MAX_ENTRIES:])
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".smoke-sha256-", dir=path.parent)
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f)
-        os.replace(tmp, path)
-    except OSError:
+        atomic_write_bytes(path, json.dumps(data).encode())  # removes its temporary file when it fails
+    except (OSError, RegistryIOError):
         pass
 
 
