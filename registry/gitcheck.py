@@ -22,6 +22,7 @@ import json
 import os
 import re
 import subprocess
+import threading
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -70,15 +71,26 @@ def _run_git(cwd: str, args: tuple[str, ...]) -> bytes:
     return p.stdout
 
 
+def _answer(cwd: str, args: tuple[str, ...], answers: dict[tuple[str, ...], bytes | Exception]) -> bytes:
+    """``_run_git(cwd, args)``, or what :class:`GitAhead` got for these very arguments (once: taken out)."""
+    if args in answers:
+        got = answers.pop(args)
+        if isinstance(got, Exception):
+            raise got
+        return got
+    return _run_git(cwd, args)
+
+
 class _PlainCommands:
     """``repo.git.<command>(*args)`` of GitPython for the few commands used here: stdout as text (UTF-8,
     surrogateescape), one trailing newline dropped."""
 
-    def __init__(self, cwd: str) -> None:
+    def __init__(self, cwd: str, answers: dict[tuple[str, ...], bytes | Exception]) -> None:
         self.cwd = cwd
+        self.answers = answers
 
     def _text(self, *args: str) -> str:
-        out = _run_git(self.cwd, args)
+        out = _answer(self.cwd, args, self.answers)
         return (out[:-1] if out.endswith(b"\n") else out).decode("utf-8", "surrogateescape")
 
     def diff(self, *args: str) -> str:
@@ -102,12 +114,18 @@ class _PlainRepo:
 
     def __init__(self, top: str) -> None:
         self.working_tree_dir = top
-        self.git = _PlainCommands(top)
+        # outputs (or failures) of commands run ahead by GitAhead, by their arguments: each used once, in place
+        # of running the command again
+        self.answers: dict[tuple[str, ...], bytes | Exception] = {}
+        self.git = _PlainCommands(top, self.answers)
+
+    def _run(self, args: tuple[str, ...]) -> bytes:
+        return _answer(self.working_tree_dir, args, self.answers)
 
     def head(self) -> str | None:
         """HEAD's commit (full sha), or None before the first commit."""
         try:
-            out = _run_git(self.working_tree_dir, ("rev-parse", "--verify", "-q", "HEAD^{commit}"))
+            out = self._run(_HEAD_COMMIT)
         except _GitFailed as e:
             if e.args[1] == 1 and not e.stderr:  # --verify -q: no such revision, said by the exit code alone
                 _unborn_head(lambda: _run_git(self.working_tree_dir, _HEAD_REF).decode("ascii", "replace"), _GitFailed)
@@ -117,20 +135,83 @@ class _PlainRepo:
 
     def show_bytes(self, spec: str) -> bytes | None:
         try:
-            return _run_git(self.working_tree_dir, ("show", spec))
+            return self._run(("show", spec))
         except _GitFailed:
             return None
 
     def blob_id(self, spec: str) -> str | None:
         """The object id ``spec`` (``REV:PATH``) names, or None when there is none."""
         try:
-            out = _run_git(self.working_tree_dir, ("rev-parse", "--verify", "-q", spec))
+            out = self._run(("rev-parse", "--verify", "-q", spec))
         except _GitFailed:
             return None
         return out.decode("ascii", "replace").strip() or None
 
 
 _HEAD_REF = ("rev-parse", "--verify", "-q", "HEAD")  # the commit HEAD names, not read: fails only when unborn
+_HEAD_COMMIT = ("rev-parse", "--verify", "-q", "HEAD^{commit}")
+
+
+class GitAhead:
+    """The git commands of a check against HEAD (:func:`check_git` without ``--since``) in an ordinary clone,
+    started in a background thread while validation reads the registry: the same commands, with the same
+    arguments and environment, that :func:`_check_repo` runs, their outputs or failures kept on the
+    :class:`_PlainRepo` and given to it in place of running them again (each once). The working-tree diff alone
+    is about a fifth of a warm run's wall time at 4,000 entries, and the Python side waits for it otherwise.
+    Started only when :func:`_plain_repo` finds an ordinary clone; a command it did not foresee, or one asked
+    before it was run, is run then, as without it."""
+
+    def __init__(self, root: Path, plain: _PlainRepo) -> None:
+        self.root = root
+        self.plain = plain
+        self.answers: dict[tuple[str, ...], bytes | Exception] = {}  # filled by the thread, read once it is done
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._work, name="rwkv-git-ahead", daemon=True)
+
+    @classmethod
+    def start(cls, root: Path) -> GitAhead | None:
+        plain = _plain_repo(root)
+        if not isinstance(plain, _PlainRepo):
+            return None
+        ahead = cls(root, plain)
+        ahead._thread.start()
+        return ahead
+
+    def _work(self) -> None:
+        answers: dict[tuple[str, ...], bytes | Exception] = {}
+        try:
+            top = self.plain.working_tree_dir
+
+            def run(args: tuple[str, ...]) -> bytes:
+                try:
+                    out = _run_git(top, args)
+                except (_GitFailed, _NoGit) as e:
+                    answers[args] = e
+                    raise
+                answers[args] = out
+                return out
+
+            head = run(_HEAD_COMMIT).decode("ascii", "replace").strip()
+            prefix = PurePosixPath(self.root.resolve().relative_to(Path(top).resolve()).as_posix())
+            spec = "." if str(prefix) == "." else str(prefix)
+            if not head:
+                return
+            run(("diff", "--name-status", "--no-renames", "-z", head, "--", spec))
+            run(("diff", "--name-status", "--no-renames", "-z", "--cached", head, "--", spec))
+            run(("ls-files", "--others", "--exclude-standard", "-z", "--", spec))
+            path = "index.json" if str(prefix) == "." else f"{prefix}/index.json"
+            run(("rev-parse", "--verify", "-q", f"{head}:{path}"))
+        except Exception:  # the check runs what is missing itself, and meets the same failure there
+            pass
+        finally:
+            self.answers = answers
+            self._done.set()
+
+    def repo(self) -> _PlainRepo:
+        """The clone's :class:`_PlainRepo`, holding the outputs, once the commands are done."""
+        self._done.wait()
+        self.plain.answers.update(self.answers)
+        return self.plain
 
 
 class _Unreadable(Exception):
@@ -264,6 +345,7 @@ def check_git(
     index_sha256: str | None = None,
     index_blob_id: str | None = None,
     memo: Any = None,
+    ahead: GitAhead | None = None,
 ) -> list[Finding]:
     """GIT001–GIT005 for the registry at ``root``. ``index_blob_id``, git's (SHA-1) blob id of the index.json bytes
     that ``index`` was parsed from (:func:`git_blob_id`), spares reading and parsing HEAD's index.json when it is
@@ -271,8 +353,12 @@ def check_git(
     SHA-256 repository.
     ``memo`` (a :class:`~rwkv_registry.facts.FactsCache`) remembers the bases of index.json blobs by their git
     id, so that HEAD's, when index.json was just changed (the pre-commit hook after an ``add``), is not read and
-    parsed either: those of the index.json validated now are recorded whenever the cache is written anyway."""
-    plain = _plain_repo(root) if since is None else None
+    parsed either: those of the index.json validated now are recorded whenever the cache is written anyway.
+    ``ahead``: the same commands started earlier for ``root`` (:class:`GitAhead`), whose outputs are used."""
+    if since is None and ahead is not None and ahead.root == root:
+        plain: _PlainRepo | _NoRepo | None = ahead.repo()
+    else:
+        plain = _plain_repo(root) if since is None else None
     if isinstance(plain, _NoRepo):
         return [_not_a_work_tree(root)]
     if plain is not None:

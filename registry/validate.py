@@ -26,12 +26,15 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from . import __version__
 from .arch import state_shape
 from .atomic import JOURNAL_NAME, LOCK_NAME, TMP_PREFIX, registry_around, require_directory
 from .errors import UsageError
+
+if TYPE_CHECKING:
+    from .gitcheck import GitAhead
 from .facts import FactsCache, FileFacts, gather_facts, sha256_file, stray_state_finding
 from .fsio import read_at_most
 from .jsonload import is_finite_number, is_integer
@@ -428,6 +431,7 @@ class Validator:
         self.schema_digest: str | None = None
         # id of a MiSS target list -> (that list, the architecture it fits): check_miss checks it once
         self.fitted_targets: dict[int, tuple[list[dict[str, Any]], dict[str, Any]]] = {}
+        self.git_ahead: GitAhead | None = None  # check_history's git commands, started early (start_history)
 
     def add(self, f: Finding) -> None:
         self.findings.append(f)
@@ -486,6 +490,7 @@ class Validator:
         t0 = time.perf_counter()
         tree = self.walk()
         self.guarded(self.load_index, tree)
+        self.start_history()
         self.guarded(self.check_layout, tree)
         self.guarded(self.check_license, tree)
         weights = self.weight_files(tree)
@@ -562,6 +567,16 @@ class Validator:
         self.stats.update(stats)
         return facts
 
+    def start_history(self) -> None:
+        """Start the git commands of :meth:`check_history` now, in the background (:class:`~.gitcheck.GitAhead`),
+        when it will run them against HEAD (index.json read, no ``--since``) and is this class's own (the Hub
+        validator's has no clone)."""
+        if self.index is None or self.since or type(self).check_history is not Validator.check_history:
+            return
+        from .gitcheck import GitAhead
+
+        self.git_ahead = GitAhead.start(self.root)
+
     def check_history(self) -> None:
         """Git immutability (GIT001–GIT006)."""
         if self.index is not None or self.since:
@@ -569,7 +584,13 @@ class Validator:
 
             ids = self.index_ids if self.index is not None else (None, None)
             self.findings += check_git(
-                self.root, self.index, self.since, index_sha256=ids[0], index_blob_id=ids[1], memo=self.cache
+                self.root,
+                self.index,
+                self.since,
+                index_sha256=ids[0],
+                index_blob_id=ids[1],
+                memo=self.cache,
+                ahead=self.git_ahead,
             )
             self.say_which_side_changed()
 

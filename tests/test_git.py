@@ -238,6 +238,61 @@ def test_plain_route_finds_what_gitpython_finds(tmp_path: Path, monkeypatch: pyt
     assert git_codes == (set() if layout == "no-commit" else {"GIT001", "GIT002", "GIT003"})
 
 
+@pytest.mark.parametrize("case", ["top", "subdirectory", "failing"])
+def test_git_commands_run_ahead_give_the_same_findings_and_run_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    """The check's git commands are started in the background while validation reads the registry (GitAhead): the
+    findings (GIT001, GIT002, GIT003 staged and untracked, or GIT006 with git's words) are those of the commands run
+    in place, every command runs once, and the main thread runs none that the background one ran."""
+    import threading
+
+    from rwkv_registry import gitcheck
+    from rwkv_registry.validate import Validator
+
+    outer = tmp_path / "outer"
+    root = build_registry(outer / "reg" if case == "subdirectory" else outer, tmp_path, with_miss=False)
+    publish(outer)
+    edit_index(root, lambda i: i["bases"][0].update(status="frozen"))
+    resum(root)
+    from rwkv_registry.ops import write_readme
+
+    write_readme(root)
+    git(outer, "commit", "-qam", "freeze")
+    p = root / STATE
+    p.write_bytes(p.read_bytes()[:-1] + bytes([p.read_bytes()[-1] ^ 1]))  # GIT001
+    git(outer, "rm", "-q", "--cached", "--", str(root.relative_to(outer) / TINY_BASE / "state" / "v1" / "train.json"))
+    st = write_state(tmp_path / "n.pth", seed=7)
+    for name in ("s8.pth", "s9.pth"):  # GIT003: one staged, one untracked
+        (root / TINY_BASE / "state" / "v1" / name).write_bytes(st.read_bytes())
+    git(outer, "add", "--", str(root.relative_to(outer) / TINY_BASE / "state" / "v1" / "s8.pth"))
+    if case == "failing":
+        (outer / ".git" / "index").write_bytes(b"not an index")  # git diff --cached fails
+    real = gitcheck._run_git
+    calls: list[tuple[str, tuple[str, ...]]] = []
+
+    def counted(cwd: str, args: tuple[str, ...]) -> bytes:
+        calls.append((threading.current_thread().name, args))
+        return real(cwd, args)
+
+    monkeypatch.setattr(gitcheck, "_run_git", counted)
+    ahead = _git_findings(root)
+    background = [a for who, a in calls if who == "rwkv-git-ahead"]
+    in_place = [a for who, a in calls if who != "rwkv-git-ahead"]
+    calls.clear()
+    monkeypatch.setattr(Validator, "start_history", lambda self: None)
+    assert _git_findings(root) == ahead
+    assert all(who != "rwkv-git-ahead" for who, _ in calls)
+    assert sorted(background + in_place) == sorted(a for _, a in calls)  # the same commands, each once
+    assert not set(background) & set(in_place)
+    if case == "failing":
+        assert [c for c, _, _ in ahead if c.startswith("GIT")] == ["GIT006"]
+        assert len(background) == 2  # rev-parse, then the working tree's diff (it reads the index: fails): no more
+    else:
+        assert {c for c, _, _ in ahead if c.startswith("GIT")} == {"GIT001", "GIT002", "GIT003"}
+        assert len(background) == 5 and in_place  # the published-in logs are asked in place, for findings only
+
+
 def test_no_repository_reads_the_same_on_both_routes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from rwkv_registry import gitcheck
 
