@@ -29,7 +29,7 @@ from . import __version__
 from .errors import CheckpointError
 from .rules import Finding, finding
 
-FACTS_VERSION = 3  # bump when the checks behind cached findings (or the cache's layout) change
+FACTS_VERSION = 4  # bump when the checks behind cached findings (or the cache's layout) change (4: "gone")
 MAX_ITEMS = 50_000  # index.json entries whose schema errors the cache keeps
 _JOURNAL_MAX = 8 << 20  # bytes of the journal read back (FactsCache.journal); beyond, ignored
 _JOURNAL_APPEND_MAX = 1 << 20  # a save appends to the journal up to this size, then rewrites the cache file
@@ -409,6 +409,9 @@ class FactsCache:
                 blobs = record.get("blobs")
                 if isinstance(blobs, dict):
                     self.blobs.update(blobs)
+                for path in record.get("gone") or ():  # files deleted since: their entries leave the cache
+                    if isinstance(path, str):
+                        self.files.pop(path, None)
 
     def journal_items(self, items: dict[str, Any], json_values: dict[str, Any] | None = None) -> None:
         """Append index-entry schema results (and JSON files' verdicts, :meth:`put_json`) to the journal, not
@@ -520,16 +523,19 @@ class FactsCache:
             self._new_json[key] = value
             self.dirty = True
 
-    def _additions(self) -> dict[str, Any]:
-        """What this run learnt, as one journal record."""
+    def _additions(self, gone: list[str] | None = None) -> dict[str, Any]:
+        """What this run learnt, as one journal record; ``gone``: the cached files that no longer exist."""
         used = {d for v in self._new_files.values() if isinstance(v, dict) for d in (v.get("blobs") or {}).values()}
-        return {
+        record = {
             "version": [FACTS_VERSION, __version__],
             "files": self._new_files,
             "json": self._new_json,
             "items": {k: v for k, v in self.items.items() if k not in self._seen_items},
             "blobs": {d: self.blobs[d] for d in used if d in self.blobs},
         }
+        if gone:
+            record["gone"] = gone
+        return record
 
     def save_additions(self) -> None:
         """Append what this run learnt to the journal, never rewriting the cache file: for a run stopped early,
@@ -541,15 +547,18 @@ class FactsCache:
     def save(self, live: Iterable[str] = ()) -> None:
         """Write what changed. When the cache file was read and the journal stays under
         :data:`_JOURNAL_APPEND_MAX`, only this run's additions are appended to the journal (one line: the
-        validation after an ``add`` at 4,000 entries adds a few KB to a 4 MB file); else, or when a file of the
-        cache is no longer in ``live`` (the files under the root), the whole cache is written atomically, without
-        the entries of files that no longer exist, and the journal read with it is removed."""
+        validation after an ``add`` at 4,000 entries adds a few KB to a 4 MB file), with the cached files no
+        longer in ``live`` (the files under the root) as ``gone``, which leave the cache when it is read back; else
+        the whole cache is written atomically, without the entries of files that no longer exist, and the journal
+        read with it is removed."""
         if not (self.enabled and self.dirty and self.path):
             return
         keep = set(live)
-        gone = bool(keep) and any(p not in keep for p in self.files)  # a file deleted: its entry leaves the cache
+        gone = [p for p in self.files if p not in keep] if keep else []  # files deleted: their entries leave
         small = len(self.json) <= 4096 and len(self.items) <= MAX_ITEMS
-        if self.loaded and not gone and small and self._append(self._additions(), _JOURNAL_APPEND_MAX):
+        if self.loaded and small and self._append(self._additions(gone), _JOURNAL_APPEND_MAX):
+            for p in gone:
+                del self.files[p]
             return
         files = {p: v for p, v in self.files.items() if p in keep} if keep else self.files
         used = {d for v in files.values() if isinstance(v, dict) for d in (v.get("blobs") or {}).values()}

@@ -361,6 +361,37 @@ def test_the_journal_is_read_line_by_line_and_only_for_this_version(tmp_path: Pa
     assert facts.FactsCache(root).items == {"a" * 40: [[["id"], "x"]]}  # kept in the cache file
 
 
+def test_a_deleted_file_leaves_the_cache_through_the_journal(tmp_path: Path) -> None:
+    """A save after a cached file was deleted appends it as ``gone`` to the journal (the 4 MB cache file is not
+    rewritten for it: the pre-commit hook after an undone `add`); read back, the cache no longer holds it, and a file
+    written there again later is cached again."""
+    root = tmp_path / "r"
+    root.mkdir()
+    a, b = str(root / "a.pth"), str(root / "b.pth")
+    cache = facts.FactsCache(root)
+    one = facts.FileFacts(size=1, sha256="0" * 64, kind="unknown")
+    cache.put(a, [1, 1, a, 1, 1, 1], one)
+    cache.put(b, [1, 2, b, 1, 1, 1], one)
+    cache.save(live=[a, b])
+    assert cache.path is not None and cache.journal is not None
+    assert set(facts.FactsCache(root).files) == {a, b}
+    written = cache.path.read_bytes()
+    read = facts.FactsCache(root)
+    read.put_json("k", 1)
+    read.save(live=[a])  # b deleted
+    assert cache.path.read_bytes() == written  # not rewritten: appended
+    assert '"gone": [' in cache.journal.read_text()
+    assert set(read.files) == {a} and set(facts.FactsCache(root).files) == {a}
+    again = facts.FactsCache(root)
+    again.put(b, [1, 3, b, 1, 1, 1], one)
+    again.save(live=[a, b])
+    assert set(facts.FactsCache(root).files) == {a, b}  # the later line puts it back
+    final = facts.FactsCache(root)
+    final.put_json("k2", 2)
+    final.save(live=[a, b, str(root / "c")])
+    assert facts.FactsCache(root).get(b, [1, 3, b, 1, 1, 1]) == one
+
+
 def test_a_shared_miss_target_list_is_checked_against_each_architecture(registry: Path) -> None:
     """Adapters of one base and rank share their cached target list: check_miss checks a list once per
     architecture object it fitted; another architecture (a base of other dimensions), even an equal copy,
