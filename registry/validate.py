@@ -162,9 +162,13 @@ def _walk(root: Path, out: list[Finding]) -> Tree:
 
 
 def _safe_rel(path: Any) -> TypeGuard[str]:
-    if not isinstance(path, str) or not path or path.startswith("/") or "\\" in path:
+    """A non-empty relative POSIX path without a backslash, an empty (``//``, leading or trailing ``/``), ``.`` or
+    ``..`` component. Decided on ``/path/``: a component is empty, ``.`` or ``..`` exactly when ``//``, ``/./`` or
+    ``/../`` occurs there (no split: 8,000 paths a run at 4,000 entries)."""
+    if not isinstance(path, str) or not path or "\\" in path:
         return False
-    return all(part not in ("", ".", "..") for part in path.split("/"))
+    framed = f"/{path}/"
+    return "//" not in framed and "/./" not in framed and "/../" not in framed
 
 
 def _version_tuple(text: str) -> tuple[int, ...] | None:

@@ -54,6 +54,26 @@ def test_lay006_dot_components_backslashes_and_absolute_paths_are_unsafe(reg: Pa
     assert _messages(reg, "LAY006") == [f"entry 's1': path {path!r} is not a safe relative path"]
 
 
+def test_safe_rel_is_the_component_test() -> None:
+    """_safe_rel decides on ``/path/`` by substrings: the same answers as splitting on ``/`` and refusing an empty,
+    ``.`` or ``..`` component, a leading ``/``, a backslash or an empty path, for every path of up to five
+    characters over ``/``, ``.``, ``a`` and a backslash, and for a few longer ones."""
+    import itertools
+
+    from rwkv_registry.validate import _safe_rel
+
+    def by_parts(path: object) -> bool:
+        if not isinstance(path, str) or not path or path.startswith("/") or "\\" in path:
+            return False
+        return all(part not in ("", ".", "..") for part in path.split("/"))
+
+    paths: list[object] = [None, 3, b"a", "", "...", "a/.../b", "a/..b/c", "a/b./c", f"{TINY_BASE}/state/v1/s1.pth"]
+    for n in range(1, 6):
+        paths += ["".join(p) for p in itertools.product("/.a\\", repeat=n)]
+    assert [_safe_rel(p) for p in paths] == [by_parts(p) for p in paths]
+    assert sum(map(by_parts, paths)) > 50  # both answers are exercised
+
+
 # --- TRN rules -----------------------------------------------------------------------------------------------
 
 
