@@ -266,6 +266,15 @@ _NAME_EPOCHS = re.compile(r"(?:^|-)e([0-9]+)(?=-|$)")
 _NAME_STEP = re.compile(r"-s([0-9]+)$")
 
 
+@functools.lru_cache(maxsize=4096)
+def _group_named(group: str) -> tuple[str | None, str | None, str | None]:
+    """The rank, lr and epochs a MiSS group name says (the digits, or None): the same few names recur over
+    thousands of entries."""
+    found = (_NAME_RANK.search(group), _NAME_LR.search(group), _NAME_EPOCHS.search(group))
+    rank, lr, epochs = (m.group(1) if m else None for m in found)
+    return rank, lr, epochs
+
+
 def _name_findings(
     rel: str, t: dict[str, Any], entries: list[dict[str, Any]], runs: list[Any], unsure: frozenset[str] = frozenset()
 ) -> list[Finding]:
@@ -281,33 +290,35 @@ def _name_findings(
             run = by_group.get(g, {})
             miss = e["miss"] if isinstance(e.get("miss"), dict) else {}
             epochs = run.get("epochs", hyper.get("epochs"))
+            rank, lr, epochs_named = _group_named(g)
             said = [
                 (
                     "rank",
-                    _NAME_RANK.search(g),
+                    rank,
                     None if e.get("id") in unsure else miss.get("rank"),
                     "index.json miss.rank",
                 ),
-                ("lr", _NAME_LR.search(g), run.get("lr"), f"its run in {rel}"),
-                ("epochs", _NAME_EPOCHS.search(g), epochs, f"{rel}"),
+                ("lr", lr, run.get("lr"), f"its run in {rel}"),
+                ("epochs", epochs_named, epochs, f"{rel}"),
             ]
             what = f"group {g}/"
         elif e.get("method") == "state" and isinstance(e.get("path"), str):
             stem = e["path"].rsplit("/", 1)[-1].rsplit(".", 1)[0]
-            said = [("step", _NAME_STEP.search(stem), e.get("step"), "index.json")]
+            m = _NAME_STEP.search(stem)
+            said = [("step", m.group(1) if m else None, e.get("step"), "index.json")]
             what = f"State {stem}"
         else:
             continue
-        for key, m, got, where in said:
-            if m is None or not is_finite_number(got):
+        for key, digits, got, where in said:
+            if digits is None or not is_finite_number(got):
                 continue
-            named = float(m.group(1))
+            named = float(digits)
             if not math.isclose(named, got, rel_tol=1e-9, abs_tol=0.0):
                 out.append(
                     finding(
                         "TRN009",
                         rel,
-                        f"{what} says {key} {m.group(1)}, but {where} records {key} {got!r} (entry {e.get('id')!r})",
+                        f"{what} says {key} {digits}, but {where} records {key} {got!r} (entry {e.get('id')!r})",
                     )
                 )
     return out
@@ -435,6 +446,7 @@ class Validator:
         self.schema_digest: str | None = None
         # id of a MiSS target list -> (that list, the architecture it fits): check_miss checks it once
         self.fitted_targets: dict[int, tuple[list[dict[str, Any]], dict[str, Any]]] = {}
+        self.base_files: dict[str, str] | None = None  # base_files(self.bases), once per run (check_train_command)
         self.git_ahead: GitAhead | None = None  # check_history's git commands, started early (start_history)
 
     def add(self, f: Finding) -> None:
@@ -1204,7 +1216,9 @@ class Validator:
 
     def check_train_command(self, rel: str, base: str, t: dict[str, Any]) -> None:
         """TRN010: the command line names another registered base's file, and not this base's."""
-        self.findings += train_command_findings(rel, base, t, base_files(self.bases))
+        if self.base_files is None:  # the bases do not change during a run: their files are listed once
+            self.base_files = base_files(self.bases)
+        self.findings += train_command_findings(rel, base, t, self.base_files)
 
     def check_sums(self, tree: Tree, facts: dict[str, FileFacts | OSError]) -> None:
         if SUMS_NAME not in tree.files:
