@@ -1129,8 +1129,6 @@ class Validator:
     def check_miss(
         self, path: str, e: dict[str, Any], f: FileFacts, base: dict[str, Any] | None, arch: dict[str, Any] | None
     ) -> None:
-        from .miss import TargetSpec, check_against_base
-
         manifest = f.manifest if isinstance(f.manifest, dict) else None
         if manifest is None:
             return
@@ -1170,6 +1168,8 @@ class Validator:
             fitted = self.fitted_targets.get(id(f.targets))
             if fitted is not None and fitted[0] is f.targets and fitted[1] is arch:
                 return
+            from .miss import TargetSpec, check_against_base
+
             specs = [
                 TargetSpec(t["layer"], t["target"], t["tensor"], t["in_features"], tuple(t["shape"])) for t in f.targets
             ]
