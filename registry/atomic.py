@@ -40,18 +40,19 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import os
-import secrets
 import signal
 import sys
 import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from .errors import LockedError, RefusedError, RegistryIOError, UsageError
 from .sums import SUMS_NAME
+
+if TYPE_CHECKING:
+    import logging
 
 LOCK_NAME = ".rwkv-registry.lock"
 JOURNAL_NAME = ".rwkv-registry.journal"
@@ -63,7 +64,20 @@ FAULT_SIGNAL_ENV = "RWKV_REGISTRY_FAULT_SIGNAL"  # "INT": the fault point sends 
 WAIT_NOTICE_TTY_S = 1.0  # a blocked writer says that it waits after this long (stderr is a terminal)
 WAIT_NOTICE_S = 5.0  # ... and after this long when stderr is a pipe or a file (scripts, CI logs)
 MAX_JOURNAL = 16 * 1024 * 1024
-_log = logging.getLogger("rwkv_registry")
+
+
+def _log() -> logging.Logger:
+    """The ``rwkv_registry`` logger (logging imported only when there is something to say: not on every run)."""
+    import logging
+
+    return logging.getLogger("rwkv_registry")
+
+
+def _token() -> str:
+    """12 random hex digits for a temporary file's name (secrets imported only by a write)."""
+    import secrets
+
+    return secrets.token_hex(6)
 
 
 _commits = 0  # transactions this process committed (see committed_count)
@@ -130,7 +144,7 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
 
 
 def _atomic_write(path: Path, data: bytes, fault: str = "") -> None:
-    tmp = path.with_name(f"{TMP_PREFIX}{secrets.token_hex(6)}-{path.name}")
+    tmp = path.with_name(f"{TMP_PREFIX}{_token()}-{path.name}")
     try:
         _refuse_directory(path)
         with open(tmp, "wb") as f:
@@ -344,7 +358,7 @@ def registry_lock(
     try:
         messages = recover(root)
         if messages and not quiet:
-            _log.warning("%s: %s", root, "; ".join(messages))
+            _log().warning("%s: %s", root, "; ".join(messages))
         yield messages
     finally:
         lock.release()
@@ -548,7 +562,7 @@ class Transaction:
             except OSError as e:
                 raise RegistryIOError(f"cannot create the directory {d}: {e.strerror or e}", path=str(d)) from e
             fault_point(f"mkdir-{len(self.created_dirs) - 1}")
-        return final.with_name(f"{TMP_PREFIX}{secrets.token_hex(6)}-{final.name}"), final
+        return final.with_name(f"{TMP_PREFIX}{_token()}-{final.name}"), final
 
     def _write_staged(self, tmp: Path, chunks: Iterable[bytes]) -> None:
         """Write, flush and fsync one staged file (fault points partial-<i> and written-<i>)."""

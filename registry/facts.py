@@ -17,10 +17,8 @@ import json
 import mmap
 import os
 import re
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -578,6 +576,8 @@ class FactsCache:
         )
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            import tempfile  # only for a rewrite (a warm run appends or writes nothing)
+
             fd, tmp = tempfile.mkstemp(prefix=".validate-", dir=self.path.parent)
             with os.fdopen(fd, "w") as f:
                 f.write(payload)
@@ -663,6 +663,8 @@ def gather_facts(
             cache.put_read(item[2], item[3], result, started)
 
     if todo:
+        from concurrent.futures import ThreadPoolExecutor, as_completed  # not imported by a warm run
+
         n = workers or min(len(todo), os.cpu_count() or 1) or 1
         with ThreadPoolExecutor(max_workers=n, thread_name_prefix="rwkv-facts") as pool:
             pending = {pool.submit(work, item): item for item in todo}
