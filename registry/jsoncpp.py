@@ -56,6 +56,8 @@ def _real(x: float) -> str:
 
 
 def _string(s: str) -> str:
+    if s.isascii() and s.isprintable() and '"' not in s and "\\" not in s:
+        return f'"{s}"'  # U+0020-U+007E but the two escaped: as they are (the usual key, name, digest)
     out = ['"']
     for ch in s:
         esc = _SIMPLE_ESCAPES.get(ch)

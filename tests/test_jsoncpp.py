@@ -96,3 +96,40 @@ def test_round_trip_against_python_json(value: object) -> None:
 
     assert same(value, back)
     assert text == dumps(back)
+
+
+def _string_by_code_point(s: str) -> str:
+    """JsonCpp's string escaping, one code point at a time (what jsoncpp._string did before its fast path)."""
+    out = ['"']
+    for ch in s:
+        cp = ord(ch)
+        if ch in '"\\\b\f\n\r\t':
+            out.append({'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}[ch])
+        elif cp < 0x20 or 0x7F < cp <= 0xFFFF:
+            out.append(f"\\u{cp:04x}")
+        elif cp > 0xFFFF:
+            cp -= 0x10000
+            out.append(f"\\u{0xD800 + (cp >> 10):04x}\\u{0xDC00 + (cp & 0x3FF):04x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def test_strings_escape_as_code_point_by_code_point() -> None:
+    """Plain printable ASCII is written as it is (the fast path); every other string code point by code point: each
+    code point below U+0800, samples above, alone and inside printable ASCII, give what the per-code-point walk
+    gives."""
+    from rwkv_registry.jsoncpp import _string
+
+    points = [*range(0x800), 0xD7FF, 0xE000, 0xFFFF, 0x10000, 0x1F600, 0x10FFFF]
+    texts = ["", "r16-lr2e-5-e2", "a b~", "0" * 64]
+    texts += [chr(cp) for cp in points] + [f"ab{chr(cp)}cd" for cp in points]
+    assert [_string(t) for t in texts] == [_string_by_code_point(t) for t in texts]
+
+
+@given(st.text())
+def test_any_string_escapes_as_code_point_by_code_point(s: str) -> None:
+    from rwkv_registry.jsoncpp import _string
+
+    assert _string(s) == _string_by_code_point(s)
