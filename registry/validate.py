@@ -1143,7 +1143,8 @@ class Validator:
                 )
             )
         for key in ("rank", "alpha", "scale", "dtype"):
-            if key in rec and not _same(rec.get(key), manifest.get(key)):
+            # equal values are the same (_same's first test is closeness, its last equality): only others are asked
+            if key in rec and rec.get(key) != manifest.get(key) and not _same(rec.get(key), manifest.get(key)):
                 self.add(
                     finding(
                         "MIS015", path, f"index.json {key} is {rec.get(key)!r}, the manifest says {manifest.get(key)!r}"
