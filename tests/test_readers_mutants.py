@@ -695,13 +695,20 @@ def test_two_registries_keep_their_own_warm_caches(registry: Path, tmp_path: Pat
     assert validate_registry(other).stats["cache_hits"] == 1
 
 
-def test_entries_of_deleted_files_are_dropped(registry: Path) -> None:
-    # F14, F17: a removed file's entry and its blobs leave the cache
+def test_entries_of_deleted_files_are_dropped(registry: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # F14, F17: a removed file's entry leaves the cache (a "gone" journal line, read back), and its blobs leave the
+    # cache file when it is rewritten
+    from rwkv_registry import facts
+
     validate_registry(registry)
     for p in sorted(registry.rglob("adapter-final.pth")):
         p.unlink()
     state = registry / STATE
     os.utime(state, ns=(state.stat().st_atime_ns, state.stat().st_mtime_ns + 10**9))  # a run with news to save
+    validate_registry(registry)
+    assert sorted(FactsCache(registry).files) == [str(registry / STATE)]
+    monkeypatch.setattr(facts, "_JOURNAL_APPEND_MAX", 0)  # the next save rewrites the file
+    os.utime(state, ns=(state.stat().st_atime_ns, state.stat().st_mtime_ns + 10**9))
     validate_registry(registry)
     cache = json.loads(_cache_file().read_text())
     assert sorted(cache["files"]) == [str(registry / STATE)]
