@@ -25,8 +25,13 @@ as many as the machine has cores). The figures are the medians of ``--repeat`` r
 change), their runs alternating too. The count of messages the validation worker posted to the UI thread is
 reported as ``ui_messages``.
 
+Each run also records the machine's 1-minute load average as it starts (``load1``) and where the browser
+validated (``validated_in``: a child process, or a thread where none could start). ``--worker-start N`` only
+measures the validation process's start cost (:func:`worker_start`).
+
 Usage: python bench/tui_bench.py [--entries 2000,4000] [--repeat 3] [--load quiet,hog] [--hogs N]
        [--python LABEL=PYTHON ...] [--json OUT]
+       python bench/tui_bench.py --worker-start 1000 [--repeat 5]
 """
 
 from __future__ import annotations
@@ -51,7 +56,7 @@ PALETTE_TERM = "g3-v2"
 CURSOR_MOVES = 50
 
 CHILD = r"""
-import asyncio, json, sys, threading, time
+import asyncio, json, os, sys, threading, time
 
 from rwkv_registry.catalog import EntryFilter
 from rwkv_registry.tui.app import RegistryApp
@@ -108,6 +113,7 @@ def filter_shown(main, term):
 
 async def main():
     t0, cpu0, ui0 = time.perf_counter(), time.process_time(), time.thread_time()
+    load1 = os.getloadavg()[0]  # the machine's 1-minute load as the run starts (hogs, other jobs)
     app = RegistryApp(sys.argv[1], keymap={})
     clock = Clock(app)
     async with app.run_test(size=(120, 40), message_hook=hook) as pilot:
@@ -166,7 +172,8 @@ async def main():
         clock.out["validation"] = {"wall_s": time.perf_counter() - painted, "cpu_s": None, "ui_cpu_s": None,
                                    "during_validation": True}
         result = {"actions": clock.out, "filter_shown": shown, "palette_hits": hits, "files": main.files_done,
-                  "ui_messages": len(seen)}
+                  "ui_messages": len(seen), "load1": load1,
+                  "validated_in": "process" if getattr(main, "validation_pid", None) else "thread"}
         print("RESULT=" + json.dumps(result), flush=True)
         app.exit()
 
@@ -207,7 +214,17 @@ def main() -> int:
     ap.add_argument("--hogs", type=int, default=os.cpu_count() or 2, help="busy-loop processes for the hog load")
     ap.add_argument("--python", action="append", default=[], metavar="LABEL=PYTHON")
     ap.add_argument("--json", type=Path)
+    ap.add_argument(
+        "--worker-start", type=int, metavar="N", help="only measure the validation process's start at N entries"
+    )
     args = ap.parse_args()
+    if args.worker_start:
+        print(
+            json.dumps(
+                {"machine": machine(), "entries": args.worker_start} | worker_start(args.worker_start, args.repeat)
+            )
+        )
+        return 0
     pythons = [tuple(p.split("=", 1)) for p in args.python] or [("this", sys.executable)]
     loads = [x for x in args.load.split(",") if x]
     results: dict[str, Any] = {"machine": machine(), "hogs": args.hogs, "runs": {}}
@@ -245,13 +262,15 @@ def main() -> int:
                     "palette_hits": rs[0]["palette_hits"],
                     "files": rs[0]["files"],
                     "ui_messages": statistics.median(r["ui_messages"] for r in rs),
+                    "load1": statistics.median(r.get("load1", 0.0) for r in rs),
+                    "validated_in": sorted({r.get("validated_in", "thread") for r in rs}),
                     "actions": {
                         a: {m: median_of(rs, a, m) for m in ("wall_s", "ui_cpu_s", "cpu_s")}
                         | {"during_validation": sum(r["actions"][a]["during_validation"] for r in rs)}
                         for a in ACTIONS
                     },
                 }
-    print(f"{'entries/python/load':<26}" + "".join(f"{a:>22}" for a in ACTIONS) + "   ui msgs")
+    print(f"{'entries/python/load':<26}" + "".join(f"{a:>22}" for a in ACTIONS) + "   ui msgs  load1")
     print(f"{'(wall s / UI-thread CPU s)':<26}")
     for key, r in results["runs"].items():
         cells = []
@@ -259,10 +278,52 @@ def main() -> int:
             v = r["actions"][a]
             ui = "-" if v["ui_cpu_s"] is None else f"{v['ui_cpu_s']:.3f}"
             cells.append(f"{v['wall_s']:.3f} / {ui}")
-        print(f"{key:<26}" + "".join(f"{c:>22}" for c in cells) + f"   {r['ui_messages']:.0f}")
+        print(f"{key:<26}" + "".join(f"{c:>22}" for c in cells) + f"   {r['ui_messages']:.0f}  {r['load1']:.1f}")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n")
     return 0
+
+
+def worker_start(n: int, repeat: int) -> dict[str, float]:
+    """The validation process's start cost: ``ValidationProcess()`` to its first message (the plan: interpreter
+    started, rules imported, index.json walked) and the child's CPU time (user+sys), medians of ``repeat``
+    (a registry of ``n`` entries, warm validation cache, so nothing is hashed before the plan)."""
+    import resource
+    import time
+
+    from rwkv_registry.catalog import Catalog
+    from rwkv_registry.tui.validation_process import ValidationProcess, prepare
+
+    prepare()  # the resource tracker, started once per browser
+    with tempfile.TemporaryDirectory(prefix="rwkv-tui-worker-") as tmp:
+        os.environ["RWKV_REGISTRY_CACHE_DIR"] = str(Path(tmp) / "cache")
+        root = build(Path(tmp) / "registry", n)
+        by_path = {str(e.get("path")): e for e in Catalog(root).entries}
+        firsts, totals, cpus = [], [], []
+        for i in range(repeat + 1):  # the first run fills the cache (not counted)
+            usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+            t = time.perf_counter()
+            proc = ValidationProcess(root, by_path)
+            first = None
+            while True:
+                m = proc.receive(0.01)
+                if m is None:
+                    continue
+                first = first or time.perf_counter() - t
+                if m[0] in ("done", "failed", "crash", "died"):
+                    break
+            total = time.perf_counter() - t
+            proc.stop()
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            if i:
+                firsts.append(first)
+                totals.append(total)
+                cpus.append(after.ru_utime + after.ru_stime - usage.ru_utime - usage.ru_stime)
+    return {
+        "first_message_s": round(statistics.median(firsts), 3),
+        "report_s": round(statistics.median(totals), 3),
+        "child_cpu_s": round(statistics.median(cpus), 3),
+    }
 
 
 if __name__ == "__main__":

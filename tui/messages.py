@@ -41,13 +41,15 @@ class ValidationFinished(Message):
 
 
 class ValidationFailed(Message):
-    """A validation run could not start: the registry is gone (deleted, or no longer a directory)."""
+    """A validation run could not start: the registry is gone (deleted, or no longer a directory); or its process
+    died (killed, out of memory, an import error). ``state``: the status bar's word for it."""
 
-    def __init__(self, run: int, message: str, hint: str) -> None:
+    def __init__(self, run: int, message: str, hint: str, *, state: str = "not validated") -> None:
         super().__init__()
         self.run = run
         self.message = message
         self.hint = hint
+        self.state = state
 
 
 class DetailsReady(Message):

@@ -4,7 +4,8 @@
 returns the same :class:`~rwkv_registry.validate.Report`; on the way it calls ``on_file`` once per
 weight file (cached files first, then each file as its hash completes, biggest first across
 threads), so the TUI can mark entries before the whole run ends. ``should_stop`` is polled
-between files: a newer run on demand makes the old one stop early.
+between files and before each rule step: a newer run on demand makes the old one stop early. The browser runs
+it in a child process (:mod:`rwkv_registry.tui.validation_process`), or in a thread where it cannot start one.
 """
 
 from __future__ import annotations
@@ -114,8 +115,12 @@ class LiveValidator(Validator):
         self.workers = workers
 
     def guarded(self, step: Callable[..., object], *args: Any) -> None:
-        """Each rule step after ``between_steps()`` (the browser waits there while its UI is busy)."""
+        """Each rule step after ``between_steps()``, and only while ``should_stop()`` is false: a run stopped
+        after its files were read keeps them (appended to the cache's journal) and starts no further step."""
         self.between_steps()
+        if self.should_stop():
+            self.cache.save_additions()
+            raise ValidationCancelled
         super().guarded(step, *args)
 
     def collect_facts(self, tree: Tree, weights: list[str]) -> dict[str, FileFacts | OSError]:
@@ -149,7 +154,7 @@ def live_validate(
 ) -> Report:
     """Validate like :func:`~rwkv_registry.validate.validate_registry` (the same checks first, the same report
     order), reporting each weight file as it completes; ``between_steps()`` is called before each rule step.
-    Raises :class:`ValidationCancelled` when ``should_stop()`` turns true, and
+    Raises :class:`ValidationCancelled` when ``should_stop()`` turns true (polled between files and rule steps), and
     :class:`~rwkv_registry.errors.UsageError` when ``root`` is no directory (deleted while the browser runs)."""
     path, early = before_validation(root)
     if early is not None:

@@ -32,6 +32,7 @@ from rwkv_registry.tui.app import RegistryApp
 from rwkv_registry.tui.messages import FilesChecked, ValidationFinished
 from rwkv_registry.tui.screens.compare import CompareScreen
 from rwkv_registry.tui.screens.main import MainScreen
+from rwkv_registry.tui.validation_process import child_main
 from rwkv_registry.tui.widgets.registry_tree import RegistryTree
 from rwkv_registry.validate import validate_registry
 
@@ -46,6 +47,13 @@ def small(tmp_path: Path) -> Path:
 @pytest.fixture
 def broken(small: Path) -> Path:
     return break_registry(small)
+
+
+@pytest.fixture
+def in_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Validate in a thread of the test's process (the path where no process can be started), where the test's
+    monkeypatching of the rules reaches; the child process's tests use tests/tui/proc_targets.py instead."""
+    monkeypatch.setattr("rwkv_registry.tui.screens.main.VALIDATE_IN_PROCESS", False)
 
 
 async def goto(pilot, entry_id: str) -> None:
@@ -267,6 +275,7 @@ async def test_validation_marks_entries_and_counts_findings(broken: Path) -> Non
     async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
         await settle(pilot)
         tree = app.main.tree
+        assert app.main.validation_pid is not None and app.main.validation_note is None  # in a child process
         assert tree.statuses == {STATE_ID: "error", MISS_IDS[0]: "ok", MISS_IDS[1]: "error"}
         assert tree.root.label.plain.startswith("✗ ")
         status = str(app.main.status_bar.render())
@@ -290,7 +299,9 @@ async def test_validation_marks_entries_and_counts_findings(broken: Path) -> Non
 
 
 @run_async
-async def test_validation_never_blocks_navigation(small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_validation_never_blocks_navigation(
+    small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_thread: None
+) -> None:
     monkeypatch.setenv("RWKV_REGISTRY_CACHE_DIR", str(tmp_path / "fresh-cache"))  # every file gets read
     import rwkv_registry.facts as facts
 
@@ -380,7 +391,7 @@ async def test_a_batch_of_checked_files_is_drawn_once(small: Path, monkeypatch: 
 
 @run_async
 async def test_validation_waits_while_the_ui_is_busy(
-    small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_thread: None
 ) -> None:
     """The validation threads start no file (and no rule step) while the App says its UI is busy (a key just
     pressed, the event loop late): their Python code would take the GIL from the UI thread. Once it is not,
@@ -420,7 +431,7 @@ async def test_a_key_press_makes_the_ui_busy_for_a_moment(small: Path, monkeypat
 
 @run_async
 async def test_validate_again_stops_the_running_validation(
-    small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_thread: None
 ) -> None:
     """`v` during a validation: the old run reads no further file, keeps what it read in the cache, and the new
     run's report is `validate`'s."""
@@ -445,7 +456,9 @@ async def test_validate_again_stops_the_running_validation(
 
 
 @run_async
-async def test_quitting_stops_the_validation(small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_quitting_stops_the_validation(
+    small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_thread: None
+) -> None:
     expected = validate_registry(small, use_cache=False).findings
     monkeypatch.setenv("RWKV_REGISTRY_CACHE_DIR", str(tmp_path / "fresh-cache"))
     monkeypatch.setattr("os.cpu_count", lambda: 1)
@@ -465,6 +478,155 @@ async def test_quitting_stops_the_validation(small: Path, tmp_path: Path, monkey
     assert len(reads) == 1  # no other file was started
     report = validate_registry(small)  # reads the two others, each once
     assert report.stats["cache_hits"] == 1 and len(reads) == 3 and report.findings == expected
+
+
+def _slow_child(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> tuple[Path, Path]:
+    """The validation process reads each weight file only once the returned release file exists (a "huge file"),
+    one at a time, and logs each read to the returned file (proc_targets.slow_reads)."""
+    from proc_targets import READS, RELEASE, slow_reads
+
+    monkeypatch.setenv("RWKV_REGISTRY_CACHE_DIR", str(tmp_path / "fresh-cache"))  # every file gets read
+    monkeypatch.setenv(READS, str(tmp_path / "reads"))
+    monkeypatch.setenv(RELEASE, str(tmp_path / "release"))
+    monkeypatch.setattr("rwkv_registry.tui.screens.main.VALIDATION_TARGET", slow_reads)
+    return tmp_path / "reads", tmp_path / "release"
+
+
+def _gone(pid: int | None, within: float = 0.0) -> bool:
+    """The process has exited and was reaped (no zombie), now or ``within`` seconds (its validation thread stops it
+    right after relaying its last message, or once the App has quit)."""
+    import os
+    import time
+
+    assert pid is not None
+    end = time.monotonic() + within
+    while True:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        if time.monotonic() >= end:
+            return False
+        time.sleep(0.02)
+
+
+@run_async
+async def test_the_validation_process_keeps_navigation_free_and_v_replaces_it(
+    small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rules run in a child process: navigation works while it reads a "huge file"; `v` stops it (it starts
+    no further file and has exited, reaped, before the new run's process starts: one writer of the cache), and
+    the new run's report is `validate`'s, reading only what the old one did not."""
+    from proc_targets import reads_of
+
+    expected = validate_registry(small, use_cache=False).findings
+    reads, release = _slow_child(monkeypatch, tmp_path)
+    app = RegistryApp(str(small), keymap={})
+    async with app.run_test(size=SIZE) as pilot:
+        main = app.main
+        await wait_until(pilot, lambda: "validating 0/3 files" in str(main.status_bar.render()) and reads_of(reads))
+        first = main.validation_pid
+        assert first is not None and set(main.tree.statuses.values()) == {"checking"}
+        await pilot.press("down", "down", "down", "down")  # moving and reading details still work
+        await wait_until(pilot, lambda: main.current.entry_id == STATE_ID and STATE_ID in tab_text(app, "info"))
+        threading.Timer(0.3, release.touch).start()  # the old run's file finishes while it is being stopped
+        await pilot.press("v")
+        await wait_until(pilot, lambda: main.validation_pid != first, timeout=20)
+        assert _gone(first)  # the old process exited (and was reaped) before the new one started
+        await wait_until(pilot, lambda: main.report is not None and not main.validating, timeout=30)
+        assert main.run_id == 2 and main.report.findings == expected
+        done = reads_of(reads)  # the old run's one file, then the new run's two others: the first was cached
+        assert len(done) == 3 and done[0] not in done[1:] and main.report.stats["cache_hits"] == 1
+    assert _gone(main.validation_pid, within=5)
+
+
+@run_async
+async def test_quitting_stops_the_validation_process(
+    small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`q` while the child reads a file: the App exits without a traceback, the child has exited and been
+    reaped by then (no orphan, no zombie) after caching the file it was reading, and started no other."""
+    import threading
+
+    from proc_targets import reads_of
+
+    expected = validate_registry(small, use_cache=False).findings
+    reads, release = _slow_child(monkeypatch, tmp_path)
+    app = RegistryApp(str(small), keymap={})
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: bool(reads_of(reads)))
+        pid = app.main.validation_pid
+        threading.Timer(0.3, release.touch).start()  # the file being read finishes while the App quits
+        await pilot.press("q")
+        await pilot.pause()
+    # app.run() waits for its worker threads (asyncio.run), run_test() does not: allow the thread's stop()
+    assert app.return_code == 0 and _gone(pid, within=5) and len(reads_of(reads)) == 1
+    report = validate_registry(small)  # reads the two others
+    assert report.stats["cache_hits"] == 1 and report.findings == expected
+
+
+@run_async
+async def test_a_killed_validation_process_is_reported_not_awaited(
+    small: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The child killed (SIGKILL: the OOM killer, a user): the status bar says the validation failed, a notification
+    says why and what to do, no entry keeps the "being validated" mark; `v` validates again."""
+    import os
+    import signal
+
+    from proc_targets import ignores_stop
+
+    monkeypatch.setattr("rwkv_registry.tui.screens.main.VALIDATION_TARGET", ignores_stop)
+    app = RegistryApp(str(small), keymap={})
+    async with app.run_test(size=SIZE) as pilot:
+        main = app.main
+        await wait_until(pilot, lambda: main.validation_pid is not None and main.files_total == 1, timeout=20)
+        os.kill(main.validation_pid, signal.SIGKILL)
+        await wait_until(pilot, lambda: not main.validating)
+        assert str(main.status_bar.render()).startswith("validation failed") and _gone(main.validation_pid, 5)
+        text = " ".join(n.message for n in app._notifications)
+        assert "killed by SIGKILL" in text and "Press v to validate again" in text
+        assert "checking" not in main.tree.statuses.values()
+        monkeypatch.setattr("rwkv_registry.tui.screens.main.VALIDATION_TARGET", child_main)
+        await pilot.press("v")
+        await wait_until(pilot, lambda: main.report is not None, timeout=30)
+        assert main.report.findings == validate_registry(small, use_cache=False).findings
+
+
+@run_async
+async def test_a_validation_process_that_cannot_import_the_rules_is_reported(
+    small: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from proc_targets import broken_install
+
+    monkeypatch.setattr("rwkv_registry.tui.screens.main.VALIDATION_TARGET", broken_install)
+    app = RegistryApp(str(small), keymap={})
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.main.validation_pid is not None and not app.main.validating, timeout=20)
+        assert str(app.main.status_bar.render()).startswith("validation failed")
+        text = " ".join(n.message for n in app._notifications)
+        assert "The validation process failed" in text and "ModuleNotFoundError" in text
+        assert _gone(app.main.validation_pid, within=5)
+
+
+@run_async
+async def test_where_no_process_starts_the_validation_runs_in_a_thread(
+    broken: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sandbox that forbids processes: the same report, from a thread, and a note in the log saying why."""
+
+    def refuse(*_a: object, **_k: object) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr("rwkv_registry.tui.screens.main.ValidationProcess", refuse)
+    app = RegistryApp(str(broken), keymap={})
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.main.report is not None)
+        main = app.main
+        assert main.validation_pid is None and "cannot start a validation process" in (main.validation_note or "")
+        assert "Operation not permitted" in (main.validation_note or "")
+        assert main.report.findings == validate_registry(broken, use_cache=False).findings
+        assert main.tree.statuses == {STATE_ID: "error", MISS_IDS[0]: "ok", MISS_IDS[1]: "error"}
 
 
 @run_async

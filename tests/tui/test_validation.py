@@ -206,3 +206,169 @@ def test_a_live_validator_with_the_default_hooks_runs_to_the_end(broken: Path) -
     files: list[str] = []
     report = run_validator(LiveValidator(broken, on_file=lambda rel, _f: files.append(rel), use_cache=False), broken)
     assert len(files) == 3 and as_rows(report) == as_rows(validate_registry(broken, use_cache=False))
+
+
+# --- the validation process (rwkv_registry.tui.validation_process) ------------------------------------------------
+
+
+def _drain(proc, timeout: float = 60.0) -> list[tuple]:
+    """Every message of a ValidationProcess up to its last one (done, failed, crash, died)."""
+    import time
+
+    messages: list[tuple] = []
+    end = time.monotonic() + timeout
+    while not messages or messages[-1][0] not in ("done", "failed", "crash", "died"):
+        assert time.monotonic() < end, messages
+        m = proc.receive(0.1)
+        if m is not None:
+            messages.append(m)
+    return messages
+
+
+def _gone(pid: int) -> bool:
+    """The process is neither running nor a zombie (reaped)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_the_validation_process_gives_validates_findings_file_by_file(broken: Path) -> None:
+    """The browser's child process: each weight file once (in batches, before the report), with the status the
+    thread path gives, and the same report as `rwkv-registry validate`."""
+    from rwkv_registry.tui.validation_process import ValidationProcess
+
+    expected = validate_registry(broken, use_cache=False)
+    cat = Catalog(broken)
+    by_path = {str(e["path"]): e for e in cat.entries}
+    threaded: dict[str, str] = {}
+    live_validate(
+        broken,
+        on_file=lambda rel, f: threaded.__setitem__(rel, preliminary_status(by_path.get(rel), f)),
+        use_cache=False,
+    )
+    proc = ValidationProcess(broken, by_path, use_cache=False)
+    try:
+        messages = _drain(proc)
+    finally:
+        code = proc.stop()
+    kinds = [m[0] for m in messages]
+    assert kinds[0] == "plan" and messages[0][1] == 3 and kinds[-1] == "done" and set(kinds[1:-1]) == {"files"}
+    files = [f for m in messages if m[0] == "files" for f in m[1]]
+    assert sorted(f.rel for f in files) == sorted(by_path) and {f.rel: f.status for f in files} == threaded
+    assert {f.entry_id for f in files} == {str(e["id"]) for e in cat.entries}
+    report = messages[-1][1]
+    assert as_rows(report) == as_rows(expected) and report.counts == expected.counts
+    assert code == 0 and proc.process.pid is not None and _gone(proc.process.pid)
+
+
+def test_the_validation_process_of_a_deleted_registry_says_why(broken: Path) -> None:
+    import shutil
+
+    from rwkv_registry.tui.validation_process import ValidationProcess
+
+    shutil.rmtree(broken)
+    proc = ValidationProcess(broken, {})
+    try:
+        messages = _drain(proc)
+    finally:
+        proc.stop()
+    assert len(messages) == 1 and messages[0][0] == "failed" and "does not exist" in messages[0][1]
+
+
+def test_a_killed_validation_process_reads_as_died_not_a_hang(broken: Path) -> None:
+    """SIGKILL (the OOM killer, a user): the parent gets ("died", why) once the pipe closes; no zombie."""
+    import signal
+
+    from proc_targets import ignores_stop
+
+    from rwkv_registry.tui.validation_process import ValidationProcess
+
+    proc = ValidationProcess(broken, {}, target=ignores_stop)
+    try:
+        assert proc.receive(30) == ("plan", 1)
+        assert proc.pid is not None
+        os.kill(proc.pid, signal.SIGKILL)
+        messages = _drain(proc, 10)
+    finally:
+        proc.stop()
+    assert len(messages) == 1 and messages[0][0] == "died" and "SIGKILL" in messages[0][1]
+    assert _gone(proc.pid)
+
+
+def test_a_validation_process_that_cannot_import_the_rules_says_so(broken: Path) -> None:
+    from proc_targets import broken_install
+
+    from rwkv_registry.tui.validation_process import ValidationProcess
+
+    proc = ValidationProcess(broken, {}, target=broken_install)
+    try:
+        messages = _drain(proc)
+    finally:
+        code = proc.stop()
+    assert len(messages) == 1 and messages[0][0] == "crash" and "ModuleNotFoundError" in messages[0][1] and code == 0
+
+
+def test_stopping_a_validation_process_keeps_what_it_read_and_leaves_no_process(
+    broken: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """stop() while a file is being read: the child starts no further file, finishes that one, appends it to the
+    cache's journal and exits (joined: no zombie); the next run reads only the other files."""
+    import threading
+    import time
+
+    from proc_targets import READS, RELEASE, reads_of, slow_reads
+
+    from rwkv_registry.tui.validation_process import ValidationProcess
+
+    monkeypatch.setenv("RWKV_REGISTRY_CACHE_DIR", str(tmp_path / "fresh-cache"))
+    monkeypatch.setenv(READS, str(tmp_path / "reads"))
+    monkeypatch.setenv(RELEASE, str(tmp_path / "release"))
+    by_path = {str(e["path"]): e for e in Catalog(broken).entries}
+    proc = ValidationProcess(broken, by_path, target=slow_reads)
+    end = time.monotonic() + 30
+    while not reads_of(tmp_path / "reads") and time.monotonic() < end:
+        time.sleep(0.01)
+    in_flight = len(reads_of(tmp_path / "reads"))
+    assert in_flight >= 1
+    threading.Timer(0.3, lambda: (tmp_path / "release").touch()).start()  # the files being read finish later
+    code = proc.stop()
+    assert code == 0 and proc.pid is not None and _gone(proc.pid)  # it exited by itself, within the grace time
+    assert len(reads_of(tmp_path / "reads")) == in_flight  # no file started after the stop
+    report = validate_registry(broken)
+    assert in_flight == 1 and report.stats["cache_hits"] == 1
+    assert as_rows(report) == as_rows(validate_registry(broken, use_cache=False))
+
+
+def test_a_validation_process_that_ignores_stop_is_terminated(broken: Path) -> None:
+    import time
+
+    from proc_targets import ignores_stop
+
+    from rwkv_registry.tui.validation_process import ValidationProcess, describe_exit
+
+    proc = ValidationProcess(broken, {}, target=ignores_stop)
+    assert proc.receive(30) == ("plan", 1)
+    t = time.monotonic()
+    code = proc.stop(grace=0.2)
+    assert time.monotonic() - t < 5 and code is not None and code < 0 and _gone(proc.pid or 0)
+    assert "SIGTERM" in describe_exit(code) and "status 3" in describe_exit(3)
+
+
+def test_the_validation_process_imports_neither_textual_nor_torch(broken: Path) -> None:
+    """The child is a fresh interpreter (spawn): it imports the core's rules only, not the browser's textual (nor
+    torch), so it starts in a fraction of a second."""
+    from proc_targets import then_modules
+
+    from rwkv_registry.tui.validation_process import ValidationProcess
+
+    proc = ValidationProcess(broken, {}, target=then_modules)
+    try:
+        assert _drain(proc)[-1][0] == "done"
+        assert proc.conn.poll(30)
+        kind, modules = proc.conn.recv()
+    finally:
+        proc.stop()
+    assert kind == "modules" and "rwkv_registry" in modules
+    assert not {"textual", "torch"} & set(modules), modules

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from typing import ClassVar
@@ -34,6 +35,7 @@ from rwkv_registry.tui.validation import (
     live_validate,
     preliminary_status,
 )
+from rwkv_registry.tui.validation_process import ValidationProcess, child_main
 from rwkv_registry.tui.widgets.details import TABS, DetailsPane, build_sections, render_checks
 from rwkv_registry.tui.widgets.filter_input import FilterInput
 from rwkv_registry.tui.widgets.registry_tree import RegistryTree
@@ -44,6 +46,16 @@ NARROW = 80  # below this many columns the tree sits above the details instead o
 FILTER_DEBOUNCE_S = 0.15  # typed text filters the tree once the keys pause this long
 DETAILS_DEBOUNCE_S = 0.08  # the details of the cursor's node are drawn once it rests this long
 YIELD_AT_MOST_S = 1.0  # validation waits for a busy UI at most this long at a time, so that it always ends
+VALIDATE_IN_PROCESS = True  # validate in a child process (False: in a thread of this one, as where none starts)
+VALIDATION_TARGET = child_main  # the child's function (tests replace it)
+
+
+def validation_in_process() -> bool:
+    """VALIDATE_IN_PROCESS, read when called (tests set it)."""
+    return VALIDATE_IN_PROCESS
+
+
+DIED_HINT = "Press v to validate again; `rwkv-registry validate` shows the same findings."
 
 
 class MainScreen(Screen[None]):
@@ -78,6 +90,9 @@ class MainScreen(Screen[None]):
         self._filter_timer: Timer | None = None
         self._details_timer: Timer | None = None
         self._ui_busy: Callable[[], bool] = lambda: False  # RegistryApp.ui_busy (on_mount)
+        self._process_lock = threading.Lock()  # one validation process at a time (one writer of the cache)
+        self.validation_pid: int | None = None  # the last validation process started
+        self.validation_note: str | None = None  # why validation runs in a thread (no process could start)
 
     # --- layout -------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -265,9 +280,55 @@ class MainScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="validate", name="validate")
     def validate_worker(self, run: int) -> None:
-        """Run every rule; post each weight file's preliminary status, then the report."""
+        """Run every rule in a child process (VALIDATE_IN_PROCESS; see validation_process): its Python code never
+        competes with the UI thread for the GIL. This thread only starts it, relays its messages and stops it;
+        where no process can be started, the rules run here, as before."""
         worker = get_current_worker()
         by_path = {str(e.get("path")): e for e in self.catalog.entries}
+        if VALIDATE_IN_PROCESS and self._validate_in_process(run, worker, by_path):
+            return
+        self._validate_in_thread(run, worker, by_path)
+
+    def _validate_in_process(self, run: int, worker: Worker[None], by_path: dict[str, dict[str, object]]) -> bool:
+        """False when no process could be started (the caller then validates in this thread). The previous run's
+        process has exited by then (its worker stopped it): one writer of the validation cache at a time."""
+        with self._process_lock:  # a newer run's worker waits here until the older one has stopped its child
+            if worker.is_cancelled:
+                return True
+            try:
+                proc = ValidationProcess(self.catalog.root, by_path, target=VALIDATION_TARGET)
+            except Exception as e:  # no processes here (a sandbox, no /dev/shm, EAGAIN): threads
+                note = f"cannot start a validation process ({type(e).__name__}: {e}); validating in a thread"
+                self.log.warning(note)
+                self.validation_note = note
+                return False
+            self.validation_pid = proc.pid
+            try:
+                while not worker.is_cancelled:
+                    message = proc.receive(0.1)
+                    if message is None:
+                        continue
+                    kind = message[0]
+                    if kind == "plan":
+                        self.post_message(ValidationPlanned(run, message[1]))
+                    elif kind == "files":
+                        self.post_message(FilesChecked(run, message[1]))
+                    elif kind == "done":
+                        self.post_message(ValidationFinished(run, message[1]))
+                        break
+                    elif kind == "failed":
+                        self.post_message(ValidationFailed(run, message[1], message[2]))
+                        break
+                    else:  # crash, died: the browser says so instead of waiting forever
+                        text = message[1] if kind == "died" else f"The validation process failed:\n{message[1]}"
+                        self.post_message(ValidationFailed(run, text, DIED_HINT, state="validation failed"))
+                        break
+            finally:
+                proc.stop()
+            return True
+
+    def _validate_in_thread(self, run: int, worker: Worker[None], by_path: dict[str, dict[str, object]]) -> None:
+        """Every rule in this thread, yielding to a busy UI (the path where processes cannot be started)."""
         batcher = FileBatcher(lambda files: self.post_message(FilesChecked(run, files)))
 
         def on_file(rel: str, facts: object) -> None:
@@ -285,7 +346,6 @@ class MainScreen(Screen[None]):
                 on_file=on_file,
                 on_plan=on_plan,
                 should_stop=lambda: self._yield_to_ui(worker),
-                between_steps=lambda: self._yield_to_ui(worker),
             )
         except ValidationCancelled:
             return
@@ -315,7 +375,7 @@ class MainScreen(Screen[None]):
         self.validating = False
         self.report = self.findings = None  # what an earlier run found no longer holds
         self.tree.set_statuses({}, "unchecked")
-        self.status_bar.set_validation("not validated", None)
+        self.status_bar.set_validation(message.state, None)
         text = f"{message.message}\n{message.hint}" if message.hint else message.message
         self.notify(text, title="cannot validate", severity="error", timeout=10, markup=False)
         self._draw_checks()
