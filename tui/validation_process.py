@@ -11,6 +11,12 @@ start method (a fresh interpreter: forking a process that runs Textual's threads
 error included). The parent reads them in a thread (:meth:`ValidationProcess.receive`); a process that dies
 without a last message (killed, out of memory) reads as ``("died", text)``.
 
+While the browser's UI is busy (a key pressed within 0.5 s, its event loop late: ``RegistryApp.ui_busy``), the
+parent says so (:meth:`ValidationProcess.set_busy`) and the child starts no further file and no further rule step,
+waiting up to :data:`YIELD_AT_MOST_S` at a time: on a loaded machine its CPU time is the UI's, and each batch of
+results it sends costs the UI a redraw (bench/tui_bench.py: 50 cursor moves took 51 s at 2,000 entries with two
+CPU hogs when it did not pause, 2.8 s typing a filter).
+
 Stopping (:meth:`ValidationProcess.stop`: a newer run, quitting) sends ``stop``; the child starts no further file
 and no further rule step, appends what it read to the validation cache's journal (the files being read finish)
 and exits. One that does not within :data:`STOP_GRACE_S` is terminated, then killed; either way it is joined (no
@@ -41,6 +47,7 @@ START_METHOD: Literal["spawn", "forkserver"] = (
     "spawn"  # a fresh interpreter: fork next to Textual's threads could copy a held lock
 )
 STOP_GRACE_S = 2.0  # a stopped child that has not exited by then is terminated (then killed)
+YIELD_AT_MOST_S = 1.0  # the child waits for a busy UI at most this long at a time, so that it always ends
 Message = tuple[Any, ...]
 
 
@@ -48,13 +55,22 @@ def child_main(root: str, by_path: dict[str, dict[str, Any]], use_cache: bool, c
     """The child process: validate ``root`` and send the results over ``conn`` (see the module's doc)."""
     _silence()
     stop = threading.Event()
+    idle = threading.Event()  # cleared while the browser's UI is busy
+    idle.set()
 
     def listen() -> None:  # "stop" from the parent, or the pipe closed (the parent died): stop
         try:
-            conn.recv()
+            while (message := conn.recv()) != "stop":
+                if isinstance(message, tuple) and message[:1] == ("busy",):
+                    idle.clear() if message[1] else idle.set()
         except (EOFError, OSError):
             pass
         stop.set()
+        idle.set()
+
+    def should_stop() -> bool:  # polled before and after each file and before each rule step
+        idle.wait(YIELD_AT_MOST_S)
+        return stop.is_set()
 
     threading.Thread(target=listen, name="rwkv-validate-stop", daemon=True).start()
 
@@ -88,7 +104,7 @@ def child_main(root: str, by_path: dict[str, dict[str, Any]], use_cache: bool, c
         send(("plan", n))
 
     try:
-        report = live_validate(root, on_file=on_file, on_plan=on_plan, should_stop=stop.is_set, use_cache=use_cache)
+        report = live_validate(root, on_file=on_file, on_plan=on_plan, should_stop=should_stop, use_cache=use_cache)
     except ValidationCancelled:
         return
     except RegistryError as e:  # the registry was deleted (or replaced by a file) while the browser runs
@@ -203,6 +219,14 @@ class ValidationProcess:
         if message and message[0] in ("done", "failed", "crash"):
             self.finished = True
         return message
+
+    def set_busy(self, busy: bool) -> None:
+        """Tell the child that the browser's UI is busy (True: it starts no further file and no further rule step,
+        waiting up to :data:`YIELD_AT_MOST_S` at a time) or no longer (False)."""
+        try:
+            self.conn.send(("busy", busy))
+        except (OSError, ValueError):  # the child is gone: receive() says so
+            pass
 
     def stop(self, grace: float = STOP_GRACE_S) -> int | None:
         """Ask the child to stop, wait up to ``grace`` s (reading what it still sends, so that it never blocks on a

@@ -541,6 +541,32 @@ async def test_the_validation_process_keeps_navigation_free_and_v_replaces_it(
 
 
 @run_async
+async def test_the_validation_process_pauses_while_the_ui_is_busy(
+    small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the App says its UI is busy, the child starts no file and no rule step (its CPU time and each batch's
+    redraw would be the UI's); once it is not, the run goes on and ends with every file."""
+    import time
+
+    from proc_targets import reads_of
+
+    reads, release = _slow_child(monkeypatch, tmp_path)
+    release.touch()  # reads do not wait
+    busy = [True]
+    monkeypatch.setattr(RegistryApp, "ui_busy", lambda self: busy[0])
+    app = RegistryApp(str(small), keymap={})
+    async with app.run_test(size=SIZE) as pilot:
+        main = app.main
+        await wait_until(pilot, lambda: main.validation_pid is not None)
+        await pilot.pause(1.5)  # three rule steps come before the first file: each waits up to 1 s
+        assert reads_of(reads) == [] and main.files_done == 0 and main.report is None
+        t = time.monotonic()
+        busy[0] = False
+        await wait_until(pilot, lambda: main.report is not None, timeout=30)
+        assert len(reads_of(reads)) == 3 and main.files_done == 3 and time.monotonic() - t < 10
+
+
+@run_async
 async def test_quitting_stops_the_validation_process(
     small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

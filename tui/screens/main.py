@@ -46,6 +46,7 @@ NARROW = 80  # below this many columns the tree sits above the details instead o
 FILTER_DEBOUNCE_S = 0.15  # typed text filters the tree once the keys pause this long
 DETAILS_DEBOUNCE_S = 0.08  # the details of the cursor's node are drawn once it rests this long
 YIELD_AT_MOST_S = 1.0  # validation waits for a busy UI at most this long at a time, so that it always ends
+RELAY_EVERY_S = 0.05  # the thread relaying the validation process's messages checks ui_busy() at least this often
 VALIDATE_IN_PROCESS = True  # validate in a child process (False: in a thread of this one, as where none starts)
 VALIDATION_TARGET = child_main  # the child's function (tests replace it)
 
@@ -281,8 +282,9 @@ class MainScreen(Screen[None]):
     @work(thread=True, exclusive=True, exit_on_error=False, group="validate", name="validate")
     def validate_worker(self, run: int) -> None:
         """Run every rule in a child process (VALIDATE_IN_PROCESS; see validation_process): its Python code never
-        competes with the UI thread for the GIL. This thread only starts it, relays its messages and stops it;
-        where no process can be started, the rules run here, as before."""
+        competes with the UI thread for the GIL. This thread only starts it, relays its messages (holding the
+        files checked while the UI is busy, and telling the child, which then pauses) and stops it; where no
+        process can be started, the rules run here, as before."""
         worker = get_current_worker()
         by_path = {str(e.get("path")): e for e in self.catalog.entries}
         if VALIDATE_IN_PROCESS and self._validate_in_process(run, worker, by_path):
@@ -297,22 +299,32 @@ class MainScreen(Screen[None]):
                 return True
             try:
                 proc = ValidationProcess(self.catalog.root, by_path, target=VALIDATION_TARGET)
-            except Exception as e:  # no processes here (a sandbox, no /dev/shm, EAGAIN): threads
+            except Exception as e:  # no processes here (a sandbox that forbids them, EAGAIN): threads
                 note = f"cannot start a validation process ({type(e).__name__}: {e}); validating in a thread"
                 self.log.warning(note)
                 self.validation_note = note
                 return False
             self.validation_pid = proc.pid
+            busy = False  # as last told to the child
+            held: list[CheckedFile] = []  # files checked, not handed to the UI while it is busy
             try:
                 while not worker.is_cancelled:
-                    message = proc.receive(0.1)
+                    message = proc.receive(RELAY_EVERY_S)
+                    if busy != self._ui_busy():
+                        busy = not busy
+                        proc.set_busy(busy)
+                    if message is not None and message[0] == "files":
+                        held.extend(message[1])
+                    if held and (not busy or (message is not None and message[0] != "files")):
+                        self.post_message(FilesChecked(run, held))
+                        held = []
                     if message is None:
                         continue
                     kind = message[0]
                     if kind == "plan":
                         self.post_message(ValidationPlanned(run, message[1]))
                     elif kind == "files":
-                        self.post_message(FilesChecked(run, message[1]))
+                        pass
                     elif kind == "done":
                         self.post_message(ValidationFinished(run, message[1]))
                         break
