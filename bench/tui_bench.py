@@ -84,7 +84,7 @@ class Clock:
                           "ui_cpu_s": time.thread_time() - self.ui, "during_validation": self.busy}
 
 
-async def until(pilot, condition, timeout=120.0):
+async def until(pilot, condition, timeout=300.0):
     end = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > end:
@@ -227,7 +227,8 @@ def main() -> int:
         return 0
     pythons = [tuple(p.split("=", 1)) for p in args.python] or [("this", sys.executable)]
     loads = [x for x in args.load.split(",") if x]
-    results: dict[str, Any] = {"machine": machine(), "hogs": args.hogs, "runs": {}}
+    failed: list[str] = []
+    results: dict[str, Any] = {"machine": machine(), "hogs": args.hogs, "runs": {}, "failed": failed}
     with tempfile.TemporaryDirectory(prefix="rwkv-tui-bench-") as tmp:
         os.environ.setdefault("RWKV_REGISTRY_CACHE_DIR", str(Path(tmp) / "cache"))
         for n in (int(x) for x in args.entries.split(",")):
@@ -242,12 +243,20 @@ def main() -> int:
                         hogs = start_hogs(args.hogs) if load == "hog" else []
                         try:
                             r = run_child(python, root, Path(tmp) / f"cache-{n}-{k}")
+                        except SystemExit as e:  # one run that timed out (a very loaded machine): keep the others
+                            print(f"  {n} entries, {label}, {load}: run failed: {e}", file=sys.stderr, flush=True)
+                            failed.append(f"{n}/{label}/{load}")
+                            continue
                         finally:
                             stop_hogs(hogs)
                         rows.setdefault((label, load), []).append(r)
                         print(
-                            f"  {n} entries, {label}, {load}: "
-                            + ", ".join(f"{a} {r['actions'][a]['wall_s']:.2f}s" for a in ACTIONS),
+                            f"  {n} entries, {label}, {load}, load1 {r.get('load1', 0):.1f}: "
+                            + ", ".join(
+                                f"{a} {r['actions'][a]['wall_s']:.2f}s"
+                                + (f" ({r['actions'][a]['ui_cpu_s']:.2f} UI)" if r["actions"][a]["ui_cpu_s"] else "")
+                                for a in ACTIONS
+                            ),
                             file=sys.stderr,
                             flush=True,
                         )
