@@ -3,8 +3,8 @@
 Layout: the filter box and the tree (base → method → data version → entry) on the left, the
 selected node's details in tabs on the right, the validation status and the key bindings at the
 bottom; ctrl+p opens the command palette. Every binding has an id (see
-:mod:`rwkv_registry.tui.keymap` to remap them). Validation and file reads run in thread workers,
-so hashing a large file never freezes navigation.
+:mod:`rwkv_registry.tui.keymap` to remap them). Validation runs in a child process (file reads for the
+details in thread workers), so hashing a large file never freezes navigation.
 """
 
 from __future__ import annotations
