@@ -81,7 +81,9 @@ class Fetcher:
         sink: BinaryIO | None = None,
         size: int | None = None,
     ) -> bytes:
-        """The body of ``url`` (bytes ``start..end`` inclusive when given). Raises :class:`RegistryIOError`.
+        """The body of ``url`` (bytes ``start..end`` inclusive when given). Raises :class:`RegistryIOError`, and
+        :class:`DownloadCut` (one request, not retried: the caller names the file) for a connection cut mid-body,
+        saying how many bytes had arrived.
 
         With ``sink``, the body is written there as it arrives and ``b""`` is returned. ``size``: the
         length a whole (not ranged) body must have; a longer one is cut off as soon as it exceeds it.
@@ -111,16 +113,28 @@ class Fetcher:
                     self._check_range(response, url, start, end, total)  # type: ignore[arg-type]
                 chunks: list[bytes] = []
                 got = 0
-                for chunk in response.iter_bytes():
-                    got += len(chunk)
-                    self._count(len(chunk))
-                    if want is not None and got > want:
-                        expected = "asked for" if ranged else "listed"
-                        raise RegistryIOError(f"{url}: the server sent more than the {want} bytes {expected}")
-                    if sink is not None:
-                        sink.write(chunk)
-                    else:
-                        chunks.append(chunk)
+                try:
+                    for chunk in response.iter_bytes():
+                        got += len(chunk)
+                        self._count(len(chunk))
+                        if want is not None and got > want:
+                            expected = "asked for" if ranged else "listed"
+                            raise RegistryIOError(f"{url}: the server sent more than the {want} bytes {expected}")
+                        if sink is not None:
+                            sink.write(chunk)
+                        else:
+                            chunks.append(chunk)
+                except (RegistryIOError, OSError):  # an OSError of sink (a full disk) is no cut connection
+                    raise
+                except Exception as e:  # a cut connection: raised here, not into http_stream_backoff's generator,
+                    # which would send the whole request again and then fail with "generator didn't stop after
+                    # throw()" (it cannot yield a second answer): see resume
+                    of = f" of the {want} bytes" if want is not None else " bytes"
+                    where = f" asked for at offset {start}" if ranged else ""
+                    raise DownloadCut(
+                        f"{url}: the connection was cut after {got}{of}{where} ({type(e).__name__}: {_first_line(e)})",
+                        path=url,
+                    ) from e
         except RegistryIOError:
             raise
         except HfHubHTTPError as e:

@@ -90,6 +90,7 @@ class HubValidator(Validator):
     def collect_facts(self, tree: Tree, weights: list[str]) -> dict[str, FileFacts | OSError]:
         """Weights in LFS: metadata + Range reads (``--full``: MiSS downloaded); plain git files: read locally."""
         from ._hub_facts import metadata_facts, remote_weight_facts
+        from ._hub_http import DownloadCut
 
         self.work.mkdir(parents=True, exist_ok=True)
         results: dict[str, FileFacts | OSError] = {}
@@ -110,6 +111,12 @@ class HubValidator(Validator):
             try:
                 facts, n = remote_weight_facts(self.remote, rel, full=self.full, workdir=self.work)
                 return rel, facts, n
+            except DownloadCut as e:  # the network, not the file: no finding (LAY010) but no verdict either
+                e.message = f"{self.remote.repo_id}@{self.remote.sha[:12]}: {rel}: {e.message}"
+                e.args = (e.message,)
+                e.hint = "The connection to the Hub (or its storage) dropped; nothing was written. Try again."
+                e.path = rel
+                raise
             except RegistryError as e:
                 return rel, RegistryIOError(e.message, path=rel), 0
 
