@@ -448,7 +448,7 @@ def sign_registry(path: str | os.PathLike[str], key: str | os.PathLike[str], *, 
     file, (3) sign SHA256SUMS's bytes and write SHA256SUMS.sig atomically. A key the registry does
     not trust is refused unless ``trust`` (its signature would fail SIG003).
     """
-    from .atomic import Transaction, registry_lock
+    from .atomic import Transaction, refuse_link, registry_lock
     from .ops import update_index
 
     root = Path(path)
@@ -468,6 +468,8 @@ def sign_registry(path: str | os.PathLike[str], key: str | os.PathLike[str], *, 
             "reject its signature (SIG003); the current signature is kept",
             hint="Sign with a trusted key, or add this one with `sign --trust` (a reviewed change of index.json).",
         )
+    # before the trust step: it would rewrite index.json, README.md and SHA256SUMS, then the signature be refused
+    refuse_link(root / SIG_NAME, SIG_NAME)
     if trust and public.b64 not in trusted:
         _refuse_stale_sums(root)  # trusting rewrites SHA256SUMS: it must not bless files changed since
 

@@ -4,6 +4,7 @@ anything is published; a writer that does not write the file leaves the link alo
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 from regtools import TINY_BASE, state_train, write_state
 
 from rwkv_registry.cli import main
+from rwkv_registry.signing import generate_keypair
 
 NEW_BASE = ["--name", "rwkv7-other-20260301-ctx4096", "--sha256", "7" * 64, "--size", "1234",
             "--source", "BlinkDL/rwkv7-g1", "--arch", "n_layer=2,n_embd=128,vocab_size=65536,ffn_size=512"]  # fmt: skip
@@ -72,3 +74,58 @@ def test_a_link_inside_the_registry_is_never_replaced_by_a_file(
         assert _snapshot(reg) == before  # nothing published, nothing left behind
     else:
         assert code == 0, err
+
+
+# --- sign ------------------------------------------------------------------------------------------------------
+
+
+def _list_link(reg: Path, name: str) -> None:
+    """List the link ``name`` in SHA256SUMS with its target's digest, as validate (HSH004) wants it: ``sums`` leaves
+    a link out, so sign would refuse the registry as changed before reaching the link."""
+    sums = reg / "SHA256SUMS"
+    lines = [ln for ln in sums.read_text().splitlines() if ln]
+    lines.append(f"{hashlib.sha256((reg / name).read_bytes()).hexdigest()}  {name}")
+    sums.write_text("\n".join(sorted(lines, key=lambda ln: ln.split("  ", 1)[1])) + "\n")
+
+
+@pytest.mark.parametrize("name", ["index.json", "README.md", "SHA256SUMS", "SHA256SUMS.sig"])
+@pytest.mark.parametrize("trust", [False, True])
+def test_sign_never_replaces_a_link(
+    reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, trust: bool
+) -> None:
+    """sign writes SHA256SUMS.sig; ``--trust`` with a key not yet trusted writes index.json, README.md and SHA256SUMS
+    first. A link among what it writes is refused before anything is written: before, ``sign --trust`` over a
+    SHA256SUMS.sig link rewrote index.json, README.md and SHA256SUMS (the key trusted), then refused the signature."""
+    (tmp_path / "keys").mkdir()
+    old, _, _ = generate_keypair(tmp_path / "keys" / "old.key")
+    new, _, _ = generate_keypair(tmp_path / "keys" / "new.key")
+    key = old
+    if name == "SHA256SUMS.sig":
+        assert main(["sign", str(reg), "--key", str(old), "--trust"]) == 0  # a signature to link to
+        key = new if trust else old  # a key to trust (--trust) or one already trusted
+    link = reg / name
+    real = reg / f"real-{name}"
+    link.rename(real)
+    link.symlink_to(real.name)
+    if name != "SHA256SUMS":  # SHA256SUMS lists the link's target (sums refuses to write through the link)
+        assert main(["sums", str(reg)]) == 0
+    if name in ("index.json", "README.md"):
+        _list_link(reg, name)
+    before = _snapshot(reg)
+    capsys.readouterr()
+    code = main(["sign", str(reg), "--key", str(key), *(["--trust"] if trust else [])])
+    err = " ".join(capsys.readouterr().err.split())
+    assert link.is_symlink() and os.readlink(link) == real.name
+    if name == "SHA256SUMS":  # SHA256SUMS cannot list its own target: the registry is refused as changed
+        assert code == 1 and "HSH004 real-SHA256SUMS: not listed" in err, err
+        assert _snapshot(reg) == before
+    elif trust or name == "SHA256SUMS.sig":
+        assert code == 1, err
+        assert f"{link} is a symbolic link (to {real.name})" in err, err
+        assert "cp --remove-destination" in err, err
+        assert _snapshot(reg) == before  # nothing published, nothing left behind
+    else:  # sign writes SHA256SUMS.sig only: the link is left alone
+        assert code == 0, err
+        after = _snapshot(reg)
+        assert set(after) - set(before) == {"SHA256SUMS.sig"}
+        assert {k: v for k, v in after.items() if k != "SHA256SUMS.sig"} == before
