@@ -179,7 +179,8 @@ def refuse_link(final: Path, rel: str) -> None:
     """A write replaces ``final``: refuse (nothing published) if it is a symbolic link. Renaming a file over it
     would drop the user's link silently, and writing through it would change another file of the registry (or,
     leaving it, LAY005, a file elsewhere) that SHA256SUMS and git see under its own name. Every writer (``add``,
-    ``add-base``, ``readme``, ``sums``) stages through :class:`Transaction`, so all refuse alike."""
+    ``add-base``, ``readme``, ``sums``, ``sign``) stages through :class:`Transaction`, so all refuse alike
+    (``pull`` does not write in a registry: it fills an empty directory)."""
     if not final.is_symlink():
         return
     try:
