@@ -109,6 +109,7 @@ class Tree:
     empty_dirs: list[str] = field(default_factory=list)
     unreadable: set[str] = field(default_factory=set)  # directories that could not be listed (LAY010)
     special: set[str] = field(default_factory=set)  # FIFOs, sockets, devices (LAY015)
+    links: set[str] = field(default_factory=set)  # symbolic links to files inside the registry: not in SHA256SUMS
 
 
 def _file_kind(entry: os.DirEntry[str]) -> str:
@@ -141,7 +142,8 @@ def _walk(root: Path, out: list[Finding]) -> Tree:
             r = f"{rel}/{entry.name}" if rel else entry.name
             if not rel and entry.name == ".git":
                 continue
-            if entry.is_symlink():
+            link = entry.is_symlink()
+            if link:
                 target = Path(os.path.realpath(entry.path))
                 if target != root and root not in target.parents:
                     out.append(finding("LAY005", r, f"symbolic link to {os.readlink(entry.path)} leaves the registry"))
@@ -149,10 +151,12 @@ def _walk(root: Path, out: list[Finding]) -> Tree:
             try:
                 if entry.is_dir():
                     tree.dirs.add(r)
-                    if not entry.is_symlink():
+                    if not link:
                         stack.append((entry.path, r))
                 elif entry.is_file():
                     tree.files[r] = entry.path
+                    if link:
+                        tree.links.add(r)
                 else:
                     out.append(finding("LAY015", r, f"{_file_kind(entry)}, not a regular file or directory"))
                     tree.special.add(r)
@@ -1246,7 +1250,12 @@ class Validator:
                 )
                 continue
             listed[line.path] = line.sha256
-        expected = {r for r in tree.files if r not in NOT_SUMMED and not _basename(r).startswith(TMP_PREFIX)}
+        # what `sums` lists (ops._registry_files): a link is read through as its target, which is listed itself
+        expected = {
+            r
+            for r in tree.files
+            if r not in NOT_SUMMED and r not in tree.links and not _basename(r).startswith(TMP_PREFIX)
+        }
         actual: dict[str, str] = {}
         for rel in sorted(expected):
             f = facts.get(rel)

@@ -79,15 +79,6 @@ def test_a_link_inside_the_registry_is_never_replaced_by_a_file(
 # --- sign ------------------------------------------------------------------------------------------------------
 
 
-def _list_link(reg: Path, name: str) -> None:
-    """List the link ``name`` in SHA256SUMS with its target's digest, as validate (HSH004) wants it: ``sums`` leaves
-    a link out, so sign would refuse the registry as changed before reaching the link."""
-    sums = reg / "SHA256SUMS"
-    lines = [ln for ln in sums.read_text().splitlines() if ln]
-    lines.append(f"{hashlib.sha256((reg / name).read_bytes()).hexdigest()}  {name}")
-    sums.write_text("\n".join(sorted(lines, key=lambda ln: ln.split("  ", 1)[1])) + "\n")
-
-
 @pytest.mark.parametrize("name", ["index.json", "README.md", "SHA256SUMS", "SHA256SUMS.sig"])
 @pytest.mark.parametrize("trust", [False, True])
 def test_sign_never_replaces_a_link(
@@ -109,8 +100,6 @@ def test_sign_never_replaces_a_link(
     link.symlink_to(real.name)
     if name != "SHA256SUMS":  # SHA256SUMS lists the link's target (sums refuses to write through the link)
         assert main(["sums", str(reg)]) == 0
-    if name in ("index.json", "README.md"):
-        _list_link(reg, name)
     before = _snapshot(reg)
     capsys.readouterr()
     code = main(["sign", str(reg), "--key", str(key), *(["--trust"] if trust else [])])
@@ -129,3 +118,28 @@ def test_sign_never_replaces_a_link(
         after = _snapshot(reg)
         assert set(after) - set(before) == {"SHA256SUMS.sig"}
         assert {k: v for k, v in after.items() if k != "SHA256SUMS.sig"} == before
+
+
+@pytest.mark.parametrize("name", ["index.json", "README.md"])
+def test_sums_and_validate_agree_on_a_link(reg: Path, capsys: pytest.CaptureFixture[str], name: str) -> None:
+    """A link inside the registry is read through as its target, which SHA256SUMS lists: `sums` leaves the link out,
+    and validate asks no more (before, it wanted the link listed too, HSH004, so no registry with such a link could
+    pass after `sums`). A SHA256SUMS that lists the link is told so (HSH005)."""
+    link = reg / name
+    real = reg / f"real-{name}"
+    link.rename(real)
+    link.symlink_to(real.name)
+    assert main(["sums", str(reg)]) == 0
+    sums = (reg / "SHA256SUMS").read_text()
+    assert f"  real-{name}\n" in sums and f"  {name}\n" not in sums
+    capsys.readouterr()
+    main(["validate", str(reg)])  # exit 1 here: the layout knows no `real-*` file at the root (LAY001)
+    out = capsys.readouterr().out
+    assert "LAY001" in out and not any(c in out for c in ("HSH004", "HSH005", "HSH006")), out
+    line = f"{hashlib.sha256(real.read_bytes()).hexdigest()}  {name}"
+    lines = sorted([*sums.splitlines(), line], key=lambda ln: ln.split("  ", 1)[1])
+    (reg / "SHA256SUMS").write_text("\n".join(lines) + "\n")
+    capsys.readouterr()
+    assert main(["validate", str(reg)]) == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"HSH005 SHA256SUMS: lists {name}, which is a symbolic link (never followed)" in out, out
