@@ -505,7 +505,8 @@ def pull_registry(
         missing = [rel for rel in wanted if rel not in kept]
         # the large files: pull's own download, which keeps a file cut short and continues it on the next run
         large = resumable(remote, missing)
-        small = [rel for rel in missing if rel not in set(large)]
+        large_set = set(large)
+        small = [rel for rel in missing if rel not in large_set]
         try:
             partial = prune_partials(staging, remote, large)
             if partial:
