@@ -41,7 +41,12 @@ class RangeNotSatisfiable(RegistryIOError):
 
 class DownloadCut(RegistryIOError):
     """A download stopped before its end by the network (a cut connection, a transport error): the bytes received
-    so far are good to continue from."""
+    so far are good to continue from. ``written_from``: the offset they were written from, as
+    :meth:`Fetcher.resume` returns it (0: the server answered with the whole file, from its first byte)."""
+
+    def __init__(self, message: str, *, written_from: int) -> None:
+        super().__init__(message)
+        self.written_from = written_from
 
 
 def _origin(url: str) -> tuple[str, str, int | None]:
@@ -209,7 +214,8 @@ class Fetcher:
                     # which would send the request again (from byte 0 of the body) and fail to yield it twice
                     raise DownloadCut(
                         f"the connection was cut after {got} of the file's {size} bytes ({type(e).__name__}: "
-                        f"{_first_line(e)})"
+                        f"{_first_line(e)})",
+                        written_from=start,
                     ) from e
         except (RegistryIOError, OSError):
             raise
@@ -217,10 +223,11 @@ class Fetcher:
             raise RegistryIOError(f"the Hub answered: {_first_line(e)}") from e
         except Exception as e:  # httpx2 transport errors (a cut connection)
             raise DownloadCut(
-                f"the download stopped after {got} of the file's {size} bytes ({type(e).__name__}: {_first_line(e)})"
+                f"the download stopped after {got} of the file's {size} bytes ({type(e).__name__}: {_first_line(e)})",
+                written_from=start,
             ) from e
         if got != size:
-            raise DownloadCut(f"the download ended after {got} of the file's {size} bytes")
+            raise DownloadCut(f"the download ended after {got} of the file's {size} bytes", written_from=start)
         return start
 
     @staticmethod

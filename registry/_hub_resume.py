@@ -222,7 +222,7 @@ def _continue(remote: RemoteRepo, part: Path, url: str, offset: int, size: int, 
                 raise
             start = once(0)
         except DownloadCut as cut:  # a flaky link: continue from what arrived, while each try brings bytes
-            start = _continue_cut(part, once, offset, cut)
+            start = _continue_cut(part, once, cut)
         return start
     except RegistryIOError as e:
         raise RegistryIOError(f"{where}: {e.message}", hint=e.hint or hint, path=rel) from e
@@ -232,19 +232,19 @@ def _short(rel: str) -> str:
     return rel if len(rel) <= 40 else f"(…){rel[-40:]}"
 
 
-def _continue_cut(part: Path, once: Callable[[int], int], offset: int, cut: DownloadCut) -> int:
+def _continue_cut(part: Path, once: Callable[[int], int], cut: DownloadCut) -> int:
     """Continue a download the network cut (``cut``) from the bytes received, up to :data:`RETRIES` times while
-    each try brings new bytes. Returns the offset the file was written from (0 if any try wrote it from 0)."""
-    start = offset
+    each try brings new bytes. Returns the offset the file was written from (0 if any try wrote it from 0: a
+    server that ignored the Range request, even in an answer cut short)."""
+    start = cut.written_from
     for _ in range(RETRIES):
         have = part.stat().st_size
-        if have == 0:
-            start = 0
         time.sleep(1)
         try:
             return min(start, once(have))
         except DownloadCut as again:
             cut = again
+            start = min(start, again.written_from)
             if part.stat().st_size <= have:  # no progress: give up, keeping what arrived
                 break
     raise cut

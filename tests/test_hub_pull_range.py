@@ -149,6 +149,40 @@ def test_a_server_that_ignores_range_is_read_from_byte_0(
     assert same_tree(dest, files)
 
 
+def test_a_whole_answer_cut_then_continued_is_said_fetched_whole(
+    hub: FakeHub, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The continuation from the half is answered 200 (the whole file, Range ignored) and that answer is cut at
+    three quarters; the same pull continues from there. Every byte came from this pull, from byte 0: it is said
+    fetched whole, not "resumed from byte" (before, the continuation after the cut kept the first try's offset,
+    the half, and the log claimed the half was reused)."""
+    repo_id = new_repo(hub, tiny)
+    files = hub.files(repo_id)
+    size = len(files[STATE])
+    dest = tmp_path / "dest"
+    _, half = stop_in_state(hub, repo_id, dest, capsys)
+    three_quarters = size * 3 // 4
+    calls: list[int] = []
+
+    def whole_then_cut(server: str, method: str, path: str, status: int, body: bytes, headers: dict[str, str]) -> tuple:
+        if method == "GET" and status == 206 and is_state(hub, repo_id, server, path):
+            calls.append(1)
+            if len(calls) == 1:  # a proxy that drops the Range header, and a connection that drops
+                plain = {k: v for k, v in headers.items() if k != "Content-Range"}
+                return 200, files[STATE][:three_quarters], {**plain, "Content-Length": str(size)}
+        return status, body, headers
+
+    hub.log.clear()
+    said: list[str] = []
+    with hub.rewriting(whole_then_cut):
+        assert pull_registry(repo_id, dest, log=said.append).ok
+    first, second = state_gets(hub, repo_id)
+    assert first["range"] == f"bytes={half}-" and second["range"] == f"bytes={three_quarters}-"
+    assert not any(m.startswith(f"resumed {STATE}") for m in said), said
+    assert any("ignored or refused the Range request" in m for m in said), said
+    assert same_tree(dest, files)
+
+
 def test_a_416_restarts_the_file_from_byte_0(
     hub: FakeHub, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
