@@ -192,15 +192,13 @@ class GitAhead:
                 return out
 
             head = run(_HEAD_COMMIT).decode("ascii", "replace").strip()
-            prefix = PurePosixPath(self.root.resolve().relative_to(Path(top).resolve()).as_posix())
-            spec = "." if str(prefix) == "." else str(prefix)
+            prefix, spec = _scope(self.root, top)
             if not head:
                 return
             run(("diff", "--name-status", "--no-renames", "-z", head, "--", spec))
             run(("diff", "--name-status", "--no-renames", "-z", "--cached", head, "--", spec))
             run(("ls-files", "--others", "--exclude-standard", "-z", "--", spec))
-            path = "index.json" if str(prefix) == "." else f"{prefix}/index.json"
-            run(("rev-parse", "--verify", "-q", f"{head}:{path}"))
+            run(("rev-parse", "--verify", "-q", f"{head}:{_index_path(prefix)}"))
         except Exception:  # the check runs what is missing itself, and meets the same failure there
             pass
         finally:
@@ -424,6 +422,19 @@ def check_git(
     return _check_repo(root, index, since, repo, commit.hexsha, (git.GitCommandError,), (None, None), None)
 
 
+def _scope(root: Path, top: str | os.PathLike[str]) -> tuple[PurePosixPath, str]:
+    """``root``'s path in the work tree at ``top`` (both resolved) and the pathspec that limits git's commands to
+    it ("." at the top): the same for :func:`_check_repo` and :class:`GitAhead`, whose outputs are found by these
+    very arguments."""
+    prefix = PurePosixPath(root.resolve().relative_to(Path(top).resolve()).as_posix())
+    return prefix, "." if str(prefix) == "." else str(prefix)
+
+
+def _index_path(prefix: PurePosixPath) -> str:
+    """index.json's path in the work tree, for ``REV:PATH``."""
+    return "index.json" if str(prefix) == "." else f"{prefix}/index.json"
+
+
 def _check_repo(
     root: Path,
     index: dict[str, Any] | None,
@@ -436,9 +447,7 @@ def _check_repo(
 ) -> list[Finding]:
     """GIT001–GIT003 in ``repo`` (GitPython's or a :class:`_PlainRepo`) against commit ``baseline``."""
     try:
-        top = Path(repo.working_tree_dir or root).resolve()
-        prefix = PurePosixPath(root.resolve().relative_to(top).as_posix())
-        spec = "." if str(prefix) == "." else str(prefix)
+        prefix, spec = _scope(root, repo.working_tree_dir or root)
         # with --since, a change may be committed already (--no-verify): HEAD vs baseline says so
         committed = _name_status(repo, baseline, "HEAD", "--", spec) if since else {}
         changed = _name_status(repo, baseline, "--", spec)  # working tree vs baseline
@@ -581,8 +590,7 @@ def _repo_and_prefix(git: Any, root: Path) -> tuple[Any, str]:
     """The repository around ``root`` and ``root``'s path inside its work tree ("." at the top); raises
     GitPython's errors outside a repository, ValueError when ``root`` is outside the work tree."""
     repo = git.Repo(root, search_parent_directories=True)
-    top = Path(repo.working_tree_dir or root).resolve()
-    return repo, root.resolve().relative_to(top).as_posix()
+    return repo, str(_scope(root, repo.working_tree_dir or root)[0])
 
 
 _LOG_FORMAT = "%h %as %s"  # what _commit_words reads
@@ -640,7 +648,7 @@ def _index_at(
     With ``memo``, another blob's bases come from it when known, as ``{"bases": …}`` (all that the callers read
     of a baseline), and those of ``now`` are recorded there when the memo is being written anyway (dirty). In a
     SHA-256 repository, the blob is read and compared by ``now_sha256``, as without a blob id."""
-    path = "index.json" if str(prefix) == "." else f"{prefix}/index.json"
+    path = _index_path(prefix)
     try:
         if isinstance(repo, _PlainRepo):
             # the blob's id first only when something can answer for it (no extra git command otherwise)
