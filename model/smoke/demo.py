@@ -82,6 +82,7 @@ def check_tiny_registry_dir(work: Path) -> None:
     """
     from rwkv_registry.atomic import TMP_PREFIX, TRANSIENT_NAMES
     from rwkv_registry.errors import UsageError
+    from rwkv_registry.sums import parse_sums
 
     reg = work / "registry"
     hint = (
@@ -104,7 +105,10 @@ def check_tiny_registry_dir(work: Path) -> None:
             if (index.get("registry") or {}).get("name") != TINY_REGISTRY_NAME or not ids <= {STATE_ID, MISS_ID}:
                 why = f"its index.json is not the tiny demo's ({TINY_REGISTRY_NAME}, entries {STATE_ID}, {MISS_ID})"
             else:
-                listed = {line.split("  ", 1)[1] for line in (reg / "SHA256SUMS").read_text("utf-8").splitlines()}
+                sums, bad = parse_sums((reg / "SHA256SUMS").read_bytes())
+                if bad:
+                    raise ValueError(f"SHA256SUMS line {bad[0][0]} is not a sha256sum line")
+                listed = {line.path for line in sums}
                 extra = [
                     p.relative_to(reg).as_posix()
                     for p in sorted(reg.rglob("*"))
@@ -116,7 +120,7 @@ def check_tiny_registry_dir(work: Path) -> None:
                 ]
                 if extra:
                     why = "it holds files the demo did not write (" + ", ".join(extra[:3]) + ")"
-    except (OSError, ValueError, IndexError, AttributeError) as e:
+    except (OSError, ValueError, AttributeError) as e:
         why = f"it is not a tiny demo registry that can be read ({e})"
     if why is not None:
         raise UsageError(f"{reg} is not an earlier tiny demo registry: {why}", hint=hint, path=str(reg))
