@@ -17,7 +17,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rwkv_registry.atomic import atomic_write_bytes
-from rwkv_registry.errors import RegistryIOError
 from rwkv_registry.facts import cache_dir, racy, stat_key
 from rwkv_registry.ops import hash_file
 
@@ -45,7 +44,7 @@ def _write(data: dict[str, dict[str, object]]) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(path, json.dumps(data).encode())  # removes its temporary file when it fails
-    except (OSError, RegistryIOError):
+    except OSError:  # RegistryIOError (atomic_write_bytes) is one
         pass
 
 
