@@ -216,12 +216,13 @@ def _continue(remote: RemoteRepo, part: Path, url: str, offset: int, size: int, 
 
     try:
         try:
-            start = once(offset)
-        except RangeNotSatisfiable:
-            if offset == 0:
-                raise
-            start = once(0)
-        except DownloadCut as cut:  # a flaky link: continue from what arrived, while each try brings bytes
+            try:
+                start = once(offset)
+            except RangeNotSatisfiable:
+                if offset == 0:
+                    raise
+                start = once(0)
+        except DownloadCut as cut:  # a flaky link (a 416 restart too): continue from what arrived, while it comes
             start = _continue_cut(part, once, cut)
         return start
     except RegistryIOError as e:

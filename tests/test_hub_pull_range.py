@@ -206,6 +206,38 @@ def test_a_416_restarts_the_file_from_byte_0(
     assert same_tree(dest, files)
 
 
+def test_a_cut_after_a_416_restart_is_continued_in_the_same_pull(
+    hub: FakeHub, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The continuation is answered 416, the file is fetched from byte 0, and that download is cut at three
+    quarters: the same pull continues it from there, as any other cut (before, only the next pull did)."""
+    repo_id = new_repo(hub, tiny)
+    files = hub.files(repo_id)
+    size = len(files[STATE])
+    dest = tmp_path / "dest"
+    stop_in_state(hub, repo_id, dest, capsys)
+    three_quarters = size * 3 // 4
+    calls: list[int] = []
+
+    def unsatisfiable_then_cut(
+        server: str, method: str, path: str, status: int, body: bytes, headers: dict[str, str]
+    ) -> tuple:
+        if method == "GET" and status in (200, 206) and is_state(hub, repo_id, server, path):
+            calls.append(1)
+            if len(calls) == 1:
+                return 416, b"", {"Content-Range": f"bytes */{size}", "Content-Length": "0"}
+            if len(calls) == 2:
+                return status, body[:three_quarters], headers
+        return status, body, headers
+
+    hub.log.clear()
+    with hub.rewriting(unsatisfiable_then_cut):
+        assert pull_registry(repo_id, dest, log=quiet).ok
+    ranged, whole, rest = state_gets(hub, repo_id)
+    assert ranged["status"] == 416 and whole["range"] is None and rest["range"] == f"bytes={three_quarters}-"
+    assert same_tree(dest, files)
+
+
 @pytest.mark.parametrize("how", ["larger than the file", "of another commit", "without its identity"])
 def test_a_partial_file_not_of_these_bytes_is_never_continued(
     hub: FakeHub, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], how: str
