@@ -44,8 +44,8 @@ class DownloadCut(RegistryIOError):
     so far are good to continue from. ``written_from``: the offset they were written from, as
     :meth:`Fetcher.resume` returns it (0: the server answered with the whole file, from its first byte)."""
 
-    def __init__(self, message: str, *, written_from: int) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, *, written_from: int, path: str = "") -> None:
+        super().__init__(message, path=path)
         self.written_from = written_from
 
 
@@ -138,6 +138,7 @@ class Fetcher:
                     where = f" asked for at offset {start}" if ranged else ""
                     raise DownloadCut(
                         f"{url}: the connection was cut after {got}{of}{where} ({type(e).__name__}: {_first_line(e)})",
+                        written_from=start or 0,
                         path=url,
                     ) from e
         except RegistryIOError:
