@@ -254,8 +254,7 @@ def index_link_outside(root: str | os.PathLike[str]) -> str | None:
         link = os.readlink(path)
     except OSError:
         return None
-    target, top = Path(os.path.realpath(path)), Path(os.path.realpath(root))
-    return None if target == top or top in target.parents else link
+    return None if within(Path(os.path.realpath(root)), path) else link
 
 
 def refuse_index_link(root: str | os.PathLike[str]) -> None:
@@ -433,8 +432,14 @@ def _remove_empty_dirs(dirs: Iterable[Path]) -> int:
 
 def _inside(root: Path, path: Path) -> bool:
     """Is ``path`` (symbolic links resolved) inside ``root``?"""
-    real_root = os.path.realpath(root)
-    return os.path.commonpath([real_root, os.path.realpath(path)]) == real_root
+    return within(Path(os.path.realpath(root)), path)
+
+
+def within(real_root: Path, path: str | os.PathLike[str]) -> bool:
+    """Does ``path``, symbolic links resolved, stay at or under ``real_root`` (itself already resolved)? The test of
+    a link that leaves the registry (``validate``'s LAY005), shared by every reader and writer."""
+    target = Path(os.path.realpath(path))
+    return target == real_root or real_root in target.parents
 
 
 def _read_journal(root: Path, journal: Path) -> list[tuple[Path, Path]]:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 
 from . import __version__
 from .arch import state_shape
-from .atomic import JOURNAL_NAME, LOCK_NAME, TMP_PREFIX, registry_around, require_directory
+from .atomic import JOURNAL_NAME, LOCK_NAME, TMP_PREFIX, registry_around, require_directory, within
 from .errors import UsageError
 
 if TYPE_CHECKING:
@@ -143,11 +143,9 @@ def _walk(root: Path, out: list[Finding]) -> Tree:
             if not rel and entry.name == ".git":
                 continue
             link = entry.is_symlink()
-            if link:
-                target = Path(os.path.realpath(entry.path))
-                if target != root and root not in target.parents:
-                    out.append(finding("LAY005", r, f"symbolic link to {os.readlink(entry.path)} leaves the registry"))
-                    continue
+            if link and not within(root, entry.path):
+                out.append(finding("LAY005", r, f"symbolic link to {os.readlink(entry.path)} leaves the registry"))
+                continue
             try:
                 if entry.is_dir():
                     tree.dirs.add(r)
