@@ -1,0 +1,79 @@
+"""Mutation audit of registry/_hub_resume.py and Fetcher.resume: cases the Range tests (test_hub_pull_range.py)
+left open, each killing a hand-made mutant that survived them (named in each test)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
+
+import pytest
+import test_hub
+from hub_server import FakeHub
+from test_hub import new_repo
+from test_hub_pull import STATE, same_tree
+from test_hub_pull_range import state_gets, stop_in_state
+
+from rwkv_registry import _hub_resume
+from rwkv_registry._hub_remote import RemoteRepo
+from rwkv_registry.hub import pull_registry
+
+hub = test_hub.hub
+hub_env = test_hub.hub_env
+tiny = test_hub.tiny
+
+
+@pytest.fixture(autouse=True)
+def _large_weights(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_hub_resume, "RESUMABLE_BYTES", 20_000)  # the tiny weights (23-34 KB) count as large
+    monkeypatch.setattr(time, "sleep", lambda seconds: None)
+
+
+def test_a_file_of_exactly_resumable_bytes_is_downloaded_resumably(monkeypatch: pytest.MonkeyPatch) -> None:
+    """RESUMABLE_BYTES or more (kills the mutant ``size > RESUMABLE_BYTES``)."""
+    monkeypatch.setattr(_hub_resume, "RESUMABLE_BYTES", 100)
+    sizes = {"a.pth": 99, "b.pth": 100, "c.pth": 101}
+    remote = cast(RemoteRepo, SimpleNamespace(files={r: SimpleNamespace(size=s) for r, s in sizes.items()}))
+    assert _hub_resume.resumable(remote, list(sizes)) == ["b.pth", "c.pth"]
+
+
+def test_a_complete_partial_file_is_used_without_a_download(
+    hub: FakeHub, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A partial file holding all the listed bytes (a pull stopped between its last byte and the move into place)
+    is moved into place and checked: no request for the file (kills the mutants ``size < listed`` in
+    prune_partials and ``offset >= entry.size`` in fetch_resumable, which fetched it whole again)."""
+    repo_id = new_repo(hub, tiny)
+    files = hub.files(repo_id)
+    dest = tmp_path / "dest"
+    staging, _ = stop_in_state(hub, repo_id, dest, capsys)
+    (part,) = (staging / _hub_resume.PARTIAL_DIR).glob("*.part")
+    part.write_bytes(files[STATE])
+    hub.log.clear()
+    said: list[str] = []
+    assert pull_registry(repo_id, dest, log=said.append).ok
+    assert state_gets(hub, repo_id) == []
+    assert any(m.startswith("resuming: 1 file(s) cut short") for m in said), said
+    assert same_tree(dest, files)
+
+
+def test_a_partial_file_whose_identity_says_otherwise_is_dropped_before_the_pull(
+    hub: FakeHub, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """KEY.json present but naming other bytes: prune_partials deletes the partial file (not announced as resumed),
+    and the file is fetched whole (kills the mutant without ``meta.read_bytes() == identity`` in prune_partials)."""
+    repo_id = new_repo(hub, tiny)
+    files = hub.files(repo_id)
+    dest = tmp_path / "dest"
+    staging, _ = stop_in_state(hub, repo_id, dest, capsys)
+    (part,) = (staging / _hub_resume.PARTIAL_DIR).glob("*.part")
+    meta = part.with_suffix(".json")
+    meta.write_bytes(meta.read_bytes().replace(b'"size": ', b'"size": 1'))
+    hub.log.clear()
+    said: list[str] = []
+    assert pull_registry(repo_id, dest, log=said.append).ok
+    assert not [m for m in said if "cut short" in m], said
+    (get,) = state_gets(hub, repo_id)
+    assert get["range"] is None and get["sent"] == len(files[STATE])
+    assert same_tree(dest, files)
