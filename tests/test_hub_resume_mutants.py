@@ -77,3 +77,15 @@ def test_a_partial_file_whose_identity_says_otherwise_is_dropped_before_the_pull
     (get,) = state_gets(hub, repo_id)
     assert get["range"] is None and get["sent"] == len(files[STATE])
     assert same_tree(dest, files)
+
+
+def test_a_continuation_that_brings_no_byte_ends_the_tries(
+    hub: FakeHub, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Within one pull, a cut download is continued while each try brings new bytes: a storage that sends nothing
+    past the cut is asked once more, not RETRIES times (kills the mutant ``st_size < have`` in _continue_cut)."""
+    repo_id = new_repo(hub, tiny)
+    hub.log.clear()
+    _, half = stop_in_state(hub, repo_id, tmp_path / "dest", capsys)
+    first, again = state_gets(hub, repo_id)
+    assert first["range"] is None and again["range"] == f"bytes={half}-"
