@@ -13,7 +13,7 @@ import test_hub
 from hub_server import FakeHub
 from test_hub import new_repo
 from test_hub_pull import STATE, same_tree
-from test_hub_pull_range import state_gets, stop_in_state
+from test_hub_pull_range import cut_at, state_gets, stop_in_state
 
 from rwkv_registry import _hub_resume
 from rwkv_registry._hub_remote import RemoteRepo
@@ -89,3 +89,18 @@ def test_a_continuation_that_brings_no_byte_ends_the_tries(
     _, half = stop_in_state(hub, repo_id, tmp_path / "dest", capsys)
     first, again = state_gets(hub, repo_id)
     assert first["range"] is None and again["range"] == f"bytes={half}-"
+
+
+def test_a_file_cut_and_continued_within_its_first_download_is_not_said_resumed(
+    hub: FakeHub, tiny: Path, tmp_path: Path
+) -> None:
+    """A download started at byte 0 and continued after a cut within the same pull was fetched whole by this pull:
+    fetch_resumable returns 0 and says nothing of resuming (kills the mutant returning the continuation's offset
+    in _continue_cut, which said 'resumed ... from byte HALF' and would fetch a failing file a third time)."""
+    repo_id = new_repo(hub, tiny)
+    files = hub.files(repo_id)
+    said: list[str] = []
+    with hub.rewriting(cut_at(hub, repo_id, len(files[STATE]) // 2, once=True)):
+        assert pull_registry(repo_id, tmp_path / "dest", log=said.append).ok
+    assert len(state_gets(hub, repo_id)) == 2
+    assert not [m for m in said if m.startswith(f"resumed {STATE}")], said
