@@ -40,3 +40,20 @@ def test_readers_of_non_json_files_do_not_take_the_opener_from_jsonload() -> Non
     from rwkv_registry import fsio, jsonload
 
     assert jsonload.read_at_most is fsio.read_at_most  # still importable from jsonload (tests, callers)
+
+
+def test_open_regular_closes_what_it_refuses(tmp_path: Path) -> None:
+    """A refused FIFO or directory leaves no file descriptor open (kills the mutant without os.close in the
+    refusal path: each refusal leaked one)."""
+    from rwkv_registry.fsio import open_regular
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    before = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
+    if before is None:
+        pytest.skip("no /proc/self/fd to count open descriptors")
+    for _ in range(20):
+        for target in (fifo, tmp_path):
+            with pytest.raises(OSError):
+                open_regular(target)
+    assert len(os.listdir("/proc/self/fd")) == before
