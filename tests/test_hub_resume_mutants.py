@@ -104,3 +104,18 @@ def test_a_file_cut_and_continued_within_its_first_download_is_not_said_resumed(
         assert pull_registry(repo_id, tmp_path / "dest", log=said.append).ok
     assert len(state_gets(hub, repo_id)) == 2
     assert not [m for m in said if m.startswith(f"resumed {STATE}")], said
+
+
+def test_partial_bytes_counts_the_partial_files_only(tmp_path: Path) -> None:
+    """Only KEY.part files count (an identity KEY.json alone, written before the first byte, is nothing to resume
+    from: the pull then removes its staging directory); a link named .part is not followed (kills the mutant
+    counting every file of the folder)."""
+    assert _hub_resume.partial_bytes(tmp_path) == 0  # no folder
+    folder = tmp_path / _hub_resume.PARTIAL_DIR
+    folder.mkdir(parents=True)
+    (folder / "k1.json").write_bytes(b"{}" * 50)
+    assert _hub_resume.partial_bytes(tmp_path) == 0
+    (folder / "k1.part").write_bytes(b"x" * 10)
+    (tmp_path / "big").write_bytes(b"y" * 1000)
+    (folder / "k2.part").symlink_to(tmp_path / "big")
+    assert _hub_resume.partial_bytes(tmp_path) == 10
