@@ -12,8 +12,8 @@ import pytest
 import test_hub
 from hub_server import FakeHub
 from test_hub import new_repo
-from test_hub_pull import STATE, same_tree
-from test_hub_pull_range import cut_at, state_gets, stop_in_state
+from test_hub_pull import STATE, quiet, same_tree
+from test_hub_pull_range import cut_at, is_state, state_gets, stop_in_state
 
 from rwkv_registry import _hub_resume
 from rwkv_registry._hub_remote import RemoteRepo
@@ -58,18 +58,26 @@ def test_a_complete_partial_file_is_used_without_a_download(
     assert same_tree(dest, files)
 
 
-def test_a_partial_file_whose_identity_says_otherwise_is_dropped_before_the_pull(
-    hub: FakeHub, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("how", ["identity saying otherwise", "a link"])
+def test_a_partial_file_not_continuable_is_dropped_before_the_pull(
+    hub: FakeHub, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], how: str
 ) -> None:
-    """KEY.json present but naming other bytes: prune_partials deletes the partial file (not announced as resumed),
-    and the file is fetched whole (kills the mutant without ``meta.read_bytes() == identity`` in prune_partials)."""
+    """KEY.json present but naming other bytes, or KEY.part a symbolic link (to the very bytes received):
+    prune_partials deletes the partial file (not announced as resumed), and the file is fetched whole (kills the
+    mutants of prune_partials without ``meta.read_bytes() == identity`` and without ``is_file(follow_symlinks=False)``
+    for a .part)."""
     repo_id = new_repo(hub, tiny)
     files = hub.files(repo_id)
     dest = tmp_path / "dest"
     staging, _ = stop_in_state(hub, repo_id, dest, capsys)
     (part,) = (staging / _hub_resume.PARTIAL_DIR).glob("*.part")
-    meta = part.with_suffix(".json")
-    meta.write_bytes(meta.read_bytes().replace(b'"size": ', b'"size": 1'))
+    if how == "a link":
+        elsewhere = tmp_path / "elsewhere.part"
+        part.rename(elsewhere)
+        part.symlink_to(elsewhere)
+    else:
+        meta = part.with_suffix(".json")
+        meta.write_bytes(meta.read_bytes().replace(b'"size": ', b'"size": 1'))
     hub.log.clear()
     said: list[str] = []
     assert pull_registry(repo_id, dest, log=said.append).ok
@@ -119,3 +127,22 @@ def test_partial_bytes_counts_the_partial_files_only(tmp_path: Path) -> None:
     (tmp_path / "big").write_bytes(b"y" * 1000)
     (folder / "k2.part").symlink_to(tmp_path / "big")
     assert _hub_resume.partial_bytes(tmp_path) == 10
+
+
+def test_a_flaky_link_is_continued_while_each_try_brings_bytes(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
+    """Every answer is cut after a third of the file: the same pull continues twice (a Range request from each
+    cut), not once (kills the mutant giving up after one continuation, RETRIES = 1)."""
+    repo_id = new_repo(hub, tiny)
+    files = hub.files(repo_id)
+    third = len(files[STATE]) // 3 + 1
+
+    def thirds(server: str, method: str, path: str, status: int, body: bytes, headers: dict[str, str]) -> tuple:
+        if method == "GET" and status in (200, 206) and is_state(hub, repo_id, server, path):
+            return status, body[:third], headers
+        return status, body, headers
+
+    hub.log.clear()
+    with hub.rewriting(thirds):
+        assert pull_registry(repo_id, tmp_path / "dest", log=quiet).ok
+    assert [g["range"] for g in state_gets(hub, repo_id)] == [None, f"bytes={third}-", f"bytes={2 * third}-"]
+    assert same_tree(tmp_path / "dest", files)
