@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 from types import SimpleNamespace
-from typing import cast
+from typing import Any, cast
 
 import pytest
 import test_hub
@@ -17,6 +17,7 @@ from test_hub_pull_range import cut_at, is_state, state_gets, stop_in_state
 
 from rwkv_registry import _hub_resume
 from rwkv_registry._hub_remote import RemoteRepo
+from rwkv_registry.errors import RegistryIOError
 from rwkv_registry.hub import pull_registry
 
 hub = test_hub.hub
@@ -146,3 +147,54 @@ def test_a_flaky_link_is_continued_while_each_try_brings_bytes(hub: FakeHub, tin
         assert pull_registry(repo_id, tmp_path / "dest", log=quiet).ok
     assert [g["range"] for g in state_gets(hub, repo_id)] == [None, f"bytes={third}-", f"bytes={2 * third}-"]
     assert same_tree(tmp_path / "dest", files)
+
+
+def _answer_ranged(hub: FakeHub, repo_id: str, change: Any) -> Any:
+    """A rewrite hook applying ``change(body, headers, size)`` to the Range answers (206) for STATE."""
+
+    def hook(server: str, method: str, path: str, status: int, body: bytes, headers: dict[str, str]) -> tuple:
+        if method == "GET" and status == 206 and is_state(hub, repo_id, server, path):
+            return (206, *change(body, headers, len(hub.files(repo_id)[STATE])))
+        return status, body, headers
+
+    return hook
+
+
+def test_a_range_answer_for_other_bytes_is_refused(
+    hub: FakeHub, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 206 whose Content-Range names bytes from 0 (a storage ignoring the start) is refused for its
+    Content-Range, before a byte is appended (kills the mutant without the Content-Range check, which appended
+    the whole body after the half and stopped only at 'more than the bytes listed')."""
+    repo_id = new_repo(hub, tiny)
+    dest = tmp_path / "dest"
+    staging, half = stop_in_state(hub, repo_id, dest, capsys)
+    whole = hub.files(repo_id)[STATE]
+
+    def from_zero(body: bytes, headers: dict[str, str], size: int) -> tuple[bytes, dict[str, str]]:
+        return whole, {**headers, "Content-Range": f"bytes 0-{size - 1}/{size}", "Content-Length": str(size)}
+
+    with hub.rewriting(_answer_ranged(hub, repo_id, from_zero)), pytest.raises(RegistryIOError) as e:
+        pull_registry(repo_id, dest, log=quiet)
+    assert f"does not answer bytes {half}-" in e.value.message, e.value.message
+    (part,) = (staging / _hub_resume.PARTIAL_DIR).glob("*.part")
+    assert part.stat().st_size == half
+
+
+def test_a_range_answer_one_byte_too_long_is_refused_at_that_byte(
+    hub: FakeHub, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A body one byte longer than the listed size is refused as soon as the byte arrives, never written (kills
+    the mutant ``got > size + 1``)."""
+    repo_id = new_repo(hub, tiny)
+    dest = tmp_path / "dest"
+    staging, half = stop_in_state(hub, repo_id, dest, capsys)
+
+    def longer(body: bytes, headers: dict[str, str], size: int) -> tuple[bytes, dict[str, str]]:
+        return body + b"!", {**headers, "Content-Length": str(len(body) + 1)}
+
+    with hub.rewriting(_answer_ranged(hub, repo_id, longer)), pytest.raises(RegistryIOError) as e:
+        pull_registry(repo_id, dest, log=quiet)
+    assert "the server sent more than the" in e.value.message, e.value.message
+    for part in (staging / _hub_resume.PARTIAL_DIR).glob("*.part"):
+        assert part.stat().st_size <= len(hub.files(repo_id)[STATE])
