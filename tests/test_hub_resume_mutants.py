@@ -188,7 +188,7 @@ def test_a_range_answer_one_byte_too_long_is_refused_at_that_byte(
     the mutant ``got > size + 1``)."""
     repo_id = new_repo(hub, tiny)
     dest = tmp_path / "dest"
-    staging, half = stop_in_state(hub, repo_id, dest, capsys)
+    staging, _ = stop_in_state(hub, repo_id, dest, capsys)
 
     def longer(body: bytes, headers: dict[str, str], size: int) -> tuple[bytes, dict[str, str]]:
         return body + b"!", {**headers, "Content-Length": str(len(body) + 1)}
