@@ -15,7 +15,7 @@ from test_hub import new_repo
 from test_hub_pull import STATE, quiet, same_tree
 from test_hub_pull_range import cut_at, is_state, state_gets, stop_in_state
 
-from rwkv_registry import _hub_resume
+from rwkv_registry import _hub_http, _hub_resume
 from rwkv_registry._hub_remote import RemoteRepo
 from rwkv_registry.errors import RegistryIOError
 from rwkv_registry.hub import pull_registry
@@ -198,3 +198,39 @@ def test_a_range_answer_one_byte_too_long_is_refused_at_that_byte(
     assert "the server sent more than the" in e.value.message, e.value.message
     for part in (staging / _hub_resume.PARTIAL_DIR).glob("*.part"):
         assert part.stat().st_size <= len(hub.files(repo_id)[STATE])
+
+
+def test_a_full_disk_inside_the_download_is_said_as_such(
+    hub: FakeHub, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The disk fills on a write of the body itself (inside Fetcher.resume's reading loop): the local error is
+    said, not taken for a cut connection and retried (kills the mutant catching only RegistryIOError there)."""
+    import errno
+    import os
+
+    repo_id = new_repo(hub, tiny)
+    dest = tmp_path / "dest"
+    staging, half = stop_in_state(hub, repo_id, dest, capsys)
+    real = _hub_http.Fetcher.resume
+
+    class Full:
+        def __init__(self, sink: Any) -> None:
+            self.sink = sink
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.sink, name)
+
+        def write(self, data: bytes) -> int:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.sink.name))
+
+    def resume(self: _hub_http.Fetcher, url: str, sink: Any, offset: int, size: int, *more: Any) -> int:
+        return real(self, url, Full(sink), offset, size, *more)
+
+    monkeypatch.setattr(_hub_http.Fetcher, "resume", resume)
+    hub.log.clear()
+    with pytest.raises(RegistryIOError) as e:
+        pull_registry(repo_id, dest, log=quiet)
+    assert "No space left on device" in e.value.message and "cut" not in e.value.message, e.value.message
+    assert len(state_gets(hub, repo_id)) == 1  # not retried
+    (part,) = (staging / _hub_resume.PARTIAL_DIR).glob("*.part")
+    assert part.stat().st_size == half
