@@ -63,3 +63,18 @@ def test_a_frozen_base_reopened_in_a_sha256_repository_is_git005(tmp_path: Path)
     data[-100] ^= 1
     state.write_bytes(bytes(data))
     assert "GIT001" in _git_codes(root)
+
+
+def test_a_git_dir_variable_makes_a_work_tree_around_any_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GIT_DIR (or GIT_WORK_TREE, ...) names a repository: git missing is then GIT006, not the GIT004 warning, even
+    with no .git above the folder (kills the mutant without the environment check in _work_tree_around)."""
+    from rwkv_registry import gitcheck
+
+    for v in gitcheck._GIT_ENV:
+        monkeypatch.delenv(v, raising=False)
+    if gitcheck._work_tree_around(tmp_path):
+        pytest.skip("a .git above the temporary directory")
+    monkeypatch.setenv("GIT_DIR", str(tmp_path / "elsewhere.git"))
+    assert gitcheck._work_tree_around(tmp_path)
