@@ -109,6 +109,7 @@ def test_a_file_cut_and_continued_within_its_first_download_is_not_said_resumed(
     repo_id = new_repo(hub, tiny)
     files = hub.files(repo_id)
     said: list[str] = []
+    hub.log.clear()  # the module's hub served STATE's blob (the same bytes, the same storage path) to earlier tests
     with hub.rewriting(cut_at(hub, repo_id, len(files[STATE]) // 2, once=True)):
         assert pull_registry(repo_id, tmp_path / "dest", log=said.append).ok
     assert len(state_gets(hub, repo_id)) == 2
