@@ -24,23 +24,24 @@ OTHER = "rwkv7-other-20260301-ctx4096"  # another family: never supersedes the t
 NEWER = TINY_BASE.replace("20260101", "20260301")  # the tiny base's successor
 
 
-def _warnings(reg: Path) -> set[tuple[str, str, str]]:
+def _warnings(reg: Path, severity: str = "warning") -> set[tuple[str, str, str]]:
     return {
-        (f.code, f.path, f.message) for f in validate_registry(reg, use_cache=False).findings if f.severity == "warning"
+        (f.code, f.path, f.message) for f in validate_registry(reg, use_cache=False).findings if f.severity == severity
     }
 
 
-def _printed(err: str) -> set[tuple[str, str, str]]:
-    """(code, path, message) of each `warning: CODE PATH: MESSAGE` line (each followed by its `hint:` line)."""
+def _printed(err: str, kind: str = "warning") -> set[tuple[str, str, str]]:
+    """(code, path, message) of each `KIND: CODE PATH: MESSAGE` line (each followed by its `hint:` line); KIND is
+    `warning` or `note`."""
     lines = err.splitlines()
     out = set()
     for i, line in enumerate(lines):
-        if line.startswith("warning: "):
-            code, rest = line[len("warning: ") :].split(" ", 1)
+        if line.startswith(f"{kind}: "):
+            code, rest = line[len(kind) + 2 :].split(" ", 1)
             path, message = rest.split(": ", 1)
             assert lines[i + 1].startswith("hint: "), err
             out.add((code, path, message))
-    assert len(out) == err.count("warning: "), err
+    assert len(out) == err.count(f"{kind}: "), err
     return out
 
 
@@ -130,46 +131,27 @@ def test_add_says_trn010_a_command_naming_another_base(
     assert "TRN010" in {c for c, _, _ in _warnings(reg)}
 
 
-def _notes(reg: Path) -> set[tuple[str, str, str]]:
-    return {
-        (f.code, f.path, f.message) for f in validate_registry(reg, use_cache=False).findings if f.severity == "info"
-    }
-
-
-def _printed_notes(err: str) -> set[tuple[str, str, str]]:
-    """(code, path, message) of each `note: CODE PATH: MESSAGE` line (each followed by its `hint:` line)."""
-    lines = err.splitlines()
-    out = set()
-    for i, line in enumerate(lines):
-        if line.startswith("note: "):
-            code, rest = line[len("note: ") :].split(" ", 1)
-            path, message = rest.split(": ", 1)
-            assert lines[i + 1].startswith("hint: "), err
-            out.add((code, path, message))
-    return out
-
-
 def test_add_says_the_note_trn006_a_trainer_without_its_commit(
     reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """TRN006 is a note (info), not a warning: `add` says it as `note:` when its train.json brings it."""
-    before = _notes(reg)
+    before = _warnings(reg, "info")
     src = write_state(tmp_path / "in" / "n1.pth", seed=11)  # state_train records no trainer commit
     capsys.readouterr()
     assert main(_add_state(reg, tmp_path, src, "v5")) == 0
-    printed = _printed_notes(capsys.readouterr().err)
-    assert printed == _notes(reg) - before
+    printed = _printed(capsys.readouterr().err, "note")
+    assert printed == _warnings(reg, "info") - before
     assert [(c, p) for c, p, _ in printed] == [("TRN006", f"{TINY_BASE}/state/v5/train.json")]
     # the next State of that directory keeps its train.json (and its TRN006): not said again
-    before = _notes(reg)
+    before = _warnings(reg, "info")
     src = write_state(tmp_path / "in" / "n2.pth", seed=12)
     assert main(_add_state(reg, tmp_path, src, "v5")) == 0
-    assert _printed_notes(capsys.readouterr().err) == set() and _notes(reg) == before
+    assert _printed(capsys.readouterr().err, "note") == set() and _warnings(reg, "info") == before
     # a train.json that records its commit brings none
     trainer = {"name": "rwkv_state_tune", "version": "1.8.1", "commit": "47df608"}
     src = write_state(tmp_path / "in" / "n3.pth", seed=13)
     assert main(_add_state(reg, tmp_path, src, "v6", trainer=trainer)) == 0
-    assert _printed_notes(capsys.readouterr().err) == set() and _notes(reg) == before
+    assert _printed(capsys.readouterr().err, "note") == set() and _warnings(reg, "info") == before
 
 
 def test_add_says_prf002_a_state_with_the_thinking_profile(
@@ -223,9 +205,9 @@ def _add_scored(reg: Path, tmp_path: Path, name: str, seed: int, scores: list[di
 def _api(reg: Path, add: Any) -> list[tuple[str, str, str]]:
     """``add()`` (the Python API: scores are given only there) returns exactly the warnings and notes validate
     gains; the warnings are returned."""
-    before = _warnings(reg) | _notes(reg)
+    before = _warnings(reg) | _warnings(reg, "info")
     warned = add()
-    assert {(f.code, f.path, f.message) for f in warned} == (_warnings(reg) | _notes(reg)) - before
+    assert {(f.code, f.path, f.message) for f in warned} == (_warnings(reg) | _warnings(reg, "info")) - before
     warned = [f for f in warned if f.severity == "warning"]
     return [(f.code, f.path, f.message) for f in warned]
 
