@@ -198,6 +198,18 @@ def _git_findings(root: Path, **kw: object) -> list[tuple[str, str, str]]:
     return [(f.code, f.path, f.message) for f in validate_registry(root, use_cache=False, **kw).findings]
 
 
+def _damage_frozen(top: Path, root: Path, tmp_path: Path) -> None:
+    """Change a published State (GIT001), untrack a train.json (GIT002), and add two new weights, one staged and
+    one untracked (GIT003), in the registry ``root`` of the git work tree ``top``."""
+    p = root / STATE
+    p.write_bytes(p.read_bytes()[:-1] + bytes([p.read_bytes()[-1] ^ 1]))  # GIT001
+    git(top, "rm", "-q", "--cached", "--", str(root.relative_to(top) / TINY_BASE / "state" / "v1" / "train.json"))
+    st = write_state(tmp_path / "n.pth", seed=7)
+    for name in ("s8.pth", "s9.pth"):  # GIT003: one staged, one untracked
+        (root / TINY_BASE / "state" / "v1" / name).write_bytes(st.read_bytes())
+    git(top, "add", "--", str(root.relative_to(top) / TINY_BASE / "state" / "v1" / "s8.pth"))
+
+
 @pytest.mark.parametrize("layout", ["top", "subdirectory", "worktree", "no-commit"])
 def test_plain_route_finds_what_gitpython_finds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: str) -> None:
     """validate finds an ordinary clone without GitPython (its import is a fifth of a warm run): every finding,
@@ -223,13 +235,7 @@ def test_plain_route_finds_what_gitpython_finds(tmp_path: Path, monkeypatch: pyt
         root = top
         assert (top / ".git").is_file()
     if layout != "no-commit":
-        p = root / STATE
-        p.write_bytes(p.read_bytes()[:-1] + bytes([p.read_bytes()[-1] ^ 1]))  # GIT001
-        git(top, "rm", "-q", "--cached", "--", str(root.relative_to(top) / TINY_BASE / "state" / "v1" / "train.json"))
-        st = write_state(tmp_path / "n.pth", seed=7)
-        for name in ("s8.pth", "s9.pth"):  # GIT003: one staged, one untracked
-            (root / TINY_BASE / "state" / "v1" / name).write_bytes(st.read_bytes())
-        git(top, "add", "--", str(root.relative_to(top) / TINY_BASE / "state" / "v1" / "s8.pth"))
+        _damage_frozen(top, root, tmp_path)
     found = _git_findings(root)
     assert (gitcheck._plain_repo(root) is not None) == (layout != "worktree")
     monkeypatch.setattr(gitcheck, "_plain_repo", lambda root: None)
@@ -259,13 +265,7 @@ def test_git_commands_run_ahead_give_the_same_findings_and_run_once(
 
     write_readme(root)
     git(outer, "commit", "-qam", "freeze")
-    p = root / STATE
-    p.write_bytes(p.read_bytes()[:-1] + bytes([p.read_bytes()[-1] ^ 1]))  # GIT001
-    git(outer, "rm", "-q", "--cached", "--", str(root.relative_to(outer) / TINY_BASE / "state" / "v1" / "train.json"))
-    st = write_state(tmp_path / "n.pth", seed=7)
-    for name in ("s8.pth", "s9.pth"):  # GIT003: one staged, one untracked
-        (root / TINY_BASE / "state" / "v1" / name).write_bytes(st.read_bytes())
-    git(outer, "add", "--", str(root.relative_to(outer) / TINY_BASE / "state" / "v1" / "s8.pth"))
+    _damage_frozen(outer, root, tmp_path)
     if case == "failing":
         (outer / ".git" / "index").write_bytes(b"not an index")  # git diff --cached fails
     real = gitcheck._run_git
