@@ -252,13 +252,19 @@ def test_add_base_says_idx007_an_older_base_kept_active(reg: Path, capsys: pytes
     assert "IDX007" in {c for c, _, _ in _warnings(reg)}
 
 
+def _add_state_naming_other(reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Add a State (data version v3) whose train.json's command names the file of OTHER, a base not registered yet:
+    no warning then; registering OTHER brings TRN010."""
+    command = f"rwkv_state_tune --model /models/{OTHER}.pth --lr 0.01"
+    src = write_state(tmp_path / "in" / "s3.pth", seed=3)
+    assert _run(reg, _add_state(reg, tmp_path, src, "v3", command=command), capsys) == set()
+
+
 def test_add_base_says_trn010_of_a_train_json_naming_its_file(
     reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A State whose train.json names a base file that is not registered yet: registering that base brings TRN010."""
-    command = f"rwkv_state_tune --model /models/{OTHER}.pth --lr 0.01"
-    src = write_state(tmp_path / "in" / "s3.pth", seed=3)
-    assert _run(reg, _add_state(reg, tmp_path, src, "v3", command=command), capsys) == set()
+    _add_state_naming_other(reg, tmp_path, capsys)
     found = _run(reg, _add_base(reg, OTHER, "7" * 64), capsys)
     assert [(c, p) for c, p, _ in found] == [("TRN010", f"{TINY_BASE}/state/v3/train.json")]
     assert _run(reg, _add_base(reg, "rwkv7-third-20260401-ctx4096", "8" * 64), capsys) == set()
@@ -270,9 +276,7 @@ def test_add_base_reads_a_linked_train_json_as_validate_does(
 ) -> None:
     """A train.json that is a symbolic link to a file inside the registry: validate reads it (TRN010), so add-base
     says the TRN010 it brings too; a link leaving the registry is read by neither (LAY005)."""
-    command = f"rwkv_state_tune --model /models/{OTHER}.pth --lr 0.01"
-    src = write_state(tmp_path / "in" / "s3.pth", seed=3)
-    assert _run(reg, _add_state(reg, tmp_path, src, "v3", command=command), capsys) == set()
+    _add_state_naming_other(reg, tmp_path, capsys)
     train = reg / TINY_BASE / "state" / "v3" / "train.json"
     train.rename(reg / "shared-train.json")
     train.symlink_to(Path("..", "..", "..", "shared-train.json"))
@@ -283,9 +287,7 @@ def test_add_base_reads_a_linked_train_json_as_validate_does(
 def test_add_base_does_not_read_a_train_json_linked_out_of_the_registry(
     reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    command = f"rwkv_state_tune --model /models/{OTHER}.pth --lr 0.01"
-    src = write_state(tmp_path / "in" / "s3.pth", seed=3)
-    assert _run(reg, _add_state(reg, tmp_path, src, "v3", command=command), capsys) == set()
+    _add_state_naming_other(reg, tmp_path, capsys)
     train = reg / TINY_BASE / "state" / "v3" / "train.json"
     train.rename(tmp_path / "outside-train.json")
     train.symlink_to(tmp_path / "outside-train.json")
@@ -400,9 +402,7 @@ def test_add_base_reads_on_past_a_train_json_too_large_to_read(
     file: the second one's TRN010 is said all the same."""
     from rwkv_registry.jsonload import DEFAULT_MAX_BYTES
 
-    command = f"rwkv_state_tune --model /models/{OTHER}.pth --lr 0.01"
-    src = write_state(tmp_path / "in" / "s3.pth", seed=3)
-    assert _run(reg, _add_state(reg, tmp_path, src, "v3", command=command), capsys) == set()
+    _add_state_naming_other(reg, tmp_path, capsys)
     big = reg / TINY_BASE / "state" / "a-big"
     big.mkdir()
     with open(big / "train.json", "wb") as fh:  # sparse: no 64 MiB written
@@ -420,9 +420,7 @@ def test_add_base_reads_a_train_json_of_exactly_the_size_limit(
 
     from rwkv_registry import jsonload
 
-    command = f"rwkv_state_tune --model /models/{OTHER}.pth --lr 0.01"
-    src = write_state(tmp_path / "in" / "s3.pth", seed=3)
-    assert _run(reg, _add_state(reg, tmp_path, src, "v3", command=command), capsys) == set()
+    _add_state_naming_other(reg, tmp_path, capsys)
     path = reg / TINY_BASE / "state" / "v3" / "train.json"
     text = path.read_bytes()
     path.write_bytes(text + b" " * ((1 << 20) - len(text)))
