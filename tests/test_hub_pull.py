@@ -399,15 +399,21 @@ def test_a_path_filled_by_another_command_during_the_pull_is_never_overwritten(
     assert (staging[0] / "index.json").read_bytes() == (tiny / "index.json").read_bytes()
 
 
+def _free_pid() -> int:
+    """A pid no process can have (pid_max + 1): the owner of a killed pull's staging directory; skips without /proc."""
+    pid_max = Path("/proc/sys/kernel/pid_max")
+    if not pid_max.exists():
+        pytest.skip("no /proc/sys/kernel/pid_max: no pid known to be free")
+    return int(pid_max.read_text()) + 1
+
+
 def test_the_staging_directory_of_a_killed_pull_is_resumed_from(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
     """A pull killed outright (SIGKILL, power loss) leaves its hidden staging directory, possibly gigabytes, beside
     PATH. Before, the next pull only named it ("delete it") and downloaded everything again; now it takes over the
     newest one (its process no longer runs), keeps the files that match the listing and fetches the rest; an older
     one is named, and a running pull's is left alone."""
     repo_id = new_repo(hub, tiny)
-    dead = int(Path("/proc/sys/kernel/pid_max").read_text()) + 1 if Path("/proc/sys/kernel/pid_max").exists() else 0
-    if not dead:
-        pytest.skip("no /proc/sys/kernel/pid_max: no pid known to be free")
+    dead = _free_pid()
     files = hub.files(repo_id)
     older = tmp_path / f".dest{_hub_sync.PULL_STAGING}{dead + 1}"
     (older / TINY_BASE).mkdir(parents=True)
@@ -443,9 +449,7 @@ def test_a_staging_directory_locked_by_a_running_pull_is_never_taken_over(
     import fcntl
 
     repo_id = new_repo(hub, tiny)
-    dead = int(Path("/proc/sys/kernel/pid_max").read_text()) + 1 if Path("/proc/sys/kernel/pid_max").exists() else 0
-    if not dead:
-        pytest.skip("no /proc/sys/kernel/pid_max: no pid known to be free")
+    dead = _free_pid()
     files = hub.files(repo_id)
     running = tmp_path / f".dest{_hub_sync.PULL_STAGING}{dead}"
     (running / STATE).parent.mkdir(parents=True)
@@ -1027,9 +1031,7 @@ def test_a_leftover_staging_directory_that_vanishes_while_sorted_does_not_stop_t
     import sys
 
     repo_id = new_repo(hub, tiny)
-    dead = int(Path("/proc/sys/kernel/pid_max").read_text()) + 1 if Path("/proc/sys/kernel/pid_max").exists() else 0
-    if not dead:
-        pytest.skip("no /proc/sys/kernel/pid_max: no pid known to be free")
+    dead = _free_pid()
     files = hub.files(repo_id)
     gone = tmp_path / f".dest{_hub_sync.PULL_STAGING}{dead + 1}"
     gone.mkdir()
