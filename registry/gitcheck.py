@@ -261,18 +261,19 @@ def _unreadable(why: str) -> Finding:
     return finding("GIT006", ".", f"git failed: {why.strip()[:200]}")
 
 
-NO_GIT_IN_WORK_TREE = (
-    "the git executable is not available (not on PATH), but the registry is in a git work tree: "
-    "its history was not read"
-)
+GIT_NOT_FOUND = "the git executable is not available (not on PATH)"
+GITPYTHON_NOT_FOUND = "GitPython or the git executable is not available (GitPython not installed, or git not on PATH)"
+_IN_WORK_TREE = ", but the registry is in a git work tree: its history was not read"
+NO_GIT_IN_WORK_TREE = GIT_NOT_FOUND + _IN_WORK_TREE
 
 
-def _git_missing(root: Path) -> Finding:
-    """git cannot be run: GIT006 (an error) inside a git work tree, whose guarantee then cannot be given (the
-    pre-commit hook, or CI, would pass having checked nothing); GIT004 (a warning) outside every work tree."""
+def _git_missing(root: Path, what: str = GIT_NOT_FOUND) -> Finding:
+    """git cannot be run (``what`` says which part is missing): GIT006 (an error) inside a git work tree, whose
+    guarantee then cannot be given (the pre-commit hook, or CI, would pass having checked nothing); GIT004 (a
+    warning) outside every work tree. One message shape for every route: ``what``, then where it matters."""
     if _work_tree_around(root):
-        return finding("GIT006", ".", NO_GIT_IN_WORK_TREE)
-    return finding("GIT004", ".", "the git executable is not available")
+        return finding("GIT006", ".", what + _IN_WORK_TREE)
+    return finding("GIT004", ".", what)
 
 
 def _work_tree_around(root: Path) -> bool:
@@ -366,17 +367,15 @@ def check_git(
             return [_unreadable(str(e.stderr or e))]
         except _Unreadable as e:
             return [_unreadable(str(e))]
-        except _NoGit:  # an ordinary clone, whose history git is needed to read
-            return [finding("GIT006", ".", NO_GIT_IN_WORK_TREE)]
+        except _NoGit:  # an ordinary clone (a work tree), whose history git is needed to read: GIT006
+            return [_git_missing(root)]
         if head is None:
             return []  # a repository without commits: nothing is published yet
         return _check_repo(root, index, None, plain, head, (_GitFailed,), (index_sha256, index_blob_id), memo)
     try:
         import git
     except ImportError:  # GitPython missing or git not installed
-        if _work_tree_around(root):
-            return [finding("GIT006", ".", NO_GIT_IN_WORK_TREE.replace("the git executable", "GitPython or git"))]
-        return [finding("GIT004", ".", "GitPython or the git executable is not available")]
+        return [_git_missing(root, GITPYTHON_NOT_FOUND)]
     try:
         repo = git.Repo(root, search_parent_directories=True)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):

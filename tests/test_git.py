@@ -186,12 +186,14 @@ def test_git_unavailable_is_an_error_in_a_work_tree_a_warning_outside(
     found = [(f.code, str(f.severity), f.message) for f in validate_registry(repo, use_cache=False).findings]
     assert ("GIT006", "error", gitcheck.NO_GIT_IN_WORK_TREE) in found
     found = [(f.code, str(f.severity), f.message) for f in validate_registry(copy, use_cache=False).findings]
-    assert ("GIT004", "warning", "the git executable is not available") in found
+    assert ("GIT004", "warning", gitcheck.GIT_NOT_FOUND) in found
     monkeypatch.setitem(sys.modules, "git", None)  # `import git` fails, as GitPython's does without git
-    found = [(f.code, str(f.severity)) for f in validate_registry(repo, use_cache=False).findings]
-    assert ("GIT006", "error") in found
-    found = [(f.code, str(f.severity)) for f in validate_registry(copy, use_cache=False).findings]
-    assert ("GIT004", "warning") in found
+    found = [(f.code, str(f.severity), f.message) for f in validate_registry(repo, use_cache=False).findings]
+    # the same message shape as git missing from PATH: what is missing, then that the work tree went unchecked
+    in_tree = gitcheck.NO_GIT_IN_WORK_TREE.replace(gitcheck.GIT_NOT_FOUND, gitcheck.GITPYTHON_NOT_FOUND)
+    assert ("GIT006", "error", in_tree) in found
+    found = [(f.code, str(f.severity), f.message) for f in validate_registry(copy, use_cache=False).findings]
+    assert ("GIT004", "warning", gitcheck.GITPYTHON_NOT_FOUND) in found
 
 
 def _git_findings(root: Path, **kw: object) -> list[tuple[str, str, str]]:
