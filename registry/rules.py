@@ -163,6 +163,14 @@ _RULES: tuple[Rule, ...] = (
         "PATH` SHA256SUMS, `rwkv-registry init` the .gitattributes it shows; in a git clone, `git checkout -- PATH` "
         "restores a committed one.",
     ),
+    Rule(
+        "LAY016",
+        E,
+        "not a registry",
+        "Check the path: a registry's root holds index.json, README.md, SHA256SUMS and one directory per base "
+        "(<base>/state, <base>/miss). To start one here: `rwkv-registry init PATH`, then `rwkv-registry add-base "
+        "PATH BASE_FILE --source OWNER/REPO`; `rwkv-registry demo PATH` builds an example registry.",
+    ),
     # --- JSON and schemas ---------------------------------------------------------
     Rule(
         "SCH001",

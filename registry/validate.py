@@ -124,6 +124,9 @@ def _file_kind(entry: os.DirEntry[str]) -> str:
     return "a block device" if stat.S_ISBLK(mode) else "a special file"
 
 
+_REGISTRY_MARKERS = frozenset({"index.json", "README.md", SUMS_NAME, SIG_NAME})
+
+
 def _walk(root: Path, out: list[Finding]) -> Tree:
     tree = Tree()
     # relative paths as strings ("" for the root): no PurePosixPath per entry (a tenth of a warm run at 4,000)
@@ -507,6 +510,10 @@ class Validator:
 
         t0 = time.perf_counter()
         tree = self.walk()
+        if self.not_a_registry(tree):
+            self.stats["files"] = len(tree.files)
+            self.stats["elapsed_s"] = time.perf_counter() - t0
+            return
         self.guarded(self.load_index, tree)
         self.start_history()
         self.guarded(self.check_layout, tree)
@@ -528,6 +535,34 @@ class Validator:
         self.cache.save(live=tree.files.values())
         self.stats["files"] = len(tree.files)
         self.stats["elapsed_s"] = time.perf_counter() - t0
+
+    def not_a_registry(self, tree: Tree) -> bool:
+        """Is the tree plainly no registry (an empty directory, a wrong path): nothing at its root that a registry
+        or a write into one leaves (index.json, README.md, SHA256SUMS, SHA256SUMS.sig, a file of an interrupted
+        write), in any form (a file, a directory, a link, a FIFO), and no directory holding ``state`` or ``miss``?
+        Then the one finding is LAY016, instead of each missing file's own (SCH004 twice, RDM001, LFS002 twice)
+        and whatever else lies there (LAY001 for every file of, say, a home directory). A registry that is merely
+        damaged (index.json gone but README.md there, …) keeps its detailed findings; so does a root that cannot
+        be listed (LAY010)."""
+        if "" in tree.unreadable:
+            return False
+        seen = [*tree.files, *tree.dirs, *tree.special, *(f.path for f in self.findings)]  # LAY005: links out
+        for rel in seen:
+            top, _, below = rel.partition("/")
+            if top in _REGISTRY_MARKERS or top.startswith(".rwkv-registry") or below in ("state", "miss"):
+                return False
+        tops = sorted({r.partition("/")[0] for r in seen})
+        where = "it is empty" if not tops else f"it holds {len(tops)} other entr{'y' if len(tops) == 1 else 'ies'}"
+        where += f" ({', '.join(repr(t) for t in tops[:3])}{', …' if len(tops) > 3 else ''})" if tops else ""
+        self.findings = [
+            finding(
+                "LAY016",
+                ".",
+                f"{self.root} is not a registry: no index.json, README.md, SHA256SUMS or base directory "
+                f"(<base>/state, <base>/miss) at its root; {where}",
+            )
+        ]
+        return True
 
     def drop_unseen_echoes(self, tree: Tree) -> None:
         """What was never seen is reported once, by its cause: a directory that cannot be listed (LAY010; unless it

@@ -398,6 +398,7 @@ CASES: dict[str, Callable[..., None]] = {
     "LAY012": lambda r: _text(r, ".rwkv-registry-tmp-0123-index.json", "{}"),
     "LAY014": _rename_version_dir,
     "LAY015": _fifo,
+    "LAY016": lambda r: [shutil.rmtree(p) if p.is_dir() else p.unlink() for p in r.iterdir()],
     "SCH001": lambda r: _text(r, "index.json", "{not json"),
     "SCH002": _entry(STATE, lambda e: _set(e, "profile", "bogus")),
     "SCH003": lambda r: _json_edit(r, STATE_TRAIN, lambda t: t.pop("trainer")),
