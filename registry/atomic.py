@@ -25,7 +25,13 @@ file and created directory is removed; the registry is byte-identical). From the
 end of :meth:`Transaction.commit` the interrupt is held back, so the commit completes; the
 ``KeyboardInterrupt`` is raised after it, and :func:`committed_count` tells the CLI that a write
 was committed so that it can say so. Rollback and :func:`recover` hold interrupts back too.
-SIGKILL cannot be held back: that is what the journal and :func:`recover` are for. A rename that
+SIGKILL cannot be held back: that is what the journal and :func:`recover` are for.
+
+A file that a write rewrites from a copy it read (README.md, index.json, a train.json being merged) can be edited
+meanwhile by a program that takes no lock (an editor saving it). The writer stamps it (:func:`read_stamps`) before
+reading it and hands the stamps to :meth:`Transaction.expect_unchanged`; just before the journal (the last moment at
+which the write can still be undone whole) each is stamped again, and a file that changed refuses the write: the
+temporary files are removed and the edit is kept. A rename that
 fails after the journal (an I/O error) keeps the journal and the temporary files for
 :func:`recover` to finish.
 
@@ -44,7 +50,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -90,6 +96,27 @@ def fault_point(name: str) -> None:
     if wanted and wanted == name:
         sig = signal.SIGINT if os.environ.get(FAULT_SIGNAL_ENV, "").upper() == "INT" else signal.SIGKILL
         os.kill(os.getpid(), sig)
+
+
+Stamp = tuple[int, int, int, int, int] | None
+"""What :func:`file_stamp` sees of a file: (st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns); None when absent."""
+
+
+def file_stamp(path: Path) -> Stamp:
+    """The stamp of ``path`` (the file itself, a link not followed): changed by a save in place (size, mtime, and
+    ctime, which no program can set back) or by one that renames a new file over it (inode). None when absent."""
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as e:
+        raise RegistryIOError(f"cannot stat {path}: {e.strerror or e}", path=str(path)) from e
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def read_stamps(root: Path, *rels: str) -> dict[str, Stamp]:
+    """The stamps of the registry files ``rels``, taken before they are read (see the module docstring)."""
+    return {rel: file_stamp(root / rel) for rel in rels}
 
 
 def committed_count() -> int:
@@ -538,6 +565,25 @@ class Transaction:
         self._temps: list[Path] = []  # every temporary file, noted before it is opened (Ctrl-C mid-write)
         self._dirs_record = False  # this transaction wrote DIRS_NAME
         self._journaled = False  # the journal is in place: from now on the write rolls forward
+        self._expected: dict[str, Stamp] = {}  # files read before the write, which must not change before it
+
+    def expect_unchanged(self, stamps: Mapping[str, Stamp]) -> None:
+        """Refuse the commit if one of these files (registry-relative, stamped by :func:`read_stamps` before the
+        caller read them) is not as stamped just before the journal: an editor saved it meanwhile, and the copy
+        this write was made from is stale."""
+        self._expected.update(stamps)
+
+    def _refuse_changed(self) -> None:
+        for rel, stamp in self._expected.items():
+            path = self.root / rel
+            if file_stamp(path) != stamp:
+                what = "created" if stamp is None else "changed or removed"
+                raise RefusedError(
+                    f"{path} was {what} after this command read it (saved by an editor meanwhile?): nothing was "
+                    f"written, and {rel} is kept as it is now",
+                    hint="Run the command again: it reads the file anew.",
+                    path=rel,
+                )
 
     def _record_dir(self, d: Path) -> None:
         """Note ``d`` in DIRS_NAME (fsync'ed) before creating it, so that recover can remove it."""
@@ -627,6 +673,7 @@ class Transaction:
         """
         global _commits
         fault_point("staged")
+        self._refuse_changed()  # the last moment at which the write can be refused whole (rolled back)
         with interrupts_deferred():
             journal = self.root / JOURNAL_NAME
             plan = {"renames": [[str(t.relative_to(self.root)), str(f.relative_to(self.root))] for t, f in self.staged]}

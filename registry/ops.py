@@ -20,7 +20,7 @@ from pathlib import Path, PurePosixPath
 from types import EllipsisType
 from typing import Any
 
-from .atomic import TMP_PREFIX, Transaction, refuse_link, registry_lock, within
+from .atomic import TMP_PREFIX, Transaction, read_stamps, refuse_link, registry_lock, within
 from .errors import RefusedError, RegistryIOError, UsageError
 from .facts import FactsCache, FileFacts, compute_facts, gather_facts, sha256_file, stray_state_finding
 from .gitcheck import published_in
@@ -502,6 +502,7 @@ def add_base(
     family = family or family_of(name)
     with registry_lock(root):
         cache = FactsCache(root)  # read once: the index's verdict and its entries' schema results
+        stamps = read_stamps(root, "index.json", "README.md")  # rewritten from the copies read below
         index = load_index(root, cache)
         bases_before = [dict(b) for b in index["bases"]]  # their statuses before any is frozen
         if any(b["name"] == name for b in index["bases"]):
@@ -548,6 +549,7 @@ def add_base(
             f"{name}/miss/.gitkeep": b"",
         }
         with Transaction(root) as txn:
+            txn.expect_unchanged(stamps)
             _publish(root, txn, texts, cache=cache)
     if warnings is not None:
         warnings.extend(new_warnings)
@@ -776,6 +778,7 @@ def add_entry(
         )
     with registry_lock(root):
         cache = FactsCache(root)  # read once: schema results of the entries, hashes of the weights
+        stamps = read_stamps(root, "index.json", "README.md")  # rewritten from the copies read below
         index = load_index(root, cache)
         known = set(cache.items)
         bases = {b["name"]: b for b in index["bases"]}
@@ -846,8 +849,11 @@ def add_entry(
                 path=rel,
             )
         train_rel = f"{base}/{method}/{data_version}/train.json"
+        train_stamp = read_stamps(root, train_rel)  # a run is merged into the copy read here
         train_new_file = not (root / train_rel).exists()
         train_will_be, train_new = _merge_train(root / train_rel, train_obj, group)
+        if train_new is not None:  # rewritten (or created) from that copy
+            stamps.update(train_stamp)
         published = published_in(root, train_rel) if train_new is not None and (root / train_rel).exists() else None
         if published is not None:
             raise RefusedError(
@@ -929,6 +935,7 @@ def add_entry(
         for r in (*texts, SUMS_NAME):  # a link among them is refused before the weight file is copied
             refuse_link(root / r, r)
         with Transaction(root) as txn:
+            txn.expect_unchanged(stamps)
             txn.copy_file(rel, src)
             # the bytes published must be the bytes checked: re-hash the staged copy
             if _sha256_of(txn.staged[-1][0]) != facts.sha256:
@@ -1229,6 +1236,7 @@ def update_index(
     root = Path(path)
     with registry_lock(root):
         cache = FactsCache(root)  # read once: the index's verdict and its entries' schema results
+        stamps = read_stamps(root, "index.json", "README.md")  # rewritten from the copies read below
         index = load_index(root, cache)
         edit(index)
         _check_index_schema(index, cache.items)
@@ -1240,6 +1248,7 @@ def update_index(
         else:
             readme_bytes = _readme_for(root, index)
         with Transaction(root) as txn:
+            txn.expect_unchanged(stamps)
             _publish(
                 root,
                 txn,
@@ -1385,6 +1394,7 @@ def write_readme(path: str | os.PathLike[str], *, reset: bool = False) -> str:
     with registry_lock(root):
         index = load_index(root)
         readme = root / "README.md"
+        stamps = read_stamps(root, "README.md")  # before it is read: an edit saved after it refuses the write
         if reset or not readme.exists():
             done = "rebuilt" if readme.exists() else "created"
             text = update_readme(skeleton(index["registry"].get("title") or "RWKV-7 weights"), index)
@@ -1396,6 +1406,8 @@ def write_readme(path: str | os.PathLike[str], *, reset: bool = False) -> str:
             done = "unchanged" if current == data else "updated"
         with Transaction(root) as txn:
             # unchanged: README.md is left as it is (not written back from what was read), SHA256SUMS refreshed
+            if done != "unchanged":
+                txn.expect_unchanged(stamps)
             _publish(root, txn, {} if done == "unchanged" else {"README.md": data})
     return done
 
