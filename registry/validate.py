@@ -40,7 +40,7 @@ from .fsio import read_at_most
 from .jsonload import is_finite_number, is_integer
 from .rules import Finding, Severity, finding
 from .schemas import schema_digest
-from .sums import SIG_NAME, SUMS_NAME, parse_sums
+from .sums import SIG_NAME, SUMS_NAME, SumsLine, parse_sums
 
 ROOT_FILES = {
     "index.json",
@@ -1274,15 +1274,24 @@ class Validator:
         for lineno, text in bad:
             self.add(finding("HSH003", SUMS_NAME, f"line {lineno}: {text!r}"))
         listed: dict[str, str] = {}
+        line_of: dict[str, int] = {}  # the line of each path's first listing
+        again: list[SumsLine] = []  # later listings of a path: `sha256sum -c` checks each of them too
         for line in lines:
-            if line.path in listed or line.path in NOT_SUMMED:
+            if line.path in NOT_SUMMED:
+                self.add(finding("HSH007", SUMS_NAME, f"line {line.lineno}: {line.path} should not be listed"))
+                continue
+            if line.path in listed:  # whatever its mode: `*name` (binary) and `name` (text) are one file
                 self.add(
                     finding(
-                        "HSH007", SUMS_NAME, f"line {line.lineno}: {line.path} listed twice or should not be listed"
+                        "HSH007",
+                        SUMS_NAME,
+                        f"line {line.lineno}: {line.path} listed twice (first on line {line_of[line.path]})",
                     )
                 )
+                again.append(line)
                 continue
             listed[line.path] = line.sha256
+            line_of[line.path] = line.lineno
         # what `sums` lists (ops._registry_files): a link is read through as its target, which is listed itself
         expected = {
             r
@@ -1323,7 +1332,23 @@ class Validator:
             if isinstance(f, FileFacts) and f.kind == "lfs-pointer":
                 continue  # LFS001 says `git lfs pull`; the pointer's own hash is not the file's
             if listed[rel] != actual[rel]:
-                self.add(finding("HSH006", rel, f"sha256 is {actual[rel]}, SHA256SUMS says {listed[rel]}"))
+                self.add(
+                    finding(
+                        "HSH006", rel, f"sha256 is {actual[rel]}, SHA256SUMS line {line_of[rel]} says {listed[rel]}"
+                    )
+                )
+        for line in again:  # a later listing with another hash fails `sha256sum -c` as the first one would
+            f = facts.get(line.path)
+            if isinstance(f, FileFacts) and f.kind == "lfs-pointer":
+                continue
+            if line.path in actual and line.sha256 != actual[line.path] and line.sha256 != listed[line.path]:
+                self.add(
+                    finding(
+                        "HSH006",
+                        line.path,
+                        f"sha256 is {actual[line.path]}, SHA256SUMS line {line.lineno} says {line.sha256}",
+                    )
+                )
         # first listings, in path byte order; a name that is no UTF-8 was parsed with surrogateescape
         by_bytes = sorted(listed, key=lambda p: p.encode("utf-8", "surrogateescape"))
         if not bad and list(listed) != by_bytes:

@@ -642,17 +642,24 @@ def test_mis013_a_fingerprint_differing_only_in_its_last_digit(reg: Path) -> Non
     assert _messages(reg, "MIS013") == [f"base_fingerprint {near} is not the sha256 of base {TINY_BASE} ({TINY_SHA})"]
 
 
-def test_sums_a_path_listed_twice_is_judged_by_its_first_line(reg: Path) -> None:
-    """Mutant: without `continue`, the second line of a path listed twice replaced the first one; a later line
-    with a wrong hash then turned the HSH007 note into an HSH006 error (sha256sum -c checks both lines, the
-    validator says once that the file is listed twice)."""
+def test_sums_a_path_listed_twice_is_judged_by_each_of_its_lines(reg: Path) -> None:
+    """Mutant: without `continue`, the second line of a path listed twice replaced the first one, so a wrong first
+    line followed by a right one passed. Each listing is checked, as `sha256sum -c` checks each line: the wrong one
+    is HSH006 naming its line, besides the HSH007 warning for the second listing. (A wrong later line was only
+    that warning: validate passed what sha256sum -c refuses; tests/test_sums_lines.py.)"""
     p = reg / "SHA256SUMS"
-    p.write_text(p.read_text() + f"{'0' * 64}  {STATE}\n")
+    lines = p.read_text().splitlines()
+    first = next(n for n, line in enumerate(lines, 1) if line.endswith(f"  {STATE}"))
+    good = lines[first - 1][:64]
+    lines[first - 1] = f"{'0' * 64}  {STATE}"
+    p.write_text("\n".join([*lines, f"{good}  {STATE}"]) + "\n")
     found = _findings(reg)
-    assert [f.code for f in found if f.code.startswith("HSH")] == ["HSH007"]
-    assert next(f.message for f in found if f.code == "HSH007").endswith(
-        f"{STATE} listed twice or should not be listed"
+    assert sorted(f.code for f in found if f.code.startswith("HSH")) == ["HSH006", "HSH007"]
+    assert next(f.message for f in found if f.code == "HSH007") == (
+        f"line {len(lines) + 1}: {STATE} listed twice (first on line {first})"
     )
+    hsh006 = next(f for f in found if f.code == "HSH006")
+    assert (hsh006.path, hsh006.message) == (STATE, f"sha256 is {good}, SHA256SUMS line {first} says {'0' * 64}")
 
 
 def test_manifest_a_boolean_layer_is_refused_by_the_hand_check(manifest: dict[str, Any]) -> None:

@@ -1,0 +1,86 @@
+"""SHA256SUMS lines as GNU ``sha256sum -c`` reads them: binary mode (``<hash> *<name>``) accepted, `sums` writing
+text mode, a name listed in both modes one file listed twice, and every listing of it checked."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from rwkv_registry.cli import main
+from rwkv_registry.ops import write_sums
+from rwkv_registry.validate import validate_registry
+
+ZERO = "0" * 64
+
+
+def _sums(reg: Path) -> list[str]:
+    return (reg / "SHA256SUMS").read_text().splitlines()
+
+
+def _hsh(reg: Path) -> list[tuple[str, str, str]]:
+    return [
+        (f.code, f.path, f.message)
+        for f in validate_registry(reg, use_cache=False).findings
+        if f.code.startswith(("HSH", "SCH004"))
+    ]
+
+
+def _gnu_check(reg: Path) -> int | None:
+    """`sha256sum -c SHA256SUMS` run in the registry (None where GNU sha256sum is not installed)."""
+    exe = shutil.which("sha256sum")
+    if exe is None:
+        return None
+    return subprocess.run([exe, "-c", "--quiet", "SHA256SUMS"], cwd=reg, capture_output=True).returncode
+
+
+def test_sums_writes_text_mode_and_binary_mode_lines_are_accepted(reg: Path) -> None:
+    write_sums(reg)
+    lines = _sums(reg)
+    assert lines and all(line[64:66] == "  " for line in lines)  # text mode: two spaces, never ` *`
+    (reg / "SHA256SUMS").write_text("".join(f"{line[:64]} *{line[66:]}\n" for line in lines))  # `sha256sum -b`
+    assert _hsh(reg) == []
+    assert _gnu_check(reg) in (0, None)
+
+
+def test_a_name_in_binary_and_in_text_mode_is_listed_twice(reg: Path) -> None:
+    lines = _sums(reg)
+    i = next(n for n, line in enumerate(lines) if line.endswith("  README.md"))
+    star = lines[i][:64] + " *README.md"
+    (reg / "SHA256SUMS").write_text("\n".join([*lines[:i], star, *lines[i:]]) + "\n")
+    assert _hsh(reg) == [("HSH007", "SHA256SUMS", f"line {i + 2}: README.md listed twice (first on line {i + 1})")]
+    assert validate_registry(reg, use_cache=False).ok  # the same hash twice: a warning, as sha256sum -c passes
+    assert _gnu_check(reg) in (0, None)
+
+
+@pytest.mark.parametrize("wrong", ["first", "second"])
+def test_a_second_listing_with_another_hash_fails_as_sha256sum_c_does(reg: Path, wrong: str) -> None:
+    """It passed (exit 0, the HSH007 warning only) when the wrong hash was on the later line: validate judged a
+    path by its first listing, while `sha256sum -c` checks every line and reports README.md: FAILED."""
+    lines = _sums(reg)
+    i = next(n for n, line in enumerate(lines) if line.endswith("  README.md"))
+    good = lines[i][:64]
+    assert good == hashlib.sha256((reg / "README.md").read_bytes()).hexdigest()
+    star, text = f"{good} *README.md", f"{ZERO}  README.md"
+    if wrong == "first":
+        star, text = f"{ZERO} *README.md", f"{good}  README.md"
+    (reg / "SHA256SUMS").write_text("\n".join([*lines[:i], star, text, *lines[i + 1 :]]) + "\n")
+    bad_line = i + 1 if wrong == "first" else i + 2
+    found = _hsh(reg)
+    assert ("HSH006", "README.md", f"sha256 is {good}, SHA256SUMS line {bad_line} says {ZERO}") in found
+    assert [c for c, _, _ in found] == ["HSH006", "HSH007"]
+    assert not validate_registry(reg, use_cache=False).ok
+    assert main(["sums", str(reg), "--check"]) == 1
+    assert _gnu_check(reg) in (1, None)
+
+
+def test_a_malformed_line_is_named_by_its_number(reg: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lines = _sums(reg)
+    lines.insert(2, f"{ZERO[:63]}  short-hash.txt")
+    (reg / "SHA256SUMS").write_text("\n".join(lines) + "\n")
+    assert ("HSH003", "SHA256SUMS", f"line 3: '{ZERO[:63]}  short-hash.txt'") in _hsh(reg)
+    assert main(["validate", str(reg)]) == 1
+    assert "line 3:" in capsys.readouterr().out
