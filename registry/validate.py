@@ -544,8 +544,8 @@ class Validator:
         and whatever else lies there (LAY001 for every file of, say, a home directory). A registry that is merely
         damaged (index.json gone but README.md there, …) keeps its detailed findings; so does a root that cannot
         be listed (LAY010)."""
-        if "" in tree.unreadable:
-            return False
+        if "" in tree.unreadable or any(m in tree.files for m in _REGISTRY_MARKERS):
+            return False  # the usual case, decided without going through the tree
         seen = [*tree.files, *tree.dirs, *tree.special, *(f.path for f in self.findings)]  # LAY005: links out
         for rel in seen:
             top, _, below = rel.partition("/")
