@@ -35,8 +35,27 @@ def _split_z(out: str) -> list[str]:
     return [p for p in out.split("\0") if p]
 
 
+# The argument lists of the git commands of a check against a baseline: one source for :func:`_check_repo`, which
+# runs them, and :class:`GitAhead`, which runs the same ones ahead and is answered only for identical arguments.
+
+
+def _name_status_args(*args: str) -> tuple[str, ...]:
+    """``git diff --name-status`` of ``args`` (revisions, ``--cached``, ``--`` and the pathspec)."""
+    return ("diff", "--name-status", "--no-renames", "-z", *args)
+
+
+def _untracked_args(spec: str) -> tuple[str, ...]:
+    """``git ls-files`` of the untracked, not ignored files under pathspec ``spec``."""
+    return ("ls-files", "--others", "--exclude-standard", "-z", "--", spec)
+
+
+def _object_id_args(spec: str) -> tuple[str, ...]:
+    """``git rev-parse`` of the object ``spec`` (``REV:PATH``) names; fails, with no message, when none."""
+    return ("rev-parse", "--verify", "-q", spec)
+
+
 def _name_status(repo: Any, *args: str) -> dict[str, str]:
-    parts = _split_z(repo.git.diff("--name-status", "--no-renames", "-z", *args))
+    parts = _split_z(repo.git.diff(*_name_status_args(*args)[1:]))
     return {parts[i + 1]: parts[i][0] for i in range(0, len(parts) - 1, 2)}
 
 
@@ -142,14 +161,14 @@ class _PlainRepo:
     def blob_id(self, spec: str) -> str | None:
         """The object id ``spec`` (``REV:PATH``) names, or None when there is none."""
         try:
-            out = self._run(("rev-parse", "--verify", "-q", spec))
+            out = self._run(_object_id_args(spec))
         except _GitFailed:
             return None
         return out.decode("ascii", "replace").strip() or None
 
 
-_HEAD_REF = ("rev-parse", "--verify", "-q", "HEAD")  # the commit HEAD names, not read: fails only when unborn
-_HEAD_COMMIT = ("rev-parse", "--verify", "-q", "HEAD^{commit}")
+_HEAD_REF = _object_id_args("HEAD")  # the commit HEAD names, not read: fails only when unborn
+_HEAD_COMMIT = _object_id_args("HEAD^{commit}")
 
 
 class GitAhead:
@@ -195,10 +214,8 @@ class GitAhead:
             prefix, spec = _scope(self.root, top)
             if not head:
                 return
-            run(("diff", "--name-status", "--no-renames", "-z", head, "--", spec))
-            run(("diff", "--name-status", "--no-renames", "-z", "--cached", head, "--", spec))
-            run(("ls-files", "--others", "--exclude-standard", "-z", "--", spec))
-            run(("rev-parse", "--verify", "-q", f"{head}:{_index_path(prefix)}"))
+            for args in _baseline_commands(head, prefix, spec):
+                run(args)
         except Exception:  # the check runs what is missing itself, and meets the same failure there
             pass
         finally:
@@ -434,6 +451,26 @@ def _index_path(prefix: PurePosixPath) -> str:
     return "index.json" if str(prefix) == "." else f"{prefix}/index.json"
 
 
+def _worktree_diff(baseline: str, spec: str) -> tuple[str, ...]:
+    return (baseline, "--", spec)
+
+
+def _staged_diff(baseline: str, spec: str) -> tuple[str, ...]:
+    return ("--cached", baseline, "--", spec)
+
+
+def _baseline_commands(baseline: str, prefix: PurePosixPath, spec: str) -> list[tuple[str, ...]]:
+    """What :func:`_check_repo` (without ``--since``) runs against ``baseline`` after resolving it, in its order:
+    the working-tree and index diffs, the untracked files, the id of the baseline's index.json (:func:`_index_at`).
+    :class:`GitAhead` runs these very lists ahead; ``tests/test_git.py`` holds the two to them."""
+    return [
+        _name_status_args(*_worktree_diff(baseline, spec)),
+        _name_status_args(*_staged_diff(baseline, spec)),
+        _untracked_args(spec),
+        _object_id_args(f"{baseline}:{_index_path(prefix)}"),
+    ]
+
+
 def _check_repo(
     root: Path,
     index: dict[str, Any] | None,
@@ -449,9 +486,9 @@ def _check_repo(
         prefix, spec = _scope(root, repo.working_tree_dir or root)
         # with --since, a change may be committed already (--no-verify): HEAD vs baseline says so
         committed = _name_status(repo, baseline, "HEAD", "--", spec) if since else {}
-        changed = _name_status(repo, baseline, "--", spec)  # working tree vs baseline
-        staged = _name_status(repo, "--cached", baseline, "--", spec)  # index vs baseline
-        untracked = _split_z(repo.git.ls_files("--others", "--exclude-standard", "-z", "--", spec))
+        changed = _name_status(repo, *_worktree_diff(baseline, spec))  # working tree vs baseline
+        staged = _name_status(repo, *_staged_diff(baseline, spec))  # index vs baseline
+        untracked = _split_z(repo.git.ls_files(*_untracked_args(spec)[1:]))
         baseline_index = _index_at(repo, baseline, prefix, index, *index_ids, memo)
     except git_errors as e:
         return [_unreadable(str(getattr(e, "stderr", "") or e))]
