@@ -186,7 +186,9 @@ def compute_sums(
     """
     staged = staged or {}
     hashes: dict[str, str] = dict(staged_hashes or {})
-    files = _registry_files(root)
+    # walked from the resolved root: the cache knows each file by the path validate read it at (its resolved root
+    # joined with the relative path); a relative PATH gave other keys, and every weight file was parsed again
+    files = _registry_files(root.resolve())
     big = {
         r: p for r, p in files.items() if r not in staged and r not in hashes and p.suffix in (".pth", ".safetensors")
     }
@@ -1050,7 +1052,8 @@ def _entry_warnings(
         if parts[0] in bases and _layout_ok(parts) and p.endswith(WEIGHT_SUFFIXES):
             twins[p] = e
     if twins:
-        facts, _ = gather_facts({p: root / p for p in twins}, cache)
+        top = root.resolve()  # the paths the cache knows them by (validate's), also for a relative PATH
+        facts, _ = gather_facts({p: top / p for p in twins}, cache)
         for p, e in twins.items():
             f = facts.get(p)
             if isinstance(f, FileFacts) and f.kind != "lfs-pointer" and f.sha256 == sha:

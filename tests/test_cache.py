@@ -582,6 +582,45 @@ def test_writes_after_a_validation_check_no_known_entry_against_the_schema(
     assert len(checked) == 1 and "entries" in checked[0]  # type: ignore[operator]
 
 
+@pytest.mark.parametrize("write", ["sums", "add-base", "add", "add-twin"])
+def test_writes_given_a_relative_path_take_the_weights_facts_from_the_cache(
+    reg: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, write: str
+) -> None:
+    """A write given the registry as a relative path (`rwkv-registry add-base reg …`) finds the weight files' facts
+    that validate cached (by their resolved paths): it parsed every weight file again (42 s instead of 2.7 s for
+    add-base at 4,000 entries). Its SHA256SUMS is the one written from the absolute path."""
+    from regtools import state_train, write_state
+
+    from rwkv_registry.ops import add_base, add_entry, write_sums
+    from rwkv_registry.rules import Finding
+
+    validate_registry(reg)
+    monkeypatch.chdir(reg.parent)
+    read: list[str] = []
+    real = facts.compute_facts
+    monkeypatch.setattr(facts, "compute_facts", lambda p: (read.append(os.fspath(p)), real(p))[1])
+    if write == "sums":
+        (reg / "SHA256SUMS").write_bytes(b"")
+        write_sums("reg")
+    elif write == "add-base":
+        add_base("reg", name="rwkv7-other-0.1b-20260101-ctx4096", sha256="ab" * 32, arch=TINY_ARCH, source="o/r")
+    elif write == "add":
+        src = write_state(tmp_path / "src" / "rel.pth", seed=77)
+        add_entry("reg", src, base=TINY_BASE, data_version="v7", train=state_train("v7"))
+    else:  # the bytes of a registered State: IDX011 reads the other file's facts
+        src = tmp_path / "src" / "twin.pth"
+        src.parent.mkdir()
+        src.write_bytes((reg / TINY_BASE / "state" / "v1" / "s1.pth").read_bytes())
+        warned: list[Finding] = []
+        add_entry("reg", src, base=TINY_BASE, data_version="v7", train=state_train("v7"), warnings=warned)
+        assert "IDX011" in [f.code for f in warned]
+    assert read == []  # every weight file of the registry answered by the cache
+    sums = (reg / "SHA256SUMS").read_bytes()
+    monkeypatch.undo()
+    write_sums(reg)
+    assert (reg / "SHA256SUMS").read_bytes() == sums
+
+
 def test_the_code_digest_covers_the_writer_that_records_verdicts(monkeypatch: pytest.MonkeyPatch) -> None:
     """`add` (rwkv_registry.ops) records verdicts on the files it wrote: its source is part of the code digest, read
     beside validate.py (a validation does not import it)."""
