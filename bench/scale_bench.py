@@ -288,9 +288,12 @@ class Cli:
         return run([*self.prefix, *args], ok=ok, env=self.env)
 
 
-def measure(root: Path, repeat: int, work: Path, clis: list[Cli], since: str) -> dict[str, dict[str, Any]]:
+def measure(
+    root: Path, repeat: int, work: Path, clis: list[Cli], since: str, only: set[str] | None = None
+) -> dict[str, dict[str, Any]]:
     """Every per-commit command on the registry at ``root`` (a git work tree, clean), for each of ``clis``;
-    the runs of the CLIs alternate, so that a load on the machine weighs on them alike."""
+    the runs of the CLIs alternate, so that a load on the machine weighs on them alike. ``only``: the steps
+    to measure (by name, as in the results), the others skipped."""
     from rwkv_registry.arch import parse_arch_option
     from rwkv_registry.demo import write_synthetic_state
 
@@ -316,6 +319,8 @@ def measure(root: Path, repeat: int, work: Path, clis: list[Cli], since: str) ->
     out: dict[str, dict[str, Any]] = {c.label: {} for c in clis}
 
     def step(name: str, args: Any, *, write: bool = False, before: Any = None) -> None:
+        if only is not None and name not in only:
+            return
         samples: dict[str, list[tuple[float, float, float]]] = {c.label: [] for c in clis}
         for i in range(repeat):
             for c in clis:
@@ -365,6 +370,12 @@ def main() -> int:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--keep", type=Path, help="build the registries under this directory and keep them")
     ap.add_argument(
+        "--reuse",
+        action="store_true",
+        help="with --keep: measure the registries kept there by an earlier run (built again only if absent)",
+    )
+    ap.add_argument("--only", help="comma-separated steps to measure (e.g. add_state,add_base,validate_warm)")
+    ap.add_argument(
         "--python",
         action="append",
         metavar="LABEL=PYTHON",
@@ -373,6 +384,9 @@ def main() -> int:
     )
     args = ap.parse_args()
     sizes = [int(x) for x in args.entries.split(",") if x]
+    only = {x for x in args.only.split(",") if x} if args.only else None
+    if args.reuse and args.keep is None:
+        ap.error("--reuse needs --keep DIR")
     pythons = [tuple(p.split("=", 1)) for p in args.python or []] or [("this", sys.executable)]
     results: dict[str, Any] = {
         "date": time.strftime("%Y-%m-%d"),
@@ -389,19 +403,27 @@ def main() -> int:
     try:
         for n in sizes:
             top = (args.keep or tmp) / f"n{n}"
-            if top.exists():
-                shutil.rmtree(top)
-            top.mkdir(parents=True)
             root = top / "registry"
-            built = build(root, n, args.bases, args.commits, args.seed)
-            _, _, text, _ = run([*CLI, "validate", str(root), "--format", "json", "--no-cache"], ok=(0, 1))
-            report = json.loads(text)
-            errors = [f for f in report["findings"] if f["severity"] == "error"]
-            assert not errors, f"generated registry of {n} entries is invalid: {errors[:5]}"
-            built["warnings"] = report["counts"]["warning"]
-            print(f"N={n}: built in {built['build_s']} s, {built['files']} files, {built['commits']} commits")
+            kept = top / "built.json"
+            if args.reuse and kept.is_file():
+                built = json.loads(kept.read_text("utf-8"))
+                _git(root, "reset", "-q", "--hard")
+                _git(root, "clean", "-qfd")
+                print(f"N={n}: reusing {root}")
+            else:
+                if top.exists():
+                    shutil.rmtree(top)
+                top.mkdir(parents=True)
+                built = build(root, n, args.bases, args.commits, args.seed)
+                _, _, text, _ = run([*CLI, "validate", str(root), "--format", "json", "--no-cache"], ok=(0, 1))
+                report = json.loads(text)
+                errors = [f for f in report["findings"] if f["severity"] == "error"]
+                assert not errors, f"generated registry of {n} entries is invalid: {errors[:5]}"
+                built["warnings"] = report["counts"]["warning"]
+                kept.write_text(json.dumps(built) + "\n", "utf-8")
+                print(f"N={n}: built in {built['build_s']} s, {built['files']} files, {built['commits']} commits")
             clis = [Cli(label, py, tmp / f"cache-{n}-{label}") for label, py in pythons]
-            figures = measure(root, args.repeat, top, clis, built["since_range"]["rev"])
+            figures = measure(root, args.repeat, top, clis, built["since_range"]["rev"], only)
             results["runs"].append({"entries": n, **built, "figures": figures})
             for label, figs in figures.items():
                 print(
