@@ -118,6 +118,45 @@ def test_plain_text_report_is_what_rich_prints(width: int, monkeypatch: pytest.M
     assert _plain_report(_report(_TRICKY[:5])) is None
 
 
+@pytest.mark.parametrize("width", [20, 80, 200])
+def test_a_writes_line_is_what_rich_prints(width: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`add`, `add-base`, `sums` and `readme` print their line without rich when rich would print it unchanged
+    (piped, no colour asked): the same bytes as rich's; markup, emoji codes, control characters and colour still go
+    through rich."""
+    import io
+
+    from rich.console import Console
+
+    from rwkv_registry import cli
+
+    for var in ("FORCE_COLOR", "TTY_COMPATIBLE"):
+        monkeypatch.delenv(var, raising=False)
+    through_rich: list[str] = []
+    real = cli._console
+    monkeypatch.setattr(cli, "_console", lambda stderr=False: (through_rich.append("x"), real(stderr))[1])
+    plain_ok = 0
+    extra = ["added base rwkv7-g1a-0.1b (12 layers × 768, vocab 65536, sha256 0123456789ab…)", "id [bold]x[/bold]"]
+    for text in [*_TRICKY, *extra]:
+        want = io.StringIO()
+        try:
+            Console(file=want, highlight=False, soft_wrap=True, width=width).print(text)
+        except Exception:  # markup rich refuses ("[/]" closing nothing): it goes to rich, as before
+            continue
+        got = io.StringIO()
+        monkeypatch.setattr(sys, "stdout", got)
+        through_rich.clear()
+        cli._say(text)
+        monkeypatch.setattr(sys, "stdout", sys.__stdout__)
+        assert got.getvalue() == want.getvalue(), text
+        plain_ok += not through_rich
+    assert plain_ok >= 5
+    monkeypatch.setenv("FORCE_COLOR", "1")  # rich would colour the pipe
+    through_rich.clear()
+    monkeypatch.setattr(sys, "stdout", io.StringIO())
+    cli._say("plain ASCII")
+    assert through_rich
+
+
 def test_piped_text_report_imports_no_rich(registry: Path) -> None:
     (registry / "stray.txt").write_text("x")
     probe = (
