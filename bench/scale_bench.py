@@ -337,6 +337,7 @@ def measure(
                 "s": round(statistics.median(times), 3),
                 "min_s": round(min(times), 3),
                 "cpu_s": round(statistics.median(cpus), 3),
+                "min_cpu_s": round(min(cpus), 3),
                 "mb": round(max(m for _, m, _ in samples[c.label]), 1),
             }
 
