@@ -465,6 +465,18 @@ class FactsCache:
                 return None
         return None
 
+    def sha256_of(self, path: str, key: list[Any]) -> str | None:
+        """The sha256 of the facts cached for ``path`` under ``key`` (what ``get(path, key).sha256`` gives), without
+        making the facts (their dict, tensor tuples and FileFacts: about 10 µs a file, 4,000 per write at 4,000
+        entries, where SHA256SUMS needs only the hash); None when :meth:`get` would give None for want of them."""
+        item = self.files.get(path) if self.enabled else None
+        if isinstance(item, dict) and item.get("key") == key:
+            facts = item.get("facts")
+            sha = facts.get("sha256") if isinstance(facts, dict) else None
+            if isinstance(sha, str):
+                return sha
+        return None
+
     def _tensor_tuples(self, digest: str) -> list[tuple[str, str, list[int]]]:
         """The blob ``digest`` (a tensor list) as FileFacts holds it, tuples, made once and shared: the adapters of a
         base and rank all have it (2,400 lists of tuples made again on every warm run at 4,000 entries)."""

@@ -22,7 +22,7 @@ from typing import Any
 
 from .atomic import TMP_PREFIX, Transaction, read_stamps, refuse_link, registry_lock, within
 from .errors import RefusedError, RegistryIOError, UsageError
-from .facts import FactsCache, FileFacts, compute_facts, gather_facts, sha256_file, stray_state_finding
+from .facts import FactsCache, FileFacts, compute_facts, gather_facts, sha256_file, stat_key, stray_state_finding
 from .gitcheck import published_in
 from .lineage import base_date, family_of, superseded
 from .readme import apply_bodies, render_bodies, skeleton, update_readme
@@ -297,10 +297,21 @@ def compute_sums(
     # walked from the resolved root: the cache knows each file by the path validate read it at (its resolved root
     # joined with the relative path); a relative PATH gave other keys, and every weight file was parsed again
     files = _registry_files(root.resolve())
-    big = {
-        r: p for r, p in files.items() if r not in staged and r not in hashes and p.suffix in (".pth", ".safetensors")
-    }
-    facts, _ = gather_facts(big, cache or FactsCache(root))
+    cache = cache or FactsCache(root)
+    big: dict[str, Path] = {}  # the weight files whose hash the cache does not hold: their facts are made
+    for r, p in files.items():
+        if r in staged or r in hashes or p.suffix not in (".pth", ".safetensors"):
+            continue
+        path = os.fspath(p)
+        try:
+            sha = cache.sha256_of(path, stat_key(os.stat(path), path))  # gather_facts' lookup, hash alone
+        except OSError:
+            sha = None  # gather_facts meets it again
+        if sha is None:
+            big[r] = p
+        else:
+            hashes[r] = sha
+    facts, _ = gather_facts(big, cache)
     for rel, p in files.items():
         if rel in staged or rel in hashes:
             continue

@@ -621,6 +621,35 @@ def test_writes_given_a_relative_path_take_the_weights_facts_from_the_cache(
     assert (reg / "SHA256SUMS").read_bytes() == sums
 
 
+def test_sums_take_the_cached_hash_only_under_the_files_own_stat_key(
+    reg: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """compute_sums asks the cache for a weight file's sha256 alone (FactsCache.sha256_of, not its whole facts): the
+    hash of get()'s facts, under the same stat key only; a file changed since it was cached is read again."""
+    from rwkv_registry.facts import FactsCache, stat_key
+    from rwkv_registry.ops import compute_sums
+
+    validate_registry(reg)
+    cold = compute_sums(reg, cache=FactsCache(reg, enabled=False))
+    cache = FactsCache(reg)
+    weights = sorted(str(p) for p in reg.resolve().rglob("*.pth"))
+    assert weights
+    for w in weights:
+        key = stat_key(os.stat(w), w)
+        assert cache.sha256_of(w, key) == cache.get(w, key).sha256  # type: ignore[union-attr]
+        assert cache.sha256_of(w, [*key[:3], key[3] + 1, *key[4:]]) is None  # another size: not this file
+    read: list[str] = []
+    real = facts.compute_facts
+    monkeypatch.setattr(facts, "compute_facts", lambda p: (read.append(os.fspath(p)), real(p))[1])
+    assert compute_sums(reg) == cold and read == []
+    data = bytearray(Path(weights[0]).read_bytes())
+    data[-1] ^= 1  # a byte of the zip's end: the same size, other bytes
+    Path(weights[0]).write_bytes(bytes(data))
+    changed = compute_sums(reg)
+    assert read == [weights[0]] and changed != cold
+    assert changed == compute_sums(reg, cache=FactsCache(reg, enabled=False))
+
+
 def test_the_code_digest_covers_the_writer_that_records_verdicts(monkeypatch: pytest.MonkeyPatch) -> None:
     """`add` (rwkv_registry.ops) records verdicts on the files it wrote: its source is part of the code digest, read
     beside validate.py (a validation does not import it)."""
