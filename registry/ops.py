@@ -116,6 +116,9 @@ def _indented(value: Any) -> str:
 
     out: list[str] = []
     put = out.append
+    # the pieces joined into one chunk after a list item once 4,096 are held: 600,000 small strings kept to the end
+    # added about 20 MB to an add's peak memory at 4,000 entries
+    chunks: list[str] = []
 
     def scalar(o: Any, t: type) -> str:
         if t is str:
@@ -164,6 +167,9 @@ def _indented(value: Any) -> str:
                     put(quote(v))
                 elif tv is dict or tv is list:
                     write(v, tv, inner)
+                    if len(out) >= 4096:
+                        chunks.append("".join(out))
+                        out.clear()
                 else:
                     put(scalar(v, tv))
             put(nl + "]")
@@ -171,7 +177,7 @@ def _indented(value: Any) -> str:
             put(scalar(o, t))
 
     write(value, type(value), "\n")
-    return "".join(out)
+    return "".join(chunks) + "".join(out)
 
 
 def empty_index(name: str = "") -> dict[str, Any]:
