@@ -14,7 +14,15 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ._hub_http import RemoteFile
+from ._hub_http import (
+    DownloadCut,
+    LocalWriteError,
+    RangeNotSatisfiable,
+    RemoteFile,
+    RemoteStatusError,
+    error_reason,
+    error_status,
+)
 from ._hub_remote import RemoteRepo
 from .errors import CheckpointError, RegistryIOError
 from .facts import FileFacts, compute_facts
@@ -86,14 +94,62 @@ def remote_weight_facts(remote: RemoteRepo, path: str, *, full: bool, workdir: P
     facts = header_facts(source, size=entry.size, sha256=entry.lfs_sha256)
     if not (full and facts.method == "miss"):
         return facts, 0
-    fd, tmp = tempfile.mkstemp(prefix="full-", suffix=".pth", dir=workdir)
     try:
-        with os.fdopen(fd, "wb") as f:
-            remote.fetcher.get(source.url, start=0, end=entry.size - 1, total=entry.size, sink=f)
-        return compute_facts(tmp), entry.size
+        fd, tmp = tempfile.mkstemp(prefix="full-", suffix=".pth", dir=workdir)
+    except OSError as e:
+        raise LocalWriteError(str(workdir), e) from e
+    os.close(fd)  # written by name below: a first pass, and a continuation opened again
+    try:
+        continued = _download_whole(remote, source.url, entry.size, tmp)
+        facts = compute_facts(tmp)
+        if continued:  # the bytes kept before a cut must be the file's: the whole file's sha256 against the listing
+            try:
+                remote.check_served(path, facts.size, facts.sha256, None)
+            except RegistryIOError:  # fetched whole once, then judged as any download (HSH001/HSH006)
+                with open(tmp, "wb") as f:
+                    remote.fetcher.get(source.url, start=0, end=entry.size - 1, total=entry.size, sink=f)
+                facts = compute_facts(tmp)
+        return facts, entry.size
     except RegistryIOError:
         raise
     except OSError as e:
-        raise RegistryIOError(f"{path}: cannot store the download in {workdir}: {e.strerror or e}") from e
+        raise LocalWriteError(tmp, e) from e
     finally:
         Path(tmp).unlink(missing_ok=True)
+
+
+def _download_whole(remote: RemoteRepo, url: str, size: int, tmp: str) -> bool:
+    """Download ``url`` (``size`` bytes) into ``tmp`` with one Range request for all of it; a connection cut in a file
+    of :data:`~rwkv_registry._hub_resume.RESUMABLE_BYTES` or more is continued from the bytes received with
+    ``Range: bytes=N-`` (:meth:`~rwkv_registry._hub_http.Fetcher.resume`), up to
+    :data:`~rwkv_registry._hub_resume.RETRIES` times while each try brings bytes, as ``pull`` does. Returns whether
+    it was continued (its sha256 must then be checked against the listing). Raises
+    :class:`~rwkv_registry._hub_http.DownloadCut` when the tries are spent, naming the bytes received."""
+    from . import _hub_resume
+
+    try:
+        with open(tmp, "wb") as f:
+            remote.fetcher.get(url, start=0, end=size - 1, total=size, sink=f)
+        return False
+    except DownloadCut as cut:
+        if size < _hub_resume.RESUMABLE_BYTES:
+            raise
+        first = cut
+
+    def once(start: int) -> int:
+        try:
+            with open(tmp, "r+b") as f:
+                try:
+                    return remote.fetcher.resume(url, f, start, size)
+                except RangeNotSatisfiable:  # the storage holds fewer bytes than received: start again, once
+                    return remote.fetcher.resume(url, f, 0, size)
+        except DownloadCut:
+            raise
+        except RegistryIOError as e:  # an error status: the status and the URL, not a finding (LAY010)
+            cause = e.__cause__
+            if isinstance(cause, Exception) and error_status(cause) is not None:
+                raise RemoteStatusError(url, error_status(cause), error_reason(cause)) from cause
+            raise
+
+    _hub_resume._continue_cut(Path(tmp), once, first)
+    return True

@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 from .errors import RegistryIOError
 
-__all__ = ["DownloadCut", "Fetcher", "RangeNotSatisfiable", "RemoteFile"]
+__all__ = ["DownloadCut", "Fetcher", "LocalWriteError", "RangeNotSatisfiable", "RemoteFile", "RemoteStatusError"]
 
 TAIL_BYTES = 8 * 1024  # first read of a zip: end records and usually the central directory
 GAP_BYTES = 4 * 1024  # ranges closer than this are fetched in one request
@@ -44,9 +44,85 @@ class DownloadCut(RegistryIOError):
     so far are good to continue from. ``written_from``: the offset they were written from, as
     :meth:`Fetcher.resume` returns it (0: the server answered with the whole file, from its first byte)."""
 
-    def __init__(self, message: str, *, written_from: int, path: str = "") -> None:
-        super().__init__(message, path=path)
+    def __init__(self, message: str, *, written_from: int, path: str = "", hint: str = "") -> None:
+        super().__init__(message, hint=hint or _CUT_HINT, path=path)
         self.written_from = written_from
+
+
+_CUT_HINT = "The connection to the Hub (or its storage) dropped before the end of the file. Try again."
+_OTHER_BYTES = (
+    "The server (the Hub's storage, a proxy, HF_ENDPOINT) does not answer with the file the Hub lists. Try again; if "
+    "it persists, check HF_ENDPOINT and the proxy, or report it."
+)
+
+
+class RemoteStatusError(RegistryIOError):
+    """The Hub or its storage answered an error status (after huggingface_hub's retries) to a read of ``url``: no
+    finding against the repository (its files may be fine) but no verdict either. ``status``: the HTTP status."""
+
+    def __init__(self, url: str, status: int | None, detail: str) -> None:
+        shown = public_url(url)
+        code = f"HTTP {status}" if status is not None else "an error status"
+        super().__init__(f"{shown}: the server answered {code} {detail}", hint=status_hint(status), path=shown)
+        self.url = shown
+        self.status = status
+
+
+class LocalWriteError(RegistryIOError):
+    """Writing a download to its local destination failed (a full disk, a read-only mount, a quota): an error of
+    this machine, never of the Hub. ``errno``: the OSError's."""
+
+    def __init__(self, dest: str, error: OSError) -> None:
+        text = error.strerror or str(error) or type(error).__name__
+        super().__init__(
+            f"cannot write the download to {dest}: {text}",
+            hint=f"Free space on the disk holding {dest} (or point TMPDIR at a disk with room) and run the command "
+            "again; nothing was kept.",
+            path=dest,
+        )
+        self.errno = error.errno
+
+
+def public_url(url: str) -> str:
+    """``url`` without its query string and fragment (a storage URL's query holds its signature)."""
+    parts = urlsplit(url)
+    return parts._replace(query="", fragment="").geturl()
+
+
+def status_hint(status: int | None) -> str:
+    """What to do about an error status of the Hub or its storage."""
+    if status in (401, 403):
+        return (
+            "The Hub or its storage refused access: check that the token (HF_TOKEN or `hf auth login`) can read this "
+            "repository, accept a gated repository's terms on the Hub, and run again (a storage link expires)."
+        )
+    if status in (404, 410):
+        return (
+            "A file of the tree listing is not served: the commit may have been force-pushed away or its storage "
+            "object lost. Check the revision (validate hf://OWNER/REPO@REVISION) and run again; if it persists, "
+            "report it to the repository's owner."
+        )
+    if status == 429:
+        return "The Hub is rate-limiting this client: wait a few minutes and run again (logging in raises the limit)."
+    return "The Hub or its storage failed this request after its retries. Try again later."
+
+
+def error_status(e: BaseException) -> int | None:
+    response = getattr(e, "response", None)
+    status = getattr(response, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def error_reason(e: BaseException) -> str:
+    """The reason phrase of an error answer (never its URL, whose query may hold a signature)."""
+    response = getattr(e, "response", None)
+    reason = getattr(response, "reason_phrase", None)
+    return reason if isinstance(reason, str) and reason else type(e).__name__
+
+
+def _sink_name(sink: BinaryIO) -> str:
+    name = getattr(sink, "name", None)
+    return name if isinstance(name, str) else "the download's destination"
 
 
 def _origin(url: str) -> tuple[str, str, int | None]:
@@ -124,9 +200,16 @@ class Fetcher:
                         self._count(len(chunk))
                         if want is not None and got > want:
                             expected = "asked for" if ranged else "listed"
-                            raise RegistryIOError(f"{url}: the server sent more than the {want} bytes {expected}")
+                            raise RegistryIOError(
+                                f"{url}: the server sent more than the {want} bytes {expected}",
+                                hint=_OTHER_BYTES,
+                                path=url,
+                            )
                         if sink is not None:
-                            sink.write(chunk)
+                            try:
+                                sink.write(chunk)
+                            except OSError as e:  # a full disk: an error of this machine, not of the Hub
+                                raise LocalWriteError(_sink_name(sink), e) from e
                         else:
                             chunks.append(chunk)
                 except (RegistryIOError, OSError):  # an OSError of sink (a full disk) is no cut connection
@@ -144,12 +227,12 @@ class Fetcher:
         except RegistryIOError:
             raise
         except HfHubHTTPError as e:
-            raise RegistryIOError(f"cannot fetch {url}: {_first_line(e)}", path=url) from e
+            raise RemoteStatusError(url, error_status(e), error_reason(e)) from e
         except Exception as e:  # httpx2 transport errors, offline mode
             raise RegistryIOError(f"cannot fetch {url}: {type(e).__name__}: {e}", path=url) from e
         if want is not None and got != want:
             where = f"asked for {want} bytes at offset {start}" if ranged else f"expected {want} bytes"
-            raise RegistryIOError(f"{url}: {where}, got {got}")
+            raise RegistryIOError(f"{url}: {where}, got {got}", hint=_OTHER_BYTES, path=url)
         return b"".join(chunks)
 
     def resume(
@@ -182,7 +265,11 @@ class Fetcher:
                 status = response.status_code
                 if offset and status == 416:
                     response.read()
-                    raise RangeNotSatisfiable(f"HTTP 416 to a Range request from byte {offset} of {size}")
+                    raise RangeNotSatisfiable(
+                        f"HTTP 416 to a Range request from byte {offset} of {size}",
+                        hint="The storage holds fewer bytes than were kept: they are not this file's. Fetch it whole.",
+                        path=url,
+                    )
                 if status >= 400:
                     response.read()
                     hf_raise_for_status(response)
@@ -193,10 +280,16 @@ class Fetcher:
                     m = _CONTENT_RANGE.match(span)
                     if not m or (int(m.group(1)), int(m.group(2)), m.group(3)) != (offset, size - 1, str(size)):
                         raise RegistryIOError(
-                            f"Content-Range {span!r} does not answer bytes {offset}-{size - 1} of {size}"
+                            f"Content-Range {span!r} does not answer bytes {offset}-{size - 1} of {size}",
+                            hint=_OTHER_BYTES,
+                            path=url,
                         )
                 else:
-                    raise RegistryIOError(f"HTTP {status} to a download" + (f" from byte {offset}" if offset else ""))
+                    raise RegistryIOError(
+                        f"HTTP {status} to a download" + (f" from byte {offset}" if offset else ""),
+                        hint=_OTHER_BYTES,
+                        path=url,
+                    )
                 sink.seek(start)
                 sink.truncate()
                 got = start
@@ -205,7 +298,9 @@ class Fetcher:
                         got += len(chunk)
                         self._count(len(chunk))
                         if got > size:
-                            raise RegistryIOError(f"the server sent more than the {size} bytes listed")
+                            raise RegistryIOError(
+                                f"the server sent more than the {size} bytes listed", hint=_OTHER_BYTES, path=url
+                            )
                         sink.write(chunk)
                         if progress is not None:
                             progress(got)
@@ -221,7 +316,9 @@ class Fetcher:
         except (RegistryIOError, OSError):
             raise
         except HfHubHTTPError as e:
-            raise RegistryIOError(f"the Hub answered: {_first_line(e)}") from e
+            raise RegistryIOError(
+                f"the Hub answered: {_first_line(e)}", hint=status_hint(error_status(e)), path=public_url(url)
+            ) from e
         except Exception as e:  # httpx2 transport errors (a cut connection)
             raise DownloadCut(
                 f"the download stopped after {got} of the file's {size} bytes ({type(e).__name__}: {_first_line(e)})",
@@ -240,17 +337,24 @@ class Fetcher:
                 raise RegistryIOError(
                     f"{url}: the server ignored the Range header (asked bytes {start}-{end}, got the whole file)",
                     hint="The Hub and its storage answer Range requests; check HF_ENDPOINT or the proxy.",
+                    path=url,
                 )
             return
         if response.status_code != 206:
-            raise RegistryIOError(f"{url}: HTTP {response.status_code} to a Range request")
+            raise RegistryIOError(f"{url}: HTTP {response.status_code} to a Range request", hint=_OTHER_BYTES, path=url)
         m = _CONTENT_RANGE.match(response.headers.get("Content-Range", ""))
         if not m or int(m.group(1)) != start or int(m.group(2)) != end:
             raise RegistryIOError(
-                f"{url}: Content-Range {response.headers.get('Content-Range')!r} does not answer bytes {start}-{end}"
+                f"{url}: Content-Range {response.headers.get('Content-Range')!r} does not answer bytes {start}-{end}",
+                hint=_OTHER_BYTES,
+                path=url,
             )
         if total is not None and m.group(3) != "*" and int(m.group(3)) != total:
-            raise RegistryIOError(f"{url}: the file holds {m.group(3)} bytes, the Hub's tree listing says {total}")
+            raise RegistryIOError(
+                f"{url}: the file holds {m.group(3)} bytes, the Hub's tree listing says {total}",
+                hint=_OTHER_BYTES,
+                path=url,
+            )
 
 
 def _first_line(e: BaseException) -> str:

@@ -111,7 +111,10 @@ def hub_error(e: BaseException, repo_id: str, revision: str | None, endpoint: st
             f"cannot reach {endpoint} for {where}: {type(e).__name__}: {_first_line(e)}",
             hint="Check the network, a proxy, or HF_ENDPOINT.",
         )
-    return RegistryIOError(f"{where}: {type(e).__name__}: {_first_line(e)}")
+    return RegistryIOError(
+        f"{where}: {type(e).__name__}: {_first_line(e)}",
+        hint="Run the command again; if it fails the same way, report it with this message.",
+    )
 
 
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s]+@")
@@ -207,15 +210,26 @@ class RemoteRepo:
         :class:`~rwkv_registry._hub_http.RemoteFile`.
         """
         from huggingface_hub import get_hf_file_metadata
+        from huggingface_hub.errors import HfHubHTTPError
+
+        from ._hub_http import RemoteStatusError, error_reason, error_status
 
         entry = self.files[path]
+        url = self.url(path)
         try:
-            meta = get_hf_file_metadata(self.url(path), token=self.fetcher.token, endpoint=self.endpoint)
+            meta = get_hf_file_metadata(url, token=self.fetcher.token, endpoint=self.endpoint)
+        except HfHubHTTPError as e:  # a file of the listing that the Hub does not serve: a 404, a 403, a 5xx
+            if error_status(e) is None:
+                raise hub_error(e, self.repo_id, self.sha[:12], self.endpoint) from e
+            raise RemoteStatusError(url, error_status(e), error_reason(e)) from e
         except Exception as e:
             raise hub_error(e, self.repo_id, self.sha[:12], self.endpoint) from e
         if meta.size is not None and meta.size != entry.size:
             raise RegistryIOError(
-                f"{path}: the Hub says {meta.size} bytes when resolved, {entry.size} in its tree listing"
+                f"{path}: the Hub says {meta.size} bytes when resolved, {entry.size} in its tree listing",
+                hint="Something between here and the Hub (its storage, a proxy, HF_ENDPOINT) serves other content "
+                "than the repository holds at this commit. Try again, or report it.",
+                path=path,
             )
         return RemoteFile(self.fetcher, meta.location, entry.size, name=path, **options)
 
@@ -251,7 +265,10 @@ def connect(
         info = api.repo_info(repo_id, revision=revision)
         sha = info.sha
         if not sha:
-            raise RegistryIOError(f"{repo_id}: the Hub did not say which commit {revision or 'main'} is")
+            raise RegistryIOError(
+                f"{repo_id}: the Hub did not say which commit {revision or 'main'} is",
+                hint="HF_ENDPOINT (or a proxy) does not answer as the Hub does: check it, and try again.",
+            )
         remote = RemoteRepo(api, repo_id, revision, sha, endpoint, Fetcher(endpoint, token))
         for item in api.list_repo_tree(repo_id, recursive=True, revision=sha):
             path = item.path
@@ -279,7 +296,12 @@ def connect(
                 parent = parent.parent
         both = sorted(remote.dirs & set(remote.files))
         if both:  # no git tree holds this: a hostile or broken listing
-            raise RegistryIOError(f"{repo_id}: the Hub lists {both[0]!r} both as a file and as a folder")
+            raise RegistryIOError(
+                f"{repo_id}: the Hub lists {both[0]!r} both as a file and as a folder",
+                hint="No git repository holds this: the Hub, a proxy or HF_ENDPOINT does not answer as the Hub does. "
+                "Nothing was written.",
+                path=both[0],
+            )
     except RegistryError:
         raise
     except Exception as e:

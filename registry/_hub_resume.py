@@ -226,7 +226,7 @@ def _continue(remote: RemoteRepo, part: Path, url: str, offset: int, size: int, 
             start = _continue_cut(part, once, cut)
         return start
     except RegistryIOError as e:
-        raise RegistryIOError(f"{where}: {e.message}", hint=e.hint or hint, path=rel) from e
+        raise RegistryIOError(f"{where}: {e.message}", hint=hint, path=rel) from e
 
 
 def _short(rel: str) -> str:

@@ -90,7 +90,7 @@ class HubValidator(Validator):
     def collect_facts(self, tree: Tree, weights: list[str]) -> dict[str, FileFacts | OSError]:
         """Weights in LFS: metadata + Range reads (``--full``: MiSS downloaded); plain git files: read locally."""
         from ._hub_facts import metadata_facts, remote_weight_facts
-        from ._hub_http import DownloadCut
+        from ._hub_http import DownloadCut, LocalWriteError, RemoteStatusError
 
         self.work.mkdir(parents=True, exist_ok=True)
         results: dict[str, FileFacts | OSError] = {}
@@ -111,11 +111,15 @@ class HubValidator(Validator):
             try:
                 facts, n = remote_weight_facts(self.remote, rel, full=self.full, workdir=self.work)
                 return rel, facts, n
-            except DownloadCut as e:  # the network, not the file: no finding (LAY010) but no verdict either
+            except (DownloadCut, RemoteStatusError) as e:  # the network or the Hub, not the file: no finding
+                # (LAY010, whose fix is local permissions) but no verdict either: exit 2, the file and the status named
                 e.message = f"{self.remote.repo_id}@{self.remote.sha[:12]}: {rel}: {e.message}"
                 e.args = (e.message,)
-                e.hint = "The connection to the Hub (or its storage) dropped; nothing was written. Try again."
+                if isinstance(e, DownloadCut):
+                    e.hint = "The connection to the Hub (or its storage) dropped; nothing was written. Try again."
                 e.path = rel
+                raise
+            except LocalWriteError:  # --full's download could not be stored here: a local error, exit 2
                 raise
             except RegistryError as e:
                 return rel, RegistryIOError(e.message, path=rel), 0
@@ -197,7 +201,10 @@ def parse_hub_file(spec: str) -> tuple[str, str | None, str]:
     repo_id, revision, file = m.group(1), m.group(2), m.group(3)
     check_repo_id(repo_id, "--from-hub OWNER/REPO/FILE")
     if any(part in ("", ".", "..") for part in file.split("/")):
-        raise UsageError(f"--from-hub: {file!r} is not a file path inside the repository")
+        raise UsageError(
+            f"--from-hub: {file!r} is not a file path inside the repository",
+            hint="Give the path the Hub lists, without empty, '.' or '..' parts: OWNER/REPO[@REV]/DIR/FILE.pth.",
+        )
     return repo_id, revision, file
 
 

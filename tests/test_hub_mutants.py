@@ -299,7 +299,11 @@ def test_a_storage_ignoring_range_is_refused_on_the_small_registry(hub: FakeHub,
     assert "ignored the Range header" in lay010(report, STATE)
 
 
-def test_a_storage_error_status_is_an_unreadable_file(hub: FakeHub, tiny: Path) -> None:
+def test_a_storage_error_status_is_a_hub_error(hub: FakeHub, tiny: Path) -> None:
+    """An error status of the storage is no finding against the repository (before: LAY010, "cannot read", whose fix
+    is local permissions) but an error naming the status: tests/test_hub_remote_errors.py for each status."""
+    from rwkv_registry._hub_http import RemoteStatusError
+
     repo_id = new_repo(hub, tiny)
 
     def forbid(server: str, method: str, path: str, status: int, body: bytes, headers: dict[str, str]) -> tuple:
@@ -307,10 +311,10 @@ def test_a_storage_error_status_is_an_unreadable_file(hub: FakeHub, tiny: Path) 
             return 403, b"AccessDenied", {"Content-Length": "12"}
         return status, body, headers
 
-    with hub.rewriting(forbid):
-        report = validate_hub(f"hf://{repo_id}")
-    message = lay010(report, STATE)
-    assert "cannot fetch" in message and "403" in message  # the error status, not a bad range answer
+    with hub.rewriting(forbid), pytest.raises(RemoteStatusError) as e:
+        validate_hub(f"hf://{repo_id}")
+    assert e.value.status == 403 and "HTTP 403" in e.value.message  # the status, not a bad range answer
+    assert e.value.path.endswith(".pth")
 
 
 def test_a_truncated_weight_download_leaves_no_pull_behind(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:

@@ -1,0 +1,263 @@
+"""``validate hf://`` over a bad network, against the Hub look-alike (tests/hub_server.py):
+
+- ``--full``'s download of a large MiSS adapter cut mid-file is continued with an HTTP Range request, as ``pull``
+  does (files of ``RESUMABLE_BYTES`` or more, a bounded number of tries, the whole file's sha256 checked against the
+  listing), where before the command stopped (exit 2) and the bytes received were thrown away;
+- an error status of the Hub or its storage (403, 404 after the listing, 5xx after huggingface_hub's retries) is an
+  error of the command naming the URL and the status, with what to do (token, revision, try later), exit 2, where
+  before it was a LAY010 finding ("cannot read") whose fix told to check local permissions;
+- a full disk while ``Fetcher.get`` writes to its sink is a local write error naming the destination and the errno
+  text, exit 2, nothing left behind, where before it read "cannot fetch URL" (a Hub problem)."""
+
+from __future__ import annotations
+
+import errno
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import test_hub
+from hub_server import FakeHub
+from test_hub import MISS_A, STATE, new_repo
+
+from rwkv_registry import _hub_http, _hub_resume
+from rwkv_registry._hub_http import Fetcher, LocalWriteError, RemoteStatusError
+from rwkv_registry.cli import main
+
+hub = test_hub.hub
+hub_env = test_hub.hub_env
+tiny = test_hub.tiny
+
+
+@pytest.fixture(autouse=True)
+def _no_sleep(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(time, "sleep", lambda seconds: None)  # huggingface_hub's back-off and the tries' pause
+
+
+def _start(headers: dict[str, str]) -> int:
+    span = headers.get("Content-Range", "")
+    return int(span.split(" ", 1)[1].split("-", 1)[0]) if span.startswith("bytes ") else 0
+
+
+def _blob(hub: FakeHub, repo_id: str, rel: str) -> Any:
+    return hub.repos[repo_id].commits[hub.head(repo_id)][rel]
+
+
+def _miss_gets(hub: FakeHub, repo_id: str) -> list[dict[str, Any]]:
+    """The storage GETs of MISS_A that are not the header Range reads: the whole download and its continuations."""
+    sha = _blob(hub, repo_id, MISS_A).sha256
+    size = _blob(hub, repo_id, MISS_A).size
+    return [
+        e
+        for e in hub.log
+        if e["method"] == "GET"
+        and e["server"] == "cdn"
+        and e["path"].endswith("/" + sha)
+        and (e["range"] is None or e["range"] == f"bytes=0-{size - 1}" or e["range"].endswith("-"))
+    ]
+
+
+def _download(headers: dict[str, str], size: int) -> bool:
+    """Whether an answer of the storage is the whole download or a continuation (to the file's end, from before its
+    last TAIL_BYTES), not a header read (the tail, the central directory, the local headers)."""
+    span = headers.get("Content-Range", "")
+    return span.endswith(f"-{size - 1}/{size}") and _start(headers) < size - _hub_http.TAIL_BYTES
+
+
+def _cut_miss(hub: FakeHub, repo_id: str, at: int, *, times: int = 1, other: bool = False) -> Any:
+    """Answers for MISS_A's whole download (from byte 0 to its end) and its continuations (``bytes=N-``) end at byte
+    ``at`` of the file, the first ``times`` of them (Content-Length promising the rest: a cut connection); the header
+    Range reads are served. ``other``: the continuations' bytes are not the file's (a storage error)."""
+    size = _blob(hub, repo_id, MISS_A).size
+    sha = _blob(hub, repo_id, MISS_A).sha256
+    calls: list[int] = []
+
+    def hook(server: str, method: str, path: str, status: int, body: bytes, headers: dict[str, str]) -> tuple:
+        if method != "GET" or server != "cdn" or not path.endswith("/" + sha) or status not in (200, 206):
+            return status, body, headers
+        start = _start(headers)
+        if not _download(headers, size):
+            return status, body, headers  # a header read
+        calls.append(start)
+        if other and start > 0:
+            body = bytes(b ^ 0xFF for b in body)
+        if len(calls) <= times:
+            return status, body[: max(0, at - start)], headers
+        return status, body, headers
+
+    return hook
+
+
+def test_full_continues_a_large_miss_download_cut_mid_file(
+    hub: FakeHub, tiny: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The download of MISS_A (large enough to continue) is cut at a third: the same command asks for the rest only
+    (``Range: bytes=THIRD-``) and validates clean (before: exit 2, "the connection was cut", the bytes lost)."""
+    monkeypatch.setattr(_hub_resume, "RESUMABLE_BYTES", 20_000)  # the tiny MiSS adapters count as large
+    repo_id = new_repo(hub, tiny)
+    size = _blob(hub, repo_id, MISS_A).size
+    assert size >= 20_000
+    hub.log.clear()
+    with hub.rewriting(_cut_miss(hub, repo_id, size // 3)):
+        assert main(["validate", f"hf://{repo_id}", "--full"]) == 0, capsys.readouterr()
+    gets = _miss_gets(hub, repo_id)
+    assert [g["range"] for g in gets] == [f"bytes=0-{size - 1}", f"bytes={size // 3}-"], gets
+    assert gets[1]["sent"] == size - size // 3
+
+
+def test_full_a_continued_file_is_checked_whole_and_fetched_again_if_wrong(
+    hub: FakeHub, tiny: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The continuation brings bytes that are not the file's: the whole file's sha256 disagrees with the listing, so
+    it is fetched whole once more and judged as usual (clean here). Without the check the spliced bytes would be
+    read as the file: an HSH001 against a sound repository."""
+    monkeypatch.setattr(_hub_resume, "RESUMABLE_BYTES", 20_000)
+    repo_id = new_repo(hub, tiny)
+    size = _blob(hub, repo_id, MISS_A).size
+    hub.log.clear()
+    with hub.rewriting(_cut_miss(hub, repo_id, size // 2, other=True)):
+        code = main(["validate", f"hf://{repo_id}", "--full"])
+    out = capsys.readouterr()
+    assert code == 0 and "HSH001" not in out.out, out
+    assert [g["range"] for g in _miss_gets(hub, repo_id)] == [
+        f"bytes=0-{size - 1}",
+        f"bytes={size // 2}-",
+        f"bytes=0-{size - 1}",
+    ]
+
+
+def test_full_gives_up_when_a_continuation_brings_nothing(
+    hub: FakeHub, tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every answer ends at half of the file: one continuation, which brings no byte, then exit 2 naming the file and
+    the bytes received (bounded: not RETRIES tries, never a loop), and no download left behind."""
+    monkeypatch.setattr(_hub_resume, "RESUMABLE_BYTES", 20_000)
+    monkeypatch.chdir(tmp_path)
+    repo_id = new_repo(hub, tiny)
+    size = _blob(hub, repo_id, MISS_A).size
+    hub.log.clear()
+    with hub.rewriting(_cut_miss(hub, repo_id, size // 2, times=99)):
+        assert main(["validate", f"hf://{repo_id}", "--full"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and f"{MISS_A}: " in err and f"cut after {size // 2} of the file's {size}" in err
+    assert [g["range"] for g in _miss_gets(hub, repo_id)] == [f"bytes=0-{size - 1}", f"bytes={size // 2}-"]
+    assert not list(tmp_path.rglob("full-*.pth"))
+
+
+def test_full_a_flaky_link_is_continued_a_bounded_number_of_times(
+    hub: FakeHub, tiny: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each answer brings a few more bytes and is cut again: continued while it brings bytes, at most RETRIES times
+    after the first request, then exit 2."""
+    monkeypatch.setattr(_hub_resume, "RESUMABLE_BYTES", 20_000)
+    repo_id = new_repo(hub, tiny)
+    size = _blob(hub, repo_id, MISS_A).size
+    sha = _blob(hub, repo_id, MISS_A).sha256
+
+    def trickle(server: str, method: str, path: str, status: int, body: bytes, headers: dict[str, str]) -> tuple:
+        if method == "GET" and server == "cdn" and path.endswith("/" + sha) and _download(headers, size):
+            return status, body[:100], headers
+        return status, body, headers
+
+    hub.log.clear()
+    with hub.rewriting(trickle):
+        assert main(["validate", f"hf://{repo_id}", "--full"]) == 2
+    assert len(_miss_gets(hub, repo_id)) == 1 + _hub_resume.RETRIES
+    assert "cut after" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("server", "status", "advice"),
+    [
+        ("cdn", 403, "token"),
+        ("cdn", 500, "Try again later"),
+        ("api", 404, "Check the revision"),
+    ],
+)
+def test_an_error_status_reading_a_weight_is_a_hub_error_not_lay010(
+    hub: FakeHub, tiny: Path, capsys: pytest.CaptureFixture[str], server: str, status: int, advice: str
+) -> None:
+    """The storage refuses (403) or fails (500, after huggingface_hub's retries) the Range reads of the weights, or
+    the Hub answers 404 for a file of its own listing: exit 2, the file, the URL and the status named, and the fix
+    for that status; no LAY010 (whose fix is local permissions)."""
+    repo_id = new_repo(hub, tiny)
+
+    def fail(srv: str, method: str, path: str, st: int, body: bytes, headers: dict[str, str]) -> tuple:
+        if srv == server and path.endswith(STATE if server == "api" else "/" + _blob(hub, repo_id, STATE).sha256):
+            return status, b"nope", {"Content-Length": "4"}
+        return st, body, headers
+
+    with hub.rewriting(fail):
+        assert main(["validate", f"hf://{repo_id}"]) == 2
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert "Traceback" not in text and "LAY010" not in text and "permissions" not in text, text
+    assert f"{STATE}: " in text and f"HTTP {status}" in text and advice in text, text
+    host = hub.storage if server == "cdn" else hub.endpoint
+    assert host in text, text
+
+
+def test_get_names_the_status_and_the_url_without_its_query(hub: FakeHub, tiny: Path) -> None:
+    """The unit: an error status is a RemoteStatusError with the status, and the URL shown without its query (a
+    storage URL's signature)."""
+    repo_id = new_repo(hub, tiny)
+    sha = _blob(hub, repo_id, STATE).sha256
+    url = f"{hub.storage}/blobs/{sha}?X-Amz-Signature=secret"
+
+    def forbid(server: str, method: str, path: str, status: int, body: bytes, headers: dict[str, str]) -> tuple:
+        return (403, b"no", {"Content-Length": "2"}) if server == "cdn" else (status, body, headers)
+
+    with hub.rewriting(forbid), pytest.raises(RemoteStatusError) as e:
+        Fetcher(hub.endpoint).get(url, start=0, end=9, total=100)
+    assert e.value.status == 403 and "HTTP 403" in e.value.message and "secret" not in e.value.message
+    assert f"{hub.storage}/blobs/{sha}" in e.value.message and "token" in e.value.hint
+
+
+class _Full:
+    """A file whose writes fail as on a full disk."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def write(self, data: bytes) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), self.name)
+
+
+def test_get_a_full_disk_is_a_local_write_error(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
+    """The unit: an OSError of the sink is said as a local write error naming the destination and the errno text,
+    not "cannot fetch" (a Hub problem)."""
+    repo_id = new_repo(hub, tiny)
+    data = hub.files(repo_id)["README.md"]
+    url = f"{hub.endpoint}/{repo_id}/resolve/{hub.head(repo_id)}/README.md"
+    dest = str(tmp_path / "out.bin")
+    with pytest.raises(LocalWriteError) as e:
+        Fetcher(hub.endpoint).get(url, size=len(data), sink=_Full(dest))  # type: ignore[arg-type]
+    assert e.value.errno == errno.ENOSPC and e.value.path == dest
+    assert dest in e.value.message and "No space left on device" in e.value.message, e.value.message
+    assert "cannot fetch" not in e.value.message and "Free space" in e.value.hint
+
+
+def test_validate_full_on_a_full_disk_is_exit_2_and_leaves_nothing(
+    hub: FakeHub, tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--full`` downloads a MiSS adapter onto a full disk: exit 2, the temporary file and "No space left on device"
+    named, no LAY010, and the download removed."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr("tempfile.tempdir", None)
+    repo_id = new_repo(hub, tiny)
+    real = _hub_http.Fetcher.get
+
+    def get(self: Fetcher, url: str, **kw: Any) -> bytes:
+        if kw.get("sink") is not None:
+            kw["sink"] = _Full(kw["sink"].name)
+        return real(self, url, **kw)
+
+    monkeypatch.setattr(_hub_http.Fetcher, "get", get)
+    assert main(["validate", f"hf://{repo_id}", "--full"]) == 2
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert "Traceback" not in text and "LAY010" not in text and "cannot fetch" not in text, text
+    assert "No space left on device" in text and "full-" in text and "cannot write the download to" in text, text
+    assert list(tmp_path.iterdir()) == []
