@@ -21,7 +21,8 @@ Errors carry ``X-Error-Code`` (RepoNotFound, RevisionNotFound, EntryNotFound) li
 Test helpers: :meth:`FakeHub.create_repo`, :meth:`FakeHub.commit_files` (seed or change a repo
 directly), :attr:`FakeHub.log` (every request: method, path, Range, Authorization, Accept-Encoding, body bytes sent),
 :attr:`FakeHub.before_commit` (a hook run when a commit request arrives, to simulate a race) and
-:attr:`FakeHub.rewrite` (a hook that may change any answer: a hostile Hub or proxy).
+:attr:`FakeHub.rewrite` (a hook that may change any answer: a hostile Hub or proxy), :attr:`FakeHub.latency` and
+:attr:`FakeHub.bandwidth` (a slow link: a pause before each answer, a cap on each answer's bytes per second).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import hashlib
 import json
 import re
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -94,6 +96,10 @@ class FakeHub:
         self.log: list[dict[str, Any]] = []
         self.before_commit: Callable[[str], None] | None = None
         self.ignore_range = False  # behave like a broken proxy that answers 200 with the whole file
+        # a slow link (bench/pull_bench.py): seconds before each answer, and bytes per second of each answer's body
+        # (a per-connection cap, as a CDN or a congested route gives); 0: none
+        self.latency = 0.0
+        self.bandwidth = 0
         # a hostile Hub: rewrite(server, method, path, status, body, headers) -> (status, body, headers),
         # called on every answer before it is sent (headers include Content-Length when it is to be kept)
         self.rewrite: (
@@ -241,29 +247,35 @@ def _handler(hub: FakeHub, server: str) -> type[BaseHTTPRequestHandler]:
                 status, data, headers = hub.rewrite(
                     server, self.command, urlsplit(self.path).path, status, data, headers
                 )
+            if hub.latency:
+                time.sleep(hub.latency)
             self.send_response(status)
             for k, v in headers.items():
                 self.send_header(k, v)
             self.end_headers()
-            sent = 0
-            if self.command != "HEAD" and data:
-                self.wfile.write(data)
-                sent = len(data)
-            if int(headers.get("Content-Length", len(data))) > sent and self.command != "HEAD":
-                self.close_connection = True  # a truncated answer: hang up before the promised length
+            # logged before the body: a client that stops reading (a full disk, Ctrl-C) and hangs up makes the write
+            # fail, and a test counting requests must see this one (before, it was logged after the body, or never)
+            entry = {
+                "server": server,
+                "method": self.command,
+                "path": urlsplit(self.path).path,
+                "range": self.headers.get("Range"),
+                "authorization": self.headers.get("Authorization"),
+                "accept_encoding": self.headers.get("Accept-Encoding"),
+                "status": status,
+                "sent": 0,  # body bytes handed to the connection so far
+            }
             with hub.lock:
-                hub.log.append(
-                    {
-                        "server": server,
-                        "method": self.command,
-                        "path": urlsplit(self.path).path,
-                        "range": self.headers.get("Range"),
-                        "authorization": self.headers.get("Authorization"),
-                        "accept_encoding": self.headers.get("Accept-Encoding"),
-                        "status": status,
-                        "sent": sent,
-                    }
-                )
+                hub.log.append(entry)
+            if self.command != "HEAD" and data:
+                step = 64 * 1024 if hub.bandwidth else len(data)
+                for at in range(0, len(data), step):
+                    self.wfile.write(data[at : at + step])
+                    entry["sent"] += len(data[at : at + step])
+                    if hub.bandwidth:
+                        time.sleep(len(data[at : at + step]) / hub.bandwidth)
+            if int(headers.get("Content-Length", len(data))) > entry["sent"] and self.command != "HEAD":
+                self.close_connection = True  # a truncated answer: hang up before the promised length
 
         def _dispatch(self) -> None:
             try:
