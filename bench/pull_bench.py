@@ -18,7 +18,14 @@ asks for its second half only, one without fetches it whole).
 child; with several, the runs alternate (A B A B …) so that the machine's load falls on each alike.
 Figures: the median of ``--repeat`` pulls per registry and checkout.
 
+``--large-workers 1 2 4``: instead of whole pulls, time (wall) the download of the demo's four weight files (one 16
+MiB State, three 36 MiB MiSS adapters: what pull fetches with ``fetch_resumable``) in this process, one after
+another (1) or N at a time in threads (a prototype of a parallel pull: the product downloads them one after
+another), the runs alternating; with ``--latency-ms`` (a pause before each answer) and ``--bandwidth-mbs`` (MB/s of
+each answer: a per-connection cap), the server plays a slow link.
+
 Usage: python bench/pull_bench.py [--checkout DIR ...] [--repeat 5] [--states 50] [--only TEXT ...] [--json OUT]
+       python bench/pull_bench.py --large-workers 1 2 4 [--latency-ms 50] [--bandwidth-mbs 20] [--repeat 5]
 For stable figures: ``unset PYTHONDONTWRITEBYTECODE`` and ``python -m compileall -q registry`` in each
 checkout first (every child would otherwise compile the package again).
 """
@@ -153,6 +160,35 @@ def pull_once(
     return usage.ru_utime + usage.ru_stime, wall
 
 
+def large_workers(hub: Any, repo_id: str, tmp: Path, workers: list[int], repeat: int) -> dict[int, list[float]]:
+    """Wall seconds of downloading every weight file of ``repo_id`` (``fetch_resumable``, as pull does) with each
+    number of ``workers`` (1: one after another), ``repeat`` times, alternating."""
+    from concurrent.futures import ThreadPoolExecutor
+    from functools import partial
+
+    from rwkv_registry._hub_remote import connect
+    from rwkv_registry._hub_resume import fetch_resumable
+
+    remote = connect(repo_id, endpoint=hub.endpoint)
+    large = sorted(r for r in remote.files if r.endswith(".pth"))
+    walls: dict[int, list[float]] = {w: [] for w in workers}
+    for _ in range(repeat):
+        for w in workers:
+            staging = tmp / f"staging-{w}"
+            staging.mkdir()
+            t0 = time.perf_counter()
+            if w == 1:
+                for rel in large:
+                    fetch_resumable(remote, staging, rel)
+            else:
+                with ThreadPoolExecutor(max_workers=w) as pool:
+                    list(pool.map(partial(fetch_resumable, remote, staging), large))
+            walls[w].append(time.perf_counter() - t0)
+            assert all((staging / r).stat().st_size == remote.files[r].size for r in large)
+            shutil.rmtree(staging)
+    return walls
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--checkout", type=Path, action="append", help="checkout whose code pulls (default: this one)")
@@ -160,6 +196,9 @@ def main() -> None:
     ap.add_argument("--states", type=int, default=50)
     ap.add_argument("--json", type=Path)
     ap.add_argument("--only", action="append", help="run the registries whose name holds this text (repeatable)")
+    ap.add_argument("--large-workers", type=int, nargs="+", help="time the demo's weight downloads N at a time")
+    ap.add_argument("--latency-ms", type=float, default=0.0, help="the server pauses this long before each answer")
+    ap.add_argument("--bandwidth-mbs", type=float, default=0.0, help="the server sends each answer at this MB/s")
     args = ap.parse_args()
     checkouts = [c.resolve() for c in (args.checkout or [REPO])]
     from hub_server import FakeHub, load_registry
@@ -179,6 +218,20 @@ def main() -> None:
     os.environ["RWKV_REGISTRY_CACHE_DIR"] = str(tmp / "build-cache")
     try:
         demo = build_demo(tmp / "demo", log=lambda m: None)
+        if args.large_workers:
+            os.environ.update({k: v for k, v in env.items() if k.startswith("HF_")})
+            with FakeHub() as hub:
+                load_registry(hub, "bench/demo", demo)
+                hub.latency, hub.bandwidth = args.latency_ms / 1000, int(args.bandwidth_mbs * 1e6)
+                walls = large_workers(hub, "bench/demo", tmp, args.large_workers, args.repeat)
+            for w, ws in walls.items():
+                print(
+                    f"demo weights (4 files, 124 MB), {w} at a time, latency {args.latency_ms:g} ms, "
+                    f"{args.bandwidth_mbs:g} MB/s per answer: wall {statistics.median(ws):.2f} s "
+                    f"(median of {len(ws)}: {[round(x, 2) for x in ws]})"
+                )
+            print(machine())
+            return
         many = many_states(tmp / "many", tmp, args.states)
         # name -> (registry, in plain git, how the first pull was stopped: None (no first pull), "half", "cut")
         registries: dict[str, tuple[Path, bool, str | None]] = {
