@@ -22,6 +22,8 @@ from ._hub_http import (
     RemoteStatusError,
     error_reason,
     error_status,
+    status_hint,
+    write_hint,
 )
 from ._hub_remote import RemoteRepo
 from .errors import CheckpointError, RegistryIOError
@@ -97,11 +99,12 @@ def remote_weight_facts(remote: RemoteRepo, path: str, *, full: bool, workdir: P
     try:
         fd, tmp = tempfile.mkstemp(prefix="full-", suffix=".pth", dir=workdir)
     except OSError as e:
-        raise LocalWriteError(str(workdir), e) from e
+        raise LocalWriteError(str(workdir), e, hint=write_hint(str(workdir))) from e
     os.close(fd)  # written by name below: a first pass, and a continuation opened again
     try:
         continued = _download_whole(remote, source.url, entry.size, tmp)
         facts = compute_facts(tmp)
+        hashed = entry.size
         if continued:  # the bytes kept before a cut must be the file's: the whole file's sha256 against the listing
             try:
                 remote.check_served(path, facts.size, facts.sha256, None)
@@ -109,11 +112,12 @@ def remote_weight_facts(remote: RemoteRepo, path: str, *, full: bool, workdir: P
                 with open(tmp, "wb") as f:
                     remote.fetcher.get(source.url, start=0, end=entry.size - 1, total=entry.size, sink=f)
                 facts = compute_facts(tmp)
-        return facts, entry.size
+                hashed += entry.size
+        return facts, hashed
     except RegistryIOError:
         raise
     except OSError as e:
-        raise LocalWriteError(tmp, e) from e
+        raise LocalWriteError(tmp, e, hint=write_hint(tmp)) from e
     finally:
         Path(tmp).unlink(missing_ok=True)
 
@@ -147,8 +151,9 @@ def _download_whole(remote: RemoteRepo, url: str, size: int, tmp: str) -> bool:
             raise
         except RegistryIOError as e:  # an error status: the status and the URL, not a finding (LAY010)
             cause = e.__cause__
-            if isinstance(cause, Exception) and error_status(cause) is not None:
-                raise RemoteStatusError(url, error_status(cause), error_reason(cause)) from cause
+            status = error_status(cause) if cause is not None else None
+            if cause is not None and status is not None:
+                raise RemoteStatusError(url, status, error_reason(cause), hint=status_hint(status)) from cause
             raise
 
     _hub_resume._continue_cut(Path(tmp), once, first)

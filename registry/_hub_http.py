@@ -44,13 +44,13 @@ class DownloadCut(RegistryIOError):
     so far are good to continue from. ``written_from``: the offset they were written from, as
     :meth:`Fetcher.resume` returns it (0: the server answered with the whole file, from its first byte)."""
 
-    def __init__(self, message: str, *, written_from: int, path: str = "", hint: str = "") -> None:
-        super().__init__(message, hint=hint or _CUT_HINT, path=path)
+    def __init__(self, message: str, *, written_from: int, hint: str, path: str = "") -> None:
+        super().__init__(message, hint=hint, path=path)
         self.written_from = written_from
 
 
 _CUT_HINT = "The connection to the Hub (or its storage) dropped before the end of the file. Try again."
-_OTHER_BYTES = (
+OTHER_BYTES_HINT = (
     "The server (the Hub's storage, a proxy, HF_ENDPOINT) does not answer with the file the Hub lists. Try again; if "
     "it persists, check HF_ENDPOINT and the proxy, or report it."
 )
@@ -60,10 +60,10 @@ class RemoteStatusError(RegistryIOError):
     """The Hub or its storage answered an error status (after huggingface_hub's retries) to a read of ``url``: no
     finding against the repository (its files may be fine) but no verdict either. ``status``: the HTTP status."""
 
-    def __init__(self, url: str, status: int | None, detail: str) -> None:
+    def __init__(self, url: str, status: int | None, detail: str, *, hint: str) -> None:
         shown = public_url(url)
         code = f"HTTP {status}" if status is not None else "an error status"
-        super().__init__(f"{shown}: the server answered {code} {detail}", hint=status_hint(status), path=shown)
+        super().__init__(f"{shown}: the server answered {code} {detail}", hint=hint, path=shown)
         self.url = shown
         self.status = status
 
@@ -72,15 +72,18 @@ class LocalWriteError(RegistryIOError):
     """Writing a download to its local destination failed (a full disk, a read-only mount, a quota): an error of
     this machine, never of the Hub. ``errno``: the OSError's."""
 
-    def __init__(self, dest: str, error: OSError) -> None:
+    def __init__(self, dest: str, error: OSError, *, hint: str) -> None:
         text = error.strerror or str(error) or type(error).__name__
-        super().__init__(
-            f"cannot write the download to {dest}: {text}",
-            hint=f"Free space on the disk holding {dest} (or point TMPDIR at a disk with room) and run the command "
-            "again; nothing was kept.",
-            path=dest,
-        )
+        super().__init__(f"cannot write the download to {dest}: {text}", hint=hint, path=dest)
         self.errno = error.errno
+
+
+def write_hint(dest: str) -> str:
+    """What to do when a download cannot be written to ``dest``."""
+    return (
+        f"Free space on the disk holding {dest} (or point TMPDIR at a disk with room) and run the command again; "
+        "nothing was kept."
+    )
 
 
 def public_url(url: str) -> str:
@@ -202,14 +205,14 @@ class Fetcher:
                             expected = "asked for" if ranged else "listed"
                             raise RegistryIOError(
                                 f"{url}: the server sent more than the {want} bytes {expected}",
-                                hint=_OTHER_BYTES,
+                                hint=OTHER_BYTES_HINT,
                                 path=url,
                             )
                         if sink is not None:
                             try:
                                 sink.write(chunk)
                             except OSError as e:  # a full disk: an error of this machine, not of the Hub
-                                raise LocalWriteError(_sink_name(sink), e) from e
+                                raise LocalWriteError(_sink_name(sink), e, hint=write_hint(_sink_name(sink))) from e
                         else:
                             chunks.append(chunk)
                 except (RegistryIOError, OSError):  # an OSError of sink (a full disk) is no cut connection
@@ -222,17 +225,24 @@ class Fetcher:
                     raise DownloadCut(
                         f"{url}: the connection was cut after {got}{of}{where} ({type(e).__name__}: {_first_line(e)})",
                         written_from=start or 0,
+                        hint=_CUT_HINT,
                         path=url,
                     ) from e
         except RegistryIOError:
             raise
         except HfHubHTTPError as e:
-            raise RemoteStatusError(url, error_status(e), error_reason(e)) from e
+            status = error_status(e)
+            raise RemoteStatusError(url, status, error_reason(e), hint=status_hint(status)) from e
         except Exception as e:  # httpx2 transport errors, offline mode
-            raise RegistryIOError(f"cannot fetch {url}: {type(e).__name__}: {e}", path=url) from e
+            raise RegistryIOError(
+                f"cannot fetch {url}: {type(e).__name__}: {e}",
+                hint="Check the network, a proxy, or HF_ENDPOINT (HF_HUB_OFFLINE=1 forbids every request), and run "
+                "again.",
+                path=url,
+            ) from e
         if want is not None and got != want:
             where = f"asked for {want} bytes at offset {start}" if ranged else f"expected {want} bytes"
-            raise RegistryIOError(f"{url}: {where}, got {got}", hint=_OTHER_BYTES, path=url)
+            raise RegistryIOError(f"{url}: {where}, got {got}", hint=OTHER_BYTES_HINT, path=url)
         return b"".join(chunks)
 
     def resume(
@@ -281,13 +291,13 @@ class Fetcher:
                     if not m or (int(m.group(1)), int(m.group(2)), m.group(3)) != (offset, size - 1, str(size)):
                         raise RegistryIOError(
                             f"Content-Range {span!r} does not answer bytes {offset}-{size - 1} of {size}",
-                            hint=_OTHER_BYTES,
+                            hint=OTHER_BYTES_HINT,
                             path=url,
                         )
                 else:
                     raise RegistryIOError(
                         f"HTTP {status} to a download" + (f" from byte {offset}" if offset else ""),
-                        hint=_OTHER_BYTES,
+                        hint=OTHER_BYTES_HINT,
                         path=url,
                     )
                 sink.seek(start)
@@ -299,7 +309,7 @@ class Fetcher:
                         self._count(len(chunk))
                         if got > size:
                             raise RegistryIOError(
-                                f"the server sent more than the {size} bytes listed", hint=_OTHER_BYTES, path=url
+                                f"the server sent more than the {size} bytes listed", hint=OTHER_BYTES_HINT, path=url
                             )
                         sink.write(chunk)
                         if progress is not None:
@@ -312,6 +322,7 @@ class Fetcher:
                         f"the connection was cut after {got} of the file's {size} bytes ({type(e).__name__}: "
                         f"{_first_line(e)})",
                         written_from=start,
+                        hint=_CUT_HINT,
                     ) from e
         except (RegistryIOError, OSError):
             raise
@@ -323,9 +334,12 @@ class Fetcher:
             raise DownloadCut(
                 f"the download stopped after {got} of the file's {size} bytes ({type(e).__name__}: {_first_line(e)})",
                 written_from=start,
+                hint=_CUT_HINT,
             ) from e
         if got != size:
-            raise DownloadCut(f"the download ended after {got} of the file's {size} bytes", written_from=start)
+            raise DownloadCut(
+                f"the download ended after {got} of the file's {size} bytes", written_from=start, hint=_CUT_HINT
+            )
         return start
 
     @staticmethod
@@ -341,18 +355,20 @@ class Fetcher:
                 )
             return
         if response.status_code != 206:
-            raise RegistryIOError(f"{url}: HTTP {response.status_code} to a Range request", hint=_OTHER_BYTES, path=url)
+            raise RegistryIOError(
+                f"{url}: HTTP {response.status_code} to a Range request", hint=OTHER_BYTES_HINT, path=url
+            )
         m = _CONTENT_RANGE.match(response.headers.get("Content-Range", ""))
         if not m or int(m.group(1)) != start or int(m.group(2)) != end:
             raise RegistryIOError(
                 f"{url}: Content-Range {response.headers.get('Content-Range')!r} does not answer bytes {start}-{end}",
-                hint=_OTHER_BYTES,
+                hint=OTHER_BYTES_HINT,
                 path=url,
             )
         if total is not None and m.group(3) != "*" and int(m.group(3)) != total:
             raise RegistryIOError(
                 f"{url}: the file holds {m.group(3)} bytes, the Hub's tree listing says {total}",
-                hint=_OTHER_BYTES,
+                hint=OTHER_BYTES_HINT,
                 path=url,
             )
 

@@ -212,7 +212,7 @@ class RemoteRepo:
         from huggingface_hub import get_hf_file_metadata
         from huggingface_hub.errors import HfHubHTTPError
 
-        from ._hub_http import RemoteStatusError, error_reason, error_status
+        from ._hub_http import RemoteStatusError, error_reason, error_status, status_hint
 
         entry = self.files[path]
         url = self.url(path)
@@ -221,7 +221,8 @@ class RemoteRepo:
         except HfHubHTTPError as e:  # a file of the listing that the Hub does not serve: a 404, a 403, a 5xx
             if error_status(e) is None:
                 raise hub_error(e, self.repo_id, self.sha[:12], self.endpoint) from e
-            raise RemoteStatusError(url, error_status(e), error_reason(e)) from e
+            status = error_status(e)
+            raise RemoteStatusError(url, status, error_reason(e), hint=status_hint(status)) from e
         except Exception as e:
             raise hub_error(e, self.repo_id, self.sha[:12], self.endpoint) from e
         if meta.size is not None and meta.size != entry.size:

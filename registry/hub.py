@@ -90,7 +90,7 @@ class HubValidator(Validator):
     def collect_facts(self, tree: Tree, weights: list[str]) -> dict[str, FileFacts | OSError]:
         """Weights in LFS: metadata + Range reads (``--full``: MiSS downloaded); plain git files: read locally."""
         from ._hub_facts import metadata_facts, remote_weight_facts
-        from ._hub_http import DownloadCut, LocalWriteError, RemoteStatusError
+        from ._hub_http import OTHER_BYTES_HINT, DownloadCut, LocalWriteError, RemoteStatusError
 
         self.work.mkdir(parents=True, exist_ok=True)
         results: dict[str, FileFacts | OSError] = {}
@@ -122,7 +122,8 @@ class HubValidator(Validator):
             except LocalWriteError:  # --full's download could not be stored here: a local error, exit 2
                 raise
             except RegistryError as e:
-                return rel, RegistryIOError(e.message, path=rel), 0
+                # a finding (LAY010) whose fix is its rule's; the hint is kept for a caller that raises it
+                return rel, RegistryIOError(e.message, hint=e.hint or OTHER_BYTES_HINT, path=rel), 0
 
         with ThreadPoolExecutor(max_workers=min(WORKERS, max(1, len(remote_weights)))) as pool:
             for rel, result, n in pool.map(one, remote_weights):
