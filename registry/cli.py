@@ -330,7 +330,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     console = _console()
     if args.smoke:  # the tiny registry beside PATH may be replaced only when the demo wrote it: checked first
         mod = importlib.import_module("rwkv_registry.model.smoke.demo")
-        mod.check_tiny_registry_dir(mod.smoke_work_dir(args.path))
+        mod.check_demo_smoke_dirs(mod.smoke_work_dir(args.path))
     root = build_demo(args.path, force=args.force, log=lambda m: console.print(f"[dim]demo:[/] {m}"))
     report = validate_registry(root)
     print_report(report, console)

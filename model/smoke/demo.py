@@ -126,6 +126,25 @@ def check_tiny_registry_dir(work: Path) -> None:
         raise UsageError(f"{reg} is not an earlier tiny demo registry: {why}", hint=hint, path=str(reg))
 
 
+def tiny_weights_dir(work: Path) -> Path:
+    """Where ``demo --smoke`` keeps the tiny weights: ``RWKV_REGISTRY_SMOKE_WEIGHTS`` (a shared cache: tests,
+    CI) or ``work/weights``."""
+    import os
+
+    env = os.environ.get("RWKV_REGISTRY_SMOKE_WEIGHTS")
+    return Path(env) if env else work / "weights"
+
+
+def check_demo_smoke_dirs(work: Path) -> None:
+    """Refuse (exit 2) before anything is written when ``demo --smoke`` would replace what it did not write:
+    in ``work/registry`` (:func:`check_tiny_registry_dir`) or among the tiny weights' files
+    (:func:`~rwkv_registry.model.smoke.train_tiny.check_weights_dir`)."""
+    from rwkv_registry.model.smoke.train_tiny import check_weights_dir
+
+    check_tiny_registry_dir(work)
+    check_weights_dir(tiny_weights_dir(work))
+
+
 def build_tiny_registry(work: Path, weights: TinyWeights, config: TrainConfig | None = None) -> Path:
     """A fresh registry in ``work/registry`` with the tiny base, State and MiSS; returns its root.
 
@@ -181,8 +200,6 @@ def run_demo_smoke(root: Path, *, console: Any, work_dir: Path | None = None, we
 
     Returns 0 when both entries pass and each beats the base significantly, else 1.
     """
-    import os
-
     from rwkv_registry.model.smoke.evaluate import Settings, run_smoke
     from rwkv_registry.model.smoke.report import append_record, build_report, render, smoke_record
     from rwkv_registry.validate import validate_registry
@@ -190,8 +207,7 @@ def run_demo_smoke(root: Path, *, console: Any, work_dir: Path | None = None, we
     root = Path(root)
     work = work_dir or smoke_work_dir(root)
     check_tiny_registry_dir(work)
-    env = os.environ.get("RWKV_REGISTRY_SMOKE_WEIGHTS")  # a shared cache of the trained files (tests, CI)
-    wdir = weights_dir or (Path(env) if env else work / "weights")
+    wdir = weights_dir or tiny_weights_dir(work)
 
     def log(msg: str) -> None:
         console.print(f"[dim]smoke demo:[/] {msg}")

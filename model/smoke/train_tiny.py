@@ -70,6 +70,8 @@ BASE_NAME = "rwkv7-tiny-demo.pth"
 STATE_NAME = "tiny-state.pth"
 MISS_NAME = "tiny-miss.pth"
 MANIFEST = "manifest.json"
+WRITER = "rwkv_registry.model.smoke.train_tiny"  # the manifest's mark: the demo wrote the files it lists
+WRITTEN = (BASE_NAME, STATE_NAME, MISS_NAME)  # what build_tiny_weights writes (and replaces) beside MANIFEST
 
 
 @dataclass(frozen=True)
@@ -512,6 +514,74 @@ def _file_record(path: Path) -> dict[str, object]:
     return {"size": path.stat().st_size, "sha256": sha256_file(path)}
 
 
+def _claimed(manifest: Path) -> set[str]:
+    """The file names ``manifest`` says the demo wrote; ValueError when it is not a manifest of the demo's.
+
+    A manifest carries :data:`WRITER` and lists in ``writes`` the files a run is about to write (before the
+    first of them, so that an interrupted run still owns what it left); an older demo's manifest (no mark)
+    is recognised by its shape: a ``key`` and the records of exactly the three files.
+    """
+    if manifest.is_symlink() or not manifest.is_file():
+        raise ValueError(f"{MANIFEST} is not a plain file")
+    try:
+        data = json.loads(manifest.read_bytes())
+    except ValueError:
+        raise ValueError(f"{MANIFEST} is not the demo's (not JSON)") from None
+    if isinstance(data, dict) and data.get("writer") == WRITER and isinstance(data.get("writes"), list):
+        return {name for name in data["writes"] if name in WRITTEN}
+    if (
+        isinstance(data, dict)
+        and isinstance(data.get("key"), str)
+        and isinstance(data.get("files"), dict)
+        and set(data["files"]) == set(WRITTEN)
+    ):
+        return set(WRITTEN)
+    raise ValueError(f"{MANIFEST} is not the demo's (no {WRITER!r} mark)")
+
+
+def check_weights_dir(out_dir: str | Path) -> None:
+    """Refuse (:class:`~rwkv_registry.errors.UsageError`, exit 2) when :func:`build_tiny_weights` would replace
+    or delete in ``out_dir`` a file the demo did not write.
+
+    It writes :data:`WRITTEN` and :data:`MANIFEST` there; a file of one of those names is the demo's only
+    when a manifest of the demo's (:func:`_claimed`) lists it. Anything else (a user's ``tiny-state.pth``,
+    a ``manifest.json`` of another tool, a link, a folder) is left as it is.
+    """
+    from rwkv_registry.errors import UsageError
+
+    out = Path(out_dir)
+    hint = (
+        "Nothing was touched. Move those files away, or keep the tiny weights in another folder "
+        "(RWKV_REGISTRY_SMOKE_WEIGHTS=DIR), then run the command again."
+    )
+    if out.is_symlink() or (out.exists() and not out.is_dir()):
+        raise UsageError(f"{out} is not a directory: the tiny weights are written into that folder", hint=hint)
+    manifest = out / MANIFEST
+    claimed: set[str] = set()
+    try:
+        if manifest.exists() or manifest.is_symlink():
+            claimed = _claimed(manifest)
+    except (OSError, ValueError) as e:
+        raise UsageError(
+            f"{manifest}: {e}: the demo writes and replaces that file with its tiny weights",
+            hint=hint,
+            path=str(manifest),
+        ) from None
+    foreign = []
+    for name in WRITTEN:
+        p = out / name
+        if p.is_symlink() or (p.exists() and (not p.is_file() or name not in claimed)):
+            foreign.append(name)
+    if foreign:
+        raise UsageError(
+            f"{out}: {', '.join(foreign)} {'was' if len(foreign) == 1 else 'were'} not written by the demo "
+            f"(no {MANIFEST} of the demo's lists {'it' if len(foreign) == 1 else 'them'}), and the demo writes its "
+            "tiny weights under those names",
+            hint=hint,
+            path=str(out),
+        )
+
+
 def build_tiny_weights(
     out_dir: str | Path,
     *,
@@ -520,6 +590,9 @@ def build_tiny_weights(
     parallel: bool = True,
 ) -> TinyWeights:
     """Train (or reuse) the demo's tiny base, State and MiSS in ``out_dir``.
+
+    Only files the demo wrote are replaced there (:func:`check_weights_dir`: a user's file of one of
+    the names is refused, UsageError).
 
     ``parallel`` trains the State and the MiSS in two worker processes (one thread each; the
     same bytes as in one process: :func:`training_numerics`, :func:`_run_parts_in_processes`).
@@ -538,8 +611,11 @@ def build_tiny_weights(
             return files
     except (OSError, ValueError, KeyError, TypeError):
         pass
+    check_weights_dir(out)
     out.mkdir(parents=True, exist_ok=True)
-    manifest.unlink(missing_ok=True)
+    # the names about to be written, claimed before the first of them (and no longer reusable: no "files")
+    mark = {"writer": WRITER, "writes": list(WRITTEN), "key": key}
+    atomic_write_bytes(manifest, (json.dumps(mark, indent=2) + "\n").encode())
     t0 = time.perf_counter()
     tensors = demo_base_tensors(config)
     save_tensors(files.base, {k: v.to(torch.bfloat16) for k, v in tensors.items()})
@@ -550,7 +626,7 @@ def build_tiny_weights(
         for line in lines:
             log(line)
     record = {
-        "key": key,
+        **mark,
         "config": asdict(config),
         "seconds": round(time.perf_counter() - t0, 1),
         "files": {p.name: _file_record(p) for p in (files.base, files.state, files.miss)},
@@ -583,7 +659,13 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 1:
         print("usage: python -m rwkv_registry.model.smoke.train_tiny OUT_DIR", file=sys.stderr)
         return 2
-    w = build_tiny_weights(args[0], log=print)
+    from rwkv_registry.errors import RegistryError
+
+    try:
+        w = build_tiny_weights(args[0], log=print)
+    except RegistryError as e:  # a folder holding files the demo did not write: refused, no traceback
+        print(f"error: {e.message}" + (f"\nhint: {e.hint}" if e.hint else ""), file=sys.stderr)
+        return e.exit_code
     print(f"base {w.base}\nstate {w.state}\nmiss {w.miss}")
     return 0
 

@@ -88,3 +88,91 @@ def test_the_tiny_registry_goes_beside_the_demo_not_inside_it(tmp_path, monkeypa
     (tmp_path / "demo").mkdir()
     monkeypatch.chdir(tmp_path / "demo" if given.startswith(".") else tmp_path)
     assert smoke_work_dir(given) == tmp_path / "demo-smoke"
+
+
+@pytest.fixture
+def fake_parts(monkeypatch):
+    """build_tiny_weights whose training only writes its file (no torch training)."""
+    from rwkv_registry.model.smoke import train_tiny
+
+    def fake_part(part: str, base: str, out: str, config: TrainConfig) -> list[str]:
+        from pathlib import Path
+
+        Path(out).write_bytes(part.encode())
+        return []
+
+    monkeypatch.setattr(train_tiny, "_train_part", fake_part)
+    return replace(TrainConfig(), n_embd=64)
+
+
+def _user_file(out, name: str) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    if name == "link":
+        (out / "tiny-state.pth").symlink_to(out.parent / "elsewhere.pth")
+    elif name == "folder":
+        (out / "tiny-miss.pth").mkdir()
+    else:
+        (out / name).write_text("precious\n")
+
+
+def _tree(root) -> dict[str, bytes | str]:
+    return {
+        p.relative_to(root).as_posix(): (str(p.readlink()) if p.is_symlink() else b"" if p.is_dir() else p.read_bytes())
+        for p in sorted(root.rglob("*"))
+    }
+
+
+@pytest.mark.parametrize(
+    "name", ["rwkv7-tiny-demo.pth", "tiny-state.pth", "tiny-miss.pth", "manifest.json", "link", "folder"]
+)
+def test_tiny_weights_never_replace_a_file_the_demo_did_not_write(tmp_path, fake_parts, name):
+    """A file of one of the names the tiny weights are written under, with no manifest of the demo's listing it,
+    is refused (UsageError naming it) and left as it was."""
+    from rwkv_registry.errors import UsageError
+
+    out = tmp_path / "w"
+    _user_file(out, name)
+    before = _tree(out)
+    with pytest.raises(UsageError) as e:
+        build_tiny_weights(out, config=fake_parts, parallel=False)
+    shown = {"link": "tiny-state.pth", "folder": "tiny-miss.pth"}.get(name, name)
+    msg = str(e.value)
+    assert shown in msg and ("is not the demo's" in msg or "not written by the demo" in msg)
+    assert "Nothing was touched" in (e.value.hint or "")
+    assert _tree(out) == before
+
+
+def test_tiny_weights_replace_what_an_earlier_run_wrote_even_interrupted(tmp_path, fake_parts, monkeypatch):
+    """The manifest claims the names before the first file is written: what an interrupted run left is the
+    demo's, and the next run replaces it; a user file beside them is never touched."""
+    from rwkv_registry.model.smoke import train_tiny
+
+    out = tmp_path / "w"
+    (tmp_path / "w").mkdir()
+    (out / "notes.txt").write_text("mine\n")
+
+    def interrupted(part: str, base: str, o: str, config: TrainConfig) -> list[str]:
+        raise KeyboardInterrupt
+
+    real = train_tiny._train_part
+    monkeypatch.setattr(train_tiny, "_train_part", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        build_tiny_weights(out, config=fake_parts, parallel=False)
+    assert (out / "rwkv7-tiny-demo.pth").is_file()  # written before the training was interrupted
+    monkeypatch.setattr(train_tiny, "_train_part", real)
+    w = build_tiny_weights(out, config=fake_parts, parallel=False)
+    assert not w.reused and w.state.read_bytes() == b"state"
+    assert build_tiny_weights(out, config=fake_parts, parallel=False).reused
+    assert (out / "notes.txt").read_text() == "mine\n"
+
+
+def test_demo_smoke_refuses_a_user_file_among_the_tiny_weights_before_writing(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("RWKV_REGISTRY_SMOKE_WEIGHTS", raising=False)
+    mine = tmp_path / "mine-smoke" / "weights" / "tiny-state.pth"
+    mine.parent.mkdir(parents=True)
+    mine.write_text("precious\n")
+    assert main(["demo", str(tmp_path / "mine"), "--smoke"]) == 2
+    err = capsys.readouterr().err
+    assert "tiny-state.pth was not written by the demo" in err
+    assert mine.read_text() == "precious\n" and sorted(p.name for p in mine.parent.iterdir()) == ["tiny-state.pth"]
+    assert not (tmp_path / "mine").exists()  # refused before the demo registry was built

@@ -22,6 +22,7 @@ import pytest
 import torch
 from wkv_inputs import wkv_inputs
 
+from rwkv_registry.errors import UsageError
 from rwkv_registry.kernels.wkv7 import wkv7_naive
 from rwkv_registry.miss import tensor_name
 from rwkv_registry.model import RWKV7, get_profile, get_tokenizer
@@ -321,15 +322,22 @@ def test_cached_weights_are_reused_only_when_complete_and_recorded(tmp_path, fak
     first.state.unlink()  # a file gone: train again
     again = build_tiny_weights(out, config=config, parallel=False)
     assert not again.reused and again.state.is_file()
-    for manifest in ("{", "[1]", '{"key": 1}', "{}"):  # damaged manifests: train again, no traceback
+    good = (out / "manifest.json").read_text()
+    for manifest in ("{", "[1]", '{"key": 1}', "{}"):  # not the demo's manifest: refused, nothing touched
         (out / "manifest.json").write_text(manifest)
-        assert not build_tiny_weights(out, config=config, parallel=False).reused, manifest
-    assert calls == ["state", "miss"] * 6
+        with pytest.raises(UsageError, match=r"manifest\.json.* is not the demo's"):
+            build_tiny_weights(out, config=config, parallel=False)
+        assert (out / "manifest.json").read_text() == manifest
+    (out / "manifest.json").write_text(good)
+    assert calls == ["state", "miss"] * 2
     fail[0] = True
     first.miss.unlink()
     with pytest.raises(RuntimeError, match="training broke"):
         build_tiny_weights(out, config=config, parallel=False)
-    assert not (out / "manifest.json").exists()  # a failed run leaves nothing that looks reusable
+    left = json.loads((out / "manifest.json").read_text())
+    assert "files" not in left  # a failed run leaves nothing that looks reusable, but claims what it wrote
+    fail[0] = False
+    assert not build_tiny_weights(out, config=config, parallel=False).reused
 
 
 def test_a_truncated_or_changed_cached_file_is_trained_again(tmp_path, fake_training):
