@@ -332,12 +332,24 @@ def cmd_demo(args: argparse.Namespace) -> int:
         mod = importlib.import_module("rwkv_registry.model.smoke.demo")
         mod.check_demo_smoke_dirs(mod.smoke_work_dir(args.path))
     root = build_demo(args.path, force=args.force, log=lambda m: console.print(f"[dim]demo:[/] {m}"))
-    report = validate_registry(root)
-    print_report(report, console)
-    if args.smoke:
-        code = mod.run_demo_smoke(root, console=console)
-        return max(code, 0 if report.ok else 1)
-    return 0 if report.ok else 1
+    report: Any = None
+    try:  # Ctrl-C from here on: the demo registry is complete (main's message would say it is not)
+        report = validate_registry(root)
+        print_report(report, console)
+        code = mod.run_demo_smoke(root, console=console) if args.smoke else 0
+    except KeyboardInterrupt as e:
+        sys.stderr.write(_demo_interrupted(args.path, report, getattr(e, "what", None)) + "\n")
+        return 130
+    return max(code, 0 if report.ok else 1)
+
+
+def _demo_interrupted(path: str, report: Any, smoke: str | None) -> str:
+    """Ctrl-C once the demo registry is written: it is complete; ``smoke`` says what the smoke part left."""
+    done = f"interrupted: the demo registry in {path} is complete"
+    if report is None:
+        return f"{done} (it was being validated: `rwkv-registry validate {path}`)"
+    done += " and valid" if report.ok else " and has the errors shown above"
+    return f"{done}; the smoke demo was not finished: {smoke}" if smoke else done
 
 
 def cmd_rules(args: argparse.Namespace) -> int:
@@ -786,8 +798,9 @@ def _interrupted_message(args: argparse.Namespace) -> str:
         return "interrupted: nothing was written" if command in _WRITERS else "interrupted"
     if command == "demo":
         return (
-            f"interrupted after {done} write(s): the demo registry in {args.path} is incomplete; run "
-            f"`rwkv-registry demo {args.path} --force` to build it again"
+            f"interrupted after {done} write(s): the demo registry in {args.path} is incomplete; remove it, or run "
+            f"`rwkv-registry demo {args.path} --force{' --smoke' if getattr(args, 'smoke', False) else ''}` "
+            "to build it again"
         )
     if command in _COMMITTED and done == 1:
         return f"interrupted after the write was committed: {_COMMITTED[command]}"

@@ -86,3 +86,41 @@ def test_cli_force_on_a_pulled_copy_of_the_real_repository_exits_2(demo: Path) -
     before = tree(demo)
     assert main(["demo", str(demo), "--force"]) == 2
     assert tree(demo) == before
+
+
+def test_ctrl_c_while_the_demo_registry_is_written_says_incomplete_and_force_rebuilds(tmp_path, monkeypatch, capsys):
+    import rwkv_registry.demo as demo_mod
+    from rwkv_registry.cli import main
+
+    calls = []
+    real = demo_mod.write_synthetic_miss
+
+    def interrupted(*a, **k):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*a, **k)
+
+    monkeypatch.setattr(demo_mod, "write_synthetic_miss", interrupted)
+    path = tmp_path / "d"
+    assert main(["demo", str(path)]) == 130
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert f"the demo registry in {path} is incomplete; remove it, or run `rwkv-registry demo {path} --force`" in err
+    monkeypatch.undo()
+    assert main(["demo", str(path), "--force"]) == 0  # what the message says works
+
+
+def test_ctrl_c_while_the_complete_demo_registry_is_validated_says_complete(tmp_path, monkeypatch, capsys):
+    import rwkv_registry.validate as validate_mod
+    from rwkv_registry.cli import main
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(validate_mod, "validate_registry", interrupted)
+    path = tmp_path / "d"
+    assert main(["demo", str(path)]) == 130
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "incomplete" not in err
+    assert f"the demo registry in {path} is complete (it was being validated" in err

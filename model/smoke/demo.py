@@ -27,6 +27,14 @@ MISS_GROUP = "r32-demo"
 DEMO_THINK_TOKENS = 64  # the trained MiSS closes its thinking at once; the random base never does
 
 
+class DemoSmokeInterrupted(KeyboardInterrupt):
+    """Ctrl-C during the smoke part of ``demo --smoke``; ``what`` says what that part left."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(what)
+        self.what = what
+
+
 def _train_json(method: str, weights: TinyWeights, config: TrainConfig, data_sha: str, rows: int) -> dict[str, Any]:
     hyper: dict[str, Any]
     if method == "state":
@@ -198,7 +206,8 @@ def build_tiny_registry(work: Path, weights: TinyWeights, config: TrainConfig | 
 def run_demo_smoke(root: Path, *, console: Any, work_dir: Path | None = None, weights_dir: Path | None = None) -> int:
     """Build (or reuse) the tiny weights and registry beside ``root`` and smoke-test both entries.
 
-    Returns 0 when both entries pass and each beats the base significantly, else 1.
+    Returns 0 when both entries pass and each beats the base significantly, else 1. Ctrl-C raises
+    :class:`DemoSmokeInterrupted`, which says what the interrupted phase left and how to finish it.
     """
     from rwkv_registry.model.smoke.evaluate import Settings, run_smoke
     from rwkv_registry.model.smoke.report import append_record, build_report, render, smoke_record
@@ -212,29 +221,46 @@ def run_demo_smoke(root: Path, *, console: Any, work_dir: Path | None = None, we
     def log(msg: str) -> None:
         console.print(f"[dim]smoke demo:[/] {msg}")
 
-    weights = build_tiny_weights(wdir, log=log)
-    reg = build_tiny_registry(work, weights)
-    log(f"tiny registry in {reg} (base {weights.base.name}, entries {STATE_ID}, {MISS_ID})")
-    code = 0
-    for entry_id in (STATE_ID, MISS_ID):
-        result = run_smoke(
-            reg,
-            entry_id,
-            weights.base,
-            device="cpu",
-            cases_path=builtin_path(TINY_CASES),
-            settings=Settings(think_tokens=DEMO_THINK_TOKENS),
-        )
-        report = build_report(result)
-        append_record(reg, entry_id, smoke_record(report))
-        console.rule(f"smoke: {entry_id}")
-        render(report, console)
-        cmp_ = report["comparison"]
-        significant = cmp_["p_value"] < report["settings"]["alpha"] and cmp_["wins"] > cmp_["losses"]
-        if report["exit_code"] or not significant:
-            code = 1
-            log(f"[red]{entry_id} does not significantly beat the base[/]")
-    report_v = validate_registry(reg)
+    reg = work / "registry"
+    # what an interruption leaves, said for the phase it comes in (every file is written whole, or not at all)
+    stage = f"the tiny weights in {wdir} were not finished (a rerun trains them again)"
+    try:
+        weights = build_tiny_weights(wdir, log=log)
+        stage = f"the tiny registry in {reg} is incomplete (a rerun rebuilds it)"
+        reg = build_tiny_registry(work, weights)
+        log(f"tiny registry in {reg} (base {weights.base.name}, entries {STATE_ID}, {MISS_ID})")
+        code = 0
+        recorded: list[str] = []
+        for entry_id in (STATE_ID, MISS_ID):
+            stage = (
+                f"the tiny registry in {reg} is complete and valid"
+                + (f" (smoke record of {', '.join(recorded)} written)" if recorded else "")
+                + f", but the smoke report of {entry_id} was not written nor recorded; run it with "
+                f"`rwkv-registry smoke {reg} {entry_id} --base-file {weights.base} --device cpu "
+                f"--think-tokens {DEMO_THINK_TOKENS} --record`"
+            )
+            result = run_smoke(
+                reg,
+                entry_id,
+                weights.base,
+                device="cpu",
+                cases_path=builtin_path(TINY_CASES),
+                settings=Settings(think_tokens=DEMO_THINK_TOKENS),
+            )
+            report = build_report(result)
+            append_record(reg, entry_id, smoke_record(report))
+            recorded.append(entry_id)
+            stage = f"the tiny registry in {reg} is complete and valid (smoke record of {', '.join(recorded)} written)"
+            console.rule(f"smoke: {entry_id}")
+            render(report, console)
+            cmp_ = report["comparison"]
+            significant = cmp_["p_value"] < report["settings"]["alpha"] and cmp_["wins"] > cmp_["losses"]
+            if report["exit_code"] or not significant:
+                code = 1
+                log(f"[red]{entry_id} does not significantly beat the base[/]")
+        report_v = validate_registry(reg)
+    except KeyboardInterrupt:
+        raise DemoSmokeInterrupted(stage) from None
     errors = report_v.counts.get("error", 0)
     log(f"tiny registry validates with its smoke records: {'ok' if report_v.ok else f'{errors} error(s)'}")
     return code if report_v.ok else 1

@@ -497,12 +497,18 @@ def _run_parts_in_processes(jobs: list[tuple[str, str, str, TrainConfig]], key: 
         ]
         procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env))
     results = []
-    for p in procs:
-        out_text, err_text = p.communicate()
-        if p.returncode != 0:
-            what = str(p.args[4])  # type: ignore[index]  # the part, from the cmd list above
-            raise RuntimeError(f"training the tiny weights failed ({what}): {err_text.strip()[-2000:]}")
-        results.append(out_text.splitlines())
+    try:
+        for p in procs:
+            out_text, err_text = p.communicate()
+            if p.returncode != 0:
+                what = str(p.args[4])  # type: ignore[index]  # the part, from the cmd list above
+                raise RuntimeError(f"training the tiny weights failed ({what}): {err_text.strip()[-2000:]}")
+            results.append(out_text.splitlines())
+    finally:  # interrupted (Ctrl-C) or failed: no worker goes on training, or writes its file, behind the caller
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
     return results
 
 

@@ -176,3 +176,71 @@ def test_demo_smoke_refuses_a_user_file_among_the_tiny_weights_before_writing(tm
     assert "tiny-state.pth was not written by the demo" in err
     assert mine.read_text() == "precious\n" and sorted(p.name for p in mine.parent.iterdir()) == ["tiny-state.pth"]
     assert not (tmp_path / "mine").exists()  # refused before the demo registry was built
+
+
+def _no_traceback(err: str) -> None:
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+
+
+def test_ctrl_c_while_the_tiny_weights_train_says_the_demo_registry_is_complete(tmp_path, monkeypatch, capsys):
+    """Ctrl-C in the smoke part: the demo registry is complete and valid (not "incomplete"), exit 130."""
+    from rwkv_registry.model.smoke import demo as smoke_demo
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.delenv("RWKV_REGISTRY_SMOKE_WEIGHTS", raising=False)
+    monkeypatch.setattr(smoke_demo, "build_tiny_weights", interrupted)
+    path = tmp_path / "d"
+    assert main(["demo", str(path), "--smoke"]) == 130
+    err = capsys.readouterr().err
+    _no_traceback(err)
+    assert f"the demo registry in {path} is complete and valid; the smoke demo was not finished: " in err
+    assert f"the tiny weights in {tmp_path / 'd-smoke' / 'weights'} were not finished" in err
+    assert "incomplete" not in err.split("not finished:")[0]
+    assert validate_registry(path).ok
+
+
+def test_ctrl_c_while_the_tiny_registry_is_built_says_it_is_incomplete(tmp_path, monkeypatch, capsys):
+    from rwkv_registry.model.smoke import demo as smoke_demo
+    from rwkv_registry.model.smoke.train_tiny import TinyWeights
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    fake = TinyWeights(tmp_path / "b.pth", tmp_path / "s.pth", tmp_path / "m.pth", "key", True)
+    monkeypatch.setattr(smoke_demo, "build_tiny_weights", lambda *a, **k: fake)
+    monkeypatch.setattr(smoke_demo, "build_tiny_registry", interrupted)
+    assert main(["demo", str(tmp_path / "d"), "--smoke"]) == 130
+    err = capsys.readouterr().err
+    _no_traceback(err)
+    assert "is complete and valid; the smoke demo was not finished: the tiny registry in" in err
+    assert "is incomplete (a rerun rebuilds it)" in err
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_a_smoke_run_names_the_command_that_finishes_it(tiny_weights, tmp_path, monkeypatch, capsys):
+    """Ctrl-C while an entry is smoke-tested: the demo and tiny registries are complete and valid, that entry's
+    report is not written, and the command the message gives runs it and records it."""
+    import shlex
+
+    from rwkv_registry.model.smoke import evaluate
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setenv("RWKV_REGISTRY_SMOKE_WEIGHTS", str(tiny_weights.base.parent))
+    monkeypatch.setattr(evaluate, "run_smoke", interrupted)
+    assert main(["demo", str(tmp_path / "d"), "--smoke"]) == 130
+    err = " ".join(capsys.readouterr().err.split())  # rich may wrap nothing here: stderr is plain
+    _no_traceback(err)
+    reg = tmp_path / "d-smoke" / "registry"
+    assert f"the tiny registry in {reg} is complete and valid, but the smoke report of {STATE_ID} was not" in err
+    index = json.loads((reg / "index.json").read_text())
+    assert validate_registry(reg).ok and not any(e.get("smoke") for e in index["entries"])
+    monkeypatch.undo()
+    command = shlex.split(err.split("run it with `")[1].split("`")[0])
+    assert command[:2] == ["rwkv-registry", "smoke"]
+    assert main(command[1:]) == 0
+    index = json.loads((reg / "index.json").read_text())
+    assert [len(e.get("smoke") or []) for e in index["entries"] if e["id"] == STATE_ID] == [1]

@@ -592,3 +592,27 @@ def test_main_trains_into_the_folder_and_names_the_three_files(tmp_path, monkeyp
     monkeypatch.setattr(train_tiny, "build_tiny_weights", fake_build)
     assert train_tiny.main([str(tmp_path)]) == 0
     assert capsys.readouterr().out == f"trained\nbase {tmp_path}/b.pth\nstate {tmp_path}/s.pth\nmiss {tmp_path}/m.pth\n"
+
+
+def test_an_interrupted_caller_leaves_no_worker_training(tmp_path, monkeypatch):
+    """Ctrl-C (or any error) in the caller while its workers train stops them: none goes on to write its file
+    after the caller has reported the weights unfinished."""
+    import subprocess
+    import sys
+
+    started: list[subprocess.Popen] = []
+    real = subprocess.Popen
+
+    class Sleeper(real):  # type: ignore[misc,valid-type]
+        def __init__(self, cmd, **kw):
+            super().__init__([sys.executable, "-c", "import time; time.sleep(60)"], **kw)
+            started.append(self)
+
+        def communicate(self, *a, **k):
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(subprocess, "Popen", Sleeper)
+    jobs = [(part, str(tmp_path / "b.pth"), str(tmp_path / f"{part}.pth"), TrainConfig()) for part in ("state", "miss")]
+    with pytest.raises(KeyboardInterrupt):
+        train_tiny._run_parts_in_processes(jobs, "key")
+    assert len(started) == 2 and all(p.poll() is not None for p in started)
