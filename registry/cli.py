@@ -634,6 +634,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help=f"thinking budget of g1k-think, 1 to {MAX_THINK_TOKENS} (default: %(default)s)",
     )
+    sp.add_argument(
+        "--max-cpu-minutes",
+        type=float,
+        metavar="M",
+        help="on the CPU, refuse a run estimated to take longer than M minutes (a note is printed beyond 5)",
+    )
     sp.add_argument("--format", **fmt)
 
     sp = cmd(

@@ -59,6 +59,7 @@ class RichProgress:
 def cmd_smoke(args: argparse.Namespace) -> int:
     """Run the smoke evaluation of ``args.entry_id`` and print (and optionally record) the report."""
     from rich.console import Console
+    from rich.markup import escape
 
     think = getattr(args, "think_tokens", 256)
     check_think_tokens(think)
@@ -72,6 +73,8 @@ def cmd_smoke(args: argparse.Namespace) -> int:
             cases_path=args.cases,
             settings=Settings(think_tokens=think),
             progress=progress,
+            max_cpu_minutes=getattr(args, "max_cpu_minutes", None),
+            note=lambda m: err.print(f"[yellow]note:[/] {escape(m)}"),
         )
     report = build_report(result)
     if args.record:

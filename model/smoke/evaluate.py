@@ -192,6 +192,106 @@ def check_cpu_memory(base: dict[str, Any], device: str) -> None:
         )
 
 
+CPU_NOTE_MINUTES = 5.0  # a CPU run estimated longer than this gets a note before it starts
+SLOW_CPU_FLOPS = 2e9  # a run under CPU_NOTE_MINUTES even at this rate (FLOP/s) is not estimated (tiny models)
+
+
+def flops_per_token(base: dict[str, Any]) -> int:
+    """About how many FLOP one token costs the base (2 per weight of the matrices it is multiplied by: the
+    projections of every layer and the head; the embedding is a lookup), from :func:`fp32_bytes`; 0 when
+    the architecture is not recorded."""
+    arch = base.get("architecture") or {}
+    try:
+        head = int(arch["vocab_size"]) * int(arch["n_embd"])
+    except (KeyError, TypeError, ValueError):
+        return 0
+    return 2 * (fp32_bytes(base) // 4 - head)
+
+
+def smoke_tokens(builder: PromptBuilder, cases: CaseSet, settings: Settings) -> int:
+    """An upper bound of the tokens a smoke run feeds the model: for each side and run, every shared System
+    turn once, and per case its suffix for the call and again for the loss rows, the call's whole token
+    budget, the expected completion, and with a thinking profile the thinking pass and its text (at most
+    ``think_tokens``) in both later prompts."""
+    budget = call_budget(builder, cases, settings)
+    prefixes: set[tuple[int, ...]] = set()
+    per_run = 0
+    for case in cases.cases:
+        call = builder.call_prompt(case)
+        prefixes.add(call.prefix)
+        per_run += 2 * len(call.suffix) + budget + len(builder.completion_ids(case))
+        if builder.thinks:
+            think = builder.think_prompt(case)
+            prefixes.add(think.prefix)
+            per_run += len(think.suffix) + 3 * settings.think_tokens
+    per_run += sum(len(p) for p in prefixes)
+    return 2 * settings.runs * per_run
+
+
+def cpu_matmul_flops() -> float:
+    """This CPU's fp32 matmul rate (FLOP/s) with torch's current threads: the best of three 256×1024 by
+    1024×1024 products, after one to warm up (0.5 GFLOP each: 0.2 s on the loaded 2-core test machine).
+    An upper bound of what the model's passes reach (they also run element-wise ops and smaller matrices)."""
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(256, 1024, generator=g)
+    b = torch.randn(1024, 1024, generator=g)
+    best = float("inf")
+    for i in range(4):
+        t0 = time.perf_counter()
+        torch.mm(a, b)
+        if i:
+            best = min(best, time.perf_counter() - t0)
+    return 2 * 256 * 1024 * 1024 / max(best, 1e-9)
+
+
+def _minutes(seconds: float) -> str:
+    minutes = round(seconds / 60)
+    return f"{minutes // 60} h {minutes % 60:02d} min" if minutes >= 60 else f"{max(minutes, 1)} min"
+
+
+def check_cpu_time(
+    base: dict[str, Any],
+    builder: PromptBuilder,
+    cases: CaseSet,
+    settings: Settings,
+    max_minutes: float | None = None,
+) -> str | None:
+    """Estimate a CPU run's time before it starts: a note to print when it exceeds :data:`CPU_NOTE_MINUTES`
+    (else None), or :class:`UsageError` (exit 2, before the base is hashed) when it exceeds ``max_minutes``.
+
+    The estimate is ``flops_per_token × smoke_tokens`` at this CPU's measured matmul rate
+    (:func:`cpu_matmul_flops`): a lower bound of the time, since the passes run slower than a large matmul.
+    A run that would end within the note's limit even at :data:`SLOW_CPU_FLOPS` is not measured.
+    """
+    if max_minutes is not None and not max_minutes > 0:
+        raise UsageError(f"--max-cpu-minutes {max_minutes:g}: give a positive number of minutes")
+    tokens = smoke_tokens(builder, cases, settings)
+    flops = flops_per_token(base) * tokens
+    limit = min(CPU_NOTE_MINUTES, max_minutes or CPU_NOTE_MINUTES)
+    if flops <= SLOW_CPU_FLOPS * 60 * limit:
+        return None
+    rate = cpu_matmul_flops()
+    seconds = flops / rate
+    how = (
+        f"{tokens:,} tokens through base {base['name']!r} at "
+        f"{flops_per_token(base) / 1e9:.1f} GFLOP each, at this CPU's measured fp32 matmul rate of "
+        f"{rate / 1e9:.0f} GFLOP/s"
+    )
+    if max_minutes is not None and seconds > 60 * max_minutes:
+        raise UsageError(
+            f"smoke on the CPU would take at least about {_minutes(seconds)} ({how}): over --max-cpu-minutes "
+            f"{max_minutes:g}",
+            hint="Run it on a machine with a CUDA GPU (--device auto uses it), or raise --max-cpu-minutes.",
+        )
+    if seconds <= 60 * CPU_NOTE_MINUTES:
+        return None
+    return (
+        f"on the CPU this smoke run takes at least about {_minutes(seconds)} ({how}). Ctrl-C stops it (nothing is "
+        "written before it ends); a machine with a CUDA GPU is the place for a base of this size (--device auto "
+        "uses it); --max-cpu-minutes N refuses a run estimated longer than N minutes."
+    )
+
+
 def environment(device: str, dtype: torch.dtype) -> Environment:
     """The device name and the torch/CUDA versions recorded with a result."""
     if device == "cuda":
@@ -367,8 +467,13 @@ def run_smoke(
     cases_path: str | Path | None = None,
     settings: Settings | None = None,
     progress: Progress | None = None,
+    max_cpu_minutes: float | None = None,
+    note: Callable[[str], None] | None = None,
 ) -> SmokeResult:
-    """Evaluate ``entry_id`` of the registry at ``root`` on ``base_file`` (see the module docstring)."""
+    """Evaluate ``entry_id`` of the registry at ``root`` on ``base_file`` (see the module docstring).
+
+    On the CPU the run's time is estimated first (:func:`check_cpu_time`): beyond a few minutes ``note``
+    gets a note; beyond ``max_cpu_minutes`` the run is refused (UsageError) before the base is hashed."""
     t_start = time.perf_counter()
     settings = settings or Settings()
     prog: Progress = progress or _NoProgress()
@@ -380,14 +485,18 @@ def run_smoke(
     cases = load_cases(cases_path)
     dev, dtype = pick_device(device)
     check_cpu_memory(base, dev)
+    profile = get_profile(entry["profile"])
+    builder = PromptBuilder(profile, get_tokenizer())
+    if dev == "cpu":
+        message = check_cpu_time(base, builder, cases, settings, max_cpu_minutes)
+        if message is not None and note is not None:
+            note(message)
     size = base_path.stat().st_size if base_path.is_file() else 0
     prog.phase("checking the base file's sha256", max(size, 1))
     t0 = time.perf_counter()
     digest, cached = check_base_file(base_path, base, entry_id, prog.advance)
     entry_path = check_entry_file(root, entry)
     t_hash = time.perf_counter() - t0
-    profile = get_profile(entry["profile"])
-    builder = PromptBuilder(profile, get_tokenizer())
     settings = replace(settings, max_call_tokens=call_budget(builder, cases, settings))
     prog.phase("loading the base", 1)
     t0 = time.perf_counter()
