@@ -474,6 +474,17 @@ def _run_parts_in_processes(jobs: list[tuple[str, str, str, TrainConfig]], key: 
     refuses to train unless its own :func:`cache_key` is the same: same sources, case file,
     vocabulary, configuration, torch release and CPU capability, hence the same bytes as here.
     """
+    # What a worker cannot see, checked 2026-12-01: train_tiny patches nothing before it starts its workers.
+    # Its own in-memory patches (training_numerics: threads, default dtype, matmul precision, denormals, WKV
+    # backend, fused ops; _chunked_wkv: time_mix.wkv7) are made inside _train_part by the process that trains,
+    # worker or caller, and undone after; a worker gets only files (the base, drawn by the caller under
+    # training_numerics too), the configuration as JSON and the key; no DataLoader, no fork. What it misses is
+    # a patch made by a caller: today only tests patch train_tiny (_train_part, _fit, _Candidates.update,
+    # __file__) and each trains with parallel=False, calls the patched function itself, or runs workers to
+    # show that they train the code on disk. A caller patching the code and training with parallel=True gets
+    # the bytes of the code on disk, which is what the cache key (sources on disk) stands for: the cache stays
+    # true, so this is harmless. The one hazard is the reverse, patched code trained with parallel=False into
+    # a folder shared with real runs (filed under the unpatched key); the tests train such code in tmp_path.
     import subprocess
 
     import rwkv_registry
@@ -623,7 +634,8 @@ def build_tiny_weights(
     mark = {"writer": WRITER, "writes": list(WRITTEN), "key": key}
     atomic_write_bytes(manifest, (json.dumps(mark, indent=2) + "\n").encode())
     t0 = time.perf_counter()
-    tensors = demo_base_tensors(config)
+    with training_numerics():  # drawn here, in the caller: an fp64 default dtype drew other numbers (2026-12-01)
+        tensors = demo_base_tensors(config)
     save_tensors(files.base, {k: v.to(torch.bfloat16) for k, v in tensors.items()})
     log(f"training the tiny State ({config.state_steps} steps) and MiSS ({config.miss_steps} steps) on the CPU…")
     jobs = [("state", str(files.base), str(files.state), config), ("miss", str(files.base), str(files.miss), config)]

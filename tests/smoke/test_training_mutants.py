@@ -616,3 +616,18 @@ def test_an_interrupted_caller_leaves_no_worker_training(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         train_tiny._run_parts_in_processes(jobs, "key")
     assert len(started) == 2 and all(p.poll() is not None for p in started)
+
+
+def test_the_base_is_drawn_the_same_whatever_default_dtype_the_caller_set(tmp_path, fake_training):
+    """The base is drawn in the caller, before the workers start: an fp64 default dtype there drew other
+    numbers (70 of 72 tensors), filed under the same cache key."""
+    config = replace(TrainConfig(), n_embd=64)
+    plain = build_tiny_weights(tmp_path / "a", config=config, parallel=False).base.read_bytes()
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        other = build_tiny_weights(tmp_path / "b", config=config, parallel=False).base.read_bytes()
+        assert torch.get_default_dtype() == torch.float64  # the caller's setting is restored
+    finally:
+        torch.set_default_dtype(before)
+    assert other == plain
