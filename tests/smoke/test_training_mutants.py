@@ -435,6 +435,9 @@ def test_workers_import_the_package_folder_the_caller_imported(tmp_path, monkeyp
         def communicate(self) -> tuple[str, str]:
             return "", ""
 
+        def poll(self) -> int:  # asked once the workers are done (none may outlive the caller)
+            return self.returncode
+
     monkeypatch.setattr(subprocess, "Popen", FakePopen)
     monkeypatch.setenv("PYTHONPATH", "/elsewhere")
     job = ("state", "base.pth", "out.pth", TrainConfig())
