@@ -134,7 +134,7 @@ def test_demo_exit_code_is_the_worst_of_validation_and_smoke(
     fake = types.ModuleType("rwkv_registry.model.smoke.demo")
     fake.run_demo_smoke = lambda _root, console: smoke_code  # type: ignore[attr-defined]
     fake.smoke_work_dir = lambda root: Path(f"{root}-smoke")  # type: ignore[attr-defined]
-    fake.check_tiny_registry_dir = lambda work: None  # type: ignore[attr-defined]
+    fake.check_demo_smoke_dirs = lambda work: None  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "rwkv_registry.model.smoke.demo", fake)
     args = ["demo", str(tmp_path)] + (["--smoke"] if smoke_code is not None else [])
     assert main(args) == expected
