@@ -4,15 +4,69 @@ from __future__ import annotations
 
 import asyncio
 import heapq
+import re
+import weakref
 from collections.abc import Callable
 from functools import partial
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from rwkv_registry.catalog import METHOD_LABEL
+from rwkv_registry.catalog import METHOD_LABEL, Catalog
 from rwkv_registry.tui.screens.main import MainScreen
 
 GO_TO_LIMIT = 20  # the best-matching ``Go to <entry>`` hits listed for a search
+
+
+def subsequence_pattern(query: str) -> re.Pattern[str]:
+    """A regular expression that finds ``query``'s characters in order in a lower-cased candidate: exactly the
+    candidates to which the palette's fuzzy matcher (textual.fuzzy, case-insensitive) gives a score above 0 (it
+    scores only candidates holding every character of the query, in order, after ``str.lower()``). Each gap is a
+    negated class (``a[^b]*b``), so a failing search never backtracks."""
+    chars = query.lower()
+    if not chars:
+        return re.compile("")
+    parts = [re.escape(chars[0])]
+    parts += [f"[^{re.escape(c)}]*{re.escape(c)}" for c in chars[1:]]
+    return re.compile("".join(parts), re.DOTALL)
+
+
+class GoToKeys:
+    """The ``Go to <entry>`` candidates of one load of index.json, built once (not per keystroke): the entry ids and
+    their lower-cased candidate texts, which :func:`subsequence_pattern` searches in C before the fuzzy matcher
+    scores the few that can match. :meth:`narrow` remembers the last query's matches, so a query that extends it
+    (the next keystroke) searches only those."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.entries = catalog.entries  # the list object: a re-read of index.json replaces it
+        self.generation = catalog.generation
+        self.ids = [str(e.get("id")) for e in self.entries]
+        self.lowered = [f"Go to {eid}".lower() for eid in self.ids]
+        self._last: tuple[str, list[int]] | None = None
+
+    def fresh(self, catalog: Catalog) -> bool:
+        """True while ``catalog`` still holds the entries these keys were built from."""
+        return catalog.entries is self.entries and catalog.generation == self.generation
+
+    def narrow(self, query: str) -> list[int]:
+        """The indexes of the candidates holding ``query``'s characters in order (case-insensitive)."""
+        last = self._last
+        pool = last[1] if last is not None and query.lower().startswith(last[0]) else range(len(self.ids))
+        search = subsequence_pattern(query).search
+        lowered = self.lowered
+        hits = [i for i in pool if search(lowered[i])]
+        self._last = (query.lower(), hits)
+        return hits
+
+
+_keys: weakref.WeakKeyDictionary[Catalog, GoToKeys] = weakref.WeakKeyDictionary()
+
+
+def go_to_keys(catalog: Catalog) -> GoToKeys:
+    """The :class:`GoToKeys` of ``catalog``'s current entries (built again after index.json is re-read)."""
+    keys = _keys.get(catalog)
+    if keys is None or not keys.fresh(catalog):
+        keys = _keys[catalog] = GoToKeys(catalog)
+    return keys
 
 
 class RegistryCommands(Provider):
@@ -48,7 +102,8 @@ class RegistryCommands(Provider):
 
     async def search(self, query: str) -> Hits:
         """Fuzzy-match the actions, and the entries' ``Go to <entry>``: only the GO_TO_LIMIT best of those are
-        listed (the palette lays out every hit it is given: thousands of them cost seconds per keystroke)."""
+        listed (the palette lays out every hit it is given: thousands of them cost seconds per keystroke). Only the
+        entries that can match (:meth:`GoToKeys.narrow`, in C) are scored by the fuzzy matcher."""
         main = self._main()
         if main is None:
             return
@@ -57,11 +112,12 @@ class RegistryCommands(Provider):
             score = matcher.match(name)
             if score > 0:
                 yield Hit(score, matcher.highlight(name), callback, help=help_text)
+        keys = go_to_keys(main.catalog)
         best: list[tuple[float, int, str]] = []
-        for i, e in enumerate(main.catalog.entries):
-            if i % 500 == 499:
+        for n, i in enumerate(keys.narrow(query)):
+            if n % 500 == 499:
                 await asyncio.sleep(0)  # let the UI (and a newer keystroke, which cancels this search) in
-            eid = str(e.get("id"))
+            eid = keys.ids[i]
             score = matcher.match(f"Go to {eid}")
             if score > 0:
                 best.append((-score, i, eid))
