@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from itertools import islice
 from typing import Any
 
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType
+from rich.segment import Segment
+from rich.table import Table
 from rich.text import Text
+from textual import active_app
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
-from textual.widgets import Static, TabbedContent, TabPane
+from textual.css.styles import RulesMap
+from textual.strip import Strip
+from textual.style import Style
+from textual.visual import RenderOptions, RichVisual, Visual
+from textual.widgets import ContentSwitcher, Static, TabbedContent, TabPane
 
 from rwkv_registry.catalog import (
     STATUS_MARK,
@@ -100,29 +109,125 @@ def render_checks(
     return render_findings(under, checked=checked, title=f"validation of {ref.prefix}/", within=ref.base)
 
 
+class _Replay:
+    """Segments rendered earlier, rendered again as they are."""
+
+    def __init__(self, segments: list[Segment]) -> None:
+        self.segments = segments
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterable[Segment]:
+        return self.segments
+
+
+class RenderedOnce(RichVisual):
+    """A :class:`~textual.visual.RichVisual` that renders its renderable once per width. Textual renders a rich
+    renderable twice per update of a ``height: auto`` Static, once to measure its height (the layout) and once to
+    draw it; a details tab's tables took some 15 ms each time, at every cursor move that drew the details. The
+    segments of the first rendering are kept and replayed (through the widget's ``post_render``, as Textual draws
+    them). Only for renderables whose lines depend on the width alone (tables, groups of them: see
+    :class:`DetailStatic`), never on the height Textual passes when it draws."""
+
+    def __init__(self, widget: Static, renderable: RenderableType) -> None:
+        super().__init__(widget, renderable)
+        self._rendered: dict[int, list[Segment]] = {}
+
+    def segments(self, width: int) -> list[Segment]:
+        """The renderable's segments at ``width`` (rendered on the first call for that width; a layout measures
+        at two widths when the tab's scroll bar comes or goes)."""
+        segments = self._rendered.get(width)
+        if segments is None:
+            if len(self._rendered) >= 4:
+                self._rendered.clear()
+            app = active_app.get()
+            options = app.console_options.update_width(width).update(highlight=False)
+            segments = self._rendered[width] = list(app.console.render(self._renderable, options))
+        return segments
+
+    def get_height(self, rules: RulesMap, width: int) -> int:
+        return sum(text.count("\n") for text, _, _ in self.segments(width))
+
+    def render_strips(self, width: int, height: int | None, style: Style, options: RenderOptions) -> list[Strip]:
+        app = active_app.get()
+        console_options = app.console_options.update(highlight=False, width=width, height=height)
+        renderable = self._widget.post_render(_Replay(self.segments(width)), style.rich_style)
+        lines = Segment.split_and_crop_lines(
+            app.console.render(renderable, console_options.update_width(width)),
+            width,
+            include_new_lines=False,
+            pad=False,
+        )
+        return [Strip(line) for line in islice(lines, None, height)]
+
+
+class DetailStatic(Static):
+    """The Static of a details tab: a table or a group of renderables is rendered once per update and width
+    (:class:`RenderedOnce`), not once to measure it and again to draw it. Text, and anything else, as Static
+    draws it."""
+
+    def render(self) -> Visual | RenderableType:
+        visual = self.visual
+        content = self.content
+        if type(visual) is RichVisual and isinstance(content, Group | Table):
+            memo = getattr(self, "_memo", None)
+            if memo is None or memo[0] is not visual:
+                memo = self._memo = (visual, RenderedOnce(self, content))
+            return memo[1]
+        return visual
+
+
 class DetailsPane(Vertical):
-    """Tabs of rich renderables; :meth:`show` swaps their content without remounting anything."""
+    """Tabs of rich renderables; :meth:`show` swaps their content without remounting anything.
+
+    Only the tab shown is updated at once: the others keep their new content pending until they are shown (the
+    tab switch, by key or click, updates them before the next frame) or read (:meth:`section`). Updating a hidden
+    Static still cost a layout of the whole screen, and the Checks tab, drawn at once when the cursor rests, cost
+    one frame's layout more than the other tabs, which a worker draws a moment later."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._pending: dict[str, RenderableType] = {}
 
     def compose(self) -> ComposeResult:
         with TabbedContent(id="detail-tabs"):
             for i, (key, title) in enumerate(TABS, start=1):
                 with TabPane(f"{i} {title}", id=f"tab-{key}"), VerticalScroll(classes="detail-scroll"):
-                    yield Static(id=f"detail-{key}", classes="detail")
+                    yield DetailStatic(id=f"detail-{key}", classes="detail")
+
+    def on_mount(self) -> None:
+        self.watch(self.query_one(ContentSwitcher), "current", self._switched, init=False)
+
+    def _switched(self, current: str | None) -> None:
+        """A tab is shown (ContentSwitcher.current, set by a key or a click): give it its pending content first."""
+        if current and current.startswith("tab-"):
+            self._flush(current.removeprefix("tab-"))
+
+    def _flush(self, key: str) -> None:
+        if key in self._pending:
+            self.query_one(f"#detail-{key}", Static).update(self._pending.pop(key))
 
     def show(self, sections: dict[str, RenderableType]) -> None:
-        """Replace the content of the given tabs (keys of :data:`TABS`)."""
+        """Replace the content of the given tabs (keys of :data:`TABS`): the tab shown now, the others when shown."""
+        active = self.query_one(TabbedContent).active
         for key, renderable in sections.items():
-            self.query_one(f"#detail-{key}", Static).update(renderable)
+            if f"tab-{key}" == active:
+                self._pending.pop(key, None)
+                self.query_one(f"#detail-{key}", Static).update(renderable)
+            else:
+                self._pending[key] = renderable
 
     def section(self, key: str) -> Static:
-        """The Static of one tab (tests read what it shows)."""
+        """The Static of one tab, with its latest content (tests read what it shows)."""
+        self._flush(key)
         return self.query_one(f"#detail-{key}", Static)
 
     def set_checks_status(self, status: str) -> None:
-        """Put the node's status mark on the Checks tab label."""
+        """Put the node's status mark on the Checks tab label (a relabelling lays the tabs out again: only when
+        the mark changes)."""
         tabs = self.query_one(TabbedContent)
         tab = tabs.get_tab("tab-checks")
-        tab.label = f"5 Checks {STATUS_MARK[status]}"
+        label = f"5 Checks {STATUS_MARK[status]}"
+        if tab.label_text != label:
+            tab.label = label
 
     def activate(self, key: str) -> None:
         """Show the tab ``key`` (info, train, miss, scores, checks)."""
