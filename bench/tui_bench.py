@@ -29,8 +29,11 @@ Each run also records the machine's 1-minute load average as it starts (``load1`
 validated (``validated_in``: a child process, or a thread where none could start). ``--worker-start N`` only
 measures the validation process's start cost (:func:`worker_start`).
 
+``--no-report`` ends each run after the cursor moves (``validation`` is then not measured): the interactive
+actions only, in a fraction of the time on a loaded machine.
+
 Usage: python bench/tui_bench.py [--entries 2000,4000] [--repeat 3] [--load quiet,hog] [--hogs N]
-       [--python LABEL=PYTHON ...] [--json OUT]
+       [--python LABEL=PYTHON ...] [--no-report] [--json OUT]
        python bench/tui_bench.py --worker-start 1000 [--repeat 5]
 """
 
@@ -61,7 +64,7 @@ import asyncio, json, os, sys, threading, time
 from rwkv_registry.catalog import EntryFilter
 from rwkv_registry.tui.app import RegistryApp
 
-FILTER_TERM, PALETTE_TERM, MOVES = sys.argv[2], sys.argv[3], int(sys.argv[4])
+FILTER_TERM, PALETTE_TERM, MOVES, WAIT_REPORT = sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5] == "1"
 seen = {}  # the hook sees a message at each node it reaches: count each once (kept alive, so ids stay unique)
 
 
@@ -168,9 +171,10 @@ async def main():
         clock.stop("cursor")
 
         clock.t, clock.cpu, clock.ui, clock.busy = painted, None, None, True
-        await until(pilot, lambda: main.report is not None and not main.validating, timeout=600)
-        clock.out["validation"] = {"wall_s": time.perf_counter() - painted, "cpu_s": None, "ui_cpu_s": None,
-                                   "during_validation": True}
+        if WAIT_REPORT:
+            await until(pilot, lambda: main.report is not None and not main.validating, timeout=600)
+        clock.out["validation"] = {"wall_s": time.perf_counter() - painted if WAIT_REPORT else None, "cpu_s": None,
+                                   "ui_cpu_s": None, "during_validation": True}
         result = {"actions": clock.out, "filter_shown": shown, "palette_hits": hits, "files": main.files_done,
                   "ui_messages": len(seen), "load1": load1,
                   "validated_in": "process" if getattr(main, "validation_pid", None) else "thread"}
@@ -181,10 +185,10 @@ asyncio.run(main())
 """
 
 
-def run_child(python: str, path: Path, cache: Path) -> dict[str, Any]:
+def run_child(python: str, path: Path, cache: Path, *, wait_report: bool = True) -> dict[str, Any]:
     env = dict(os.environ, RWKV_REGISTRY_KEYMAP="", RWKV_REGISTRY_CACHE_DIR=str(cache))
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    cmd = [python, "-c", CHILD, str(path), FILTER_TERM, PALETTE_TERM, str(CURSOR_MOVES)]
+    cmd = [python, "-c", CHILD, str(path), FILTER_TERM, PALETTE_TERM, str(CURSOR_MOVES), "1" if wait_report else "0"]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if "RESULT=" not in out.stdout:
         raise SystemExit(f"child failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
@@ -215,6 +219,11 @@ def main() -> int:
     ap.add_argument("--python", action="append", default=[], metavar="LABEL=PYTHON")
     ap.add_argument("--json", type=Path)
     ap.add_argument(
+        "--no-report",
+        action="store_true",
+        help="end each run after the cursor moves, without waiting for the validation's report (not measured)",
+    )
+    ap.add_argument(
         "--worker-start", type=int, metavar="N", help="only measure the validation process's start at N entries"
     )
     args = ap.parse_args()
@@ -242,7 +251,7 @@ def main() -> int:
                         k += 1
                         hogs = start_hogs(args.hogs) if load == "hog" else []
                         try:
-                            r = run_child(python, root, Path(tmp) / f"cache-{n}-{k}")
+                            r = run_child(python, root, Path(tmp) / f"cache-{n}-{k}", wait_report=not args.no_report)
                         except SystemExit as e:  # one run that timed out (a very loaded machine): keep the others
                             print(f"  {n} entries, {label}, {load}: run failed: {e}", file=sys.stderr, flush=True)
                             failed.append(f"{n}/{label}/{load}")
@@ -256,6 +265,7 @@ def main() -> int:
                                 f"{a} {r['actions'][a]['wall_s']:.2f}s"
                                 + (f" ({r['actions'][a]['ui_cpu_s']:.2f} UI)" if r["actions"][a]["ui_cpu_s"] else "")
                                 for a in ACTIONS
+                                if r["actions"][a]["wall_s"] is not None
                             ),
                             file=sys.stderr,
                             flush=True,
@@ -286,7 +296,7 @@ def main() -> int:
         for a in ACTIONS:
             v = r["actions"][a]
             ui = "-" if v["ui_cpu_s"] is None else f"{v['ui_cpu_s']:.3f}"
-            cells.append(f"{v['wall_s']:.3f} / {ui}")
+            cells.append("-" if v["wall_s"] is None else f"{v['wall_s']:.3f} / {ui}")
         print(f"{key:<26}" + "".join(f"{c:>22}" for c in cells) + f"   {r['ui_messages']:.0f}  {r['load1']:.1f}")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n")
