@@ -194,7 +194,8 @@ class DetailsPane(Vertical):
                     yield DetailStatic(id=f"detail-{key}", classes="detail")
 
     def on_mount(self) -> None:
-        self.watch(self.query_one(ContentSwitcher), "current", self._switched, init=False)
+        # init: content shown before the watcher existed is handed over too
+        self.watch(self.query_one(ContentSwitcher), "current", self._switched, init=True)
 
     def _switched(self, current: str | None) -> None:
         """A tab is shown (ContentSwitcher.current, set by a key or a click): give it its pending content first."""
