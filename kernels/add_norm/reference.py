@@ -13,12 +13,16 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from ..norm_units import in_norm_units
+
 __all__ = ["add_layer_norm_ref"]
 
 
 def add_layer_norm_ref(
     x: torch.Tensor, dx: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(x + dx, layer_norm(x + dx))`` over the last dimension."""
+    """``(x + dx, layer_norm(x + dx))`` over the last dimension. A row whose largest |value|
+    exceeds 2^50 is normed in units of it, as the kernel does (``kernels/norm_units.py``):
+    ``F.layer_norm``'s fp32 squares overflow above ~1e19."""
     s = x + dx
-    return s, F.layer_norm(s, (s.shape[-1],), weight, bias, eps)
+    return s, F.layer_norm(in_norm_units(s), (s.shape[-1],), weight, bias, eps)

@@ -32,6 +32,8 @@ from collections.abc import Sequence
 import torch
 import torch.nn.functional as F
 
+from ..norm_units import in_norm_units
+
 __all__ = ["tm_gates_ref", "tm_output_ref", "token_mix_ref"]
 
 
@@ -69,7 +71,8 @@ def tm_gates_ref(
     if vz is not None:
         assert v_first is not None and v0 is not None
         v = v + (v_first - v) * torch.sigmoid(v0 + vz)
-    kk = F.normalize((k * k_k).view(B, T, heads, C // heads), dim=-1, p=2.0).view(B, T, C)
+    # a head whose largest |value| exceeds 2^50 in units of it (as the kernel; kernels/norm_units.py)
+    kk = F.normalize(in_norm_units((k * k_k).view(B, T, heads, C // heads)), dim=-1, p=2.0).view(B, T, C)
     k = k * (1 + (a - 1) * k_a)
     return w, k, v, -kk, kk * a
 
@@ -89,6 +92,8 @@ def tm_output_ref(
     ``r_k`` [H, N]."""
     B, T, C = r.shape
     H, N = r_k.shape
-    y = F.group_norm(y.reshape(B * T, C), H, ln_weight, ln_bias, eps).view(B, T, C)
+    # a head whose largest |value| exceeds 2^50 in units of it (as the kernel; kernels/norm_units.py)
+    y = in_norm_units(y.reshape(B * T, H, C // H)).view(B * T, C)
+    y = F.group_norm(y, H, ln_weight, ln_bias, eps).view(B, T, C)
     bonus = ((r * k * r_k.view(1, 1, C)).view(B, T, H, N).sum(dim=-1, keepdim=True) * v.view(B, T, H, N)).view(B, T, C)
     return (y + bonus) * g

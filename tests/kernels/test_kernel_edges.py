@@ -390,3 +390,114 @@ def test_tm_gates_key_norm_beyond_the_square_range(dtype: torch.dtype, kind: str
     truth = tm_gates(*(t.to(F64) for t in (k, z, z, z, zc, zc, k_k, zc)), H, backend="reference")
     for name, a, want in zip(("-kk", "kk * a"), got[3:], truth[3:], strict=True):
         _check_big(name, a, want, seed)
+
+
+# ------------------------------------------- the PyTorch references at the same huge values
+
+
+def _huge_rows(shape: tuple[int, ...], gen: torch.Generator) -> torch.Tensor:
+    """Values of magnitude 1e20 to 1e30 (log-uniform), random signs: every fp32 square overflows."""
+    mag = 10 ** (20 + 10 * torch.rand(*shape, generator=gen, dtype=F64))
+    return mag * torch.where(torch.rand(*shape, generator=gen) < 0.5, -1.0, 1.0).to(F64)
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+@pytest.mark.parametrize("dtype", [BF16, FP32], ids=["bf16", "fp32"])
+def test_references_norm_huge_rows_as_the_kernels_do(dtype: torch.dtype) -> None:
+    """The references of add_layer_norm, tm_output's GroupNorm and tm_gates' key norm summed fp32
+    squares (F.layer_norm, F.group_norm, F.normalize) and gave y = b, NaN or 0 for rows of 1e20 to
+    1e30, where the kernels are right: they now scale such rows as the kernels do, and the two
+    agree with each other and with fp64 (one row or head of ordinary values beside the huge ones)."""
+    seed = new_seed()
+    gen = torch.Generator().manual_seed(seed)
+    B, T, H, N = 2, 3, 3, 32
+    C = H * N
+    x = _huge_rows((B, T, C), gen)
+    x[0, 0] = torch.randn(C, generator=gen, dtype=F64)
+    x = x.to(dtype)
+    w = (1 + 0.3 * torch.randn(C, generator=gen)).to(dtype)
+    b = (0.1 * torch.randn(C, generator=gen)).to(dtype)
+    truth = _norm64(x, 1e-5) * w.to(F64) + b.to(F64)
+    outs = {be: add_layer_norm(x, torch.zeros_like(x), w, b, 1e-5, backend=be)[1] for be in ("reference", "triton")}
+    for be, y in outs.items():
+        _check_big(f"add_layer_norm ({be})", y, truth, seed)
+    _check_big("add_layer_norm: reference vs kernel", outs["reference"], outs["triton"].to(F64), seed)
+
+    y = _huge_rows((B, T, H, N), gen)
+    y[:, :, 1] = torch.randn(B, T, N, generator=gen, dtype=F64)  # a head of ordinary values
+    y = y.reshape(B, T, C).to(dtype)
+    r, k, v = (torch.randn(B, T, C, generator=gen).to(dtype) for _ in range(3))
+    g = torch.rand(B, T, C, generator=gen).to(dtype)
+    r_k = torch.randn(H, N, generator=gen).to(dtype)
+    y64, r64, k64, v64 = (t.to(F64).reshape(B, T, H, N) for t in (y, r, k, v))
+    normed = _norm64(y64, 64e-5).reshape(B, T, C) * w.to(F64) + b.to(F64)
+    bonus = ((r64 * k64 * r_k.to(F64)).sum(-1, keepdim=True) * v64).reshape(B, T, C)
+    truth = (normed + bonus) * g.to(F64)
+    outs = {be: tm_output(y, r, k, v, g, w, b, r_k, 64e-5, backend=be) for be in ("reference", "triton")}
+    for be, out in outs.items():
+        _check_big(f"tm_output ({be})", out, truth, seed)
+    _check_big("tm_output: reference vs kernel", outs["reference"], outs["triton"].to(F64), seed)
+
+    k = _huge_rows((B, T, H, N), gen)
+    k[:, :, 2] = torch.randn(B, T, N, generator=gen, dtype=F64)
+    k = k.reshape(B, T, C).to(dtype)
+    z, zc, ones = torch.zeros_like(k), torch.zeros(C, dtype=dtype), torch.ones(C, dtype=dtype)
+    k64 = k.to(F64).reshape(B, T, H, N)
+    kk = (k64 / k64.pow(2).sum(-1, keepdim=True).sqrt()).reshape(B, T, C)
+    outs = {be: tm_gates(k, z, z, z, zc, zc, ones, zc, H, backend=be) for be in ("reference", "triton")}
+    for be, got in outs.items():
+        _check_big(f"tm_gates -kk ({be})", got[3], -kk, seed)
+        _check_big(f"tm_gates kk * a ({be})", got[4], kk * 0.5, seed)  # a = sigmoid(0)
+    _check_big("tm_gates: reference vs kernel", outs["reference"][3], outs["triton"][3].to(F64), seed)
+
+
+@pytest.mark.parametrize("dtype", [BF16, FP32, F64], ids=["bf16", "fp32", "fp64"])
+def test_references_are_unchanged_below_the_kernels_threshold(dtype: torch.dtype) -> None:
+    """Below 2^50 the references' unit is exactly 1: bit for bit PyTorch's own norms (the model's
+    arithmetic on the CPU does not move), rows of 1e15 included."""
+    import torch.nn.functional as F
+
+    from rwkv_registry.kernels.add_norm import add_layer_norm_ref
+    from rwkv_registry.kernels.timemix.reference import tm_gates_ref, tm_output_ref
+
+    seed = new_seed()
+    gen = torch.Generator().manual_seed(seed)
+    B, T, H, N = 2, 3, 2, 16
+    C = H * N
+    x = torch.randn(B, T, C, generator=gen, dtype=F64)
+    x[1, 2] *= 1e15
+    x = x.to(dtype)
+    w, b = (torch.randn(C, generator=gen).to(dtype) for _ in range(2))
+    assert torch.equal(add_layer_norm_ref(x, torch.zeros_like(x), w, b, 1e-5)[1], F.layer_norm(x, (C,), w, b, 1e-5))
+    ones, zeros = torch.ones(H, N, dtype=dtype), torch.zeros(B, T, C, dtype=dtype)
+    want = F.group_norm(x.reshape(B * T, C), H, w, b, 64e-5).view(B, T, C)
+    assert torch.equal(tm_output_ref(x, zeros, zeros, zeros, zeros + 1, w, b, ones, 64e-5), want)
+    zc = torch.zeros(C, dtype=dtype)
+    kk = F.normalize(x.view(B, T, H, N), dim=-1).view(B, T, C)
+    assert torch.equal(tm_gates_ref(x, zeros, zeros, zeros, zc, zc, zc + 1, zc, H)[3], -kk)
+
+
+def test_references_at_huge_rows_keep_finite_gradients() -> None:
+    """The references run with gradients (training): the unit is detached, so a huge row gives
+    the norm's gradient (fp64's, where no square overflows), and an ordinary row exactly the plain
+    gradient."""
+    import torch.nn.functional as F
+
+    from rwkv_registry.kernels.add_norm import add_layer_norm_ref
+
+    seed = new_seed()
+    gen = torch.Generator().manual_seed(seed)
+    C = 24
+    x = torch.randn(2, 1, C, generator=gen)
+    x[1] *= 1e25
+    x.requires_grad_(True)
+    w, b = torch.randn(C, generator=gen), torch.randn(C, generator=gen)
+    gy = torch.randn(2, 1, C, generator=gen)
+    (grad,) = torch.autograd.grad((add_layer_norm_ref(x, torch.zeros_like(x), w, b, 1e-5)[1] * gy).sum(), x)
+    x64 = x.detach().double().requires_grad_(True)
+    (grad64,) = torch.autograd.grad((F.layer_norm(x64, (C,), w.double(), b.double(), 1e-5) * gy).sum(), x64)
+    assert torch.isfinite(grad).all()
+    assert_close("gradient of the huge row", grad[1], grad64[1], 1e-5, seed)
+    plain = x.detach()[:1].clone().requires_grad_(True)
+    (want,) = torch.autograd.grad((F.layer_norm(plain, (C,), w, b, 1e-5) * gy[:1]).sum(), plain)
+    assert torch.equal(grad[:1], want)
