@@ -107,11 +107,38 @@ class Plan:
     rwkv_cuda: bool
     op_seq_len: int  # T of the WKV op comparison
     op_heads: int
+    # the dry run keeps every part but does less in each (tests/kernels/test_gpu_engine_dry.py runs
+    # it on 2 CPU cores): the fast path's logits check over 20 tokens (one whole chunk of 16 and a
+    # partial one) and 2 steps, the compiled decode through Dynamo and AOTAutograd without inductor's
+    # C++ code generation (the CPU's, not the GPU's Triton code; tests/model/test_model_decode.py
+    # compiles the same step with inductor), one timed call where the GPU takes several
+    vs_ref_tokens: int = 64
+    vs_ref_steps: int = 8
+    compile_backend: str = "inductor"
+    warmup: int = 2
 
 
 def make_plan(dry_run: bool, args: argparse.Namespace) -> Plan:
     if dry_run:
-        return Plan(ARCH_TINY, "cpu", "float32", (32, 48), (1, 4), 4, 1, 1 << 24, 256, "cpu fp32", False, 64, 2)
+        return Plan(
+            ARCH_TINY,
+            "cpu",
+            "float32",
+            (32, 48),
+            (1, 4),
+            4,
+            1,
+            1 << 24,
+            256,
+            "cpu fp32",
+            False,
+            64,
+            2,
+            vs_ref_tokens=20,
+            vs_ref_steps=2,
+            compile_backend="aot_eager",
+            warmup=1,
+        )
     return Plan(
         ARCH_7B,
         "cuda",
@@ -350,10 +377,10 @@ def preflight(plan: Plan, tokens: list[int], timeout: float, budget: float | Non
     return {"fused_ops": "off", "wkv": "auto", "error": "no configuration ran in a subprocess", "tried": tried}
 
 
-def make_decoder(model: Any, batch: int, compile: bool = False) -> Any:
+def make_decoder(model: Any, batch: int, compile: bool | str = False) -> Any:
     """ADAPTER: the model's fixed-batch decoder (``rwkv_registry.model.decode.Decoder``): on CUDA
     ``RWKV7.advance`` captured once as a CUDA graph, the state updated in place; with ``compile``
-    the step goes through ``torch.compile`` (inductor) before the capture."""
+    (a backend name, "inductor" on the GPU) the step goes through ``torch.compile`` before the capture."""
     from rwkv_registry.model.decode import Decoder
 
     return Decoder(model, batch, compile=compile)
@@ -381,7 +408,7 @@ def ours_logits(model: Any, plan: Plan, tokens: list[int]) -> Any:
 def ours_decode(model: Any, plan: Plan, batch: int, compile: bool = False) -> dict[str, Any]:
     import torch
 
-    decoder = make_decoder(model, batch, compile)
+    decoder = make_decoder(model, batch, plan.compile_backend if compile else False)
     gen = torch.Generator().manual_seed(batch)
     tok = torch.randint(0, plan.arch.vocab, (batch, 1), generator=gen).to(plan.device)
     start = time.perf_counter()
@@ -401,7 +428,8 @@ def ours_decode(model: Any, plan: Plan, batch: int, compile: bool = False) -> di
     else:
         mode = "eager" + (f" (capture failed: {decoder.capture_error})" if decoder.capture_error else "")
     if compile:
-        mode = f"compiled, {mode}"
+        how = "" if plan.compile_backend == "inductor" else f" ({plan.compile_backend})"
+        mode = f"compiled{how}, {mode}"
     return {
         "mode": mode,
         "warmup_seconds": warmup,
@@ -432,18 +460,20 @@ def kernels_path(plan: Plan) -> Iterator[None]:
 def ours_vs_reference(model: Any, plan: Plan, tokens: list[int]) -> dict[str, Any]:
     """ADAPTER: logits of the fast path (Triton chunk prefill, then in-place step kernel decodes)
     against the reference WKV loop on the same bf16 weights: relative RMS and max |Δ| / std per
-    output (prefill of 64 tokens, then 8 steps). On the CPU (``--dry-run``) the fast path is the
-    Triton interpreter."""
+    output (prefill of 64 tokens, then 8 steps; 20 and 2 in the dry run). On the CPU
+    (``--dry-run``) the fast path is the Triton interpreter."""
     import torch
 
     from rwkv_registry.model.wkv import set_wkv_backend
 
+    T, steps = plan.vs_ref_tokens, plan.vs_ref_steps
+
     def run(backend: str) -> list[Any]:
         previous = set_wkv_backend(backend)
         try:
-            logits, state = model.forward(torch.tensor([tokens[:64]], device=plan.device))
+            logits, state = model.forward(torch.tensor([tokens[:T]], device=plan.device))
             outs = [logits]
-            for t in tokens[64:72]:
+            for t in tokens[T : T + steps]:
                 outs.append(model.advance(torch.tensor([[t]], device=plan.device), state))
             return [x.double().cpu() for x in outs]
         finally:
@@ -454,7 +484,7 @@ def ours_vs_reference(model: Any, plan: Plan, tokens: list[int]) -> dict[str, An
     ref = run("reference")
     rms = [float((f - r).pow(2).mean().sqrt() / r.pow(2).mean().sqrt()) for f, r in zip(fast, ref, strict=True)]
     mx = [float((f - r).abs().max() / r.std()) for f, r in zip(fast, ref, strict=True)]
-    return {"rel_rms_max": max(rms), "rel_rms": rms, "max_abs_over_std": max(mx), "tokens": 64, "steps": 8}
+    return {"rel_rms_max": max(rms), "rel_rms": rms, "max_abs_over_std": max(mx), "tokens": T, "steps": steps}
 
 
 def ours_launches(model: Any, plan: Plan) -> dict[str, Any]:
@@ -890,7 +920,7 @@ def worker_fla(payload: dict[str, Any]) -> dict[str, Any]:
     T, H, device = payload["T"], payload["H"], payload["device"]
     bf = op_inputs(T, H, 1, device)
     out: dict[str, Any] = {"available": False, "T": T, "H": H}
-    ours_s = timed(lambda: wkv7(*bf), device, payload["reps"], warmup=2)
+    ours_s = timed(lambda: wkv7(*bf), device, payload["reps"], warmup=payload.get("warmup", 2))
     out["ours"] = {"seconds": ours_s, "tok_s": T / ours_s}
     worker_progress(out)
     if device != "cuda":
@@ -907,7 +937,7 @@ def worker_fla(payload: dict[str, Any]) -> dict[str, Any]:
         return chunk_rwkv7(r=bf[0], w=log_w, k=bf[2], v=bf[3], a=bf[4], b=bf[5], scale=1.0, output_final_state=True)
 
     try:  # fla's own Triton kernels may not compile here: ours is measured all the same
-        fla_s = timed(call_fla, device, payload["reps"], warmup=2)
+        fla_s = timed(call_fla, device, payload["reps"], warmup=payload.get("warmup", 2))
         y_fla = call_fla()[0].float()
     except Exception as exc:
         out["reason"] = f"fla's chunk_rwkv7 failed ({type(exc).__name__}: {exc})"
@@ -1297,7 +1327,8 @@ def measure(args: argparse.Namespace, plan: Plan, run: Run, torch: Any) -> int:
     run.save()
 
     if not args.skip_fla:
-        payload = {"device": plan.device, "T": plan.op_seq_len, "H": plan.op_heads, "reps": max(3, plan.reps)}
+        reps = max(3, plan.reps) if plan.device == "cuda" else plan.reps
+        payload = {"device": plan.device, "T": plan.op_seq_len, "H": plan.op_heads, "reps": reps, "warmup": plan.warmup}
         run.results["fla"] = run.part("fla chunk_rwkv7", lambda: run_worker("fla", payload, run.left(), {}), share=None)
     else:
         run.results["fla"] = {"available": False, "reason": "skipped (--skip-fla)"}
