@@ -40,7 +40,10 @@ In order (each part is saved to ``--out`` as soon as it is done, so a timeout ke
    table again.
 
 A missing ``rwkv`` or ``fla`` (or a failed CUDA build) gives a row marked "not available" with the
-reason. The places that depend on the model's API are the functions marked ``ADAPTER``.
+reason. The parts run in a child process that :func:`supervise` watches: a part that hangs inside a
+CUDA call (which SIGALRM cannot interrupt) or crashes costs its own figure and a restart of the
+child, which replays the finished parts and goes on after it. The places that depend on the
+model's API are the functions marked ``ADAPTER``.
 """
 
 from __future__ import annotations
@@ -375,6 +378,18 @@ def preflight(plan: Plan, tokens: list[int], timeout: float, budget: float | Non
             return {"fused_ops": "on" if config["fused_ops"] else "off", "wkv": config["wkv"], "tried": tried}
     set_fused_ops(False)
     return {"fused_ops": "off", "wkv": "auto", "error": "no configuration ran in a subprocess", "tried": tried}
+
+
+def apply_preflight(pre: dict[str, Any]) -> None:
+    """Set in this process what :func:`preflight` chose (it does so itself; this is for a run
+    restarted after a hung part, which replays the preflight's record instead of running it)."""
+    from rwkv_registry.model.wkv import set_fused_ops, set_wkv_backend
+
+    if not isinstance(pre, dict) or "fused_ops" not in pre:
+        return
+    set_fused_ops(pre["fused_ops"] == "on")
+    if pre.get("wkv", "auto") != "auto":
+        set_wkv_backend(pre["wkv"])
 
 
 def make_decoder(model: Any, batch: int, compile: bool | str = False) -> Any:
@@ -1059,6 +1074,11 @@ def table(results: dict[str, Any]) -> str:
         f"| {op}: ours vs fla chunk_rwkv7{note} | {_fmt(ours_op / 1e6 if ours_op else None)} | fla: {theirs} "
         f"| {_ratio(ours_op, fla_op)} | — | — |"
     )
+    hung = results.get("hung_parts") or {}
+    if hung:
+        rows.append(
+            f"| parts that hung or crashed (the run went on without each) | {'; '.join(hung)} | — | — | — | — |"
+        )
     copy, mm = results.get("copy", {}), results.get("matmul", {})
     rows.append(f"| copy bandwidth (GB/s, read + write) | {_fmt(copy.get('GB_per_s'))} | — | — | — | — |")
     what = f"{mm['dtype']} matmul {mm['n']}³" if "n" in mm else "matmul"
@@ -1072,15 +1092,26 @@ def table(results: dict[str, Any]) -> str:
 
 
 class Run:
-    """Collects results and saves them after every part."""
+    """Collects results and saves them after every part.
 
-    def __init__(self, out: Path, deadline: float) -> None:
+    Under :func:`supervise` (``child_dir`` set) it also tells the supervisor which part runs and for
+    how long it may (``part.json``), keeps what each finished part returned (``done.json``), and
+    after a restart replays those parts from it instead of running them again and records the
+    parts the supervisor stopped (``hung.json``) as timed out."""
+
+    def __init__(self, out: Path, deadline: float, child_dir: Path | None = None) -> None:
         self.out = out
         self.deadline = deadline
         self.started = time.monotonic()
         self.min_part_s = 30.0
         self.results: dict[str, Any] = {}
         self.rwkv_build: tuple[subprocess.Popen[Any], Path, float] | None = None
+        self.child_dir = child_dir
+        self.done: dict[str, Any] = _read_json(child_dir / "done.json") if child_dir else {}
+        self.hung: dict[str, str] = _read_json(child_dir / "hung.json") if child_dir else {}
+        self._seq = 0
+        if self.hung:
+            self.results["hung_parts"] = dict(self.hung)
 
     def left(self) -> float:
         return self.deadline - time.monotonic()
@@ -1100,20 +1131,35 @@ class Run:
         if md is not None:
             self.out.with_suffix(".md").write_text(md)
 
-    def part(self, name: str, fn: Callable[[], Any], share: float | None = 0.6) -> Any:
+    def part(self, name: str, fn: Callable[[], Any], share: float | None = 0.6, replay: bool = True) -> Any:
         """Run one part; an exception is recorded under ``name`` as ``{"error": ...}``, not raised.
         Past the deadline a part is not started. ``share``: the part is stopped (``PartTimeout``,
         by SIGALRM) after that share of the time left when it starts, at least ``min_part_s``, so
         that one hanging in Python code (a compile, a capture) leaves time to the parts after it;
         ``None`` for parts that keep their own time (workers). A hang inside a CUDA call returns to
-        Python only with the call; ``timeout`` in bench/h200.sh is the hard stop there, and every
-        save before it stays."""
+        Python only with the call: under :func:`supervise` the supervisor kills this process
+        ``HANG_GRACE_S`` after the part's limit (or the deadline), records the part as timed out and
+        starts the run again, which replays the finished parts (``replay=False``: run again, for
+        parts whose value is not data, such as the weights and the model)."""
+        if os.environ.get(TEST_HANG_ENV) == name and TEST_HANG_PART not in self.done:
+            self.part(TEST_HANG_PART, _hang_in_native_code, share=0.0)  # tests only: see TEST_HANG_ENV
+        if name in self.hung:
+            print(f"[gpu_engine] {name}: left out, it hung in the run before", file=sys.stderr, flush=True)
+            value = {"error": self.hung[name]}
+            self._record(name, value, self.hung_seconds(name))
+            return value
+        if name in self.done:
+            print(f"[gpu_engine] {name}: kept from the run before the restart", file=sys.stderr, flush=True)
+            self._record(name, self.done[name]["value"], self.done[name]["seconds"])
+            return self.done[name]["value"]
         start = time.monotonic()
         if self.left() <= 0:
             print(f"[gpu_engine] {name}: skipped, the time limit is reached", file=sys.stderr, flush=True)
             return {"error": "skipped: the time limit was reached"}
         print(f"[gpu_engine] {name} ...", file=sys.stderr, flush=True)
-        limit = None if share is None else max(self.min_part_s, self.left() * share)
+        # share 0: one second (the test hang); otherwise at least min_part_s
+        limit = None if share is None else max(self.min_part_s if share else 1.0, self.left() * share)
+        self._heartbeat(name, limit)
         try:
             with _alarm(limit):
                 value = fn()
@@ -1121,13 +1167,63 @@ class Run:
             traceback.print_exc()
             value = {"error": f"{type(exc).__name__}: {exc}"}
             _release_device_memory()  # after an OOM (B=64, T=8192) the next parts still fit
-        self.results.setdefault("part_seconds", {})[name] = round(time.monotonic() - start, 2)
-        self.save()
+        seconds = round(time.monotonic() - start, 2)
+        if replay and self.child_dir is not None:
+            with contextlib.suppress(TypeError, ValueError):  # not data (tensors, a model): run again
+                json.dumps(value)
+                self.done[name] = {"value": value, "seconds": seconds}
+                _write_json(self.child_dir / "done.json", self.done)
+        self._heartbeat(None, None)
+        self._record(name, value, seconds)
         return value
+
+    def hung_seconds(self, name: str) -> float | None:
+        return _read_json(self.child_dir / "hung_seconds.json").get(name) if self.child_dir else None
+
+    def _record(self, name: str, value: Any, seconds: float | None) -> None:
+        self.results.setdefault("part_seconds", {})[name] = seconds
+        self.save()
+
+    def _heartbeat(self, name: str | None, limit: float | None) -> None:
+        """Tell the supervisor which part runs now and its limit in seconds (None: the deadline)."""
+        if self.child_dir is None:
+            return
+        self._seq += 1
+        _write_json(self.child_dir / "part.json", {"seq": self._seq, "name": name, "limit": limit})
 
 
 class PartTimeout(Exception):
     """A part ran past its share of the time (:meth:`Run.part`)."""
+
+
+# Tests only: the name of a part before which a part that never returns (a stand-in for a CUDA call
+# that hangs: it sleeps with SIGALRM blocked, so PartTimeout cannot stop it) is run, once.
+TEST_HANG_ENV = "GPU_ENGINE_TEST_HANG_BEFORE"
+TEST_HANG_PART = "test: a part that never returns"
+HANG_GRACE_S = 15.0  # how long after its limit the supervisor waits for a part before killing the run
+MAX_RESTARTS = 4
+
+
+def _hang_in_native_code() -> None:
+    import signal
+
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+    while True:
+        time.sleep(3600)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, path)
 
 
 @contextlib.contextmanager
@@ -1202,7 +1298,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--worker", choices=tuple(WORKERS), help=argparse.SUPPRESS)
     parser.add_argument("--worker-in", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--worker-out", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--child-dir", type=Path, help=argparse.SUPPRESS)  # run by supervise()
     args = parser.parse_args(argv)
+    if args.child_dir is None and args.worker is None:  # the supervisor: it imports neither torch nor the wheels
+        return supervise(sys.argv[1:] if argv is None else argv, args)
 
     if args.wheels:
         _, skipped = unpack_wheels(args.wheels)
@@ -1229,7 +1328,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.dry_run and not torch.cuda.is_available():
         parser.error("no CUDA device: run on the GPU machine, or use --dry-run for the tiny CPU version")
     plan = make_plan(args.dry_run, args)
-    run = Run(args.out, time.monotonic() + args.time_limit)
+    run = Run(args.out, time.monotonic() + args.time_limit, args.child_dir)
     install_interrupt_handlers()
     try:
         run.results["plan"] = asdict(plan)
@@ -1241,6 +1340,112 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if run.rwkv_build is not None and run.rwkv_build[0].poll() is None:
             _kill_group(run.rwkv_build[0])
+
+
+def supervise(argv: list[str], args: argparse.Namespace) -> int:
+    """Run the measurement in a child process and watch it part by part: a part that does not
+    return ``HANG_GRACE_S`` after its limit (a hang inside a CUDA call, which SIGALRM cannot
+    interrupt) or past the deadline is recorded as timed out, the child is killed with what it
+    started, and a new child goes on after that part, replaying the finished ones (see
+    :class:`Run`): one hung part costs its own figure and a restart, not every later figure. The
+    whole stays within ``--time-limit``. SIGTERM (``timeout`` in bench/h200.sh) is passed on to
+    the child, which saves and kills its workers; exit status 124 then, else the child's."""
+    import shutil
+    import signal
+
+    deadline = time.monotonic() + args.time_limit
+    install_interrupt_handlers()
+    child_dir = Path(tempfile.mkdtemp(prefix="gpu_engine_run_"))
+    hung: dict[str, str] = {}
+    hung_seconds: dict[str, float] = {}
+    proc: subprocess.Popen[Any] | None = None
+    try:
+        for restart in range(MAX_RESTARTS + 1):
+            left = deadline - time.monotonic()
+            cmd = [sys.executable, str(Path(__file__).resolve()), *_without_time_limit(argv)]
+            cmd += ["--time-limit", f"{left:.1f}", "--child-dir", str(child_dir)]
+            (child_dir / "part.json").unlink(missing_ok=True)  # the killed child's last word
+            proc = subprocess.Popen(cmd, start_new_session=True, preexec_fn=_die_with_parent)
+            stuck = _watch(proc, child_dir / "part.json", deadline)
+            if stuck is None:
+                running = _read_json(child_dir / "part.json").get("name")
+                if proc.returncode in (0, 124) or not running:
+                    return proc.returncode
+                # it died inside a part (a crash in native code): that part is lost, not the rest
+                name, seconds = str(running), 0.0
+                why = f"the process died in it (exit {proc.returncode}); the run was restarted after it"
+            else:
+                name, seconds = stuck
+                why = (
+                    f"timed out: did not return {seconds:.0f} s after it started (a hang in native code, e.g. "
+                    "a CUDA call); the run was restarted after it"
+                )
+                _kill_group(proc)
+            _remove_weights_of(proc.pid)  # save_for_rwkv's file, which the child's finally did not remove
+            hung[name] = why
+            hung_seconds[name] = round(seconds, 2)
+            _write_json(child_dir / "hung.json", hung)
+            _write_json(child_dir / "hung_seconds.json", hung_seconds)
+            print(f"[gpu_engine] {name}: {hung[name]}", file=sys.stderr, flush=True)
+            if deadline - time.monotonic() < 20 or restart == MAX_RESTARTS:
+                results = _read_json(args.out)
+                results["hung_parts"] = hung
+                results["interrupted"] = "the time left after a hung part was too short to go on"
+                args.out.write_text(json.dumps(results, indent=2, default=str))
+                return 124
+        return 124
+    except Interrupted:
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGTERM)  # it saves JSON and table, kills its workers
+            try:
+                proc.wait(timeout=7)  # within timeout --kill-after=10
+            except subprocess.TimeoutExpired:
+                _kill_group(proc)
+        return 124
+    finally:
+        if proc is not None and proc.poll() is None:
+            _kill_group(proc)
+        shutil.rmtree(child_dir, ignore_errors=True)
+
+
+def _without_time_limit(argv: list[str]) -> list[str]:
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--time-limit":
+            skip = True
+        elif not arg.startswith("--time-limit="):
+            out.append(arg)
+    return out
+
+
+def _watch(proc: subprocess.Popen[Any], heartbeat: Path, deadline: float) -> tuple[str, float] | None:
+    """Wait for the child; ``(part, seconds)`` when a part has to be stopped, None once it exits.
+    A part may run its limit plus a grace (at most ``HANG_GRACE_S``, in which ``PartTimeout``
+    unwinds what SIGALRM can interrupt); a part without a limit (workers, which keep their own
+    time), until the deadline plus ``HANG_GRACE_S``."""
+    seq, started = None, time.monotonic()
+    current: dict[str, Any] = {}
+    while proc.poll() is None:
+        now = time.monotonic()
+        beat = _read_json(heartbeat)
+        if beat and beat.get("seq") != seq:
+            seq, started, current = beat.get("seq"), now, beat
+        name, limit = current.get("name"), current.get("limit")
+        stop_at = deadline + HANG_GRACE_S
+        if name and limit is not None:
+            stop_at = min(stop_at, started + limit + min(HANG_GRACE_S, max(2.0, limit)))
+        if now > stop_at:
+            return str(name or "between parts"), now - started
+        time.sleep(0.2)
+    return None
+
+
+def _remove_weights_of(pid: int) -> None:
+    for folder in (Path("/dev/shm"), Path(tempfile.gettempdir())):
+        (folder / f"gpu_engine_{pid}.pth").unlink(missing_ok=True)
 
 
 def interrupted(run: Run, exc: BaseException) -> int:
@@ -1265,10 +1470,11 @@ def measure(args: argparse.Namespace, plan: Plan, run: Run, torch: Any) -> int:
     ours["preflight"] = run.part(
         "ours fast-path preflight (subprocesses)", lambda: preflight(plan, tokens, 240, budget), share=None
     )
-    sd = run.part("random weights", lambda: random_base(plan.arch, plan.device, plan.dtype))
+    apply_preflight(ours["preflight"])  # again after a restart, where the part is replayed
+    sd = run.part("random weights", lambda: random_base(plan.arch, plan.device, plan.dtype), replay=False)
     if "error" not in sd:
         run.results["ceilings"] = run.part("ceilings", lambda: ceilings(sd, run.results["copy"], run.results["matmul"]))
-    model = run.part("build model", lambda: build_model(sd, plan)) if "error" not in sd else sd
+    model = run.part("build model", lambda: build_model(sd, plan), replay=False) if "error" not in sd else sd
     if isinstance(model, dict):  # the weights or the model could not be made
         ours["error"] = model["error"]
     else:
@@ -1288,7 +1494,7 @@ def measure(args: argparse.Namespace, plan: Plan, run: Run, torch: Any) -> int:
         run.results["rwkv"] = {"available": False, "reason": "no weights to give it"}
     elif not args.skip_rwkv:
         fla_reserve = 0 if args.skip_fla else 240
-        path = run.part("save weights for rwkv", lambda: str(save_for_rwkv(sd, plan)))
+        path = run.part("save weights for rwkv", lambda: str(save_for_rwkv(sd, plan)), replay=False)
         run.results["rwkv_build"] = run.part(
             "rwkv CUDA build (started at the beginning)",
             lambda: finish_rwkv_build(run.rwkv_build, run.left() - fla_reserve - 90),
@@ -1313,11 +1519,15 @@ def measure(args: argparse.Namespace, plan: Plan, run: Run, torch: Any) -> int:
                         lambda: run_worker("rwkv", payload, run.left() - fla_reserve, rwkv_env(plan)),
                         share=None,
                     )
-                    if run.results["rwkv"].get("available") and logits_path.exists() and not isinstance(model, dict):
-                        theirs = torch.load(logits_path)
-                        mine = ours_logits(model, plan, tokens)
-                        rel = float(((mine - theirs).pow(2).mean() / theirs.pow(2).mean().clamp_min(1e-30)).sqrt())
-                        run.results["logits_vs_rwkv"] = {"rel_rms": rel, "T": plan.prefill_lengths[0]}
+                    if run.results["rwkv"].get("available") and not isinstance(model, dict):
+
+                        def compare() -> dict[str, Any]:
+                            theirs = torch.load(logits_path)
+                            mine = ours_logits(model, plan, tokens)
+                            rel = float(((mine - theirs).pow(2).mean() / theirs.pow(2).mean().clamp_min(1e-30)).sqrt())
+                            return {"rel_rms": rel, "T": plan.prefill_lengths[0]}
+
+                        run.results["logits_vs_rwkv"] = run.part("ours logits vs rwkv", compare)
             finally:
                 Path(path).unlink(missing_ok=True)
         else:

@@ -129,12 +129,28 @@ def test_op_timings_off_cuda_say_they_are_host_timed() -> None:
 
 @pytest.mark.slow
 def test_dry_run_exercises_every_part(tmp_path: Path) -> None:
+    """Every part on a tiny CPU model; and a part that never returns (SIGALRM blocked, as in a CUDA
+    call that hangs: only h200.sh's outer timeout stopped it, and every later figure was lost) is
+    injected before "ours decode B=4": the supervisor kills the run at its limit, records it, and
+    a new run replays the parts before it and runs every part after it."""
+    import os
+
     out = tmp_path / "results.json"
+    env = {**os.environ, "GPU_ENGINE_TEST_HANG_BEFORE": "ours decode B=4"}
     done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--dry-run", "--out", str(out)], capture_output=True, text=True, timeout=300
+        [sys.executable, str(SCRIPT), "--dry-run", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads(out.read_text())
+    hang = "test: a part that never returns"
+    assert set(results["hung_parts"]) == {hang} and results["hung_parts"][hang].startswith("timed out: did not return")
+    assert f"{hang}: left out, it hung in the run before" in done.stderr
+    assert "ours prefill: kept from the run before the restart" in done.stderr
+    assert set(results["part_seconds"]) >= {hang, "ours decode B=4", "ours decode B=1 compiled", "fla chunk_rwkv7"}
     ours = results["ours"]
     for part in (ours["prefill"], *ours["decode"].values(), ours["miss"], ours["op_sweep"]):
         assert "error" not in part, part
@@ -246,22 +262,33 @@ def test_a_truncated_wheel_is_left_out_not_fatal(tmp_path: Path, monkeypatch: py
     assert len(skipped) == 1 and skipped[0].startswith("bad-1.0-py3-none-any.whl (BadZipFile"), skipped
 
 
-def _workers_of(script: Path, parent: int) -> list[int]:
-    """Live processes running ``script --worker`` started by ``parent`` (not another test's)."""
+def _workers_of(script: Path, ancestor: int) -> list[int]:
+    """Live processes running ``script --worker`` started under ``ancestor`` (the supervisor's
+    measuring child starts them; not another test's)."""
     import os
 
-    found = []
+    parents, found = {}, []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             args = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
-            ppid = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            parents[int(entry)] = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
         except (OSError, ValueError, IndexError):
             continue
-        if ppid == parent and str(script).encode() in args and b"--worker" in args:
+        if str(script).encode() in args and b"--worker" in args:
             found.append(int(entry))
-    return found
+
+    def under(pid: int) -> bool:
+        for _ in range(16):
+            pid = parents.get(pid, 0)
+            if pid == ancestor:
+                return True
+            if pid <= 1:
+                return False
+        return False
+
+    return [pid for pid in found if under(pid)]
 
 
 def _alive(pid: int) -> bool:
