@@ -454,7 +454,7 @@ def test_references_norm_huge_rows_as_the_kernels_do(dtype: torch.dtype) -> None
 @pytest.mark.parametrize("dtype", [BF16, FP32, F64], ids=["bf16", "fp32", "fp64"])
 def test_references_are_unchanged_below_the_kernels_threshold(dtype: torch.dtype) -> None:
     """Below 2^50 the references' unit is exactly 1: bit for bit PyTorch's own norms (the model's
-    arithmetic on the CPU does not move), rows of 1e15 included."""
+    arithmetic on the CPU does not move), rows of 1e14 included."""
     import torch.nn.functional as F
 
     from rwkv_registry.kernels.add_norm import add_layer_norm_ref
@@ -465,7 +465,7 @@ def test_references_are_unchanged_below_the_kernels_threshold(dtype: torch.dtype
     B, T, H, N = 2, 3, 2, 16
     C = H * N
     x = torch.randn(B, T, C, generator=gen, dtype=F64)
-    x[1, 2] *= 1e15
+    x[1, 2] *= 1e14  # up to ~5e14, below 2^50 = 1.1e15
     x = x.to(dtype)
     w, b = (torch.randn(C, generator=gen).to(dtype) for _ in range(2))
     assert torch.equal(add_layer_norm_ref(x, torch.zeros_like(x), w, b, 1e-5)[1], F.layer_norm(x, (C,), w, b, 1e-5))
@@ -501,3 +501,29 @@ def test_references_at_huge_rows_keep_finite_gradients() -> None:
     plain = x.detach()[:1].clone().requires_grad_(True)
     (want,) = torch.autograd.grad((F.layer_norm(plain, (C,), w, b, 1e-5) * gy[:1]).sum(), plain)
     assert torch.equal(grad[:1], want)
+
+
+@pytest.mark.parametrize("dtype", [BF16, FP32, F64], ids=["bf16", "fp32", "fp64"])
+def test_norm_units_without_a_branch_as_on_cuda_and_under_compile(
+    dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On CUDA and under torch.compile the units take no branch on the data (the CPU's shortcut
+    reads a maximum back): ordinary rows times exactly 1, each huge row by a power of two that
+    brings its largest |value| to [2^49, 2^51)."""
+    from rwkv_registry.kernels.norm_units import in_norm_units
+
+    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
+    seed = new_seed()
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(4, 40, generator=gen, dtype=F64)
+    x[1] *= 1e14  # below 2^50
+    x[2] = _huge_rows((40,), gen)
+    x[3] *= 1e37
+    x = x.to(dtype)
+    got = in_norm_units(x)
+    assert torch.equal(got[:2], x[:2])
+    top = got[2:].abs().amax(-1).to(F64)
+    assert ((top >= 2.0**49) & (top < 2.0**51)).all(), top
+    factor = got[2:].to(F64) / x[2:].to(F64)
+    assert torch.equal(factor, factor[:, :1].expand_as(factor))  # one exact factor per row
+    assert torch.equal(torch.frexp(factor)[0], torch.full_like(factor, 0.5))  # a power of two
