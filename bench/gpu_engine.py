@@ -1493,7 +1493,9 @@ def measure(args: argparse.Namespace, plan: Plan, run: Run, torch: Any) -> int:
     if not args.skip_rwkv and "error" in sd:
         run.results["rwkv"] = {"available": False, "reason": "no weights to give it"}
     elif not args.skip_rwkv:
-        fla_reserve = 0 if args.skip_fla else 240
+        # fla's worker on the GPU may compile for minutes; the dry run's takes ~15 s, and 240 s left
+        # the rwkv worker 6 s of h200.sh's dry run (it timed out there, untested)
+        fla_reserve = 0 if args.skip_fla else 240 if plan.device == "cuda" else 60
         path = run.part("save weights for rwkv", lambda: str(save_for_rwkv(sd, plan)), replay=False)
         run.results["rwkv_build"] = run.part(
             "rwkv CUDA build (started at the beginning)",
