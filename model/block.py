@@ -61,7 +61,10 @@ class Block(nn.Module):
         att, ffn = self.att, self.ffn
         if self.layer_id == 0:
             if pending is not None:
-                raise ModelError("block 0 takes the embedding itself, not a pending residual add")
+                raise ModelError(
+                    "block 0 takes the embedding itself, not a pending residual add",
+                    hint="Call block 0 with pending=None (RWKV7.forward does); a pending add starts at block 1.",
+                )
             x = self.ln0(x)
         # each norm is fused with the residual add before it and the token mix after it (one launch
         # per decode step; the ops one after the other otherwise)

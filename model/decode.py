@@ -42,7 +42,10 @@ class Decoder:
         backend name), which fuses the element-wise work around the matmuls into few kernels; the
         first step then pays the compilation (seconds to minutes on a large model)."""
         if batch < 1:
-            raise ModelError(f"a decoder needs a batch of at least 1, got {batch}")
+            raise ModelError(
+                f"a decoder needs a batch of at least 1, got {batch}",
+                hint="Pass batch=N with N >= 1, the number of rows decoded together.",
+            )
         self.model = model
         self.batch = batch
         self.state = model.new_state(batch)
@@ -67,7 +70,9 @@ class Decoder:
         if state.batch_size != self.batch or len(state.layers) != len(self.state.layers):
             raise ShapeMismatchError(
                 f"the decoder holds {len(self.state.layers)} layers x batch {self.batch}; the state to load "
-                f"has {len(state.layers)} layers x batch {state.batch_size}"
+                f"has {len(state.layers)} layers x batch {state.batch_size}",
+                hint="Load a state made by this model for as many rows: model.new_state(decoder.batch), or the "
+                "decoder's own saved state.",
             )
         for mine, theirs in zip(self.state.layers, state.layers, strict=True):
             mine.att_shift.copy_(theirs.att_shift)
@@ -106,7 +111,8 @@ class Decoder:
             tokens = tokens.view(-1, 1)
         if tuple(tokens.shape) != (self.batch, 1) or tokens.dtype != torch.long:
             raise ModelError(
-                f"decoder step: tokens must be int64 [{self.batch}, 1], got {tokens.dtype} {list(tokens.shape)}"
+                f"decoder step: tokens must be int64 [{self.batch}, 1], got {tokens.dtype} {list(tokens.shape)}",
+                hint="Pass one token id per row: torch.tensor(ids, dtype=torch.long).view(-1, 1).",
             )
         if tokens.device.type == "cpu":
             self.model.check_tokens(tokens)  # ids in range (on the GPU that would wait for it)

@@ -42,7 +42,9 @@ class Generation:
 def prefill(model: RWKV7, tokens: Sequence[int], state: RWKV7State | None = None) -> tuple[torch.Tensor, RWKV7State]:
     """Run one prompt (``B = 1``) in chunks; returns ``(logits [1, V], state)``."""
     if not tokens:
-        raise UsageError("cannot prefill an empty prompt")
+        raise UsageError(
+            "cannot prefill an empty prompt", hint="Give at least one token (an empty text encodes to none)."
+        )
     logits = None
     for start in range(0, len(tokens), PREFILL_CHUNK):
         chunk = torch.tensor([list(tokens[start : start + PREFILL_CHUNK])], dtype=torch.long, device=model.device)
@@ -78,7 +80,7 @@ def generate(
     one machine, not an exact-match path).
     """
     if max_tokens < 1:
-        raise UsageError(f"max_tokens must be at least 1, got {max_tokens}")
+        raise UsageError(f"max_tokens must be at least 1, got {max_tokens}", hint="Pass max_tokens=N with N >= 1.")
     if not prompts:
         return []
     tok = tokenizer or get_tokenizer()
@@ -87,7 +89,9 @@ def generate(
     ids = [tok.encode(p) if isinstance(p, str) else [int(t) for t in p] for p in prompts]
     for i, p in enumerate(ids):
         if not p:
-            raise UsageError(f"prompt {i} is empty")
+            raise UsageError(
+                f"prompt {i} is empty", hint="Give every prompt some text (or at least one token id), or leave it out."
+            )
 
     # Prefill each prompt alone, then decode all rows as one batch.
     firsts, states = [], []

@@ -63,7 +63,7 @@ class PromptProfile:
             text = clean_text(msg.text) if msg.role in _CLEANED_ROLES else msg.text
             parts.append(f"{ROLES[msg.role]}: {text}\n\n")
         if not parts:
-            raise UsageError("a prompt needs at least one message")
+            raise UsageError("a prompt needs at least one message", hint='Pass e.g. [("user", "Hello")].')
         return "".join(parts) + self.assistant_suffix
 
 
@@ -86,9 +86,12 @@ class Message:
             msg = cls(str(role), str(text))
         role = msg.role.lower()
         if role not in ROLES:
-            raise UsageError(f"unknown message role {msg.role!r}; use one of {sorted(ROLES)}")
+            raise UsageError(
+                f"unknown message role {msg.role!r}; use one of {sorted(ROLES)}",
+                hint='Name each message\'s role with one of those words (any case), e.g. ("user", text).',
+            )
         if not msg.text:
-            raise UsageError(f"empty {role} message")
+            raise UsageError(f"empty {role} message", hint="Give the message some text, or leave it out.")
         return cls(role, msg.text)
 
 
@@ -177,7 +180,10 @@ def get_profile(name: str) -> PromptProfile:
     try:
         return PROFILES[name]
     except KeyError:
-        raise UsageError(f"unknown prompt profile {name!r}; known: {', '.join(PROFILES)}") from None
+        raise UsageError(
+            f"unknown prompt profile {name!r}; known: {', '.join(PROFILES)}",
+            hint="Use one of the known names (docs/profiles.md); an entry's profile is the one index.json records.",
+        ) from None
 
 
 def get_sampling(name: str) -> SamplingPreset:
@@ -185,7 +191,10 @@ def get_sampling(name: str) -> SamplingPreset:
     try:
         return SAMPLING_PRESETS[name]
     except KeyError:
-        raise UsageError(f"unknown sampling preset {name!r}; known: {', '.join(SAMPLING_PRESETS)}") from None
+        raise UsageError(
+            f"unknown sampling preset {name!r}; known: {', '.join(SAMPLING_PRESETS)}",
+            hint="Use one of the known names (docs/profiles.md lists what each sets).",
+        ) from None
 
 
 def _md_cell(s: str) -> str:

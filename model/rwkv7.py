@@ -101,7 +101,10 @@ class RWKV7(nn.Module):
         """Build a model from ``{name: tensor}`` in the checkpoint layout (not copied when already
         in ``dtype`` on ``device``)."""
         if dtype not in (torch.float32, torch.bfloat16, torch.float16):
-            raise ModelError(f"unsupported dtype {dtype}; use torch.float32, torch.bfloat16 or torch.float16")
+            raise ModelError(
+                f"unsupported dtype {dtype}; use torch.float32, torch.bfloat16 or torch.float16",
+                hint="Pass dtype=torch.bfloat16 on a GPU or dtype=torch.float32 on the CPU.",
+            )
         bad = [k for k, v in tensors.items() if not isinstance(v, torch.Tensor)]
         if bad:
             raise WeightsFormatError(
@@ -173,7 +176,9 @@ class RWKV7(nn.Module):
         """
         cfg = self.config
         if batch < 1:
-            raise ModelError(f"batch must be at least 1, got {batch}")
+            raise ModelError(
+                f"batch must be at least 1, got {batch}", hint="Pass batch=N with N >= 1, the number of sequences."
+            )
         if time_state is not None:
             check_state_fits(time_state, cfg.n_layer, cfg.n_head, cfg.head_size)
         layers = []
@@ -228,14 +233,22 @@ class RWKV7(nn.Module):
         where that costs no device wait); returns ``B``."""
         if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2 or tokens.dtype != torch.long:
             got = f"{tokens.dtype} {list(tokens.shape)}" if isinstance(tokens, torch.Tensor) else type(tokens).__name__
-            raise ModelError(f"tokens must be a LongTensor [B, T], got {got}")
+            raise ModelError(
+                f"tokens must be a LongTensor [B, T], got {got}",
+                hint="Pass torch.tensor([ids], dtype=torch.long): one row of token ids per sequence.",
+            )
         B, T = tokens.shape
         if T == 0 or B == 0:
-            raise ModelError(f"tokens must not be empty, got shape {[B, T]}")
+            raise ModelError(
+                f"tokens must not be empty, got shape {[B, T]}", hint="Give at least one token in at least one row."
+            )
         if tokens.device.type == "cpu":  # on a GPU this check would wait for the device (no CUDA graphs)
             lo, hi = int(tokens.min()), int(tokens.max())
             if lo < 0 or hi >= self.config.vocab_size:
-                raise ModelError(f"token ids must lie in [0, {self.config.vocab_size}), got range [{lo}, {hi}]")
+                raise ModelError(
+                    f"token ids must lie in [0, {self.config.vocab_size}), got range [{lo}, {hi}]",
+                    hint="Encode the text with the base's own tokenizer (rwkv_vocab_v20230424 for the RWKV-7 bases).",
+                )
         return int(B)
 
     def _check_state(self, state: RWKV7State, batch: int, *, inplace: bool) -> None:
@@ -243,7 +256,8 @@ class RWKV7(nn.Module):
         if state.batch_size != batch or len(state.layers) != cfg.n_layer:
             raise ShapeMismatchError(
                 f"state holds {len(state.layers)} layers x batch {state.batch_size}, "
-                f"tokens need {cfg.n_layer} layers x batch {batch}"
+                f"tokens need {cfg.n_layer} layers x batch {batch}",
+                hint="Pass a state from this model's new_state(B), B being the tokens' row count (or state=None).",
             )
         if inplace:
             wkv_shape = (batch, cfg.n_head, cfg.head_size, cfg.head_size)
@@ -298,11 +312,14 @@ class RWKV7(nn.Module):
         differs from this base's sha256 (:class:`FingerprintMismatchError`) unless ``force``.
         """
         if mode not in ("merge", "fly"):
-            raise ModelError(f"MiSS mode must be 'merge' or 'fly', got {mode!r}")
+            raise ModelError(
+                f"MiSS mode must be 'merge' or 'fly', got {mode!r}",
+                hint='Pass mode="merge" (into the weights) or mode="fly" (applied at each step).',
+            )
         if self._miss is not None:
             raise ModelError(
-                f"a MiSS adapter is already applied ({self._miss.adapter.path or 'in memory'}); "
-                "call remove_miss() first"
+                f"a MiSS adapter is already applied ({self._miss.adapter.path or 'in memory'})",
+                hint="Call remove_miss() first: one adapter at a time.",
             )
         if not force:
             mine = self.base_fingerprint

@@ -22,6 +22,7 @@ from rwkv_registry.model.errors import ModelError
 
 VOCAB_NAME = "rwkv_vocab_v20230424.txt"
 VOCAB_PACKAGE = "rwkv"
+_VOCAB_HINT = "The installed rwkv package is damaged: pip install --force-reinstall rwkv==0.8.32."
 END_OF_TEXT = 0
 
 
@@ -40,10 +41,16 @@ class RWKVTokenizer:
                 literal = ast.literal_eval(line[line.index(" ") : line.rindex(" ")].strip())
                 length = int(line[line.rindex(" ") :])
             except (ValueError, SyntaxError) as exc:
-                raise ModelError(f"{path}:{line_no}: unreadable vocabulary line ({exc})") from None
+                raise ModelError(
+                    f"{path}:{line_no}: unreadable vocabulary line ({exc})", hint=_VOCAB_HINT, path=str(path)
+                ) from None
             token = literal.encode("utf-8") if isinstance(literal, str) else literal
             if not isinstance(token, bytes) or len(token) != length:
-                raise ModelError(f"{path}:{line_no}: token length {length} does not match its literal")
+                raise ModelError(
+                    f"{path}:{line_no}: token length {length} does not match its literal",
+                    hint=_VOCAB_HINT,
+                    path=str(path),
+                )
             self.id_to_bytes[idx] = token
         self.bytes_to_id = {b: i for i, b in self.id_to_bytes.items()}
         # first byte -> second byte -> candidates, longest first; single bytes apart.
@@ -101,7 +108,9 @@ def default_vocab_path() -> Path:
         ) from None
     path = Path(str(ref))
     if not path.is_file():
-        raise ModelError(f"{path}: the vocabulary file is missing from the installed rwkv package")
+        raise ModelError(
+            f"{path}: the vocabulary file is missing from the installed rwkv package", hint=_VOCAB_HINT, path=str(path)
+        )
     return path
 
 

@@ -48,11 +48,17 @@ def architecture_from_shapes(shapes: Mapping[str, tuple[int, ...]], dtype: str |
     n_layer = max(layers) + 1
     if layers != set(range(n_layer)):
         missing = sorted(set(range(n_layer)) - layers)
-        raise UsageError(f"not an RWKV-7 checkpoint: blocks {missing} are missing")
+        raise UsageError(
+            f"not an RWKV-7 checkpoint: blocks {missing} are missing",
+            hint="The file is cut or partial: give the complete RWKV-7 (x070) base .pth as released.",
+        )
     vocab, n_embd = _shape(shapes, "emb.weight")
     n_head, head_size = _shape(shapes, "blocks.0.att.r_k")
     if n_head * head_size != n_embd:
-        raise UsageError(f"inconsistent checkpoint: r_k is [{n_head}, {head_size}] but n_embd is {n_embd}")
+        raise UsageError(
+            f"inconsistent checkpoint: r_k is [{n_head}, {head_size}] but n_embd is {n_embd}",
+            hint="The file is not an RWKV-7 (x070) base as released: give the original base .pth.",
+        )
     ffn_size = _shape(shapes, "blocks.0.ffn.key.weight")[0]
     lora = {
         "decay": _shape(shapes, "blocks.0.att.w1")[1],

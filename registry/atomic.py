@@ -54,7 +54,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from .errors import LockedError, RefusedError, RegistryIOError, UsageError
+from .errors import LockedError, RefusedError, RegistryIOError, UsageError, os_error_hint
 from .sums import SUMS_NAME
 
 if TYPE_CHECKING:
@@ -187,7 +187,9 @@ def _atomic_write(path: Path, data: bytes, fault: str = "") -> None:
         if isinstance(e, RegistryIOError):
             raise
         if isinstance(e, OSError):
-            raise RegistryIOError(f"cannot write {path}: {e.strerror or e}", path=str(path)) from e
+            raise RegistryIOError(
+                f"cannot write {path}: {e.strerror or e}", hint=os_error_hint(e, path.parent), path=str(path)
+            ) from e
         raise
     _fsync_dir(path.parent)
 
@@ -318,7 +320,9 @@ def require_registry(root: str | os.PathLike[str], *, creating: bool = False, st
     try:
         names = [n for n in os.listdir(root) if n != ".git"]
     except OSError as e:
-        raise RegistryIOError(f"cannot read the directory {root}: {e.strerror or e}", path=str(root)) from e
+        raise RegistryIOError(
+            f"cannot read the directory {root}: {e.strerror or e}", hint=os_error_hint(e, root), path=str(root)
+        ) from e
     if names and all(_is_transient(n) for n in names) and not strict:
         return root  # an interrupted init: recover() cleans it
     above = registry_around(root.absolute())
@@ -595,7 +599,11 @@ class Transaction:
                 f.flush()
                 os.fsync(f.fileno())
         except OSError as e:
-            raise RegistryIOError(f"cannot write {self.root / DIRS_NAME}: {e.strerror or e}") from e
+            raise RegistryIOError(
+                f"cannot write {self.root / DIRS_NAME}: {e.strerror or e}",
+                hint=os_error_hint(e, self.root),
+                path=DIRS_NAME,
+            ) from e
 
     def _tmp_for(self, rel: str) -> tuple[Path, Path]:
         final = self.root / rel
@@ -612,7 +620,9 @@ class Transaction:
             try:
                 d.mkdir()
             except OSError as e:
-                raise RegistryIOError(f"cannot create the directory {d}: {e.strerror or e}", path=str(d)) from e
+                raise RegistryIOError(
+                    f"cannot create the directory {d}: {e.strerror or e}", hint=os_error_hint(e, d.parent), path=str(d)
+                ) from e
             fault_point(f"mkdir-{len(self.created_dirs) - 1}")
         return final.with_name(f"{TMP_PREFIX}{_token()}-{final.name}"), final
 
@@ -647,7 +657,9 @@ class Transaction:
         try:
             self._write_staged(tmp, [data])
         except OSError as e:
-            raise RegistryIOError(f"cannot write {final}: {e.strerror or e}", path=rel) from e
+            raise RegistryIOError(
+                f"cannot write {final}: {e.strerror or e}", hint=os_error_hint(e, final.parent), path=rel
+            ) from e
         self.staged.append((tmp, final))
 
     def copy_file(self, rel: str, src: str | os.PathLike[str]) -> None:
@@ -658,7 +670,11 @@ class Transaction:
             with open(src, "rb") as fin:
                 self._write_staged(tmp, iter(lambda: fin.read(8 << 20), b""))
         except OSError as e:
-            raise RegistryIOError(f"cannot copy {src} to {final}: {e.strerror or e}", path=rel) from e
+            raise RegistryIOError(
+                f"cannot copy {src} to {final}: {e.strerror or e}",
+                hint=os_error_hint(e, e.filename or final.parent),
+                path=rel,
+            ) from e
         self.staged.append((tmp, final))
 
     def mkdir(self, rel: str) -> None:

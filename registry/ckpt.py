@@ -34,7 +34,7 @@ from typing import Protocol, runtime_checkable
 
 from rwkv_registry._pickle import DTYPE_ITEMSIZE, parse_tensor_pickle
 from rwkv_registry._zipread import ZipEntry, read_zip
-from rwkv_registry.errors import CheckpointError, RegistryIOError, UsageError
+from rwkv_registry.errors import CheckpointError, RegistryIOError, UsageError, os_error_hint
 from rwkv_registry.lfs import MAX_POINTER_SIZE, looks_like_lfs_pointer, parse_lfs_pointer
 from rwkv_registry.rules import RULES
 
@@ -127,7 +127,10 @@ class MemorySource:
     def __init__(self, buf: bytes | bytearray | memoryview | mmap.mmap) -> None:
         view = memoryview(buf)
         if not view.c_contiguous:
-            raise UsageError("MemorySource needs a contiguous buffer")
+            raise UsageError(
+                "MemorySource needs a contiguous buffer",
+                hint="Pass bytes(buf), or a contiguous copy (numpy.ascontiguousarray), instead of a strided view.",
+            )
         self._view: memoryview = view.cast("B") if view.format != "B" or view.ndim != 1 else view
         self.size: int = self._view.nbytes
 
@@ -159,7 +162,9 @@ class FileSource:
             self._file = open(self.path, "rb", buffering=0)  # noqa: SIM115 - closed by close()
             self.size: int = os.fstat(self._file.fileno()).st_size
         except OSError as exc:
-            raise RegistryIOError(f"cannot read {self.path}: {exc.strerror or exc}", path=self.path) from exc
+            raise RegistryIOError(
+                f"cannot read {self.path}: {exc.strerror or exc}", hint=os_error_hint(exc, self.path), path=self.path
+            ) from exc
 
     def read(self, offset: int, length: int) -> bytes:
         """``length`` bytes at ``offset``; raises PTH001 if the file is shorter (e.g. it shrank)."""
@@ -171,11 +176,17 @@ class FileSource:
             while got < length:
                 chunk = self._pread(length - got, offset + got)
                 if not chunk:
-                    raise CheckpointError("PTH001", f"file ended at {offset + got} while reading (it shrank?)")
+                    raise CheckpointError(
+                        "PTH001",
+                        f"file ended at {offset + got} while reading (it shrank?)",
+                        hint="The file changed while it was read: let whatever writes it finish, then run again.",
+                    )
                 parts.append(chunk)
                 got += len(chunk)
         except OSError as exc:
-            raise RegistryIOError(f"cannot read {self.path}: {exc.strerror or exc}", path=self.path) from exc
+            raise RegistryIOError(
+                f"cannot read {self.path}: {exc.strerror or exc}", hint=os_error_hint(exc, self.path), path=self.path
+            ) from exc
         self.bytes_read += length
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
@@ -310,7 +321,10 @@ def _to_source(src: object) -> tuple[ByteSource, bool, str]:
         return MemorySource(src), False, "<memory>"
     if isinstance(src, ByteSource):
         return src, False, str(getattr(src, "path", "<source>"))
-    raise UsageError(f"open_checkpoint takes a path, bytes or a ByteSource, not {type(src).__name__}")
+    raise UsageError(
+        f"open_checkpoint takes a path, bytes or a ByteSource, not {type(src).__name__}",
+        hint="Pass the file's path (str or pathlib.Path), its bytes, or a FileSource/MemorySource over it.",
+    )
 
 
 def open_checkpoint(
@@ -326,7 +340,10 @@ def open_checkpoint(
     quoting the offending value, ``path`` set to the file and ``hint`` set to the rule's fix.
     """
     if verify_crc not in _VERIFY_MODES:
-        raise UsageError(f"verify_crc must be one of {', '.join(_VERIFY_MODES)}, not {verify_crc!r}")
+        raise UsageError(
+            f"verify_crc must be one of {', '.join(_VERIFY_MODES)}, not {verify_crc!r}",
+            hint='Pass verify_crc="metadata" (the default), "all" to check the tensor data too, or "none".',
+        )
     source, owned, path = _to_source(src)
     try:
         head = bytes(source.read(0, min(source.size, MAX_POINTER_SIZE)))

@@ -81,7 +81,11 @@ class Results:
 def results_from_json(data: Any, display: str) -> Results:
     """Read a result file or a smoke report (already parsed)."""
     if not isinstance(data, dict):
-        raise UsageError(f"{display}: not a JSON object")
+        raise UsageError(
+            f"{display}: not a JSON object",
+            hint="compare takes per-question result files (results.schema.json) or `smoke --format json` reports.",
+            path=display,
+        )
     if data.get("format") == RESULTS_FORMAT:
         from .schemas import schema_errors
 
@@ -95,7 +99,11 @@ def results_from_json(data: Any, display: str) -> Results:
         cats: dict[str, str] = {}
         for r in data["results"]:
             if r["id"] in scores:
-                raise UsageError(f"{display}: question id {r['id']!r} appears twice")
+                raise UsageError(
+                    f"{display}: question id {r['id']!r} appears twice",
+                    hint=f"Keep one result per question id in {display} (remove or rename the duplicate).",
+                    path=display,
+                )
             scores[r["id"]] = float(r["score"])
             if r.get("category"):
                 cats[r["id"]] = r["category"]

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .arch import miss_target_shape, parse_arch_option, state_shape
-from .errors import RegistryIOError, UsageError
+from .errors import RegistryIOError, UsageError, os_error_hint
 from .miss import MISS_TARGETS, tensor_name, write_miss_file
 from .ops import add_base, add_entry, init_registry, update_index
 
@@ -327,7 +327,9 @@ def build_demo(path: str | Path, *, force: bool = False, log: Callable[[str], No
     try:
         occupied = root.exists() and any(root.iterdir())
     except OSError as e:
-        raise RegistryIOError(f"cannot read the directory {path}: {e.strerror or e}", path=str(path)) from e
+        raise RegistryIOError(
+            f"cannot read the directory {path}: {e.strerror or e}", hint=os_error_hint(e, path), path=str(path)
+        ) from e
     if occupied:
         index = root / "index.json"
         try:

@@ -8,6 +8,9 @@ Set ``RWKV_REGISTRY_TRACEBACK=1`` to see the full traceback of an unexpected err
 
 from __future__ import annotations
 
+import errno
+import os
+
 
 class RegistryError(Exception):
     """Base class: a command cannot go on. ``exit_code`` is what the CLI returns."""
@@ -54,6 +57,26 @@ class CheckpointError(RegistryError, ValueError):
 
     exit_code = 1
 
-    def __init__(self, code: str, message: str, *, path: str = "") -> None:
-        super().__init__(message, path=path)
+    def __init__(self, code: str, message: str, *, hint: str = "", path: str = "") -> None:
+        from .rules import RULES  # the fix is the rule's own (docs/rules.md); rules imports nothing from here
+
+        rule = RULES.get(code)
+        super().__init__(message, hint=hint or (rule.hint if rule is not None else ""), path=path)
         self.code = code
+
+
+def os_error_hint(e: OSError, where: str | os.PathLike[str]) -> str:
+    """The fix for ``e``, an error of the operating system reading or writing ``where``, by its errno."""
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return f"Free some space (or quota) on the disk that holds {where}, then run the command again."
+    if e.errno in (errno.EACCES, errno.EPERM):
+        return f"Check the permissions of {where} and of the directories above it, then run the command again."
+    if e.errno == errno.EROFS:
+        return f"{where} is on a read-only file system: work on a writable copy, or remount it read-write."
+    if e.errno in (errno.ENOENT, errno.ENOTDIR):
+        return f"{where} (or a directory above it) is missing or was moved: check the path and run the command again."
+    if e.errno == errno.ENAMETOOLONG:
+        return "A name on the path is too long for the file system: use a shorter path."
+    if e.errno == errno.EISDIR:
+        return f"{where} is a directory: give a file."
+    return f"Check that {where} is reachable and the disk is healthy, then run the command again."

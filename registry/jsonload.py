@@ -50,6 +50,7 @@ DEFAULT_MAX_DEPTH = 64
 DEFAULT_MAX_BYTES = 64 * 2**20
 
 _HINT = RULES["SCH001"].hint  # one fix text for an unparseable JSON file, wherever it is reported
+_BIG_NUMBER_HINT = "Write numbers within ±1.7e308; JsonCpp (the server) and most JSON readers cannot hold more."
 
 # A JSON string, matched possessively (no backtracking); an unterminated one runs to the end.
 _STRING = r'"[^"\\]*+(?:\\.[^"\\]*+)*+(?:"|\Z)'
@@ -325,7 +326,7 @@ def load_json_bytes(
             text, object_pairs_hook=_pairs_to_dict, parse_constant=_refuse_constant, parse_float=parse_float
         )
     except json.JSONDecodeError as exc:
-        raise JsonLoadError(path, exc.msg, line=exc.lineno, col=exc.colno) from None
+        raise JsonLoadError(path, exc.msg, line=exc.lineno, col=exc.colno, hint=_HINT) from None
     except _DuplicateKey as exc:
         pos = _locate_duplicate(text, exc.key)
         line, col = _line_col(text, pos) if pos is not None else (None, None)
@@ -353,7 +354,8 @@ def load_json_bytes(
             hint=f"Keep JSON at most {DEFAULT_MAX_DEPTH} arrays/objects deep.",
         ) from None
     except ValueError as exc:  # e.g. an integer longer than sys.get_int_max_str_digits()
-        raise JsonLoadError(path, str(exc)) from None
+        big = "integer string conversion" in str(exc)  # not Python's limit to raise: beyond a double anyway
+        raise JsonLoadError(path, str(exc), hint=_BIG_NUMBER_HINT if big else _HINT) from None
     if overflowed or _big_number_possible(data):
         big = _out_of_range_number(value)
         if big is not None:
@@ -361,7 +363,7 @@ def load_json_bytes(
             raise JsonLoadError(
                 path,
                 f"{shown} is beyond the range of a double",
-                hint="Write numbers within ±1.7e308; JsonCpp (the server) and most JSON readers cannot hold more.",
+                hint=_BIG_NUMBER_HINT,
             )
     if _SURROGATE_ESCAPE_RE.search(text) and _has_lone_surrogate(value):
         raise JsonLoadError(

@@ -21,10 +21,11 @@ from types import EllipsisType
 from typing import Any
 
 from .atomic import TMP_PREFIX, Transaction, read_stamps, refuse_link, registry_lock, within
-from .errors import RefusedError, RegistryIOError, UsageError
+from .errors import RefusedError, RegistryIOError, UsageError, os_error_hint
 from .facts import FactsCache, FileFacts, compute_facts, gather_facts, sha256_file, stat_key, stray_state_finding
 from .gitcheck import published_in
 from .lineage import base_date, family_of, superseded
+from .readme import MARKERS as README_MARKERS
 from .readme import apply_bodies, render_bodies, skeleton, update_readme
 from .rules import Finding, Severity, finding
 from .sums import SIG_NAME, SUMS_NAME, format_sums
@@ -394,7 +395,9 @@ def _read_readme(root: Path) -> bytes | None:
         with open_regular(path) as f:  # a FIFO would block
             return f.read()
     except OSError as e:
-        raise RegistryIOError(f"cannot read {path}: {e.strerror or e}", path="README.md") from e
+        raise RegistryIOError(
+            f"cannot read {path}: {e.strerror or e}", hint=os_error_hint(e, path), path="README.md"
+        ) from e
 
 
 def _readme_for(
@@ -463,7 +466,9 @@ def init_registry(path: str | os.PathLike[str], *, name: str = "", title: str = 
         try:
             names = [n for n in os.listdir(root) if not re.match(r"\.(git$|rwkv-registry)", n)]
         except OSError as e:
-            raise RegistryIOError(f"cannot read the directory {path}: {e.strerror or e}", path=str(path)) from e
+            raise RegistryIOError(
+                f"cannot read the directory {path}: {e.strerror or e}", hint=os_error_hint(e, path), path=str(path)
+            ) from e
         if "index.json" in names:
             raise UsageError(f"{path}: is already a registry (it holds index.json)", hint=hint, path=str(path))
         if names:
@@ -516,7 +521,9 @@ def hash_file(path: Path, progress: Callable[[int], None] | None = None) -> tupl
     try:
         return sha256_file(path, progress)
     except OSError as e:
-        raise RegistryIOError(f"cannot read {path}: {e.strerror or e}", path=str(path)) from e
+        raise RegistryIOError(
+            f"cannot read {path}: {e.strerror or e}", hint=os_error_hint(e, path), path=str(path)
+        ) from e
 
 
 def read_base_architecture(path: Path) -> dict[str, Any]:
@@ -535,7 +542,9 @@ def read_base_architecture(path: Path) -> dict[str, Any]:
     except RegistryIOError:
         raise  # FileSource's own message already names the file
     except OSError as e:
-        raise RegistryIOError(f"cannot read {path}: {e.strerror or e}", path=str(path)) from e
+        raise RegistryIOError(
+            f"cannot read {path}: {e.strerror or e}", hint=os_error_hint(e, path), path=str(path)
+        ) from e
     shapes = {n: tuple(t.shape) for n, t in ck.tensors.items()}
     dtype = Counter(t.dtype for t in ck.tensors.values()).most_common(1)
     try:
@@ -598,7 +607,10 @@ def add_base(
         src_file = bf.name
     else:
         if not (sha256 and arch and name):
-            raise UsageError("without BASE_FILE, give --name, --sha256 and --arch (and --size when known)")
+            raise UsageError(
+                "without BASE_FILE, give --name, --sha256 and --arch (and --size when known)",
+                hint="Give the base file itself (add-base REG BASE_FILE), or all of --name, --sha256 and --arch.",
+            )
         if name.lower().endswith((".pth", ".safetensors")):
             stem = name.rsplit(".", 1)[0]
             raise UsageError(
@@ -613,7 +625,10 @@ def add_base(
             )
         sha256 = sha256.lower()
         if not _HEX64.match(sha256):
-            raise UsageError(f"--sha256 {sha256!r} is not 64 hex characters")
+            raise UsageError(
+                f"--sha256 {sha256!r} is not 64 hex characters",
+                hint="Give the base file's full sha256 (`sha256sum FILE` prints it), or the file itself as BASE_FILE.",
+            )
         src_file = source_file or f"{name}.pth"
     assert name is not None
     if PurePosixPath(src_file).stem != name:
@@ -866,7 +881,10 @@ def add_entry(
             hint="Give the State (.pth or .safetensors) or MiSS adapter (.pth) file to add.",
         )
     if not _VERSION.match(data_version):
-        raise UsageError(f"--data-version {data_version!r} must look like v1.41")
+        raise UsageError(
+            f"--data-version {data_version!r} must look like v1.41",
+            hint="Give the training data's version as v<major>.<minor>, e.g. --data-version v1.41.",
+        )
     allowed = _entry_enum("sampling")
     if sampling not in allowed:
         raise UsageError(
@@ -874,7 +892,10 @@ def add_entry(
             hint="g1k-agent is the preset the agent's rwkv-cli knows (docs/profiles.md); it is the default.",
         )
     if profile is not None and profile not in _entry_enum("profile"):
-        raise UsageError(f"--profile {profile!r}: give g1k (a State) or g1k-think (a MiSS adapter)")
+        raise UsageError(
+            f"--profile {profile!r}: give g1k (a State) or g1k-think (a MiSS adapter)",
+            hint="Or drop --profile: add picks g1k for a State and g1k-think for a MiSS adapter (docs/profiles.md).",
+        )
     if isinstance(train, dict):
         train_obj = train
     else:
@@ -894,7 +915,9 @@ def add_entry(
     try:
         facts = compute_facts(src)
     except OSError as e:
-        raise RegistryIOError(f"cannot read {file}: {e.strerror or e}") from e
+        raise RegistryIOError(
+            f"cannot read {file}: {e.strerror or e}", hint=os_error_hint(e, file), path=str(file)
+        ) from e
     method = facts.method
     if method is None and {"emb.weight", "head.weight"} <= {t[0] for t in facts.tensors}:
         raise UsageError(
@@ -931,10 +954,17 @@ def add_entry(
         content = check_weight_file(facts, b, display)
         _refuse(content, display)
         if train_obj.get("method") != method:
-            raise RefusedError(f"--train says method {train_obj.get('method')!r}, the file is a {method}")
+            raise RefusedError(
+                f"--train says method {train_obj.get('method')!r}, the file is a {method}",
+                hint="Give the train.json of this run (its `method` names the weights' kind), or the weights it "
+                "describes.",
+            )
         tdata = train_obj.get("data") or {}
         if tdata.get("version") != data_version:
-            raise RefusedError(f"--train data.version is {tdata.get('version')!r}, --data-version is {data_version!r}")
+            raise RefusedError(
+                f"--train data.version is {tdata.get('version')!r}, --data-version is {data_version!r}",
+                hint="Make --data-version the train.json's data.version (or fix data.version in the train.json).",
+            )
         if method == "miss":
             if profile == "g1k":
                 raise UsageError(
@@ -942,7 +972,10 @@ def add_entry(
                     hint="Drop --profile (g1k-think is the default for a MiSS adapter).",
                 )
             if not group:
-                raise UsageError("a MiSS adapter needs --group NAME (its sub-folder, e.g. r16-lr2e-5-e2)")
+                raise UsageError(
+                    "a MiSS adapter needs --group NAME (its sub-folder, e.g. r16-lr2e-5-e2)",
+                    hint="Add --group with the run's group as named in the train.json `runs`.",
+                )
             if not _NAME.match(group):
                 raise UsageError(
                     f"--group {group!r} is not usable as a folder name",
@@ -957,7 +990,10 @@ def add_entry(
                 )
         else:
             if group:
-                raise UsageError("--group is only for MiSS adapters")
+                raise UsageError(
+                    "--group is only for MiSS adapters",
+                    hint=f"Drop --group: {file} is a State, stored directly under its base and data version.",
+                )
             if adapter_id is not None:
                 raise UsageError(
                     f"--adapter-id is only for MiSS adapters: {file} is a State (rwkv-cli uploads it and gets a "
@@ -1371,7 +1407,11 @@ def update_index(
         if readme_template is not None:
             readme = update_readme(readme_template, index)
             if readme is None:
-                raise UsageError("the README template lacks the generated-section markers")
+                raise UsageError(
+                    "the README template lacks the generated-section markers",
+                    hint="Put both marker pairs in it, each on its own line: "
+                    + ", ".join(f"{b} … {e}" for b, e in README_MARKERS),
+                )
             readme_bytes = readme.encode("utf-8")
         else:
             readme_bytes = _readme_for(root, index)
@@ -1427,7 +1467,9 @@ def write_sums(path: str | os.PathLike[str], *, check_index: bool = True) -> byt
             if isinstance(e, RegistryIOError):
                 raise
             raise RegistryIOError(
-                f"cannot read {e.filename or path}: {e.strerror or e}", path=str(e.filename or "")
+                f"cannot read {e.filename or path}: {e.strerror or e}",
+                hint=os_error_hint(e, e.filename or path),
+                path=str(e.filename or ""),
             ) from e
         problems = _sums_problems(root, data) if check_index else []
         if problems:

@@ -27,7 +27,7 @@ from typing import BinaryIO
 
 from rwkv_registry._pickle import DTYPE_ITEMSIZE, STORAGE_DTYPES
 from rwkv_registry.ckpt import contiguous_stride
-from rwkv_registry.errors import RegistryIOError, UsageError
+from rwkv_registry.errors import RegistryIOError, UsageError, os_error_hint
 
 __all__ = ["LAYOUTS", "RawTensor", "write_pth"]
 
@@ -245,13 +245,19 @@ def _write_torch_zip(out: _Out, entries: list[tuple[str, bytes | memoryview]]) -
 
 def _write_lightning_zip(out: _Out, entries: list[tuple[str, bytes | memoryview]]) -> None:
     if len(entries) > 0xFFFF:
-        raise UsageError(f"{len(entries)} entries exceed the lightning layout's limit of 65535")
+        raise UsageError(
+            f"{len(entries)} entries exceed the lightning layout's limit of 65535",
+            hint='Write it with layout="torch" (zip64), or split the tensors over several files.',
+        )
     central = bytearray()
     for name, data in entries:
         raw = name.encode("utf-8")
         size, offset = len(data), out.pos
         if size > 0xFFFFFFFF or offset > 0xFFFFFFFF:
-            raise UsageError("the lightning layout has no zip64: the file would pass 4 GiB")
+            raise UsageError(
+                "the lightning layout has no zip64: the file would pass 4 GiB",
+                hint='Write it with layout="torch" (zip64), or split the tensors over several files.',
+            )
         crc = zlib.crc32(data)
         out.write(struct.pack("<4sHHHHHIIIHH", b"PK\x03\x04", 20, 0, 0, 0, 0, crc, size, size, len(raw), 0))
         out.write(raw)
@@ -262,7 +268,10 @@ def _write_lightning_zip(out: _Out, entries: list[tuple[str, bytes | memoryview]
         central += raw
     cd_offset = out.pos
     if cd_offset + len(central) > 0xFFFFFFFF:
-        raise UsageError("the lightning layout has no zip64: the file would pass 4 GiB")
+        raise UsageError(
+            "the lightning layout has no zip64: the file would pass 4 GiB",
+            hint='Write it with layout="torch" (zip64), or split the tensors over several files.',
+        )
     out.write(central)
     n = len(entries)
     out.write(struct.pack("<4sHHHHIIH", b"PK\x05\x06", 0, 0, n, n, len(central), cd_offset, 0))
@@ -282,23 +291,39 @@ def _check_tensors(tensors: Mapping[str, RawTensor], layout: str) -> dict[str, R
     checked: dict[str, RawTensor] = {}
     for name, tensor in tensors.items():
         if not isinstance(name, str):
-            raise UsageError(f"tensor name {name!r} is not a string")
+            raise UsageError(
+                f"tensor name {name!r} is not a string",
+                hint='Key the tensors by their state-dict names, e.g. "blocks.0.att.time_state".',
+            )
         if tensor.dtype not in DTYPE_ITEMSIZE:
-            raise UsageError(f"tensor {name!r}: unsupported dtype {tensor.dtype!r}")
+            raise UsageError(
+                f"tensor {name!r}: unsupported dtype {tensor.dtype!r}",
+                hint=f"Convert it to one of {', '.join(sorted(DTYPE_ITEMSIZE))} first.",
+            )
         shape = tuple(tensor.shape)
         if not all(type(d) is int and d >= 0 for d in shape):
-            raise UsageError(f"tensor {name!r}: shape {shape!r} is not a tuple of non-negative ints")
+            raise UsageError(
+                f"tensor {name!r}: shape {shape!r} is not a tuple of non-negative ints",
+                hint="Pass shape as a tuple of Python ints, e.g. tuple(t.shape).",
+            )
         expected = _numel(shape) * DTYPE_ITEMSIZE[tensor.dtype]
         data = memoryview(tensor.data).cast("B")
         if data.nbytes != expected:
             raise UsageError(
-                f"tensor {name!r}: {data.nbytes} bytes given, shape {list(shape)} of {tensor.dtype} needs {expected}"
+                f"tensor {name!r}: {data.nbytes} bytes given, shape {list(shape)} of {tensor.dtype} needs {expected}",
+                hint="Pass the tensor's own contiguous bytes (t.contiguous() first) with its shape and dtype.",
             )
         if layout == "lightning":
             if tensor.dtype not in _LIGHTNING_DTYPES:
-                raise UsageError(f"tensor {name!r}: the lightning layout holds only {', '.join(_LIGHTNING_DTYPES)}")
+                raise UsageError(
+                    f"tensor {name!r}: the lightning layout holds only {', '.join(_LIGHTNING_DTYPES)}",
+                    hint='Convert the tensor to one of those, or write it with layout="torch".',
+                )
             if 0 in shape or _numel(shape) > 2**31 - 1:
-                raise UsageError(f"tensor {name!r}: the lightning layout needs 1 <= numel < 2**31 and no zero dims")
+                raise UsageError(
+                    f"tensor {name!r}: the lightning layout needs 1 <= numel < 2**31 and no zero dims",
+                    hint='Write it with layout="torch", or leave the empty (or huge) tensor out.',
+                )
         checked[name] = RawTensor(tensor.dtype, shape, data)
     return checked
 
@@ -307,7 +332,10 @@ def _check_extras(extra_entries: Mapping[str, bytes] | None) -> list[tuple[str, 
     out: list[tuple[str, bytes]] = []
     for name, data in (extra_entries or {}).items():
         if name in _RESERVED or "/" in name or "\\" in name or name.startswith(".") or not name:
-            raise UsageError(f"extra entry name {name!r} is reserved or not a plain file name")
+            raise UsageError(
+                f"extra entry name {name!r} is reserved or not a plain file name",
+                hint=f"Name it like miss.json: no '/', no leading '.', none of {', '.join(sorted(_RESERVED))}.",
+            )
         out.append((name, bytes(data)))
     return out
 
@@ -346,12 +374,18 @@ def write_pth(
     tensors or names and :class:`RegistryIOError` when the file cannot be written.
     """
     if layout not in LAYOUTS:
-        raise UsageError(f"layout must be one of {', '.join(LAYOUTS)}, not {layout!r}")
+        raise UsageError(
+            f"layout must be one of {', '.join(LAYOUTS)}, not {layout!r}",
+            hint='Pass layout="torch" (as torch.save writes) or layout="lightning" (as rwkv_lightning_cuda writes).',
+        )
     checked = _check_tensors(tensors, layout)
     extras = _check_extras(extra_entries)
     folder = _default_prefix(dest, layout) if prefix is None else prefix
     if not folder or folder in (".", "..") or any(c in folder for c in "/\\:") or any(ord(c) < 0x20 for c in folder):
-        raise UsageError(f"prefix {folder!r} is not a plain folder name")
+        raise UsageError(
+            f"prefix {folder!r} is not a plain folder name",
+            hint="Pass a folder name without / \\ : or control characters, or none (the file's stem).",
+        )
     storages = [(f"{folder}/data/{i}", t.data) for i, t in enumerate(checked.values())]
     if layout == "torch":
         pickle = _torch_pickle(checked)
@@ -378,7 +412,9 @@ def write_pth(
                 os.fsync(f.fileno())
         except OSError as exc:
             raise RegistryIOError(
-                f"cannot write {os.fspath(dest)}: {exc.strerror or exc}", path=os.fspath(dest)
+                f"cannot write {os.fspath(dest)}: {exc.strerror or exc}",
+                hint=os_error_hint(exc, os.fspath(dest)),
+                path=os.fspath(dest),
             ) from exc
     else:
         writer(_Out(dest), entries)

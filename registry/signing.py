@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from .atomic import registry_around, require_directory
-from .errors import RefusedError, RegistryIOError, UsageError
+from .errors import RefusedError, RegistryIOError, UsageError, os_error_hint
 from .rules import Finding, finding
 from .sums import SIG_NAME, SUMS_NAME
 
@@ -104,15 +104,24 @@ class PublicKey:
 # --- key files --------------------------------------------------------------------------------------
 
 
+_PUB_HINT = "Use the KEY.pub file written by `rwkv-registry keygen KEY`, unchanged (ed25519 <base64> [comment])."
+
+
 def _decode_raw_key(text: str, origin: str) -> bytes:
     if not _B64.match(text):
         raise UsageError(f"{origin}: the key is not base64", hint="A public key file holds `ed25519 <base64> ...`.")
     try:
         raw = base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError):
-        raise UsageError(f"{origin}: the key is not valid base64") from None
+        raise UsageError(
+            f"{origin}: the key is not valid base64",
+            hint=_PUB_HINT,
+        ) from None
     if len(raw) != 32:
-        raise UsageError(f"{origin}: an Ed25519 public key is 32 bytes, this one {len(raw)}")
+        raise UsageError(
+            f"{origin}: an Ed25519 public key is 32 bytes, this one {len(raw)}",
+            hint=_PUB_HINT,
+        )
     return raw
 
 
@@ -126,17 +135,29 @@ def parse_public_key(text: str, origin: str = "<key>") -> PublicKey:
         try:
             key = serialization.load_pem_public_key(text.encode("ascii"))
         except (ValueError, UnicodeEncodeError):
-            raise UsageError(f"{origin}: unreadable PEM public key") from None
+            raise UsageError(
+                f"{origin}: unreadable PEM public key",
+                hint="Give the KEY.pub file written by `rwkv-registry keygen KEY`, or an Ed25519 PEM public key whole.",
+            ) from None
         if not isinstance(key, Ed25519PublicKey):
-            raise UsageError(f"{origin}: not an Ed25519 key")
+            raise UsageError(
+                f"{origin}: not an Ed25519 key",
+                hint="Registry signatures are Ed25519: make a key pair with `rwkv-registry keygen KEY`.",
+            )
         raw = key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
         return PublicKey(raw, "", origin)
     fields = text.split(None, 2)
     if not fields:
-        raise UsageError(f"{origin}: empty public key file")
+        raise UsageError(
+            f"{origin}: empty public key file",
+            hint=_PUB_HINT,
+        )
     if fields[0] == PUB_PREFIX:
         if len(fields) < 2:
-            raise UsageError(f"{origin}: `ed25519` without a key")
+            raise UsageError(
+                f"{origin}: `ed25519` without a key",
+                hint=_PUB_HINT,
+            )
         return PublicKey(_decode_raw_key(fields[1], origin), fields[2] if len(fields) > 2 else "", origin)
     if len(fields) == 1:
         return PublicKey(_decode_raw_key(fields[0], origin), "", origin)
@@ -194,7 +215,10 @@ def load_private_key(path: str | os.PathLike[str]) -> tuple[Any, PublicKey]:
             hint="Use the KEY file written by `rwkv-registry keygen` (KEY.pub is the public half).",
         ) from None
     if not isinstance(key, Ed25519PrivateKey):
-        raise UsageError(f"--key {path}: not an Ed25519 key")
+        raise UsageError(
+            f"--key {path}: not an Ed25519 key",
+            hint="Registry signatures are Ed25519: sign with a KEY made by `rwkv-registry keygen KEY`.",
+        )
     raw = key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     comment = ""
     pub = Path(str(p) + ".pub")
@@ -224,7 +248,9 @@ def _write_new(path: Path, data: bytes, mode: int) -> None:
     except FileExistsError:
         raise UsageError(f"{path} already exists", hint="Choose another KEY path; keygen never overwrites.") from None
     except OSError as e:
-        raise RegistryIOError(f"cannot create {path}: {e.strerror or e}") from e
+        raise RegistryIOError(
+            f"cannot create {path}: {e.strerror or e}", hint=os_error_hint(e, path.parent), path=str(path)
+        ) from e
     try:
         if hasattr(os, "fchmod"):
             os.fchmod(fd, mode)
@@ -233,7 +259,9 @@ def _write_new(path: Path, data: bytes, mode: int) -> None:
             f.flush()
             os.fsync(f.fileno())
     except OSError as e:
-        raise RegistryIOError(f"cannot write {path}: {e.strerror or e}") from e
+        raise RegistryIOError(
+            f"cannot write {path}: {e.strerror or e}", hint=os_error_hint(e, path.parent), path=str(path)
+        ) from e
 
 
 def _check_key_path(key: str | os.PathLike[str]) -> None:
@@ -266,7 +294,10 @@ def generate_keypair(key: str | os.PathLike[str], *, comment: str = "") -> tuple
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     if "\n" in comment or "\r" in comment:
-        raise UsageError("--comment must be one line")
+        raise UsageError(
+            "--comment must be one line",
+            hint='Give --comment without line breaks, e.g. --comment "alice@example.org 2026".',
+        )
     try:
         _check_key_path(key)
     except OSError as e:  # a name too long, a loop of links, a component that is a file...
@@ -488,7 +519,11 @@ def sign_registry(path: str | os.PathLike[str], key: str | os.PathLike[str], *, 
         try:
             sums = (root / SUMS_NAME).read_bytes()
         except OSError as e:
-            raise RegistryIOError(f"cannot read {root / SUMS_NAME}: {e.strerror or e}") from e
+            raise RegistryIOError(
+                f"cannot read {root / SUMS_NAME}: {e.strerror or e}",
+                hint=os_error_hint(e, root / SUMS_NAME),
+                path=SUMS_NAME,
+            ) from e
         with Transaction(root) as txn:
             txn.write_bytes(SIG_NAME, signature_document(sums, private, public))
             txn.commit()

@@ -30,7 +30,7 @@ import torch
 
 from rwkv_registry.catalog import check_base_path, find_entry
 from rwkv_registry.cli import MAX_THINK_TOKENS
-from rwkv_registry.errors import RegistryError, UsageError
+from rwkv_registry.errors import RegistryError, UsageError, os_error_hint
 from rwkv_registry.model.errors import ModelError
 from rwkv_registry.model.profiles import get_profile
 from rwkv_registry.model.rwkv7 import RWKV7
@@ -145,7 +145,10 @@ class SmokeResult:
 def pick_device(name: str) -> tuple[str, torch.dtype]:
     """``auto``: CUDA (bf16) when available, else CPU (fp32). ``cuda`` without a GPU: UsageError."""
     if name not in ("auto", "cuda", "cpu"):
-        raise UsageError(f"--device {name!r}: use auto, cuda or cpu")
+        raise UsageError(
+            f"--device {name!r}: use auto, cuda or cpu",
+            hint="Or drop --device: auto takes CUDA when there is a GPU, else the CPU.",
+        )
     cuda = torch.cuda.is_available()
     if name == "cuda" and not cuda:
         raise UsageError("--device cuda: no CUDA device is available", hint="Use --device cpu (tiny models only).")
@@ -309,7 +312,11 @@ def check_base_file(
     try:
         digest, cached = cached_sha256(base_file, progress=progress)
     except OSError as e:
-        raise UsageError(f"{base_file}: cannot read the base file ({e.strerror or e})") from None
+        raise UsageError(
+            f"{base_file}: cannot read the base file ({e.strerror or e})",
+            hint=os_error_hint(e, base_file),
+            path=str(base_file),
+        ) from None
     if digest != base["sha256"]:
         raise UsageError(
             f"{base_file} is not the base of entry {entry_id!r}: its sha256 is {digest}, but base "
@@ -331,7 +338,9 @@ def check_entry_file(root: Path, entry: dict[str, Any]) -> Path:
     try:
         digest, _ = cached_sha256(path)
     except OSError as e:
-        raise UsageError(f"{path}: cannot read the entry file ({e.strerror or e})") from None
+        raise UsageError(
+            f"{path}: cannot read the entry file ({e.strerror or e})", hint=os_error_hint(e, path), path=str(path)
+        ) from None
     want = entry["file"]["sha256"]
     if digest != want:
         raise UsageError(
