@@ -1024,6 +1024,7 @@ async def test_comparing_an_entry_that_left_the_index_says_so(small: Path) -> No
         await settle(pilot)
         body = app.screen.query_one("#compare-body", Static)
         assert str(body.content).startswith("✗ cannot compare: ") and "gone" in str(body.content)
+        assert "`rwkv-registry list PATH` shows every entry id." in str(body.content)  # the error's hint
         await pilot.press("escape")
         assert isinstance(app.screen, MainScreen)
 

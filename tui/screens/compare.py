@@ -42,9 +42,10 @@ class CompareScreen(Screen[None]):
     class Failed(Message):
         """An entry to compare is no longer in index.json."""
 
-        def __init__(self, text: str) -> None:
+        def __init__(self, text: str, hint: str = "") -> None:
             super().__init__()
             self.text = text
+            self.hint = hint
 
     def __init__(self, catalog: Catalog, a: str, b: str) -> None:
         super().__init__()
@@ -70,13 +71,16 @@ class CompareScreen(Screen[None]):
             cmp = self.catalog.compare(self.catalog.entry(self.a), self.catalog.entry(self.b))
         except RegistryError as e:  # an entry left index.json since it was chosen
             if not get_current_worker().is_cancelled:
-                self.post_message(self.Failed(e.message))
+                self.post_message(self.Failed(e.message, e.hint))
             return
         if not get_current_worker().is_cancelled:
             self.post_message(self.Ready(cmp))
 
     def on_compare_screen_failed(self, message: Failed) -> None:
-        self.query_one("#compare-body", Static).update(Text(f"✗ cannot compare: {message.text}"))
+        text = Text(f"✗ cannot compare: {message.text}")
+        if message.hint:
+            text.append(f"\n{message.hint}", style="dim")
+        self.query_one("#compare-body", Static).update(text)
 
     def on_compare_screen_ready(self, message: Ready) -> None:
         self.comparison = message.comparison
