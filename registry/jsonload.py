@@ -354,8 +354,8 @@ def load_json_bytes(
             hint=f"Keep JSON at most {DEFAULT_MAX_DEPTH} arrays/objects deep.",
         ) from None
     except ValueError as exc:  # e.g. an integer longer than sys.get_int_max_str_digits()
-        big = "integer string conversion" in str(exc)  # not Python's limit to raise: beyond a double anyway
-        raise JsonLoadError(path, str(exc), hint=_BIG_NUMBER_HINT if big else _HINT) from None
+        too_long = "integer string conversion" in str(exc)  # not Python's limit to raise: beyond a double anyway
+        raise JsonLoadError(path, str(exc), hint=_BIG_NUMBER_HINT if too_long else _HINT) from None
     if overflowed or _big_number_possible(data):
         big = _out_of_range_number(value)
         if big is not None:
