@@ -22,7 +22,7 @@ from rwkv_registry.model.errors import ModelError
 
 VOCAB_NAME = "rwkv_vocab_v20230424.txt"
 VOCAB_PACKAGE = "rwkv"
-_VOCAB_HINT = "The installed rwkv package is damaged: pip install --force-reinstall rwkv==0.8.32."
+_VOCAB_HINT = "The installed rwkv package is not the expected one: pip install --force-reinstall rwkv==0.8.32."
 END_OF_TEXT = 0
 
 

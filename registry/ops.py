@@ -992,7 +992,7 @@ def add_entry(
             if group:
                 raise UsageError(
                     "--group is only for MiSS adapters",
-                    hint=f"Drop --group: {file} is a State, stored directly under its base and data version.",
+                    hint=f"Drop --group: {file} is a State, which goes to BASE/state/VERSION/ (no group sub-folder).",
                 )
             if adapter_id is not None:
                 raise UsageError(
