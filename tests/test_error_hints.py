@@ -29,11 +29,7 @@ SELF_HINTED = {
 }
 
 # Files whose errors may lack a hint for now, with the reason. Keep it short: a hint almost always helps.
-ALLOWED = {
-    "registry/_hub_http.py": "pull8 reworks these",
-    "registry/_hub_remote.py": "pull8 reworks these",
-    "registry/hub.py": "pull8 reworks these",
-}
+ALLOWED: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
