@@ -110,7 +110,9 @@ def file_stamp(path: Path) -> Stamp:
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as e:
-        raise RegistryIOError(f"cannot stat {path}: {e.strerror or e}", path=str(path)) from e
+        raise RegistryIOError(
+            f"cannot stat {path}: {e.strerror or e}", hint=os_error_hint(e, path), path=str(path)
+        ) from e
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 

@@ -267,7 +267,10 @@ def check_cpu_time(
     A run that would end within the note's limit even at :data:`SLOW_CPU_FLOPS` is not measured.
     """
     if max_minutes is not None and not max_minutes > 0:
-        raise UsageError(f"--max-cpu-minutes {max_minutes:g}: give a positive number of minutes")
+        raise UsageError(
+            f"--max-cpu-minutes {max_minutes:g}: not a positive number of minutes",
+            hint="Give --max-cpu-minutes a number above 0 (e.g. 30), or leave it out to run without a limit.",
+        )
     tokens = smoke_tokens(builder, cases, settings)
     flops = flops_per_token(base) * tokens
     limit = min(CPU_NOTE_MINUTES, max_minutes or CPU_NOTE_MINUTES)
