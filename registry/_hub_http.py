@@ -324,12 +324,12 @@ class Fetcher:
                         written_from=start,
                         hint=_CUT_HINT,
                     ) from e
-        except (RegistryIOError, OSError):
-            raise
-        except HfHubHTTPError as e:
+        except HfHubHTTPError as e:  # before OSError: huggingface_hub's HTTP errors are OSErrors too
             raise RegistryIOError(
                 f"the Hub answered: {_first_line(e)}", hint=status_hint(error_status(e)), path=public_url(url)
             ) from e
+        except (RegistryIOError, OSError):
+            raise
         except Exception as e:  # httpx2 transport errors (a cut connection)
             raise DownloadCut(
                 f"the download stopped after {got} of the file's {size} bytes ({type(e).__name__}: {_first_line(e)})",

@@ -264,3 +264,32 @@ def test_validate_full_on_a_full_disk_is_exit_2_and_leaves_nothing(
     assert "Traceback" not in text and "LAY010" not in text and "cannot fetch" not in text, text
     assert "No space left on device" in text and "full-" in text and "cannot write the download to" in text, text
     assert list(tmp_path.iterdir()) == []
+
+
+def test_full_an_error_status_to_the_continuation_is_a_hub_error(
+    hub: FakeHub, tiny: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The storage refuses (403) the Range request continuing a cut MiSS download: an error status of the Hub, with
+    the status's fix, as for the first request; before, huggingface_hub's HfHubHTTPError (an OSError) went past
+    Fetcher.resume's own handler and was said as a full local disk ("cannot write the download", "Free space")."""
+    monkeypatch.setattr(_hub_resume, "RESUMABLE_BYTES", 20_000)
+    repo_id = new_repo(hub, tiny)
+    size = _blob(hub, repo_id, MISS_A).size
+    cut = _cut_miss(hub, repo_id, size // 3)
+
+    sha = _blob(hub, repo_id, MISS_A).sha256
+
+    def refuse_continuation(
+        server: str, method: str, path: str, status: int, body: bytes, headers: dict[str, str]
+    ) -> tuple:
+        continuation = status == 206 and _start(headers) > 0 and _download(headers, size)
+        if method == "GET" and continuation and path.endswith("/" + sha):
+            return 403, b"nope", {"Content-Length": "4"}
+        return cut(server, method, path, status, body, headers)
+
+    with hub.rewriting(refuse_continuation):
+        assert main(["validate", f"hf://{repo_id}", "--full"]) == 2
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert "Traceback" not in text and "cannot write" not in text and "Free space" not in text, text
+    assert "HTTP 403" in text and _hub_http.status_hint(403)[:40] in text, text
