@@ -225,8 +225,9 @@ def _continue(remote: RemoteRepo, part: Path, url: str, offset: int, size: int, 
         except DownloadCut as cut:  # a flaky link (a 416 restart too): continue from what arrived, while it comes
             start = _continue_cut(part, once, cut)
         return start
-    except RegistryIOError as e:
-        raise RegistryIOError(f"{where}: {e.message}", hint=hint, path=rel) from e
+    except RegistryIOError as e:  # a cut: pull again; an error status or other bytes: that error's own fix
+        own = e.hint if e.hint and not isinstance(e, DownloadCut) else hint
+        raise RegistryIOError(f"{where}: {e.message}", hint=own, path=rel) from e
 
 
 def _short(rel: str) -> str:

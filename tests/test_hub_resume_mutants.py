@@ -422,3 +422,23 @@ def test_validate_full_counts_the_continuation_requests(hub: FakeHub, tiny: Path
 #   the body loop): ``start`` differs from ``offset`` only once a 200 answer's headers have arrived, and from then
 #   on every error of the body read is raised by the inner handler (with ``written_from=start``); what is left
 #   outside it (closing the answer) raises nothing the client can provoke.
+
+
+def test_an_error_status_to_the_continuation_keeps_the_status_hint(
+    hub: FakeHub, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 403 to the Range request continuing a cut download is no cut connection: the hint says what to do about the
+    status (the token), not "run the same pull again: it continues this file", which would fail the same way."""
+    repo_id = new_repo(hub, tiny)
+    dest = tmp_path / "dest"
+    stop_in_state(hub, repo_id, dest, capsys)
+
+    def forbid(server: str, method: str, path: str, status: int, body: bytes, headers: dict[str, str]) -> tuple:
+        if method == "GET" and status == 206 and is_state(hub, repo_id, server, path):  # the continuation only
+            return 403, b"", {"Content-Length": "0"}
+        return status, body, headers
+
+    with hub.rewriting(forbid), pytest.raises(RegistryIOError) as e:
+        pull_registry(repo_id, dest, log=quiet)
+    assert "403" in e.value.message, e.value.message
+    assert e.value.hint.startswith(_hub_http.status_hint(403)), e.value.hint
