@@ -711,6 +711,48 @@ def _kill_group(proc: subprocess.Popen[Any]) -> None:
 
 
 _WORKER_OUT: Path | None = None  # in a worker: where its answer goes (partial answers too)
+_GROUPS: Path | None = None  # under supervise: the file listing the process groups this child started
+
+
+def spawn_group(cmd: list[str], **kwargs: Any) -> subprocess.Popen[Any]:
+    """Start ``cmd`` in its own session (its own process group, which ``_kill_group`` kills whole); under
+    :func:`supervise` its group is also written to ``groups`` in the child's folder, so that a supervisor that
+    kills a hung child kills this group too: the worker's own children (nvcc, ninja, Triton's compiles) are in
+    it, and PR_SET_PDEATHSIG reaches only the worker itself."""
+    proc = subprocess.Popen(cmd, start_new_session=True, preexec_fn=_die_with_parent, **kwargs)
+    if _GROUPS is not None:
+        with open(_GROUPS, "a") as f:
+            f.write(f"{proc.pid}\n")
+    return proc
+
+
+def _release_group(proc: subprocess.Popen[Any]) -> None:
+    """A worker that ended, or that ``_kill_group`` killed: strike its group from the supervisor's list, so that
+    its number, free again once the group is empty, is never signalled later."""
+    if _GROUPS is not None:
+        with contextlib.suppress(OSError):
+            kept = [line for line in _GROUPS.read_text().split() if line != str(proc.pid)]
+            _GROUPS.write_text("".join(f"{line}\n" for line in kept))
+
+
+def kill_recorded_groups(groups: Path) -> list[int]:
+    """In the supervisor, after a hung child is killed: SIGKILL every process group the child wrote to
+    ``groups`` (see :func:`spawn_group`) that still has a member; the groups signalled. The file is emptied."""
+    import signal
+
+    try:
+        pgids = sorted({int(line) for line in groups.read_text().split() if line.isdigit()})
+    except OSError:
+        return []
+    killed = []
+    for pgid in pgids:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            continue
+        killed.append(pgid)
+    groups.unlink(missing_ok=True)
+    return killed
 
 
 def worker_progress(answer: dict[str, Any]) -> None:
@@ -741,26 +783,21 @@ def run_worker(kind: str, payload: dict[str, Any], timeout: float, env_extra: di
             "--worker-out",
             str(outp),
         ]
-        proc = subprocess.Popen(
-            cmd,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,
-            preexec_fn=_die_with_parent,
-        )
+        proc = spawn_group(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         try:
             log, _ = proc.communicate(timeout=max(timeout, 1.0))
         except subprocess.TimeoutExpired:
             _kill_group(proc)
+            _release_group(proc)
             reason = f"timed out after {timeout:.0f} s"
             if outp.exists():  # what it measured before (worker_progress)
                 return {**json.loads(outp.read_text()), "reason": reason}
             return {"available": False, "reason": reason}
         except BaseException:  # Interrupted: the worker and all it started go too
             _kill_group(proc)
+            _release_group(proc)
             raise
+        _release_group(proc)
         tail = (log or "").strip().splitlines()[-3:]
         if outp.exists():
             answer = json.loads(outp.read_text())
@@ -790,13 +827,11 @@ def start_rwkv_build(plan: Plan) -> tuple[subprocess.Popen[Any], Path, float] | 
         return None
     log = Path(tempfile.mkstemp(prefix="gpu_engine_rwkv_build_", suffix=".log")[1])
     with open(log, "w") as f:
-        proc = subprocess.Popen(
+        proc = spawn_group(
             [sys.executable, "-c", "import rwkv.model"],
             env={**os.environ, **rwkv_env(plan)},
             stdout=f,
             stderr=subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=_die_with_parent,
         )
     return proc, log, time.monotonic()
 
@@ -810,6 +845,7 @@ def finish_rwkv_build(build: tuple[subprocess.Popen[Any], Path, float] | None, t
         proc.wait(timeout=max(timeout, 1.0))
     except subprocess.TimeoutExpired:
         _kill_group(proc)
+    _release_group(proc)
     text = log.read_text(errors="replace") if log.exists() else ""
     log.unlink(missing_ok=True)
     return {
@@ -1328,6 +1364,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.dry_run and not torch.cuda.is_available():
         parser.error("no CUDA device: run on the GPU machine, or use --dry-run for the tiny CPU version")
     plan = make_plan(args.dry_run, args)
+    if args.child_dir is not None:
+        global _GROUPS
+        _GROUPS = args.child_dir / "groups"
     run = Run(args.out, time.monotonic() + args.time_limit, args.child_dir)
     install_interrupt_handlers()
     try:
@@ -1340,6 +1379,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if run.rwkv_build is not None and run.rwkv_build[0].poll() is None:
             _kill_group(run.rwkv_build[0])
+            _release_group(run.rwkv_build[0])
 
 
 def supervise(argv: list[str], args: argparse.Namespace) -> int:
@@ -1381,6 +1421,7 @@ def supervise(argv: list[str], args: argparse.Namespace) -> int:
                     "a CUDA call); the run was restarted after it"
                 )
                 _kill_group(proc)
+            kill_recorded_groups(child_dir / "groups")  # its workers' groups: their nvcc/ninja/compiles too
             _remove_weights_of(proc.pid)  # save_for_rwkv's file, which the child's finally did not remove
             hung[name] = why
             hung_seconds[name] = round(seconds, 2)
@@ -1406,6 +1447,7 @@ def supervise(argv: list[str], args: argparse.Namespace) -> int:
     finally:
         if proc is not None and proc.poll() is None:
             _kill_group(proc)
+        kill_recorded_groups(child_dir / "groups")
         shutil.rmtree(child_dir, ignore_errors=True)
 
 

@@ -454,3 +454,53 @@ def test_a_part_that_hangs_is_stopped_at_its_share_and_the_next_runs(tmp_path: P
     assert run.part("next", lambda: 7) == 7
     assert run.part("worker", lambda: time.sleep(0.7) or 8, share=None) == 8  # no alarm for workers
     assert signal.getsignal(signal.SIGALRM) == before
+
+
+def _gone(pid: int) -> bool:
+    """Whether ``pid`` has exited (a zombie waiting for its reaper counts as gone)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return state in ("Z", "X")
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_a_hung_childs_workers_are_killed_with_their_own_children(tmp_path: Path) -> None:
+    """The supervisor kills a hung child's process group; each worker is in a session of its own, and
+    PR_SET_PDEATHSIG reaches only the worker, so the worker's children (nvcc, ninja, compiles) were left
+    running. spawn_group lists each worker's group; kill_recorded_groups kills them all."""
+    import os
+    import signal
+    import time
+
+    engine = _load()
+    groups = tmp_path / "groups"
+    engine._GROUPS = groups
+    try:
+        mark = tmp_path / "grandchild.pid"
+        worker = engine.spawn_group(["sh", "-c", f"sleep 300 & echo $! > {mark}; wait"])
+        ended = engine.spawn_group(["true"])
+        ended.wait()
+        engine._release_group(ended)  # a worker that ended is struck from the list
+        for _ in range(200):
+            if mark.exists() and mark.read_text().strip():
+                break
+            time.sleep(0.05)
+        grandchild = int(mark.read_text())
+        os.kill(worker.pid, signal.SIGKILL)  # what PR_SET_PDEATHSIG does when the child dies
+        worker.wait()
+        assert not _gone(grandchild), "the worker's own child outlives the worker"
+        assert groups.read_text().split() == [str(worker.pid)]
+        assert engine.kill_recorded_groups(groups) == [worker.pid]
+        for _ in range(100):
+            if _gone(grandchild):
+                break
+            time.sleep(0.05)
+        assert _gone(grandchild)
+        assert not groups.exists()
+        assert engine.kill_recorded_groups(groups) == []
+    finally:
+        engine._GROUPS = None
+    source = SCRIPT.read_text()
+    assert source.count('kill_recorded_groups(child_dir / "groups")') == 2  # after a hung child, and at the end
