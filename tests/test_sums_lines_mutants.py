@@ -53,7 +53,7 @@ def test_a_missing_file_listed_twice_is_hsh005_and_hsh007_without_a_crash(reg: P
     lines = _sums(reg)
     name = "gone.txt"
     (reg / "SHA256SUMS").write_text(
-        "\n".join(sorted([*lines, f"{ZERO}  {name}", f"{'1' * 64} *{name}"], key=lambda l: l[66:])) + "\n"
+        "\n".join(sorted([*lines, f"{ZERO}  {name}", f"{'1' * 64} *{name}"], key=lambda line: line[66:])) + "\n"
     )
     codes = [(c, p) for c, p, _ in _hsh(reg)]
     assert codes == [("HSH005", "SHA256SUMS"), ("HSH007", "SHA256SUMS")]
