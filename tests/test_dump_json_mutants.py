@@ -44,3 +44,10 @@ def test_a_float_subclass_key_is_written_as_its_float() -> None:
     value = {Weight(0.5): 1}
     assert ops.dump_json(value) == _reference(value)
     assert b'"0.5": 1' in ops.dump_json(value)
+
+
+def test_a_value_left_to_json_keeps_its_non_ascii_text() -> None:
+    """A tuple goes to json itself (ensure_ascii=False there too): "é", not "\\u00e9"."""
+    value = {"t": ("é", "😀")}
+    assert ops.dump_json(value) == _reference(value)
+    assert "é".encode() in ops.dump_json(value)
