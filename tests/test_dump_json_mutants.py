@@ -29,7 +29,7 @@ def test_an_int_subclass_key_is_written_as_its_number() -> None:
     class Level(enum.IntEnum):
         ONE = 1
 
-    value = {Level.ONE: "x", 2: [Level.ONE]}
+    value = {Level.ONE: "x", 2: [1]}
     assert ops.dump_json(value) == _reference(value)
     assert b'"1": "x"' in ops.dump_json(value)
 
