@@ -97,3 +97,13 @@ def test_a_manifest_that_raises_on_read_is_a_usage_error(tmp_path: Path, monkeyp
 
     monkeypatch.setattr(Path, "read_bytes", read_bytes)
     assert "Permission denied" in _refused(tmp_path)
+
+
+def test_a_link_to_a_demo_manifest_is_refused(tmp_path: Path) -> None:
+    """The manifest must be the folder's own file: a link to one of the demo's elsewhere claims nothing here."""
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_text(json.dumps({"writer": WRITER, "writes": list(WRITTEN)}))
+    out = tmp_path / "w"
+    out.mkdir()
+    (out / MANIFEST).symlink_to(elsewhere)
+    assert "not a plain file" in _refused(out)
