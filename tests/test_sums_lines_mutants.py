@@ -6,21 +6,9 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from test_sums_lines import ZERO, _hsh, _sums
+
 from rwkv_registry.validate import validate_registry
-
-ZERO = "0" * 64
-
-
-def _sums(reg: Path) -> list[str]:
-    return (reg / "SHA256SUMS").read_text().splitlines()
-
-
-def _hsh(reg: Path) -> list[tuple[str, str, str]]:
-    return [
-        (f.code, f.path, f.message)
-        for f in validate_registry(reg, use_cache=False).findings
-        if f.code.startswith(("HSH", "SCH004"))
-    ]
 
 
 def _readme_line(lines: list[str]) -> int:
