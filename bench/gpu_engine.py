@@ -708,6 +708,7 @@ def _kill_group(proc: subprocess.Popen[Any]) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+    _release_group(proc)
 
 
 _WORKER_OUT: Path | None = None  # in a worker: where its answer goes (partial answers too)
@@ -727,8 +728,8 @@ def spawn_group(cmd: list[str], **kwargs: Any) -> subprocess.Popen[Any]:
 
 
 def _release_group(proc: subprocess.Popen[Any]) -> None:
-    """A worker that ended, or that ``_kill_group`` killed: strike its group from the supervisor's list, so that
-    its number, free again once the group is empty, is never signalled later."""
+    """A worker that ended (``_kill_group`` calls it for one it kills): strike its group from the supervisor's
+    list, so that its number, free again once the group is empty, is never signalled later."""
     if _GROUPS is not None:
         with contextlib.suppress(OSError):
             kept = [line for line in _GROUPS.read_text().split() if line != str(proc.pid)]
@@ -788,14 +789,12 @@ def run_worker(kind: str, payload: dict[str, Any], timeout: float, env_extra: di
             log, _ = proc.communicate(timeout=max(timeout, 1.0))
         except subprocess.TimeoutExpired:
             _kill_group(proc)
-            _release_group(proc)
             reason = f"timed out after {timeout:.0f} s"
             if outp.exists():  # what it measured before (worker_progress)
                 return {**json.loads(outp.read_text()), "reason": reason}
             return {"available": False, "reason": reason}
         except BaseException:  # Interrupted: the worker and all it started go too
             _kill_group(proc)
-            _release_group(proc)
             raise
         _release_group(proc)
         tail = (log or "").strip().splitlines()[-3:]
@@ -845,7 +844,8 @@ def finish_rwkv_build(build: tuple[subprocess.Popen[Any], Path, float] | None, t
         proc.wait(timeout=max(timeout, 1.0))
     except subprocess.TimeoutExpired:
         _kill_group(proc)
-    _release_group(proc)
+    else:
+        _release_group(proc)
     text = log.read_text(errors="replace") if log.exists() else ""
     log.unlink(missing_ok=True)
     return {
@@ -1379,7 +1379,6 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if run.rwkv_build is not None and run.rwkv_build[0].poll() is None:
             _kill_group(run.rwkv_build[0])
-            _release_group(run.rwkv_build[0])
 
 
 def supervise(argv: list[str], args: argparse.Namespace) -> int:
