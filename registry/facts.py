@@ -19,7 +19,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -327,6 +327,14 @@ def racy(key: list[Any], started_ns: int) -> bool:
 
 _BLOB_FIELDS = ("tensors", "targets", "manifest.targets")  # stored once per distinct content (FactsCache.blobs)
 _BLOB_MIN_ITEMS = 4
+_FIELDS = frozenset(f.name for f in fields(FileFacts))
+_REQUIRED_FIELDS = frozenset(f.name for f in fields(FileFacts) if f.default is MISSING and f.default_factory is MISSING)
+
+
+def _list_of_lists(value: Any) -> bool:
+    """Whether ``value`` is a list of lists or tuples (a tensor list: name, dtype, shape; as JSON holds it, or as
+    :meth:`FactsCache.put` left it in memory)."""
+    return isinstance(value, list) and all(isinstance(t, (list, tuple)) for t in value)
 
 
 class FactsCache:
@@ -349,7 +357,7 @@ class FactsCache:
         self._new_files: dict[str, Any] = {}
         self._new_json: dict[str, Any] = {}
         self._seen_items: set[str] = set()
-        self._tuples: dict[str, list[Any]] = {}  # blobs of tensor lists as tuples (get)
+        self._tuples: dict[str, list[Any] | None] = {}  # blobs of tensor lists as tuples (get); None: malformed
         if not enabled:
             return
         directory = cache_dir().resolve()
@@ -443,47 +451,68 @@ class FactsCache:
         except OSError:
             return False
 
-    def get(self, path: str, key: list[Any]) -> FileFacts | None:
+    def _entry(self, path: str, key: list[Any]) -> tuple[dict[str, Any], dict[str, str]] | None:
+        """The facts and blob references cached for ``path`` under ``key`` when the entry is well formed, else None:
+        the one check behind :meth:`get` and :meth:`sha256_of`, so that they never disagree. Well formed: a dict of
+        FileFacts' own fields with at least its required ones (an integer size, a string sha256 and kind), each blob
+        reference naming a stored blob of a known field (a tensor list holding lists; ``manifest.targets`` inside a
+        manifest dict), inline tensors a list of lists. A cache file damaged or written by hand is then answered by
+        reading the file again, never by a hash whose facts could not be made."""
         item = self.files.get(path) if self.enabled else None
-        if isinstance(item, dict) and item.get("key") == key:
-            try:
-                data = dict(item["facts"])
-                shared = None
-                for where, digest in item.get("blobs", {}).items():  # the fields put() replaced, by name
-                    if where == "tensors":  # as FileFacts.from_json makes them, once per blob (read-only)
-                        shared = data["tensors"] = self._tensor_tuples(digest)
-                        continue
-                    value = self.blobs[digest]
-                    if where == "manifest.targets":
-                        data["manifest"] = {**data["manifest"], "targets": value}
-                    else:
-                        data[where] = value
-                if shared is None:
-                    data["tensors"] = [tuple(t) for t in data.get("tensors", [])]  # FileFacts.from_json's
-                return FileFacts(**data)
-            except (TypeError, KeyError, AttributeError):
+        if not (isinstance(item, dict) and item.get("key") == key):
+            return None
+        facts, blobs = item.get("facts"), item.get("blobs", {})
+        if not (isinstance(facts, dict) and isinstance(blobs, dict) and _REQUIRED_FIELDS <= facts.keys() <= _FIELDS):
+            return None
+        size, sha, kind = facts["size"], facts["sha256"], facts["kind"]
+        if isinstance(size, bool) or not (isinstance(size, int) and isinstance(sha, str) and isinstance(kind, str)):
+            return None
+        for where, digest in blobs.items():
+            if where not in _BLOB_FIELDS or not isinstance(digest, str) or digest not in self.blobs:
                 return None
-        return None
+            if where == "manifest.targets" and not isinstance(facts.get("manifest"), dict):
+                return None
+            if where == "tensors" and self._tensor_tuples(digest) is None:
+                return None
+        if "tensors" not in blobs and not _list_of_lists(facts.get("tensors", [])):
+            return None
+        return facts, blobs
+
+    def get(self, path: str, key: list[Any]) -> FileFacts | None:
+        entry = self._entry(path, key)
+        if entry is None:
+            return None
+        facts, blobs = entry
+        data = dict(facts)
+        shared = None
+        for where, digest in blobs.items():  # the fields put() replaced, by name
+            if where == "tensors":  # as FileFacts.from_json makes them, once per blob (read-only)
+                shared = data["tensors"] = self._tensor_tuples(digest)
+                continue
+            value = self.blobs[digest]
+            if where == "manifest.targets":
+                data["manifest"] = {**data["manifest"], "targets": value}
+            else:
+                data[where] = value
+        if shared is None:
+            data["tensors"] = [tuple(t) for t in data.get("tensors", [])]  # FileFacts.from_json's
+        return FileFacts(**data)
 
     def sha256_of(self, path: str, key: list[Any]) -> str | None:
         """The sha256 of the facts cached for ``path`` under ``key`` (what ``get(path, key).sha256`` gives), without
         making the facts (their dict, tensor tuples and FileFacts: about 10 µs a file, 4,000 per write at 4,000
-        entries, where SHA256SUMS needs only the hash); None when :meth:`get` would give None for want of them."""
-        item = self.files.get(path) if self.enabled else None
-        if isinstance(item, dict) and item.get("key") == key:
-            facts = item.get("facts")
-            sha = facts.get("sha256") if isinstance(facts, dict) else None
-            if isinstance(sha, str):
-                return sha
-        return None
+        entries, where SHA256SUMS needs only the hash); None exactly when :meth:`get` gives None (:meth:`_entry`)."""
+        entry = self._entry(path, key)
+        return None if entry is None else str(entry[0]["sha256"])
 
-    def _tensor_tuples(self, digest: str) -> list[tuple[str, str, list[int]]]:
+    def _tensor_tuples(self, digest: str) -> Any:
         """The blob ``digest`` (a tensor list) as FileFacts holds it, tuples, made once and shared: the adapters of a
-        base and rank all have it (2,400 lists of tuples made again on every warm run at 4,000 entries)."""
-        tuples = self._tuples.get(digest)
-        if tuples is None:
-            tuples = self._tuples[digest] = [tuple(t) for t in self.blobs[digest]]
-        return tuples
+        base and rank all have it (2,400 lists of tuples made again on every warm run at 4,000 entries); None when
+        the blob is no list of lists (a damaged cache: :meth:`_entry` rejects the entries that use it)."""
+        if digest not in self._tuples:
+            blob = self.blobs.get(digest)
+            self._tuples[digest] = [tuple(t) for t in blob] if isinstance(blob, list) and _list_of_lists(blob) else None
+        return self._tuples[digest]
 
     def put_read(self, path: str, key: list[Any], facts: FileFacts, started_ns: int) -> None:
         """Cache ``facts`` read from ``path`` under ``key`` (its stat key before the read) unless the file changed

@@ -3,8 +3,10 @@ is no answer, and compute_sums takes each cached weight file's hash from sha256_
 
 from __future__ import annotations
 
+import copy
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,3 +44,74 @@ def test_compute_sums_asks_for_the_hash_alone(reg: Path, monkeypatch: pytest.Mon
     monkeypatch.chdir(reg.parent)
     assert compute_sums(Path(reg.name)) == cold
     assert [p for p in asked if p.endswith(".pth")] == []
+
+
+def _malform(entry: dict[str, Any], how: str) -> None:
+    facts = entry["facts"]
+    if how == "size missing":
+        del facts["size"]
+    elif how == "unknown field":
+        facts["colour"] = "blue"
+    elif how == "size not an integer":
+        facts["size"] = "12"
+    elif how == "kind not a string":
+        facts["kind"] = None
+    elif how == "blob not stored":
+        entry["blobs"] = {"tensors": "0" * 32}
+        facts["tensors"] = None
+    elif how == "blob of an unknown field":
+        entry["blobs"] = {"colour": next(iter(entry.get("blobs", {}).values()), "0" * 32)}
+    elif how == "inline tensors not a list":
+        entry.pop("blobs", None)
+        facts["tensors"] = 5
+    elif how == "inline tensor not a list":
+        entry.pop("blobs", None)
+        facts["tensors"] = [["a", "float32", [1]], 7]
+    elif how == "manifest targets without a manifest":
+        entry["blobs"] = {"manifest.targets": next(iter(entry.get("blobs", {}).values()), "0" * 32)}
+        facts["manifest"] = None
+
+
+_MALFORMED = [
+    "size missing",
+    "unknown field",
+    "size not an integer",
+    "kind not a string",
+    "blob not stored",
+    "blob of an unknown field",
+    "inline tensors not a list",
+    "inline tensor not a list",
+    "manifest targets without a manifest",
+]
+
+
+@pytest.mark.parametrize("how", _MALFORMED)
+def test_sha256_of_answers_exactly_when_get_does(reg: Path, how: str) -> None:
+    """A cache entry get() cannot make facts of (a damaged or hand-edited cache file) gives no hash either: the
+    two share one check (FactsCache._entry). sha256_of used to look at the sha256 field alone and answered for
+    all of these, and get() answered for a size or kind of the wrong type."""
+    validate_registry(reg)
+    cache = FactsCache(reg)
+    w = _weights(reg)[0]
+    key = stat_key(os.stat(w), w)
+    facts = cache.get(w, key)
+    assert facts is not None and cache.sha256_of(w, key) == facts.sha256
+    cache.files[w] = copy.deepcopy(cache.files[w])
+    _malform(cache.files[w], how)
+    assert cache.get(w, key) is None
+    assert cache.sha256_of(w, key) is None
+
+
+def test_a_blob_tensor_list_that_is_no_list_of_lists_is_no_answer(reg: Path) -> None:
+    """A stored tensor blob that is no list of lists: neither get() nor sha256_of answers for the entries using it,
+    and get() does not raise."""
+    validate_registry(reg)
+    cache = FactsCache(reg)
+    w = _weights(reg)[0]
+    key = stat_key(os.stat(w), w)
+    entry = cache.files[w]
+    entry["blobs"] = {"tensors": "f" * 32}
+    entry["facts"]["tensors"] = None
+    cache.blobs["f" * 32] = [["a", "float32", [1]], 3]
+    assert cache.get(w, key) is None
+    assert cache.sha256_of(w, key) is None
