@@ -333,7 +333,8 @@ _RULES: tuple[Rule, ...] = (
         "HSH003",
         E,
         "SHA256SUMS line malformed",
-        "Each line is `<64 hex>  <path>` (two spaces, or space and `*`); regenerate it with `rwkv-registry sums PATH`.",
+        "`sha256sum -c` cannot read the line either: each line is `<64 hex>  <path>` (or the forms sha256sum also "
+        "reads: `<64 hex> *<path>`, `SHA256 (<path>) = <64 hex>`); regenerate it with `rwkv-registry sums PATH`.",
     ),
     Rule("HSH004", E, "file not listed in SHA256SUMS", "Regenerate SHA256SUMS with `rwkv-registry sums PATH`."),
     Rule(
@@ -353,7 +354,8 @@ _RULES: tuple[Rule, ...] = (
         "HSH007",
         W,
         "SHA256SUMS is not in canonical form",
-        "Regenerate it with `rwkv-registry sums PATH` (sorted, LF line ends, no self entry).",
+        "`sha256sum -c` reads it and every listed hash is checked, but `rwkv-registry sums PATH` rewrites it "
+        "canonical: `<64 hex>  <path>` lines (lower-case hex, two spaces), sorted, LF line ends, no self entry.",
     ),
     # --- checkpoint archives --------------------------------------------------------
     Rule(

@@ -40,6 +40,7 @@ from .fsio import read_at_most
 from .jsonload import is_finite_number, is_integer
 from .rules import Finding, Severity, finding
 from .schemas import schema_digest
+from .sums import FORMS as SUMS_FORMS
 from .sums import SIG_NAME, SUMS_NAME, SumsLine, parse_sums
 
 ROOT_FILES = {
@@ -1356,6 +1357,12 @@ class Validator:
         crlf = [line.lineno for line in lines if line.crlf]
         if crlf:  # sha256sum -c accepts them: one note on the form, not one error per line
             self.add(finding("HSH007", SUMS_NAME, f"{len(crlf)} line(s) end in CR LF (first: line {crlf[0]}), not LF"))
+        for form, how in SUMS_FORMS.items():  # read and checked as sha256sum -c does: one note on the form each
+            at = [line.lineno for line in lines if line.form == form]
+            if at:
+                self.add(
+                    finding("HSH007", SUMS_NAME, f"{len(at)} line(s) {how} (first: line {at[0]}), not `<hex>  <path>`")
+                )
 
     def fold_moves(self, tree: Tree) -> None:
         """LAY014: recorded files that are missing while unrecorded files with the same sha256 sit elsewhere

@@ -42,7 +42,9 @@ def test_sums_writes_text_mode_and_binary_mode_lines_are_accepted(reg: Path) -> 
     lines = _sums(reg)
     assert lines and all(line[64:66] == "  " for line in lines)  # text mode: two spaces, never ` *`
     (reg / "SHA256SUMS").write_text("".join(f"{line[:64]} *{line[66:]}\n" for line in lines))  # `sha256sum -b`
-    assert _hsh(reg) == []
+    note = f"{len(lines)} line(s) in binary mode `<hex> *<path>` (first: line 1), not `<hex>  <path>`"
+    assert _hsh(reg) == [("HSH007", "SHA256SUMS", note)]  # checked; not canonical (tests/test_sums_forms.py)
+    assert validate_registry(reg, use_cache=False).ok
     assert _gnu_check(reg) in (0, None)
 
 
@@ -51,7 +53,14 @@ def test_a_name_in_binary_and_in_text_mode_is_listed_twice(reg: Path) -> None:
     i = next(n for n, line in enumerate(lines) if line.endswith("  README.md"))
     star = lines[i][:64] + " *README.md"
     (reg / "SHA256SUMS").write_text("\n".join([*lines[:i], star, *lines[i:]]) + "\n")
-    assert _hsh(reg) == [("HSH007", "SHA256SUMS", f"line {i + 2}: README.md listed twice (first on line {i + 1})")]
+    assert _hsh(reg) == [
+        (
+            "HSH007",
+            "SHA256SUMS",
+            f"1 line(s) in binary mode `<hex> *<path>` (first: line {i + 1}), not `<hex>  <path>`",
+        ),
+        ("HSH007", "SHA256SUMS", f"line {i + 2}: README.md listed twice (first on line {i + 1})"),
+    ]
     assert validate_registry(reg, use_cache=False).ok  # the same hash twice: a warning, as sha256sum -c passes
     assert _gnu_check(reg) in (0, None)
 
@@ -71,7 +80,7 @@ def test_a_second_listing_with_another_hash_fails_as_sha256sum_c_does(reg: Path,
     bad_line = i + 1 if wrong == "first" else i + 2
     found = _hsh(reg)
     assert ("HSH006", "README.md", f"sha256 is {good}, SHA256SUMS line {bad_line} says {ZERO}") in found
-    assert [c for c, _, _ in found] == ["HSH006", "HSH007"]
+    assert [c for c, _, _ in found] == ["HSH006", "HSH007", "HSH007"]  # listed twice; the `*` line
     assert not validate_registry(reg, use_cache=False).ok
     assert main(["sums", str(reg), "--check"]) == 1
     assert _gnu_check(reg) in (1, None)

@@ -25,6 +25,11 @@ def test_the_same_wrong_hash_listed_twice_is_one_hsh006(reg: Path) -> None:
     )
     assert _hsh(reg) == [
         ("HSH006", "README.md", f"sha256 is {good}, SHA256SUMS line {i + 1} says {ZERO}"),
+        (
+            "HSH007",
+            "SHA256SUMS",
+            f"1 line(s) in binary mode `<hex> *<path>` (first: line {i + 2}), not `<hex>  <path>`",
+        ),
         ("HSH007", "SHA256SUMS", f"line {i + 2}: README.md listed twice (first on line {i + 1})"),
     ]
 
@@ -44,7 +49,7 @@ def test_a_missing_file_listed_twice_is_hsh005_and_hsh007_without_a_crash(reg: P
         "\n".join(sorted([*lines, f"{ZERO}  {name}", f"{'1' * 64} *{name}"], key=lambda line: line[66:])) + "\n"
     )
     codes = [(c, p) for c, p, _ in _hsh(reg)]
-    assert codes == [("HSH005", "SHA256SUMS"), ("HSH007", "SHA256SUMS")]
+    assert codes == [("HSH005", "SHA256SUMS"), ("HSH007", "SHA256SUMS"), ("HSH007", "SHA256SUMS")]  # twice; `*`
 
 
 def test_an_lfs_pointer_listed_twice_is_no_hsh006(reg: Path) -> None:
