@@ -128,6 +128,16 @@ def _file_kind(entry: os.DirEntry[str]) -> str:
 _REGISTRY_MARKERS = frozenset({"index.json", "README.md", SUMS_NAME, SIG_NAME})
 
 
+def _holds_a_method_directory(directory: str) -> bool:
+    """Whether ``directory`` has an entry named ``state`` or ``miss``, of any kind (what makes a directory at the
+    root a base directory for :meth:`Validator.not_a_registry`); False when it cannot be listed."""
+    try:
+        with os.scandir(directory) as entries:
+            return any(entry.name in ("state", "miss") for entry in entries)
+    except OSError:
+        return False
+
+
 def _walk(root: Path, out: list[Finding]) -> Tree:
     tree = Tree()
     # relative paths as strings ("" for the root): no PurePosixPath per entry (a tenth of a warm run at 4,000)
@@ -510,6 +520,12 @@ class Validator:
         from .signing import check_signatures  # SIG001–SIG004 (cryptography loads only when keys exist)
 
         t0 = time.perf_counter()
+        tops = self.plainly_not_a_registry()
+        if tops is not None:  # decided from the root's entries: a wrong path is not walked
+            self.findings = [self.lay016([name for name, _ in tops])]
+            self.stats["files"] = sum(1 for _, is_file in tops if is_file)
+            self.stats["elapsed_s"] = time.perf_counter() - t0
+            return
         tree = self.walk()
         if self.not_a_registry(tree):
             self.stats["files"] = len(tree.files)
@@ -552,18 +568,48 @@ class Validator:
             top, _, below = rel.partition("/")
             if top in _REGISTRY_MARKERS or top.startswith(".rwkv-registry") or below in ("state", "miss"):
                 return False
-        tops = sorted({r.partition("/")[0] for r in seen})
+        self.findings = [self.lay016(sorted({r.partition("/")[0] for r in seen}))]
+        return True
+
+    def plainly_not_a_registry(self) -> list[tuple[str, bool]] | None:
+        """:meth:`not_a_registry` decided before the walk, from the root's entries and the names in its directories
+        alone (all that decides it): the root's entries but ``.git``, sorted, each with whether it is a regular file,
+        when the root is plainly no registry; else None (a registry, damaged or not, or a root that cannot be
+        listed: walked). A wrong path (a home directory, a disk) is then not walked to its last file before the
+        one finding. Only for this class's own walk (the Hub validator's tree is not a local directory)."""
+        if type(self).walk is not Validator.walk:
+            return None
+        tops: list[tuple[str, bool]] = []
+        try:
+            with os.scandir(self.root) as entries:
+                for entry in entries:
+                    name = entry.name
+                    if name == ".git":
+                        continue
+                    if name in _REGISTRY_MARKERS or name.startswith(".rwkv-registry"):
+                        return None
+                    try:
+                        is_dir = entry.is_dir(follow_symlinks=False)
+                        is_file = entry.is_file() and not (entry.is_symlink() and not within(self.root, entry.path))
+                    except OSError:
+                        is_dir = is_file = False
+                    if is_dir and _holds_a_method_directory(entry.path):
+                        return None
+                    tops.append((name, is_file))
+        except OSError:
+            return None  # LAY010 from the walk
+        return sorted(tops)
+
+    def lay016(self, tops: list[str]) -> Finding:
+        """LAY016 for a root holding ``tops`` (its entries, sorted)."""
         where = "it is empty" if not tops else f"it holds {len(tops)} other entr{'y' if len(tops) == 1 else 'ies'}"
         where += f" ({', '.join(repr(t) for t in tops[:3])}{', …' if len(tops) > 3 else ''})" if tops else ""
-        self.findings = [
-            finding(
-                "LAY016",
-                ".",
-                f"{self.root} is not a registry: no index.json, README.md, SHA256SUMS or base directory "
-                f"(<base>/state, <base>/miss) at its root; {where}",
-            )
-        ]
-        return True
+        return finding(
+            "LAY016",
+            ".",
+            f"{self.root} is not a registry: no index.json, README.md, SHA256SUMS or base directory "
+            f"(<base>/state, <base>/miss) at its root; {where}",
+        )
 
     def drop_unseen_echoes(self, tree: Tree) -> None:
         """What was never seen is reported once, by its cause: a directory that cannot be listed (LAY010; unless it

@@ -68,3 +68,68 @@ def test_a_fifo_in_place_of_a_registry_file_is_no_lay016(tmp_path: Path) -> None
     os.mkfifo(tmp_path / "README.md")
     codes = _codes(tmp_path)
     assert "LAY015" in codes and "LAY016" not in codes
+
+
+def _deep(root: Path) -> None:
+    """A wrong path with a deep tree under it (a home or data directory given by mistake)."""
+    deep = root / "photos"
+    for i in range(30):
+        deep = deep / f"d{i}"
+    deep.mkdir(parents=True)
+    (deep / "state").mkdir()  # deep down, a directory named state: not a base directory at the root
+    (deep / "x.pth").write_bytes(b"not a checkpoint")
+    (root / "docs" / "a" / "b").mkdir(parents=True)
+    (root / "notes.txt").write_text("hello")
+
+
+def test_a_wrong_path_is_decided_from_its_root_without_walking_the_tree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LAY016 was decided after the whole walk: `validate ~` listed every directory of the home directory first.
+    Now only the root and the directories at its root are listed (all that decides it), and the one finding is
+    the same."""
+    _deep(tmp_path)
+    listed: list[str] = []
+    real = os.scandir
+
+    def scandir(path: Any) -> Any:
+        listed.append(os.path.relpath(os.fspath(path), tmp_path))
+        return real(path)
+
+    monkeypatch.setattr(validate_mod.os, "scandir", scandir)
+    report = validate_registry(tmp_path, use_cache=False)
+    assert [f.code for f in report.findings] == ["LAY016"]
+    assert report.findings[0].message.endswith("it holds 3 other entries ('docs', 'notes.txt', 'photos')")
+    assert sorted(listed) == [".", "docs", "photos"]
+
+
+def test_a_subtree_that_cannot_be_listed_is_not_looked_at(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A subtree deep under a wrong path that would fail (or take hours) to list is never listed."""
+    _deep(tmp_path)
+    real = os.scandir
+
+    def scandir(path: Any) -> Any:
+        if os.fspath(path).startswith(os.fspath(tmp_path / "photos" / "d0")):
+            raise AssertionError(f"walked into {path}")
+        return real(path)
+
+    monkeypatch.setattr(validate_mod.os, "scandir", scandir)
+    assert _codes(tmp_path) == ["LAY016"]
+
+
+def test_a_damaged_registry_is_still_walked(reg: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the base directory left (index.json, README.md and SHA256SUMS gone): decided a registry before the walk,
+    so it is walked and keeps its detailed findings."""
+    for name in ("index.json", "README.md", "SHA256SUMS"):
+        (reg / name).unlink()
+    listed: list[str] = []
+    real = os.scandir
+
+    def scandir(path: Any) -> Any:
+        listed.append(os.fspath(path))
+        return real(path)
+
+    monkeypatch.setattr(validate_mod.os, "scandir", scandir)
+    codes = _codes(reg)
+    assert "LAY016" not in codes and "SCH004" in codes
+    assert any(p.endswith("/state") for p in listed)
