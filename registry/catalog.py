@@ -154,6 +154,12 @@ def _stat_key(path: Path) -> tuple[int, ...] | None:
 _LINK_OUT = (-1,)  # the stat key of an index.json that is a symbolic link leaving the registry (never read)
 
 
+def _rule_hint(code: str) -> str | None:
+    """The fix of rule ``code`` (docs/rules.md), for an error shown outside a validation; None for no rule."""
+    rule = RULES.get(code)
+    return rule.hint if rule is not None else None
+
+
 def _irregular(key: tuple[int, ...], rel: str) -> str | None:
     """Why the file of stat key ``key`` is not read: a FIFO, socket or device (``validate`` reports LAY015), whose
     ``open`` would wait for a writer forever (the browser's worker thread, and the process at exit); else None."""
@@ -343,6 +349,7 @@ class TrainInfo:
     rel: str
     data: dict[str, Any] | None
     error: str | None = None
+    hint: str | None = None  # how to fix the problem (with ``error``)
 
 
 @dataclass(frozen=True)
@@ -361,6 +368,7 @@ class MissSummary:
     source: str = "header"  # "validation cache" | "header"
     recomputed: str | None = None  # content_version recomputed from the bytes (validation cache only)
     error: str | None = None
+    hint: str | None = None  # how to fix the problem (with ``error``)
 
     def to_json(self) -> dict[str, Any]:
         """JSON form (``show --format json``)."""
@@ -377,13 +385,14 @@ class MissSummary:
             "source": self.source,
             "recomputed_content_version": self.recomputed,
             "error": self.error,
+            "hint": self.hint,
         }
 
 
 def summarize_manifest(manifest: Any, *, source: str, recomputed: str | None = None) -> MissSummary:
     """A :class:`MissSummary` of a parsed miss.json (tolerates any shape)."""
     if not isinstance(manifest, dict):
-        return MissSummary(source=source, error="miss.json is not a JSON object")
+        return MissSummary(source=source, error="miss.json is not a JSON object", hint=_rule_hint("MIS003"))
     targets = [t for t in _l(manifest.get("targets")) if isinstance(t, dict)]
     kinds: list[str] = []
     for t in targets:
@@ -756,9 +765,9 @@ class Catalog:
             if hit is not None and hit[0] == key:
                 return hit[1]
         if key is None:
-            info = TrainInfo(rel, None, f"{rel} does not exist")
+            info = TrainInfo(rel, None, f"{rel} does not exist", _rule_hint("TRN001"))
         elif irregular := _irregular(key, rel):
-            info = TrainInfo(rel, None, irregular)
+            info = TrainInfo(rel, None, irregular, _rule_hint("LAY015"))
         else:
             try:
                 with self._lock:
@@ -767,10 +776,10 @@ class Catalog:
                 info = (
                     TrainInfo(rel, value)
                     if isinstance(value, dict)
-                    else TrainInfo(rel, None, f"{rel}: not a JSON object")
+                    else TrainInfo(rel, None, f"{rel}: not a JSON object", _rule_hint("SCH003"))
                 )
             except JsonLoadError as e:
-                info = TrainInfo(rel, None, e.message)
+                info = TrainInfo(rel, None, e.message, e.hint or _rule_hint("SCH001"))
         with self._lock:
             self._train[rel] = (key, info)
         return info
@@ -830,9 +839,9 @@ class Catalog:
             if hit is not None and hit[0] == key and hit[1].source == "validation cache":
                 return hit[1]
         if key is None:
-            return MissSummary(source="none", error=f"{rel} does not exist")
+            return MissSummary(source="none", error=f"{rel} does not exist", hint=_rule_hint("LAY008"))
         if irregular := _irregular(key, rel):
-            return MissSummary(source="none", error=irregular)
+            return MissSummary(source="none", error=irregular, hint=_rule_hint("LAY015"))
         summary = self._miss_from_cache(path)
         if summary is None:
             with self._lock:
@@ -857,7 +866,8 @@ class Catalog:
             return None
         if facts.manifest is None:
             problem = "; ".join(f["message"] for f in facts.findings[:2]) or "the file embeds no miss.json"
-            return MissSummary(source="validation cache", error=problem)
+            code = facts.findings[0]["code"] if facts.findings else "MIS001"
+            return MissSummary(source="validation cache", error=problem, hint=_rule_hint(code))
         return summarize_manifest(facts.manifest, source="validation cache", recomputed=facts.content_version)
 
     def _miss_from_header(self, path: Path, rel: str) -> MissSummary:
@@ -872,15 +882,15 @@ class Catalog:
                 ck = open_checkpoint(src, verify_crc="none")
                 raw = ck.miss_manifest
         except CheckpointError as e:
-            return MissSummary(source="header", error=f"{e.code}: {e.message}")
+            return MissSummary(source="header", error=f"{e.code}: {e.message}", hint=e.hint or _rule_hint(e.code))
         except RegistryError as e:
-            return MissSummary(source="header", error=e.message)
+            return MissSummary(source="header", error=e.message, hint=e.hint)
         if raw is None:
-            return MissSummary(source="header", error="the file embeds no archive/miss.json")
+            return MissSummary(source="header", error="the file embeds no archive/miss.json", hint=_rule_hint("MIS001"))
         try:
             manifest = load_json_bytes(bytes(raw), path=f"{rel}:miss.json")
         except JsonLoadError as e:
-            return MissSummary(source="header", error=e.message)
+            return MissSummary(source="header", error=e.message, hint=e.hint or _rule_hint("MIS003"))
         return summarize_manifest(manifest, source="header")
 
     # --- usage, scores, comparison --------------------------------------------------------------------
@@ -1034,7 +1044,7 @@ class Catalog:
                 "status": self.base_status(_s(e.get("base"))),
                 "sha256": _d(base).get("sha256"),
             },
-            "train": {"path": info.rel, "error": info.error, "effective": effective},
+            "train": {"path": info.rel, "error": info.error, "hint": info.hint, "effective": effective},
             "miss": summary.to_json() if summary else None,
             "fingerprint_matches": fingerprint_matches(summary, base),
             "usage": {"command": usage.command, "then": usage.then},

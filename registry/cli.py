@@ -722,7 +722,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         console = _console(stderr=True)
         from rich.markup import escape
 
-        console.print(f"[bold red]error:[/] {escape(e.message)}")
+        # the file the error is about, where the message does not name it already (`index.json: base … twice`)
+        message = f"{e.path}: {e.message}" if e.path and e.path not in e.message else e.message
+        console.print(f"[bold red]error:[/] {escape(message)}")
         if e.hint:
             console.print(f"[dim]hint:[/] {escape(e.hint)}")
         return e.exit_code
