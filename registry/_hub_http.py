@@ -15,6 +15,7 @@ handful of round trips.
 from __future__ import annotations
 
 import bisect
+import hashlib
 import re
 import struct
 import threading
@@ -25,12 +26,24 @@ from urllib.parse import urlsplit
 
 from .errors import RegistryIOError
 
-__all__ = ["DownloadCut", "Fetcher", "LocalWriteError", "RangeNotSatisfiable", "RemoteFile", "RemoteStatusError"]
+__all__ = [
+    "DownloadCut",
+    "Fetcher",
+    "LocalWriteError",
+    "RangeIgnored",
+    "RangeNotSatisfiable",
+    "RemoteFile",
+    "RemoteStatusError",
+    "WrongAnswerError",
+]
 
 TAIL_BYTES = 8 * 1024  # first read of a zip: end records and usually the central directory
 GAP_BYTES = 4 * 1024  # ranges closer than this are fetched in one request
 LOCAL_EXTRA_SLACK = 256  # local header extra field allowance (torch pads data to 64 bytes)
 MAX_PLANNED_ENTRY = 64 * 1024 * 1024  # small entries read whole (the reader's own bounds apply too)
+# a file whose storage ignores Range (answers 200 with the whole body) is read whole when it is no larger than this
+# and its sha256 is listed (the bytes are then checked); a larger one is refused, never downloaded by accident
+WHOLE_READ_BYTES = 8 * 1024 * 1024
 _CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
 _STORAGE = re.compile(r"^[^/]+/data/[A-Za-z0-9_]+$")
 
@@ -54,6 +67,32 @@ OTHER_BYTES_HINT = (
     "The server (the Hub's storage, a proxy, HF_ENDPOINT) does not answer with the file the Hub lists. Try again; if "
     "it persists, check HF_ENDPOINT and the proxy, or report it."
 )
+
+
+WRONG_ANSWER_HINT = (
+    "The Hub's storage, or a proxy or mirror between here and it (HF_ENDPOINT, HTTPS_PROXY), does not answer HTTP "
+    "Range requests as asked: this is no finding against the repository, and nothing was judged of this file. Try "
+    "again; if it persists, check HF_ENDPOINT and the proxy, or report it to whoever runs the server."
+)
+
+
+class WrongAnswerError(RegistryIOError):
+    """The Hub or its storage answered a read of ``url`` with other bytes than were asked (a ``200`` with the whole
+    body to a Range request, a ``Content-Range`` or a length other than asked, a file size other than the tree
+    listing's): a problem of the server or of a proxy, no finding against the repository. ``asked`` and ``got`` say
+    what was asked and what came; ``url`` is shown without its query string (a storage URL's signature)."""
+
+    def __init__(self, url: str, asked: str, got: str, *, hint: str) -> None:
+        shown = public_url(url)
+        super().__init__(f"{shown}: asked for {asked}, the server answered {got}", hint=hint, path=shown)
+        self.url = shown
+        self.asked = asked
+        self.got = got
+
+
+class RangeIgnored(WrongAnswerError):
+    """A ``200`` with the whole file to a Range request for part of it (a server or proxy that ignores Range); raised
+    before the body is read. :class:`RemoteFile` reads a small file whole instead (:data:`WHOLE_READ_BYTES`)."""
 
 
 class RemoteStatusError(RegistryIOError):
@@ -141,6 +180,7 @@ class Fetcher:
         self.token = token
         self.bytes_fetched = 0
         self.requests = 0
+        self.whole_reads = 0  # files read whole because their storage ignored Range (RemoteFile)
         self._lock = threading.Lock()
 
     def _headers(self, url: str) -> dict[str, str]:
@@ -202,9 +242,15 @@ class Fetcher:
                         got += len(chunk)
                         self._count(len(chunk))
                         if want is not None and got > want:
-                            expected = "asked for" if ranged else "listed"
+                            if ranged:  # cut off at once: a long answer is not read to its end
+                                raise WrongAnswerError(
+                                    url,
+                                    f"bytes {start}-{end}",
+                                    f"more than the {want} bytes asked for (cut off)",
+                                    hint=WRONG_ANSWER_HINT,
+                                )
                             raise RegistryIOError(
-                                f"{url}: the server sent more than the {want} bytes {expected}",
+                                f"{url}: the server sent more than the {want} bytes listed",
                                 hint=OTHER_BYTES_HINT,
                                 path=url,
                             )
@@ -241,8 +287,11 @@ class Fetcher:
                 path=url,
             ) from e
         if want is not None and got != want:
-            where = f"asked for {want} bytes at offset {start}" if ranged else f"expected {want} bytes"
-            raise RegistryIOError(f"{url}: {where}, got {got}", hint=OTHER_BYTES_HINT, path=url)
+            if ranged:
+                raise WrongAnswerError(
+                    url, f"bytes {start}-{end} ({want} bytes)", f"{got} bytes", hint=WRONG_ANSWER_HINT
+                )
+            raise RegistryIOError(f"{url}: expected {want} bytes, got {got}", hint=OTHER_BYTES_HINT, path=url)
         return b"".join(chunks)
 
     def resume(
@@ -344,33 +393,33 @@ class Fetcher:
 
     @staticmethod
     def _check_range(response: Any, url: str, start: int, end: int, total: int | None) -> None:
+        asked = f"bytes {start}-{end}" + (f" of {total}" if total is not None else "")
         if response.status_code == 200:
             whole = total is not None and start == 0 and end == total - 1
             length = response.headers.get("Content-Length")
-            if not (whole or (length is not None and int(length) == end - start + 1 and start == 0)):
-                raise RegistryIOError(
-                    f"{url}: the server ignored the Range header (asked bytes {start}-{end}, got the whole file)",
-                    hint="The Hub and its storage answer Range requests; check HF_ENDPOINT or the proxy.",
-                    path=url,
+            one = length is not None and length.isdigit() and int(length) == end - start + 1 and not start
+            if not (whole or one):
+                shown = f"{length} bytes" if length is not None else "a body of unknown length"
+                raise RangeIgnored(
+                    url,
+                    asked,
+                    f"HTTP 200 with the whole file ({shown}): it ignored the Range header",
+                    hint=WRONG_ANSWER_HINT,
                 )
             return
         if response.status_code != 206:
-            raise RegistryIOError(
-                f"{url}: HTTP {response.status_code} to a Range request", hint=OTHER_BYTES_HINT, path=url
+            raise WrongAnswerError(
+                url, asked, f"HTTP {response.status_code}, not 206 (Partial Content)", hint=WRONG_ANSWER_HINT
             )
-        m = _CONTENT_RANGE.match(response.headers.get("Content-Range", ""))
+        span = response.headers.get("Content-Range")
+        m = _CONTENT_RANGE.match(span or "")
         if not m or int(m.group(1)) != start or int(m.group(2)) != end:
-            raise RegistryIOError(
-                f"{url}: Content-Range {response.headers.get('Content-Range')!r} does not answer bytes {start}-{end}",
-                hint=OTHER_BYTES_HINT,
-                path=url,
+            raise WrongAnswerError(
+                url, asked, f"Content-Range {span!r}, which does not answer bytes {start}-{end}", hint=WRONG_ANSWER_HINT
             )
         if total is not None and m.group(3) != "*" and int(m.group(3)) != total:
-            raise RegistryIOError(
-                f"{url}: the file holds {m.group(3)} bytes, the Hub's tree listing says {total}",
-                hint=OTHER_BYTES_HINT,
-                path=url,
-            )
+            holds = f"the file holds {m.group(3)} bytes, the Hub's tree listing says {total}"
+            raise WrongAnswerError(url, asked, f"Content-Range {span!r}: {holds}", hint=WRONG_ANSWER_HINT)
 
 
 def _first_line(e: BaseException) -> str:
@@ -387,7 +436,15 @@ class RemoteFile:
     """
 
     def __init__(
-        self, fetcher: Fetcher, url: str, size: int, *, name: str = "", workers: int = 8, gap: int = GAP_BYTES
+        self,
+        fetcher: Fetcher,
+        url: str,
+        size: int,
+        *,
+        name: str = "",
+        workers: int = 8,
+        gap: int = GAP_BYTES,
+        sha256: str | None = None,
     ) -> None:
         self.fetcher = fetcher
         self.url = url
@@ -395,9 +452,12 @@ class RemoteFile:
         self.path = name or url
         self.workers = workers
         self.gap = gap  # ranges closer than this are fetched in one request
+        self.sha256 = sha256  # the listing's: a file read whole (its storage ignores Range) must have it
+        self._whole: bytes | None = None  # the file read whole (and checked) because its storage ignored Range
         self._starts: list[int] = []
         self._data: list[bytes] = []
         self._lock = threading.Lock()
+        self._whole_lock = threading.Lock()
 
     # --- the ByteSource protocol ------------------------------------------------------------------
     def read(self, offset: int, length: int) -> bytes:
@@ -418,7 +478,14 @@ class RemoteFile:
         assert hit is not None
         return hit
 
+    @property
+    def read_whole(self) -> bool:
+        """Whether the file was read whole (its storage ignored Range) and checked against the listing."""
+        return self._whole is not None
+
     def _cached(self, offset: int, length: int) -> bytes | None:
+        if self._whole is not None:
+            return self._whole[offset : offset + length]
         with self._lock:
             i = bisect.bisect_right(self._starts, offset) - 1
             # segments may overlap: look back a little for one that covers the whole read
@@ -442,13 +509,40 @@ class RemoteFile:
 
         def one(r: tuple[int, int]) -> None:
             start, end = r
-            self._store(start, self.fetcher.get(self.url, start=start, end=end - 1, total=self.size))
+            if self._whole is not None:
+                return
+            try:
+                self._store(start, self.fetcher.get(self.url, start=start, end=end - 1, total=self.size))
+            except RangeIgnored:
+                if self.sha256 is None or self.size > WHOLE_READ_BYTES:
+                    raise  # never a large download by accident, nor bytes that cannot be checked
+                self._read_whole()
 
         if len(merged) == 1:
             one(merged[0])
             return
         with ThreadPoolExecutor(max_workers=min(self.workers, len(merged))) as pool:
             list(pool.map(one, merged))
+
+    def _read_whole(self) -> None:
+        """The whole file in one request (its storage ignores Range), checked against the listing's size and sha256
+        before any of it is used; once, whichever thread comes first. Raises :class:`RegistryIOError`."""
+        with self._whole_lock:
+            if self._whole is not None:
+                return
+            data = self.fetcher.get(self.url, size=self.size)
+            got = hashlib.sha256(data).hexdigest()
+            if len(data) != self.size or got != self.sha256:
+                raise RegistryIOError(
+                    f"{public_url(self.url)}: read whole (the server ignored the Range header), it served "
+                    f"{len(data)} bytes whose sha256 is {got[:12]}…, the Hub's tree listing says {self.size} bytes "
+                    f"of sha256 {(self.sha256 or '?')[:12]}…",
+                    hint=OTHER_BYTES_HINT,
+                    path=public_url(self.url),
+                )
+            with self.fetcher._lock:
+                self.fetcher.whole_reads += 1
+            self._whole = data
 
     # --- planning -----------------------------------------------------------------------------------
     def prefetch_zip_metadata(self) -> None:

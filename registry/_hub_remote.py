@@ -212,7 +212,7 @@ class RemoteRepo:
         from huggingface_hub import get_hf_file_metadata
         from huggingface_hub.errors import HfHubHTTPError
 
-        from ._hub_http import RemoteStatusError, error_reason, error_status, status_hint
+        from ._hub_http import RemoteStatusError, WrongAnswerError, error_reason, error_status, status_hint
 
         entry = self.files[path]
         url = self.url(path)
@@ -226,13 +226,15 @@ class RemoteRepo:
         except Exception as e:
             raise hub_error(e, self.repo_id, self.sha[:12], self.endpoint) from e
         if meta.size is not None and meta.size != entry.size:
-            raise RegistryIOError(
-                f"{path}: the Hub says {meta.size} bytes when resolved, {entry.size} in its tree listing",
+            raise WrongAnswerError(
+                url,
+                f"the metadata of {path} (a HEAD of its resolve URL), {entry.size} bytes in the Hub's tree listing",
+                f"{meta.size} bytes when resolved",
                 hint="Something between here and the Hub (its storage, a proxy, HF_ENDPOINT) serves other content "
-                "than the repository holds at this commit. Try again, or report it.",
-                path=path,
+                "than the repository holds at this commit: no finding against the repository, nothing judged of this "
+                "file. Try again, or report it.",
             )
-        return RemoteFile(self.fetcher, meta.location, entry.size, name=path, **options)
+        return RemoteFile(self.fetcher, meta.location, entry.size, name=path, sha256=entry.lfs_sha256, **options)
 
 
 def file_digests(path: str | os.PathLike[str], *, blob: bool) -> tuple[int, str, str | None]:

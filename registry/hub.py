@@ -32,7 +32,7 @@ from typing import Any
 
 from ._hub_remote import RemoteEntry, RemoteRepo, check_repo_id, connect, hub_endpoint, hub_error, parse_hf_target
 from ._hub_sync import PullInterrupted, pull_registry, push_registry
-from .errors import CheckpointError, RefusedError, RegistryError, RegistryIOError, UsageError
+from .errors import CheckpointError, RefusedError, RegistryError, UsageError
 from .facts import FileFacts, compute_facts
 from .rules import Finding
 from .validate import MAX_TEXT_BYTES, WEIGHT_SUFFIXES, Report, Tree, Validator, sort_findings
@@ -90,7 +90,7 @@ class HubValidator(Validator):
     def collect_facts(self, tree: Tree, weights: list[str]) -> dict[str, FileFacts | OSError]:
         """Weights in LFS: metadata + Range reads (``--full``: MiSS downloaded); plain git files: read locally."""
         from ._hub_facts import metadata_facts, remote_weight_facts
-        from ._hub_http import OTHER_BYTES_HINT, DownloadCut, LocalWriteError, RemoteStatusError
+        from ._hub_http import DownloadCut, LocalWriteError
 
         self.work.mkdir(parents=True, exist_ok=True)
         results: dict[str, FileFacts | OSError] = {}
@@ -111,19 +111,21 @@ class HubValidator(Validator):
             try:
                 facts, n = remote_weight_facts(self.remote, rel, full=self.full, workdir=self.work)
                 return rel, facts, n
-            except (DownloadCut, RemoteStatusError) as e:  # the network or the Hub, not the file: no finding
-                # (LAY010, whose fix is local permissions) but no verdict either: exit 2, the file and the status named
-                e.message = f"{self.remote.repo_id}@{self.remote.sha[:12]}: {rel}: {e.message}"
-                e.args = (e.message,)
+            except LocalWriteError:  # --full's download could not be stored here: a local error, exit 2
+                raise
+            except RegistryError as e:
+                # the network, the Hub, its storage or a proxy, not the file: no finding (LAY010, "cannot read", whose
+                # fix is local permissions) but no verdict either: exit 2, the file named, with the error's own fix (a
+                # cut, an error status, an answer other than the request: RemoteStatusError, WrongAnswerError, bytes
+                # other than the listing's)
+                where = f"{self.remote.repo_id}@{self.remote.sha[:12]}: "
+                if not e.message.startswith(where):
+                    e.message = f"{where}{rel}: {e.message}"
+                    e.args = (e.message,)
                 if isinstance(e, DownloadCut):
                     e.hint = "The connection to the Hub (or its storage) dropped; nothing was written. Try again."
                 e.path = rel
                 raise
-            except LocalWriteError:  # --full's download could not be stored here: a local error, exit 2
-                raise
-            except RegistryError as e:
-                # a finding (LAY010) whose fix is its rule's; the hint is kept for a caller that raises it
-                return rel, RegistryIOError(e.message, hint=e.hint or OTHER_BYTES_HINT, path=rel), 0
 
         with ThreadPoolExecutor(max_workers=min(WORKERS, max(1, len(remote_weights)))) as pool:
             for rel, result, n in pool.map(one, remote_weights):
@@ -173,6 +175,7 @@ def validate_hub(
         {
             "bytes_fetched": remote.fetcher.bytes_fetched,
             "requests": remote.fetcher.requests,
+            "whole_reads": remote.fetcher.whole_reads,
             "weight_bytes": sum(e.size for p, e in remote.files.items() if p.endswith((".pth", ".safetensors"))),
             "commit": remote.sha,
             "elapsed_s": time.perf_counter() - t0,

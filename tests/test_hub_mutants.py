@@ -220,14 +220,42 @@ def test_unsafe_paths_in_the_tree_listing_are_refused(hub: FakeHub, tiny: Path, 
     assert list(tmp_path.iterdir()) == [] and not (tmp_path.parent / "evil.txt").exists()
 
 
-def lay010(report: object, path: str) -> str:
-    """The message of the LAY010 finding (file unreadable) on ``path``."""
-    found = [f.message for f in report.findings if f.code == "LAY010" and f.path == path]  # type: ignore[attr-defined]
-    assert found, [(f.code, f.path) for f in report.findings]  # type: ignore[attr-defined]
-    return found[0]
+def wrong_answer(
+    hub: FakeHub, repo_id: str, capsys: pytest.CaptureFixture[str], path: str | None = None
+) -> tuple[Any, str]:
+    """``validate hf://repo_id`` raises the error of an answer other than the request (a remote problem: before, a
+    LAY010 finding "cannot read" whose hint is about local permissions) naming ``path`` (None: any weight file, the
+    first of those read in parallel to get it); the CLI says it with exit 2. Returns the error and the CLI's
+    stderr."""
+    from rwkv_registry._hub_http import WRONG_ANSWER_HINT, WrongAnswerError
+    from rwkv_registry.cli import main
+
+    with pytest.raises(WrongAnswerError) as e:
+        validate_hub(f"hf://{repo_id}")
+    path = path or e.value.path
+    assert path.endswith(".pth") and e.value.path == path and "?" not in e.value.url
+    assert e.value.message.startswith(f"{repo_id}@{hub.head(repo_id)[:12]}: {path}: "), e.value.message
+    assert e.value.hint == WRONG_ANSWER_HINT or "serves other content" in e.value.hint
+    assert "permission" not in e.value.hint.lower()
+    capsys.readouterr()
+    assert main(["validate", f"hf://{repo_id}"]) == 2
+    err = capsys.readouterr().err
+    assert ".pth: " in err and "LAY010" not in err and "Traceback" not in err, err
+    return e.value, err
 
 
-def test_a_resolved_size_that_disagrees_with_the_listing_is_refused(hub: FakeHub, tiny: Path) -> None:
+def signed_storage_urls(
+    server: str, method: str, path: str, status: int, body: bytes, headers: dict[str, str]
+) -> tuple:
+    """The Hub's redirects point at storage URLs with a signature in their query string, as a CDN's do."""
+    if server == "api" and status == 302 and "Location" in headers:
+        headers["Location"] += "?X-Amz-Signature=s3cr3t-signature&Expires=1"
+    return status, body, headers
+
+
+def test_a_resolved_size_that_disagrees_with_the_listing_is_a_remote_error(
+    hub: FakeHub, tiny: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     repo_id = new_repo(hub, tiny)
     size = (tiny / STATE).stat().st_size
 
@@ -237,12 +265,15 @@ def test_a_resolved_size_that_disagrees_with_the_listing_is_refused(hub: FakeHub
         return status, body, headers
 
     with hub.rewriting(lie):
-        report = validate_hub(f"hf://{repo_id}")
-    assert f"the Hub says {size + 1} bytes when resolved, {size} in its tree listing" in lay010(report, STATE)
+        error, _ = wrong_answer(hub, repo_id, capsys, STATE)
+    assert f"{size} bytes in the Hub's tree listing" in error.message
+    assert f"the server answered {size + 1} bytes when resolved" in error.message
+    assert f"/resolve/{hub.head(repo_id)}/{STATE}" in error.message  # the URL asked
 
 
 def _content_range(shift: tuple[int, int, int]) -> object:
     def rewrite(server: str, method: str, path: str, status: int, body: bytes, headers: dict[str, str]) -> tuple:
+        signed_storage_urls(server, method, path, status, body, headers)
         if server == "cdn" and status == 206 and "Content-Range" in headers:
             a, b, total = (int(x) for x in headers["Content-Range"].removeprefix("bytes ").replace("/", "-").split("-"))
             headers["Content-Range"] = f"bytes {a + shift[0]}-{b + shift[1]}/{total + shift[2]}"
@@ -254,23 +285,33 @@ def _content_range(shift: tuple[int, int, int]) -> object:
 @pytest.mark.parametrize(
     ("shift", "message"),
     [
-        ((1, 1, 0), "does not answer bytes"),  # another window of the file
-        ((0, 1, 0), "does not answer bytes"),  # the end is off by one
+        ((1, 1, 0), "which does not answer bytes"),  # another window of the file
+        ((0, 1, 0), "which does not answer bytes"),  # the end is off by one
         ((0, 0, 1), "the file holds"),  # the storage's file is not the listed one
     ],
 )
-def test_a_content_range_that_does_not_answer_the_request_is_refused(
-    hub: FakeHub, tiny: Path, shift: tuple[int, int, int], message: str
+def test_a_content_range_that_does_not_answer_the_request_is_a_remote_error(
+    hub: FakeHub, tiny: Path, shift: tuple[int, int, int], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The file, the storage URL without its signed query, what was asked and what came; no LAY010."""
     repo_id = new_repo(hub, tiny)
     with hub.rewriting(_content_range(shift)):
-        report = validate_hub(f"hf://{repo_id}")
-    assert message in lay010(report, STATE)
+        error, err = wrong_answer(hub, repo_id, capsys)
+    assert message in error.message and "Content-Range 'bytes " in error.message
+    assert "asked for bytes 0-" in error.message and " of " in error.message
+    assert f"{hub.storage}/blobs/" in error.message
+    assert "s3cr3t" not in error.message and "s3cr3t" not in err
 
 
 @pytest.mark.parametrize("extra", [-1, 8 * 1024 * 1024])
-def test_a_range_answer_of_the_wrong_length_is_refused(hub: FakeHub, tiny: Path, extra: int) -> None:
-    """Short by one byte, or megabytes too long: refused, and a long answer is not read to its end."""
+def test_a_range_answer_of_the_wrong_length_is_a_remote_error(
+    hub: FakeHub, tiny: Path, extra: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Short by one byte, or megabytes too long: an error naming what was asked and what came, and a long answer is
+    not read to its end."""
+    from rwkv_registry._hub_http import WrongAnswerError
+    from rwkv_registry._hub_remote import connect
+
     repo_id = new_repo(hub, tiny)
 
     def rewrite(server: str, method: str, path: str, status: int, body: bytes, headers: dict[str, str]) -> tuple:
@@ -280,23 +321,72 @@ def test_a_range_answer_of_the_wrong_length_is_refused(hub: FakeHub, tiny: Path,
         return status, body, headers
 
     with hub.rewriting(rewrite):
-        report = validate_hub(f"hf://{repo_id}")
+        error, _ = wrong_answer(hub, repo_id, capsys)
+        remote = connect(repo_id)
+        with pytest.raises(WrongAnswerError, match=r"asked for bytes \d+-\d+"):
+            remote.open(STATE).prefetch_zip_metadata()
     if extra < 0:
-        assert "asked for" in lay010(report, STATE)
+        assert "bytes), the server answered " in error.message and "asked for bytes 0-" in error.message
     else:
-        assert "sent more than the" in lay010(report, STATE)
-        assert report.stats["bytes_fetched"] < extra  # cut off early, not read to the end
+        assert "more than the" in error.message and "bytes asked for (cut off)" in error.message
+        assert remote.fetcher.bytes_fetched < extra  # cut off early, not read to the end
 
 
-def test_a_storage_ignoring_range_is_refused_on_the_small_registry(hub: FakeHub, tiny: Path) -> None:
-    """The non-slow twin of test_hub's demo-sized check: a 200 with the whole file answers no Range."""
+def test_a_storage_ignoring_range_is_read_whole_on_the_small_registry(hub: FakeHub, tiny: Path) -> None:
+    """The non-slow twin of test_hub's demo-sized check: a 200 with the whole file answers no Range request. A
+    weight file of at most WHOLE_READ_BYTES whose sha256 is listed is then read whole, once, checked against the
+    listing, and validated as usual (before: LAY010 "cannot read" for each, with the hint about local
+    permissions)."""
     repo_id = new_repo(hub, tiny)
+    clean = validate_hub(f"hf://{repo_id}")
     hub.ignore_range = True
+    hub.log.clear()
     try:
         report = validate_hub(f"hf://{repo_id}")
     finally:
         hub.ignore_range = False
-    assert "ignored the Range header" in lay010(report, STATE)
+    assert [(f.code, f.path) for f in report.findings] == [(f.code, f.path) for f in clean.findings]  # type: ignore[attr-defined]
+    tree = hub.repos[repo_id].commits[hub.head(repo_id)]
+    weights = {b.sha256 for r, b in tree.items() if r.endswith(".pth") and b.lfs}
+    assert report.stats["whole_reads"] == len(weights) > 0
+    whole = [e["path"].rsplit("/", 1)[-1] for e in hub.log if e["server"] == "cdn" and e["range"] is None]
+    assert sorted(whole) == sorted(weights)  # each read whole exactly once, however many ranges were asked
+
+
+def test_a_storage_ignoring_range_serving_other_bytes_is_refused(hub: FakeHub, tiny: Path) -> None:
+    """Read whole because the storage ignores Range, the bytes must still be the listing's (size and sha256)."""
+    repo_id = new_repo(hub, tiny)
+    data = (tiny / STATE).read_bytes()
+    serve_other_bytes(hub, repo_id, STATE, data[:-1] + bytes([data[-1] ^ 1]))
+    hub.ignore_range = True
+    try:
+        with pytest.raises(RegistryIOError, match="read whole") as e:
+            validate_hub(f"hf://{repo_id}")
+    finally:
+        hub.ignore_range = False
+    assert e.value.message.startswith(f"{repo_id}@{hub.head(repo_id)[:12]}: {STATE}: ")
+    assert "whose sha256 is" in e.value.message and "tree listing says" in e.value.message
+
+
+def test_a_storage_ignoring_range_on_a_large_file_is_a_remote_error(
+    hub: FakeHub, tiny: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file larger than WHOLE_READ_BYTES is never downloaded by accident: the error says what was asked and what
+    came, exit 2, no finding."""
+    from rwkv_registry import _hub_http
+    from rwkv_registry._hub_http import RangeIgnored
+
+    monkeypatch.setattr(_hub_http, "WHOLE_READ_BYTES", 1024)
+    repo_id = new_repo(hub, tiny)
+    hub.ignore_range = True
+    hub.log.clear()
+    try:
+        error, _ = wrong_answer(hub, repo_id, capsys)
+    finally:
+        hub.ignore_range = False
+    assert isinstance(error, RangeIgnored)
+    assert "it ignored the Range header" in error.message and "HTTP 200 with the whole file" in error.message
+    assert all(e["range"] for e in hub.log if e["server"] == "cdn")  # never a request for the whole file
 
 
 def test_a_storage_error_status_is_a_hub_error(hub: FakeHub, tiny: Path) -> None:

@@ -160,8 +160,11 @@ against a hostile variant of the local test Hub:
   hashed for SHA256SUMS and its signature; a pull whose files differ from the listing, or whose
   download holds a file more or less than the listing, keeps nothing;
 - Range reads must answer `206` with the exact `Content-Range` asked for and the listed file size, the
-  body no longer or shorter than asked (a long one is cut off at once); a `200` with a whole file, an
-  error status or a resolved size other than the listing's makes the file unreadable (LAY010);
+  body no longer or shorter than asked (a long one is cut off at once); any other answer, or a resolved
+  size other than the listing's, stops the command (exit 2, the file, the URL without its signed query,
+  what was asked and what came), and so does an error status; a `200` with the whole file (a server
+  ignoring Range) is read whole only for a file of at most 8 MiB, checked against the listing's sha256;
+- `validate hf:// --full` checks each MiSS download against the listing's LFS sha256 (other bytes: exit 2);
 - `pull` refuses a repository holding the journal or temporary files of an interrupted write, which
   the next write command in PATH would roll forward over the pulled (and checked) files;
 - the token goes to the Hub's own host only, never to the storage host a `resolve` redirects to;
