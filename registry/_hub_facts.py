@@ -105,14 +105,19 @@ def remote_weight_facts(remote: RemoteRepo, path: str, *, full: bool, workdir: P
         continued = _download_whole(remote, source.url, entry.size, tmp)
         facts = compute_facts(tmp)
         hashed = entry.size
-        if continued:  # the bytes kept before a cut must be the file's: the whole file's sha256 against the listing
-            try:
-                remote.check_served(path, facts.size, facts.sha256, None)
-            except RegistryIOError:  # fetched whole once, then judged as any download (HSH001/HSH006)
-                with open(tmp, "wb") as f:
-                    remote.fetcher.get(source.url, start=0, end=entry.size - 1, total=entry.size, sink=f)
-                facts = compute_facts(tmp)
-                hashed += entry.size
+        # the bytes downloaded must be the listing's (its LFS sha256 and size), as for every whole download: other
+        # bytes are the transfer's fault (the storage, a proxy), said as such, never an HSH001 against the registry
+        try:
+            remote.check_served(path, facts.size, facts.sha256, None)
+        except RegistryIOError:
+            if not continued:
+                raise
+            # the bytes kept before a cut may be what failed: fetched whole once, then checked as any download
+            with open(tmp, "wb") as f:
+                remote.fetcher.get(source.url, start=0, end=entry.size - 1, total=entry.size, sink=f)
+            facts = compute_facts(tmp)
+            hashed += entry.size
+            remote.check_served(path, facts.size, facts.sha256, None)
         return facts, hashed
     except RegistryIOError:
         raise

@@ -32,9 +32,13 @@ def test_full_continues_a_file_of_exactly_the_resumable_size(
     assert [g["range"] for g in _miss_gets(hub, repo_id)] == [f"bytes=0-{size - 1}", f"bytes={size // 3}-"]
 
 
-def test_full_a_whole_download_with_wrong_bytes_is_judged_once_not_fetched_again(hub: FakeHub, tiny: Path) -> None:
-    """Only a continued download is checked against the listing and fetched again: one that came whole in one
-    answer is the storage's bytes, judged as they are (a finding), with one request and its bytes hashed once."""
+def test_full_a_whole_download_with_wrong_bytes_is_a_transfer_error_fetched_once(
+    hub: FakeHub, tiny: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A MiSS adapter downloaded whole (no cut) by ``--full`` whose bytes are not the listing's LFS sha256: the
+    transfer's fault, said as such (exit 2, the file, both sha256), with one request and nothing fetched again.
+    Before, the bytes were judged as the file's: an HSH001 (index hash mismatch) blaming a sound registry."""
+    from rwkv_registry.errors import RegistryIOError
     from rwkv_registry.hub import validate_hub
 
     repo_id = new_repo(hub, tiny)
@@ -48,8 +52,12 @@ def test_full_a_whole_download_with_wrong_bytes_is_judged_once_not_fetched_again
 
     hub.log.clear()
     with hub.rewriting(hook):
-        report = validate_hub(f"hf://{repo_id}", full=True)
-    assert not report.ok
-    assert [g["range"] for g in _miss_gets(hub, repo_id)] == [f"bytes=0-{blob.size - 1}"]
-    miss = sum(len(b) for r, b in hub.files(repo_id).items() if "/miss/" in r and r.endswith(".pth"))
-    assert report.stats["bytes_hashed"] == miss
+        with pytest.raises(RegistryIOError) as e:
+            validate_hub(f"hf://{repo_id}", full=True)
+        assert [g["range"] for g in _miss_gets(hub, repo_id)] == [f"bytes=0-{blob.size - 1}"]
+        assert e.value.message.startswith(f"{repo_id}@{hub.head(repo_id)[:12]}: {MISS_A}: the Hub served ")
+        assert f"its tree listing says {blob.sha256[:12]}" in e.value.message and e.value.path == MISS_A
+        capsys.readouterr()
+        assert main(["validate", f"hf://{repo_id}", "--full"]) == 2
+    err = capsys.readouterr()
+    assert "HSH001" not in err.out + err.err and "whose sha256 is" in err.err, err
