@@ -18,13 +18,15 @@ asks for its second half only, one without fetches it whole).
 child; with several, the runs alternate (A B A B …) so that the machine's load falls on each alike.
 Figures: the median of ``--repeat`` pulls per registry and checkout.
 
-``--large-workers 1 2 4``: instead of whole pulls, time (wall) the download of the demo's four weight files (one 16
-MiB State, three 36 MiB MiSS adapters: what pull fetches with ``fetch_resumable``) in this process, one after
-another (1) or N at a time in threads (a prototype of a parallel pull: the product downloads them one after
-another), the runs alternating; with ``--latency-ms`` (a pause before each answer) and ``--bandwidth-mbs`` (MB/s of
-each answer: a per-connection cap), the server plays a slow link.
+``--large-workers 1 2 4``: instead of whole pulls, time the download of the demo's four weight files (one 16 MiB
+State, three 36 MiB MiSS adapters) in this process with pull's own ``_fetch_large`` (download and check of each
+file, as a pull does), ``LARGE_WORKERS`` set to N (1: one after another), the runs alternating; wall time, and the
+CPU time of this process (``resource.getrusage``: the test server's threads included). ``--latency-ms`` (a pause
+before each answer) and ``--bandwidth-mbs`` (MB/s of each answer: a per-connection cap) make the server play a
+slow link, for whole pulls too.
 
-Usage: python bench/pull_bench.py [--checkout DIR ...] [--repeat 5] [--states 50] [--only TEXT ...] [--json OUT]
+Usage: python bench/pull_bench.py [--checkout DIR ...] [--repeat 5] [--states 50] [--only REGEX ...] [--json OUT]
+                                  [--latency-ms 50] [--bandwidth-mbs 20]
        python bench/pull_bench.py --large-workers 1 2 4 [--latency-ms 50] [--bandwidth-mbs 20] [--repeat 5]
 For stable figures: ``unset PYTHONDONTWRITEBYTECODE`` and ``python -m compileall -q registry`` in each
 checkout first (every child would otherwise compile the package again).
@@ -35,6 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -160,33 +163,39 @@ def pull_once(
     return usage.ru_utime + usage.ru_stime, wall
 
 
-def large_workers(hub: Any, repo_id: str, tmp: Path, workers: list[int], repeat: int) -> dict[int, list[float]]:
-    """Wall seconds of downloading every weight file of ``repo_id`` (``fetch_resumable``, as pull does) with each
-    number of ``workers`` (1: one after another), ``repeat`` times, alternating."""
-    from concurrent.futures import ThreadPoolExecutor
-    from functools import partial
+def large_workers(
+    hub: Any, repo_id: str, tmp: Path, workers: list[int], repeat: int
+) -> dict[int, list[tuple[float, float]]]:
+    """(wall, CPU) seconds of downloading and checking every weight file of ``repo_id`` with pull's own
+    ``_fetch_large``, ``LARGE_WORKERS`` set to each of ``workers`` (1: one after another), ``repeat`` times,
+    alternating."""
+    import resource
 
+    from rwkv_registry import _hub_sync
     from rwkv_registry._hub_remote import connect
-    from rwkv_registry._hub_resume import fetch_resumable
+
+    def cpu() -> float:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime
 
     remote = connect(repo_id, endpoint=hub.endpoint)
     large = sorted(r for r in remote.files if r.endswith(".pth"))
-    walls: dict[int, list[float]] = {w: [] for w in workers}
-    for _ in range(repeat):
-        for w in workers:
-            staging = tmp / f"staging-{w}"
-            staging.mkdir()
-            t0 = time.perf_counter()
-            if w == 1:
-                for rel in large:
-                    fetch_resumable(remote, staging, rel)
-            else:
-                with ThreadPoolExecutor(max_workers=w) as pool:
-                    list(pool.map(partial(fetch_resumable, remote, staging), large))
-            walls[w].append(time.perf_counter() - t0)
-            assert all((staging / r).stat().st_size == remote.files[r].size for r in large)
-            shutil.rmtree(staging)
-    return walls
+    runs: dict[int, list[tuple[float, float]]] = {w: [] for w in workers}
+    default = _hub_sync.LARGE_WORKERS
+    try:
+        for _ in range(repeat):
+            for w in workers:
+                staging = tmp / f"staging-{w}"
+                staging.mkdir()
+                _hub_sync.LARGE_WORKERS = w
+                t0, c0 = time.perf_counter(), cpu()
+                _hub_sync._fetch_large(remote, staging, large, lambda message: None)
+                runs[w].append((time.perf_counter() - t0, cpu() - c0))
+                assert all((staging / r).stat().st_size == remote.files[r].size for r in large)
+                shutil.rmtree(staging)
+    finally:
+        _hub_sync.LARGE_WORKERS = default
+    return runs
 
 
 def main() -> None:
@@ -195,7 +204,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--states", type=int, default=50)
     ap.add_argument("--json", type=Path)
-    ap.add_argument("--only", action="append", help="run the registries whose name holds this text (repeatable)")
+    ap.add_argument("--only", action="append", help="run the registries whose name matches this regex (repeatable)")
     ap.add_argument("--large-workers", type=int, nargs="+", help="time the demo's weight downloads N at a time")
     ap.add_argument("--latency-ms", type=float, default=0.0, help="the server pauses this long before each answer")
     ap.add_argument("--bandwidth-mbs", type=float, default=0.0, help="the server sends each answer at this MB/s")
@@ -224,11 +233,12 @@ def main() -> None:
                 load_registry(hub, "bench/demo", demo)
                 hub.latency, hub.bandwidth = args.latency_ms / 1000, int(args.bandwidth_mbs * 1e6)
                 walls = large_workers(hub, "bench/demo", tmp, args.large_workers, args.repeat)
-            for w, ws in walls.items():
+            for w, rs in walls.items():
                 print(
                     f"demo weights (4 files, 124 MB), {w} at a time, latency {args.latency_ms:g} ms, "
-                    f"{args.bandwidth_mbs:g} MB/s per answer: wall {statistics.median(ws):.2f} s "
-                    f"(median of {len(ws)}: {[round(x, 2) for x in ws]})"
+                    f"{args.bandwidth_mbs:g} MB/s per answer: wall {statistics.median(r[0] for r in rs):.2f} s, "
+                    f"CPU {statistics.median(r[1] for r in rs):.2f} s (medians of {len(rs)}: wall "
+                    f"{[round(r[0], 2) for r in rs]})"
                 )
             print(machine())
             return
@@ -242,10 +252,12 @@ def main() -> None:
             f"{args.states} States in plain git, resumed after half": (many, True, "half"),
             "demo, stopped inside a large file": (demo, False, "cut"),
         }
-        wanted = [n for n in registries if not args.only or any(o in n for o in args.only)]
+        wanted = [n for n in registries if not args.only or any(re.search(o, n) for o in args.only)]
         results: dict[str, Any] = {"machine": machine(), "repeat": args.repeat, "registries": {}}
         with FakeHub() as hub:
             env["HF_ENDPOINT"] = hub.endpoint
+            hub.latency, hub.bandwidth = args.latency_ms / 1000, int(args.bandwidth_mbs * 1e6)
+            results["link"] = {"latency_ms": args.latency_ms, "bandwidth_mbs": args.bandwidth_mbs}
             for name in wanted:
                 root, in_git, resumed = registries[name]
                 repo_id = f"bench/{name.replace(' ', '-').replace(',', '')}"

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -31,11 +32,30 @@ from ._hub_remote import RemoteRepo, hub_error
 from .atomic import atomic_write_bytes
 from .errors import RegistryIOError
 
-__all__ = ["PARTIAL_DIR", "RESUMABLE_BYTES", "fetch_resumable", "partial_bytes", "prune_partials", "resumable"]
+__all__ = [
+    "PARTIAL_DIR",
+    "RESUMABLE_BYTES",
+    "DownloadCancelled",
+    "fetch_resumable",
+    "partial_bytes",
+    "prune_partials",
+    "resumable",
+]
 
 RESUMABLE_BYTES = 8 * 1024 * 1024  # files this large or larger are downloaded by fetch_resumable
 RETRIES = 5  # continuations of a download cut by the network, within one pull (each must bring new bytes)
 PARTIAL_DIR = ".cache/huggingface/rwkv-registry-partial"  # inside the staging directory (a pull removes .cache)
+
+
+class DownloadCancelled(BaseException):
+    """Raised in a download worker, between two chunks, once ``stop`` is set (Ctrl-C in the main thread, or another
+    worker failed): the bytes received stay in the partial file, for the next pull to continue. A BaseException, so
+    that no ``except Exception`` on the way (the HTTP client's, a retry) takes it for a network error."""
+
+
+def _check(stop: threading.Event | None) -> None:
+    if stop is not None and stop.is_set():
+        raise DownloadCancelled
 
 
 def resumable(remote: RemoteRepo, rels: list[str]) -> list[str]:
@@ -124,7 +144,14 @@ def partial_bytes(staging: Path) -> int:
 
 
 def fetch_resumable(
-    remote: RemoteRepo, staging: Path, rel: str, *, whole: bool = False, log: Callable[[str], None] | None = None
+    remote: RemoteRepo,
+    staging: Path,
+    rel: str,
+    *,
+    whole: bool = False,
+    log: Callable[[str], None] | None = None,
+    stop: threading.Event | None = None,
+    slot: int | None = None,
 ) -> int:
     """Download ``rel`` into ``staging/rel``, continuing the partial file an earlier pull left (unless ``whole``:
     it is deleted first). Returns the offset the bytes of this call start from (0: the whole file was fetched;
@@ -133,8 +160,14 @@ def fetch_resumable(
 
     Raises :class:`RegistryIOError` naming the file (a Hub error, a cut connection: the bytes received stay in the
     partial file, for the next pull to continue), :class:`OSError` of the local disk as it is; Ctrl-C leaves the
-    partial file continuable too."""
+    partial file continuable too.
+
+    ``stop`` (set by another thread): checked before each request and after each chunk received; once set the
+    download ends with :class:`DownloadCancelled`, its bytes kept in the partial file, never moved to ``staging/rel``.
+    ``slot``: the line of its progress bar when several downloads run at once (``None``: one at a time)."""
     from huggingface_hub import get_hf_file_metadata
+
+    _check(stop)
 
     entry = remote.files[rel]
     where = f"{remote.repo_id}@{remote.sha[:12]}: {rel}"
@@ -169,9 +202,11 @@ def fetch_resumable(
                 "than the repository holds at this commit. Try again, or report it.",
                 path=rel,
             )
-        start = _continue(remote, part, info.location, offset, entry.size, where, rel)
+        _check(stop)
+        start = _continue(remote, part, info.location, offset, entry.size, where, rel, stop=stop, slot=slot)
     else:
         start = offset
+    _check(stop)  # complete, but the pull is stopping: it stays a partial file (the next pull finds it complete)
     if log is not None:
         if start:
             log(f"resumed {rel} from byte {start} of {entry.size} ({(entry.size - start) / 1e6:.1f} MB fetched)")
@@ -187,7 +222,18 @@ def fetch_resumable(
     return start
 
 
-def _continue(remote: RemoteRepo, part: Path, url: str, offset: int, size: int, where: str, rel: str) -> int:
+def _continue(
+    remote: RemoteRepo,
+    part: Path,
+    url: str,
+    offset: int,
+    size: int,
+    where: str,
+    rel: str,
+    *,
+    stop: threading.Event | None = None,
+    slot: int | None = None,
+) -> int:
     """Append the rest of the file to ``part`` with one request; a 416 (the storage holds fewer bytes than kept:
     they were not this file's) restarts it from byte 0, once. Returns the offset written from."""
     hint = (
@@ -197,17 +243,29 @@ def _continue(remote: RemoteRepo, part: Path, url: str, offset: int, size: int, 
 
     from huggingface_hub.utils import tqdm
 
+    # several at once: one line each (the worker's slot), cleared when done, so that the bars do not overwrite each
+    # other; one at a time: huggingface_hub's usual bar, kept
+    placed: dict[str, object] = {} if slot is None else {"position": slot, "leave": False}
+
     def once(start: int) -> int:
+        _check(stop)
         # huggingface_hub's progress bar (on stderr; HF_HUB_DISABLE_PROGRESS_BARS turns it off), as for the others
         with (
             open(part, "r+b" if start else "wb") as f,
             tqdm(
-                total=size, initial=start, unit="B", unit_scale=True, desc=_short(rel), name="huggingface_hub.http_get"
+                total=size,
+                initial=start,
+                unit="B",
+                unit_scale=True,
+                desc=_short(rel),
+                name="huggingface_hub.http_get",
+                **placed,
             ) as bar,
         ):
 
             def shown(done: int) -> None:
                 bar.update(done - bar.n)
+                _check(stop)  # between two chunks: the bytes written so far stay, a prefix of the file
 
             written_from = remote.fetcher.resume(url, f, start, size, shown)
             f.flush()
@@ -223,7 +281,7 @@ def _continue(remote: RemoteRepo, part: Path, url: str, offset: int, size: int, 
                     raise
                 start = once(0)
         except DownloadCut as cut:  # a flaky link (a 416 restart too): continue from what arrived, while it comes
-            start = _continue_cut(part, once, cut)
+            start = _continue_cut(part, once, cut, stop)
         return start
     except RegistryIOError as e:  # a cut: pull again; an error status or other bytes: that error's own fix
         own = e.hint if e.hint and not isinstance(e, DownloadCut) else hint
@@ -234,14 +292,16 @@ def _short(rel: str) -> str:
     return rel if len(rel) <= 40 else f"(…){rel[-40:]}"
 
 
-def _continue_cut(part: Path, once: Callable[[int], int], cut: DownloadCut) -> int:
+def _continue_cut(part: Path, once: Callable[[int], int], cut: DownloadCut, stop: threading.Event | None = None) -> int:
     """Continue a download the network cut (``cut``) from the bytes received, up to :data:`RETRIES` times while
     each try brings new bytes. Returns the offset the file was written from (0 if any try wrote it from 0: a
     server that ignored the Range request, even in an answer cut short)."""
     start = cut.written_from
     for _ in range(RETRIES):
         have = part.stat().st_size
-        time.sleep(1)
+        for _ in range(10):  # a second's back-off, cut short when the pull is stopping
+            time.sleep(0.1)
+            _check(stop)
         try:
             return min(start, once(have))
         except DownloadCut as again:

@@ -26,6 +26,7 @@ import os
 import re
 import shutil
 import stat as stat_module
+import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -35,7 +36,14 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ._hub_remote import RemoteEntry, RemoteRepo, check_repo_id, connect, file_digests, git_blob_id, hub_error
-from ._hub_resume import PARTIAL_DIR, fetch_resumable, partial_bytes, prune_partials, resumable
+from ._hub_resume import (
+    PARTIAL_DIR,
+    DownloadCancelled,
+    fetch_resumable,
+    partial_bytes,
+    prune_partials,
+    resumable,
+)
 from .atomic import JOURNAL_NAME, LOCK_NAME, TMP_PREFIX, registry_around, require_directory
 from .errors import LockedError, RefusedError, RegistryError, RegistryIOError, UsageError
 from .facts import (
@@ -53,6 +61,13 @@ from .validate import WEIGHT_SUFFIXES, Report, Tree, Validator, sort_findings, v
 __all__ = ["PullInterrupted", "PushResult", "pull_registry", "push_registry"]
 
 Log = Callable[[str], None]
+
+# pull's large files are downloaded this many at a time (or fewer: one per file). 4 pays where each connection is
+# capped (a CDN edge, a congested route: 3x on a link of 50 ms + 20 MB/s per answer) and costs nothing on a link one
+# connection fills (docs/hub.md, bench/pull_bench.py --large-workers)
+LARGE_WORKERS = 4
+# after Ctrl-C (or a failed download) the workers stop at their next chunk; the pull waits this long for them
+STOP_WAIT_S = 1.0
 
 
 @dataclass
@@ -849,30 +864,87 @@ class _Untrusted(Exception):
 
 
 def _fetch_large(remote: RemoteRepo, staging: Path, rels: list[str], log: Log) -> dict[str, tuple[str, _Read | None]]:
-    """Download each of ``rels`` (:func:`~rwkv_registry._hub_resume.fetch_resumable`: a partial file an earlier
-    pull left is continued by a Range request) and check it against the listing (:func:`_check_file`, its one
-    read). A continued file that fails the check (the kept bytes were not the file's) is deleted and fetched whole,
-    once. Returns what :func:`_check_download` would have found of them. Raises :class:`_Untrusted` when a file
-    fetched whole fails the check."""
+    """Download ``rels`` (:func:`~rwkv_registry._hub_resume.fetch_resumable`: a partial file an earlier pull left is
+    continued by a Range request), :data:`LARGE_WORKERS` at a time (fewer for fewer files), and check each against
+    the listing (:func:`_check_file`, its one read). A continued file that fails the check (the kept bytes were not
+    the file's) is deleted and fetched whole, once. Returns what :func:`_check_download` would have found of them.
+    Raises :class:`_Untrusted` when a file fetched whole fails the check.
+
+    The workers are daemon threads sharing one stop flag, checked before each request and between two chunks: the
+    first worker to fail sets it, the others stop at their next chunk (their bytes kept in their partial files,
+    never moved into place), and its error is raised; Ctrl-C in the main thread (which only waits) sets it too, waits
+    up to :data:`STOP_WAIT_S` for the workers and raises ``KeyboardInterrupt``. A worker blocked in a read that
+    brings nothing ends at the HTTP client's read timeout, and never moves its file into place."""
     out: dict[str, tuple[str, _Read | None]] = {}
-    for rel in rels:
-        start = fetch_resumable(remote, staging, rel, log=log)
+    if not rels:
+        return out
+    stop = threading.Event()
+    lock = threading.Lock()
+    queue = iter(rels)
+    failures: list[BaseException] = []
+    workers = min(LARGE_WORKERS, len(rels))
+
+    def say(message: str) -> None:
+        with lock:  # one line at a time
+            log(message)
+
+    def fetch(rel: str, slot: int | None) -> tuple[str, _Read | None]:
+        start = fetch_resumable(remote, staging, rel, log=say, stop=stop, slot=slot)
         try:
-            out[rel] = _check_file(remote, staging, rel)
-            continue
+            return _check_file(remote, staging, rel)
         except RegistryIOError as e:
             (staging / rel).unlink(missing_ok=True)
             if start == 0:
                 raise _Untrusted(e) from e
-            log(f"{rel}: the file continued from byte {start} fails its check ({e.message}); fetching it whole")
-        fetch_resumable(remote, staging, rel, whole=True, log=log)
+            say(f"{rel}: the file continued from byte {start} fails its check ({e.message}); fetching it whole")
+        fetch_resumable(remote, staging, rel, whole=True, log=say, stop=stop, slot=slot)
         try:
-            out[rel] = _check_file(remote, staging, rel)
+            return _check_file(remote, staging, rel)
         except RegistryIOError as e:
             (staging / rel).unlink(missing_ok=True)
             e.message = f"{e.message} (fetched whole, after the file continued from byte {start} failed this check)"
             e.args = (e.message,)
             raise _Untrusted(e) from e
+
+    def work(slot: int | None) -> None:
+        while not stop.is_set():
+            with lock:
+                rel = next(queue, None)
+            if rel is None:
+                return
+            try:
+                result = fetch(rel, slot)
+            except DownloadCancelled:
+                return
+            except BaseException as e:  # the first failure stops the others; it is the one raised
+                with lock:
+                    failures.append(e)
+                stop.set()
+                return
+            with lock:
+                out[rel] = result
+
+    threads = [
+        threading.Thread(target=work, args=(None if workers == 1 else i,), name=f"rwkv-registry-pull-{i}", daemon=True)
+        for i in range(workers)
+    ]
+    try:
+        for t in threads:
+            t.start()
+        deadline: float | None = None  # once a worker failed: how long the others still get to stop
+        for t in threads:
+            while t.is_alive() and (deadline is None or time.monotonic() < deadline):
+                t.join(0.1)  # short waits: Ctrl-C reaches the main thread between two
+                if deadline is None and stop.is_set():
+                    deadline = time.monotonic() + STOP_WAIT_S
+    except KeyboardInterrupt:
+        stop.set()
+        deadline = time.monotonic() + STOP_WAIT_S
+        for t in threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+        raise
+    if failures:
+        raise failures[0]
     return out
 
 

@@ -22,7 +22,8 @@ Test helpers: :meth:`FakeHub.create_repo`, :meth:`FakeHub.commit_files` (seed or
 directly), :attr:`FakeHub.log` (every request: method, path, Range, Authorization, Accept-Encoding, body bytes sent),
 :attr:`FakeHub.before_commit` (a hook run when a commit request arrives, to simulate a race) and
 :attr:`FakeHub.rewrite` (a hook that may change any answer: a hostile Hub or proxy), :attr:`FakeHub.latency` and
-:attr:`FakeHub.bandwidth` (a slow link: a pause before each answer, a cap on each answer's bytes per second).
+:attr:`FakeHub.bandwidth` (a slow link: a pause before each answer, a cap on each answer's bytes per second, sent in
+pieces of :attr:`FakeHub.chunk` bytes).
 """
 
 from __future__ import annotations
@@ -100,6 +101,7 @@ class FakeHub:
         # (a per-connection cap, as a CDN or a congested route gives); 0: none
         self.latency = 0.0
         self.bandwidth = 0
+        self.chunk = 64 * 1024  # with a bandwidth cap, the body is sent in pieces of this many bytes
         # a hostile Hub: rewrite(server, method, path, status, body, headers) -> (status, body, headers),
         # called on every answer before it is sent (headers include Content-Length when it is to be kept)
         self.rewrite: (
@@ -268,7 +270,7 @@ def _handler(hub: FakeHub, server: str) -> type[BaseHTTPRequestHandler]:
             with hub.lock:
                 hub.log.append(entry)
             if self.command != "HEAD" and data:
-                step = 64 * 1024 if hub.bandwidth else len(data)
+                step = hub.chunk if hub.bandwidth else len(data)
                 for at in range(0, len(data), step):
                     self.wfile.write(data[at : at + step])
                     entry["sent"] += len(data[at : at + step])
