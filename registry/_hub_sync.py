@@ -55,6 +55,7 @@ from .facts import (
     sha256_file,
     stat_key,
 )
+from .gitcheck import base_identity_changes
 from .lineage import superseded
 from .validate import WEIGHT_SUFFIXES, Report, Tree, Validator, sort_findings, validate_registry
 
@@ -178,6 +179,8 @@ def _protected(
     for name, b in sorted(_index_bases(remote_index).items()):
         if b.get("status") == "frozen" and name in local_bases and local_bases[name].get("status") != "frozen":
             problems.append(f"index.json would unfreeze the base {name} (frozen on the Hub)")
+    for name, what in base_identity_changes(_index_bases(remote_index), local_bases, local_index):  # GIT007
+        problems.append(f"index.json would change the base {name} published on the Hub: {what}")
     for rel in deleted:  # published files are never deleted (GIT002): nothing under a base, no weight anywhere
         base = base_of(rel)
         if rel.endswith(WEIGHT_SUFFIXES) or base is not None:

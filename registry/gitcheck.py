@@ -363,10 +363,10 @@ def check_git(
     memo: Any = None,
     ahead: GitAhead | None = None,
 ) -> list[Finding]:
-    """GIT001–GIT005 for the registry at ``root``. ``index_blob_id``, git's (SHA-1) blob id of the index.json bytes
-    that ``index`` was parsed from (:func:`git_blob_id`), spares reading and parsing HEAD's index.json when it is
-    HEAD's (the usual case); ``index_sha256``, their sha256, spares parsing it (read, then compared) in a
-    SHA-256 repository.
+    """GIT001–GIT005 and GIT007 for the registry at ``root``. ``index_blob_id``, git's (SHA-1) blob id of the
+    index.json bytes that ``index`` was parsed from (:func:`git_blob_id`), spares reading and parsing HEAD's
+    index.json when it is HEAD's (the usual case); ``index_sha256``, their sha256, spares parsing it (read, then
+    compared) in a SHA-256 repository.
     ``memo`` (a :class:`~rwkv_registry.facts.FactsCache`) remembers the bases of index.json blobs by their git
     id, so that HEAD's, when index.json was just changed (the pre-commit hook after an ``add``), is not read and
     parsed either: those of the index.json validated now are recorded whenever the cache is written anyway.
@@ -531,6 +531,11 @@ def _check_repo(
                     f"but its status is now {now.get('status')!r}",
                 )
             )
+    out += [
+        finding("GIT007", "index.json", f"base {name} was published at {at} with other values: {what}")
+        for name, what in base_identity_changes(bases_then, bases_now, index)
+        for at in ["HEAD" if since is None else since]
+    ]
     seen: set[str] = set()
     spared: set[str] = set()
     for status_map, where in ((committed, "commit"), (staged, "index"), (changed, "working tree")):
@@ -567,6 +572,38 @@ def _check_repo(
         base = r.split("/", 1)[0] if "/" in r else None
         if base in closed and r not in seen and not _placeholder(root, r):
             out.append(finding("GIT003", r, f"new untracked file under {closed[base]} base {base}"))
+    return out
+
+
+def base_identity_changes(
+    bases_then: dict[Any, dict[str, Any]], bases_now: dict[Any, dict[str, Any]], index: dict[str, Any] | None
+) -> list[tuple[Any, str]]:
+    """``(base name, what changed)`` for each base of ``bases_then`` (bases by name, as published) whose sha256,
+    size (when it was known) or file name differs in ``bases_now`` while weights, unpublished weights or scores of
+    ``index`` rely on it: they were trained or measured on the old file, and a State, which carries no fingerprint,
+    would silently claim the new one (GIT007; ``push`` refuses the same)."""
+    relied: set[Any] = set()
+    for key in ("entries", "unpublished"):
+        items = index.get(key) if isinstance(index, dict) else None
+        relied |= {x.get("base") for x in items if isinstance(x, dict)} if isinstance(items, list) else set()
+    out: list[tuple[Any, str]] = []
+    for name, then in sorted(bases_then.items(), key=lambda kv: str(kv[0])):
+        now = bases_now.get(name)
+        if now is None or (name not in relied and not now.get("scores")):
+            continue
+        src_then = then.get("source") if isinstance(then.get("source"), dict) else {}
+        src_now = now.get("source") if isinstance(now.get("source"), dict) else {}
+        changed = [
+            f"{what} {old!r} → {new!r}"
+            for what, old, new in (
+                ("sha256", then.get("sha256"), now.get("sha256")),
+                ("size", then.get("size"), now.get("size")),
+                ("source.file", src_then.get("file"), src_now.get("file")),
+            )
+            if old is not None and new != old  # a size recorded as null (registered by metadata) may be filled in
+        ]
+        if changed:
+            out.append((name, "; ".join(changed)))
     return out
 
 

@@ -681,11 +681,20 @@ _RULES: tuple[Rule, ...] = (
         E,
         "git history unreadable in a git work tree",
         "The registry is in a git work tree, but git cannot read its history, so immutability (GIT001–GIT003, "
-        "GIT005) was not checked: install git or put it on PATH (`git --version`); give the user running validate "
-        "read access to .git (`ls -l .git/objects`); when "
+        "GIT005, GIT007) was not checked: install git or put it on PATH (`git --version`); give the user running "
+        "validate read access to .git (`ls -l .git/objects`); when "
         "git says 'dubious ownership' (a clone owned by another user, as in CI containers), mark it safe with "
         "`git config --global --add safe.directory PATH`; or repair the object store (`git fsck`; clone the "
         "repository again if objects are missing).",
+    ),
+    Rule(
+        "GIT007",
+        E,
+        "identity of a published base changed",
+        "A base's sha256, size and file name say which base file its weights were trained on (a State loads on "
+        "any base of its size, so nothing else checks it): once committed they never change. Restore the "
+        "recorded values in index.json (`git diff index.json` shows them); a different base file is a new base: "
+        "`rwkv-registry add-base` with that file, and retrain the weights on it.",
     ),
     # --- signatures (SHA256SUMS.sig) -----------------------------------------------------------
     Rule(

@@ -1,4 +1,4 @@
-"""Git immutability (GIT001–GIT005) on real repositories, and the real pre-commit tool."""
+"""Git immutability (GIT001–GIT005, GIT007) on real repositories, and the real pre-commit tool."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from regtools import TINY_BASE, build_registry, edit_index, resum, state_train, write_state
+from regtools import TINY_ARCH, TINY_BASE, TINY_SHA, build_registry, edit_index, resum, state_train, write_state
 
 from rwkv_registry.ops import add_entry
 from rwkv_registry.validate import validate_registry
@@ -122,6 +122,69 @@ def test_reopening_a_frozen_base_is_refused_before_it_takes_files(repo: Path, tm
     first = git(repo, "rev-parse", "HEAD~1").strip()
     assert "GIT005" in codes(repo, since=first)  # the pre-push range sees the reopening commit
     assert "GIT005" not in codes(repo)  # against its own commit, HEAD says active: the range check is the net
+
+
+def _rewrite_base(repo: Path, **values: object) -> None:
+    """Edit the base's record in index.json as a careless user would, then bring SHA256SUMS and the README in step
+    (so that only the history can tell)."""
+    from rwkv_registry.ops import write_readme
+
+    def edit(index: dict) -> None:
+        base = index["bases"][0]
+        for key, value in values.items():
+            if key == "file":
+                base["source"]["file"] = value
+            else:
+                base[key] = value
+
+    edit_index(repo, edit)
+    resum(repo)
+    write_readme(repo)
+
+
+def test_published_base_identity_changed_is_git007(repo: Path) -> None:
+    """Seed 000: a State is valid only on the base file it was trained on, and carries no fingerprint. Before
+    GIT007, a commit setting a published base's sha256 to another file's (SHA256SUMS and README regenerated)
+    validated clean: the State then claimed the other base, and nothing said so."""
+    _rewrite_base(repo, sha256="1" * 64)
+    report = validate_registry(repo, use_cache=False)
+    found = [(f.path, f.message) for f in report.findings if f.code == "GIT007"]
+    old = TINY_SHA
+    assert found == [
+        (
+            "index.json",
+            f"base {TINY_BASE} was published at HEAD with other values: sha256 {old!r} → {'1' * 64!r}",
+        )
+    ]
+    assert not report.ok
+    git(repo, "commit", "-qam", "re-point the base (--no-verify)")
+    first = git(repo, "rev-parse", "HEAD~1").strip()
+    assert "GIT007" in codes(repo, since=first)  # the pre-push range sees it committed
+    assert "GIT007" not in codes(repo)  # against its own commit there is nothing to compare
+
+
+def test_git007_size_and_file_name_and_what_may_change(repo: Path) -> None:
+    _rewrite_base(repo, size=999)
+    assert "GIT007" in codes(repo)
+    git(repo, "checkout", "-q", "--", ".")
+    _rewrite_base(repo, file="other.pth")
+    assert "GIT007" in codes(repo)
+    git(repo, "checkout", "-q", "--", ".")
+    _rewrite_base(repo, vocab="rwkv_vocab_v20230424.txt", notes="size measured again")  # not its identity
+    assert "GIT007" not in codes(repo)
+
+
+def test_git007_a_size_filled_in_and_a_base_nothing_relies_on(tmp_path: Path) -> None:
+    """A base registered by metadata without its size may have it filled in; a base without weights or scores may
+    have a mistyped sha256 corrected (nothing was trained or measured on it)."""
+    from rwkv_registry.ops import add_base, init_registry
+
+    root = tmp_path / "reg"
+    init_registry(root, name="test/registry")
+    add_base(root, name=TINY_BASE, source="BlinkDL/rwkv7-g1", sha256="2" * 64, size=None, arch=dict(TINY_ARCH))
+    publish(root)
+    _rewrite_base(root, size=1234, sha256="3" * 64)
+    assert "GIT007" not in codes(root)
 
 
 def test_since_rev_catches_committed_changes(repo: Path) -> None:

@@ -682,6 +682,31 @@ def test_push_never_unfreezes_a_base(hub: FakeHub, tiny: Path, tmp_path: Path) -
     assert _protected(["index.json"], [], remote, {"bases": [{"name": TINY_BASE}]}, frozen) != []
 
 
+def test_push_never_changes_a_published_base_s_identity(hub: FakeHub, tmp_path: Path) -> None:
+    """GIT007 on the Hub: before the fix a push whose only change was index.json giving a published base another
+    sha256 went through, and the State under it (no fingerprint: MIS013 cannot see it) then claimed a base file
+    it was not trained on."""
+    from regtools import build_registry
+
+    from rwkv_registry.ops import write_readme
+
+    reg = build_registry(tmp_path / "reg", tmp_path, with_miss=False)
+    repo_id = new_repo(hub, reg)
+    head = hub.head(repo_id)
+    index = json.loads((reg / "index.json").read_text())
+    old = index["bases"][0]["sha256"]
+    index["bases"][0]["sha256"] = "1" * 64
+    (reg / "index.json").write_text(json.dumps(index, indent=2))
+    resum(reg)
+    write_readme(reg)
+    with pytest.raises(
+        RefusedError,
+        match=f"index.json would change the base {TINY_BASE} published on the Hub: sha256 '{old}' → '{'1' * 64}'",
+    ):
+        push_registry(reg, repo_id, log=quiet)
+    assert hub.head(repo_id) == head
+
+
 @pytest.mark.parametrize("broken", [b'{"bases": [', b"[]"])
 def test_push_refuses_when_the_hubs_index_cannot_be_read(
     hub: FakeHub, tiny: Path, tmp_path: Path, broken: bytes

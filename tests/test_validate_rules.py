@@ -491,6 +491,7 @@ ELSEWHERE: dict[str, tuple[str, str]] = {
     "GIT004": ("test_git.py", "test_git_unavailable_is_an_error_in_a_work_tree_a_warning_outside"),
     "GIT005": ("test_git.py", "test_reopening_a_frozen_base_is_refused_before_it_takes_files"),
     "GIT006": ("test_git.py", "test_corrupt_object_store_is_an_error"),
+    "GIT007": ("test_git.py", "test_published_base_identity_changed_is_git007"),
     "SIG001": ("test_signing.py", "test_sig001_missing_signature_when_keys_are_trusted"),
     "SIG002": ("test_signing.py", "test_sig002_changed_byte_in_sha256sums"),
     "SIG003": ("test_signing.py", "test_sig003_wrong_key"),
