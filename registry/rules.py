@@ -607,9 +607,10 @@ _RULES: tuple[Rule, ...] = (
         "TRN010",
         W,
         "train.json command line names another base's file",
-        "The command line of a train.json under one base names the file of another registered base: the weights "
-        "were probably copied from that base without retraining (a State then loads but is not valid; a MiSS "
-        "adapter is refused). Retrain on this base and record the command that did so.",
+        "The command line of a train.json under one base names another base's file (registered or not) and not "
+        "its own: the weights were trained on that file, or copied from its directory without retraining (a State "
+        "then loads but is not valid; a MiSS adapter is refused). Retrain on this base and record the command "
+        "that did so.",
     ),
     # --- profiles --------------------------------------------------------------------------
     Rule(

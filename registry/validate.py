@@ -398,21 +398,34 @@ def base_files(bases: dict[str, dict[str, Any]]) -> dict[str, str]:
 
 def train_command_findings(rel: str, base: str, t: dict[str, Any], files: dict[str, str]) -> list[Finding]:
     """TRN010 on the train.json ``t`` at ``rel`` under ``base``: its command line names another registered base's file
-    (``files``: :func:`base_files`), and not this base's."""
+    (``files``: :func:`base_files`), or a dated RWKV base file no base records, and not this base's."""
     command = t.get("command")
     if not isinstance(command, str):
         return []  # SCH003
-    if base in files and _names_file(command, files[base]):
+    own = files.get(base, base + ".pth")
+    if _names_file(command, own):
         return []
-    return [
-        finding(
-            "TRN010",
-            rel,
-            f"the command line names {file} (base {name!r}), not this base's file {files.get(base, base + '.pth')}",
-        )
+    out = [
+        finding("TRN010", rel, f"the command line names {file} (base {name!r}), not this base's file {own}")
         for name, file in sorted(files.items())
         if name != base and _names_file(command, file)
     ]
+    # a dated RWKV base file that no base records: trained on a base not registered here (a newer one, say)
+    for file in sorted({m.group(1) for m in _BASE_FILE.finditer(command)} - set(files.values())):
+        out.append(
+            finding(
+                "TRN010",
+                rel,
+                f"the command line names the base file {file} (not registered), not this base's file {own}",
+            )
+        )
+    return out
+
+
+# A dated RWKV base file named in a command line (rwkv7-g1k-7.2b-20260930-ctx25600.pth), as a whole path component
+_BASE_FILE = re.compile(
+    r"(?:^|[\s/='\"])(rwkv[0-9A-Za-z._-]*?-(?:19|20)[0-9]{6}(?:-[0-9A-Za-z._-]*)?\.pth)(?=$|[\s'\"])", re.I
+)
 
 
 def same_bytes_finding(

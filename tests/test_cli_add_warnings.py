@@ -254,10 +254,16 @@ def test_add_base_says_idx007_an_older_base_kept_active(reg: Path, capsys: pytes
 
 def _add_state_naming_other(reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Add a State (data version v3) whose train.json's command names the file of OTHER, a base not registered yet:
-    no warning then; registering OTHER brings TRN010."""
+    TRN010 says so at once (trained on another base file); registering OTHER brings the TRN010 naming that base."""
     command = f"rwkv_state_tune --model /models/{OTHER}.pth --lr 0.01"
     src = write_state(tmp_path / "in" / "s3.pth", seed=3)
-    assert _run(reg, _add_state(reg, tmp_path, src, "v3", command=command), capsys) == set()
+    assert _run(reg, _add_state(reg, tmp_path, src, "v3", command=command), capsys) == {
+        (
+            "TRN010",
+            f"{TINY_BASE}/state/v3/train.json",
+            f"the command line names the base file {OTHER}.pth (not registered), not this base's file {TINY_BASE}.pth",
+        )
+    }
 
 
 def test_add_base_says_trn010_of_a_train_json_naming_its_file(

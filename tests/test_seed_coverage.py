@@ -357,6 +357,32 @@ def test_trn010_command_naming_another_base(reg: Path, command: str, fires: bool
         assert "(base 'rwkv7-tiny-20260301-ctx4096'), not this base's file rwkv7-tiny-20260101-ctx4096.pth" in found[0]
 
 
+@pytest.mark.parametrize(
+    ("command", "fires"),
+    [
+        ("rwkv_state_tune --model /m/{own} --lr 0.01", False),
+        ("rwkv_state_tune --model /m/{own} --init-state /m/rwkv7-tiny-20260201-ctx4096.pth", False),
+        ("rwkv_state_tune --model /m/model.pth --save v141b-s1224.pth", False),
+        ("rwkv_state_tune --model x-rwkv7-tiny-20260201-ctx4096.pth", False),
+        ("rwkv_state_tune --model /m/rwkv7-tiny-20260201-ctx4096.pth --lr 0.01", True),
+        ("rwkv_state_tune --model=RWKV7-G1J-7.2B-20250801-CTX8192.pth", True),
+    ],
+    ids=["own", "own-and-another", "undated-names", "name-containing-it", "unregistered-newer", "other-family"],
+)
+def test_trn010_command_naming_an_unregistered_base_file(reg: Path, command: str, fires: bool) -> None:
+    """Seed 000: weights are valid only on the base file they were trained on. Before the fix, a State whose
+    train.json trained it on a base file not registered here (a newer dated base, not added yet) was accepted
+    without a word under this base: TRN010 looked only for registered bases' files."""
+    train = reg / f"{TINY_BASE}/state/v1/train.json"
+    t = json.loads(train.read_text())
+    t["command"] = command.format(own=f"{TINY_BASE}.pth")
+    train.write_text(json.dumps(t))
+    found = [f.message for f in validate_registry(reg, use_cache=False).findings if f.code == "TRN010"]
+    file = command.split("=")[-1] if "=" in command else command.split()[2].rsplit("/", 1)[-1]
+    expected = f"the command line names the base file {file} (not registered), not this base's file {TINY_BASE}.pth"
+    assert found == ([expected] if fires else []), found
+
+
 # --- IDX015 ---------------------------------------------------------------------------------------------
 
 
