@@ -314,6 +314,16 @@ _RULES: tuple[Rule, ...] = (
         "so only one method is compared). Fix the sha256 or rows copied wrong, or give re-rendered data a new "
         "version.",
     ),
+    Rule(
+        "IDX017",
+        E,
+        "score measured on another adapter file",
+        "A score's content_version is what the inference server answered when the adapter was registered for that "
+        "run; it must be the content_version of the entry's file (index.json miss.content_version, embedded in "
+        "archive/miss.json). Another value means the score belongs to another file (an earlier export): move the "
+        "score to that file's entry or to `unpublished`, or measure this file again. A State or a base has no "
+        "content_version: leave it null.",
+    ),
     # --- hashes ---------------------------------------------------------------------
     Rule(
         "HSH001",

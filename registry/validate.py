@@ -869,7 +869,8 @@ class Validator:
 
     def check_scores(self, index: dict[str, Any], only: Callable[[dict[str, Any]], bool] | None = None) -> None:
         """IDX008 (solved <= total, run scores, steps, comparison targets), IDX009 (p-values), IDX013 (score
-        arithmetic), IDX014 (paired comparison against another run). ``only``: check just the bases, entries and
+        arithmetic), IDX014 (paired comparison against another run), IDX017 (the adapter a score measured).
+        ``only``: check just the bases, entries and
         unpublished weights it accepts (``add``: the new entry, and those compared against it)."""
         from .compare import mcnemar_exact
 
@@ -897,8 +898,31 @@ class Validator:
                 if isinstance(sc, dict):
                     where = f"{who}, {sc.get('benchmark')} {sc.get('date')}"
                     self.check_score(where, sc, known, mcnemar_exact)
+                    self.check_score_version(where, sc, item)
                     self.check_score_sums(where, sc)
                     self.check_comparison_run(where, sc, by_id)
+
+    def check_score_version(self, who: str, sc: dict[str, Any], item: dict[str, Any]) -> None:
+        """IDX017: the content_version the server registered when a score was measured (seed 000: "三个版本号与
+        2026-10-17 跑分时端点上登记的一致") is the entry's file's; a State or a base has none to record."""
+        cv = sc.get("content_version")
+        if not isinstance(cv, str):
+            return  # null or absent: not recorded (a wrong type is SCH002)
+        if item.get("method") == "miss":
+            rec = item.get("miss")
+            own = rec.get("content_version") if isinstance(rec, dict) else None
+            if isinstance(own, str) and own != cv:  # an unpublished adapter has no file to compare with
+                self.add(
+                    finding(
+                        "IDX017",
+                        "index.json",
+                        f"{who}: measured on the adapter registered as content_version {cv}, "
+                        f"but this entry's file is {own}",
+                    )
+                )
+        else:
+            what = "a State" if item.get("method") == "state" else "a base"
+            self.add(finding("IDX017", "index.json", f"{who}: records content_version {cv}, but {what} has none"))
 
     def check_score_sums(self, who: str, sc: dict[str, Any]) -> None:
         """IDX013: the headline against solved/total, the mean of the run scores, and whole-benchmark categories."""
@@ -1588,8 +1612,8 @@ def bases_findings(bases: list[dict[str, Any]]) -> list[Finding]:
 
 
 def score_findings(index: dict[str, Any], only: Callable[[dict[str, Any]], bool]) -> list[Finding]:
-    """The score rules (IDX008, IDX009, IDX013, IDX014) on the bases, entries and unpublished weights of ``index`` (one
-    that follows its schema, as ``add`` holds) that ``only`` accepts, as ``validate`` gives them."""
+    """The score rules (IDX008, IDX009, IDX013, IDX014, IDX017) on the bases, entries and unpublished weights of
+    ``index`` (one that follows its schema, as ``add`` holds) that ``only`` accepts, as ``validate`` gives them."""
     v = Validator(Path("."), use_cache=False, since=None)  # no tree walked: only the score rules run
     v.bases = {b["name"]: b for b in index["bases"]}
     items = [x for key in ("entries", "unpublished") for x in index.get(key) or []]

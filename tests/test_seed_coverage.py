@@ -224,6 +224,53 @@ def test_add_refuses_a_taken_adapter_id(reg: Path, tmp_path: Path) -> None:
     assert validate_registry(reg, use_cache=False).ok
 
 
+# --- IDX017 ---------------------------------------------------------------------------------------------
+
+
+def _own_version(reg: Path) -> str:
+    index = json.loads((reg / "index.json").read_text())
+    return next(e["miss"]["content_version"] for e in index["entries"] if e["path"] == MISS_A)
+
+
+def test_idx017_a_score_registered_as_the_file_passes(reg: Path) -> None:
+    """Seed 000: "三个版本号与 2026-10-17 跑分时端点上登记的一致": the content_version the server registered when the
+    adapter was scored is the file's own; null means not recorded."""
+    own = _own_version(reg)
+    assert _findings(reg, "IDX017", miss=[_score(content_version=own)], state=[_score(content_version=None)]) == []
+
+
+def test_idx017_a_score_of_another_export_and_a_state_with_a_version(reg: Path) -> None:
+    """Before the fix a score measured on another export of the adapter (the server registered another
+    content_version) sat on this file's entry unremarked: the schema had no place for the registered version."""
+    own = _own_version(reg)
+    found = _findings(reg, "IDX017", miss=[_score(content_version="5" * 64)], state=[_score(content_version=own)])
+    assert found == [
+        f"entry 's1', exam 2026-10-17: records content_version {own}, but a State has none",
+        f"entry 'v2-r4-a', exam 2026-10-17: measured on the adapter registered as content_version {'5' * 64}, "
+        f"but this entry's file is {own}",
+    ]
+    from rwkv_registry.rules import RULES
+
+    assert str(RULES["IDX017"].severity) == "error"
+
+
+def test_idx017_add_refuses_a_score_of_another_file(reg: Path, tmp_path: Path) -> None:
+    src = tmp_path / "new" / "adapter-final.pth"
+    write_miss(src, seed=7)
+    before = _snapshot(reg)
+    with pytest.raises(RefusedError, match="IDX017: entry 'v3-r4-a', exam 2026-10-17: measured on the adapter"):
+        add_entry(
+            reg,
+            src,
+            base=TINY_BASE,
+            data_version="v3",
+            train=miss_train("v3"),
+            group="r4-a",
+            scores=[_score(content_version="6" * 64)],
+        )
+    assert _snapshot(reg) == before
+
+
 # --- TRN009 ---------------------------------------------------------------------------------------------
 
 SEED_MISS_RUNS = [  # seed 000: miss/v2.1/, three runs of 2 epochs, lr 1e-5, 2e-5, 3e-5

@@ -461,6 +461,7 @@ CASES: dict[str, Callable[..., None]] = {
     "TRN008": lambda r: _json_edit(r, MISS_TRAIN, lambda t: t["hyperparameters"].update(alpha=16)),
     "TRN009": lambda r: _state_named_for_another_step(r),
     "TRN010": lambda r: _trained_on_the_newer_base(r),
+    "IDX017": _entry(MISS_A, lambda e: _set(e, "scores", [_score(content_version="5" * 64)])),
     "PRF001": _entry(MISS_A, lambda e: _set(e, "profile", "g1k")),
     "PRF002": _entry(STATE, lambda e: _set(e, "profile", "g1k-think")),
     "RDM001": lambda r: _text(r, "README.md", "# no markers\n"),
