@@ -622,6 +622,14 @@ _RULES: tuple[Rule, ...] = (
         "then loads but is not valid; a MiSS adapter is refused). Retrain on this base and record the command "
         "that did so.",
     ),
+    Rule(
+        "TRN011",
+        W,
+        "an entry's total_steps differs from the step count of its train.json",
+        "index.json total_steps (the State's \"step 1224 of 1374\", a MiSS run's step count) is the number of "
+        "optimizer steps the training ran, which train.json records as hyper-parameter `steps` (a MiSS run's own "
+        "`steps` first): fix the one copied wrong.",
+    ),
     # --- profiles --------------------------------------------------------------------------
     Rule(
         "PRF001",

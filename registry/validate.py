@@ -265,6 +265,7 @@ def train_findings(
                     )
         runs = t["runs"] if isinstance(t.get("runs"), list) else []
         out += _name_findings(rel, t, entries, runs, unsure)
+        out += _step_findings(rel, t, entries, runs)
         groups_run = {r["group"] for r in runs if isinstance(r, dict) and isinstance(r.get("group"), str)}
         groups_disk = {p.split("/")[3] for p in dirs if p.startswith(d + "/") and p.count("/") == 3}
         for g in sorted(groups_disk - groups_run):
@@ -273,6 +274,33 @@ def train_findings(
             out.append(finding("TRN004", rel, f"run {g!r} has no group directory {d}/{g}/"))
     else:
         out += _name_findings(rel, t, entries, [])
+        out += _step_findings(rel, t, entries, [])
+    return out
+
+
+def _step_findings(rel: str, t: dict[str, Any], entries: list[dict[str, Any]], runs: list[Any]) -> list[Finding]:
+    """TRN011: an entry's ``total_steps`` (seed 000: "第 1224 步（共 1374 步）", "2 epoch 共 1378 步") against the
+    step count its train.json records: the MiSS group's run ``steps``, else the shared hyper-parameter ``steps``
+    (or ``total_steps``). Nothing is said where either is not recorded."""
+    out: list[Finding] = []
+    hyper = t["hyperparameters"] if isinstance(t.get("hyperparameters"), dict) else {}
+    key = "steps" if "steps" in hyper else "total_steps"
+    by_group = {r["group"]: r for r in runs if isinstance(r, dict) and isinstance(r.get("group"), str)}
+    for e in entries:
+        total = e.get("total_steps")
+        if not is_integer(total):
+            continue
+        run = by_group.get(e.get("group")) if e.get("method") == "miss" else None
+        if run and "steps" in run:
+            steps, where = run["steps"], f"run {e.get('group')!r} steps"
+        else:
+            steps, where = hyper.get(key), f"hyperparameters.{key}"
+        if is_integer(steps) and steps != total:
+            out.append(
+                finding(
+                    "TRN011", rel, f"entry {e.get('id')!r} records total_steps {total}, train.json {where} is {steps}"
+                )
+            )
     return out
 
 

@@ -271,6 +271,51 @@ def test_idx017_add_refuses_a_score_of_another_file(reg: Path, tmp_path: Path) -
     assert _snapshot(reg) == before
 
 
+# --- TRN011 ---------------------------------------------------------------------------------------------
+
+
+def _steps(
+    reg: Path, entry_total: dict[str, int], state_hyper: dict[str, Any], miss_run_steps: int | None
+) -> list[str]:
+    """Record total_steps on entries (by path key), hyper-parameters in the State's train.json, and ``steps`` on the
+    MiSS run r4-a; the TRN011 messages."""
+    paths = {"state": STATE, "miss": MISS_A}
+    edit_index(
+        reg,
+        lambda i: [
+            e.update(total_steps=entry_total[k]) for e in i["entries"] for k in entry_total if e["path"] == paths[k]
+        ],
+    )
+    st = reg / f"{TINY_BASE}/state/v1/train.json"
+    t = json.loads(st.read_text())
+    t["hyperparameters"].update(state_hyper)
+    st.write_text(json.dumps(t))
+    if miss_run_steps is not None:
+        mt = reg / f"{TINY_BASE}/miss/v2/train.json"
+        m = json.loads(mt.read_text())
+        m["runs"][0]["steps"] = miss_run_steps
+        m["hyperparameters"]["steps"] = 5  # the run's own count comes first
+        mt.write_text(json.dumps(m))
+    return [f.message for f in validate_registry(reg, use_cache=False).findings if f.code == "TRN011"]
+
+
+def test_trn011_seed_step_counts_agree(reg: Path) -> None:
+    """Seed 000: "第 1224 步（共 1374 步）" (the State), "2 epoch 共 1378 步" (a MiSS run): the same counts in
+    index.json and train.json pass; an unrecorded count on either side says nothing."""
+    assert _steps(reg, {"state": 1374, "miss": 1378}, {"steps": 1374}, 1378) == []
+    assert _steps(reg, {"state": 1374}, {"steps": None, "total_steps": None}, None) == []
+
+
+def test_trn011_step_counts_that_disagree(reg: Path) -> None:
+    """Before the fix an entry's total_steps and its train.json's step count could disagree without a word (the
+    seed's "step 1224 of 1374" then points at a checkpoint of a run nobody can find)."""
+    found = _steps(reg, {"state": 1500, "miss": 1378}, {"steps": 1374}, 2000)
+    assert found == [
+        "entry 'v2-r4-a' records total_steps 1378, train.json run 'r4-a' steps is 2000",
+        "entry 's1' records total_steps 1500, train.json hyperparameters.steps is 1374",
+    ]
+
+
 # --- TRN009 ---------------------------------------------------------------------------------------------
 
 SEED_MISS_RUNS = [  # seed 000: miss/v2.1/, three runs of 2 epochs, lr 1e-5, 2e-5, 3e-5

@@ -359,6 +359,12 @@ def _trained_on_the_newer_base(root: Path) -> None:
     _json_edit(root, STATE_TRAIN, lambda t: _set(t, "command", f"rwkv_state_tune --model /models/{newer}.pth"))
 
 
+def _total_steps_against_train(root: Path) -> None:
+    """The State's entry says step 90 of 100, its train.json says the training ran 120 steps."""
+    _entry(STATE, lambda e: e.update(step=90, total_steps=100))(root)
+    _json_edit(root, STATE_TRAIN, lambda t: t["hyperparameters"].update(steps=120))
+
+
 def _unpublished_with_other_data(root: Path) -> None:
     """A weight never uploaded records data v1 of the State with another sha256 than the published State's."""
 
@@ -462,6 +468,7 @@ CASES: dict[str, Callable[..., None]] = {
     "TRN009": lambda r: _state_named_for_another_step(r),
     "TRN010": lambda r: _trained_on_the_newer_base(r),
     "IDX017": _entry(MISS_A, lambda e: _set(e, "scores", [_score(content_version="5" * 64)])),
+    "TRN011": lambda r: _total_steps_against_train(r),
     "PRF001": _entry(MISS_A, lambda e: _set(e, "profile", "g1k")),
     "PRF002": _entry(STATE, lambda e: _set(e, "profile", "g1k-think")),
     "RDM001": lambda r: _text(r, "README.md", "# no markers\n"),
