@@ -591,8 +591,8 @@ def base_identity_changes(
         now = bases_now.get(name)
         if now is None or (name not in relied and not now.get("scores")):
             continue
-        src_then = then.get("source") if isinstance(then.get("source"), dict) else {}
-        src_now = now.get("source") if isinstance(now.get("source"), dict) else {}
+        src_then: dict[str, Any] = then["source"] if isinstance(then.get("source"), dict) else {}
+        src_now: dict[str, Any] = now["source"] if isinstance(now.get("source"), dict) else {}
         changed = [
             f"{what} {old!r} → {new!r}"
             for what, old, new in (
