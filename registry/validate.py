@@ -431,7 +431,7 @@ def train_command_findings(rel: str, base: str, t: dict[str, Any], files: dict[s
     if not isinstance(command, str):
         return []  # SCH003
     own = files.get(base, base + ".pth")
-    if _names_file(command, own):
+    if _names_file(command, own) or _names_file(command, base + ".pth"):  # its directory's name: IDX006's, not ours
         return []
     out = [
         finding("TRN010", rel, f"the command line names {file} (base {name!r}), not this base's file {own}")

@@ -475,6 +475,18 @@ def test_trn010_command_naming_an_unregistered_base_file(reg: Path, command: str
     assert found == ([expected] if fires else []), found
 
 
+def test_trn010_does_not_echo_idx006(reg: Path) -> None:
+    """A base whose recorded file name no longer matches its directory is IDX006 alone: a train.json whose command
+    names the directory's file is not also TRN010 (that file is this base's, whatever source.file now says)."""
+    train = reg / f"{TINY_BASE}/state/v1/train.json"
+    t = json.loads(train.read_text())
+    t["command"] = f"rwkv_state_tune --model /m/{TINY_BASE}.pth"
+    train.write_text(json.dumps(t))
+    edit_index(reg, lambda i: i["bases"][0]["source"].update(file="rwkv7-tiny-20260102-ctx4096.pth"))
+    codes = {f.code for f in validate_registry(reg, use_cache=False).findings}
+    assert "IDX006" in codes and "TRN010" not in codes, codes
+
+
 # --- IDX015 ---------------------------------------------------------------------------------------------
 
 
