@@ -32,15 +32,20 @@ lint: venv
 	$(VENV)/bin/ruff format --check .
 
 # mypy cannot follow the editable install's package-dir mapping: it checks a tree of links
-# (build/typecheck/rwkv_registry) and its messages name the files of this repository.
+# (build/typecheck/rwkv_registry) and its messages name the files of this repository. The scripts
+# of bench/ (top-level modules: they import each other, and the helpers of tests/ and tests/malicious/,
+# by name) are checked in the same run, against that tree, through links to bench/ and tests/.
 TYPECHECK_TREE := build/typecheck
+BENCH_MODULES := $(patsubst bench/%.py,-m %,$(wildcard bench/*.py))
 typecheck: venv
-	rm -rf $(TYPECHECK_TREE)/rwkv_registry
+	rm -rf $(TYPECHECK_TREE)/rwkv_registry $(TYPECHECK_TREE)/bench $(TYPECHECK_TREE)/tests
 	mkdir -p $(TYPECHECK_TREE)/rwkv_registry
 	ln -s $(CURDIR)/registry/*.py $(TYPECHECK_TREE)/rwkv_registry/
 	for d in schemas model kernels tui; do ln -s $(CURDIR)/$$d $(TYPECHECK_TREE)/rwkv_registry/$$d; done
-	cd $(TYPECHECK_TREE) && $(CURDIR)/$(VENV)/bin/mypy --config-file $(CURDIR)/pyproject.toml \
-		--cache-dir $(CURDIR)/build/mypy-cache -p rwkv_registry > mypy.out; rc=$$?; \
+	ln -s $(CURDIR)/bench $(TYPECHECK_TREE)/bench
+	ln -s $(CURDIR)/tests $(TYPECHECK_TREE)/tests
+	cd $(TYPECHECK_TREE) && MYPYPATH=bench:tests:tests/malicious $(CURDIR)/$(VENV)/bin/mypy --config-file $(CURDIR)/pyproject.toml \
+		--cache-dir $(CURDIR)/build/mypy-cache --follow-imports=silent -p rwkv_registry $(BENCH_MODULES) > mypy.out; rc=$$?; \
 		sed -E -e 's#^rwkv_registry/(schemas|model|kernels|tui)/#\1/#' -e 's#^rwkv_registry/#registry/#' mypy.out; \
 		exit $$rc
 

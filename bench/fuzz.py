@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import functools
 import io
 import json
 import math
@@ -49,7 +50,7 @@ import traceback
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "malicious"), str(ROOT / "bench")]
@@ -551,7 +552,7 @@ def run_chunk(task: tuple[str, int, int]) -> dict[str, Any]:
     assert _FUZZER is not None
     fn = _FUZZER.targets[target]
     signal.signal(signal.SIGALRM, _on_alarm)
-    stats = {
+    stats: dict[str, Any] = {
         "hang_examples": [],
         "target": target,
         "inputs": 0,
@@ -668,10 +669,12 @@ def measure_corpus_and_bombs(corpus: bool, bounds: bool, log: Callable[[str], No
         jobs: list[tuple[str, str, str, Callable[[Path], Path]]] = []
         if corpus:
             for c in CASES.values():
-                jobs.append(("corpus", c.id, c.code, lambda reg, c=c: _place_case(c, reg, state, write_case)))
+                jobs.append(
+                    ("corpus", c.id, c.code, functools.partial(_place_case, c, state=state, write_case=write_case))
+                )
         if bounds:
             for b in BOMBS.values():
-                jobs.append(("bombs", b.id, b.code, lambda reg, b=b: place(b, reg)))
+                jobs.append(("bombs", b.id, b.code, functools.partial(place, b)))
         for kind, ident, code, put in jobs:
             reg = Path(tmp) / "reg"
             if reg.exists():
@@ -683,7 +686,11 @@ def measure_corpus_and_bombs(corpus: bool, bounds: bool, log: Callable[[str], No
             found = (
                 []
                 if run.timed_out or run.rc
-                else [f[0] for f in run.json()["findings"] if f[1] == path.relative_to(reg).as_posix()]
+                else [
+                    f[0]
+                    for f in cast(dict[str, Any], run.json())["findings"]
+                    if f[1] == path.relative_to(reg).as_posix()
+                ]
             )
             ran = kind == "corpus" and marker_for(reg.parent / "files", ident).exists()
             extra = run.max_rss - clean.max_rss

@@ -40,7 +40,7 @@ def measure(root: Path, widths: list[int], repeat: int) -> list[dict[str, object
         outs: dict[str, str] = {}
         for _ in range(repeat):
             for label, plain in (("rich", False), ("laid out", True)):
-                dt, mb, out = run([sys.executable, "-c", CODE.format(plain=plain), str(root)], env=env)
+                dt, mb, out, _cpu = run([sys.executable, "-c", CODE.format(plain=plain), str(root)], env=env)
                 times[label].append(dt)
                 rss[label].append(mb)
                 if outs.setdefault(label, out) != out:

@@ -32,8 +32,8 @@ def _identity(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
 
 
 def _use(fn: Any) -> None:
-    add_norm_ref.in_norm_units = fn  # type: ignore[attr-defined]
-    timemix_ref.in_norm_units = fn  # type: ignore[attr-defined]
+    add_norm_ref.in_norm_units = fn
+    timemix_ref.in_norm_units = fn
 
 
 def main() -> None:
