@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import statistics
@@ -372,10 +373,11 @@ def preflight(plan: Plan, tokens: list[int], timeout: float, budget: float | Non
         answer = run_worker("preflight", payload, min(timeout, left), {})
         tried.append({**config, "ok": bool(answer.get("ok")), "reason": answer.get("reason")})
         if answer.get("ok"):
-            set_fused_ops(config["fused_ops"])
-            if config["wkv"] != "auto":
-                set_wkv_backend(config["wkv"])
-            return {"fused_ops": "on" if config["fused_ops"] else "off", "wkv": config["wkv"], "tried": tried}
+            fused, backend = bool(config["fused_ops"]), str(config["wkv"])
+            set_fused_ops(fused)
+            if backend != "auto":
+                set_wkv_backend(backend)
+            return {"fused_ops": "on" if fused else "off", "wkv": backend, "tried": tried}
     set_fused_ops(False)
     return {"fused_ops": "off", "wkv": "auto", "error": "no configuration ran in a subprocess", "tried": tried}
 
@@ -407,7 +409,7 @@ def ours_prefill(model: Any, plan: Plan, tokens: list[int]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for T in plan.prefill_lengths:
         ids = torch.tensor([tokens[:T]], dtype=torch.long, device=plan.device)
-        seconds = timed(lambda ids=ids: model.forward(ids, None), plan.device, plan.reps)
+        seconds = timed(functools.partial(model.forward, ids, None), plan.device, plan.reps)
         out[str(T)] = {"seconds": seconds, "tok_s": T / seconds}
     return out
 
@@ -567,7 +569,7 @@ def fused_op_calls(plan: Plan, M: int) -> dict[str, Callable[[str], Any]]:
         "lora_up x4": lambda be: lora_up(hs, ups, backend=be),
         "add_layer_norm_mix x6 (T=1)": lambda be: add_layer_norm_mix(*rows, p[0], p[1], 1e-5, row_shift, p, backend=be),
         "token_mix x6": lambda be: token_mix(x, shift, p, backend=be),
-        "tm_gates": lambda be: tm_gates(k, v, wz, az, *p[:4], H, vf, vz, p[4], backend=be),
+        "tm_gates": lambda be: tm_gates(k, v, wz, az, p[0], p[1], p[2], p[3], H, vf, vz, p[4], backend=be),
         "tm_output": lambda be: tm_output(y, r, k, v, g, p[0], p[1], p[2].view(H, -1), 64e-5, backend=be),
         "add_layer_norm": lambda be: add_layer_norm(x, k, p[0], p[1], 1e-5, backend=be),
         "add_layer_norm + MiSS r=16 K=16384": lambda be: add_layer_norm(
@@ -595,7 +597,7 @@ def ours_fused_ops(plan: Plan) -> dict[str, Any]:
             for be in ("triton", "reference"):
                 fn = fused_op_calls(plan, M)[name]
                 try:
-                    seconds, row["timing"] = timed_graph(lambda fn=fn, be=be: fn(be), plan.device)
+                    seconds, row["timing"] = timed_graph(functools.partial(fn, be), plan.device)
                     row[be + "_us"] = 1e6 * seconds
                 except Exception as exc:
                     row[be + "_error"] = f"{type(exc).__name__}: {exc}"[:200]
@@ -762,9 +764,7 @@ def worker_progress(answer: dict[str, Any]) -> None:
     replaces this one. Nothing outside a worker."""
     if _WORKER_OUT is None:
         return
-    tmp = _WORKER_OUT.with_suffix(".partial")
-    tmp.write_text(json.dumps({**answer, "partial": True}, default=str))
-    os.replace(tmp, _WORKER_OUT)
+    _write_text(_WORKER_OUT, json.dumps({**answer, "partial": True}, default=str))
 
 
 def run_worker(kind: str, payload: dict[str, Any], timeout: float, env_extra: dict[str, str]) -> dict[str, Any]:
@@ -867,7 +867,7 @@ def worker_rwkv(payload: dict[str, Any]) -> dict[str, Any]:
     except Exception:
         found = None
     try:
-        from rwkv.model import RWKV
+        from rwkv.model import RWKV  # type: ignore[import-untyped, import-not-found, unused-ignore]
     except Exception as exc:
         return {"available": False, "reason": f"cannot import rwkv ({type(exc).__name__}: {exc})"}
     device = payload["device"]
@@ -876,7 +876,7 @@ def worker_rwkv(payload: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"available": True, "version": found, "prefill": {}}
     with torch.no_grad():
         for T in payload["lengths"]:
-            seconds = timed(lambda T=T: model.forward(tokens[:T], None), device, payload["reps"])
+            seconds = timed(functools.partial(model.forward, tokens[:T], None), device, payload["reps"])
             out["prefill"][str(T)] = {"seconds": seconds, "tok_s": T / seconds}
             worker_progress(out)
         logits, _ = model.forward(tokens[: payload["lengths"][0]], None)
@@ -933,7 +933,7 @@ def ours_op_sweep(plan: Plan) -> dict[str, Any]:
         for kind, B, T in cases:
             ins = op_inputs(T, plan.op_heads, B, plan.device)
             calls = 4 if kind == "chunk" else 20  # a step runs for microseconds: time many per graph
-            rows = []
+            rows: list[dict[str, Any]] = []
             configs = [
                 (block_v, num_warps)
                 for block_v in (16, 32, 64)
@@ -943,9 +943,7 @@ def ours_op_sweep(plan: Plan) -> dict[str, Any]:
                 launch.TUNING[kind].update(block_v=block_v, num_warps=num_warps)
                 config = {"block_v": block_v, "num_warps": num_warps}
                 try:
-                    seconds, how = timed_graph(
-                        lambda ins=ins, kind=kind: wkv7(*ins, backend=kind), plan.device, calls=calls
-                    )
+                    seconds, how = timed_graph(functools.partial(wkv7, *ins, backend=kind), plan.device, calls=calls)
                 except Exception as exc:
                     rows.append({**config, "error": repr(exc)[:200]})
                     continue
@@ -953,7 +951,7 @@ def ours_op_sweep(plan: Plan) -> dict[str, Any]:
             ok = [r for r in rows if "us" in r]
             out[f"{kind} B={B} T={T}"] = {"best": min(ok, key=lambda r: r["us"]) if ok else None, "all": rows}
             launch.TUNING[kind].update(saved[kind])
-            seconds, how = timed_graph(lambda ins=ins, kind=kind: wkv7(*ins, backend=kind), plan.device, calls=calls)
+            seconds, how = timed_graph(functools.partial(wkv7, *ins, backend=kind), plan.device, calls=calls)
             out[f"{kind} B={B} T={T}"]["default"] = {"us": seconds * 1e6, "tok_s": B * T / seconds, "timing": how}
     finally:
         for kind, cfg in saved.items():
@@ -978,7 +976,7 @@ def worker_fla(payload: dict[str, Any]) -> dict[str, Any]:
         out["reason"] = "fla's kernels need CUDA"
         return out
     try:
-        from fla.ops.rwkv7 import chunk_rwkv7
+        from fla.ops.rwkv7 import chunk_rwkv7  # type: ignore[import-not-found, import-untyped, unused-ignore]
     except Exception as exc:
         out["reason"] = f"cannot import fla.ops.rwkv7 ({type(exc).__name__}: {exc})"
         return out
@@ -1115,6 +1113,8 @@ def table(results: dict[str, Any]) -> str:
         rows.append(
             f"| parts that hung or crashed (the run went on without each) | {'; '.join(hung)} | — | — | — | — |"
         )
+    if results.get("interrupted"):
+        rows.append(f"| the run stopped early | {results['interrupted']} | — | — | — | — |")
     copy, mm = results.get("copy", {}), results.get("matmul", {})
     rows.append(f"| copy bandwidth (GB/s, read + write) | {_fmt(copy.get('GB_per_s'))} | — | — | — | — |")
     what = f"{mm['dtype']} matmul {mm['n']}³" if "n" in mm else "matmul"
@@ -1146,6 +1146,7 @@ class Run:
         self.done: dict[str, Any] = _read_json(child_dir / "done.json") if child_dir else {}
         self.hung: dict[str, str] = _read_json(child_dir / "hung.json") if child_dir else {}
         self._seq = 0
+        self._beat = ""  # the id of the last heartbeat: this process's id and a count
         if self.hung:
             self.results["hung_parts"] = dict(self.hung)
 
@@ -1154,18 +1155,8 @@ class Run:
 
     def save(self) -> None:
         """The JSON, and the table beside it (``.md``) from whatever has run: a run killed at any
-        point leaves both, the parts it did not reach marked "—" or "not run"."""
-        self.out.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            md: str | None = table(self.results)
-        except Exception as exc:  # a table that cannot be made must not cost the JSON
-            md = None
-            self.results["table_error"] = f"{type(exc).__name__}: {exc}"
-        if md is not None:
-            self.results["table"] = md
-        self.out.write_text(json.dumps(self.results, indent=2, default=str))
-        if md is not None:
-            self.out.with_suffix(".md").write_text(md)
+        point leaves both, the parts it did not reach marked "—" or "not run" (see :func:`save_results`)."""
+        save_results(self.out, self.results)
 
     def part(self, name: str, fn: Callable[[], Any], share: float | None = 0.6, replay: bool = True) -> Any:
         """Run one part; an exception is recorded under ``name`` as ``{"error": ...}``, not raised.
@@ -1177,14 +1168,16 @@ class Run:
         ``HANG_GRACE_S`` after the part's limit (or the deadline), records the part as timed out and
         starts the run again, which replays the finished parts (``replay=False``: run again, for
         parts whose value is not data, such as the weights and the model)."""
-        if os.environ.get(TEST_HANG_ENV) == name and TEST_HANG_PART not in self.done:
-            self.part(TEST_HANG_PART, _hang_in_native_code, share=0.0)  # tests only: see TEST_HANG_ENV
+        if os.environ.get(TEST_HANG_ENV) == name:  # tests only (once: after the restart it is in self.hung)
+            self.part(TEST_HANG_PART, _hang_in_native_code, share=0.0)
+        if os.environ.get(TEST_DIE_ENV) == name:  # tests only, likewise
+            self.part(TEST_DIE_PART, _die_in_native_code, share=0.0)
         if name in self.hung:
             print(f"[gpu_engine] {name}: left out, it hung in the run before", file=sys.stderr, flush=True)
             value = {"error": self.hung[name]}
             self._record(name, value, self.hung_seconds(name))
             return value
-        if name in self.done:
+        if "value" in self.done.get(name, {}):
             print(f"[gpu_engine] {name}: kept from the run before the restart", file=sys.stderr, flush=True)
             self._record(name, self.done[name]["value"], self.done[name]["seconds"])
             return self.done[name]["value"]
@@ -1204,11 +1197,20 @@ class Run:
             value = {"error": f"{type(exc).__name__}: {exc}"}
             _release_device_memory()  # after an OOM (B=64, T=8192) the next parts still fit
         seconds = round(time.monotonic() - start, 2)
-        if replay and self.child_dir is not None:
-            with contextlib.suppress(TypeError, ValueError):  # not data (tensors, a model): run again
-                json.dumps(value)
-                self.done[name] = {"value": value, "seconds": seconds}
-                _write_json(self.child_dir / "done.json", self.done)
+        if self.child_dir is not None:
+            # First the part's end (and its value, to replay) in done.json, under the heartbeat's id; then
+            # part.json cleared. A death between the two leaves part.json naming a part that done.json
+            # says ended in this very heartbeat: the supervisor counts that as dying between parts, and
+            # the restart replays the value (or, for parts that are not data, runs the part again).
+            entry: dict[str, Any] = {"seconds": seconds, "beat": self._beat}
+            if replay:
+                with contextlib.suppress(TypeError, ValueError):  # not data (tensors, a model): run again
+                    json.dumps(value)
+                    entry["value"] = value
+            self.done[name] = entry
+            _write_json(self.child_dir / "done.json", self.done)
+            if os.environ.get(TEST_DIE_AFTER_ENV) == name:  # tests only: die in that window
+                _die_in_native_code()
         self._heartbeat(None, None)
         self._record(name, value, seconds)
         return value
@@ -1225,7 +1227,8 @@ class Run:
         if self.child_dir is None:
             return
         self._seq += 1
-        _write_json(self.child_dir / "part.json", {"seq": self._seq, "name": name, "limit": limit})
+        self._beat = f"{os.getpid()}-{self._seq}"
+        _write_json(self.child_dir / "part.json", {"seq": self._beat, "name": name, "limit": limit})
 
 
 class PartTimeout(Exception):
@@ -1236,8 +1239,20 @@ class PartTimeout(Exception):
 # that hangs: it sleeps with SIGALRM blocked, so PartTimeout cannot stop it) is run, once.
 TEST_HANG_ENV = "GPU_ENGINE_TEST_HANG_BEFORE"
 TEST_HANG_PART = "test: a part that never returns"
+# Tests only: the name of a part before which a part whose process dies (SIGKILL, a stand-in for a crash
+# in native code or the OOM killer) is run, once; and of a part after whose saved result (done.json) the
+# process dies before it clears part.json (the window between the two writes), each run of that part.
+TEST_DIE_ENV = "GPU_ENGINE_TEST_DIE_BEFORE"
+TEST_DIE_PART = "test: a part whose process dies"
+TEST_DIE_AFTER_ENV = "GPU_ENGINE_TEST_DIE_AFTER"
 HANG_GRACE_S = 15.0  # how long after its limit the supervisor waits for a part before killing the run
 MAX_RESTARTS = 4
+# The exit status of the script (the supervisor's; see supervise): EXIT_OK, the child's own 1 (an error
+# outside the parts, its traceback in the log) or 2 (bad arguments), EXIT_STOPPED, EXIT_GAVE_UP. Never
+# negative, and never 128 + a signal, which bench/h200.sh would read as timeout's SIGKILL.
+EXIT_OK = 0
+EXIT_STOPPED = 124  # stopped by the time: --time-limit spent with a part lost, or SIGTERM (timeout's)
+EXIT_GAVE_UP = 3  # the child kept dying (a signal or a crash): MAX_RESTARTS restarts spent
 
 
 def _hang_in_native_code() -> None:
@@ -1248,6 +1263,12 @@ def _hang_in_native_code() -> None:
         time.sleep(3600)
 
 
+def _die_in_native_code() -> None:
+    import signal
+
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
 def _read_json(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text())
@@ -1256,10 +1277,34 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+def _write_text(path: Path, text: str) -> None:
+    """Atomically (temporary file, fsync, rename): a process killed at any moment leaves the old file or the
+    new one, never a truncated one."""
+    bootstrap_package()
+    from rwkv_registry.atomic import atomic_write_bytes
+
+    atomic_write_bytes(path, text.encode())
+
+
 def _write_json(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data))
-    os.replace(tmp, path)
+    _write_text(path, json.dumps(data))
+
+
+def save_results(out: Path, results: dict[str, Any]) -> None:
+    """Write the results to ``out`` and their table beside it (``.md``), the table also under
+    ``results["table"]``. Each file is written atomically, the JSON first: a process killed between the
+    two leaves the newer JSON, and :func:`supervise` rewrites the ``.md`` from it when the child ends.
+    A table that cannot be made must not cost the JSON: the ``.md`` then says why."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        md = table(results)
+        results.pop("table_error", None)
+    except Exception as exc:
+        results["table_error"] = f"{type(exc).__name__}: {exc}"
+        md = f"No table: {results['table_error']}\n"
+    results["table"] = md
+    _write_text(out, json.dumps(results, indent=2, default=str))
+    _write_text(out.with_suffix(".md"), md)
 
 
 @contextlib.contextmanager
@@ -1355,7 +1400,7 @@ def main(argv: list[str] | None = None) -> int:
             answer = {"available": False, "reason": f"{type(exc).__name__}: {exc}"}
             if args.worker_out.exists():  # the parts it finished before (worker_progress) stay
                 answer = {**json.loads(args.worker_out.read_text()), "reason": answer["reason"]}
-        args.worker_out.write_text(json.dumps(answer, default=str))
+        _write_text(args.worker_out, json.dumps(answer, default=str))
         return 0
 
     bootstrap_package()
@@ -1386,18 +1431,27 @@ def supervise(argv: list[str], args: argparse.Namespace) -> int:
     return ``HANG_GRACE_S`` after its limit (a hang inside a CUDA call, which SIGALRM cannot
     interrupt) or past the deadline is recorded as timed out, the child is killed with what it
     started, and a new child goes on after that part, replaying the finished ones (see
-    :class:`Run`): one hung part costs its own figure and a restart, not every later figure. The
-    whole stays within ``--time-limit``. SIGTERM (``timeout`` in bench/h200.sh) is passed on to
-    the child, which saves and kills its workers; exit status 124 then, else the child's."""
+    :class:`Run`): one hung part costs its own figure and a restart, not every later figure. A child
+    that dies inside a part (a crash in native code, SIGKILL) loses that part alike; one killed by a
+    signal between parts loses none, and is restarted too. The whole stays within ``--time-limit``.
+    SIGTERM (``timeout`` in bench/h200.sh) is passed on to the child, which saves and kills its workers.
+
+    The exit status: ``EXIT_OK`` (0) when the child ran to its end (a lost part is named under
+    ``hung_parts``); ``EXIT_STOPPED`` (124) when the time ran out (SIGTERM, or too little time left to
+    restart); ``EXIT_GAVE_UP`` (3) after ``MAX_RESTARTS`` restarts; else the child's own positive status (1:
+    an error outside the parts, whose traceback is in the log; 2: bad arguments). Never negative. Whatever
+    the end, the JSON and its ``.md`` table agree (:func:`settle_results`)."""
     import shutil
     import signal
 
     deadline = time.monotonic() + args.time_limit
     install_interrupt_handlers()
+    bootstrap_package()  # rwkv_registry.atomic for the writes (the package does not import torch)
     child_dir = Path(tempfile.mkdtemp(prefix="gpu_engine_run_"))
     hung: dict[str, str] = {}
     hung_seconds: dict[str, float] = {}
     proc: subprocess.Popen[Any] | None = None
+    stopped: str | None = None  # why the run ended early, for the results' "interrupted"
     try:
         for restart in range(MAX_RESTARTS + 1):
             left = deadline - time.monotonic()
@@ -1407,34 +1461,45 @@ def supervise(argv: list[str], args: argparse.Namespace) -> int:
             proc = subprocess.Popen(cmd, start_new_session=True, preexec_fn=_die_with_parent)
             stuck = _watch(proc, child_dir / "part.json", deadline)
             if stuck is None:
-                running = _read_json(child_dir / "part.json").get("name")
-                if proc.returncode in (0, 124) or not running:
-                    return proc.returncode
-                # it died inside a part (a crash in native code): that part is lost, not the rest
-                name, seconds = str(running), 0.0
-                why = f"the process died in it (exit {proc.returncode}); the run was restarted after it"
+                rc = proc.returncode
+                lost = _lost_part(child_dir)
+                if rc in (EXIT_OK, EXIT_STOPPED) or (rc > 0 and lost is None):
+                    return rc  # its end, its SIGTERM, or its own error outside the parts: a restart repeats it
+                death = _death(rc)
+                if lost is None:  # killed between parts: nothing is lost, the restart replays them all
+                    print(f"[gpu_engine] the run {death} between parts; restarting it", file=sys.stderr, flush=True)
+                else:  # it died inside a part (a crash in native code): that part is lost, not the rest
+                    name, seconds = lost, 0.0
+                    why = f"the process {death} in it; the run was restarted after it"
             else:
                 name, seconds = stuck
+                death = "hung"
                 why = (
                     f"timed out: did not return {seconds:.0f} s after it started (a hang in native code, e.g. "
                     "a CUDA call); the run was restarted after it"
                 )
+                # a part that hung after its end was saved (and a hang outside the parts, named so) is kept
+                lost = name if name == "between parts" or _lost_part(child_dir) == name else None
                 _kill_group(proc)
+                if lost is None:
+                    print(f"[gpu_engine] {name}: hung after it was saved; restarting", file=sys.stderr, flush=True)
             kill_recorded_groups(child_dir / "groups")  # its workers' groups: their nvcc/ninja/compiles too
             _remove_weights_of(proc.pid)  # save_for_rwkv's file, which the child's finally did not remove
-            hung[name] = why
-            hung_seconds[name] = round(seconds, 2)
-            _write_json(child_dir / "hung.json", hung)
-            _write_json(child_dir / "hung_seconds.json", hung_seconds)
-            print(f"[gpu_engine] {name}: {hung[name]}", file=sys.stderr, flush=True)
-            if deadline - time.monotonic() < 20 or restart == MAX_RESTARTS:
-                results = _read_json(args.out)
-                results["hung_parts"] = hung
-                results["interrupted"] = "the time left after a hung part was too short to go on"
-                args.out.write_text(json.dumps(results, indent=2, default=str))
-                return 124
-        return 124
-    except Interrupted:
+            if lost is not None:
+                hung[name] = why
+                hung_seconds[name] = round(seconds, 2)
+                _write_json(child_dir / "hung.json", hung)
+                _write_json(child_dir / "hung_seconds.json", hung_seconds)
+                print(f"[gpu_engine] {name}: {hung[name]}", file=sys.stderr, flush=True)
+            if deadline - time.monotonic() < 20:
+                stopped = f"the run {death}, and the time left was too short to restart it"
+                return EXIT_STOPPED
+            if restart == MAX_RESTARTS:
+                stopped = f"the run {death}, and {MAX_RESTARTS} restarts were spent: gave up"
+                return EXIT_GAVE_UP
+        raise AssertionError("unreachable: the last restart returns")  # pragma: no cover
+    except Interrupted as exc:
+        stopped = f"{exc}: the run was stopped from outside"
         if proc is not None and proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 proc.send_signal(signal.SIGTERM)  # it saves JSON and table, kills its workers
@@ -1442,12 +1507,60 @@ def supervise(argv: list[str], args: argparse.Namespace) -> int:
                 proc.wait(timeout=7)  # within timeout --kill-after=10
             except subprocess.TimeoutExpired:
                 _kill_group(proc)
-        return 124
+        return EXIT_STOPPED
     finally:
         if proc is not None and proc.poll() is None:
             _kill_group(proc)
         kill_recorded_groups(child_dir / "groups")
         shutil.rmtree(child_dir, ignore_errors=True)
+        settle_results(args.out, hung, stopped)
+
+
+def _death(returncode: int) -> str:
+    """How a child ended, in words: "was killed by SIGKILL", "exited 1"."""
+    import signal
+
+    if returncode < 0:
+        with contextlib.suppress(ValueError):
+            return f"was killed by {signal.Signals(-returncode).name}"
+        return f"was killed by signal {-returncode}"
+    return f"exited {returncode}"
+
+
+def _finished_parts(child_dir: Path) -> dict[str, str]:
+    """The parts the child finished, each with the id of the heartbeat it ran under (done.json)."""
+    done = _read_json(child_dir / "done.json")
+    return {name: str(entry.get("beat")) for name, entry in done.items() if isinstance(entry, dict)}
+
+
+def _lost_part(child_dir: Path) -> str | None:
+    """After the child ended: the part it died in (part.json names it), or None when it died between parts,
+    including the moment after a part's end was saved (done.json, under the same heartbeat) and before
+    part.json was cleared (see :meth:`Run.part`)."""
+    beat = _read_json(child_dir / "part.json")
+    name = beat.get("name")
+    if not name:
+        return None
+    if _finished_parts(child_dir).get(str(name)) == str(beat.get("seq")):
+        return None
+    return str(name)
+
+
+def settle_results(out: Path, hung: dict[str, str], stopped: str | None) -> None:
+    """In the supervisor, once the child has ended: add what only the supervisor knows (the parts lost
+    with the last child, why the run stopped) and write the JSON and its ``.md`` table again from it, so
+    that the two agree however the child ended (killed between its two writes, or given up on)."""
+    results = _read_json(out)
+    if not results and not hung and not stopped:
+        return  # the child never saved anything (bad arguments, no CUDA): nothing to settle
+    if hung:
+        results["hung_parts"] = {**results.get("hung_parts", {}), **hung}
+    if stopped and not results.get("interrupted"):
+        results["interrupted"] = stopped
+    try:
+        save_results(out, results)
+    except Exception as exc:  # the child's files stay as they are; say so, not a traceback
+        print(f"[gpu_engine] could not rewrite {out} and its table: {exc}", file=sys.stderr, flush=True)
 
 
 def _without_time_limit(argv: list[str]) -> list[str]:
@@ -1522,7 +1635,7 @@ def measure(args: argparse.Namespace, plan: Plan, run: Run, torch: Any) -> int:
         ours["prefill"] = run.part("ours prefill", lambda: ours_prefill(model, plan, tokens))
         ours["decode"] = {}
         for B in plan.decode_batches:
-            ours["decode"][str(B)] = run.part(f"ours decode B={B}", lambda B=B: ours_decode(model, plan, B))
+            ours["decode"][str(B)] = run.part(f"ours decode B={B}", functools.partial(ours_decode, model, plan, B))
         ours["launches"] = run.part("ours launches per decode step", lambda: ours_launches(model, plan))
         ours["decode_eager"] = run.part("ours decode B=1 eager", lambda: ours_decode_eager(model, plan))
         ours["miss"] = run.part("ours MiSS fly vs merge", lambda: ours_miss(model, plan))
@@ -1595,7 +1708,7 @@ def measure(args: argparse.Namespace, plan: Plan, run: Run, torch: Any) -> int:
                 ours["decode_compiled"][str(B)] = {"error": f"skipped ({reason})"}
                 continue
             ours["decode_compiled"][str(B)] = run.part(
-                f"ours decode B={B} compiled", lambda B=B: ours_decode(model, plan, B, compile=True), share=1.0
+                f"ours decode B={B} compiled", functools.partial(ours_decode, model, plan, B, compile=True), share=1.0
             )
         write_table(run, args.out)
     print(run.results["table"])

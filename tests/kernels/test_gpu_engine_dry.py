@@ -9,7 +9,7 @@ import math
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 
 import pytest
 
@@ -504,3 +504,133 @@ def test_a_hung_childs_workers_are_killed_with_their_own_children(tmp_path: Path
         engine._GROUPS = None
     source = SCRIPT.read_text()
     assert source.count('kill_recorded_groups(child_dir / "groups")') == 2  # after a hung child, and at the end
+
+
+# ------------------------------------------------------------- a child that dies, and the exit status
+
+
+def test_a_part_saved_just_before_a_crash_is_kept_not_lost(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run.part saves a part's end in done.json, then clears part.json: a child killed between the two left
+    part.json naming a part that had finished, and the supervisor recorded that finished part as lost (its
+    figure replaced by an error in the restarted run). Now done.json carries the heartbeat's id, and a part
+    saved under the same heartbeat counts as finished: the restart replays it."""
+    import time
+
+    engine = _load()
+    child = tmp_path / "child"
+    child.mkdir()
+    run = engine.Run(tmp_path / "r.json", time.monotonic() + 60, child)
+    assert run.part("copy", lambda: {"GB_per_s": 1.0}) == {"GB_per_s": 1.0}
+    assert engine._lost_part(child) is None  # a clean end
+
+    class Killed(BaseException):
+        pass
+
+    real_heartbeat = engine.Run._heartbeat
+
+    def dies_before_clearing(self: object, name: str | None, limit: float | None) -> None:
+        if name is None:
+            raise Killed  # the process ends here: done.json written, part.json not yet cleared
+        real_heartbeat(self, name, limit)
+
+    monkeypatch.setattr(engine.Run, "_heartbeat", dies_before_clearing)
+    with pytest.raises(Killed):
+        run.part("matmul", lambda: {"TFLOP_per_s": 2.0})
+    assert engine._read_json(child / "part.json")["name"] == "matmul"
+    assert engine._lost_part(child) is None, "a part whose end was saved is not lost"
+    monkeypatch.setattr(engine.Run, "_heartbeat", real_heartbeat)
+
+    again = engine.Run(tmp_path / "r.json", time.monotonic() + 60, child)  # the restarted child
+    assert again.part("matmul", lambda: pytest.fail("a saved part is replayed, not run again")) == {"TFLOP_per_s": 2.0}
+    ran: list[int] = []  # a part that is not data (replay=False): its end saved without a value, run again
+    assert again.part("weights", lambda: ran.append(1) or object(), replay=False) is not None
+    assert "value" not in again.done["weights"] and engine._lost_part(child) is None
+    third = engine.Run(tmp_path / "r.json", time.monotonic() + 60, child)
+    third.part("weights", lambda: ran.append(2), replay=False)
+    assert ran == [1, 2]
+    # a part that died while running is lost: part.json names it, done.json has no end under its heartbeat
+    third._heartbeat("ours prefill", 10.0)
+    assert engine._lost_part(child) == "ours prefill"
+    third._heartbeat("weights", 10.0)  # ended in an earlier child, dying in this one: lost
+    assert engine._lost_part(child) == "weights"
+
+
+def _supervise_in_process(
+    engine: ModuleType, out: Path, monkeypatch: pytest.MonkeyPatch, **env: str
+) -> tuple[int, dict[str, object]]:
+    """engine.supervise on a --dry-run with --skip-rwkv --skip-fla --skip-compile, in this process (its
+    SIGTERM handlers left out), with no restart allowed; the exit status and the results."""
+    argv = ["--dry-run", "--skip-rwkv", "--skip-fla", "--skip-compile", "--out", str(out), "--time-limit", "240"]
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setattr(engine, "install_interrupt_handlers", lambda: None)
+    monkeypatch.setattr(engine, "MAX_RESTARTS", 0)
+    rc = engine.supervise(argv, SimpleNamespace(out=out, time_limit=240.0))
+    return rc, json.loads(out.read_text())
+
+
+@pytest.mark.slow
+def test_giving_up_exits_3_and_rewrites_the_table_with_the_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A child killed by a signal between parts: the supervisor returned its negative status as the
+    script's (sys.exit(-9) is 247, which h200.sh noted as a plain failure, and every later part was lost);
+    it is now restarted, and once the restarts are spent the script exits EXIT_GAVE_UP (3). Giving up used
+    to rewrite the JSON but not the .md table beside it: both now say why the run stopped."""
+    engine = _load()
+    out = tmp_path / "r.json"
+    rc, results = _supervise_in_process(engine, out, monkeypatch, GPU_ENGINE_TEST_DIE_AFTER="copy")
+    assert rc == engine.EXIT_GAVE_UP == 3
+    assert "hung_parts" not in results  # the copy figure ended and was saved: nothing is lost
+    assert "environment" in results["part_seconds"]  # what the child saved stays
+    assert results["interrupted"] == "the run was killed by SIGKILL, and 0 restarts were spent: gave up"
+    md = out.with_suffix(".md").read_text()
+    assert md == results["table"]
+    assert "| the run stopped early | the run was killed by SIGKILL, and 0 restarts were spent: gave up |" in md
+
+
+@pytest.mark.slow
+def test_giving_up_after_a_part_died_names_it_in_json_and_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = _load()
+    out = tmp_path / "r.json"
+    rc, results = _supervise_in_process(engine, out, monkeypatch, GPU_ENGINE_TEST_DIE_BEFORE="matmul")
+    assert rc == 3
+    die = "test: a part whose process dies"
+    assert results["hung_parts"] == {die: "the process was killed by SIGKILL in it; the run was restarted after it"}
+    md = out.with_suffix(".md").read_text()
+    assert md == results["table"] and die in md and "| the run stopped early |" in md
+
+
+@pytest.mark.slow
+def test_a_child_that_dies_in_a_part_loses_only_that_part(tmp_path: Path) -> None:
+    """The other way a part is lost (only the hang was tested): its process dies inside it (a crash in
+    native code, SIGKILL). The part is recorded as lost, the run restarts after it, replays what finished
+    and runs the rest; a child killed just after a part was saved loses nothing (replayed after a restart)."""
+    import os
+
+    out = tmp_path / "results.json"
+    env = {
+        **os.environ,
+        "GPU_ENGINE_TEST_DIE_BEFORE": "ours decode B=4",
+        "GPU_ENGINE_TEST_DIE_AFTER": "ours prefill",
+    }
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--dry-run", "--skip-rwkv", "--skip-fla", "--skip-compile", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=400,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(out.read_text())
+    die = "test: a part whose process dies"
+    assert results["hung_parts"] == {die: "the process was killed by SIGKILL in it; the run was restarted after it"}
+    assert "the run was killed by SIGKILL between parts; restarting it" in done.stderr
+    assert done.stderr.count("ours prefill: kept from the run before the restart") == 2
+    ours = results["ours"]
+    assert ours["prefill"] and all(d["tok_s"] > 0 for d in ours["prefill"].values())
+    assert all("error" not in d and d["tok_s"] > 0 for d in ours["decode"].values())
+    assert "error" not in ours["fused_ops"] and "interrupted" not in results
+    assert out.with_suffix(".md").read_text() == results["table"]
