@@ -8,7 +8,8 @@
 #
 # Results go to $OUT (the device tool brings back what is there): nvidia-smi.txt, gpu_tests.txt,
 # gpu_engine.json/.md/.log, smoke_bench.json/.log, smoke_worst.json/.log, and summary.txt with each step's exit status and
-# seconds. BUDGET (default 570 s) is the whole run; the steps get, in this order:
+# seconds (appended to). gpu_engine's exit status: 0 ran to its end (lost parts named in its JSON and table), 124
+# stopped by the time, 3 gave up (its measuring process kept dying), 1 an error outside its parts. BUDGET (default 570 s) is the whole run; the steps get, in this order:
 #   1. the GPU tests (pytest tests/kernels tests/model -m gpu): at most TESTS_S (default 100 s);
 #   2. bench/gpu_engine.py (issue 4's table): what is left but SMOKE_S, as its --time-limit;
 #   3. bench/smoke_bench.py (64 cases at 7.2B), then with --worst-case: the last SMOKE_S (default 120 s).
@@ -37,11 +38,16 @@ step() {  # step NAME SECONDS COMMAND...: run with a timeout, log to $OUT/NAME.l
     t0=$(date +%s)
     timeout --kill-after=10 "$secs" "$@" >"$OUT/$name.log" 2>&1
     rc=$?
-    case $rc in 124 | 137) why=", timed out: what it saved before stays" ;; *) why="" ;; esac
+    case $name:$rc in
+        *:124 | *:137) why=", timed out: what it saved before stays" ;;
+        gpu_engine:3) why=", gave up: its measuring process kept dying; what it saved before stays" ;;
+        *) why="" ;;
+    esac
     note "$name: exit $rc in $(($(date +%s) - t0)) s (limit $secs s$why)"
 }
 
-: >"$OUT/summary.txt"
+# appended to, not emptied: a second call into the same $OUT keeps the first one's lines
+note "== $(date -u '+%Y-%m-%d %H:%M:%S') UTC, steps:$STEPS, budget $BUDGET s"
 if [ -n "${DRY:-}" ]; then
     note "dry run on the CPU: $(uname -m), $(nproc) cores"
     dry=(--dry-run)
@@ -68,10 +74,12 @@ fi
 if [[ $STEPS == *" engine "* ]]; then
     engine=$(($(left) - SMOKE_S - 5))
     step gpu_engine "$engine" "$PY" bench/gpu_engine.py --wheels .whl --out "$OUT/gpu_engine.json" \
-        --time-limit $((engine - 25)) "${dry[@]}"
+        --time-limit $((engine - 25)) ${dry[@]+"${dry[@]}"}
 fi
 if [[ $STEPS == *" smoke "* ]]; then
-    step smoke_bench "$((($(left) - 5) / 2))" "$PY" bench/smoke_bench.py --wheels .whl --out "$OUT/smoke_bench.json" "${dry[@]}"
-    step smoke_worst "$(($(left) - 5))" "$PY" bench/smoke_bench.py --wheels .whl --worst-case --out "$OUT/smoke_worst.json" "${dry[@]}"
+    step smoke_bench "$((($(left) - 5) / 2))" "$PY" bench/smoke_bench.py --wheels .whl --out "$OUT/smoke_bench.json" \
+        ${dry[@]+"${dry[@]}"}
+    step smoke_worst "$(($(left) - 5))" "$PY" bench/smoke_bench.py --wheels .whl --worst-case --out "$OUT/smoke_worst.json" \
+        ${dry[@]+"${dry[@]}"}
 fi
 note "total: $(($(date +%s) - start)) s of $BUDGET s"

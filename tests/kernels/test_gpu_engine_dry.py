@@ -585,7 +585,7 @@ def test_giving_up_exits_3_and_rewrites_the_table_with_the_json(
     assert "environment" in results["part_seconds"]  # what the child saved stays
     assert results["interrupted"] == "the run was killed by SIGKILL, and 0 restarts were spent: gave up"
     md = out.with_suffix(".md").read_text()
-    assert md == results["table"]
+    assert md == results["table"] == engine.table(results)
     assert "| the run stopped early | the run was killed by SIGKILL, and 0 restarts were spent: gave up |" in md
 
 
@@ -600,7 +600,8 @@ def test_giving_up_after_a_part_died_names_it_in_json_and_table(
     die = "test: a part whose process dies"
     assert results["hung_parts"] == {die: "the process was killed by SIGKILL in it; the run was restarted after it"}
     md = out.with_suffix(".md").read_text()
-    assert md == results["table"] and die in md and "| the run stopped early |" in md
+    assert md == results["table"] == engine.table(results)
+    assert die in md and "| the run stopped early |" in md
 
 
 @pytest.mark.slow
@@ -634,3 +635,24 @@ def test_a_child_that_dies_in_a_part_loses_only_that_part(tmp_path: Path) -> Non
     assert all("error" not in d and d["tok_s"] > 0 for d in ours["decode"].values())
     assert "error" not in ours["fused_ops"] and "interrupted" not in results
     assert out.with_suffix(".md").read_text() == results["table"]
+
+
+@pytest.mark.slow
+def test_the_summary_is_appended_to_and_names_the_engine_giving_up(tmp_path: Path) -> None:
+    """h200.sh emptied summary.txt as it started, so a second call into the same $OUT lost the first one's
+    lines; and the engine's exit status 3 (gave up) is noted as such."""
+    import os
+
+    fake = tmp_path / "python"  # the version probe runs; the engine "gives up" at once
+    fake.write_text(f'#!/bin/sh\nif [ "$1" = "-c" ]; then exec {sys.executable} "$@"; fi\nexit 3\n')
+    fake.chmod(0o755)
+    out = tmp_path / "out"
+    for steps in ("engine", "none"):
+        env = {**os.environ, "DRY": "1", "STEPS": steps, "BUDGET": "60", "OUT": str(out), "PY": str(fake)}
+        done = subprocess.run(
+            ["bash", str(REPO / "bench" / "h200.sh")], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+    summary = (out / "summary.txt").read_text()
+    assert summary.count("total:") == 2 and "steps: engine , budget 60 s" in summary, summary
+    assert "gpu_engine: exit 3 in" in summary and "gave up: its measuring process kept dying" in summary, summary
