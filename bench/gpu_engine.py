@@ -1188,6 +1188,9 @@ class Run:
         print(f"[gpu_engine] {name} ...", file=sys.stderr, flush=True)
         # share 0: one second (the test hang); otherwise at least min_part_s
         limit = None if share is None else max(self.min_part_s if share else 1.0, self.left() * share)
+        # the caller stores a part's value in the results after the part saved them: save again now, so
+        # that a child that dies or hangs in this part leaves the previous part's figure in the JSON too
+        self.save()
         self._heartbeat(name, limit)
         try:
             with _alarm(limit):

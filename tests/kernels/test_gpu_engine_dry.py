@@ -597,6 +597,7 @@ def test_giving_up_after_a_part_died_names_it_in_json_and_table(
     out = tmp_path / "r.json"
     rc, results = _supervise_in_process(engine, out, monkeypatch, GPU_ENGINE_TEST_DIE_BEFORE="matmul")
     assert rc == 3
+    assert results["copy"]["GB_per_s"] > 0  # the part before the one it died in: stored after its own save
     die = "test: a part whose process dies"
     assert results["hung_parts"] == {die: "the process was killed by SIGKILL in it; the run was restarted after it"}
     md = out.with_suffix(".md").read_text()
