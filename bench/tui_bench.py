@@ -311,9 +311,8 @@ def worker_start(n: int, repeat: int) -> dict[str, float]:
     import time
 
     from rwkv_registry.catalog import Catalog
-    from rwkv_registry.tui.validation_process import ValidationProcess, prepare
+    from rwkv_registry.tui.validation_process import ValidationProcess
 
-    prepare()  # the resource tracker, started once per browser
     with tempfile.TemporaryDirectory(prefix="rwkv-tui-worker-") as tmp:
         os.environ["RWKV_REGISTRY_CACHE_DIR"] = str(Path(tmp) / "cache")
         root = build(Path(tmp) / "registry", n)

@@ -23,8 +23,7 @@ from textual.worker import Worker, WorkerState
 from rwkv_registry.catalog import Catalog
 from rwkv_registry.tui.commands import RegistryCommands
 from rwkv_registry.tui.keymap import load_keymap
-from rwkv_registry.tui.screens.main import MainScreen, validation_in_process
-from rwkv_registry.tui.validation_process import prepare as prepare_processes
+from rwkv_registry.tui.screens.main import MainScreen
 
 HEARTBEAT_S = 0.05  # the event loop notes the time this often (ui_busy)
 LOOP_LAG_S = 0.03  # a heartbeat this much later than due: the event loop is congested…
@@ -52,8 +51,6 @@ class RegistryApp(App[None]):
         self.last_beat = time.monotonic()  # of the last HEARTBEAT_S tick the event loop ran
         self.busy_until = float("-inf")  # a late heartbeat marks the loop busy until then
         super().__init__()
-        if validation_in_process():
-            prepare_processes()  # while sys.stderr is still the terminal (see validation_process.prepare)
         self.catalog = Catalog(path)
         self.sub_title = self.catalog.name
         self.validate_on_start = validate_on_start

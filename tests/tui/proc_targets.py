@@ -1,7 +1,8 @@
 """Child-process functions for the tests of the browser's validation process (``ValidationProcess(target=…)``).
 
-They run in a fresh interpreter (the ``spawn`` start method), where a test's monkeypatching does not reach:
-what they need comes from environment variables the test sets before the process starts."""
+They run in a fresh interpreter (``python -m rwkv_registry.tui.validation_process``, which imports them by name),
+where a test's monkeypatching does not reach: what they need comes from environment variables the test sets before
+the process starts."""
 
 from __future__ import annotations
 

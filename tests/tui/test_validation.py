@@ -372,3 +372,68 @@ def test_the_validation_process_imports_neither_textual_nor_torch(broken: Path) 
         proc.stop()
     assert kind == "modules" and "rwkv_registry" in modules
     assert not {"textual", "torch"} & set(modules), modules
+
+
+UNGUARDED_SCRIPT = """
+import asyncio, os, sys, time
+
+with open(os.environ["RWKV_TEST_TOP"], "a") as f:  # the script's top level, run once per interpreter that runs it
+    f.write(f"{os.getpid()}\\n")
+
+from rwkv_registry.tui.app import RegistryApp
+
+
+async def browse():
+    app = RegistryApp(sys.argv[1], keymap={})
+    async with app.run_test(size=(100, 30)) as pilot:
+        end = time.monotonic() + 120
+        while (app.main.report is None or app.main.validating) and time.monotonic() < end:
+            await pilot.pause(0.05)
+        print("RESULT", app.main.validation_pid is not None, app.main.report is not None, app.main.files_done)
+        app.exit()
+
+
+asyncio.run(browse())  # no `if __name__ == "__main__":` guard
+"""
+
+
+def test_a_script_without_a_main_guard_runs_once_when_the_app_validates(broken: Path, tmp_path: Path) -> None:
+    """A user's script that embeds the App without a main guard: the validation child is `python -m
+    rwkv_registry.tui.validation_process`, which never imports the script, so its top level runs once (with
+    multiprocessing's `spawn` the child imported the script as its main module and ran the App a second time)."""
+    import subprocess
+    import sys
+
+    script, top = tmp_path / "embed.py", tmp_path / "top"
+    script.write_text(UNGUARDED_SCRIPT)
+    env = dict(os.environ, RWKV_TEST_TOP=str(top), RWKV_REGISTRY_KEYMAP="")
+    env["RWKV_REGISTRY_CACHE_DIR"] = str(tmp_path / "cache")
+    out = subprocess.run(
+        [sys.executable, str(script), str(broken)], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "RESULT True True 3" in out.stdout, out.stdout[-2000:]  # validated in a child process, every file
+    assert len(top.read_text().splitlines()) == 1
+
+
+def test_a_child_that_cannot_start_its_module_is_reported_with_what_it_printed(
+    broken: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An interpreter that cannot even run `-m rwkv_registry.tui.validation_process` (not installed there): the
+    parent reads ("died", why) with the last lines the child printed, and reaps it."""
+    import sys
+
+    from rwkv_registry.tui.validation_process import ValidationProcess
+
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\necho 'No module named rwkv_registry' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(fake))
+    proc = ValidationProcess(broken, {})
+    try:
+        messages = _drain(proc, 30)
+    finally:
+        code = proc.stop()
+    assert len(messages) == 1 and messages[0][0] == "died", messages
+    assert "exited with status 1" in messages[0][1] and "No module named rwkv_registry" in messages[0][1]
+    assert code == 1 and _gone(proc.pid or 0)

@@ -51,11 +51,6 @@ VALIDATE_IN_PROCESS = True  # validate in a child process (False: in a thread of
 VALIDATION_TARGET = child_main  # the child's function (tests replace it)
 
 
-def validation_in_process() -> bool:
-    """VALIDATE_IN_PROCESS, read when called (tests set it)."""
-    return VALIDATE_IN_PROCESS
-
-
 DIED_HINT = "Press v to validate again; `rwkv-registry validate` shows the same findings."
 
 
