@@ -29,12 +29,20 @@ Each run also records the machine's 1-minute load average as it starts (``load1`
 validated (``validated_in``: a child process, or a thread where none could start). ``--worker-start N`` only
 measures the validation process's start cost (:func:`worker_start`).
 
+``--idle S`` measures instead how often the browser wakes while nobody touches it (:data:`IDLE_CHILD`): for S
+seconds while the first validation runs (a cold cache: every file is hashed) and for S seconds after its report,
+the browser process's own CPU time and voluntary context switches (``resource.getrusage(RUSAGE_SELF)``, every
+thread, not the validation child: each sleep that ends in a wakeup is one switch), and the messages its UI
+thread handled per cursor move during 50 moves (each waiting for the details to be drawn), Worker.StateChanged
+among them. Alternate ``--python`` labels to compare checkouts.
+
 ``--no-report`` ends each run after the cursor moves (``validation`` is then not measured): the interactive
 actions only, in a fraction of the time on a loaded machine.
 
 Usage: python bench/tui_bench.py [--entries 2000,4000] [--repeat 3] [--load quiet,hog] [--hogs N]
        [--python LABEL=PYTHON ...] [--no-report] [--json OUT]
        python bench/tui_bench.py --worker-start 1000 [--repeat 5]
+       python bench/tui_bench.py --idle 10 [--entries 4000] [--repeat 3] [--python LABEL=PYTHON ...]
 """
 
 from __future__ import annotations
@@ -184,6 +192,97 @@ async def main():
 asyncio.run(main())
 """
 
+IDLE_CHILD = r"""
+import asyncio, json, os, resource, sys, threading, time
+
+from rwkv_registry.tui.app import RegistryApp
+
+SECONDS, MOVES = float(sys.argv[2]), int(sys.argv[3])
+handled = [0, 0]  # messages the App's message pumps handled, and how many of them were Worker.StateChanged
+
+
+def hook(message):
+    handled[0] += 1
+    handled[1] += type(message).__name__ == "StateChanged"
+
+
+def usage():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime, r.ru_nvcsw
+
+
+async def idle(pilot, seconds):
+    cpu, switches = usage()
+    await asyncio.sleep(seconds)  # nobody touches the browser
+    cpu2, switches2 = usage()
+    return {"cpu_s": round(cpu2 - cpu, 4), "wakeups": switches2 - switches}
+
+
+async def until(pilot, condition, timeout=600.0):
+    end = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > end:
+            raise SystemExit("condition not reached in time")
+        await pilot.pause(0.05)
+
+
+async def main():
+    app = RegistryApp(sys.argv[1], keymap={})
+    out = {"load1": os.getloadavg()[0]}
+    async with app.run_test(size=(120, 40), message_hook=hook) as pilot:
+        main = app.main
+        await until(pilot, lambda: main.validating)
+        out["idle_validating"] = await idle(pilot, SECONDS) | {"still_validating": main.validating}
+        await until(pilot, lambda: main.report is not None and not main.validating)
+        await pilot.pause(0.5)
+        out["idle_after"] = await idle(pilot, SECONDS)
+        n, w = handled
+        for _ in range(MOVES):
+            await pilot.press("down")
+            await pilot.pause(0.1)  # the details of each node are drawn (the cursor rests 0.1 s)
+        await pilot.pause(0.5)
+        out["messages_per_move"] = (handled[0] - n) / MOVES
+        out["worker_changes_per_move"] = (handled[1] - w) / MOVES
+        print("RESULT=" + json.dumps(out), flush=True)
+        app.exit()
+
+asyncio.run(main())
+"""
+
+
+def idle_bench(args: argparse.Namespace) -> dict[str, Any]:
+    """``--idle S``: the browser's wakeups and CPU time while idle (see the module's doc), runs of each
+    ``--python`` alternating; medians of ``--repeat``."""
+    pythons = [tuple(p.split("=", 1)) for p in args.python] or [("this", sys.executable)]
+    n = int(args.entries.split(",")[0])
+    rows: dict[str, list[dict[str, Any]]] = {label: [] for label, _ in pythons}
+    with tempfile.TemporaryDirectory(prefix="rwkv-tui-idle-") as tmp:
+        root = build(Path(tmp) / "registry", n)
+        k = 0
+        for _ in range(args.repeat):
+            for label, python in pythons:
+                k += 1
+                env = dict(os.environ, RWKV_REGISTRY_KEYMAP="", RWKV_REGISTRY_CACHE_DIR=str(Path(tmp) / f"cache-{k}"))
+                cmd = [python, "-c", IDLE_CHILD, str(root), str(args.idle), str(CURSOR_MOVES)]
+                out = subprocess.run(cmd, capture_output=True, text=True, env=env)
+                if "RESULT=" not in out.stdout:
+                    raise SystemExit(f"child failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
+                r = json.loads(out.stdout.rsplit("RESULT=", 1)[1].splitlines()[0])
+                rows[label].append(r)
+                print(f"  {label}: {json.dumps(r)}", file=sys.stderr, flush=True)
+    summary: dict[str, Any] = {}
+    for label, rs in rows.items():
+        summary[label] = {
+            phase: {m: statistics.median(r[phase][m] for r in rs) for m in ("cpu_s", "wakeups")}
+            for phase in ("idle_validating", "idle_after")
+        } | {
+            "messages_per_move": statistics.median(r["messages_per_move"] for r in rs),
+            "worker_changes_per_move": statistics.median(r["worker_changes_per_move"] for r in rs),
+            "load1": [round(r["load1"], 1) for r in rs],
+            "still_validating": sum(r["idle_validating"]["still_validating"] for r in rs),
+        }
+    return {"machine": machine(), "entries": n, "seconds": args.idle, "runs": args.repeat, "idle": summary}
+
 
 def run_child(python: str, path: Path, cache: Path, *, wait_report: bool = True) -> dict[str, Any]:
     env = dict(os.environ, RWKV_REGISTRY_KEYMAP="", RWKV_REGISTRY_CACHE_DIR=str(cache))
@@ -226,7 +325,11 @@ def main() -> int:
     ap.add_argument(
         "--worker-start", type=int, metavar="N", help="only measure the validation process's start at N entries"
     )
+    ap.add_argument("--idle", type=float, metavar="S", help="only measure an idle browser's wakeups for S seconds")
     args = ap.parse_args()
+    if args.idle:
+        print(json.dumps(idle_bench(args), indent=2))
+        return 0
     if args.worker_start:
         print(
             json.dumps(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
@@ -18,6 +19,7 @@ from textual import events
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
 from rwkv_registry.catalog import Catalog
@@ -50,6 +52,9 @@ class RegistryApp(App[None]):
         self.last_input = float("-inf")  # time.monotonic() of the last key press, click or scroll (see MainScreen)
         self.last_beat = time.monotonic()  # of the last HEARTBEAT_S tick the event loop ran
         self.busy_until = float("-inf")  # a late heartbeat marks the loop busy until then
+        self._heartbeat: Timer | None = None  # runs while a validation runs (heartbeat())
+        self.beating = False  # the heartbeat runs
+        self.on_busy: Callable[[], None] | None = None  # called (UI thread) as ui_busy() turns true: wakes the relay
         super().__init__()
         self.catalog = Catalog(path)
         self.sub_title = self.catalog.name
@@ -63,7 +68,10 @@ class RegistryApp(App[None]):
     async def on_event(self, event: events.Event) -> None:
         """Note when the user last pressed a key, clicked or scrolled: the validation yields to that (ui_busy)."""
         if isinstance(event, events.Key | events.MouseDown | events.MouseScrollDown | events.MouseScrollUp):
+            was_busy = self.ui_busy()
             self.last_input = time.monotonic()
+            if not was_busy and self.on_busy is not None:
+                self.on_busy()
         await super().on_event(event)
 
     def get_default_screen(self) -> Screen[None]:
@@ -75,13 +83,30 @@ class RegistryApp(App[None]):
         for problem in self.keymap_problems:
             self.notify(problem, title="keymap", severity="warning", timeout=10, markup=False)
         self.call_after_refresh(self._painted)
-        self.last_beat = time.monotonic()  # the heartbeat starts now, not when the App was made
-        self.set_interval(HEARTBEAT_S, self._beat)
+
+    def heartbeat(self, on: bool) -> None:
+        """Start (a validation runs: ui_busy() is asked) or stop (none runs: nothing asks) the heartbeat, so that
+        an idle browser is not woken 20 times a second."""
+        if on:
+            self.last_beat = time.monotonic()  # the heartbeat starts now, not when it last stopped
+            self.busy_until = float("-inf")
+            self.beating = True
+            if self._heartbeat is None:
+                self._heartbeat = self.set_interval(HEARTBEAT_S, self._beat)
+            else:
+                self._heartbeat.resume()
+        else:
+            self.beating = False
+            if self._heartbeat is not None:
+                self._heartbeat.pause()
 
     def _beat(self) -> None:
         now = time.monotonic()
         if now - self.last_beat > HEARTBEAT_S + LOOP_LAG_S:
+            was_busy = now < self.busy_until or now - self.last_input < INPUT_QUIET_S
             self.busy_until = now + BUSY_HOLD_S
+            if not was_busy and self.on_busy is not None:
+                self.on_busy()
         self.last_beat = now
 
     def ui_busy(self) -> bool:
@@ -92,7 +117,7 @@ class RegistryApp(App[None]):
         return (
             now - self.last_input < INPUT_QUIET_S
             or now < self.busy_until
-            or now - self.last_beat > HEARTBEAT_S + LOOP_LAG_S
+            or (self.beating and now - self.last_beat > HEARTBEAT_S + LOOP_LAG_S)
         )
 
     def _painted(self) -> None:

@@ -60,3 +60,11 @@ class DetailsReady(Message):
         self.ref = ref
         self.generation = generation
         self.sections = sections
+
+
+class DetailsFailed(Message):
+    """Reading or rendering a node's details raised (a bug): the App says so; the next node is read as usual."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__()
+        self.error = error

@@ -1045,3 +1045,126 @@ def test_tui_in_a_folder_of_a_registry_names_its_root(
     err = capsys.readouterr().err
     assert f"no index.json here; it lies inside the registry at {registry.resolve()}" in err, err
     assert f"hint: Browse the registry's root: rwkv-registry tui {registry.resolve()}" in err and "Traceback" not in err
+
+
+@run_async
+async def test_an_idle_browser_runs_no_heartbeat(small: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The heartbeat (ui_busy's check that the event loop runs late) ran 20 times a second for the App's whole
+    life; only a validation asks ui_busy(), so it now runs while one does, and an idle browser sleeps."""
+    beats: list[float] = []
+    real = RegistryApp._beat
+
+    def counted(self: RegistryApp) -> None:
+        beats.append(0.0)
+        real(self)
+
+    monkeypatch.setattr(RegistryApp, "_beat", counted)
+    app = RegistryApp(str(small), keymap={})
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.main.report is not None and not app.main.validating, timeout=30)
+        beats.clear()
+        await pilot.pause(0.6)
+        assert beats == []  # 12 beats before
+        assert app.beating is False
+        await pilot.press("v")  # a validation runs: the heartbeat too
+        assert app.beating is True
+        await wait_until(pilot, lambda: app.main.report is not None and not app.main.validating, timeout=30)
+        assert app.beating is False
+
+
+@run_async
+async def test_the_details_are_read_without_a_worker_per_draw(small: Path) -> None:
+    """Every details draw made a Textual thread worker, whose state changes (pending, running, success) were three
+    more messages for the UI thread to handle; one long-lived thread now reads them all, asleep when there is
+    nothing to read, and each node's details still arrive."""
+    from textual.worker import Worker
+
+    changes: list[str] = []
+
+    def hook(message: object) -> None:
+        if isinstance(message, Worker.StateChanged):
+            changes.append(message.worker.name)
+
+    app = RegistryApp(str(small), validate_on_start=False, keymap={})
+    async with app.run_test(size=SIZE, message_hook=hook) as pilot:
+        await settle(pilot)
+        changes.clear()
+        for entry in (MISS_IDS[1], STATE_ID, MISS_IDS[0], MISS_IDS[1]):
+            await goto(pilot, entry)
+            assert app.main.current.entry_id == entry and entry in tab_text(app, "info")
+        assert changes == []  # 12 before (3 per draw)
+        assert [t.name for t in threading.enumerate()].count("rwkv-details") == 1
+
+
+@run_async
+async def test_a_details_renderer_that_raises_is_reported_and_the_next_node_still_drawn(
+    small: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import rwkv_registry.tui.screens.main as main_module
+
+    real = main_module.build_sections
+
+    def flaky(cat: object, ref: NodeRef) -> object:
+        if ref.entry_id == STATE_ID:
+            raise RuntimeError("renderer bug")
+        return real(cat, ref)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(main_module, "build_sections", flaky)
+    app = RegistryApp(str(small), validate_on_start=False, keymap={})
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await goto(pilot, STATE_ID)
+        await wait_until(pilot, lambda: any("renderer bug" in n.message for n in app._notifications))
+        await goto(pilot, MISS_IDS[1])
+        assert MISS_IDS[1] in tab_text(app, "info")
+
+
+@run_async
+async def test_an_idle_relay_wakes_a_few_times_a_second_and_a_key_wakes_it_at_once(
+    small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the child reads a "huge file" (no message), the relay thread polled ui_busy() 20 times a second;
+    it now sleeps until a message, a key press (which wakes it: the child pauses at once) or RELAY_IDLE_S (here
+    10 s, so that only the key can have woken it), and quitting wakes it to stop the child."""
+    import time
+
+    from proc_targets import reads_of
+
+    reads, release = _slow_child(monkeypatch, tmp_path)
+    monkeypatch.setattr("rwkv_registry.tui.screens.main.RELAY_IDLE_S", 10.0, raising=False)
+    monkeypatch.setattr("rwkv_registry.tui.app.LOOP_LAG_S", 60.0)  # a loaded machine's late loop is not "busy" here
+    calls: list[float] = []
+    real = RegistryApp.ui_busy
+
+    def counted(self: RegistryApp) -> bool:
+        if threading.current_thread() is not threading.main_thread():
+            calls.append(time.monotonic())
+        return real(self)
+
+    monkeypatch.setattr(RegistryApp, "ui_busy", counted)
+    told: list[tuple[bool, float]] = []
+    from rwkv_registry.tui.validation_process import ValidationProcess
+
+    real_busy = ValidationProcess.set_busy
+    monkeypatch.setattr(
+        ValidationProcess, "set_busy", lambda self, busy: (told.append((busy, time.monotonic())), real_busy(self, busy))
+    )
+    app = RegistryApp(str(small), keymap={})
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: bool(reads_of(reads)), timeout=30)
+        # the UI is idle and the relay knows it (it told the child so, if it had said busy at the start)
+        await wait_until(pilot, lambda: not app.ui_busy() and (not told or told[-1][0] is False), timeout=30)
+        await pilot.pause(0.2)
+        calls.clear()
+        told.clear()
+        await pilot.pause(2.0)
+        assert len(calls) <= 1, len(calls)  # 40 before (one check every RELAY_EVERY_S)
+        t = time.monotonic()
+        await pilot.press("down")
+        await wait_until(pilot, lambda: bool(told))
+        assert told[0][0] is True and told[0][1] - t < 3.0  # woken by the key, not at its next poll
+        pid = app.main.validation_pid
+        await pilot.press("q")
+        await pilot.pause()
+    release.touch()
+    assert _gone(pid, within=5)

@@ -178,12 +178,13 @@ SMOKE = {
 
 
 async def settle(pilot: Any, rounds: int = 4) -> None:
-    """Let typed filter text apply and the cursor's details be drawn (both wait for the keys to pause), workers
-    finish and the messages they posted be handled (workers may start more workers)."""
+    """Let typed filter text apply and the cursor's details be drawn (both wait for the keys to pause, the details
+    then for the details thread), workers finish and the messages they posted be handled (workers may start more
+    workers)."""
     app = pilot.app
     await pilot.pause()
     for screen in app.screen_stack:
-        for pending in ("filter_pending", "details_pending"):
+        for pending in ("filter_pending", "details_pending", "details_loading"):
             if getattr(screen, pending, False):
                 await wait_until(pilot, lambda screen=screen, pending=pending: not getattr(screen, pending))
     for _ in range(rounds):

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
+import socket
 import subprocess
 import threading
 import time
 from collections.abc import Callable
+from multiprocessing import connection
 from typing import ClassVar
 
 from textual import events, on, work
@@ -21,7 +24,9 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from rwkv_registry.catalog import Catalog, EntryFilter, FindingIndex, NodeRef, status_of_findings, worst_status
 from rwkv_registry.errors import RegistryError
+from rwkv_registry.tui.latest_job import LatestJob
 from rwkv_registry.tui.messages import (
+    DetailsFailed,
     DetailsReady,
     FilesChecked,
     ValidationFailed,
@@ -46,9 +51,14 @@ NARROW = 80  # below this many columns the tree sits above the details instead o
 FILTER_DEBOUNCE_S = 0.15  # typed text filters the tree once the keys pause this long
 DETAILS_DEBOUNCE_S = 0.08  # the details of the cursor's node are drawn once it rests this long
 YIELD_AT_MOST_S = 1.0  # validation waits for a busy UI at most this long at a time, so that it always ends
-RELAY_EVERY_S = 0.05  # the thread relaying the validation process's messages checks ui_busy() at least this often
+RELAY_EVERY_S = 0.05  # while the UI is busy, the thread relaying the validation's messages checks this often…
+RELAY_IDLE_S = 0.25  # … and otherwise at least this often (a message, or the UI turning busy, wakes it at once)
 VALIDATE_IN_PROCESS = True  # validate in a child process (False: in a thread of this one, as where none starts)
 VALIDATION_TARGET = child_main  # the child's function (tests replace it)
+
+
+def _no_relay() -> None:
+    """MainScreen._wake_relay while no validation process runs."""
 
 
 DIED_HINT = "Press v to validate again; `rwkv-registry validate` shows the same findings."
@@ -89,6 +99,8 @@ class MainScreen(Screen[None]):
         self._process_lock = threading.Lock()  # one validation process at a time (one writer of the cache)
         self.validation_pid: int | None = None  # the last validation process started
         self.validation_note: str | None = None  # why validation runs in a thread (no process could start)
+        self._wake_relay: Callable[[], None] = _no_relay  # wakes the relay thread (the UI turned busy, a new run)
+        self._details_reader = LatestJob("rwkv-details", self._details_failed)  # one thread, asleep when idle
 
     # --- layout -------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -124,6 +136,8 @@ class MainScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self._ui_busy = getattr(self.app, "ui_busy", self._ui_busy)
+        if hasattr(self.app, "on_busy"):
+            self.app.on_busy = lambda: self._wake_relay()
         self.tree.rebuild()
         self.tree.focus()
         self._update_entries_text()
@@ -162,16 +176,37 @@ class MainScreen(Screen[None]):
         self._draw_checks()
         self.load_details(ref, self.details_generation)
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="details", name="details")
     def load_details(self, ref: NodeRef, generation: int) -> None:
-        """Read and render a node's details off the UI thread."""
-        sections = build_sections(self.catalog, ref)
-        if not get_current_worker().is_cancelled:
-            self.post_message(DetailsReady(ref, generation, sections))
+        """Read and render a node's details off the UI thread, in the screen's one details thread (a node still
+        waiting there is replaced; one no longer current when its turn comes is skipped)."""
+
+        def job() -> None:
+            if generation != self.details_generation:
+                return
+            sections = build_sections(self.catalog, ref)
+            if generation == self.details_generation:
+                self.post_message(DetailsReady(ref, generation, sections))
+
+        self._details_reader.submit(job)
+
+    @property
+    def details_loading(self) -> bool:
+        """True while the details thread reads a node's details (or one waits for it)."""
+        return not self._details_reader.idle
+
+    def _details_failed(self, error: BaseException) -> None:  # in the details thread
+        self.post_message(DetailsFailed(error))
+
+    def on_details_failed(self, message: DetailsFailed) -> None:
+        self.notify(f"details failed: {message.error}", severity="error", timeout=10, markup=False)
 
     def on_details_ready(self, message: DetailsReady) -> None:
         if message.generation == self.details_generation and message.ref == self.current:
             self.details.show(message.sections)
+
+    def on_unmount(self) -> None:
+        self._details_reader.close()
+        self._wake_relay()  # quitting cancels the validation worker: its relay stops the child now
 
     def _node_status(self, ref: NodeRef) -> str:
         if ref.kind == "entry":
@@ -261,7 +296,16 @@ class MainScreen(Screen[None]):
             if self.tree.statuses.get(eid, "unchecked") == "unchecked":
                 self.tree.set_status(eid, "checking")
         self.tree.refresh_groups()
-        self.validate_worker(self.run_id)
+        self._heartbeat(True)
+        old_relay = self._wake_relay
+        self.validate_worker(self.run_id)  # cancels the running one…
+        old_relay()  # … whose relay thread then stops its child at once
+
+    def _heartbeat(self, on: bool) -> None:
+        """The App's heartbeat (ui_busy's congestion check) runs while a validation runs."""
+        beat = getattr(self.app, "heartbeat", None)
+        if beat is not None:
+            beat(on)
 
     def _refresh_catalog(self) -> None:
         """Re-read index.json if it changed; an entry marked for comparison that it no longer has is unmarked."""
@@ -302,9 +346,23 @@ class MainScreen(Screen[None]):
             self.validation_pid = proc.pid
             busy = False  # as last told to the child
             held: list[CheckedFile] = []  # files checked, not handed to the UI while it is busy
+            wake_r, wake_w = socket.socketpair()  # the UI thread wakes this thread as it turns busy (App.on_busy)
+            wake_r.setblocking(False)
+            wake_w.setblocking(False)
+
+            def wake() -> None:
+                with contextlib.suppress(OSError):
+                    wake_w.send(b"!")
+
+            self._wake_relay = wake
             try:
                 while not worker.is_cancelled:
-                    message = proc.receive(RELAY_EVERY_S)
+                    # while busy, note soon that it no longer is; else sleep until a message, busy or RELAY_IDLE_S
+                    ready = connection.wait([proc.conn, wake_r], RELAY_EVERY_S if busy else RELAY_IDLE_S)
+                    if wake_r in ready:
+                        with contextlib.suppress(OSError):
+                            wake_r.recv(4096)
+                    message = proc.receive(0) if proc.conn in ready else None
                     if busy != self._ui_busy():
                         busy = not busy
                         proc.set_busy(busy)
@@ -331,7 +389,10 @@ class MainScreen(Screen[None]):
                         self.post_message(ValidationFailed(run, text, DIED_HINT, state="validation failed"))
                         break
             finally:
+                self._wake_relay = _no_relay
                 proc.stop()
+                wake_r.close()
+                wake_w.close()
             return True
 
     def _validate_in_thread(self, run: int, worker: Worker[None], by_path: dict[str, dict[str, object]]) -> None:
@@ -380,6 +441,7 @@ class MainScreen(Screen[None]):
         if message.run != self.run_id:
             return
         self.validating = False
+        self._heartbeat(False)
         self.report = self.findings = None  # what an earlier run found no longer holds
         self.tree.set_statuses({}, "unchecked")
         self.status_bar.set_validation(message.state, None)
@@ -415,6 +477,7 @@ class MainScreen(Screen[None]):
             return
         self._refresh_catalog()
         self.validating = False
+        self._heartbeat(False)
         self.report = message.report
         self.findings = FindingIndex(message.report.findings, self.catalog.entries, self.catalog.index_entries)
         # LAY013 (a write in progress) is the whole report: no entry was checked
@@ -435,6 +498,7 @@ class MainScreen(Screen[None]):
         """A failed validation stops the progress display (the App shows the error)."""
         if event.state == WorkerState.ERROR and event.worker.group == "validate":
             self.validating = False
+            self._heartbeat(False)
             self.status_bar.set_validation("validation failed", self.report.counts if self.report else None)
 
     # --- actions on the selected entry ----------------------------------------------------------------
