@@ -123,3 +123,39 @@ async def test_a_hidden_checks_tab_shows_the_new_validation_once_opened(small: P
         await settle(pilot)
         assert app.main.details.query_one("TabbedContent").active == "tab-checks"
         assert "✓ no findings" in _shown(app, "checks") and "not validated" not in _shown(app, "checks")
+
+
+@run_async
+async def test_details_of_the_same_height_are_drawn_without_a_layout(
+    small: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every details draw laid the whole screen out (Static.update), and after each layout Textual repainted the
+    tree's scroll bar in a frame of its own: three frames per cursor move. Content of the height already shown
+    is now drawn without a layout; content of another height is laid out, and the tab takes its height."""
+    from textual.screen import Screen
+
+    layouts: list[int] = []
+    real = Screen._refresh_layout
+
+    def counted(self: Screen[Any], *a: Any, **k: Any) -> None:
+        layouts.append(1)
+        real(self, *a, **k)
+
+    monkeypatch.setattr(Screen, "_refresh_layout", counted)
+    app = RegistryApp(str(small), validate_on_start=False, keymap={})
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        info = app.main.details.query_one("#detail-info", DetailStatic)
+        assert app.main.tree.select_entry(MISS_IDS[0])
+        await settle(pilot)
+        height = info.content_size.height
+        layouts.clear()
+        await pilot.press("down")  # its sibling (select_entry would expand its parents: a layout of the tree)
+        await settle(pilot)
+        assert MISS_IDS[1] in _shown(app, "info") and info.content_size.height == height
+        assert layouts == []  # one before
+        assert app.main.tree.select_entry(STATE_ID)  # a State entry: another height, laid out
+        await settle(pilot)
+        assert layouts and STATE_ID in _shown(app, "info")
+        assert info.content_size.height == info.render().get_height(info.styles, info.content_size.width)
+        assert info.content_size.height != height

@@ -174,6 +174,23 @@ class DetailStatic(Static):
             return memo[1]
         return visual
 
+    def show(self, content: RenderableType) -> None:
+        """:meth:`update` to ``content``, laying the screen out again only when its height changes. A layout is of
+        the whole screen, and after one Textual repaints the tree's scroll bar in a frame of its own: a cursor
+        move that drew the details cost three frames (the tree's cursor, the details with the layout, the scroll
+        bar); between entries of one data version the Info tab's height rarely changes. The height is measured
+        as the layout would (the rendering is kept for the draw: :class:`RenderedOnce`)."""
+        width, old = self.content_size
+        self.update(content, layout=False)
+        if width <= 0 or not self.is_mounted:
+            self.refresh(layout=True)
+            return
+        visual = self.render()
+        # the styles, as Widget.get_content_height passes them (its annotation says RulesMap)
+        new = visual.get_height(self.styles, width) if isinstance(visual, Visual) else None  # type: ignore[arg-type]
+        if new != old:
+            self.refresh(layout=True)
+
 
 class DetailsPane(Vertical):
     """Tabs of rich renderables; :meth:`show` swaps their content without remounting anything.
@@ -212,7 +229,7 @@ class DetailsPane(Vertical):
         for key, renderable in sections.items():
             if f"tab-{key}" == active:
                 self._pending.pop(key, None)
-                self.query_one(f"#detail-{key}", Static).update(renderable)
+                self.query_one(f"#detail-{key}", DetailStatic).show(renderable)
             else:
                 self._pending[key] = renderable
 
