@@ -36,6 +36,9 @@ thread, not the validation child: each sleep that ends in a wakeup is one switch
 thread handled per cursor move during 50 moves (each waiting for the details to be drawn), Worker.StateChanged
 among them. Alternate ``--python`` labels to compare checkouts.
 
+``--frames`` measures the frames Textual draws, its layouts of the screen and the UI thread's CPU per cursor
+move, with the details drawn at each move (the cursor rests 0.25 s) and no validation (:data:`FRAMES_CHILD`).
+
 ``--no-report`` ends each run after the cursor moves (``validation`` is then not measured): the interactive
 actions only, in a fraction of the time on a loaded machine.
 
@@ -43,6 +46,7 @@ Usage: python bench/tui_bench.py [--entries 2000,4000] [--repeat 3] [--load quie
        [--python LABEL=PYTHON ...] [--no-report] [--json OUT]
        python bench/tui_bench.py --worker-start 1000 [--repeat 5]
        python bench/tui_bench.py --idle 10 [--entries 4000] [--repeat 3] [--python LABEL=PYTHON ...]
+       python bench/tui_bench.py --frames [--entries 4000] [--repeat 3] [--python LABEL=PYTHON ...]
 """
 
 from __future__ import annotations
@@ -249,6 +253,82 @@ async def main():
 asyncio.run(main())
 """
 
+FRAMES_CHILD = r"""
+import asyncio, json, os, sys, time
+
+from textual.app import App
+from textual.screen import Screen
+
+counts = {"frames": 0, "layouts": 0}
+real_display, real_layout = App._display, Screen._refresh_layout
+
+
+def display(self, *a, **k):
+    counts["frames"] += 1
+    return real_display(self, *a, **k)
+
+
+def layout(self, *a, **k):
+    counts["layouts"] += 1
+    return real_layout(self, *a, **k)
+
+
+App._display, Screen._refresh_layout = display, layout
+from rwkv_registry.tui.app import RegistryApp
+
+MOVES = int(sys.argv[2])
+
+
+async def main():
+    app = RegistryApp(sys.argv[1], validate_on_start=False, keymap={})
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(1.0)
+        tree = app.main.tree
+        groups = app.catalog.grouped()
+        b, m, v = max(((b, m, v) for b, ms in groups.items() for m, vs in ms.items() for v in vs),
+                      key=lambda k: len(groups[k[0]][k[1]][k[2]]))
+        tree.select_entry(str(groups[b][m][v][0]["id"]))
+        await pilot.pause(0.5)
+        counts.update(frames=0, layouts=0)
+        ui = time.thread_time()
+        for _ in range(MOVES):
+            await pilot.press("down")
+            await pilot.pause(0.25)  # the cursor rests: the details are drawn
+        ui = time.thread_time() - ui
+        out = {k: round(n / MOVES, 3) for k, n in counts.items()}
+        print("RESULT=" + json.dumps(out | {"ui_cpu_ms": round(1000 * ui / MOVES, 2), "load1": os.getloadavg()[0]}))
+        app.exit()
+
+asyncio.run(main())
+"""
+
+
+def frames_bench(args: argparse.Namespace) -> dict[str, Any]:
+    """``--frames``: frames, layouts and UI-thread CPU per cursor move, the details drawn at each (the cursor rests
+    0.25 s), no validation; each ``--python`` alternating; medians of ``--repeat``."""
+    pythons = [tuple(p.split("=", 1)) for p in args.python] or [("this", sys.executable)]
+    n = int(args.entries.split(",")[0])
+    rows: dict[str, list[dict[str, Any]]] = {label: [] for label, _ in pythons}
+    with tempfile.TemporaryDirectory(prefix="rwkv-tui-frames-") as tmp:
+        root = build(Path(tmp) / "registry", n)
+        env = dict(os.environ, RWKV_REGISTRY_KEYMAP="")
+        for _ in range(args.repeat):
+            for label, python in pythons:
+                out = subprocess.run(
+                    [python, "-c", FRAMES_CHILD, str(root), "30"], capture_output=True, text=True, env=env
+                )
+                if "RESULT=" not in out.stdout:
+                    raise SystemExit(f"child failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
+                r = json.loads(out.stdout.rsplit("RESULT=", 1)[1].splitlines()[0])
+                rows[label].append(r)
+                print(f"  {label}: {json.dumps(r)}", file=sys.stderr, flush=True)
+    summary = {
+        label: {k: statistics.median(r[k] for r in rs) for k in ("frames", "layouts", "ui_cpu_ms")}
+        | {"load1": [round(r["load1"], 1) for r in rs]}
+        for label, rs in rows.items()
+    }
+    return {"machine": machine(), "entries": n, "moves": 30, "per_move": summary}
+
 
 def idle_bench(args: argparse.Namespace) -> dict[str, Any]:
     """``--idle S``: the browser's wakeups and CPU time while idle (see the module's doc), runs of each
@@ -326,7 +406,11 @@ def main() -> int:
         "--worker-start", type=int, metavar="N", help="only measure the validation process's start at N entries"
     )
     ap.add_argument("--idle", type=float, metavar="S", help="only measure an idle browser's wakeups for S seconds")
+    ap.add_argument("--frames", action="store_true", help="only measure frames and layouts per cursor move")
     args = ap.parse_args()
+    if args.frames:
+        print(json.dumps(frames_bench(args), indent=2))
+        return 0
     if args.idle:
         print(json.dumps(idle_bench(args), indent=2))
         return 0
