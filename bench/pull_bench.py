@@ -233,12 +233,12 @@ def main() -> None:
                 load_registry(hub, "bench/demo", demo)
                 hub.latency, hub.bandwidth = args.latency_ms / 1000, int(args.bandwidth_mbs * 1e6)
                 walls = large_workers(hub, "bench/demo", tmp, args.large_workers, args.repeat)
-            for w, rs in walls.items():
+            for w, ws in walls.items():
                 print(
                     f"demo weights (4 files, 124 MB), {w} at a time, latency {args.latency_ms:g} ms, "
-                    f"{args.bandwidth_mbs:g} MB/s per answer: wall {statistics.median(r[0] for r in rs):.2f} s, "
-                    f"CPU {statistics.median(r[1] for r in rs):.2f} s (medians of {len(rs)}: wall "
-                    f"{[round(r[0], 2) for r in rs]})"
+                    f"{args.bandwidth_mbs:g} MB/s per answer: wall {statistics.median(r[0] for r in ws):.2f} s, "
+                    f"CPU {statistics.median(r[1] for r in ws):.2f} s (medians of {len(ws)}: wall "
+                    f"{[round(r[0], 2) for r in ws]})"
                 )
             print(machine())
             return
