@@ -29,16 +29,23 @@ SIGKILL cannot be held back: that is what the journal and :func:`recover` are fo
 
 A file that a write rewrites from a copy it read (README.md, index.json, a train.json being merged) can be edited
 meanwhile by a program that takes no lock (an editor saving it). The writer stamps it (:func:`read_stamps`) before
-reading it and hands the stamps to :meth:`Transaction.expect_unchanged`; just before the journal (the last moment at
-which the write can still be undone whole) each is stamped again, and a file that changed refuses the write: the
-temporary files are removed and the edit is kept. A rename that
-fails after the journal (an I/O error) keeps the journal and the temporary files for
+reading it and hands the stamps to :meth:`Transaction.expect_unchanged`. Each is stamped again just before the
+journal, and once more after the journal is on disk, immediately before the first rename: until a file is renamed,
+removing the journal still undoes the write whole. A file that changed refuses the write: the journal (if written) and
+the temporary files are removed, and the edit is kept. The files read are renamed first, one right after the other
+(the directories are fsync'ed after the last rename), so what is left unseen is an edit saved during those renames,
+a few system calls. ``add`` also checks before it copies the weight file (:meth:`Transaction.check_unchanged`).
+A stamp's times have the granularity of the file system's clock (a few ms on Linux, 1 or 2 s on some file systems):
+a save of the same size within the same tick leaves the stamp as it was. So a stamp taken within
+:data:`COARSE_NS` of the file's last change also holds the sha256 of its content, compared by the last check.
+A rename that fails after the journal (an I/O error) keeps the journal and the temporary files for
 :func:`recover` to finish.
 
 Crash tests set ``RWKV_REGISTRY_FAULT`` to one of the fault points to have the process SIGKILL
 itself there: ``mkdir-<k>`` (k-th directory created), ``partial-<i>`` (half of the i-th staged file
 written), ``written-<i>`` (i-th staged file complete), ``staged``, ``journal-tmp`` (journal
-written, not yet renamed), ``journal``, ``rename-<i>``, ``renamed`` and ``committed``.
+written, not yet renamed), ``journal``, ``rename-<i>`` (the i-th rename done, in the order of the renames: the files
+read first), ``renamed`` and ``committed``.
 ``RWKV_REGISTRY_FAULT_SIGNAL=INT`` sends SIGINT (Ctrl-C) there instead, and the process goes on.
 """
 
@@ -48,11 +55,13 @@ import contextlib
 import json
 import os
 import signal
+import stat
 import sys
 import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from .errors import LockedError, RefusedError, RegistryIOError, UsageError, os_error_hint
 from .sums import SUMS_NAME
@@ -101,24 +110,76 @@ def fault_point(name: str) -> None:
 Stamp = tuple[int, int, int, int, int] | None
 """What :func:`file_stamp` sees of a file: (st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns); None when absent."""
 
+COARSE_NS = 2_000_000_000
+"""A stamp taken less than this after the file's last change (mtime or ctime) may not see a save of the same size
+within the same clock tick (FAT counts mtime in 2 s, ext3 and HFS+ in 1 s, Linux's file clock in a few ms): then
+:func:`read_stamps` also records the sha256 of the content."""
 
-def file_stamp(path: Path) -> Stamp:
-    """The stamp of ``path`` (the file itself, a link not followed): changed by a save in place (size, mtime, and
-    ctime, which no program can set back) or by one that renames a new file over it (inode). None when absent."""
+
+class Seen(NamedTuple):
+    """What :func:`read_stamps` saw of a file before it was read: its :data:`Stamp`, and the sha256 of its content
+    when the stamp alone could miss a save (taken within :data:`COARSE_NS` of the file's last change; None else)."""
+
+    stamp: Stamp
+    sha256: str | None = None
+
+
+def _lstat(path: Path) -> os.stat_result | None:
     try:
-        st = os.stat(path, follow_symlinks=False)
+        return os.stat(path, follow_symlinks=False)
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as e:
         raise RegistryIOError(
             f"cannot stat {path}: {e.strerror or e}", hint=os_error_hint(e, path), path=str(path)
         ) from e
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def read_stamps(root: Path, *rels: str) -> dict[str, Stamp]:
-    """The stamps of the registry files ``rels``, taken before they are read (see the module docstring)."""
-    return {rel: file_stamp(root / rel) for rel in rels}
+def _stamp_of(st: os.stat_result | None) -> Stamp:
+    return None if st is None else (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def file_stamp(path: Path) -> Stamp:
+    """The stamp of ``path`` (the file itself, a link not followed): changed by a save in place (size, mtime, and
+    ctime, which no program can set back) or by one that renames a new file over it (inode). None when absent."""
+    return _stamp_of(_lstat(path))
+
+
+def _content_sha256(path: Path) -> str | None:
+    """The sha256 of the regular file ``path`` (a link not followed, a FIFO not opened); None when it is none or
+    cannot be read (then the stamp alone decides)."""
+    import hashlib
+
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        h = hashlib.sha256()
+        while chunk := os.read(fd, 1 << 20):
+            h.update(chunk)
+        return h.hexdigest()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _seen(path: Path) -> Seen | None:
+    st = _lstat(path)
+    if st is None:
+        return None
+    stamp = _stamp_of(st)
+    if not stat.S_ISREG(st.st_mode) or time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) >= COARSE_NS:
+        return Seen(stamp)
+    return Seen(stamp, _content_sha256(path))  # hashed after the stat: a save in between is in what is read
+
+
+def read_stamps(root: Path, *rels: str) -> dict[str, Seen | None]:
+    """What is seen of the registry files ``rels`` before they are read (None: absent; see the module docstring)."""
+    return {rel: _seen(root / rel) for rel in rels}
 
 
 def committed_count() -> int:
@@ -571,25 +632,59 @@ class Transaction:
         self._temps: list[Path] = []  # every temporary file, noted before it is opened (Ctrl-C mid-write)
         self._dirs_record = False  # this transaction wrote DIRS_NAME
         self._journaled = False  # the journal is in place: from now on the write rolls forward
-        self._expected: dict[str, Stamp] = {}  # files read before the write, which must not change before it
+        self._expected: dict[str, Seen | None] = {}  # files read before the write, which must not change before it
 
-    def expect_unchanged(self, stamps: Mapping[str, Stamp]) -> None:
-        """Refuse the commit if one of these files (registry-relative, stamped by :func:`read_stamps` before the
-        caller read them) is not as stamped just before the journal: an editor saved it meanwhile, and the copy
-        this write was made from is stale."""
+    def expect_unchanged(self, stamps: Mapping[str, Seen | None]) -> None:
+        """Refuse the commit if one of these files (registry-relative, seen by :func:`read_stamps` before the
+        caller read them) is not as seen just before the journal, or just before the first rename: an editor saved
+        it meanwhile, and the copy this write was made from is stale."""
         self._expected.update(stamps)
 
-    def _refuse_changed(self) -> None:
-        for rel, stamp in self._expected.items():
+    def check_unchanged(self) -> None:
+        """Refuse now (:class:`RefusedError`; the caller's ``with`` rolls back) if a file given to
+        :meth:`expect_unchanged` changed: before a long step (``add`` copying a weight file), so that a stale write
+        stops before it, not after. Stamps only; the last check, in :meth:`commit`, also compares content."""
+        self._refuse_changed(content=False)
+
+    def _changed(self, content: bool) -> str | None:
+        """The first file read that is no longer as seen (``content``: its sha256 compared too, where recorded)."""
+        for rel, seen in self._expected.items():
             path = self.root / rel
-            if file_stamp(path) != stamp:
-                what = "created" if stamp is None else "changed or removed"
-                raise RefusedError(
-                    f"{path} was {what} after this command read it (saved by an editor meanwhile?): nothing was "
-                    f"written, and {rel} is kept as it is now",
-                    hint="Run the command again: it reads the file anew.",
-                    path=rel,
-                )
+            stamp = file_stamp(path)
+            if seen is None:
+                if stamp is not None:
+                    return rel
+            elif stamp != seen.stamp or (content and seen.sha256 is not None and _content_sha256(path) != seen.sha256):
+                return rel
+        return None
+
+    def _refuse_changed(self, content: bool) -> None:
+        rel = self._changed(content)
+        if rel is not None:
+            self._refuse(rel)
+
+    def _refuse(self, rel: str) -> None:
+        what = "created" if self._expected[rel] is None else "changed or removed"
+        raise RefusedError(
+            f"{self.root / rel} was {what} after this command read it (saved by an editor meanwhile?): nothing "
+            f"was written, and {rel} is kept as it is now",
+            hint="Run the command again: it reads the file anew.",
+            path=rel,
+        )
+
+    def _drop_journal(self, journal: Path, rel: str) -> None:
+        """Undo the journal (nothing renamed yet): the write is then refused whole, as before the journal."""
+        try:
+            journal.unlink()
+        except OSError as e:
+            raise RegistryIOError(
+                f"{self.root / rel} changed after this command read it, and the journal {journal} could not be "
+                f"removed ({e.strerror or e}): the write was not made, but the journal would finish it",
+                hint=f"Delete {journal} (nothing was renamed yet), then run the command again.",
+                path=str(journal),
+            ) from e
+        _fsync_dir(self.root)
+        self._journaled = False
 
     def _record_dir(self, d: Path) -> None:
         """Note ``d`` in DIRS_NAME (fsync'ed) before creating it, so that recover can remove it."""
@@ -691,20 +786,27 @@ class Transaction:
         """
         global _commits
         fault_point("staged")
-        self._refuse_changed()  # the last moment at which the write can be refused whole (rolled back)
+        self._refuse_changed(content=False)  # before the journal: nothing to undo but the temporary files
+        read = {self.root / rel for rel in self._expected}
+        order = sorted(self.staged, key=lambda pair: pair[1] not in read)  # the files read first (stable)
         with interrupts_deferred():
             journal = self.root / JOURNAL_NAME
-            plan = {"renames": [[str(t.relative_to(self.root)), str(f.relative_to(self.root))] for t, f in self.staged]}
+            plan = {"renames": [[str(t.relative_to(self.root)), str(f.relative_to(self.root))] for t, f in order]}
             _atomic_write(journal, json.dumps(plan).encode(), fault="journal-tmp")
             self._journaled = True
             _fsync_dir(self.root)
             fault_point("journal")
+            changed = self._changed(content=True)  # the last moment at which the write can be refused whole
+            if changed is not None:
+                self._drop_journal(journal, changed)
+                self._refuse(changed)
             final = journal
             try:
-                for i, (tmp, final) in enumerate(self.staged):
+                for i, (tmp, final) in enumerate(order):  # the files read renamed back to back, right after the check
                     os.replace(tmp, final)
-                    _fsync_dir(final.parent)
                     fault_point(f"rename-{i}")
+                for d in dict.fromkeys(f.parent for _, f in order):  # a crash before this: recover renames again
+                    _fsync_dir(d)
                 with contextlib.suppress(FileNotFoundError):
                     (self.root / DIRS_NAME).unlink()  # before the journal: a crash now rolls forward
                 fault_point("renamed")

@@ -1099,6 +1099,7 @@ def add_entry(
             refuse_link(root / r, r)
         with Transaction(root) as txn:
             txn.expect_unchanged(stamps)
+            txn.check_unchanged()  # before the copy of a weight file (GBs, maybe): a stale write stops here
             txn.copy_file(rel, src)
             # the bytes published must be the bytes checked: re-hash the staged copy
             if _sha256_of(txn.staged[-1][0]) != facts.sha256:

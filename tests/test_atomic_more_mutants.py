@@ -69,7 +69,9 @@ def test_a_commit_fsyncs_each_staged_file_then_each_renamed_files_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A24: a staged file not fsynced before the journal; A26: the journal's rename not made durable (directory
-    fsync) before the renames it announces; A25: a rename's directory not fsynced."""
+    fsync) before the renames it announces; A25: a rename's directory not fsynced. The renames follow one another
+    (the files read are renamed right after the last stale-read check) and each directory renamed into is fsynced
+    once after them, before the journal is removed (a crash before that renames again)."""
     if not Path("/proc/self/fd").is_dir():
         pytest.skip("needs /proc to name the descriptors")
     (tmp_path / "index.json").write_text("{}")
@@ -86,8 +88,9 @@ def test_a_commit_fsyncs_each_staged_file_then_each_renamed_files_directory(
     assert events[i + 1 : i + 2] == [("dir", str(tmp_path))]  # _atomic_write's own fsync of the directory
     assert events[i + 2 : i + 3] == [("dir", str(tmp_path))]  # the commit's, before the first rename
     renames = events[i + 3 :]
-    assert renames[:2] == [("replace", str(tmp_path / "a" / "b.json")), ("dir", str(tmp_path / "a"))]
-    assert renames[2:4] == [("replace", str(tmp_path / "c.json")), ("dir", str(tmp_path))]
+    assert renames[:2] == [("replace", str(tmp_path / "a" / "b.json")), ("replace", str(tmp_path / "c.json"))]
+    assert renames[2:4] == [("dir", str(tmp_path / "a")), ("dir", str(tmp_path))]
+    assert renames[4:] == [("dir", str(tmp_path))]  # the journal's removal, last
 
 
 def test_recover_fsyncs_what_it_renames_and_the_removal_of_the_journal(
