@@ -449,12 +449,16 @@ def registry_lock(
             "permissions, and whether its file system is mounted read-only).",
             path=str(root),
         ) from e
+    real = os.path.realpath(root)
     try:
-        messages = recover(root)
+        listing: Listing = []
+        messages = recover(root, listing)  # its walk of the tree is kept for compute_sums (tree_listing)
+        _listings[real] = listing
         if messages and not quiet:
             _log().warning("%s: %s", root, "; ".join(messages))
         yield messages
     finally:
+        _listings.pop(real, None)
         lock.release()
 
 
@@ -493,9 +497,38 @@ def tree_files(root: Path, *, sort_dirs: bool = False) -> Iterator[tuple[str, st
     return walk(os.fspath(root), "", True)
 
 
-def _temp_files(root: Path) -> list[Path]:
-    found = [Path(d) / e.name for d, _, e in tree_files(root) if e.name.startswith(TMP_PREFIX)]
-    return [p for p in found if p != root / DIRS_NAME]
+Listing = list[tuple[str, str, os.DirEntry[str]]]
+"""What :func:`tree_files` yields, kept."""
+
+_listings: dict[str, Listing] = {}
+"""The tree of each registry whose lock this process holds (by resolved root), as :func:`registry_lock`'s
+:func:`recover` walked it (:func:`tree_files` from the resolved root, directories sorted), temporary files left out:
+:func:`tree_listing` gives it instead of walking the tree again. Dropped when the lock is released and when a
+:class:`Transaction` of the registry commits (the files it renamed in are not in it)."""
+
+
+def tree_listing(root: Path) -> Listing:
+    """``list(tree_files(root, sort_dirs=True))`` for ``root`` resolved, temporary files (``TMP_PREFIX``) left out:
+    under :func:`registry_lock`, before any commit, the walk its :func:`recover` made (a write stages nothing but
+    temporary files until it commits); otherwise walked now."""
+    kept = _listings.get(os.fspath(root))
+    if kept is not None:
+        return kept
+    return [x for x in tree_files(root, sort_dirs=True) if not x[2].name.startswith(TMP_PREFIX)]
+
+
+def _temp_files(root: Path, listing: Listing | None = None) -> list[Path]:
+    """The temporary files under ``root`` (the dirs record at the top aside); ``listing`` (given): filled with the
+    other files, as :func:`tree_listing` gives them (walked from ``root`` resolved)."""
+    found = []
+    top = root if listing is None else Path(os.path.realpath(root))
+    for d, rel, e in tree_files(top, sort_dirs=listing is not None):
+        if not e.name.startswith(TMP_PREFIX):
+            if listing is not None:
+                listing.append((d, rel, e))
+        elif rel or e.name != DIRS_NAME:
+            found.append(Path(d) / e.name)
+    return found
 
 
 def _created_dirs(root: Path) -> list[Path]:
@@ -572,15 +605,16 @@ def _read_journal(root: Path, journal: Path) -> list[tuple[Path, Path]]:
     return out
 
 
-def recover(root: str | os.PathLike[str]) -> list[str]:
-    """Finish or undo an interrupted write. Call only while holding the lock.
+def recover(root: str | os.PathLike[str], listing: Listing | None = None) -> list[str]:
+    """Finish or undo an interrupted write. Call only while holding the lock. ``listing``: filled with the files of
+    the tree once it is done, temporary files aside (:func:`tree_listing`).
 
     Ctrl-C is held back until it is done."""
     with interrupts_deferred():
-        return _recover(Path(root))
+        return _recover(Path(root), listing)
 
 
-def _recover(root: Path) -> list[str]:
+def _recover(root: Path, listing: Listing | None = None) -> list[str]:
     messages: list[str] = []
     journal = root / JOURNAL_NAME
     if journal.exists():
@@ -607,7 +641,7 @@ def _recover(root: Path) -> list[str]:
         created: list[Path] = []  # rolled forward: the directories now hold the new files
     else:
         created = _created_dirs(root)
-    leftovers = _temp_files(root)
+    leftovers = _temp_files(root, listing)
     for p in leftovers:
         with contextlib.suppress(OSError):
             p.unlink()
@@ -819,6 +853,7 @@ class Transaction:
                     path=str(final),
                 ) from e
             _fsync_dir(self.root)
+            _listings.pop(os.path.realpath(self.root), None)  # the tree now holds the files renamed in
             fault_point("committed")
             self.staged.clear()
             self._temps.clear()

@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from regtools import hold_lock
@@ -176,9 +177,12 @@ def test_registry_files_are_what_os_walk_gave(tmp_path: Path, monkeypatch: pytes
         monkeypatch.chdir(tmp_path)
         got = _registry_files(given)
         want = _registry_files_by_os_walk(given)
-        assert list(got.items()) == list(want.items())  # same paths, same Path values, same order
+        assert all(isinstance(v, str) for v in got.values())  # the walk's own strings, no Path per file
+        assert [(k, Path(v)) for k, v in got.items()] == list(want.items())  # same paths, same order
+        assert list(got.values()) == [os.fspath(v) for v in want.values()] or given == Path(".")
     monkeypatch.chdir(root)
-    assert list(_registry_files(Path(".")).items()) == list(_registry_files_by_os_walk(Path(".")).items())
+    got_here = _registry_files(Path("."))
+    assert [(k, Path(v)) for k, v in got_here.items()] == list(_registry_files_by_os_walk(Path(".")).items())
     # recover's search for temporary files walks the same way (os.walk's order, unsorted; not under .git)
     from rwkv_registry.atomic import DIRS_NAME, _temp_files
 
@@ -197,3 +201,37 @@ def test_registry_files_are_what_os_walk_gave(tmp_path: Path, monkeypatch: pytes
     got = _registry_files(root)
     assert "b/SHA256SUMS" in got and "b/.git/config" in got and "index.json" in got
     assert not {"SHA256SUMS", "a/link.pth", "a/broken", ".git/HEAD", f"{TMP_PREFIX}x"} & set(got)
+
+
+def test_a_write_walks_the_tree_once_and_a_commit_drops_the_walk_kept(
+    registry: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """registry_lock's recover walks the tree and keeps the listing; compute_sums under the lock lists it instead of
+    walking again, with the very files a fresh walk gives; once a transaction commits, the listing is dropped (the
+    files it renamed in are not in it), and so is it when the lock is released."""
+    from rwkv_registry import atomic
+    from rwkv_registry.ops import _registry_files, compute_sums
+
+    walks: list[str] = []
+    real = atomic.tree_files
+
+    def counting(root: Path, *, sort_dirs: bool = False) -> Any:
+        walks.append(os.fspath(root))
+        return real(root, sort_dirs=sort_dirs)
+
+    fresh = _registry_files(registry.resolve())
+    monkeypatch.setattr(atomic, "tree_files", counting)
+    with atomic.registry_lock(registry):
+        assert len(walks) == 1  # recover's
+        assert _registry_files(registry.resolve()) == fresh
+        sums = compute_sums(registry)
+        assert len(walks) == 1
+        with atomic.Transaction(registry) as txn:
+            txn.write_bytes("new/file.txt", b"new")
+            txn.commit()
+        assert "new/file.txt" in compute_sums(registry).decode()  # walked again after the commit
+        assert len(walks) == 2
+    assert "new/file.txt" not in sums.decode()
+    assert atomic._listings == {}
+    _registry_files(registry.resolve())
+    assert len(walks) == 3  # outside the lock: walked
