@@ -373,7 +373,8 @@ def main() -> int:
     ap.add_argument(
         "--reuse",
         action="store_true",
-        help="with --keep: measure the registries kept there by an earlier run (built again only if absent)",
+        help="with --keep: measure the registries kept there by an earlier run (built again only if absent), "
+        "with the validation caches kept there (cache-N-LABEL)",
     )
     ap.add_argument("--only", help="comma-separated steps to measure (e.g. add_state,add_base,validate_warm)")
     ap.add_argument(
@@ -423,7 +424,9 @@ def main() -> int:
                 built["warnings"] = report["counts"]["warning"]
                 kept.write_text(json.dumps(built) + "\n", "utf-8")
                 print(f"N={n}: built in {built['build_s']} s, {built['files']} files, {built['commits']} commits")
-            clis = [Cli(label, py, tmp / f"cache-{n}-{label}") for label, py in pythons]
+            # with --keep, each CLI's validation cache is kept there too: a run with --reuse starts from it
+            caches = args.keep or tmp
+            clis = [Cli(label, py, caches / f"cache-{n}-{label}") for label, py in pythons]
             figures = measure(root, args.repeat, top, clis, built["since_range"]["rev"], only)
             results["runs"].append({"entries": n, **built, "figures": figures})
             for label, figs in figures.items():
