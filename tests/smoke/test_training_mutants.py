@@ -381,7 +381,10 @@ def test_weights_of_another_key_are_trained_again_in_place(tmp_path, fake_traini
     out = tmp_path / "w"
     first = build_tiny_weights(out, config=config, parallel=False)
     assert build_tiny_weights(out, config=config, parallel=False).reused
-    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX2")  # the folder moved to another CPU
+    # the folder moved to another CPU: a capability this one does not have (a fixed "AVX2" was this CPU's own on an
+    # AVX2 machine, and the key did not change)
+    other = "AVX512" if torch.backends.cpu.get_cpu_capability() == "AVX2" else "AVX2"
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: other)
     again = build_tiny_weights(out, config=config, parallel=False)
     assert not again.reused and again.key != first.key and again.key == cache_key(config)
     assert json.loads((out / "manifest.json").read_text())["key"] == again.key
