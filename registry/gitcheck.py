@@ -2,7 +2,8 @@
 
 Baseline: ``HEAD``, or ``--since REV``. A file that exists at the baseline under a base directory
 must not be modified or deleted in the working tree or the index (GIT001, GIT002; the message
-names the commit that published it); a base that is ``frozen`` at the baseline or now, or that a
+names the commit that published it; a file marked assume-unchanged or skip-worktree, which git's diffs do not
+look at, is compared with its published blob here); a base that is ``frozen`` at the baseline or now, or that a
 newer base of its family supersedes, gets no new files (GIT003; the empty ``.gitkeep`` placeholders of
 its method folders excepted; with ``--since``, a file whose last commit in the range was made while its base
 was open, by that commit's index.json, and that the index and working tree leave as committed, is not new
@@ -45,8 +46,27 @@ def _name_status_args(*args: str) -> tuple[str, ...]:
 
 
 def _untracked_args(spec: str) -> tuple[str, ...]:
-    """``git ls-files`` of the untracked, not ignored files under pathspec ``spec``."""
-    return ("ls-files", "--others", "--exclude-standard", "-z", "--", spec)
+    """``git ls-files`` of the files under pathspec ``spec``, each with its tag (:func:`_listed`): the tracked ones
+    (those marked assume-unchanged or skip-worktree, which git's diffs do not look at, are told by it) and the
+    untracked, not ignored ones (``?``)."""
+    return ("ls-files", "-v", "--cached", "--others", "--exclude-standard", "-z", "--", spec)
+
+
+def _listed(out: str) -> tuple[list[str], dict[str, str]]:
+    """The untracked paths of a :func:`_untracked_args` listing, and the tracked ones git was told not to look at in
+    the working tree, with the flag that says so: a lower-case tag (``git update-index --assume-unchanged``) or
+    ``S`` (``--skip-worktree``, as a sparse checkout sets it)."""
+    untracked: list[str] = []
+    blind: dict[str, str] = {}
+    for item in _split_z(out):
+        tag, _, path = item.partition(" ")
+        if tag == "?":
+            untracked.append(path)
+        elif tag.islower():
+            blind[path] = "assume-unchanged"
+        elif tag == "S":
+            blind[path] = "skip-worktree"
+    return untracked, blind
 
 
 def _object_id_args(spec: str) -> tuple[str, ...]:
@@ -120,6 +140,12 @@ class _PlainCommands:
 
     def log(self, *args: str) -> str:
         return self._text("log", *args)
+
+    def hash_object(self, *args: str) -> str:
+        return self._text("hash-object", *args)
+
+    def rev_parse(self, *args: str) -> str:
+        return self._text("rev-parse", *args)
 
     def show(self, *args: str) -> str:
         return self._text("show", *args)
@@ -488,7 +514,7 @@ def _check_repo(
         committed = _name_status(repo, baseline, "HEAD", "--", spec) if since else {}
         changed = _name_status(repo, *_worktree_diff(baseline, spec))  # working tree vs baseline
         staged = _name_status(repo, *_staged_diff(baseline, spec))  # index vs baseline
-        untracked = _split_z(repo.git.ls_files(*_untracked_args(spec)[1:]))
+        untracked, blind = _listed(repo.git.ls_files(*_untracked_args(spec)[1:]))
         baseline_index = _index_at(repo, baseline, prefix, index, *index_ids, memo)
     except git_errors as e:
         return [_unreadable(str(getattr(e, "stderr", "") or e))]
@@ -567,6 +593,26 @@ def _check_repo(
             else:
                 seen.add(r)
                 out.append(finding("GIT003", r, f"new file under {closed[base]} base {base} ({place})"))
+    for path, flag in sorted(blind.items()):  # edits git's diffs do not see: compared here, with the baseline's blob
+        r = rel(path)
+        base = r.split("/", 1)[0] if "/" in r else None
+        if base not in known or r in seen:
+            continue
+        try:
+            edited = _blind_edit(repo, root / r, path, baseline)
+        except git_errors as e:
+            return [_unreadable(str(getattr(e, "stderr", "") or e))]
+        if edited:
+            seen.add(r)
+            out.append(
+                finding(
+                    "GIT001",
+                    r,
+                    f"modified in the working tree, which git was told not to look at ({flag}: clear it with "
+                    f"`git update-index --no-{flag} {path}`), but it was published in "
+                    f"{_published_in(repo, path, baseline)}",
+                )
+            )
     for path in untracked:
         r = rel(path)
         base = r.split("/", 1)[0] if "/" in r else None
@@ -605,6 +651,34 @@ def base_identity_changes(
         if changed:
             out.append((name, "; ".join(changed)))
     return out
+
+
+_LFS_POINTER = b"version https://git-lfs.github.com/spec/v1\noid sha256:%s\nsize %d\n"
+
+
+def _blind_edit(repo: Any, file: Path, path: str, baseline: str) -> bool:
+    """Whether ``file`` (``path`` in the work tree), which git's diffs do not look at, holds other bytes than its blob
+    at ``baseline``: git's blob id of the file as ``git add`` would store it (``git hash-object``: its attributes'
+    filters, end-of-line conversion), or of the Git LFS pointer to its bytes, is compared with the baseline's. A
+    file not at the baseline (not published) or not in the working tree (a sparse checkout leaves it out; git
+    commits no deletion of it either) is not an edit; anything else than a regular file in its place is."""
+    try:
+        published = repo.git.rev_parse("--verify", "-q", f"{baseline}:{path}").strip()
+    except Exception:  # not at the baseline: git says so by its exit code alone
+        return False
+    if not published or not os.path.lexists(file):
+        return False
+    if not file.is_file() or file.is_symlink():
+        return True
+    if repo.git.hash_object("--", path).strip() == published:
+        return False
+    digest, size = hashlib.sha256(), 0
+    with open(file, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+    pointer = _LFS_POINTER % (digest.hexdigest().encode(), size)
+    return git_blob_id(pointer, len(published)) != published
 
 
 def _placeholder(root: Path, rel: str) -> bool:

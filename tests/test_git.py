@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -662,3 +663,74 @@ def test_without_the_bytes_or_a_memo_head_is_read_with_one_git_command(
     assert blob_id == git(repo, "rev-parse", "HEAD:index.json").strip()  # git's own id for those bytes
     assert check_git(repo, index, index_blob_id=blob_id) == []
     assert len(asked) == 1
+
+
+# --- edits git's own diffs do not see ---------------------------------------------------------------------------
+
+
+def _replace_published_state(repo: Path, tmp_path: Path) -> None:
+    """Other bytes for the published State, with index.json and SHA256SUMS brought in line: only GIT001 is left."""
+    new = write_state(tmp_path / "other.pth", seed=77).read_bytes()
+    (repo / STATE).write_bytes(new)
+
+    def point(index: dict) -> None:
+        entry = next(e for e in index["entries"] if e["path"] == STATE)
+        entry["file"].update(sha256=hashlib.sha256(new).hexdigest(), size=len(new))
+
+    edit_index(repo, point)
+    resum(repo)
+
+
+@pytest.mark.parametrize("flag", ["assume-unchanged", "skip-worktree"])
+@pytest.mark.parametrize("route", ["plain", "since"])
+def test_an_edit_git_is_told_not_to_look_at_is_caught(repo: Path, tmp_path: Path, flag: str, route: str) -> None:
+    """git's diffs skip a file marked assume-unchanged or skip-worktree, so its edit passed validation when
+    index.json and SHA256SUMS were edited to match; `git commit -a` then published them without the file (it stays
+    as published too): a registry whose hashes name bytes that were never pushed."""
+    git(repo, "update-index", f"--{flag}", STATE)
+    kw = {"since": git(repo, "rev-parse", "HEAD").strip()} if route == "since" else {}
+    assert not {c for c in codes(repo, **kw) if c.startswith("GIT")}  # marked, not edited: nothing to say
+    _replace_published_state(repo, tmp_path)
+    report = validate_registry(repo, use_cache=False, **kw)
+    assert [(f.code, f.path) for f in report.findings if str(f.severity) == "error"] == [("GIT001", STATE)]
+    f = next(f for f in report.findings if f.code == "GIT001")
+    assert f"--no-{flag} {STATE}" in f.message and "publish v1" in f.message
+
+
+def test_a_marked_file_equal_to_its_published_lfs_pointer_is_not_an_edit(repo: Path) -> None:
+    """Published through Git LFS (the pointer committed) and marked: the bytes its pointer names are no edit,
+    whether or not git-lfs is there to clean them; other bytes are."""
+    p = repo / TINY_BASE / "state" / "v1" / "train.json"
+    real = p.read_bytes()
+    pointer = b"version https://git-lfs.github.com/spec/v1\noid sha256:%s\nsize %d\n" % (
+        hashlib.sha256(real).hexdigest().encode(),
+        len(real),
+    )
+    p.write_bytes(pointer)
+    git(repo, "commit", "-qam", "as LFS publishes it")
+    git(repo, "update-index", "--assume-unchanged", p.relative_to(repo).as_posix())
+    p.write_bytes(real)  # what `git lfs pull` puts in place of the pointer
+    from rwkv_registry.gitcheck import check_git
+
+    assert not [f for f in check_git(repo, None) if f.code.startswith("GIT")]
+    p.write_bytes(real.replace(b"4096", b"8192"))
+    assert [f.code for f in check_git(repo, None)] == ["GIT001"]
+
+
+def test_a_same_size_edit_of_a_racily_clean_entry_is_caught(repo: Path) -> None:
+    """Racily clean in git's sense: git's index records the published file with an mtime not older than the index
+    file's own, and the file is then rewritten at the same size with that mtime put back (ctime not trusted), so
+    only git's racy-clean rule (such an entry's content is compared) can tell. The check leaves that to git's diff
+    and gets GIT001. (A file older than the index, so edited, is invisible to git with core.trustctime=false: the
+    content rules, HSH001/HSH006, still see it unless index.json and SHA256SUMS were edited to match.)"""
+    git(repo, "config", "core.trustctime", "false")
+    p = repo / STATE
+    future = time.time_ns() + 30 * 10**9  # recorded by the refresh below, after which the index file is written
+    os.utime(p, ns=(future, future))
+    git(repo, "update-index", "--refresh")
+    assert os.stat(repo / ".git" / "index").st_mtime_ns <= future
+    data = bytearray(p.read_bytes())
+    data[-100] ^= 1
+    p.write_bytes(bytes(data))
+    os.utime(p, ns=(future, future))
+    assert "GIT001" in codes(repo)
