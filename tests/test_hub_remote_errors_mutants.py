@@ -13,6 +13,7 @@ from test_hub_remote_errors import _blob, _cut_miss, _download, _miss_gets, _sta
 
 from rwkv_registry import _hub_resume
 from rwkv_registry.cli import main
+from rwkv_registry.hub import validate_hub
 
 hub = test_hub_remote_errors.hub
 hub_env = test_hub_remote_errors.hub_env
@@ -61,3 +62,35 @@ def test_full_a_whole_download_with_wrong_bytes_is_a_transfer_error_fetched_once
         assert main(["validate", f"hf://{repo_id}", "--full"]) == 2
     err = capsys.readouterr()
     assert "HSH001" not in err.out + err.err and "whose sha256 is" in err.err, err
+
+
+def test_full_a_continuation_answered_416_fetches_the_file_whole_once(
+    hub: FakeHub, tiny: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The storage answers 416 to the Range request continuing a cut download (it holds fewer bytes than were
+    received): the file is fetched once more from its first byte, without a Range header, and validates clean
+    (H03: the 416 not caught, exit 2; H04: asked again from the same offset, a second 416)."""
+    monkeypatch.setattr(_hub_resume, "RESUMABLE_BYTES", 20_000)
+    repo_id = new_repo(hub, tiny)
+    blob = _blob(hub, repo_id, MISS_A)
+    cut = _cut_miss(hub, repo_id, blob.size // 3)
+
+    def refuse_continuation(
+        server: str, method: str, path: str, status: int, body: bytes, headers: dict[str, str]
+    ) -> tuple:
+        ours = method == "GET" and server == "cdn" and path.endswith("/" + blob.sha256)
+        if ours and status == 206 and _start(headers) > 0 and _download(headers, blob.size):
+            return 416, b"", {"Content-Length": "0", "Content-Range": f"bytes */{blob.size}"}
+        return cut(server, method, path, status, body, headers)
+
+    hub.log.clear()
+    with hub.rewriting(refuse_continuation):
+        report = validate_hub(f"hf://{repo_id}", full=True)
+    assert report.ok, [(f.code, f.path, f.message) for f in report.findings]
+    assert [g["range"] for g in _miss_gets(hub, repo_id)] == [
+        f"bytes=0-{blob.size - 1}",
+        f"bytes={blob.size // 3}-",
+        None,
+    ]
+    miss = sum(len(b) for r, b in hub.files(repo_id).items() if "/miss/" in r and r.endswith(".pth"))
+    assert report.stats["bytes_hashed"] == miss
