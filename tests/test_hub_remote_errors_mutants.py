@@ -1,5 +1,20 @@
 """Mutation audit of validate hf:// --full's whole download (_hub_facts._download_whole): a file of exactly
-RESUMABLE_BYTES is continued after a cut, as `pull` continues it."""
+RESUMABLE_BYTES is continued after a cut, as `pull` continues it.
+
+A third audit of _download_whole and its continuation in remote_weight_facts (the earlier survivors are named
+nowhere, so these were written again), run against test_hub_remote_errors.py, this file (before its last test),
+test_hub_mutants.py's and test_hub.py's --full tests:
+
+- H01 ``size < RESUMABLE_BYTES`` -> ``<=``: killed (this file); H02 a whole download called continued: killed
+  (this file); H05 an error status of the continuation not said as one: killed; H06 the bytes fetched again not
+  counted: killed; H07 the whole file fetched again to ``end=size``: killed; H08 the download's own
+  RegistryIOError taken for a local write error: killed; H09 the download not deleted: killed (test_hub_mutants);
+  H10 the continuation opens the file ``wb``: killed; H11 a continued file that disagrees not fetched again:
+  killed; H12 a continued download called whole: killed; H13 the continued file not checked: killed; H14 checked
+  against the listing's own size and sha256: killed (all test_hub_remote_errors.py but where named)
+- H03 the 416 of a continuation not caught (no fetch from byte 0), H04 fetched again from the same offset:
+  survived; killed by test_full_a_continuation_answered_416_fetches_the_file_whole_once
+"""
 
 from __future__ import annotations
 
