@@ -433,13 +433,16 @@ def train_command_findings(rel: str, base: str, t: dict[str, Any], files: dict[s
     own = files.get(base, base + ".pth")
     if _names_file(command, own) or _names_file(command, base + ".pth"):  # its directory's name: IDX006's, not ours
         return []
+    # source.file is the path in the base's Hub repository (IDX006 compares its last component): a command may name
+    # the file in another folder, and the dated names found below are last components
+    names = {file.rpartition("/")[2] for file in files.values()}
     out = [
         finding("TRN010", rel, f"the command line names {file} (base {name!r}), not this base's file {own}")
         for name, file in sorted(files.items())
-        if name != base and _names_file(command, file)
+        if name != base and (_names_file(command, file) or _names_file(command, file.rpartition("/")[2]))
     ]
     # a dated RWKV base file that no base records: trained on a base not registered here (a newer one, say)
-    for file in sorted({m.group(1) for m in _BASE_FILE.finditer(command)} - set(files.values())):
+    for file in sorted({m.group(1) for m in _BASE_FILE.finditer(command)} - names):
         out.append(
             finding(
                 "TRN010",

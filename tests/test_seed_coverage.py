@@ -475,6 +475,18 @@ def test_trn010_command_naming_an_unregistered_base_file(reg: Path, command: str
     assert found == ([expected] if fires else []), found
 
 
+@pytest.mark.parametrize("folder", ["/m/g1/", "/m/"], ids=["its-folder", "another-folder"])
+def test_trn010_another_base_recorded_in_a_folder_of_its_repository(reg: Path, folder: str) -> None:
+    """source.file is the file's path in its Hub repository (IDX006 compares only its last component). Before the
+    fix, a command naming such a registered base's file was also said to name a base file "not registered" (as well
+    as the registered base's when it named the folder too, alone when it named another folder)."""
+    newer = TINY_BASE.replace("20260101", "20260301")
+    _with_newer_base(reg, "rwkv_state_tune --model " + folder + "{newer}")
+    edit_index(reg, lambda i: i["bases"][1]["source"].update(file=f"g1/{newer}.pth"))
+    found = [f.message for f in validate_registry(reg, use_cache=False).findings if f.code == "TRN010"]
+    assert found == [f"the command line names g1/{newer}.pth (base {newer!r}), not this base's file {TINY_BASE}.pth"]
+
+
 def test_trn010_does_not_echo_idx006(reg: Path) -> None:
     """A base whose recorded file name no longer matches its directory is IDX006 alone: a train.json whose command
     names the directory's file is not also TRN010 (that file is this base's, whatever source.file now says)."""
