@@ -945,7 +945,8 @@ def _fetch_large(remote: RemoteRepo, staging: Path, rels: list[str], log: Log) -
         stop.set()
         deadline = time.monotonic() + STOP_WAIT_S
         for t in threads:
-            t.join(max(0.0, deadline - time.monotonic()))
+            if t.is_alive():  # not one that Ctrl-C kept from starting (join would raise RuntimeError)
+                t.join(max(0.0, deadline - time.monotonic()))
         raise
     if failures:
         raise failures[0]

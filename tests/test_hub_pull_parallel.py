@@ -220,3 +220,37 @@ def test_a_failing_download_stops_the_others_and_is_the_error_reported(
     kept = partials(staging)
     others = set(large) - {failing}
     assert others <= set(kept) and all(0 < kept[r] < len(large[r]) for r in others), kept
+
+
+def test_ctrl_c_while_the_workers_start(
+    hub: FakeHub,
+    tiny: Path,
+    tmp_path: Path,
+    slow_large: Slow,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ctrl-C while the workers are being started (Thread.start waits for each new thread to run: a KeyboardInterrupt
+    lands there): the pull is interrupted as anywhere else, exit 130. Before the fix, the workers not started yet were
+    joined too, and their RuntimeError ("cannot join thread before it is started") was reported as the download's
+    failure instead."""
+    repo_id = new_repo(hub, tiny)
+    large_files(hub, repo_id)
+    dest = tmp_path / "dest"
+    real_start = threading.Thread.start
+
+    def start(self: threading.Thread) -> None:
+        if self.name == "rwkv-registry-pull-1":
+            raise KeyboardInterrupt  # as Ctrl-C arriving in the main thread before this worker starts
+        real_start(self)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    assert main(["pull", repo_id, str(dest)]) == 130
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and f"interrupted: nothing was written to {dest}" in err, err
+    monkeypatch.setattr(threading.Thread, "start", real_start)
+    deadline = time.monotonic() + 5
+    while workers_alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not workers_alive()  # the one started stops at its next chunk
+    assert not dest.exists()
