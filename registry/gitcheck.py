@@ -558,7 +558,13 @@ def _check_repo(
                 )
             )
     out += [
-        finding("GIT007", "index.json", f"base {name} was published at {at} with other values: {what}")
+        finding(
+            "GIT007",
+            "index.json",
+            f"base {name} was published at {at} with other values: {what}",
+            base=name,
+            sha256_then=bases_then[name].get("sha256"),
+        )
         for name, what in base_identity_changes(bases_then, bases_now, index)
         for at in ["HEAD" if since is None else since]
     ]

@@ -532,7 +532,8 @@ _RULES: tuple[Rule, ...] = (
         E,
         "base_fingerprint is not the sha256 of the base holding the file",
         "The adapter was trained on another base file; the server refuses it. Move it under the base it "
-        "was trained on, or retrain on this base.",
+        "was trained on, or retrain on this base. When GIT007 fires for the base and the fingerprint is its "
+        "published sha256, the edit of index.json is the cause: restore the sha256 instead.",
     ),
     Rule(
         "MIS014",
@@ -744,6 +745,12 @@ _RULES: tuple[Rule, ...] = (
 )
 
 RULES: dict[str, Rule] = {r.code: r for r in _RULES}
+
+# MIS013's hint when GIT007 shows that the base's sha256, not the adapter, changed (Validator.blame_the_base_edit)
+MIS013_BY_BASE_EDIT = (
+    "The adapter is where it belongs: its base's sha256 was changed in index.json after it was published (see "
+    "GIT007). Restore the published sha256 (`git diff index.json`); do not move or retrain the adapter."
+)
 
 
 def finding(code: str, path: str, message: str, *, hint: str | None = None, **extra: Any) -> Finding:

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 from .facts import FactsCache, FileFacts, gather_facts, sha256_file, stray_state_finding
 from .fsio import read_at_most
 from .jsonload import is_finite_number, is_integer
-from .rules import Finding, Severity, finding
+from .rules import MIS013_BY_BASE_EDIT, Finding, Severity, finding
 from .schemas import schema_digest
 from .sums import FORMS as SUMS_FORMS
 from .sums import SIG_NAME, SUMS_NAME, SumsLine, parse_sums
@@ -737,6 +737,31 @@ class Validator:
                 ahead=self.git_ahead,
             )
             self.say_which_side_changed()
+            self.blame_the_base_edit()
+
+    def blame_the_base_edit(self) -> None:
+        """MIS013 beside GIT007: when a published base's sha256 was edited in index.json and an adapter's
+        fingerprint is the sha256 the base was published with, the edit (not the adapter) caused the mismatch;
+        the finding says so and its hint points at GIT007 instead of telling to move the adapter."""
+        edited = {
+            f.extra.get("base"): f.extra.get("sha256_then")
+            for f in self.findings
+            if f.code == "GIT007" and isinstance(f.extra.get("sha256_then"), str)
+        }
+        if not edited:
+            return
+        for i, f in enumerate(self.findings):
+            name = f.extra.get("base")
+            if f.code != "MIS013" or name not in edited or f.extra.get("base_fingerprint") != edited[name]:
+                continue
+            self.findings[i] = finding(
+                "MIS013",
+                f.path,
+                f"{f.message}; it is the sha256 base {name} was published with: the edit of index.json (GIT007) "
+                "caused this, not the adapter",
+                hint=MIS013_BY_BASE_EDIT,
+                **f.extra,
+            )
 
     def say_which_side_changed(self) -> None:
         """HSH001 in a git clone: tell whether the file or index.json differs from HEAD."""
@@ -1313,6 +1338,8 @@ class Validator:
                     path,
                     f"base_fingerprint {manifest.get('base_fingerprint')} is not the "
                     f"sha256 of base {base.get('name')} ({base.get('sha256')})",
+                    base=base.get("name"),
+                    base_fingerprint=manifest.get("base_fingerprint"),
                 )
             )
         if isinstance(arch, dict):

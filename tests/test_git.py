@@ -164,6 +164,28 @@ def test_published_base_identity_changed_is_git007(repo: Path) -> None:
     assert "GIT007" not in codes(repo)  # against its own commit there is nothing to compare
 
 
+def test_mis013_caused_by_a_base_edit_blames_the_edit(tmp_path: Path) -> None:
+    """Editing a MiSS base's sha256 made MIS013 fire beside GIT007 with the hint "move the adapter", which blamed
+    the adapter; its fingerprint is the published sha256, so the finding now names the edit (GIT007) as the
+    cause. An adapter whose fingerprint is neither keeps the usual hint."""
+    from rwkv_registry.rules import MIS013_BY_BASE_EDIT, RULES
+
+    root = publish(build_registry(tmp_path / "reg", tmp_path))
+    _rewrite_base(root, sha256="1" * 64)
+    found = [f for f in validate_registry(root, use_cache=False).findings if f.code == "MIS013"]
+    assert len(found) == 2 and {f.hint for f in found} == {MIS013_BY_BASE_EDIT}
+    assert all("the edit of index.json (GIT007) caused this, not the adapter" in f.message for f in found)
+    git(root, "checkout", "-q", "--", ".")
+    _rewrite_base(root, size=999)  # GIT007 without a sha256 change: MIS013 is not involved
+    assert not [f for f in validate_registry(root, use_cache=False).findings if f.code == "MIS013"]
+    git(root, "checkout", "-q", "--", ".")
+    git(root, "commit", "-q", "--allow-empty", "-m", "noop")
+    _rewrite_base(root, sha256="1" * 64)
+    git(root, "commit", "-qam", "re-point (--no-verify)")  # now HEAD holds the edit: no GIT007 against HEAD
+    found = [f for f in validate_registry(root, use_cache=False).findings if f.code == "MIS013"]
+    assert len(found) == 2 and {f.hint for f in found} == {RULES["MIS013"].hint}
+
+
 def test_git007_size_and_file_name_and_what_may_change(repo: Path) -> None:
     _rewrite_base(repo, size=999)
     assert "GIT007" in codes(repo)
