@@ -60,7 +60,7 @@ ROOT_FILES = {
 NOT_SUMMED = {SUMS_NAME, SIG_NAME, LOCK_NAME, JOURNAL_NAME}
 WEIGHT_SUFFIXES = (".pth", ".safetensors")
 MAX_TEXT_BYTES = 64 * 2**20  # SHA256SUMS and README.md larger than this are refused unread
-MIN_TRAINER = (1, 8, 1)  # rwkv_lightning_cuda with the `segments` mask (commit 47df608)
+MIN_TRAINER = "1.8.1"  # rwkv_lightning_cuda with the `segments` mask (commit 47df608)
 LIGHTNING_TRAINERS = ("rwkv_state_tune", "rwkv_miss_tune")
 _VERSION_DIR = re.compile(r"^v[0-9][0-9A-Za-z._-]*$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -187,9 +187,30 @@ def _safe_rel(path: Any) -> TypeGuard[str]:
     return "//" not in framed and "/./" not in framed and "/../" not in framed
 
 
-def _version_tuple(text: str) -> tuple[int, ...] | None:
-    m = re.match(r"^v?(\d+)\.(\d+)\.(\d+)", text)
-    return tuple(int(x) for x in m.groups()) if m else None
+_SEMVER = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(.*)$", re.DOTALL)
+_DESCRIBE = re.compile(r"^-\d+-g[0-9a-f]{4,40}(?:-dirty)?$")  # git describe: v1.8.1-3-g47df608
+
+
+def older_than(text: str, minimum: str) -> bool | None:
+    """Is version ``text`` older than ``minimum``? PEP 440 (``packaging.version``): a pre-release or development
+    release of 1.8.1 (``1.8.1-rc1``, ``1.8.1rc1``, ``1.8.1.dev3``) is older than 1.8.1; a post-release or a local
+    version (``1.8.1.post1``, ``1.8.1+cu128``) is not. A version PEP 440 cannot parse but that starts with three
+    numbers follows semver: a ``-`` suffix is a pre-release (``1.8.1-rc.1.x`` is older than 1.8.1), except git
+    describe's ``-N-gHASH`` (commits after the tag); any other suffix is ignored. None when ``text`` is no version
+    at all (nothing to compare)."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(text.strip()) < Version(minimum)
+    except InvalidVersion:
+        pass
+    m = _SEMVER.match(text.strip())
+    if m is None:
+        return None
+    have = tuple(int(x) for x in m.groups()[:3])
+    want = Version(minimum).release
+    rest = m.group(4)
+    return have < want or (have == want and rest.startswith("-") and not _DESCRIBE.match(rest))
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -217,8 +238,7 @@ def train_findings(
     if "method" in t and t.get("method") != method:  # absent: SCH003
         out.append(finding("TRN005", rel, f"method is {t.get('method')!r} in {method}/"))
     trainer = t["trainer"] if isinstance(t.get("trainer"), dict) else {}
-    vt = _version_tuple(str(trainer.get("version", "")))
-    if trainer.get("name") in LIGHTNING_TRAINERS and vt is not None and vt < MIN_TRAINER:
+    if trainer.get("name") in LIGHTNING_TRAINERS and older_than(str(trainer.get("version", "")), MIN_TRAINER):
         out.append(
             finding("TRN002", rel, f"trainer {trainer.get('name')} {trainer.get('version')} is older than 1.8.1")
         )

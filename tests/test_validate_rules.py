@@ -752,6 +752,18 @@ def test_trn003_data_rows_is_compared(reg: Path) -> None:
         ("v1.8.1", False),
         ("1.8.2", False),
         ("1.10.0", False),
+        # pre-releases of 1.8.1 are older than 1.8.1 (PEP 440 / semver); before the fix they passed as 1.8.1
+        ("1.8.1-rc1", True),
+        ("1.8.1rc1", True),
+        ("v1.8.1-beta.2", True),
+        ("1.8.1.dev3", True),
+        ("1.8.1-rc.1.x", True),  # not PEP 440: semver, a `-` suffix is a pre-release
+        ("1.8.2-rc1", False),
+        ("1.8.1.post1", False),
+        ("1.8.1+cu128", False),
+        ("1.8.1-3-g47df608", False),  # git describe: three commits after the tag
+        ("1.8.0-3-g47df608", True),
+        ("1.8.1 (47df608)", False),
     ],
 )
 def test_trn002_threshold_is_1_8_1(reg: Path, version: str, old: bool) -> None:
