@@ -324,6 +324,14 @@ _RULES: tuple[Rule, ...] = (
         "score to that file's entry or to `unpublished`, or measure this file again. A State or a base has no "
         "content_version: leave it null.",
     ),
+    Rule(
+        "IDX018",
+        W,
+        "base vocabulary file does not fit its architecture's vocab_size",
+        "A known vocabulary file fixes the embedding's row count (rwkv_vocab_v20230424.txt, the RWKV world "
+        "vocabulary: 65536 rows). Record the vocabulary the base was trained with (`vocab` in its bases[] item), or "
+        "check the base file: its vocab_size is read from emb.weight.",
+    ),
     # --- hashes ---------------------------------------------------------------------
     Rule(
         "HSH001",

@@ -61,6 +61,9 @@ NOT_SUMMED = {SUMS_NAME, SIG_NAME, LOCK_NAME, JOURNAL_NAME}
 WEIGHT_SUFFIXES = (".pth", ".safetensors")
 MAX_TEXT_BYTES = 64 * 2**20  # SHA256SUMS and README.md larger than this are refused unread
 MIN_TRAINER = "1.8.1"  # rwkv_lightning_cuda with the `segments` mask (commit 47df608)
+# Vocabulary files known offline -> the embedding rows (vocab_size) of a model using them. The RWKV world vocabulary
+# has 65529 tokens (ids 1..65529, 0 ends a text), padded to 65536 rows in every G1 base (FORMATS §2, §6).
+KNOWN_VOCABS = {"rwkv_vocab_v20230424.txt": 65536}
 LIGHTNING_TRAINERS = ("rwkv_state_tune", "rwkv_miss_tune")
 _VERSION_DIR = re.compile(r"^v[0-9][0-9A-Za-z._-]*$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -920,10 +923,23 @@ class Validator:
                 seen[key] = e.get("id")
 
     def check_bases(self) -> None:
-        """IDX006 (directory name = base file name without .pth), IDX007 (superseded but active)."""
+        """IDX006 (directory name = base file name without .pth), IDX007 (superseded but active), IDX018
+        (vocabulary file against the embedding's row count)."""
         from .lineage import superseded
 
         for name, b in self.bases.items():
+            vocab, arch = b.get("vocab"), b.get("architecture")
+            rows = arch.get("vocab_size") if isinstance(arch, dict) else None
+            known = KNOWN_VOCABS.get(PurePosixPath(vocab).name) if isinstance(vocab, str) else None
+            if known is not None and is_integer(rows) and rows != known:
+                self.add(
+                    finding(
+                        "IDX018",
+                        "index.json",
+                        f"base {name!r} records vocabulary {vocab!r} ({known} embedding rows), "
+                        f"but its architecture has vocab_size {rows}",
+                    )
+                )
             file = (b.get("source") or {}).get("file") if isinstance(b.get("source"), dict) else None
             if isinstance(file, str) and PurePosixPath(file).stem != name:
                 self.add(
@@ -1682,7 +1698,8 @@ def profile_findings(path: str, e: dict[str, Any]) -> list[Finding]:
 
 
 def bases_findings(bases: list[dict[str, Any]]) -> list[Finding]:
-    """IDX006 and IDX007 (:meth:`Validator.check_bases`) on the bases of an index.json that follows its schema."""
+    """IDX006, IDX007 and IDX018 (:meth:`Validator.check_bases`) on the bases of an index.json that follows its
+    schema."""
     v = Validator(Path("."), use_cache=False, since=None)  # no tree walked: only the base rules run
     v.bases = {b["name"]: b for b in bases}
     v.check_bases()

@@ -271,6 +271,40 @@ def test_idx017_add_refuses_a_score_of_another_file(reg: Path, tmp_path: Path) -
     assert _snapshot(reg) == before
 
 
+# --- IDX018, IDX019 ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("vocab", "vocab_size", "bad"),
+    [
+        ("rwkv_vocab_v20230424.txt", 65536, False),
+        ("rwkv/rwkv_vocab_v20230424.txt", 65536, False),  # the file inside the rwkv package
+        ("rwkv_vocab_v20230424.txt", 65529, True),  # its line count, not the padded embedding
+        ("rwkv_vocab_v20230424.txt", 50277, True),  # a GPT-NeoX (Pile) model
+        ("rwkv/rwkv_vocab_v20230424.txt", 777, True),
+        ("20B_tokenizer.json", 50277, False),  # unknown offline: nothing to compare
+    ],
+)
+def test_idx018_vocabulary_against_vocab_size(reg: Path, vocab: str, vocab_size: int, bad: bool) -> None:
+    """Seed 000's bases table records the vocabulary file; before IDX018 nothing compared it with the base's
+    architecture (the world vocabulary rwkv_vocab_v20230424 fills 65536 embedding rows, FORMATS §2)."""
+
+    def edit(index: dict[str, Any]) -> None:
+        index["bases"][0].update(vocab=vocab)
+        index["bases"][0]["architecture"]["vocab_size"] = vocab_size
+
+    edit_index(reg, edit)
+    found = [f.message for f in validate_registry(reg, use_cache=False).findings if f.code == "IDX018"]
+    assert found == (
+        [
+            f"base {TINY_BASE!r} records vocabulary {vocab!r} (65536 embedding rows), "
+            f"but its architecture has vocab_size {vocab_size}"
+        ]
+        if bad
+        else []
+    )
+
+
 # --- TRN011 ---------------------------------------------------------------------------------------------
 
 
