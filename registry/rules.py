@@ -332,6 +332,14 @@ _RULES: tuple[Rule, ...] = (
         "vocabulary: 65536 rows). Record the vocabulary the base was trained with (`vocab` in its bases[] item), or "
         "check the base file: its vocab_size is read from emb.weight.",
     ),
+    Rule(
+        "IDX019",
+        W,
+        "registry.server names an rwkv_lightning older than v1.8.1",
+        "Seed 000: the weights need an rwkv_lightning inference server v1.8.1 or later (State upload and "
+        "/v1/adapters); a pre-release of 1.8.1 is older. Fix the version in index.json's registry.server, e.g. "
+        '"rwkv_lightning >= v1.8.1 (State upload, /v1/adapters)".',
+    ),
     # --- hashes ---------------------------------------------------------------------
     Rule(
         "HSH001",

@@ -64,6 +64,11 @@ MIN_TRAINER = "1.8.1"  # rwkv_lightning_cuda with the `segments` mask (commit 47
 # Vocabulary files known offline -> the embedding rows (vocab_size) of a model using them. The RWKV world vocabulary
 # has 65529 tokens (ids 1..65529, 0 ends a text), padded to 65536 rows in every G1 base (FORMATS §2, §6).
 KNOWN_VOCABS = {"rwkv_vocab_v20230424.txt": 65536}
+MIN_SERVER = "1.8.1"  # rwkv_lightning with State upload and /v1/adapters (seed 000)
+# registry.server: the first version after the server's name ("rwkv_lightning >= v1.8.1", "rwkv-lightning 1.9.0")
+_SERVER_VERSION = re.compile(
+    r"rwkv[_-]lightning(?:[_-]cuda)?\b[^0-9\n]{0,40}?(?<![\w.])(v?\d+\.\d+\.\d+\S*)", re.IGNORECASE
+)
 LIGHTNING_TRAINERS = ("rwkv_state_tune", "rwkv_miss_tune")
 _VERSION_DIR = re.compile(r"^v[0-9][0-9A-Za-z._-]*$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -602,6 +607,7 @@ class Validator:
         self.start_history()
         self.guarded(self.check_layout, tree)
         self.guarded(self.check_license, tree)
+        self.guarded(self.check_server)
         weights = self.weight_files(tree)
         facts = self.collect_facts(tree, weights)
         self.guarded(self.check_entries, tree, weights, facts)
@@ -1153,6 +1159,19 @@ class Validator:
             return  # absent or unreadable: SCH002
         for name in sorted(n for n in ("LICENSE", "LICENSE.md", "LICENSE.txt") if n in tree.files):
             self.add(finding("IDX015", name, f"{name} exists, but index.json records registry.license null"))
+
+    def check_server(self) -> None:
+        """IDX019: registry.server names rwkv_lightning with a version older than v1.8.1 (seed 000: "需要支持 State
+        上传和 /v1/adapters 的 rwkv_lightning 推理服务（v1.8.1 及以后）"). Free text: only a version written after
+        the name rwkv_lightning is compared, as TRN002 compares trainer versions; no version, nothing to say."""
+        registry = self.index.get("registry") if self.index is not None else None
+        server = registry.get("server") if isinstance(registry, dict) else None
+        m = _SERVER_VERSION.search(server) if isinstance(server, str) else None
+        if m is None:
+            return
+        version = m.group(1).rstrip(".,;:)")
+        if older_than(version, MIN_SERVER):
+            self.add(finding("IDX019", "index.json", f"registry.server {server!r}: {version} is older than 1.8.1"))
 
     def check_layout(self, tree: Tree) -> None:
         base_dirs = {d for d in tree.dirs if "/" not in d}

@@ -305,6 +305,31 @@ def test_idx018_vocabulary_against_vocab_size(reg: Path, vocab: str, vocab_size:
     )
 
 
+@pytest.mark.parametrize(
+    ("server", "version"),
+    [
+        ("rwkv_lightning v1.8.1 or later, with State upload and /v1/adapters", None),
+        ("rwkv_lightning >= 1.9.0", None),
+        ("rwkv_lightning_cuda v1.8.1+cu128", None),
+        ("any OpenAI-compatible server 1.2.3", None),  # not rwkv_lightning: not compared
+        ("rwkv_lightning (no version stated)", None),
+        (None, None),
+        ("rwkv_lightning v1.8.0, with State upload", "v1.8.0"),
+        ("RWKV-Lightning >= 1.7.12.", "1.7.12"),
+        ("rwkv_lightning v1.8.1-rc1 (State upload, /v1/adapters)", "v1.8.1-rc1"),
+    ],
+)
+def test_idx019_server_version(reg: Path, server: str | None, version: str | None) -> None:
+    """Seed 000: "需要支持 State 上传和 /v1/adapters 的 rwkv_lightning 推理服务（v1.8.1 及以后）". registry.server was
+    free text that nothing read; a stated rwkv_lightning version is now compared as trainer versions are (TRN002)."""
+    edit_index(reg, lambda i: i["registry"].update(server=server))
+    found = [f for f in validate_registry(reg, use_cache=False).findings if f.code == "IDX019"]
+    assert [f.message for f in found] == (
+        [f"registry.server {server!r}: {version} is older than 1.8.1"] if version else []
+    )
+    assert all(str(f.severity) == "warning" for f in found)
+
+
 # --- TRN011 ---------------------------------------------------------------------------------------------
 
 

@@ -469,6 +469,7 @@ CASES: dict[str, Callable[..., None]] = {
     "TRN010": lambda r: _trained_on_the_newer_base(r),
     "IDX017": _entry(MISS_A, lambda e: _set(e, "scores", [_score(content_version="5" * 64)])),
     "IDX018": lambda r: edit_index(r, lambda i: i["bases"][0]["architecture"].update(vocab_size=50277)),
+    "IDX019": lambda r: edit_index(r, lambda i: i["registry"].update(server="rwkv_lightning v1.8.1-rc1")),
     "TRN011": lambda r: _total_steps_against_train(r),
     "PRF001": _entry(MISS_A, lambda e: _set(e, "profile", "g1k")),
     "PRF002": _entry(STATE, lambda e: _set(e, "profile", "g1k-think")),
