@@ -77,6 +77,8 @@ def _scores_rows(label: str, scores: list[dict[str, Any]]) -> list[str]:
             )
         if s.get("run_scores"):
             extras.append("runs " + ", ".join(recorded_num(x) for x in s["run_scores"]))
+        if s.get("content_version"):  # what the server registered for the measured adapter (IDX017)
+            extras.append(f"content_version {s['content_version']}")
         if s.get("report"):
             extras.append(f"report: {s['report']}")
         for extra in extras:

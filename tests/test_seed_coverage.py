@@ -271,6 +271,29 @@ def test_idx017_add_refuses_a_score_of_another_file(reg: Path, tmp_path: Path) -
     assert _snapshot(reg) == before
 
 
+def test_readme_scores_show_the_registered_content_version(reg: Path) -> None:
+    """Before the fix the README's scores table left out a score's content_version (IDX017's field), so a reader
+    could not tell which export was measured. The row now shows it; validate renders with the same code, so a README
+    not regenerated after recording it is RDM002, and regenerated it is clean."""
+    from rwkv_registry.ops import write_readme
+
+    own = _own_version(reg)
+    assert _findings(reg, "RDM002", miss=[_score(content_version=own)], state=[_score(content_version=None)]) == [
+        "the bases table or the per-base sections differ from index.json"
+    ]
+    write_readme(reg)
+    rows = [
+        line for line in (reg / "README.md").read_text().splitlines() if line.startswith("| ") and "| exam |" in line
+    ]
+    assert [r for r in rows if r.startswith("| v2-r4-a |")] == [
+        f"| v2-r4-a | exam | 2026-10-17 | 52.2% (296.5/568) | 2 | {EXAM} | content_version {own} |"
+    ]
+    assert [r for r in rows if r.startswith("| s1 |")] == [
+        f"| s1 | exam | 2026-10-17 | 52.2% (296.5/568) | 2 | {EXAM} | — |"
+    ]
+    assert "RDM002" not in {f.code for f in validate_registry(reg, use_cache=False).findings}
+
+
 # --- IDX018, IDX019 ---------------------------------------------------------------------------------------
 
 
