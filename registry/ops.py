@@ -699,7 +699,8 @@ def _base_warnings(root: Path, before: dict[str, Any], after: dict[str, Any]) ->
     bases, and older ones of its family maybe frozen) is written, and does not report on ``before``, in report order.
 
     Which rules a new base can bring: IDX007 (``--keep-previous-active`` leaves an older base of its family active,
-    or the new base is itself older than one of its family), TRN010 (a train.json of another base whose command line
+    or the new base is itself older than one of its family), IDX018 (its vocabulary file does not fit its
+    vocab_size), TRN010 (a train.json of another base whose command line
     names the new base's file and not its own base's: only those whose bytes hold the name are parsed), IDX009,
     IDX013 and IDX014 (its scores, and comparisons against it). The others cannot change: no entry, file or
     directory but the new base's ``.gitkeep`` placeholders is written."""

@@ -252,6 +252,16 @@ def test_add_base_says_idx007_an_older_base_kept_active(reg: Path, capsys: pytes
     assert "IDX007" in {c for c, _, _ in _warnings(reg)}
 
 
+def test_add_base_says_idx018_a_vocabulary_that_does_not_fit(reg: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The default --vocab is the world vocabulary (65536 rows): a base whose embedding has 50277 rows says IDX018;
+    the same base with its own (unknown offline) vocabulary file says nothing."""
+    argv = [a.replace("vocab_size=65536", "vocab_size=50277") for a in _add_base(reg, NEWER, "5" * 64)]
+    found = _run(reg, argv, capsys)
+    assert [(c, p) for c, p, _ in found] == [("IDX018", "index.json")] and "vocab_size 50277" in found.pop()[2]
+    argv = [a.replace("vocab_size=65536", "vocab_size=50277") for a in _add_base(reg, OTHER, "7" * 64)]
+    assert _run(reg, [*argv, "--vocab", "20B_tokenizer.json"], capsys) == set()
+
+
 def _add_state_naming_other(reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Add a State (data version v3) whose train.json's command names the file of OTHER, a base not registered yet:
     TRN010 says so at once (trained on another base file); registering OTHER brings the TRN010 naming that base."""
