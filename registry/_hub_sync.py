@@ -52,7 +52,6 @@ from .facts import (
     compute_facts,
     compute_facts_and_blob_id,
     gather_facts,
-    race_clock_ns,
     sha256_file,
     stat_key,
 )
@@ -846,7 +845,7 @@ def _check_file(remote: RemoteRepo, staging: Path, rel: str) -> tuple[str, _Read
     if rel.endswith(WEIGHT_SUFFIXES):
         # the facts validation needs come from the same read as the digest checked here (one mmap); for a file in
         # plain git the sha1 of its git blob id is fed the same pages as its sha256
-        started = race_clock_ns()
+        started = time.time_ns()
         key = stat_key(os.stat(path), str(path))
         if entry.lfs_sha256 is not None:
             facts, blob = compute_facts(path), None

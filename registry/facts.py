@@ -4,8 +4,8 @@ A weight file is mapped once (mmap); the same pages feed its sha256, the safe re
 headers, the embedded miss.json), the MiSS ``content_version`` and the value scan. Facts depend
 only on the file's bytes, so they are cached per file, keyed by (device, inode, path, size,
 mtime_ns, ctime_ns): an unchanged file is never read again, and an in-place edit that restores the
-old mtime still changes ctime. A file whose times are not older than the start of the run is not cached
-(:func:`racy`, git's "racily clean" rule): a same-size rewrite in the same clock step would keep the whole key.
+old mtime still changes ctime. A file whose times are whole seconds and recent is not cached
+(:func:`racy`): on a coarse clock, a same-size rewrite in the same step would keep the whole key.
 Rules that compare a file with index.json or its base are applied to the facts on every run
 (:mod:`rwkv_registry.validate`).
 """
@@ -17,7 +17,6 @@ import json
 import mmap
 import os
 import re
-import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields
@@ -312,64 +311,18 @@ def stat_key(st: os.stat_result, path: str) -> list[Any]:
 
 _SECOND_NS = 1_000_000_000
 RACY_COARSE_NS = 2 * _SECOND_NS  # the coarsest file-system clock in use: FAT's 2 s (HFS+, ext3: 1 s)
-# Linux stamps files from its coarse real-time clock (the time at the last timer tick; at or above it since 6.13's
-# multigrain stamps): read before the files are looked at, it is the "index time" of git's racy rule, in ns. None
-# where the platform has no such clock (then every time is judged by the whole-second rule).
-_CLOCK_REALTIME_COARSE = getattr(time, "CLOCK_REALTIME_COARSE", 5)
-
-
-def _file_clock() -> int | None:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        return time.clock_gettime_ns(_CLOCK_REALTIME_COARSE)
-    except (OSError, AttributeError):  # a kernel or sandbox without it
-        return None
-
-
-FILE_CLOCK = _file_clock() is not None
-
-
-def race_clock_ns() -> int:
-    """The time to give :func:`racy` as ``started_ns``, read before a file is looked at: the clock the kernel stamps
-    files with where there is one (:data:`FILE_CLOCK`: Linux's coarse real-time clock, which lags the wall clock by
-    up to a timer tick, 1–10 ms), else the wall clock."""
-    if FILE_CLOCK:
-        now = _file_clock()
-        if now is not None:
-            return now
-    return time.time_ns()
-
-
-def _stamp_step(*times: int) -> int:
-    """The file system's clock step as these (sub-second) times show it: 10**k for the most zero digits one of
-    them ends with (1 ns on ext4, XFS, btrfs, tmpfs; 100 ns on NTFS; 10 ms on exFAT). A time whose digits happen to
-    end in zeros is taken as coarser than it is: the safe side."""
-    step = 1
-    for t in times:
-        frac, k = t % _SECOND_NS, 1
-        while frac % (k * 10) == 0:
-            k *= 10
-        step = max(step, k)
-    return step
 
 
 def racy(key: list[Any], started_ns: int) -> bool:
-    """Whether facts read under ``key`` may not be cached: git's "racily clean" rule. A same-size rewrite made
-    after ``started_ns`` (:func:`race_clock_ns`, taken before the file was looked at) gets a time that is not
-    older than it, give or take the file system's step; a file whose newer time (mtime or ctime) is not older
-    than that could be rewritten with every field of the key kept, and the cache would answer for the old bytes.
-
-    In nanoseconds where both sides give them: the file's times have sub-second digits and ``started_ns`` is
-    the clock files are stamped with (:data:`FILE_CLOCK`). A file a few ms older than the start is cached; one
-    stamped in the start's clock tick is not (a pre-6.13 Linux stamps every write of one tick alike, whatever
-    its sub-second digits). Otherwise, whole seconds, conservatively: times within the coarsest clock's step
-    (:data:`RACY_COARSE_NS`, FAT's 2 s) of the start are racy. Such a file is hashed again on the next run."""
+    """Whether facts read under ``key`` may not be cached: the file's times are whole seconds (a file system
+    with a coarse clock: FAT, HFS+, ext3, some network mounts) and within that clock's step of ``started_ns``,
+    the wall time before the file was looked at. A same-size rewrite in the same step would then keep every
+    field of the key, and the cache would answer for the old bytes (git's "racily clean" entries). Such a
+    file is hashed again on the next run, once its times are old enough."""
     mtime, ctime = key[4], key[5]
-    newest = max(mtime, ctime)
-    if FILE_CLOCK and mtime % _SECOND_NS and ctime % _SECOND_NS:
-        return newest + _stamp_step(mtime, ctime) > started_ns
-    return newest + RACY_COARSE_NS > started_ns
+    if mtime % _SECOND_NS and ctime % _SECOND_NS:
+        return False  # sub-second times: a later write gets a later time
+    return max(mtime, ctime) + RACY_COARSE_NS > started_ns
 
 
 _BLOB_FIELDS = ("tensors", "targets", "manifest.targets")  # stored once per distinct content (FactsCache.blobs)
@@ -713,7 +666,7 @@ def gather_facts(
     stop = should_stop or (lambda: False)
     results: dict[str, FileFacts | OSError] = {}
     todo: list[tuple[int, str, str, list[Any]]] = []
-    started = race_clock_ns()  # before any file is looked at: the racy-clean rule (put_read)
+    started = time.time_ns()  # before any file is looked at: the racy-clean rule (put_read)
     hits = 0
     for rel, given in paths.items():
         if stop():

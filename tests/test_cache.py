@@ -172,78 +172,13 @@ def test_remembered_verdicts_are_used_and_keyed_by_the_code(reg: Path, monkeypat
     assert "RDM002" not in {f.code for f in validate_registry(reg).findings}
 
 
-def test_racy_by_the_nanosecond_for_sub_second_times_by_the_step_for_whole_seconds(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(facts, "FILE_CLOCK", True)
+def test_racy_only_for_whole_second_times_within_the_coarse_step() -> None:
     now = 1_800_000_000 * 10**9
     fine = [0, 0, "p", 1, now - 1, now - 7]
-    assert not racy(fine, now)  # sub-second times older than the start: a later write gets a later time
+    assert not racy(fine, now)  # sub-second times: a later write gets a later time
     assert racy([0, 0, "p", 1, now - 10**9, now - 1], now)  # a whole-second mtime, a ctime just now
     assert racy([0, 0, "p", 1, now - 5 * 10**9, now - 10**9], now)  # ctime whole, within 2 s
     assert not racy([0, 0, "p", 1, now - 5 * 10**9, now - 3 * 10**9], now)  # both older than the step
-
-
-# git's racy-clean rule in nanoseconds: the start is read from the clock files are stamped with (facts.race_clock_ns:
-# Linux's coarse real-time clock, which only steps at a timer tick), and a file stamped in that very tick is racy
-# whatever its sub-second digits; one a few ms older is not.
-START = 1_800_000_000 * 10**9 + 123_456_789  # the file clock at the start of a run (sub-second digits)
-WALL_LEAD = 3_000_000  # the wall clock at that moment: 3 ms ahead, the coarse clock not having stepped yet
-
-
-def test_racy_in_ns_against_the_file_clock(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(facts, "FILE_CLOCK", True)
-    assert racy([0, 0, "p", 1, START, START], START)  # stamped in the start's tick: same-size rewrites keep it
-    assert racy([0, 0, "p", 1, START - 5, START], START)  # the newer time decides
-    assert not racy([0, 0, "p", 1, START - 3_000_017, START - 3_000_017], START)  # a few ms older: cacheable
-    assert not racy([0, 0, "p", 1, START - 1, START - 1], START)  # one step (1 ns) older: cacheable
-    exfat = START // 10**7 * 10**7  # exFAT's 10 ms stamps: a write 9 ms after this stamp is given it too
-    assert racy([0, 0, "p", 1, exfat, exfat], exfat + 9_000_000)
-    assert not racy([0, 0, "p", 1, exfat - 10**7, exfat - 10**7], exfat + 9_000_000)
-
-
-def test_whole_second_fallback_where_either_side_lacks_nanoseconds(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(facts, "FILE_CLOCK", True)
-    whole = START // 10**9 * 10**9
-    assert racy([0, 0, "p", 1, whole - 10**9, whole - 10**9], START)  # whole-second times, 1.1 s old: within 2 s
-    assert racy([0, 0, "p", 1, START - 3_000_017, whole - 10**9], START)  # one whole-second time: seconds rule
-    assert not racy([0, 0, "p", 1, whole - 3 * 10**9, whole - 3 * 10**9], START)
-    monkeypatch.setattr(facts, "FILE_CLOCK", False)  # no clock files are stamped with: the wall clock, in seconds
-    assert racy([0, 0, "p", 1, START - 3_000_017, START - 3_000_017], START)
-    assert racy([0, 0, "p", 1, START - 1_900_000_001, START - 1_900_000_001], START)
-    assert not racy([0, 0, "p", 1, START - 2_000_000_001, START - 2_000_000_001], START)
-
-
-def _file_clock_at(monkeypatch: pytest.MonkeyPatch, stamp_ns: int) -> None:
-    """A run starting at ``START`` on the file clock (the wall clock 3 ms ahead), every file stamped ``stamp_ns``
-    (a kernel whose same-tick writes all get one stamp: Linux before 6.13's multigrain stamps)."""
-    monkeypatch.setattr(facts, "FILE_CLOCK", True)
-    monkeypatch.setattr(facts, "race_clock_ns", lambda: START)
-    monkeypatch.setattr(time, "time_ns", lambda: START + WALL_LEAD)
-    real = facts.stat_key
-    monkeypatch.setattr(facts, "stat_key", lambda st, path: [*real(st, path)[:4], stamp_ns, stamp_ns])
-
-
-def test_same_size_rewrite_in_the_start_tick_with_sub_second_times_is_caught(
-    registry: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Sub-second times were never racy: a file stamped in the clock tick a run started in was cached, and a
-    same-size rewrite in that tick (the same stamp) hid behind the old key."""
-    _file_clock_at(monkeypatch, START)
-    assert validate_registry(registry).ok
-    p = registry / STATE
-    data = bytearray(p.read_bytes())
-    data[-100] ^= 0x10
-    with open(p, "r+b") as f:  # same inode, same size, same stamp: the same stat key
-        f.write(bytes(data))
-    report = validate_registry(registry)
-    assert "HSH001" in {f.code for f in report.findings} and report.stats["cache_hits"] == 0
-
-
-def test_sub_second_times_a_few_ms_before_the_start_are_cached(registry: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _file_clock_at(monkeypatch, START - 3_000_017)
-    assert validate_registry(registry).stats["cache_hits"] == 0
-    assert validate_registry(registry).stats["cache_hits"] == 3  # not hashed again
 
 
 def _coarse_clock(monkeypatch: pytest.MonkeyPatch, tick_ns: int) -> None:
@@ -498,7 +433,7 @@ def test_facts_read_before_a_move_are_cached_only_for_the_same_unwritten_file(tm
     from rwkv_registry.facts import FactsCache, compute_facts, stat_key
 
     def read(path: Path) -> tuple[list, facts.FileFacts, int]:
-        started = time.time_ns() + 10 * facts._SECOND_NS  # a start long after the files' times: never racy
+        started = time.time_ns() - 10 * facts._SECOND_NS  # clear of the racy window on any clock
         return stat_key(os.stat(path), str(path)), compute_facts(path), started
 
     cases = {}

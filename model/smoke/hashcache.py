@@ -3,8 +3,8 @@
 The cache is one JSON file, ``smoke-sha256.json``, in the user cache directory
 (:func:`rwkv_registry.facts.cache_dir`, ``RWKV_REGISTRY_CACHE_DIR`` overrides it). An entry is
 used only when the file's stat key (device, inode, path, size, mtime and ctime in ns) is
-unchanged, so an edited file is always hashed again; a file whose times are not older than the
-start of the call is not cached (:func:`rwkv_registry.facts.racy`). A cache that cannot be read or written
+unchanged, so an edited file is always hashed again; a file with recent whole-second times is not
+cached (:func:`rwkv_registry.facts.racy`). A cache that cannot be read or written
 only costs time.
 """
 
@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 from rwkv_registry.atomic import atomic_write_bytes
-from rwkv_registry.facts import cache_dir, race_clock_ns, racy, stat_key
+from rwkv_registry.facts import cache_dir, racy, stat_key
 from rwkv_registry.ops import hash_file
 
 CACHE_NAME = "smoke-sha256.json"
@@ -53,7 +54,7 @@ def cached_sha256(path: str | Path, *, progress: Callable[[int], None] | None = 
     Raises :class:`rwkv_registry.errors.RegistryIOError` when the file cannot be read.
     """
     p = Path(path).resolve()
-    started = race_clock_ns()
+    started = time.time_ns()
     st = os.stat(p)
     key = stat_key(st, str(p))
     data = _read()
