@@ -175,12 +175,13 @@ def test_ctrl_c_stops_every_worker_within_a_second(
     no_file_looks_complete(staging, files)
     kept = partials(staging)
     assert set(kept) == set(large)  # all were downloading at once; each stopped part-way
-    assert all(0 < n < len(large[rel]) for rel, n in kept.items()), kept
+    # each stopped part-way; on a busy machine one may not have had its first piece yet (an empty partial file)
+    assert all(0 <= n < len(large[rel]) for rel, n in kept.items()) and any(kept.values()), kept
     hub.log.clear()
     slow_large.enabled = False
     assert pull_registry(repo_id, dest, log=quiet).ok  # and the next pull continues each from its bytes
     ranges = {e["range"] for e in hub.log if e["server"] == "cdn" and e["method"] == "GET"}
-    assert {f"bytes={n}-" for n in kept.values()} <= ranges
+    assert {f"bytes={n}-" for n in kept.values() if n} <= ranges
     assert same_tree(dest, files)
 
 
