@@ -659,9 +659,6 @@ def base_identity_changes(
     return out
 
 
-_LFS_POINTER = b"version https://git-lfs.github.com/spec/v1\noid sha256:%s\nsize %d\n"
-
-
 def _blind_edit(repo: Any, file: Path, path: str, baseline: str) -> bool:
     """Whether ``file`` (``path`` in the work tree), which git's diffs do not look at, holds other bytes than its blob
     at ``baseline``: git's blob id of the file as ``git add`` would store it (``git hash-object``: its attributes'
@@ -678,12 +675,11 @@ def _blind_edit(repo: Any, file: Path, path: str, baseline: str) -> bool:
         return True
     if repo.git.hash_object("--", path).strip() == published:
         return False
-    digest, size = hashlib.sha256(), 0
-    with open(file, "rb") as f:
-        while chunk := f.read(1 << 20):
-            digest.update(chunk)
-            size += len(chunk)
-    pointer = _LFS_POINTER % (digest.hexdigest().encode(), size)
+    from .facts import sha256_file
+    from .lfs import LFS_VERSION_LINE
+
+    sha256, size = sha256_file(file)
+    pointer = b"%s\noid sha256:%s\nsize %d\n" % (LFS_VERSION_LINE, sha256.encode(), size)
     return git_blob_id(pointer, len(published)) != published
 
 
