@@ -35,13 +35,13 @@ from typing import TYPE_CHECKING, Any
 
 from .atomic import index_link_outside
 from .errors import RegistryError, UsageError
+from .layout import METHODS
 from .readme import recorded_num
 from .rules import RULES, Finding
 
 if TYPE_CHECKING:
     from .facts import FactsCache
 
-METHODS = ("state", "miss")
 METHOD_LABEL = {"state": "State", "miss": "MiSS"}
 DEFAULT_PROFILE = {"state": "g1k", "miss": "g1k-think"}
 DEFAULT_SAMPLING = "g1k-agent"

@@ -28,6 +28,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from .errors import UsageError
+from .layout import METHODS
 from .lineage import superseded
 from .rules import Finding, finding
 
@@ -688,7 +689,7 @@ def _placeholder(root: Path, rel: str) -> bool:
     the method folders (LAY003). It carries nothing, so GIT003 lets it be new under a closed base: a base
     older than one of its family, or two bases added before a commit, can be registered."""
     parts = rel.split("/")
-    if len(parts) != 3 or parts[1] not in ("state", "miss") or parts[2] != ".gitkeep":
+    if len(parts) != 3 or parts[1] not in METHODS or parts[2] != ".gitkeep":
         return False
     try:
         return (root / rel).stat().st_size == 0

@@ -24,6 +24,7 @@ from .atomic import TMP_PREFIX, Transaction, read_stamps, refuse_link, registry_
 from .errors import RefusedError, RegistryIOError, UsageError, os_error_hint
 from .facts import FactsCache, FileFacts, compute_facts, gather_facts, sha256_file, stat_key, stray_state_finding
 from .gitcheck import published_in
+from .layout import METHODS
 from .lineage import base_date, family_of, superseded
 from .readme import MARKERS as README_MARKERS
 from .readme import apply_bodies, render_bodies, skeleton, update_readme
@@ -717,7 +718,7 @@ def _base_warnings(root: Path, before: dict[str, Any], after: dict[str, Any]) ->
     if files_after.get(name) is not None:
         top = Path(os.path.realpath(root))
         for b in before["bases"]:
-            for method in ("state", "miss"):
+            for method in METHODS:
                 try:  # strings, not Paths: 640 train.json at 4,000 entries
                     dirs = sorted(
                         e.name

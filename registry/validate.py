@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 from .facts import FactsCache, FileFacts, gather_facts, sha256_file, stray_state_finding
 from .fsio import read_at_most
 from .jsonload import is_finite_number, is_integer
+from .layout import METHODS
 from .rules import MIS013_BY_BASE_EDIT, Finding, Severity, finding
 from .schemas import schema_digest
 from .sums import FORMS as SUMS_FORMS
@@ -136,12 +137,19 @@ def _file_kind(entry: os.DirEntry[str]) -> str:
 _REGISTRY_MARKERS = frozenset({"index.json", "README.md", SUMS_NAME, SIG_NAME})
 
 
+def _marks_a_registry(top: str) -> bool:
+    """Whether an entry named ``top`` at the root, of any kind, makes it a registry, damaged or not (a registry
+    file, or a file of an interrupted write): the one name test of :meth:`Validator.not_a_registry` and
+    :meth:`Validator.plainly_not_a_registry`, with :data:`METHODS` one level below."""
+    return top in _REGISTRY_MARKERS or top.startswith(".rwkv-registry")
+
+
 def _holds_a_method_directory(directory: str) -> bool:
     """Whether ``directory`` has an entry named ``state`` or ``miss``, of any kind (what makes a directory at the
     root a base directory for :meth:`Validator.not_a_registry`); False when it cannot be listed."""
     try:
         with os.scandir(directory) as entries:
-            return any(entry.name in ("state", "miss") for entry in entries)
+            return any(entry.name in METHODS for entry in entries)
     except OSError:
         return False
 
@@ -639,7 +647,7 @@ class Validator:
         seen = [*tree.files, *tree.dirs, *tree.special, *(f.path for f in self.findings)]  # LAY005: links out
         for rel in seen:
             top, _, below = rel.partition("/")
-            if top in _REGISTRY_MARKERS or top.startswith(".rwkv-registry") or below in ("state", "miss"):
+            if _marks_a_registry(top) or below in METHODS:
                 return False
         self.findings = [self.lay016(sorted({r.partition("/")[0] for r in seen}))]
         return True
@@ -659,7 +667,7 @@ class Validator:
                     name = entry.name
                     if name == ".git":
                         continue
-                    if name in _REGISTRY_MARKERS or name.startswith(".rwkv-registry"):
+                    if _marks_a_registry(name):
                         return None
                     try:
                         is_dir = entry.is_dir(follow_symlinks=False)
@@ -1197,9 +1205,9 @@ class Validator:
                 self.add(finding("LAY004", rel, _misplaced(parts)))
         for d in tree.dirs:
             parts = d.split("/")
-            if len(parts) == 3 and parts[1] in ("state", "miss") and not _VERSION_DIR.match(parts[2]):
+            if len(parts) == 3 and parts[1] in METHODS and not _VERSION_DIR.match(parts[2]):
                 self.add(finding("LAY004", d, f"data-version directory {parts[2]!r} must look like v1.41"))
-            elif len(parts) == 2 and parts[0] in self.bases and parts[1] not in ("state", "miss"):
+            elif len(parts) == 2 and parts[0] in self.bases and parts[1] not in METHODS:
                 self.add(finding("LAY004", d, "a base directory holds only state/ and miss/"))
         for d in tree.empty_dirs:
             self.add(finding("LAY011", d, "empty directory"))
@@ -1426,7 +1434,7 @@ class Validator:
                 version_dirs.setdefault("/".join(parts[:3]), []).append(e)
         for d in tree.dirs:
             parts = d.split("/")
-            if len(parts) == 3 and parts[0] in self.bases and parts[1] in ("state", "miss"):
+            if len(parts) == 3 and parts[0] in self.bases and parts[1] in METHODS:
                 version_dirs.setdefault(d, [])
         group_dirs: dict[str, set[str]] = {}  # data-version directory -> its group directories, for TRN004
         mis015 = {f.path for f in self.findings if f.code == "MIS015"}  # an index record that is wrong: no TRN008 echo
@@ -1823,8 +1831,8 @@ def _layout_ok(parts: list[str]) -> bool:
     """Is a file at registry-relative ``parts`` (under a base directory) in an allowed place?"""
     n = len(parts)
     if parts[-1] == ".gitkeep":
-        return n == 2 or (n == 3 and parts[1] in ("state", "miss"))
-    if n == 4 and parts[1] in ("state", "miss") and _VERSION_DIR.match(parts[2]):
+        return n == 2 or (n == 3 and parts[1] in METHODS)
+    if n == 4 and parts[1] in METHODS and _VERSION_DIR.match(parts[2]):
         if parts[3] == "train.json":
             return True
         return parts[1] == "state" and parts[3].endswith(WEIGHT_SUFFIXES) and bool(_NAME.match(parts[3]))
