@@ -148,23 +148,12 @@ def file_stamp(path: Path) -> Stamp:
 def _content_sha256(path: Path) -> str | None:
     """The sha256 of the regular file ``path`` (a link not followed, a FIFO not opened); None when it is none or
     cannot be read (then the stamp alone decides)."""
-    import hashlib
+    from .facts import sha256_file
 
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        return sha256_file(path, follow_symlinks=False)[0]
     except OSError:
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        h = hashlib.sha256()
-        while chunk := os.read(fd, 1 << 20):
-            h.update(chunk)
-        return h.hexdigest()
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def _seen(path: Path) -> Seen | None:

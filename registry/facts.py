@@ -60,13 +60,16 @@ class FileFacts:
         return [finding(f["code"], path, f["message"]) for f in self.findings]
 
 
-def sha256_file(path: str | os.PathLike[str], progress: Callable[[int], None] | None = None) -> tuple[str, int]:
-    """sha256 and size of a file of any size, streamed in 16 MiB chunks (``progress`` gets each length)."""
+def sha256_file(
+    path: str | os.PathLike[str], progress: Callable[[int], None] | None = None, *, follow_symlinks: bool = True
+) -> tuple[str, int]:
+    """sha256 and size of a regular file of any size, streamed in 16 MiB chunks (``progress`` gets each length);
+    ``follow_symlinks=False``: a link in its place is refused (see :func:`~rwkv_registry.fsio.open_regular`)."""
     from .fsio import open_regular
 
     h = hashlib.sha256()
     size = 0
-    with open_regular(path) as f:  # a FIFO would block
+    with open_regular(path, follow_symlinks=follow_symlinks) as f:  # a FIFO would block
         # read(n) allocates n bytes first: a file under 16 MiB is read in pieces of its own size (at least 64 KiB,
         # for a file that grows or says 0), not 16 MiB for each of the 640 small train.json a write hashes
         step = min(16 << 20, max(os.fstat(f.fileno()).st_size + 1, 1 << 16))

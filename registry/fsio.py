@@ -13,11 +13,14 @@ from typing import BinaryIO
 __all__ = ["open_regular", "read_at_most"]
 
 
-def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
+def open_regular(path: str | os.PathLike[str], *, follow_symlinks: bool = True) -> BinaryIO:
     """``open(path, "rb")`` of a regular file only. A FIFO would block the open (and a device the reads) until
-    another process writes; it is refused at once with ``OSError(EINVAL, "not a regular file")`` instead."""
+    another process writes; it is refused at once with ``OSError(EINVAL, "not a regular file")`` instead. With
+    ``follow_symlinks=False`` a link in place of the file is refused too (``OSError(ELOOP)``, where the system has
+    ``O_NOFOLLOW``)."""
     nonblock = getattr(os, "O_NONBLOCK", 0)
-    fd = os.open(path, os.O_RDONLY | nonblock | getattr(os, "O_BINARY", 0))
+    nofollow = 0 if follow_symlinks else getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, os.O_RDONLY | nonblock | nofollow | getattr(os, "O_BINARY", 0))
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, "not a regular file", os.fspath(path))

@@ -57,3 +57,42 @@ def test_open_regular_closes_what_it_refuses(tmp_path: Path) -> None:
             with pytest.raises(OSError):
                 open_regular(target)
     assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_open_regular_without_following_links_refuses_a_link_and_reads_the_file(tmp_path: Path) -> None:
+    """``follow_symlinks=False`` (the stale-read check's content hash): a link in place of the file is refused
+    (ELOOP), the file itself read as before; the default still follows the link."""
+    from rwkv_registry.fsio import open_regular
+
+    target = tmp_path / "index.json"
+    target.write_bytes(b"{}")
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    with pytest.raises(OSError) as e:
+        open_regular(link, follow_symlinks=False)
+    assert e.value.errno == errno.ELOOP
+    with open_regular(target, follow_symlinks=False) as f:
+        assert f.read() == b"{}"
+    with open_regular(link) as f:
+        assert f.read() == b"{}"
+
+
+def test_the_stale_read_hash_is_sha256_file_of_a_regular_file_only(tmp_path: Path) -> None:
+    """atomic._content_sha256 is facts.sha256_file without following a link: the same hash for a file (also one
+    larger than a read step), None for a link, a FIFO (not opened: it would block), a directory or no file."""
+    import hashlib
+
+    from rwkv_registry.atomic import _content_sha256
+    from rwkv_registry.facts import sha256_file
+
+    data = os.urandom((1 << 20) + 3)
+    p = tmp_path / "README.md"
+    p.write_bytes(data)
+    assert _content_sha256(p) == sha256_file(p)[0] == hashlib.sha256(data).hexdigest()
+    link = tmp_path / "link.md"
+    link.symlink_to(p)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    assert sha256_file(link)[0] == hashlib.sha256(data).hexdigest()
+    for other in (link, fifo, tmp_path, tmp_path / "absent"):
+        assert _content_sha256(other) is None, other
