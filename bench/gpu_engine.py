@@ -42,7 +42,8 @@ In order (each part is saved to ``--out`` as soon as it is done, so a timeout ke
 A missing ``rwkv`` or ``fla`` (or a failed CUDA build) gives a row marked "not available" with the
 reason. The parts run in a child process that :func:`supervise` watches: a part that hangs inside a
 CUDA call (which SIGALRM cannot interrupt) or crashes costs its own figure and a restart of the
-child, which replays the finished parts and goes on after it. The places that depend on the
+child, which replays the finished parts and goes on after it (a crash in building the weights or the
+model, which every model figure needs, is first tried once more). The places that depend on the
 model's API are the functions marked ``ADAPTER``.
 """
 
@@ -1167,7 +1168,8 @@ class Run:
         Python only with the call: under :func:`supervise` the supervisor kills this process
         ``HANG_GRACE_S`` after the part's limit (or the deadline), records the part as timed out and
         starts the run again, which replays the finished parts (``replay=False``: run again, for
-        parts whose value is not data, such as the weights and the model)."""
+        parts whose value is not data, such as the weights and the model; the supervisor also runs such a
+        part once more after a crash in it before it counts it lost)."""
         if os.environ.get(TEST_HANG_ENV) == name:  # tests only (once: after the restart it is in self.hung)
             self.part(TEST_HANG_PART, _hang_in_native_code, share=0.0)
         if os.environ.get(TEST_DIE_ENV) == name:  # tests only, likewise
@@ -1191,7 +1193,9 @@ class Run:
         # the caller stores a part's value in the results after the part saved them: save again now, so
         # that a child that dies or hangs in this part leaves the previous part's figure in the JSON too
         self.save()
-        self._heartbeat(name, limit)
+        self._heartbeat(name, limit, retry=not replay)
+        if os.environ.get(TEST_DIE_IN_ENV) == name and self._test_death_due():  # tests only
+            _die_in_native_code()
         try:
             with _alarm(limit):
                 value = fn()
@@ -1225,13 +1229,26 @@ class Run:
         self.results.setdefault("part_seconds", {})[name] = seconds
         self.save()
 
-    def _heartbeat(self, name: str | None, limit: float | None) -> None:
-        """Tell the supervisor which part runs now and its limit in seconds (None: the deadline)."""
+    def _heartbeat(self, name: str | None, limit: float | None, retry: bool = False) -> None:
+        """Tell the supervisor which part runs now, its limit in seconds (None: the deadline) and whether a crash in
+        it is worth one more try (``retry``: a part the later ones need, see :func:`supervise`)."""
         if self.child_dir is None:
             return
         self._seq += 1
         self._beat = f"{os.getpid()}-{self._seq}"
-        _write_json(self.child_dir / "part.json", {"seq": self._beat, "name": name, "limit": limit})
+        _write_json(self.child_dir / "part.json", {"seq": self._beat, "name": name, "limit": limit, "retry": retry})
+
+    def _test_death_due(self) -> bool:
+        """Tests only: whether this run of the ``TEST_DIE_IN_ENV`` part dies, ``TEST_DIE_IN_TIMES_ENV`` times in all
+        (default once), counted across restarts in the child folder."""
+        if self.child_dir is None:
+            return True
+        count = self.child_dir / "test_deaths"
+        died = len(count.read_text()) if count.exists() else 0
+        if died >= int(os.environ.get(TEST_DIE_IN_TIMES_ENV, "1")):
+            return False
+        _write_text(count, "x" * (died + 1))
+        return True
 
 
 class PartTimeout(Exception):
@@ -1248,6 +1265,10 @@ TEST_HANG_PART = "test: a part that never returns"
 TEST_DIE_ENV = "GPU_ENGINE_TEST_DIE_BEFORE"
 TEST_DIE_PART = "test: a part whose process dies"
 TEST_DIE_AFTER_ENV = "GPU_ENGINE_TEST_DIE_AFTER"
+# Tests only: the name of a part inside which the process dies (SIGKILL once its heartbeat is written), the
+# number of times given by the second variable (default 1), counted across restarts.
+TEST_DIE_IN_ENV = "GPU_ENGINE_TEST_DIE_IN"
+TEST_DIE_IN_TIMES_ENV = "GPU_ENGINE_TEST_DIE_IN_TIMES"
 HANG_GRACE_S = 15.0  # how long after its limit the supervisor waits for a part before killing the run
 MAX_RESTARTS = 4
 # The exit status of the script (the supervisor's; see supervise): EXIT_OK, the child's own 1 (an error
@@ -1435,8 +1456,9 @@ def supervise(argv: list[str], args: argparse.Namespace) -> int:
     interrupt) or past the deadline is recorded as timed out, the child is killed with what it
     started, and a new child goes on after that part, replaying the finished ones (see
     :class:`Run`): one hung part costs its own figure and a restart, not every later figure. A child
-    that dies inside a part (a crash in native code, SIGKILL) loses that part alike; one killed by a
-    signal between parts loses none, and is restarted too. The whole stays within ``--time-limit``.
+    that dies inside a part (a crash in native code, SIGKILL) loses that part alike, unless the part is one
+    the later parts need (``replay=False``: the weights, the model), which is run once more first; one killed
+    by a signal between parts loses none, and is restarted too. The whole stays within ``--time-limit``.
     SIGTERM (``timeout`` in bench/h200.sh) is passed on to the child, which saves and kills its workers.
 
     The exit status: ``EXIT_OK`` (0) when the child ran to its end (a lost part is named under
@@ -1453,6 +1475,7 @@ def supervise(argv: list[str], args: argparse.Namespace) -> int:
     child_dir = Path(tempfile.mkdtemp(prefix="gpu_engine_run_"))
     hung: dict[str, str] = {}
     hung_seconds: dict[str, float] = {}
+    retried: set[str] = set()  # the parts run once more after the child died in them
     proc: subprocess.Popen[Any] | None = None
     stopped: str | None = None  # why the run ended early, for the results' "interrupted"
     try:
@@ -1471,9 +1494,21 @@ def supervise(argv: list[str], args: argparse.Namespace) -> int:
                 death = _death(rc)
                 if lost is None:  # killed between parts: nothing is lost, the restart replays them all
                     print(f"[gpu_engine] the run {death} between parts; restarting it", file=sys.stderr, flush=True)
+                elif _lost_part_retries(child_dir) and lost not in retried:
+                    # a part the later ones need (the weights, the model): one crash in it (a sticky CUDA error
+                    # surfacing there, a process killed for memory) must not cost every figure after it
+                    retried.add(lost)
+                    print(
+                        f"[gpu_engine] {lost}: the process {death} in it; running it once more (the parts after it "
+                        "need it)",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                    lost = None
                 else:  # it died inside a part (a crash in native code): that part is lost, not the rest
                     name, seconds = lost, 0.0
-                    why = f"the process {death} in it; the run was restarted after it"
+                    again = " (also when run once more)" if lost in retried else ""
+                    why = f"the process {death} in it{again}; the run was restarted after it"
             else:
                 name, seconds = stuck
                 death = "hung"
@@ -1547,6 +1582,12 @@ def _lost_part(child_dir: Path) -> str | None:
     if _finished_parts(child_dir).get(str(name)) == str(beat.get("seq")):
         return None
     return str(name)
+
+
+def _lost_part_retries(child_dir: Path) -> bool:
+    """Whether the part the child died in (:func:`_lost_part`) asked for one more try (``replay=False``: the
+    weights, the model, the weights' file for ``rwkv``, which the parts after it need)."""
+    return _read_json(child_dir / "part.json").get("retry") is True
 
 
 def settle_results(out: Path, hung: dict[str, str], stopped: str | None) -> None:

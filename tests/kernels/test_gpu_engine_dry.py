@@ -528,10 +528,10 @@ def test_a_part_saved_just_before_a_crash_is_kept_not_lost(tmp_path: Path, monke
 
     real_heartbeat = engine.Run._heartbeat
 
-    def dies_before_clearing(self: object, name: str | None, limit: float | None) -> None:
+    def dies_before_clearing(self: object, name: str | None, limit: float | None, retry: bool = False) -> None:
         if name is None:
             raise Killed  # the process ends here: done.json written, part.json not yet cleared
-        real_heartbeat(self, name, limit)
+        real_heartbeat(self, name, limit, retry)
 
     monkeypatch.setattr(engine.Run, "_heartbeat", dies_before_clearing)
     with pytest.raises(Killed):
@@ -556,15 +556,15 @@ def test_a_part_saved_just_before_a_crash_is_kept_not_lost(tmp_path: Path, monke
 
 
 def _supervise_in_process(
-    engine: ModuleType, out: Path, monkeypatch: pytest.MonkeyPatch, **env: str
+    engine: ModuleType, out: Path, monkeypatch: pytest.MonkeyPatch, restarts: int = 0, **env: str
 ) -> tuple[int, dict[str, object]]:
     """engine.supervise on a --dry-run with --skip-rwkv --skip-fla --skip-compile, in this process (its
-    SIGTERM handlers left out), with no restart allowed; the exit status and the results."""
+    SIGTERM handlers left out), with ``restarts`` restarts allowed; the exit status and the results."""
     argv = ["--dry-run", "--skip-rwkv", "--skip-fla", "--skip-compile", "--out", str(out), "--time-limit", "240"]
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     monkeypatch.setattr(engine, "install_interrupt_handlers", lambda: None)
-    monkeypatch.setattr(engine, "MAX_RESTARTS", 0)
+    monkeypatch.setattr(engine, "MAX_RESTARTS", restarts)
     rc = engine.supervise(argv, SimpleNamespace(out=out, time_limit=240.0))
     return rc, json.loads(out.read_text())
 
@@ -603,6 +603,57 @@ def test_giving_up_after_a_part_died_names_it_in_json_and_table(
     md = out.with_suffix(".md").read_text()
     assert md == results["table"] == engine.table(results)
     assert die in md and "| the run stopped early |" in md
+
+
+@pytest.mark.slow
+def test_a_crash_while_the_weights_are_built_is_tried_once_more_not_every_model_figure_lost(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A child that died inside "random weights" (or "build model") had that part recorded as lost, and the
+    restarted child then skipped every model figure (prefill, decode, MiSS, logits) for want of weights. Such a
+    part, which the later ones need, is now run once more after one crash: every figure is measured."""
+    engine = _load()
+    out = tmp_path / "r.json"
+    rc, results = _supervise_in_process(engine, out, monkeypatch, restarts=1, GPU_ENGINE_TEST_DIE_IN="random weights")
+    assert rc == engine.EXIT_OK, capfd.readouterr().err[-3000:]
+    assert "random weights: the process was killed by SIGKILL in it; running it once more" in capfd.readouterr().err
+    assert "hung_parts" not in results and "interrupted" not in results
+    ours = results["ours"]
+    assert isinstance(ours, dict) and "error" not in ours
+    assert all(d["tok_s"] > 0 for d in ours["prefill"].values())
+    assert all("error" not in d and d["tok_s"] > 0 for d in ours["decode"].values())
+    assert out.with_suffix(".md").read_text() == results["table"]
+
+
+@pytest.mark.slow
+def test_a_part_the_others_need_that_crashes_twice_is_lost_once_and_the_rest_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tried once more, not for ever: a model build that crashes every time is recorded lost after its second
+    crash (one restart for the retry, one after it), the model figures say why, the op figures are measured;
+    a part that is data (the matmul rate) is not tried again: one crash loses it."""
+    engine = _load()
+    out = tmp_path / "r.json"
+    rc, results = _supervise_in_process(
+        engine, out, monkeypatch, restarts=2, GPU_ENGINE_TEST_DIE_IN="build model", GPU_ENGINE_TEST_DIE_IN_TIMES="9"
+    )
+    assert rc == engine.EXIT_OK
+    why = "the process was killed by SIGKILL in it (also when run once more); the run was restarted after it"
+    assert results["hung_parts"] == {"build model": why}
+    ours = results["ours"]
+    assert isinstance(ours, dict) and why in ours["error"]
+    assert "prefill" not in ours and "error" not in ours["op_sweep"]
+    assert "| parts that hung or crashed (the run went on without each) | build model |" in results["table"]
+    assert out.with_suffix(".md").read_text() == results["table"]
+
+    rc, results = _supervise_in_process(
+        engine, tmp_path / "m.json", monkeypatch, restarts=1, GPU_ENGINE_TEST_DIE_IN="matmul"
+    )
+    assert rc == engine.EXIT_OK
+    assert results["hung_parts"] == {
+        "matmul": "the process was killed by SIGKILL in it; the run was restarted after it"
+    }
+    assert isinstance(results["copy"], dict) and results["copy"]["GB_per_s"] > 0
 
 
 @pytest.mark.slow
