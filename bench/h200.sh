@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every GPU check and benchmark of the project in one device call, within one command's limit.
 #
+#   python bench/wheels.py             # first, where pip reaches PyPI: the wheels into .whl/, checked
 #   bash bench/h200.sh                 # on the GPU machine, from the checkout (.whl carried along)
 #   STEPS=engine BUDGET=590 bash bench/h200.sh      # one step with the whole call (then, in a second
 #   STEPS="tests smoke" bash bench/h200.sh          # call within the machine's idle time, the others)
@@ -64,6 +65,7 @@ for name in ("torch", "triton"):
         print(name, "not importable:", type(exc).__name__, exc, end=" ")
 print()'
 note "python: $(timeout 60 "$PY" -c "$probe" 2>&1 | tail -1)"
+note "wheels: $(timeout 10 "$PY" bench/wheels.py --check 2>&1 | tr '\n' ' ')"  # each missing one named
 
 [[ $STEPS == *" smoke "* ]] || SMOKE_S=0
 if [[ $STEPS == *" tests "* ]]; then
