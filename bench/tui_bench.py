@@ -14,6 +14,9 @@ live validation hashes every file in the background while these actions are time
   then ``escape``;
 - ``cursor``: on the first entry of the biggest data version, ``down`` 50 times (the details of each entry
   are read in a worker, as the user moves);
+- ``pilot_floor``: then as many presses of ``f24``, which nothing binds: the Pilot's own cost of 50 presses (each
+  waits at least twice 20 ms for the process to go idle, ``textual._wait.wait_for_idle``), which ``cursor``
+  includes; ``cursor`` minus this is the browser's share;
 - ``validation``: from the first frame to the first validation's report (the files are hashed meanwhile).
 
 Each action reports its wall time, the CPU time of the UI thread (``time.thread_time()`` in the event loop's
@@ -65,7 +68,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from crash import machine  # one machine description for every benchmark's figures
 from tui_startup import build
 
-ACTIONS = ("startup", "filter", "clear", "palette", "palette_search", "cursor", "validation")
+ACTIONS = ("startup", "filter", "clear", "palette", "palette_search", "cursor", "pilot_floor", "validation")
 FILTER_TERM = "data:v2.3"
 PALETTE_TERM = "g3-v2"
 CURSOR_MOVES = 50
@@ -181,6 +184,12 @@ async def main():
         await until(pilot, lambda: main.current == tree.cursor_node.data)
         await pilot.pause()
         clock.stop("cursor")
+
+        clock.start()  # the Pilot's own cost of as many presses: a key nothing binds (each press waits for idle twice)
+        for _ in range(MOVES):
+            await pilot.press("f24")
+        await pilot.pause()
+        clock.stop("pilot_floor")
 
         clock.t, clock.cpu, clock.ui, clock.busy = painted, None, None, True
         if WAIT_REPORT:
