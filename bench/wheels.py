@@ -1,7 +1,7 @@
 """Fetch the wheels the GPU machine lacks into ``.whl/`` and check them, before the one device call.
 
     python bench/wheels.py              # pip download (no dependencies, binaries only) into .whl/, then --check
-    python bench/wheels.py --check      # only check the folder: every wheel below there, readable, one version each
+    python bench/wheels.py --check      # only check: each listed wheel there, readable, one version each
 
 The H200 machine has torch 2.11, triton 3.6 and Python 3.12 but no network (docs/kernels.md): ``bench/h200.sh``
 unpacks what ``--wheels .whl`` brings (``bench/checkout.py``), and the device tool carries ``.whl`` with the run
