@@ -15,7 +15,6 @@ checkout and the wheels together pass the device tool's 64 MiB.
 from __future__ import annotations
 
 import argparse
-import re
 import subprocess
 import sys
 import zipfile
@@ -52,11 +51,6 @@ WHEELS = (
 )
 
 
-def _normal(name: str) -> str:
-    """A distribution name as wheel files spell it (PEP 427: runs of ``-_.`` become ``_``, lower case)."""
-    return re.sub(r"[-_.]+", "_", name).lower()
-
-
 def download(dest: Path) -> int:
     """``pip download`` every wheel of :data:`WHEELS` into ``dest``; pip's exit status (0: all fetched)."""
     dest.mkdir(parents=True, exist_ok=True)
@@ -76,20 +70,25 @@ def problems(folder: Path, tree_bytes: int) -> list[str]:
     """What is wrong with ``folder`` as the wheels of :data:`WHEELS` (empty: nothing)."""
     if not folder.is_dir():
         return [f"{folder}: no such folder; fix: python bench/wheels.py (fetches the wheels into it)"]
-    found: dict[str, list[Path]] = {}
+    from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+
+    found: dict[str, list[tuple[Path, str, set[str]]]] = {}  # name -> (file, version, interpreter tags)
     for path in sorted(folder.glob("*.whl")):
-        found.setdefault(path.name.split("-", 1)[0].lower(), []).append(path)
+        try:
+            name, version, _, tags = parse_wheel_filename(path.name)
+        except InvalidWheelFilename:
+            continue  # not a wheel's name: checkout.unpack_wheels skips it too
+        found.setdefault(name, []).append((path, str(version), {t.interpreter for t in tags}))
     out = []
     for w in WHEELS:
-        key = _normal(w.name)
-        paths = found.pop(key, [])
-        versions = sorted({p.name.split("-")[1] for p in paths})
+        wheels = found.get(canonicalize_name(w.name), [])
+        versions = sorted({version for _, version, _ in wheels})
         if len(versions) > 1:
             out.append(
                 f"{folder}: {w.name} is there in {len(versions)} versions ({', '.join(versions)}), unpacked over "
                 f"each other; fix: keep {w.version} only"
             )
-        mine = [p for p in paths if p.name.split("-")[1] == w.version]
+        mine = [(path, tags) for path, version, tags in wheels if version == w.version]
         if not mine:
             seen = f" (there: {', '.join(versions)})" if versions else ""
             out.append(f"{folder}: no {w.name} {w.version} wheel{seen}, {w.why}; fix: python bench/wheels.py")
@@ -97,11 +96,11 @@ def problems(folder: Path, tree_bytes: int) -> list[str]:
         if w.compiled:
             for python in PYTHONS:
                 tag = "cp" + python.replace(".", "")
-                if not any(f"-{tag}-" in p.name for p in mine):
+                if not any(tag in tags for _, tags in mine):
                     out.append(
                         f"{folder}: no {w.name} {w.version} wheel for Python {python}; fix: python bench/wheels.py"
                     )
-        for p in mine:
+        for p, _ in mine:
             try:
                 with zipfile.ZipFile(p) as zf:
                     bad = zf.testzip()
