@@ -1,4 +1,4 @@
-"""Crash safety: SIGKILL `init`, `add-base`, `add` and `sums` at many points; check the registry after each.
+"""Crash safety: SIGKILL `init`, `add-base`, `add`, `sums` and `score` at many points; check the registry after each.
 
 Each kill runs the real command line (``python -m rwkv_registry.cli``) on a fresh copy of a
 "before" registry and kills it either at a named fault point (``RWKV_REGISTRY_FAULT``, see
@@ -129,6 +129,11 @@ def _prepare_add_miss(work: Path) -> None:
     (work / "in" / "train.json").write_text(json.dumps(miss_train("v3", groups=("r4-a",))))
 
 
+def _score_args(work: Path) -> list[str]:
+    return ["score", str(work / "reg"), TINY_BASE, "--benchmark", "exam", "--date", "2026-10-16", "--score", "21.4",
+            "--runs", "2", "--note", "base alone"]  # fmt: skip
+
+
 def _prepare_sums(work: Path) -> None:
     _registry(work)
     (work / "reg" / "LICENSE").write_text("MIT License\n")  # SHA256SUMS is now stale
@@ -145,9 +150,10 @@ SCENARIOS: dict[str, Scenario] = {
                  lambda w: ["add", str(w / "reg"), str(w / "in" / "adapter-final.pth"), "--base", TINY_BASE,
                             "--data-version", "v3", "--group", "r4-a", "--train", str(w / "in" / "train.json")]),
         Scenario("sums", _prepare_sums, lambda w: ["sums", str(w / "reg")]),
+        Scenario("score", _registry, _score_args),
     ]
 }  # fmt: skip
-COMMAND_OF = {"init": "init", "add-base": "add-base", "add": "add", "add-miss": "add", "sums": "sums"}
+COMMAND_OF = {"init": "init", "add-base": "add-base", "add": "add", "add-miss": "add", "sums": "sums", "score": "score"}
 
 
 # --- one kill ----------------------------------------------------------------------------------------------

@@ -656,6 +656,71 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("b", metavar="B.json", help="the candidate, in either form; wins and losses are B's")
     sp.add_argument("--format", **fmt)
 
+    sp = cmd(
+        "score",
+        _lazy("rwkv_registry.scoring:cmd_score"),
+        "record a benchmark result of an entry, a base alone or a weight never uploaded",
+    )
+    sp.formatter_class = argparse.RawDescriptionHelpFormatter  # the example stays one line
+    sp.epilog = (
+        "The score goes to index.json, the README's tables and SHA256SUMS in one atomic\n"
+        "write. Figures that validate would find inconsistent (IDX008, IDX009, IDX013,\n"
+        "IDX014, IDX017, IDX020) are refused and nothing is written (docs/scores.md).\n\n"
+        "example (seed 000: MiSS v2.1 r16 lr2e-5, two runs averaged, against v2.0):\n  "
+        "rwkv-registry score . v21-lr2e-5-e2 --benchmark exam --date 2026-10-17 --solved 296.5 --total 568 "
+        '--score 52.2 --runs 2 --backend "App harness; inference backend of 2026-10-17" --against v20-r16-lr3e-5 '
+        "--wins 95 --losses 54 --p-value 0.001 --report docs/evaluations/exam-v21-20261017"
+    )
+    sp.add_argument("path", help="registry root")
+    sp.add_argument(
+        "target",
+        metavar="TARGET",
+        help="an entry id (or its file's path), a base name (the base alone) or an unpublished weight's id",
+    )
+    g = sp.add_argument_group("the run")
+    g.add_argument("--benchmark", metavar="NAME", help="e.g. exam (default: the result file's)")
+    g.add_argument("--date", metavar="YYYY-MM-DD", help="the day it was run (default: the result file's)")
+    g.add_argument("--backend", metavar="TEXT", help="harness and inference backend it was measured with")
+    g.add_argument("--report", metavar="PATH|URL", help="where the full report lives")
+    g.add_argument("--note", metavar="TEXT", help="a remark for the README's table")
+    g.add_argument(
+        "--content-version",
+        metavar="HEX",
+        help="MiSS: the content_version the server answered when the adapter was registered for the run",
+    )
+    g = sp.add_argument_group("the result: per-question files, or figures")
+    g.add_argument(
+        "--results",
+        action="append",
+        metavar="FILE",
+        help="per-question results (the format `compare` reads); one file per run, averaged (repeatable)",
+    )
+    g.add_argument("--score", metavar="X", help="the headline (default: computed; a percentage to 1 decimal)")
+    g.add_argument("--unit", choices=["percent", "points"], default="percent", help="(default: %(default)s)")
+    g.add_argument("--solved", metavar="N", help="questions solved (a mean over runs may be fractional: 296.5)")
+    g.add_argument("--total", type=int, metavar="N", help="questions asked")
+    g.add_argument("--runs", type=int, metavar="N", help="how many runs were averaged")
+    g.add_argument("--run-scores", metavar="X,Y,…", help="each run's headline, in run order")
+    g.add_argument("--category", action="append", metavar="NAME=SOLVED/TOTAL", help="a category's result (repeatable)")
+    g = sp.add_argument_group("paired comparison (the exact McNemar test of `compare`)")
+    g.add_argument("--against", metavar="ID", help="the entry, unpublished weight or base compared with")
+    g.add_argument(
+        "--against-results",
+        action="append",
+        metavar="FILE",
+        help="its per-question results of the same run, one file per run (repeatable); needs --results",
+    )
+    g.add_argument("--wins", type=int, metavar="N", help="without files: questions only this weight solved")
+    g.add_argument("--losses", type=int, metavar="N", help="without files: questions only the other one solved")
+    g.add_argument("--p-value", metavar="P", help="as reported (default: the exact test's, to 3 digits)")
+    sp.add_argument("--replace", action="store_true", help="replace the score of the same benchmark, date and backend")
+    g = sp.add_argument_group("a weight never uploaded")
+    g.add_argument("--new-unpublished", action="store_true", help="create TARGET as an unpublished weight")
+    g.add_argument("--base", metavar="NAME", help="the base it was trained on")
+    g.add_argument("--method", choices=["state", "miss"], help="how it was trained")
+    g.add_argument("--data-version", metavar="V", help="its training data's version, e.g. v2.0")
+    g.add_argument("--description", metavar="TEXT", help="one line for the README")
+
     sp = cmd("keygen", _lazy("rwkv_registry.signing:cmd_keygen"), "create an Ed25519 signing key pair")
     sp.add_argument("key", metavar="KEY", help="private key file to create (mode 0600); KEY.pub beside it")
     sp.add_argument("--comment", default="", help="a note written after the key in KEY.pub")
@@ -794,6 +859,7 @@ _COMMITTED = {
     "sums": "SHA256SUMS was written",
     "readme": "README.md was updated",
     "smoke": "the smoke record was appended to index.json",
+    "score": "the score is recorded",
 }
 _WRITERS = {*_COMMITTED, "sign", "demo"}
 

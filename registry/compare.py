@@ -214,10 +214,16 @@ def compare(a: Results, b: Results) -> Comparison:
 
 
 def load(path: str) -> Results:
+    return results_from_json(load_json(path), path)
+
+
+def load_json(path: str) -> Any:
+    """A result file or smoke report parsed by the strict loader (not yet checked: :func:`results_from_json`); what
+    the loader refuses is a :class:`UsageError` naming the file. ``score`` reads the file's benchmark and date too."""
     from .jsonload import JsonLoadError, load_json_file
 
     try:
-        return results_from_json(load_json_file(path), path)
+        return load_json_file(path)
     except JsonLoadError as e:  # its message already names the file
         raise UsageError(
             e.message,

@@ -340,6 +340,14 @@ _RULES: tuple[Rule, ...] = (
         "/v1/adapters); a pre-release of 1.8.1 is older. Fix the version in index.json's registry.server, e.g. "
         '"rwkv_lightning >= v1.8.1 (State upload, /v1/adapters)".',
     ),
+    Rule(
+        "IDX020",
+        W,
+        "two scores of one weight on the same benchmark, date and backend",
+        "One run of a benchmark is one score: merge the two into one (their mean as `score`, each run in "
+        "`run_scores`, `runs` their count), or record the backend that differs; `rwkv-registry score --replace` "
+        "replaces a score recorded wrong (docs/scores.md).",
+    ),
     # --- hashes ---------------------------------------------------------------------
     Rule(
         "HSH001",

@@ -975,7 +975,8 @@ class Validator:
 
     def check_scores(self, index: dict[str, Any], only: Callable[[dict[str, Any]], bool] | None = None) -> None:
         """IDX008 (solved <= total, run scores, steps, comparison targets), IDX009 (p-values), IDX013 (score
-        arithmetic), IDX014 (paired comparison against another run), IDX017 (the adapter a score measured).
+        arithmetic), IDX014 (paired comparison against another run), IDX017 (the adapter a score measured), IDX020
+        (two scores of one run).
         ``only``: check just the bases, entries and
         unpublished weights it accepts (``add``: the new entry, and those compared against it)."""
         from .compare import mcnemar_exact
@@ -1000,6 +1001,7 @@ class Validator:
             step, total_steps = item.get("step"), item.get("total_steps")
             if is_integer(step) and is_integer(total_steps) and step > total_steps:
                 self.add(finding("IDX008", "index.json", f"{who}: step {step} is beyond total_steps {total_steps}"))
+            runs: set[tuple[str, ...]] = set()
             for sc in item.get("scores") or [] if isinstance(item.get("scores"), list) else []:
                 if isinstance(sc, dict):
                     where = f"{who}, {sc.get('benchmark')} {sc.get('date')}"
@@ -1007,6 +1009,10 @@ class Validator:
                     self.check_score_version(where, sc, item)
                     self.check_score_sums(where, sc)
                     self.check_comparison_run(where, sc, by_id)
+                    if score_run(sc) in runs:
+                        backend = sc.get("backend") or "backend not recorded"
+                        self.add(finding("IDX020", "index.json", f"{where}: a second score of that run ({backend})"))
+                    runs.add(score_run(sc))
 
     def check_score_version(self, who: str, sc: dict[str, Any], item: dict[str, Any]) -> None:
         """IDX017: the content_version the server registered when a score was measured (seed 000: "三个版本号与
@@ -1733,8 +1739,15 @@ def bases_findings(bases: list[dict[str, Any]]) -> list[Finding]:
     return v.findings
 
 
+def score_run(sc: dict[str, Any]) -> tuple[str, ...]:
+    """The run a score is of: its benchmark, date and backend (IDX020: one score per run of a weight; IDX014
+    pairs a comparison with the other weight's score of the same run). Values of a wrong type (SCH002) are
+    their ``repr``, so that the key is always hashable."""
+    return tuple(v if isinstance(v, str) else repr(v) for v in (sc.get("benchmark"), sc.get("date"), sc.get("backend")))
+
+
 def score_findings(index: dict[str, Any], only: Callable[[dict[str, Any]], bool]) -> list[Finding]:
-    """The score rules (IDX008, IDX009, IDX013, IDX014, IDX017) on the bases, entries and unpublished weights of
+    """The score rules (IDX008, IDX009, IDX013, IDX014, IDX017, IDX020) on the bases, entries and unpublished weights of
     ``index`` (one that follows its schema, as ``add`` holds) that ``only`` accepts, as ``validate`` gives them."""
     v = Validator(Path("."), use_cache=False, since=None)  # no tree walked: only the score rules run
     v.bases = {b["name"]: b for b in index["bases"]}

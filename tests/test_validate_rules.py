@@ -470,6 +470,7 @@ CASES: dict[str, Callable[..., None]] = {
     "IDX017": _entry(MISS_A, lambda e: _set(e, "scores", [_score(content_version="5" * 64)])),
     "IDX018": lambda r: edit_index(r, lambda i: i["bases"][0]["architecture"].update(vocab_size=50277)),
     "IDX019": lambda r: edit_index(r, lambda i: i["registry"].update(server="rwkv_lightning v1.8.1-rc1")),
+    "IDX020": _entry(MISS_A, lambda e: _set(e, "scores", [_score(), _score(score=52.3, solved=297.0)])),
     "TRN011": lambda r: _total_steps_against_train(r),
     "PRF001": _entry(MISS_A, lambda e: _set(e, "profile", "g1k")),
     "PRF002": _entry(STATE, lambda e: _set(e, "profile", "g1k-think")),
@@ -628,6 +629,15 @@ def test_score_checks_pass_consistent_numbers(reg: Path) -> None:
 )
 def test_score_inconsistencies_are_idx008(reg: Path, edit: dict[str, Any]) -> None:
     assert "IDX008" in _scores_of(reg, _score(**edit))
+
+
+def test_idx020_is_two_scores_of_one_run_only(reg: Path) -> None:
+    """The same benchmark on another day or backend is another run: no IDX020; the same run twice is one."""
+    other_day, other_backend = _score(date="2026-10-16"), _score(backend="App harness; backend of 2026-10-17")
+    assert "IDX020" not in _scores_of(reg, _score(), other_day, other_backend)
+    _scores_of(reg, _score(), other_backend, _score(score=52.3, solved=297.0))
+    found = [f.message for f in validate_registry(reg, use_cache=False).findings if f.code == "IDX020"]
+    assert found == ["entry 'v2-r4-a', exam 2026-10-17: a second score of that run (backend not recorded)"]
 
 
 @pytest.mark.parametrize(("below", "bad"), [("v2-r4-a", False), ("nobody", True), ("s1", True)])
