@@ -20,6 +20,7 @@ from typing import Any, NoReturn
 
 from . import __version__
 from .errors import RegistryError, UsageError
+from .sampling import DEFAULT_SAMPLING, SAMPLING_PRESETS
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -541,9 +542,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sp.add_argument(
         "--sampling",
-        default="g1k-agent",
-        choices=["g1k-agent"],
-        help="sampling preset: g1k-agent, the only one the agent's rwkv-cli knows (docs/profiles.md; the default)",
+        default=DEFAULT_SAMPLING,
+        metavar="PRESET",
+        help=f"sampling preset of RWKV-Agent's presets.go: {', '.join(SAMPLING_PRESETS)} (docs/profiles.md; "
+        "default: %(default)s)",
     )
     sp.add_argument("--description", help="one line for the README table")
 

@@ -461,7 +461,7 @@ def test_thinking_side_jobs_stop_where_docs_say_and_score_after_the_thinking(res
     tok = get_tokenizer()
     for i, (call, loss) in enumerate(zip(calls, losses, strict=True)):
         thought = side.thinking[i].text
-        assert tok.decode(call.suffix).endswith("Assistant: <think>" + thought + '</think> ```json\n{"name":"')
+        assert tok.decode(call.suffix).endswith("Assistant: <think" + thought + '</think> ```json\n{"name":"')
         assert (loss.prefix, loss.suffix) == (call.prefix, call.suffix)
 
 
