@@ -186,8 +186,8 @@ class _Sampler:
         counts = self.counts[rows]
         x = x - p.presence_penalty * (counts > 0) - p.frequency_penalty * counts
         probs = torch.softmax(x, dim=-1)
-        if p.top_k > 0:
-            kth = torch.topk(probs, min(p.top_k, probs.shape[-1]), dim=-1).values[:, -1:]
+        if 0 < p.top_k < probs.shape[-1]:  # 0, or RWKV-Agent's NoTruncation (65536, the vocabulary): no cut
+            kth = torch.topk(probs, p.top_k, dim=-1).values[:, -1:]
             probs = torch.where(probs < kth, 0.0, probs)
         if p.top_p < 1.0:
             sorted_p, _ = torch.sort(probs, dim=-1, descending=True)

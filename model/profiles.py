@@ -1,15 +1,19 @@
 """Prompt profiles and sampling presets: named, documented data (see ``docs/profiles.md``).
 
-The G1 chat format (FORMATS §6; No-22-Github/RWKV-Agent ``internal/inference/prompt.go``):
+The G1 chat format (FORMATS §6; No-22-Github/RWKV-Agent ``internal/inference/prompt.go``,
+``CompileGeneratePrompt`` at commit e3ed3d4, the newest version of the file: :data:`TEMPLATE`):
 
 - each turn is ``"<Role>: <text>\\n\\n"`` with roles System, User, Assistant, Tool;
 - System, User and Tool text is cleaned: ``\\r\\n`` and ``\\r`` become ``\\n``, blank lines are
   removed (``\\n\\n`` collapsed to ``\\n`` until none is left), then it is trimmed;
   Assistant text is kept as given;
 - the prompt ends ``"Assistant:"`` followed by the profile's thinking suffix:
-  nothing (thinking off), ``" <think></think>"`` (fast: an empty, closed think block) or
-  ``" <think>"`` (full: the model writes its thinking).
+  nothing (thinking off), ``" <think></think"`` (fast: an empty, closed think block) or
+  ``" <think"`` (full: the model writes its thinking). The final ``>`` is withheld on purpose: RWKV's
+  tokenizer merges ``>`` with the text after it, so the model writes it (its output opens with ``>``;
+  :meth:`PromptProfile.reconstruct` puts the prefix back, as RWKV-Agent's ``reconstructOutput`` does).
 
+The sampling presets are RWKV-Agent's ``internal/samplingpreset/presets.go`` (:mod:`rwkv_registry.sampling`).
 ``docs/profiles.md`` embeds :func:`profiles_markdown`; a test keeps the two equal.
 """
 
@@ -20,6 +24,23 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from rwkv_registry.errors import UsageError
+from rwkv_registry.sampling import SAMPLING_PRESETS, SamplingPreset, did_you_mean, unknown_sampling_hint
+
+__all__ = [
+    "PROFILES",
+    "ROLES",
+    "SAMPLING_PRESETS",
+    "TEMPLATE",
+    "THINKING_SUFFIX",
+    "Message",
+    "PromptProfile",
+    "SamplingPreset",
+    "ThinkingMode",
+    "clean_text",
+    "get_profile",
+    "get_sampling",
+    "profiles_markdown",
+]
 
 
 class ThinkingMode(enum.StrEnum):
@@ -30,10 +51,19 @@ class ThinkingMode(enum.StrEnum):
     FULL = "full"
 
 
+# The template the profiles follow: RWKV-Agent's prompt.go at commit e3ed3d4 (2026-08-10, "fix: restore the withheld
+# ">" in think prefixes"; PromptTemplateID "rwkv-g1-chat", PromptTemplateVersion 3), unchanged since in every stored
+# version. Its CompileGeneratePrompt ends the prompt with
+#     prompt.WriteString("Assistant:")
+#     case ThinkingFast: formatted += " <think></think"
+#     case ThinkingFull: formatted += " <think"
+# The commit before it (35fbe6e) wrote the whole tags; docs/profiles.md has every version.
+TEMPLATE = "rwkv-g1-chat v3, prompt.go @ e3ed3d4"
+
 THINKING_SUFFIX: dict[ThinkingMode, str] = {
     ThinkingMode.OFF: "",
-    ThinkingMode.FAST: " <think></think>",
-    ThinkingMode.FULL: " <think>",
+    ThinkingMode.FAST: " <think></think",
+    ThinkingMode.FULL: " <think",
 }
 
 ROLES: dict[str, str] = {"system": "System", "user": "User", "assistant": "Assistant", "tool": "Tool"}
@@ -49,11 +79,27 @@ class PromptProfile:
     thinking: ThinkingMode
     stop_strings: tuple[str, ...]  # generation stops before the first of these (bytes level)
     stop_tokens: tuple[int, ...]  # generation stops at these ids (0 = end of text)
+    template: str = TEMPLATE  # the upstream template version (commit) the rendering follows
 
     @property
     def assistant_suffix(self) -> str:
         """The end of every prompt: ``"Assistant:"`` plus the thinking suffix."""
         return "Assistant:" + THINKING_SUFFIX[self.thinking]
+
+    @property
+    def withheld(self) -> str:
+        """What the model writes first to finish the tag the prompt left open: ``">"`` with thinking, else ``""``."""
+        return ">" if THINKING_SUFFIX[self.thinking] else ""
+
+    def reconstruct(self, output: str) -> str:
+        """The model's ``output`` with the think prefix the prompt opened put back in front of it (RWKV-Agent's
+        ``RWKVChatRenderer.reconstructOutput``): ``">plan</think>answer"`` becomes ``"<think>plan</think>answer"``.
+        Output that already opens with ``<think>`` (after whitespace), and any output of a profile without
+        thinking, is returned as it is."""
+        suffix = THINKING_SUFFIX[self.thinking]
+        if not suffix or output.strip().startswith("<think>"):
+            return output
+        return suffix.lstrip(" ") + output
 
     def render(self, messages: Iterable[Message | Mapping[str, str] | tuple[str, str]]) -> str:
         """The prompt for ``messages`` (``Message``, ``{"role", "content"}`` or ``(role, text)``)."""
@@ -103,25 +149,6 @@ def clean_text(text: str) -> str:
     return text.strip()
 
 
-@dataclass(frozen=True)
-class SamplingPreset:
-    """Sampling parameters. ``top_k == 0`` and ``top_p == 1`` disable those cuts."""
-
-    name: str
-    description: str
-    temperature: float
-    top_p: float
-    top_k: int
-    presence_penalty: float
-    frequency_penalty: float
-    penalty_decay: float  # counts are multiplied by this after every generated token
-
-    @property
-    def greedy(self) -> bool:
-        """True when the preset always takes the most likely token."""
-        return self.top_k == 1
-
-
 # Stops shared by the G1 profiles: end of text, the turn separator, a new User turn.
 G1_STOP_STRINGS: tuple[str, ...] = ("\n\n", "\nUser:")
 G1_STOP_TOKENS: tuple[int, ...] = (0,)
@@ -138,38 +165,11 @@ PROFILES: dict[str, PromptProfile] = {
         ),
         PromptProfile(
             name="g1k-think",
-            description="G1 chat format with full thinking: the prompt ends 'Assistant: <think>'. "
-            "Used with MiSS adapters (they score clearly worse without thinking).",
+            description="G1 chat format with full thinking: the prompt ends 'Assistant: <think' (the model writes "
+            "the '>'). Used with MiSS adapters (they score clearly worse without thinking).",
             thinking=ThinkingMode.FULL,
             stop_strings=G1_STOP_STRINGS,
             stop_tokens=G1_STOP_TOKENS,
-        ),
-    )
-}
-
-SAMPLING_PRESETS: dict[str, SamplingPreset] = {
-    s.name: s
-    for s in (
-        SamplingPreset(
-            name="greedy",
-            description="Always the most likely token: exact and deterministic (smoke evaluation, tests).",
-            temperature=1.0,
-            top_p=1.0,
-            top_k=1,
-            presence_penalty=0.0,
-            frequency_penalty=0.0,
-            penalty_decay=1.0,
-        ),
-        SamplingPreset(
-            name="g1k-agent",
-            description="RWKV-Agent's default for tool-call decisions: temperature 0.3, nucleus 0.5, "
-            "no top-k cut, no penalties.",
-            temperature=0.3,
-            top_p=0.5,
-            top_k=0,
-            presence_penalty=0.0,
-            frequency_penalty=0.0,
-            penalty_decay=1.0,
         ),
     )
 }
@@ -182,7 +182,8 @@ def get_profile(name: str) -> PromptProfile:
     except KeyError:
         raise UsageError(
             f"unknown prompt profile {name!r}; known: {', '.join(PROFILES)}",
-            hint="Use one of the known names (docs/profiles.md); an entry's profile is the one index.json records.",
+            hint=did_you_mean(name, tuple(PROFILES))
+            + "Use one of the known names (docs/profiles.md); an entry's profile is the one index.json records.",
         ) from None
 
 
@@ -193,7 +194,7 @@ def get_sampling(name: str) -> SamplingPreset:
     except KeyError:
         raise UsageError(
             f"unknown sampling preset {name!r}; known: {', '.join(SAMPLING_PRESETS)}",
-            hint="Use one of the known names (docs/profiles.md lists what each sets).",
+            hint=unknown_sampling_hint(name),
         ) from None
 
 
@@ -208,13 +209,13 @@ def _md_list(items: Sequence[str]) -> str:
 def profiles_markdown() -> str:
     """The two tables of ``docs/profiles.md`` (generated; a test compares them with the file)."""
     lines = [
-        "| profile | thinking | prompt ends with | stop strings | stop tokens | use |",
-        "|---|---|---|---|---|---|",
+        "| profile | thinking | prompt ends with | template followed | stop strings | stop tokens | use |",
+        "|---|---|---|---|---|---|---|",
     ]
     for p in PROFILES.values():
         lines.append(
-            f"| `{p.name}` | {p.thinking} | {_md_cell(p.assistant_suffix)} | {_md_list(p.stop_strings)} | "
-            f"{', '.join(str(t) for t in p.stop_tokens)} | {p.description} |"
+            f"| `{p.name}` | {p.thinking} | {_md_cell(p.assistant_suffix)} | {p.template} | "
+            f"{_md_list(p.stop_strings)} | {', '.join(str(t) for t in p.stop_tokens)} | {p.description} |"
         )
     lines += [
         "",

@@ -38,13 +38,13 @@ from .errors import RegistryError, UsageError
 from .layout import METHODS
 from .readme import recorded_num
 from .rules import RULES, Finding
+from .sampling import DEFAULT_SAMPLING
 
 if TYPE_CHECKING:
     from .facts import FactsCache
 
 METHOD_LABEL = {"state": "State", "miss": "MiSS"}
 DEFAULT_PROFILE = {"state": "g1k", "miss": "g1k-think"}
-DEFAULT_SAMPLING = "g1k-agent"
 API_URL_PLACEHOLDER = "<URL>"
 
 # Per-entry validation status, worst first, with a mark readable without colour.

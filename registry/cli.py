@@ -20,6 +20,7 @@ from typing import Any, NoReturn
 
 from . import __version__
 from .errors import RegistryError, UsageError
+from .sampling import DEFAULT_SAMPLING, SAMPLING_PRESETS
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -541,9 +542,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sp.add_argument(
         "--sampling",
-        default="g1k-agent",
-        choices=["g1k-agent"],
-        help="sampling preset: g1k-agent, the only one the agent's rwkv-cli knows (docs/profiles.md; the default)",
+        default=DEFAULT_SAMPLING,
+        metavar="PRESET",
+        help=f"sampling preset of RWKV-Agent's presets.go: {', '.join(SAMPLING_PRESETS)} (docs/profiles.md; "
+        "default: %(default)s)",
     )
     sp.add_argument("--description", help="one line for the README table")
 
@@ -603,6 +605,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--format", **fmt)
 
     sp = cmd("tui", _lazy("rwkv_registry.tui.app:cmd_tui", _require_directory), "browse the registry in a terminal UI")
+    sp.formatter_class = argparse.RawDescriptionHelpFormatter
+    sp.epilog = "example: rwkv-registry tui .    (/ filters, escape goes back to the tree, q quits)"
     sp.add_argument("path", nargs="?", default=".")
 
     sp = cmd(
@@ -610,6 +614,8 @@ def build_parser() -> argparse.ArgumentParser:
         _lazy("rwkv_registry.model.smoke.cli:cmd_smoke", _smoke_precheck),
         "quick smoke evaluation of an entry on its base (GPU, or CPU for tiny models)",
     )
+    sp.formatter_class = argparse.RawDescriptionHelpFormatter
+    sp.epilog = "example: rwkv-registry smoke . v141b-s1224 --base-file rwkv7-g1k-7.2b-20260930-ctx25600.pth --record"
     sp.add_argument("path", help="registry root")
     sp.add_argument("entry_id")
     sp.add_argument(

@@ -29,6 +29,7 @@ from .lineage import base_date, family_of, superseded
 from .readme import MARKERS as README_MARKERS
 from .readme import apply_bodies, render_bodies, skeleton, update_readme
 from .rules import Finding, Severity, finding
+from .sampling import DEFAULT_SAMPLING, SAMPLING_PRESETS, unknown_sampling_hint
 from .sums import SIG_NAME, SUMS_NAME, format_sums
 from .validate import collector_paused
 
@@ -840,7 +841,7 @@ def add_entry(
     entry_id: str | None = None,
     recommended: bool = False,
     profile: str | None = None,
-    sampling: str = "g1k-agent",
+    sampling: str = DEFAULT_SAMPLING,
     description: str = "",
     adapter_id: str | None = None,
     scores: list[dict[str, Any]] | None = None,
@@ -883,11 +884,11 @@ def add_entry(
             f"--data-version {data_version!r} must look like v1.41",
             hint="Give the training data's version as v<major>.<minor>, e.g. --data-version v1.41.",
         )
-    allowed = _entry_enum("sampling")
-    if sampling not in allowed:
+    if sampling not in SAMPLING_PRESETS:  # validate's PRF003
         raise UsageError(
-            f"--sampling {sampling!r} is not a sampling preset of the registry: give {' or '.join(allowed)}",
-            hint="g1k-agent is the preset the agent's rwkv-cli knows (docs/profiles.md); it is the default.",
+            f"--sampling {sampling!r} is not a sampling preset of RWKV-Agent: give one of "
+            + ", ".join(SAMPLING_PRESETS),
+            hint=unknown_sampling_hint(sampling),
         )
     if profile is not None and profile not in _entry_enum("profile"):
         raise UsageError(
@@ -1235,7 +1236,7 @@ def _entry_warnings(
 
 
 def _entry_enum(key: str) -> list[str]:
-    """The values index.json's schema allows for an entry's ``key`` (profile, sampling)."""
+    """The values index.json's schema allows for an entry's ``key`` (profile)."""
     from .schemas import load_schema
 
     schema = load_schema("index")

@@ -669,6 +669,14 @@ _RULES: tuple[Rule, ...] = (
         "State entry with a thinking prompt profile",
         "State files were trained without thinking; use profile g1k.",
     ),
+    Rule(
+        "PRF003",
+        E,
+        "entry names a sampling preset RWKV-Agent does not define",
+        "An entry's `sampling` must be a preset of RWKV-Agent's internal/samplingpreset/presets.go: greedy, "
+        "g1k-agent, g1k-agent-fast, g1k-stable or backend (docs/profiles.md lists their values; the weights of "
+        "seed 000 were scored with g1k-agent, the default of `add --sampling`). Fix the name in index.json.",
+    ),
     # --- README ----------------------------------------------------------------------------
     Rule(
         "RDM001",

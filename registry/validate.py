@@ -40,6 +40,7 @@ from .fsio import read_at_most
 from .jsonload import is_finite_number, is_integer
 from .layout import METHODS
 from .rules import MIS013_BY_BASE_EDIT, Finding, Severity, finding
+from .sampling import SAMPLING_PRESETS, did_you_mean
 from .schemas import schema_digest
 from .sums import FORMS as SUMS_FORMS
 from .sums import SIG_NAME, SUMS_NAME, SumsLine, parse_sums
@@ -1720,14 +1721,26 @@ _MOVE_NOISE = frozenset({"LAY007", "LAY008", "HSH004", "TRN003", "TRN006"})
 
 
 def profile_findings(path: str, e: dict[str, Any]) -> list[Finding]:
-    """PRF001 (a MiSS entry with profile g1k), PRF002 (a State entry with profile g1k-think) of the entry ``e`` at
+    """PRF001 (a MiSS entry with profile g1k), PRF002 (a State entry with profile g1k-think) and PRF003 (a sampling
+    preset RWKV-Agent does not define; a sampling that is no string is the schema's, SCH002) of the entry ``e`` at
     ``path``."""
-    method, profile = e.get("method"), e.get("profile")
+    out = []
+    method, profile, sampling = e.get("method"), e.get("profile"), e.get("sampling")
     if method == "miss" and profile == "g1k":
-        return [finding("PRF001", path, f"entry {e.get('id')!r} is MiSS with profile g1k")]
+        out.append(finding("PRF001", path, f"entry {e.get('id')!r} is MiSS with profile g1k"))
     if method == "state" and profile == "g1k-think":
-        return [finding("PRF002", path, f"entry {e.get('id')!r} is a State with profile g1k-think")]
-    return []
+        out.append(finding("PRF002", path, f"entry {e.get('id')!r} is a State with profile g1k-think"))
+    if isinstance(sampling, str) and sampling not in SAMPLING_PRESETS:
+        near = did_you_mean(sampling).rstrip()
+        out.append(
+            finding(
+                "PRF003",
+                path,
+                f"entry {e.get('id')!r}: sampling {sampling!r} is not a preset of RWKV-Agent's presets.go"
+                + (f" ({near[0].lower()}{near[1:]})" if near else ""),
+            )
+        )
+    return out
 
 
 def bases_findings(bases: list[dict[str, Any]]) -> list[Finding]:

@@ -654,23 +654,44 @@ def test_add_refuses_a_miss_adapter_with_profile_g1k(
     assert snapshot(reg) == before
 
 
-def test_add_sampling_is_checked_by_the_parser(reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_add_refuses_a_sampling_preset_presets_go_does_not_define(
+    reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Any preset of RWKV-Agent's presets.go is accepted (test_add_accepts_every_preset_of_presets_go); another name
+    is refused (exit 2, nothing written) with the nearest preset suggested."""
     before = snapshot(reg)
-    with pytest.raises(SystemExit) as e:
-        main(_add_state(reg, tmp_path, "s9.pth", "--sampling", "g1k-agnet"))
-    assert e.value.code == 2
-    err = capsys.readouterr().err
-    assert "--sampling" in err and "'g1k-agnet'" in err and "'g1k-agent'" in err
+    assert main(_add_state(reg, tmp_path, "s9.pth", "--sampling", "g1k-agnet")) == 2
+    err = clean_error(capsys.readouterr().err)
+    assert "--sampling 'g1k-agnet' is not a sampling preset of RWKV-Agent" in err
+    assert "hint: Did you mean 'g1k-agent'? RWKV-Agent's presets.go defines greedy, g1k-agent, g1k-agent-fast" in err
+    assert snapshot(reg) == before
+    assert main(_add_state(reg, tmp_path, "s8.pth", "--sampling", "hot")) == 2
+    err = clean_error(capsys.readouterr().err)
+    assert "--sampling 'hot'" in err and "Did you mean" not in err
     assert snapshot(reg) == before
     with pytest.raises(SystemExit):
         main(["add", "--help"])
-    assert "g1k-agent, the only one" in " ".join(capsys.readouterr().out.split())
+    helped = " ".join(capsys.readouterr().out.split())
+    assert "presets.go: greedy, g1k-agent, g1k-agent-fast, g1k-stable, backend" in helped
     from rwkv_registry.ops import add_entry
 
-    with pytest.raises(UsageError, match=r"--sampling 'g1k-agnet' .* give g1k-agent"):
-        add_entry(reg, write_state(tmp_path / "s8.pth"), base=TINY_BASE, data_version="v9", train=state_train("v9"),
-                  sampling="g1k-agnet")  # fmt: skip
+    with pytest.raises(UsageError, match=r"--sampling 'G1K-agent' .* give one of greedy, g1k-agent") as e:
+        add_entry(reg, write_state(tmp_path / "s7.pth"), base=TINY_BASE, data_version="v9", train=state_train("v9"),
+                  sampling="G1K-agent")  # fmt: skip
+    assert e.value.hint.startswith("Did you mean 'g1k-agent'? ")
     assert snapshot(reg) == before
+
+
+@pytest.mark.parametrize("preset", ["greedy", "g1k-agent", "g1k-agent-fast", "g1k-stable", "backend"])
+def test_add_accepts_every_preset_of_presets_go(
+    preset: str, reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rwkv_registry.validate import validate_registry
+
+    assert main(_add_state(reg, tmp_path, "s9.pth", "--sampling", preset)) == 0
+    index = json.loads((reg / "index.json").read_text())
+    assert [e["sampling"] for e in index["entries"] if e["id"] == "s9"] == [preset]
+    assert not [f for f in validate_registry(reg, use_cache=False).findings if f.code.startswith(("PRF", "SCH"))]
 
 
 def test_add_refuses_adapter_id_on_a_state(reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -88,13 +88,18 @@ def test_an_unknown_flag_gets_the_commands_usage_and_the_nearest_flag(capsys: py
 
 
 def test_add_choices_are_the_schema_enums() -> None:
-    """`add --profile/--sampling` offer exactly what index.schema.json accepts (one list would drift)."""
+    """`add --profile` offers exactly what index.schema.json accepts, `add --sampling` the presets of RWKV-Agent's
+    presets.go, which the schema lists as its examples (one list would drift)."""
     import argparse
 
     from rwkv_registry.cli import build_parser
+    from rwkv_registry.sampling import SAMPLING_PRESETS
     from rwkv_registry.schemas import load_schema
 
     entry = load_schema("index")["$defs"]["entry"]["properties"]
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices["add"]
-    choices = {a.dest: a.choices for a in sub._actions if a.dest in ("profile", "sampling")}
-    assert choices == {"profile": entry["profile"]["enum"], "sampling": entry["sampling"]["enum"]}
+    actions = {a.dest: a for a in sub._actions if a.dest in ("profile", "sampling")}
+    assert actions["profile"].choices == entry["profile"]["enum"]
+    assert actions["sampling"].choices is None  # refused by add with a did-you-mean hint, not by argparse
+    assert actions["sampling"].default == "g1k-agent" and entry["sampling"]["examples"] == list(SAMPLING_PRESETS)
+    assert ", ".join(SAMPLING_PRESETS) in actions["sampling"].help

@@ -242,8 +242,9 @@ def test_add_refuses_a_train_json_that_breaks_its_schema(reg: Path, tmp_path: Pa
 
 def test_add_refuses_an_unknown_sampling_or_profile_as_usage_errors(reg: Path, tmp_path: Path) -> None:
     st = write_state(tmp_path / "s9.pth")
-    with pytest.raises(UsageError, match="--sampling 'greedy' is not a sampling preset"):
-        add_entry(reg, st, base=TINY_BASE, data_version="v9", train=state_train("v9"), sampling="greedy")
+    with pytest.raises(UsageError, match="--sampling 'greed' is not a sampling preset of RWKV-Agent") as e:
+        add_entry(reg, st, base=TINY_BASE, data_version="v9", train=state_train("v9"), sampling="greed")
+    assert e.value.hint.startswith("Did you mean 'greedy'? ")
     with pytest.raises(UsageError, match="--profile 'chat'"):
         add_entry(reg, st, base=TINY_BASE, data_version="v9", train=state_train("v9"), profile="chat")
 

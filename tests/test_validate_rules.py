@@ -474,6 +474,7 @@ CASES: dict[str, Callable[..., None]] = {
     "TRN011": lambda r: _total_steps_against_train(r),
     "PRF001": _entry(MISS_A, lambda e: _set(e, "profile", "g1k")),
     "PRF002": _entry(STATE, lambda e: _set(e, "profile", "g1k-think")),
+    "PRF003": _entry(STATE, lambda e: _set(e, "sampling", "g1k-agnet")),
     "RDM001": lambda r: _text(r, "README.md", "# no markers\n"),
     "RDM002": _entry(STATE, lambda e: _set(e, "description", "changed without regenerating the README")),
 }
@@ -837,3 +838,36 @@ def test_idx008_step_may_equal_total_steps(reg: Path, step: int, bad: bool) -> N
     _entry(STATE, lambda e: e.update(step=step, total_steps=1374))(reg)
     found = [f.message for f in validate_registry(reg, use_cache=False).findings if f.code == "IDX008"]
     assert found == ([f"entry 's1': step {step} is beyond total_steps 1374"] if bad else [])
+
+
+@pytest.mark.parametrize(
+    ("sampling", "message"),
+    [
+        ("g1k-agnet", "entry 's1': sampling 'g1k-agnet' is not a preset of RWKV-Agent's presets.go (did you mean "
+         "'g1k-agent'?)"),
+        ("G1K-Stable", "entry 's1': sampling 'G1K-Stable' is not a preset of RWKV-Agent's presets.go (did you mean "
+         "'g1k-stable'?)"),
+        ("hot", "entry 's1': sampling 'hot' is not a preset of RWKV-Agent's presets.go"),
+        ("", "entry 's1': sampling '' is not a preset of RWKV-Agent's presets.go"),
+    ],
+)  # fmt: skip
+def test_prf003_names_the_preset_and_the_nearest_one(reg: Path, sampling: str, message: str) -> None:
+    _entry(STATE, lambda e: _set(e, "sampling", sampling))(reg)
+    found = validate_registry(reg, use_cache=False).findings
+    [f] = [f for f in found if f.code == "PRF003"]
+    assert (f.path, f.message, f.severity) == (STATE, message, "error")
+    assert "greedy, g1k-agent, g1k-agent-fast, g1k-stable or backend" in f.hint
+    assert not [g for g in found if g.code.startswith("SCH")]  # a string is the rule's to judge, once
+
+
+def test_a_sampling_that_is_no_string_is_the_schemas_not_prf003(reg: Path) -> None:
+    _entry(STATE, lambda e: _set(e, "sampling", 5))(reg)
+    found = validate_registry(reg, use_cache=False).findings
+    assert "PRF003" not in {f.code for f in found}
+    assert any(f.code == "SCH002" and "sampling" in f.message and "expected string" in f.message for f in found)
+
+
+@pytest.mark.parametrize("preset", ["greedy", "g1k-agent", "g1k-agent-fast", "g1k-stable", "backend"])
+def test_every_preset_of_presets_go_passes_prf003(reg: Path, preset: str) -> None:
+    _entry(STATE, lambda e: _set(e, "sampling", preset))(reg)
+    assert "PRF003" not in {f.code for f in validate_registry(reg, use_cache=False).findings}

@@ -3,9 +3,10 @@
 Progress (hashing, loading, each pass) goes to stderr; the report to stdout, as a rich text
 report or, with ``--format json``, as JSON valid against ``schemas/smoke-report.schema.json``.
 ``--record`` appends a smoke record to the entry in ``index.json`` through the core's atomic write
-path (the index must still validate, else nothing is written). Exit codes: 0 pass, 1 the entry is
-broken (see :mod:`~rwkv_registry.model.smoke.report`), 2 usage errors (unknown entry, missing or
-wrong base file, unreadable case file).
+path (the index must still validate, else nothing is written); an inconclusive run is not recorded. Exit
+codes: 0 pass, 1 the entry is broken (see :mod:`~rwkv_registry.model.smoke.report`), 2 usage errors (unknown
+entry, missing or wrong base file, unreadable case file) and an inconclusive run (the base alone fails the same
+way: a harness or format problem, not the entry).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 from rwkv_registry.cli import check_think_tokens
 from rwkv_registry.model.smoke.evaluate import Settings, run_smoke
-from rwkv_registry.model.smoke.report import append_record, build_report, render, smoke_record
+from rwkv_registry.model.smoke.report import append_record, build_report, recordable, render, smoke_record
 
 
 class RichProgress:
@@ -77,13 +78,19 @@ def cmd_smoke(args: argparse.Namespace) -> int:
             note=lambda m: err.print(f"[yellow]note:[/] {escape(m)}"),
         )
     report = build_report(result)
-    if args.record:
+    record = args.record and recordable(report)
+    if record:
         append_record(args.path, args.entry_id, smoke_record(report))
     if args.format == "json":
         sys.stdout.write(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     else:
         out = Console(highlight=False)
         render(report, out)
-        if args.record:
+        if record:
             out.print(f"[dim]smoke record appended to {args.entry_id} in index.json[/]")
+    if args.record and not record:
+        err.print(
+            f"[yellow]note:[/] no smoke record appended to {escape(args.entry_id)}: an inconclusive run says "
+            "nothing about the entry (the base alone fails the same way); fix the harness or format and run again"
+        )
     return int(report["exit_code"])

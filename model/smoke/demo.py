@@ -203,14 +203,25 @@ def build_tiny_registry(work: Path, weights: TinyWeights, config: TrainConfig | 
     return root
 
 
+def rerun_command(reg: Path, entry_id: str, base: Path, *, record: bool = False) -> str:
+    """The ``rwkv-registry smoke`` command that runs the demo's smoke of ``entry_id`` again (shell-quoted)."""
+    import shlex
+
+    argv = ["rwkv-registry", "smoke", str(reg), entry_id, "--base-file", str(base), "--device", "cpu"]
+    argv += ["--think-tokens", str(DEMO_THINK_TOKENS)] + (["--record"] if record else [])
+    return shlex.join(argv)
+
+
 def run_demo_smoke(root: Path, *, console: Any, work_dir: Path | None = None, weights_dir: Path | None = None) -> int:
     """Build (or reuse) the tiny weights and registry beside ``root`` and smoke-test both entries.
 
     Returns 0 when both entries pass and each beats the base significantly, else 1. Ctrl-C raises
     :class:`DemoSmokeInterrupted`, which says what the interrupted phase left and how to finish it.
     """
+    from rich.markup import escape
+
     from rwkv_registry.model.smoke.evaluate import Settings, run_smoke
-    from rwkv_registry.model.smoke.report import append_record, build_report, render, smoke_record
+    from rwkv_registry.model.smoke.report import append_record, build_report, recordable, render, smoke_record
     from rwkv_registry.validate import validate_registry
 
     root = Path(root)
@@ -236,8 +247,7 @@ def run_demo_smoke(root: Path, *, console: Any, work_dir: Path | None = None, we
                 f"the tiny registry in {reg} is complete and valid"
                 + (f" (smoke record of {', '.join(recorded)} written)" if recorded else "")
                 + f", but the smoke report of {entry_id} was not written nor recorded; run it with "
-                f"`rwkv-registry smoke {reg} {entry_id} --base-file {weights.base} --device cpu "
-                f"--think-tokens {DEMO_THINK_TOKENS} --record`"
+                f"`{rerun_command(reg, entry_id, weights.base, record=True)}`"
             )
             result = run_smoke(
                 reg,
@@ -248,11 +258,22 @@ def run_demo_smoke(root: Path, *, console: Any, work_dir: Path | None = None, we
                 settings=Settings(think_tokens=DEMO_THINK_TOKENS),
             )
             report = build_report(result)
-            append_record(reg, entry_id, smoke_record(report))
-            recorded.append(entry_id)
-            stage = f"the tiny registry in {reg} is complete and valid (smoke record of {', '.join(recorded)} written)"
+            if recordable(report):
+                append_record(reg, entry_id, smoke_record(report))
+                recorded.append(entry_id)
+            stage = f"the tiny registry in {reg} is complete and valid" + (
+                f" (smoke record of {', '.join(recorded)} written)" if recorded else ""
+            )
             console.rule(f"smoke: {entry_id}")
             render(report, console)
+            # the tiny base is in the weights folder, not the registry: say where, and how to run this again
+            console.print(
+                f"[dim]smoke demo:[/] base file (for smoke --base-file): {escape(str(weights.base))}", soft_wrap=True
+            )
+            console.print(
+                f"[dim]smoke demo:[/] run this smoke again: {escape(rerun_command(reg, entry_id, weights.base))}",
+                soft_wrap=True,
+            )
             cmp_ = report["comparison"]
             significant = cmp_["p_value"] < report["settings"]["alpha"] and cmp_["wins"] > cmp_["losses"]
             if report["exit_code"] or not significant:

@@ -11,8 +11,9 @@ pre-opens the call, so the model only writes the rest of it::
 and generation stops at ```` ``` ````, ``\\n\\nUser:``, ``\\nUser:`` or ``\\nSystem:``.
 
 With the thinking profile (``g1k-think``) the model first thinks: the prompt ends
-``Assistant: <think>`` and a first pass generates until ``</think>`` (at most ``think_tokens``
-tokens). The second pass appends the thinking, ``</think>`` and the same opener
+``Assistant: <think`` (RWKV-Agent's prompt.go since e3ed3d4 withholds the ``>``: the model writes it) and
+a first pass generates until ``</think>`` (at most ``think_tokens`` tokens); its text opens with the
+model's ``>``. The second pass appends that text, ``</think>`` and the same opener
 (``Assistant: <think>…</think> ```json\\n{"name":"``). The joint between ``</think>`` and the
 fence (one space) mirrors ``Assistant: ```json`` and is not verified on released weights.
 
@@ -123,13 +124,17 @@ class PromptBuilder:
         return "".join(_turn(r, t) for r, t in case.messages) + self.profile.assistant_suffix
 
     def think_prompt(self, case: Case) -> PromptIds:
-        """The prompt of the thinking pass (ends ``Assistant: <think>``)."""
+        """The prompt of the thinking pass (ends ``Assistant: <think``)."""
         return PromptIds(self.system_ids(case), tuple(self.tok.encode(self.conversation(case))))
 
     def call_prompt(self, case: Case, thinking: str | None = None) -> PromptIds:
-        """The prompt that pre-opens the call; ``thinking`` is the first pass's text (thinking profile)."""
+        """The prompt that pre-opens the call; ``thinking`` is the first pass's text (thinking profile; None: an
+        empty thinking, the ``>`` that closes the opened tag and nothing more)."""
         convo = tuple(self.tok.encode(self.conversation(case)))
-        tail = (thinking or "") + THINK_CLOSE + ANSWER_PREFIX if self.thinks else ANSWER_PREFIX
+        if self.thinks:
+            tail = (self.profile.withheld if thinking is None else thinking) + THINK_CLOSE + ANSWER_PREFIX
+        else:
+            tail = ANSWER_PREFIX
         return PromptIds(self.system_ids(case), convo + tuple(self.tok.encode(tail)))
 
     def completion_ids(self, case: Case) -> tuple[int, ...]:

@@ -1,11 +1,19 @@
 """The smoke report: JSON (``schemas/smoke-report.schema.json``), the verdict, the index record, text.
 
-Verdict (``exit_code`` 1 = the entry is broken), any of:
+Verdict ``fail`` (``exit_code`` 1 = the entry is broken), any of:
 
-- a logits row with NaN or Inf, with the entry (or with the base alone: then nothing can be judged);
-- non-determinism: a case that gave different tokens (or losses) in two identical runs;
-- entry parse failures above ``parse_failure_threshold`` of the cases (default 20 %);
+- a logits row with NaN or Inf with the entry, in a case where the base alone had none;
+- non-determinism with the entry: a case that gave different tokens (or losses) in two identical runs, where the
+  base alone repeated itself;
+- entry parse failures above ``parse_failure_threshold`` of the cases (default 20 %), unless the base alone fails to
+  parse exactly the same cases;
 - significantly worse than the base: exact McNemar p < ``alpha`` (0.05) *and* more losses than wins.
+
+Verdict ``inconclusive`` (``exit_code`` 2, the code of the run's other input problems) when nothing blames the entry
+but the base alone fails the same way: NaN/Inf or non-determinism with the base alone, or the entry's parse failures
+above the threshold on exactly the cases where the base alone fails to parse. The same cases failing without the
+entry is a harness or format problem (the prompt profile, the case file, the base file, the machine), not the entry.
+Such a run is not recorded (``--record``): it says nothing about the entry.
 
 Otherwise ``pass`` (exit 0), even when the entry is not significantly better: a smoke test looks
 for breakage; the per-case comparison says how much better it is.
@@ -14,12 +22,14 @@ for breakage; the per-case comparison says how much better it is.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
 from typing import Any
 
 from rwkv_registry import __version__
 from rwkv_registry.compare import mcnemar_exact
 from rwkv_registry.model.smoke.evaluate import SideRun, SmokeResult
+from rwkv_registry.model.smoke.prompt import CALL_OPENER
 from rwkv_registry.smoke_cases import CATEGORY_TITLES
 
 REPORT_KIND = "rwkv-registry-smoke"
@@ -80,30 +90,62 @@ def _case_side(side: SideRun, i: int) -> dict[str, Any]:
 
 
 def verdict(report: dict[str, Any]) -> tuple[str, list[str]]:
-    """``("pass" | "fail", reasons)`` from a report's sides, comparison and settings."""
-    e, b = report["sides"]["entry"], report["sides"]["base"]
-    cmp_, settings = report["comparison"], report["settings"]
-    reasons = []
-    if not e["finite"]:
-        reasons.append("non-finite logits (NaN/Inf) with the entry attached")
-    if not b["finite"]:
-        reasons.append("non-finite logits (NaN/Inf) with the base alone: nothing can be judged")
-    for label, side in (("entry", e), ("base alone", b)):
-        if not side["deterministic"]:
-            bad = sum(1 for c in report["cases"] if not c["entry" if label == "entry" else "base"]["deterministic"])
-            reasons.append(f"non-deterministic with the {label}: {bad} case(s) gave different tokens in two runs")
+    """``("pass" | "fail" | "inconclusive", reasons)`` from a report's cases, sides, comparison and settings: the
+    reasons that blame the entry first, then those the base alone shares (see the module docstring)."""
+    e = report["sides"]["entry"]
+    cmp_, settings, cases = report["comparison"], report["settings"], report["cases"]
+
+    def failing(side: str, check: str) -> set[str]:
+        if check == "parse_failure":
+            return {c["id"] for c in cases if c[side]["parse_failure"]}
+        return {c["id"] for c in cases if not c[side][check]}
+
+    blame: list[str] = []  # the entry is broken
+    shared: list[str] = []  # the base alone fails the same way: the harness or the format, not the entry
+    e_nan, b_nan = failing("entry", "finite"), failing("base", "finite")
+    if e_nan - b_nan:
+        blame.append("non-finite logits (NaN/Inf) with the entry attached")
+    if b_nan:
+        shared.append(
+            f"non-finite logits (NaN/Inf) with the base alone in {len(b_nan)} case(s): nothing can be judged (the "
+            "base file or the harness is broken, not the entry)"
+        )
+    e_nd, b_nd = failing("entry", "deterministic"), failing("base", "deterministic")
+    if e_nd - b_nd:
+        blame.append(f"non-deterministic with the entry: {len(e_nd)} case(s) gave different tokens in two runs")
+    if b_nd:
+        shared.append(
+            f"non-deterministic with the base alone: {len(b_nd)} case(s) gave different tokens in two runs (the "
+            "harness or the machine, not the entry)"
+        )
     rate = e["parse_failures"] / e["total"] if e["total"] else 0.0
     if rate > settings["parse_failure_threshold"]:
-        reasons.append(
+        said = (
             f"parse failures with the entry: {e['parse_failures']}/{e['total']} ({rate:.0%}) above the "
             f"{settings['parse_failure_threshold']:.0%} threshold"
         )
+        if failing("entry", "parse_failure") == failing("base", "parse_failure"):
+            shared.append(
+                said + ", but the base alone fails to parse exactly the same cases: a harness or format problem "
+                "(the prompt profile, the case file or the base), not the entry"
+            )
+        else:
+            blame.append(said)
     if cmp_["p_value"] < settings["alpha"] and cmp_["losses"] > cmp_["wins"]:
-        reasons.append(
+        blame.append(
             f"significantly worse than the base: +{cmp_['wins']}/−{cmp_['losses']}, exact McNemar "
             f"p = {cmp_['p_value']:.3g} < {settings['alpha']}"
         )
-    return ("fail" if reasons else "pass"), reasons
+    return ("fail" if blame else "inconclusive" if shared else "pass"), blame + shared
+
+
+EXIT_CODES = {"pass": 0, "fail": 1, "inconclusive": 2}  # inconclusive: 2, as the run's other input problems
+
+
+def recordable(report: dict[str, Any]) -> bool:
+    """Whether ``--record`` keeps the run: a pass or a fail says something about the entry, an inconclusive run
+    does not (the base alone failed the same way)."""
+    return report["verdict"] != "inconclusive"
 
 
 def build_report(result: SmokeResult) -> dict[str, Any]:
@@ -126,6 +168,7 @@ def build_report(result: SmokeResult) -> dict[str, Any]:
                 "id": c.id,
                 "category": c.category,
                 "outcome": outcome,
+                "expected": {"name": c.expected_name, "arguments": c.expected_arguments},
                 "entry": _case_side(e, i),
                 "base": _case_side(b, i),
             }
@@ -179,7 +222,7 @@ def build_report(result: SmokeResult) -> dict[str, Any]:
         "cases": rows,
     }
     report["verdict"], report["reasons"] = verdict(report)
-    report["exit_code"] = 1 if report["verdict"] == "fail" else 0
+    report["exit_code"] = EXIT_CODES[report["verdict"]]
     return report
 
 
@@ -248,6 +291,51 @@ def _loss(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.3f}"
 
 
+FAILED_SHOWN = 20  # the text report lists at most this many failed cases (the JSON report has them all)
+
+
+def _short(text: str, width: int = 48) -> str:
+    """``text`` on one line (newlines written ``\\n``), cut to ``width`` characters with an ellipsis."""
+    one = text.replace("\r", "\\r").replace("\n", "\\n")
+    return one if len(one) <= width else one[: width - 1] + "…"
+
+
+def _call_text(name: str, arguments: Any) -> str:
+    return f"{name} {_short(json.dumps(arguments, ensure_ascii=False, separators=(',', ':')), 40)}"
+
+
+def what_came(side: dict[str, Any]) -> str:
+    """One case side's answer, short: the call and what is wrong with it, or the text that did not parse."""
+    if side["parse_failure"]:
+        return f"unparseable {_short(CALL_OPENER + side['output'])} ({side['parse_error']})"
+    issues = []
+    if side["unknown_tool"]:
+        issues.append("a tool not offered")
+    elif side["false_refusal"]:
+        issues.append("a false refusal")
+    elif not side["name_ok"]:
+        issues.append("another tool")
+    issues += [f"missing {a}" for a in side["missing"]]
+    issues += [f"invented {a}" for a in side["invented"]]
+    issues += [f"wrong {a}" for a in side["wrong_values"]]
+    return _call_text(side["name"], side["arguments"]) + (f" ({', '.join(issues)})" if issues else "")
+
+
+def failed_lines(report: dict[str, Any], limit: int = FAILED_SHOWN) -> list[str]:
+    """The cases the entry got wrong, one line each: id, what was expected, what came, and whether the base alone
+    got it right; at most ``limit`` lines and one that says how many more."""
+    bad = [c for c in report["cases"] if not c["entry"]["correct"]]
+    lines = []
+    for c in bad[:limit]:
+        exp = c.get("expected")
+        expected = _call_text(exp["name"], exp["arguments"]) if exp else "(not in this report)"
+        base = "base alone: right" if c["base"]["correct"] else "base alone: wrong too"
+        lines.append(f"{c['id']}: expected {expected}; got {what_came(c['entry'])}; {base}")
+    if len(bad) > limit:
+        lines.append(f"… and {len(bad) - limit} more (`--format json` has every case)")
+    return lines
+
+
 def render(report: dict[str, Any], console: Any) -> None:
     """Print the report for humans with rich: per-category table, comparison, checks, verdict."""
     from rich.markup import escape
@@ -300,6 +388,12 @@ def render(report: dict[str, Any], console: Any) -> None:
         console.print(f"[green]won[/]: {escape(', '.join(cmp_['won']))}")
     if cmp_["lost"]:
         console.print(f"[red]lost[/]: {escape(', '.join(cmp_['lost']))}")
+    failed = failed_lines(report)
+    if failed:
+        wrong = sum(1 for c in report["cases"] if not c["entry"]["correct"])
+        console.print(f"[bold]failed with the entry[/] ({wrong} of {e['total']}):")
+        for line in failed:
+            console.print(f"  {escape(line)}", soft_wrap=True)  # one line per case, for grep and copy
 
     def mark(ok: bool) -> str:
         return "[green]✓[/]" if ok else "[bold red]✗[/]"
@@ -328,7 +422,12 @@ def render(report: dict[str, Any], console: Any) -> None:
     )
     if report["verdict"] == "pass":
         console.print("[bold green]PASS[/]: the entry loads on its base and is not broken")
+    elif report["verdict"] == "inconclusive":
+        console.print(
+            "[bold yellow]INCONCLUSIVE[/]: the base alone fails the same way, so this is a harness or format "
+            "problem, not the entry (check the prompt profile, the case file and the base file)"
+        )
     else:
         console.print("[bold red]FAIL[/]: the entry is broken")
-        for r in report["reasons"]:
-            console.print(f"  - {escape(r)}")
+    for r in report["reasons"]:
+        console.print(f"  - {escape(r)}")

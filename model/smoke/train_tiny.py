@@ -15,7 +15,7 @@ the tiny case file, the vocabulary, the configuration, the torch release and the
   valid call: the base alone scores 0.
 - **Training** uses the reference model itself (``RWKV7``, autograd) on every case of
   ``data/tiny_cases.jsonl``, rendered exactly as the smoke evaluation renders it: the State with
-  ``g1k`` (loss on the call after the opener), the MiSS with ``g1k-think`` (loss on ``</think>``,
+  ``g1k`` (loss on the call after the opener), the MiSS with ``g1k-think`` (loss on ``></think>``,
   the opener and the call). Full-batch Adam from zero (the seed's "initial state zero, fixed data
   order") with a cosine learning rate: State 300 steps at 1.0, MiSS (rank 32) 150 steps at 0.002.
 - **Speed** (about 30 s on two cores, once; then the files are reused): the State and the MiSS
@@ -183,7 +183,8 @@ def training_batch(builder: PromptBuilder, cases: list[Case]) -> TrainBatch:
     for case in cases:
         prompt = builder.think_prompt(case) if builder.thinks else builder.call_prompt(case)
         prefixes.add(prompt.prefix)
-        lead = builder.tok.encode(THINK_CLOSE + ANSWER_PREFIX) if builder.thinks else []
+        # the thinking pass writes the ">" the prompt withholds, then (trained: at once) closes the block
+        lead = builder.tok.encode(builder.profile.withheld + THINK_CLOSE + ANSWER_PREFIX) if builder.thinks else []
         seqs.append((list(prompt.suffix) + lead + list(builder.completion_ids(case)), len(prompt.suffix)))
     if len(prefixes) != 1:
         raise ValueError("the tiny training set must share one System turn")

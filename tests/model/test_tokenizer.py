@@ -19,6 +19,8 @@ SAMPLES = {
     "code": "def f(x: int) -> int:\n    return x ** 2  # square\n\n\tif x != 0:\r\n        pass\n",
     "json": '{"name":"read_file","arguments":{"path":"a.txt","n":[1,2.5,null,true]}}',
     "chat": "System: tools\n\nUser: hi\n\nAssistant: <think></think>",
+    "think_open": "User: hi\n\nAssistant: <think",
+    "think_fast": "User: hi\n\nAssistant: <think></think",
 }
 
 
@@ -59,6 +61,19 @@ def test_arbitrary_bytes_round_trip(trie, data: bytes) -> None:
     assert tok.decode_bytes(ids) == data
     if data:
         assert ids == trie.encodeBytes(data)
+
+
+def test_the_withheld_bracket_is_a_token_boundary(trie) -> None:
+    """RWKV-Agent's prompt.go (e3ed3d4) ends the thinking prompts before the final ">" because the tokenizer would
+    otherwise end them on another token: checked here with the rwkv package's own tokenizer (docs/profiles.md)."""
+
+    def tail(text: str, n: int) -> list[str]:
+        return [trie.decodeBytes([i]).decode("utf-8") for i in trie.encode(text)[-n:]]
+
+    assert tail("Assistant: <think", 3) == [":", " <", "think"]
+    assert tail("Assistant: <think>", 3) == [" <", "think", ">"]
+    assert tail("Assistant: <think></think", 3) == ["think", "></", "think"]
+    assert tail("Assistant: <think></think>", 3) == ["></", "think", ">"]
 
 
 def test_greedy_longest_match_facts() -> None:

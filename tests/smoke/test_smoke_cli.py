@@ -24,7 +24,7 @@ from rwkv_registry.model.smoke.demo import MISS_ID, STATE_ID, build_tiny_registr
 from rwkv_registry.model.tiny import make_tiny_base
 from rwkv_registry.ops import write_sums
 from rwkv_registry.schemas import schema_errors
-from rwkv_registry.smoke_cases import TINY_CASES, builtin_path
+from rwkv_registry.smoke_cases import TINY_CASES, builtin_path, load_cases
 from rwkv_registry.validate import validate_registry
 
 pytestmark = pytest.mark.slow
@@ -60,7 +60,7 @@ def smoke(capsys, root: Path, entry: str, base: Path, *extra: str) -> tuple[int,
         ]
     )
     out, err = capsys.readouterr()
-    report = json.loads(out) if "--format" in extra and code in (0, 1) else None
+    report = json.loads(out) if "--format" in extra and out.startswith("{") else None
     return code, report, out, err
 
 
@@ -142,11 +142,77 @@ def test_two_invocations_give_identical_results(capsys, registry, tiny_weights, 
     assert a["cases"] == b["cases"]  # every token, score and loss, bit for bit
 
 
-def test_text_report(capsys, registry, tiny_weights):
+def test_text_report(capsys, registry, tiny_weights, reports):
     code, _, out, _ = smoke(capsys, registry, STATE_ID, tiny_weights.base)
     assert code == 0
     for text in ("entry vs base alone", "hard selection", "McNemar", "deterministic", "PASS"):
         assert text in out
+
+
+@pytest.mark.parametrize("entry", [STATE_ID, MISS_ID])
+def test_text_report_lists_the_cases_the_entry_failed(capsys, registry, tiny_weights, reports, entry):
+    """Each case the entry got wrong is listed: its id, the expected call, what came (the call and what is wrong with
+    it, or the text that did not parse) and whether the base alone got it right; the JSON report gives the
+    expected call of every case."""
+    report = json.loads(reports[entry][1].read_text())
+    cases = {c.id: c for c in load_cases(TINY).cases}
+    for row in report["cases"]:
+        c = cases[row["id"]]
+        assert row["expected"] == {"name": c.expected_name, "arguments": c.expected_arguments}
+    failed = [row for row in report["cases"] if not row["entry"]["correct"]]
+    code, _, out, _ = smoke(capsys, registry, entry, tiny_weights.base)
+    assert code == 0
+    lines = [" ".join(line.split()) for line in out.splitlines()]
+    if not failed:
+        assert not any(line.startswith("failed with the entry") for line in lines)
+        return
+    assert f"failed with the entry ({len(failed)} of 14):" in lines
+    for row in failed:
+        [line] = [x for x in lines if x.startswith(row["id"] + ": ")]
+        args = json.dumps(row["expected"]["arguments"], separators=(",", ":"))
+        assert line.startswith(f"{row['id']}: expected {row['expected']['name']} {args[:39]}")
+        got = row["entry"]
+        if got["parse_failure"]:
+            assert '; got unparseable {"name":"' in line and got["parse_error"] in line
+        else:
+            assert f"; got {got['name']} " in line
+        assert line.endswith("; base alone: wrong too")  # the random base never answers
+
+
+def test_an_entry_that_fails_exactly_as_the_base_alone_is_inconclusive(capsys, copy, tiny_weights):
+    """A State of zeros is the base alone: both fail to parse every case. That is not called a broken entry: the
+    verdict is INCONCLUSIVE (exit 2) and says a harness or format problem; each failed case is listed."""
+    index = json.loads((copy / "index.json").read_text())
+    [entry] = [e for e in index["entries"] if e["id"] == STATE_ID]
+    path = copy / entry["path"]
+    sd = torch.load(path, weights_only=True)
+    torch.save({k: torch.zeros_like(v) for k, v in sd.items()}, path)
+
+    def fix(data: dict) -> None:
+        for e in data["entries"]:
+            if e["id"] == STATE_ID:
+                e["file"] = {"sha256": hashlib.sha256(path.read_bytes()).hexdigest(), "size": path.stat().st_size}
+
+    edit_index(copy, fix)
+    write_sums(copy)
+    code, report, _, _ = smoke(capsys, copy, STATE_ID, tiny_weights.base, "--format", "json")
+    assert code == 2 and report is not None
+    assert schema_errors("smoke-report", report) == []
+    assert report["verdict"] == "inconclusive" and report["exit_code"] == 2
+    assert [r.split(",")[0] for r in report["reasons"]] == [
+        "parse failures with the entry: 14/14 (100%) above the 20% threshold"
+    ]
+    assert (
+        "but the base alone fails to parse exactly the same cases: a harness or format problem" in report["reasons"][0]
+    )
+    code, _, out, _ = smoke(capsys, copy, STATE_ID, tiny_weights.base)
+    assert code == 2
+    text = " ".join(out.split())
+    assert (
+        "INCONCLUSIVE: the base alone fails the same way, so this is a harness or format problem, not the entry" in text
+    )
+    assert "FAIL" not in text and "PASS" not in text
+    assert "failed with the entry (14 of 14):" in text and text.count("; got unparseable") == 14
 
 
 def test_text_report_says_when_the_case_set_is_too_small_to_tell(reports):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shlex
 from dataclasses import replace
 
 import pytest
@@ -29,6 +30,15 @@ def test_demo_smoke_beats_the_base_and_records(tiny_weights, tmp_path, monkeypat
         assert rec["verdict"] == "pass" and rec["p_value"] < 0.05 and rec["wins"] > rec["losses"]
         assert rec["base_score"]["solved"] == 0
     assert validate_registry(reg).ok
+    # the base file `smoke --base-file` needs is printed, with the command that runs each smoke again
+    lines = out.splitlines()
+    base = tiny_weights.base
+    assert lines.count(f"smoke demo: base file (for smoke --base-file): {base}") == 2
+    for eid in (STATE_ID, MISS_ID):
+        command = f"rwkv-registry smoke {reg} {eid} --base-file {base} --device cpu --think-tokens 64"
+        assert f"smoke demo: run this smoke again: {command}" in lines
+    assert main(shlex.split(command)[1:]) == 0  # the MiSS's, as printed: it runs and passes
+    assert "PASS" in capsys.readouterr().out
 
 
 @pytest.mark.slow

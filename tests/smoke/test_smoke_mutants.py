@@ -161,25 +161,63 @@ def test_parse_failure_threshold_is_strictly_above(result):
     assert build_report(with_scores(result, entry(3), base))["verdict"] == "fail"
 
 
-@pytest.mark.parametrize("side", ["entry", "base"])
 @pytest.mark.parametrize("check", ["finite", "deterministic"])
-def test_one_bad_case_on_either_side_fails(result, side, check):
-    """One non-finite or non-deterministic case, with the entry or with the base alone, fails the run."""
-    name = f"{side}_side"
+def test_one_bad_case_with_the_entry_fails(result, check):
+    """One non-finite or non-deterministic case with the entry, where the base alone is fine, fails the run."""
     flags = [True] * len(result.cases.cases)
     flags[5] = False
-    bad = dataclasses.replace(result, **{name: dataclasses.replace(getattr(result, name), **{check: flags})})
+    bad = dataclasses.replace(result, entry_side=dataclasses.replace(result.entry_side, **{check: flags}))
     report = build_report(bad)
-    assert report["sides"][side][check] is False
+    assert report["sides"]["entry"][check] is False
     assert report["verdict"] == "fail" and report["exit_code"] == 1
     want = "non-finite logits" if check == "finite" else "non-deterministic"
-    label = {"entry": "with the entry" if check == "deterministic" else "with the entry attached", "base": ""}[side]
+    label = "with the entry" if check == "deterministic" else "with the entry attached"
     [reason] = report["reasons"]
     assert want in reason and label in reason
-    if side == "base":
-        assert "base alone" in reason
     rec = smoke_record(report)
     assert rec["checks"][check] is False and rec["verdict"] == "fail"
+
+
+@pytest.mark.parametrize("entry_too", [False, True])
+@pytest.mark.parametrize("check", ["finite", "deterministic"])
+def test_a_bad_case_with_the_base_alone_is_inconclusive_not_the_entry(result, check, entry_too):
+    """One non-finite or non-deterministic case with the base alone (and with the entry on the same case, or not):
+    nothing blames the entry, the base fails the same way: inconclusive, exit 2, a reason that says why."""
+    flags = [True] * len(result.cases.cases)
+    flags[5] = False
+    sides = {"base_side": dataclasses.replace(result.base_side, **{check: flags})}
+    if entry_too:
+        sides["entry_side"] = dataclasses.replace(result.entry_side, **{check: flags})
+    report = build_report(dataclasses.replace(result, **sides))
+    assert report["verdict"] == "inconclusive" and report["exit_code"] == 2
+    [reason] = report["reasons"]
+    want = "non-finite logits (NaN/Inf) with the base alone" if check == "finite" else "non-deterministic with"
+    assert reason.startswith(want) and "base alone" in reason and "not the entry" in reason
+    assert schema_errors("smoke-report", report) == []
+    # the entry on one more case than the base: its own fault again
+    more = list(flags)
+    more[6] = False
+    worse = dataclasses.replace(
+        result, entry_side=dataclasses.replace(result.entry_side, **{check: more}), base_side=sides["base_side"]
+    )
+    report = build_report(worse)
+    assert report["verdict"] == "fail" and report["exit_code"] == 1 and len(report["reasons"]) == 2
+
+
+def test_parse_failures_on_the_same_cases_as_the_base_alone_are_inconclusive(result):
+    """The entry fails to parse above the threshold on exactly the cases the base alone fails to parse: the
+    format or the harness, not the entry (exit 2); one case more, or another set, is the entry's (exit 1)."""
+    cases = result.cases.cases
+    base = [garbage(c) if i < 10 else right(c) for i, c in enumerate(cases)]
+    same = build_report(with_scores(result, list(base), base))
+    assert same["verdict"] == "inconclusive" and same["exit_code"] == 2
+    [reason] = same["reasons"]
+    assert reason.startswith("parse failures with the entry: 10/14 (71%) above the 20% threshold, but the base alone")
+    assert "exactly the same cases: a harness or format problem" in reason and "not the entry" in reason
+    one_more = [garbage(c) if i < 11 else right(c) for i, c in enumerate(cases)]
+    assert build_report(with_scores(result, one_more, base))["verdict"] == "fail"
+    other = [garbage(c) if 4 <= i < 14 else right(c) for i, c in enumerate(cases)]
+    assert build_report(with_scores(result, other, base))["verdict"] == "fail"
 
 
 def test_report_names_what_was_run(result, registry, tiny_weights):
@@ -284,15 +322,15 @@ def test_think_tokens_reach_the_run(registry, tiny_weights, monkeypatch):
 
 
 def test_a_failing_run_is_recorded_too(registry, tiny_weights, tmp_path, monkeypatch, capsys):
-    """--record appends the record whatever the verdict: a fail is a finding worth keeping."""
+    """--record appends the record of a fail too: a broken entry is a finding worth keeping."""
     root = Path(shutil.copytree(registry, tmp_path / "reg"))
     real = evaluate.run_side
 
-    def broken_base(label, *args):
+    def broken_entry(label, *args):
         side = real(label, *args)
-        return dataclasses.replace(side, finite=[False] * len(side.finite)) if label == "base" else side
+        return dataclasses.replace(side, finite=[False] * len(side.finite)) if label == "entry" else side
 
-    monkeypatch.setattr(evaluate, "run_side", broken_base)
+    monkeypatch.setattr(evaluate, "run_side", broken_entry)
     argv = ["smoke", str(root), STATE_ID, "--base-file", str(tiny_weights.base), "--device", "cpu"]
     assert main([*argv, "--cases", str(TINY), "--record", "--format", "json"]) == 1
     report = json.loads(capsys.readouterr().out)
@@ -303,6 +341,31 @@ def test_a_failing_run_is_recorded_too(registry, tiny_weights, tmp_path, monkeyp
     assert rec["verdict"] == "fail" and rec["checks"]["finite"] is False
     assert rec["checks"]["reasons"] == report["reasons"]
     assert schema_errors("smoke-record", rec) == []
+
+
+def test_an_inconclusive_run_is_not_recorded_and_says_why(registry, tiny_weights, tmp_path, monkeypatch, capsys):
+    """The base alone gives NaN: the run says nothing about the entry, so --record appends nothing, stderr says so,
+    the text names the verdict and why, and the exit code is 2."""
+    root = Path(shutil.copytree(registry, tmp_path / "reg"))
+    before = (root / "index.json").read_bytes()
+    real = evaluate.run_side
+
+    def broken_base(label, *args):
+        side = real(label, *args)
+        return dataclasses.replace(side, finite=[False] * len(side.finite)) if label == "base" else side
+
+    monkeypatch.setattr(evaluate, "run_side", broken_base)
+    argv = ["smoke", str(root), STATE_ID, "--base-file", str(tiny_weights.base), "--device", "cpu"]
+    assert main([*argv, "--cases", str(TINY), "--record"]) == 2
+    out, err = capsys.readouterr()
+    out, err = " ".join(out.split()), " ".join(err.split())
+    assert (
+        "INCONCLUSIVE: the base alone fails the same way, so this is a harness or format problem, not the entry" in out
+    )
+    assert "- non-finite logits (NaN/Inf) with the base alone in 14 case(s): nothing can be judged" in out
+    assert "FAIL" not in out and "smoke record appended" not in out
+    assert f"note: no smoke record appended to {STATE_ID}: an inconclusive run says nothing about the entry" in err
+    assert (root / "index.json").read_bytes() == before
 
 
 def test_compare_refuses_duplicate_and_one_sided_question_sets():
@@ -461,7 +524,7 @@ def test_thinking_side_jobs_stop_where_docs_say_and_score_after_the_thinking(res
     tok = get_tokenizer()
     for i, (call, loss) in enumerate(zip(calls, losses, strict=True)):
         thought = side.thinking[i].text
-        assert tok.decode(call.suffix).endswith("Assistant: <think>" + thought + '</think> ```json\n{"name":"')
+        assert tok.decode(call.suffix).endswith("Assistant: <think" + thought + '</think> ```json\n{"name":"')
         assert (loss.prefix, loss.suffix) == (call.prefix, call.suffix)
 
 

@@ -193,10 +193,15 @@ def test_training_batch_teacher_forces_each_case_s_expected_answer(profile):
     builder = PromptBuilder(get_profile(profile), tok)
     cases = list(load_cases(builtin_path(TINY_CASES)).cases)
     batch = training_batch(builder, cases)
-    lead = tok.encode(THINK_CLOSE + ANSWER_PREFIX) if builder.thinks else []
+    # thinking: the prompt ends "Assistant: <think" (prompt.go e3ed3d4), so the thought the MiSS learns is the
+    # withheld ">" closed at once, as the evaluation's call prompt with that thinking continues it
+    lead = tok.encode(">" + THINK_CLOSE + ANSWER_PREFIX) if builder.thinks else []
     assert batch.tokens.shape[0] == len(cases)
     for i, case in enumerate(cases):
         prompt = builder.think_prompt(case) if builder.thinks else builder.call_prompt(case)
+        if builder.thinks:
+            call = builder.call_prompt(case, ">").suffix
+            assert list(call) == list(prompt.suffix) + lead
         assert batch.prefix == list(prompt.prefix)
         want = list(lead) + list(builder.completion_ids(case))
         mine = batch.rows == i

@@ -191,6 +191,42 @@ async def test_filter_keeps_the_chosen_entry_selected(small: Path) -> None:
         assert app.main.current.entry_id == MISS_IDS[1]
 
 
+@pytest.mark.parametrize("typed", ["method:miss", ""])
+@run_async
+async def test_escape_in_the_filter_box_goes_back_to_the_tree_so_q_quits(small: Path, typed: str) -> None:
+    """One Escape in the filter box clears it and puts the focus back on the tree: the `q` after it quits instead of
+    being typed into the box (issue 28: the first Escape only cleared, and `q` became the filter `q`)."""
+    app = RegistryApp(str(small), validate_on_start=False, keymap={})
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *typed)
+        await settle(pilot)
+        box = app.main.query_one("#filter", Input)
+        assert app.focused is box and box.value == typed
+        await pilot.press("escape")
+        await settle(pilot)
+        assert app.focused is app.main.tree and box.value == ""
+        assert "3 entries" in str(app.main.status_bar.render())
+        await pilot.press("q")
+        await pilot.pause()
+        assert box.value == ""  # not typed into the box
+    assert app.return_code == 0
+
+
+@run_async
+async def test_enter_in_the_filter_box_keeps_the_filter_and_escape_on_the_tree_clears_it(small: Path) -> None:
+    app = RegistryApp(str(small), validate_on_start=False, keymap={})
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"method:miss", "enter")
+        await settle(pilot)
+        assert app.focused is app.main.tree and "2 of 3 entries (method miss)" in str(app.main.status_bar.render())
+        await pilot.press("escape")
+        await settle(pilot)
+        assert app.main.query_one("#filter", Input).value == "" and app.focused is app.main.tree
+        assert "3 entries" in str(app.main.status_bar.render())
+
+
 @run_async
 async def test_a_burst_of_keys_filters_once_with_the_final_text(small: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Typing waits for the keys to pause (FILTER_DEBOUNCE_S) and filters once, with the whole term; clearing the
@@ -215,7 +251,7 @@ async def test_a_burst_of_keys_filters_once_with_the_final_text(small: Path, mon
         assert "2 of 3 entries (method miss)" in str(app.main.status_bar.render())
         await pilot.press("escape")  # clears the box: the tree shows everything without waiting
         assert not app.main.filter_pending and rebuilt == ["method miss", "everything"]
-        await pilot.press(*"r4-", "backspace", "backspace", "backspace")  # typed and erased: no filter change
+        await pilot.press("slash", *"r4-", "backspace", "backspace", "backspace")  # typed and erased: no change
         await settle(pilot)
         assert rebuilt == ["method miss", "everything"]
         await pilot.press(*"data:v1", "enter")  # Enter does not wait for the keys to pause

@@ -11,7 +11,7 @@ from rwkv_registry.catalog import EntryFilter
 
 
 class FilterInput(Input):
-    """One line; Enter goes back to the tree, Escape clears (then goes back)."""
+    """One line; Enter goes back to the tree keeping the filter, Escape clears it and goes back to the tree."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "leave", "Back", show=False, id="registry.clear_filter")]
 
@@ -24,8 +24,8 @@ class FilterInput(Input):
         return EntryFilter.parse(self.value)
 
     def action_leave(self) -> None:
-        """Clear the text, or (when empty) return to the tree."""
+        """Clear the text and return to the tree, at once: the next key is the tree's (``q`` quits). Before, the
+        first Escape only cleared and kept the focus here, so a ``q`` after it was typed into the box."""
         if self.value:
             self.value = ""
-        else:
-            self.screen.query_one("#tree").focus()
+        self.screen.query_one("#tree").focus()
