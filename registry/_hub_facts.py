@@ -57,7 +57,7 @@ def metadata_facts(size: int, sha256: str) -> FileFacts:
 def header_facts(source: RemoteFile, *, size: int, sha256: str) -> FileFacts:
     """Facts from the headers of a remote checkpoint; the value-dependent rules are skipped."""
     from .ckpt import open_checkpoint
-    from .facts import _STATE_NAME, _miss_facts
+    from .facts import _miss_facts, holds_a_state
 
     facts = FileFacts(size=size, sha256=sha256, kind="unknown")
     if size == 0:
@@ -79,7 +79,7 @@ def header_facts(source: RemoteFile, *, size: int, sha256: str) -> FileFacts:
             _miss_facts(facts, _HeadersOnly(ck))
         except _NoValues:
             pass
-    elif ck.tensors and all(_STATE_NAME.match(n) for n in ck.tensors):
+    elif holds_a_state(ck.tensors):
         facts.method = "state"
     return facts
 

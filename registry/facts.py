@@ -27,11 +27,30 @@ from . import __version__
 from .errors import CheckpointError
 from .rules import Finding, finding
 
-FACTS_VERSION = 4  # bump when the checks behind cached findings (or the cache's layout) change (4: "gone")
+FACTS_VERSION = 5  # bump when the checks behind cached findings (or the cache's layout) change (5: States with extras)
 MAX_ITEMS = 50_000  # index.json entries whose schema errors the cache keeps
 _JOURNAL_MAX = 8 << 20  # bytes of the journal read back (FactsCache.journal); beyond, ignored
 _JOURNAL_APPEND_MAX = 1 << 20  # a save appends to the journal up to this size, then rewrites the cache file
 _STATE_NAME = re.compile(r"^blocks\.(\d+)\.att\.time_state$")
+_WHOLE_MODEL = frozenset({"emb.weight", "head.weight"})
+
+
+def time_state_name(name: str) -> bool:
+    """Whether rwkv_lightning_cuda counts ``name`` as a State tensor: ``blocks.`` + something + ``.att.time_state``
+    (Alic-Li/rwkv_lightning_cuda ``src/server/rwkv_uploaded_state_store.cpp``, ``is_time_state_tensor``). Whether
+    the something is a layer number is the State rules' question (STA001), as it is the server's next one."""
+    return len(name) > 22 and name.startswith("blocks.") and name.endswith(".att.time_state")
+
+
+def holds_a_state(names: Iterable[str]) -> bool:
+    """A file without a MiSS manifest is a State when it holds a time-state tensor (:func:`time_state_name`), as
+    the server's upload check has it (``validate_state_pth``: the other tensors are skipped), unless it is a whole
+    model (``emb.weight`` and ``head.weight``: a base, or a State merged into one) or holds MiSS ``.D`` tensors
+    (an adapter without its manifest, MIS001)."""
+    names = list(names)
+    if not any(time_state_name(n) for n in names):
+        return False
+    return not (set(names) >= _WHOLE_MODEL or any(n.endswith(".D") for n in names))
 
 
 @dataclass
@@ -169,15 +188,16 @@ def facts_from_buffer(buf: bytes | bytearray | memoryview | mmap.mmap, *, sha256
     if ck.miss_manifest is not None:
         facts.method = "miss"
         _miss_facts(facts, ck)
-    elif ck.tensors and all(_STATE_NAME.match(n) for n in ck.tensors):
+    elif holds_a_state(ck.tensors):
         facts.method = "state"
         _state_facts(facts, ck)
     return facts
 
 
 def stray_state_finding(facts: FileFacts, path: str) -> Finding | None:
-    """STA001 for a file that is neither method but holds ``blocks.N.att.time_state`` tensors beside others (a
-    State file with tensors that do not belong there), naming up to three of the others; else None."""
+    """STA001 for a file that is neither method but holds ``blocks.N.att.time_state`` tensors beside others that
+    make it no State (:func:`holds_a_state`: a whole model, or MiSS ``.D`` tensors), naming up to three of the
+    others; else None."""
     names = [t[0] for t in facts.tensors]
     others = [n for n in names if not _STATE_NAME.match(n)]
     if facts.method is not None or not others or len(others) == len(names):
@@ -226,6 +246,8 @@ def count_nonfinite(data: bytes | memoryview, dtype: str) -> int:
 
 def _state_facts(facts: FileFacts, ck: Any) -> None:
     for t in ck.tensors.values():
+        if not time_state_name(t.name):
+            continue  # the server never reads the values of the others (STA006)
         if t.dtype not in _EXPONENT_BYTES:
             continue  # STA003 is decided from the dtype alone
         bad = count_nonfinite(ck.tensor_bytes(t.name), t.dtype)

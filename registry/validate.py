@@ -35,7 +35,7 @@ from .errors import UsageError
 
 if TYPE_CHECKING:
     from .gitcheck import GitAhead
-from .facts import FactsCache, FileFacts, gather_facts, sha256_file, stray_state_finding
+from .facts import FactsCache, FileFacts, gather_facts, sha256_file, stray_state_finding, time_state_name
 from .fsio import read_at_most
 from .jsonload import is_finite_number, is_integer
 from .layout import METHODS
@@ -61,6 +61,8 @@ ROOT_FILES = {
 NOT_SUMMED = {SUMS_NAME, SIG_NAME, LOCK_NAME, JOURNAL_NAME}
 WEIGHT_SUFFIXES = (".pth", ".safetensors")
 MAX_TEXT_BYTES = 64 * 2**20  # SHA256SUMS and README.md larger than this are refused unread
+# rwkv_lightning_cuda's kMaxUploadedStateBytes (include/rwkv/server/rwkv_uploaded_state_store.hpp): STA005
+STATE_UPLOAD_MAX_BYTES = 512 * 1024 * 1024
 MIN_TRAINER = "1.8.1"  # rwkv_lightning_cuda with the `segments` mask (commit 47df608)
 # Vocabulary files known offline -> the embedding rows (vocab_size) of a model using them. The RWKV world vocabulary
 # has 65529 tokens (ids 1..65529, 0 ends a text), padded to 65536 rows in every G1 base (FORMATS §2, §6).
@@ -1331,10 +1333,30 @@ class Validator:
             self.check_miss(path, e, f, base, arch)
 
     def check_state(self, path: str, f: FileFacts, arch: dict[str, Any] | None) -> None:
-        names = [t[0] for t in f.tensors]
-        if len(set(names)) != len(names):
+        """The State rules, as rwkv_lightning_cuda applies them (Alic-Li/rwkv_lightning_cuda): on upload
+        (``src/server/rwkv_uploaded_state_store.cpp``, ``UploadedStateStore::upload`` and ``validate_state_pth``)
+        and when a request loads the State on the running base (``src/backend/rwkv7_fast_v4.cu``,
+        ``ModelBackend::load_state_from_pth``); docs/state-files.md lists each check beside ours."""
+        if f.size > STATE_UPLOAD_MAX_BYTES:  # upload: "uploaded state file exceeds the 512 MiB limit"
+            self.add(
+                finding(
+                    "STA005", path, f"{f.size} bytes; the server refuses State uploads over {STATE_UPLOAD_MAX_BYTES}"
+                )
+            )
+        if f.kind == "safetensors":  # upload: PthArchive::open, "invalid state PTH"
+            self.add(finding("STA007", path, "a safetensors file: the server's State upload opens torch .pth archives"))
+        states = [t for t in f.tensors if time_state_name(t[0])]
+        others = [t for t in f.tensors if not time_state_name(t[0])]  # validate_state_pth skips them
+        if others:
+            shown = sorted({t[0] for t in others}, key=lambda n: (len(n), n))[:3]
+            self.add(finding("STA006", path, f"{len(others)} tensor(s) besides the time states: {shown}"))
+        for name, dtype, _shape in others:
+            if dtype not in ("bfloat16", "float32"):  # parse_pth_tensor_records: BFloat16Storage, FloatStorage only
+                self.add(finding("STA003", path, f"{name} is {dtype}: the server's reader takes bfloat16 and float32"))
+        names = [t[0] for t in states]
+        if len(set(names)) != len(names):  # upload: "duplicate state tensor"
             self.add(finding("STA001", path, "a tensor name appears twice"))
-        for name, dtype, _shape in f.tensors:
+        for name, dtype, _shape in states:  # upload and load: "invalid shape or dtype for state tensor"
             if dtype not in ("bfloat16", "float32"):
                 self.add(finding("STA003", path, f"{name} is {dtype}"))
         if not isinstance(arch, dict):
@@ -1361,7 +1383,7 @@ class Validator:
             shape = list(state_shape(arch))
         except (KeyError, TypeError, ValueError):
             return
-        for name, _dtype, got in f.tensors:
+        for name, _dtype, got in states:  # load: the shape must be [heads, head_size, head_size] of the base
             if list(got) != shape:
                 self.add(finding("STA002", path, f"{name} has shape {list(got)}, the base needs {shape} [H, V, K]"))
                 break

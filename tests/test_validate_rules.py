@@ -506,6 +506,10 @@ ELSEWHERE: dict[str, tuple[str, str]] = {
     "SIG002": ("test_signing.py", "test_sig002_changed_byte_in_sha256sums"),
     "SIG003": ("test_signing.py", "test_sig003_wrong_key"),
     "SIG004": ("test_signing.py", "test_sig004_malformed_or_truncated_signature"),
+    # the server's State rules, each beside the file the server takes (tests/conformance/)
+    "STA005": ("conformance/test_state_server_rules.py", "test_sta005_an_upload_over_512_mib_is_refused"),
+    "STA006": ("conformance/test_state_server_rules.py", "test_sta006_other_tensors_are_ignored_with_a_warning"),
+    "STA007": ("conformance/test_state_server_rules.py", "test_sta007_a_safetensors_state_passes_with_a_warning"),
 }
 
 
