@@ -173,7 +173,7 @@ def independent_miss(arch: dict, base_sha: str, *, rank: int = 4, poison: bytes 
             tensors[f"blocks.{layer}.{t}.D"] = ("bfloat16", (out_f, rank), bytes(raw))
             targets.append(
                 {
-                    "name": f"blocks.{layer}.{t}",
+                    "name": f"blocks.{layer}.{t}.D",
                     "layer": layer,
                     "target": t,
                     "in_features": in_f,
@@ -195,7 +195,7 @@ def independent_miss(arch: dict, base_sha: str, *, rank: int = 4, poison: bytes 
     body = json.dumps(manifest, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
     h = hashlib.sha256(body)
     for t in targets:
-        h.update(tensors[t["name"] + ".D"][2])
+        h.update(tensors[t["name"]][2])
     manifest["content_version"] = h.hexdigest()
     return manifest, tensors
 
