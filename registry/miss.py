@@ -212,6 +212,7 @@ def check_manifest(manifest: Any, path: str) -> tuple[list[Finding], list[Target
         out.append(finding("MIS007", path, "miss.json targets is empty or not a list"))
         return out, specs
     seen: set[tuple[int, str]] = set()
+    misnamed: list[tuple[int, Any, str]] = []  # one finding for them all: an old writer names every target so
     for i, t in enumerate(targets):
         where = f"targets[{i}]"
         if not isinstance(t, dict):
@@ -246,17 +247,7 @@ def check_manifest(manifest: Any, path: str) -> tuple[list[Finding], list[Target
         seen.add((layer, target))
         expected = tensor_name(layer, target)
         if t.get("name") != expected:  # if (v["name"].asString() != name) -> "adapter target name mismatch"
-            out.append(
-                finding(
-                    "MIS003",
-                    path,
-                    f"miss.json {where}.name is {_short(t.get('name'))}, its layer and target say {expected!r} "
-                    "(the server refuses anything else: adapter target name mismatch)",
-                    hint=f"Write {where}.name as {expected!r}: the tensor's name with its '.D' suffix, as "
-                    'rwkv_miss_tune\'s adapter_manifest() writes it ("blocks." + layer + "." + target + ".D"); '
-                    "then recompute content_version, or better re-export the adapter with rwkv_miss_tune.",
-                )
-            )
+            misnamed.append((i, t.get("name"), expected))
         shape = t.get("shape")
         in_features = t.get("in_features")
         if not (
@@ -292,6 +283,20 @@ def check_manifest(manifest: Any, path: str) -> tuple[list[Finding], list[Target
             )
             continue
         specs.append(TargetSpec(layer, target, expected, in_features, (shape[0], shape[1])))
+    if misnamed:
+        i, got, expected = misnamed[0]
+        more = f"; {len(misnamed) - 1} more target(s) named otherwise too" if len(misnamed) > 1 else ""
+        out.append(
+            finding(
+                "MIS003",
+                path,
+                f"miss.json targets[{i}].name is {_short(got)}, its layer and target say {expected!r} (the server "
+                f"refuses anything else: adapter target name mismatch){more}",
+                hint=f"Write each targets[].name as the tensor's name with its '.D' suffix ({expected!r} here), as "
+                'rwkv_miss_tune\'s adapter_manifest() writes it ("blocks." + layer + "." + target + ".D"); '
+                "then recompute content_version, or better re-export the adapter with rwkv_miss_tune.",
+            )
+        )
     if not out:  # what the checks above do not cover, schemas/miss.schema.json has the last word
         from .schemas import schema_errors
 

@@ -796,7 +796,11 @@ def _refuse(findings: list[Finding], what: str) -> None:
     if errors:
         raise RefusedError(
             f"{what} refused: {errors[0].code} {errors[0].message}"
-            + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""),
+            + (
+                f" (and {len(errors) - 1} more: {', '.join(dict.fromkeys(f.code for f in errors[1:]))})"
+                if len(errors) > 1
+                else ""
+            ),
             hint=errors[0].hint,
             findings=errors,
         )
