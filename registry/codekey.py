@@ -25,6 +25,7 @@ DECIDING_MODULES = (
     "_pickle",
     "_zipread",
     "arch",
+    "atomic",
     "ckpt",
     "codekey",
     "errors",
@@ -32,12 +33,15 @@ DECIDING_MODULES = (
     "fsio",
     "jsoncpp",
     "jsonload",
+    "layout",
     "lfs",
     "miss",
     "misspkg",
     "ops",
+    "pthwrite",
     "readme",
     "rules",
+    "sums",
     "validate",
 )
 
@@ -46,7 +50,7 @@ def deciding_files() -> list[tuple[str, Path]]:
     """(name, path) of every source file and schema the digest covers, in a fixed order."""
     here = Path(__file__).resolve().parent
     files = [(f"rwkv_registry.{m}" if m != "__init__" else "rwkv_registry", here / f"{m}.py") for m in DECIDING_MODULES]
-    spec = importlib.util.find_spec(f"{__package__}.schemas")  # the package is imported already: nothing new is
+    spec = importlib.util.find_spec(f"{__package__}.schemas")  # locates, does not import, the schemas package
     schemas = Path(spec.origin).parent if spec is not None and spec.origin else here.parent / "schemas"
     files.append((f"{__package__}.schemas", schemas / "__init__.py"))
     files += [(f"schemas/{p.name}", p) for p in sorted(schemas.glob("*.json"))]

@@ -35,7 +35,8 @@ def cast_master(master: np.ndarray, *, bf16: bool) -> bytes:
     """The trainer's 16-bit copy of the fp32 masters (ties to even)."""
     x = np.ascontiguousarray(master, dtype="<f4")
     if not bf16:
-        return x.astype("<f2").tobytes()
+        with np.errstate(over="ignore"):  # beyond ±65504: Inf, as __float2half_rn gives
+            return x.astype("<f2").tobytes()
     bits = x.view("<u4").astype(np.uint64)
     return (((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFFFFFF) >> 16).astype("<u2").tobytes()
 
