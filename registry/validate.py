@@ -20,7 +20,6 @@ import math
 import os
 import re
 import stat
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -31,6 +30,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 from . import __version__
 from .arch import state_shape
 from .atomic import JOURNAL_NAME, LOCK_NAME, TMP_PREFIX, registry_around, require_directory, within
+from .codekey import code_digest  # the verdict keys' and the facts cache's: the code deciding them
 from .errors import UsageError
 
 if TYPE_CHECKING:
@@ -544,6 +544,7 @@ class Validator:
         self.schema_digest: str | None = None
         # id of a MiSS target list -> (that list, the architecture it fits): check_miss checks it once
         self.fitted_targets: dict[int, tuple[list[dict[str, Any]], dict[str, Any]]] = {}
+        self.legacy_folders: set[str] = set()  # <base>/miss/<version>/<group> holding adapter.json + adapter.pth
         self.base_files: dict[str, str] | None = None  # base_files(self.bases), once per run (check_train_command)
         self.git_ahead: GitAhead | None = None  # check_history's git commands, started early (start_history)
 
@@ -621,6 +622,7 @@ class Validator:
         weights = self.weight_files(tree)
         facts = self.collect_facts(tree, weights)
         self.guarded(self.check_entries, tree, weights, facts)
+        self.guarded(self.check_legacy_packages, tree)
         self.guarded(self.check_train_files, tree, weights)
         self.check_sums(tree, facts)
         self.fold_moves(tree)
@@ -1203,7 +1205,10 @@ class Validator:
                 continue
             if parts[0] not in self.bases:
                 continue  # LAY002 covers the whole directory
-            if not _layout_ok(parts):
+            folder = _legacy_folder_of(parts, tree)
+            if folder is not None:
+                self.legacy_folders.add(folder)  # MIS021, with the server's verdict (check_legacy_packages)
+            elif not _layout_ok(parts):
                 self.add(finding("LAY004", rel, _misplaced(parts)))
         for d in tree.dirs:
             parts = d.split("/")
@@ -1213,6 +1218,36 @@ class Validator:
                 self.add(finding("LAY004", d, "a base directory holds only state/ and miss/"))
         for d in tree.empty_dirs:
             self.add(finding("LAY011", d, "empty directory"))
+
+    def check_legacy_packages(self, tree: Tree) -> None:
+        """MIS021: a legacy two-file MiSS package (``<group>/adapter.json`` + ``adapter.pth``) inside the registry,
+        which the layout does not publish; it is judged by the server's rules all the same (the user wants to know
+        whether the old adapter loads): its findings follow, on its adapter.pth. Not cached (a rare sight)."""
+        from .misspkg import ADAPTER_JSON, ADAPTER_PTH, package_facts
+
+        for folder in sorted(self.legacy_folders):
+            pth, manifest = tree.files[f"{folder}/{ADAPTER_PTH}"], tree.files[f"{folder}/{ADAPTER_JSON}"]
+            try:
+                facts = package_facts(Path(pth), Path(manifest))
+            except OSError as e:
+                self.add(finding("LAY010", f"{folder}/{ADAPTER_PTH}", f"cannot read: {e.strerror or e}"))
+                continue
+            content = facts.content_findings(f"{folder}/{ADAPTER_PTH}")
+            errors = [f for f in content if f.severity == Severity.ERROR]
+            verdict = (
+                f"the server would refuse it ({len(errors)} finding(s) on {ADAPTER_PTH} say why)"
+                if errors
+                else f"the server would load it (content_version {facts.content_version})"
+            )
+            self.add(
+                finding(
+                    "MIS021",
+                    folder,
+                    f"a legacy two-file MiSS package ({ADAPTER_JSON} + {ADAPTER_PTH}), not the published form "
+                    f"adapter-final.pth; {verdict}",
+                )
+            )
+            self.findings += content
 
     def weight_files(self, tree: Tree) -> list[str]:
         """Weight files in allowed places (others got LAY004)."""
@@ -1808,27 +1843,6 @@ def readme_verdict_key(readme_sha256: str, index_sha256: str, digests: str | Non
     return f"readme:{readme_sha256}:{index_sha256}:{digests or f'{schema_digest()}:{code_digest()}'}"
 
 
-@functools.cache
-def code_digest() -> str:
-    """SHA-256 over the source of the modules whose code decides what the validation cache remembers of a JSON
-    file or the README (the strict loader, the schema messages, the README renderer, this module, and ``ops``,
-    whose ``add`` records the verdicts on the index.json and README.md it wrote): part of every such cache key, so
-    an edited checkout never trusts an answer of the code before the edit. ``ops`` is read beside this module,
-    not imported (a validation does not load it)."""
-    from . import jsonload, readme, schemas
-
-    h = hashlib.sha256(__version__.encode())
-    here = sys.modules[__name__]
-    sources = [(m.__name__, m.__file__) for m in (jsonload, schemas, readme, here)]
-    sources.append((f"{__package__}.ops", str(Path(str(here.__file__)).with_name("ops.py"))))
-    for name, file in sources:
-        try:
-            h.update(Path(str(file)).read_bytes())
-        except (OSError, TypeError):  # no source beside the module: its version is the key
-            h.update(f"{name}\0unreadable".encode())
-    return h.hexdigest()
-
-
 def _shown(score: float, unit: Any) -> str:
     return f"{score:g}{'%' if unit == 'percent' else ''}"
 
@@ -1847,6 +1861,16 @@ def _basename(rel: str) -> str:
     """``PurePosixPath(rel).name`` without building a path object (thousands per run)."""
     name = rel[rel.rfind("/") + 1 :]
     return name if name and name != "." else PurePosixPath(rel).name
+
+
+def _legacy_folder_of(parts: list[str], tree: Tree) -> str | None:
+    """The folder ``<base>/miss/<version>/<group>`` when ``parts`` is its ``adapter.json`` or ``adapter.pth`` and the
+    folder holds both (a legacy two-file MiSS package: MIS021), else None."""
+    if len(parts) != 5 or parts[1] != "miss" or parts[4] not in ("adapter.json", "adapter.pth"):
+        return None
+    folder = "/".join(parts[:4])
+    both = f"{folder}/adapter.json" in tree.files and f"{folder}/adapter.pth" in tree.files
+    return folder if both else None
 
 
 def _layout_ok(parts: list[str]) -> bool:
