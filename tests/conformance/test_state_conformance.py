@@ -227,6 +227,6 @@ def test_an_fp16_peft_state_is_refused_as_the_server_refuses_it(
     state = _peft(tmp_path, L, H, "float16", False)
     verdict = add_and_validate(capsys, tmp_path, state)
     assert verdict.add.rc == 1
-    assert f"{state} refused: STA003 blocks.0.att.time_state is float16 (and 1 more)" in verdict.add.err
+    assert f"{state} refused: STA003 blocks.0.att.time_state is float16 (and 1 more: STA003)" in verdict.add.err
     assert json.loads((tmp_path / "reg" / "index.json").read_text())["entries"] == []
     assert verdict.validate.rc == 0

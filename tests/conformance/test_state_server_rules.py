@@ -283,7 +283,7 @@ def test_only_bf16_and_fp32_time_states_pass(dtype: str, tmp_path: Path, capsys:
     if dtype in ("bfloat16", "float32"):
         _accepted(v)
     else:
-        _refused(v, "STA003", f"blocks.0.att.time_state is {dtype} (and 1 more)")
+        _refused(v, "STA003", f"blocks.0.att.time_state is {dtype} (and 1 more: STA003)")
 
 
 @pytest.mark.parametrize(
