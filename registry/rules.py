@@ -89,8 +89,8 @@ _RULES: tuple[Rule, ...] = (
         "file in a place the layout does not allow",
         "Weights go to <base>/state/<data-version>/<name>.pth (or .safetensors) or "
         "<base>/miss/<data-version>/<group>/adapter-final.pth (the single-file package; a legacy "
-        "adapter.json + adapter.pth folder is published with `rwkv-registry add --file FOLDER`, which checks it and "
-        "writes adapter-final.pth: MIS021), with train.json beside the versions; move or delete the file.",
+        "adapter.json + adapter.pth folder is published with `rwkv-registry add REGISTRY FOLDER …`, which checks "
+        "it and writes adapter-final.pth: MIS021), with train.json beside the versions; move or delete the file.",
     ),
     Rule(
         "LAY005",
@@ -513,7 +513,7 @@ _RULES: tuple[Rule, ...] = (
         "MiSS adapter without archive/miss.json (PTH has no embedded MiSS metadata)",
         "Export the adapter with rwkv_miss_tune's single-file writer, which embeds the manifest as the zip entry "
         "archive/miss.json (the only name the server looks up); a legacy adapter.json + adapter.pth folder is "
-        "published with `rwkv-registry add --file FOLDER`, which embeds its adapter.json.",
+        "published with `rwkv-registry add REGISTRY FOLDER …`, which embeds its adapter.json.",
     ),
     Rule(
         "MIS002",
@@ -651,7 +651,7 @@ _RULES: tuple[Rule, ...] = (
         "MIS021",
         E,
         "legacy two-file MiSS package (adapter.json + adapter.pth) inside the registry",
-        "Publish it with `rwkv-registry add REGISTRY --file FOLDER` from outside the registry: add checks it with the "
+        "Publish it with `rwkv-registry add REGISTRY FOLDER …` from outside the registry: add checks it with the "
         "server's rules and writes the single-file adapter-final.pth (same tensors and content_version, its "
         "adapter.json embedded); then delete the folder.",
     ),
