@@ -17,6 +17,7 @@ docs/state-files.md has the same list with the registry's code for each check.
 from __future__ import annotations
 
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +79,7 @@ def _record(
     )
 
 
-def _crafted(path: Path, records: list[bytes], storages: list[bytes | Zeros]) -> Path:
+def _crafted(path: Path, records: list[bytes], storages: Sequence[bytes | Zeros]) -> Path:
     """A file in ``write_pth``'s entry order (data/0..n-1, data.pkl, byteorder, version)."""
     entries: list[tuple[str, bytes | Zeros]] = [(f"archive/data/{i}", s) for i, s in enumerate(storages)]
     entries += [
@@ -91,7 +92,7 @@ def _crafted(path: Path, records: list[bytes], storages: list[bytes | Zeros]) ->
     return path
 
 
-def _layers(n: int = 2) -> tuple[list[bytes], list[bytes | Zeros]]:
+def _layers(n: int = 2) -> tuple[list[bytes], list[bytes]]:
     values = torch.randn(n, H, N, N).mul(0.1).to(torch.bfloat16)
     records = [tensor_record(f"blocks.{i}.att.time_state", "BFloat16Storage", str(i), (H, N, N)) for i in range(n)]
     return records, [values[i].view(torch.uint8).numpy().tobytes() for i in range(n)]
