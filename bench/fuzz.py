@@ -252,7 +252,7 @@ def build_seeds(tmp: Path) -> dict[str, Any]:
     """Every seed file, built once (needs torch)."""
     import torch
     from ckpt_hostile import safetensors_bytes
-    from lightning_writer import lightning_bytes
+    from conformance.lightning_cpp import lightning_bytes
     from regtools import build_registry, write_miss
     from safetensors.torch import save as st_save
 

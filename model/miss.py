@@ -11,8 +11,10 @@ For a linear map with input width ``K``, rank ``r`` and ``D`` of shape ``[out, r
   that removing the adapter restores it bit for bit.
 
 A package is either one torch zip archive with tensors ``blocks.L.<target>.D`` and the extra
-entry ``<prefix>/miss.json`` (rwkv_lightning_cuda), or a legacy folder with ``adapter.json`` and
-``adapter.pth``. Tensors are read with ``torch.load(weights_only=True)`` (no pickled code runs).
+entry ``archive/miss.json`` (rwkv_lightning_cuda; the server looks up that exact name), or a legacy folder with
+``adapter.json`` and ``adapter.pth``. ``targets[].name`` is the tensor's name, with its ``.D`` (adapter.cpp
+``tensor_name``; the server refuses any other: "adapter target name mismatch"), and so is it here.
+Tensors are read with ``torch.load(weights_only=True)`` (no pickled code runs).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from torch import nn
 
 from rwkv_registry.jsonload import is_finite_number
 from rwkv_registry.kernels.miss import MissTerm, miss_term_
-from rwkv_registry.miss import MISS_TARGETS, tensor_name
+from rwkv_registry.miss import MANIFEST_ENTRY, MISS_TARGETS, TENSOR_SOURCES, tensor_name
 from rwkv_registry.model.errors import WeightsFormatError
 from rwkv_registry.model.loading import torch_load_dict
 from rwkv_registry.model.wkv import elementwise_backend
@@ -185,10 +187,11 @@ def _read_manifest_entry(p: Path) -> bytes:
         raise WeightsFormatError(f"{p}: no such MiSS package", hint="Check the path.", path=str(p))
     try:
         with zipfile.ZipFile(p) as zf:
-            names = [n for n in zf.namelist() if n.endswith("/miss.json") and n.count("/") == 1]
+            names = [n for n in zf.namelist() if n == MANIFEST_ENTRY]  # find_entry("archive/miss.json"): exact
             if len(names) != 1:
                 raise WeightsFormatError(
-                    f"{p}: no '<prefix>/miss.json' entry; this is not a single-file MiSS package",
+                    f"{p}: no '{MANIFEST_ENTRY}' entry (the only name the server reads); this is not a single-file "
+                    "MiSS package",
                     hint="Use the adapter-final.pth written by rwkv_miss_tune (it embeds archive/miss.json).",
                     path=str(p),
                 )
@@ -211,6 +214,15 @@ def _adapter_from(p: Path, m: Any, tensors: dict[str, object]) -> MissAdapter:
 
     if not isinstance(m, dict):
         raise bad("the top level is not an object")
+    source = m.get("tensor_source", "D")
+    if source == "master":
+        raise WeightsFormatError(
+            f'{p}: a rwkv_miss_tune training checkpoint (tensor_source "master"), not an inference adapter',
+            hint="Load the adapter-final.pth the trainer wrote when training ended.",
+            path=str(p),
+        )
+    if not (isinstance(source, str) and source in TENSOR_SOURCES):
+        raise bad(f'tensor_source is {source!r}, expected "D" (the server refuses any other)')
     for key, want in (("method", "miss"), ("layout", "modulo_rank_zero_pad")):
         if m.get(key) != want:
             raise bad(f"{key} is {m.get(key)!r}, expected {want!r}")
@@ -241,6 +253,8 @@ def _adapter_from(p: Path, m: Any, tensors: dict[str, object]) -> MissAdapter:
         if not isinstance(layer, int) or layer < 0 or target not in TARGET_MODULES:
             raise bad(f"target {e.get('name')!r}: layer/target not one of {sorted(TARGET_MODULES)} in a block")
         name = tensor_name(layer, target)
+        if "name" in e and e["name"] != name:
+            raise bad(f"target name {e['name']!r}: its layer and target say {name!r} (the server refuses it)")
         if (layer, target) in seen:
             raise bad(f"target {name!r} appears twice")
         seen.add((layer, target))

@@ -57,7 +57,7 @@ def metadata_facts(size: int, sha256: str) -> FileFacts:
 def header_facts(source: RemoteFile, *, size: int, sha256: str) -> FileFacts:
     """Facts from the headers of a remote checkpoint; the value-dependent rules are skipped."""
     from .ckpt import open_checkpoint
-    from .facts import _STATE_NAME, _miss_facts
+    from .facts import checkpoint_facts
 
     facts = FileFacts(size=size, sha256=sha256, kind="unknown")
     if size == 0:
@@ -69,18 +69,12 @@ def header_facts(source: RemoteFile, *, size: int, sha256: str) -> FileFacts:
     except CheckpointError as e:
         facts.findings.append({"code": e.code, "message": e.message})
         return facts
-    facts.kind = ck.kind
-    facts.writer = ck.writer
-    facts.tensors = [(t.name, t.dtype, list(t.shape)) for t in ck.tensors.values()]
-    if ck.miss_manifest is not None:
-        facts.method = "miss"
-        try:
-            # the manifest and target rules (MIS002–MIS009); stops where the D values would be needed
-            _miss_facts(facts, _HeadersOnly(ck))
-        except _NoValues:
-            pass
-    elif ck.tensors and all(_STATE_NAME.match(n) for n in ck.tensors):
-        facts.method = "state"
+    try:
+        # the rules of a local file (facts.checkpoint_facts: the manifest's place, tensor_source, the MiSS and
+        # State rules), stopped where the tensor values would be needed
+        checkpoint_facts(facts, _HeadersOnly(ck))
+    except _NoValues:
+        pass
     return facts
 
 

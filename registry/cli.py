@@ -251,6 +251,7 @@ def cmd_add(args: argparse.Namespace) -> int:
 
     displaced: list[str] = []  # the entries --recommended took the mark from
     warnings: list[Finding] = []  # what validate will warn of because of the new entry, and did not before
+    notes: list[str] = []  # what add did beyond copying the file (a legacy MiSS package published as one file)
     entry = add_entry(
         args.path,
         args.file,
@@ -266,7 +267,10 @@ def cmd_add(args: argparse.Namespace) -> int:
         adapter_id=args.adapter_id,
         displaced=displaced,
         warnings=warnings,
+        notes=notes,
     )
+    for line in notes:
+        _say(line)
     _say(f"added {entry['method']} entry {entry['id']} at {entry['path']} (sha256 {entry['file']['sha256'][:12]}…)")
     if displaced:
         _say(f"recommended instead of {', '.join(displaced)} (one recommended entry per base and method)")
@@ -525,7 +529,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = cmd("add", cmd_add, "register a State or MiSS file under a base")
     sp.add_argument("path", help="registry root")
-    sp.add_argument("file", help="the State (.pth or .safetensors) or MiSS adapter (.pth) to add")
+    sp.add_argument(
+        "file",
+        help="the State (.pth or .safetensors) or MiSS adapter (.pth) to add; or a legacy MiSS folder "
+        "(adapter.json + adapter.pth), published as one adapter-final.pth",
+    )
     sp.add_argument("--base", required=True, metavar="NAME", help="the base it was trained on (its directory name)")
     sp.add_argument("--data-version", required=True, help="e.g. v1.41")
     sp.add_argument(

@@ -23,15 +23,40 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from . import __version__
+from .codekey import code_digest
 from .errors import CheckpointError
-from .rules import Finding, finding
+from .rules import RULES, Finding, finding
 
-FACTS_VERSION = 4  # bump when the checks behind cached findings (or the cache's layout) change (4: "gone")
 MAX_ITEMS = 50_000  # index.json entries whose schema errors the cache keeps
 _JOURNAL_MAX = 8 << 20  # bytes of the journal read back (FactsCache.journal); beyond, ignored
 _JOURNAL_APPEND_MAX = 1 << 20  # a save appends to the journal up to this size, then rewrites the cache file
 _STATE_NAME = re.compile(r"^blocks\.(\d+)\.att\.time_state$")
+_WHOLE_MODEL = frozenset({"emb.weight", "head.weight"})
+
+
+def time_state_name(name: str) -> bool:
+    """Whether rwkv_lightning_cuda counts ``name`` as a State tensor: ``blocks.`` + something + ``.att.time_state``
+    (Alic-Li/rwkv_lightning_cuda ``src/server/rwkv_uploaded_state_store.cpp``, ``is_time_state_tensor``). Whether
+    the something is a layer number is the State rules' question (STA001), as it is the server's next one."""
+    return len(name) > 22 and name.startswith("blocks.") and name.endswith(".att.time_state")
+
+
+def holds_a_state(names: Iterable[str]) -> bool:
+    """A file without a MiSS manifest is a State when it holds a time-state tensor (:func:`time_state_name`), as
+    the server's upload check has it (``validate_state_pth``: the other tensors are skipped), unless it is a whole
+    model (``emb.weight`` and ``head.weight``: a base, or a State merged into one) or holds MiSS ``.D`` tensors
+    (an adapter without its manifest, MIS001)."""
+    names = list(names)
+    if not any(time_state_name(n) for n in names):
+        return False
+    return not (set(names) >= _WHOLE_MODEL or any(n.endswith(".D") for n in names))
+
+
+def cache_version() -> list[str]:
+    """What a cache file and each journal line are stamped with, and must carry to be read: the digest of the code
+    that decides the facts and verdicts cached (:func:`rwkv_registry.codekey.code_digest`, which covers this module
+    and so the cache's layout too): facts of the code before an upgrade or an edit are never trusted."""
+    return ["facts", code_digest()]
 
 
 @dataclass
@@ -57,7 +82,7 @@ class FileFacts:
         return cls(**data)
 
     def content_findings(self, path: str) -> list[Finding]:
-        return [finding(f["code"], path, f["message"]) for f in self.findings]
+        return [finding(f["code"], path, f["message"], hint=f.get("hint")) for f in self.findings]
 
 
 def sha256_file(
@@ -81,8 +106,9 @@ def sha256_file(
     return h.hexdigest(), size
 
 
-def _add(facts: FileFacts, code: str, message: str) -> None:
-    facts.findings.append({"code": code, "message": message})
+def _add(facts: FileFacts, code: str, message: str, hint: str | None = None) -> None:
+    """A content finding; ``hint`` only where it is more precise than the rule's own (what to change here)."""
+    facts.findings.append({"code": code, "message": message, **({"hint": hint} if hint else {})})
 
 
 def compute_facts(path: str | os.PathLike[str]) -> FileFacts:
@@ -163,21 +189,58 @@ def facts_from_buffer(buf: bytes | bytearray | memoryview | mmap.mmap, *, sha256
     except CheckpointError as e:
         _add(facts, e.code, e.message)
         return facts
-    facts.kind = ck.kind
-    facts.writer = ck.writer
-    facts.tensors = [(t.name, t.dtype, list(t.shape)) for t in ck.tensors.values()]
-    if ck.miss_manifest is not None:
-        facts.method = "miss"
-        _miss_facts(facts, ck)
-    elif ck.tensors and all(_STATE_NAME.match(n) for n in ck.tensors):
-        facts.method = "state"
-        _state_facts(facts, ck)
+    checkpoint_facts(facts, ck)
     return facts
 
 
+def checkpoint_facts(facts: FileFacts, ck: Any) -> None:
+    """The kind, tensors, method and content findings of an opened checkpoint ``ck``: one function for a local
+    file and for the Hub's header reads (:mod:`rwkv_registry._hub_facts`, whose ``ck`` raises when a value is
+    read), so that both apply the same rules.
+
+    A manifest counts only as the server looks it up: the zip entry ``archive/miss.json``, that exact name
+    (adapter.cpp ``load_package``: ``archive.value().find_entry("archive/miss.json")``; pth_archive.cpp
+    ``find_entry`` compares names with ``==``, case-sensitive). A ``miss.json`` under another prefix (what
+    ``torch.save`` names after the file) is MIS001: the server falls back to a sibling checkpoint.json or
+    adapter.json, which a published adapter has not."""
+    from .miss import MANIFEST_ENTRY, looks_like_training_checkpoint
+
+    facts.kind = ck.kind
+    facts.writer = ck.writer
+    facts.tensors = [(t.name, t.dtype, list(t.shape)) for t in ck.tensors.values()]
+    if ck.miss_manifest is not None and ck.prefix == MANIFEST_ENTRY.split("/")[0]:
+        facts.method = "miss"
+        miss_facts(facts, ck, ck.miss_manifest)
+    elif ck.miss_manifest is not None:
+        facts.method = "miss"
+        _add(
+            facts,
+            "MIS001",
+            f"the manifest is the zip entry {ck.prefix}/miss.json; the server reads it only as {MANIFEST_ENTRY} "
+            "(find_entry: that exact, case-sensitive name), so it would not see this one and would refuse the file "
+            "(PTH has no embedded MiSS metadata)",
+            hint=f"Write the archive with the prefix 'archive' (entries archive/data.pkl, archive/data/0, …, "
+            f"{MANIFEST_ENTRY}), as rwkv_miss_tune's write_pth does; torch.save names the prefix after the file.",
+        )
+    elif looks_like_training_checkpoint(ck.tensors):
+        facts.method = "miss"
+        _add(
+            facts,
+            "MIS018",
+            "a legacy rwkv_miss_tune training checkpoint (training.pth without archive/miss.json: fp32 "
+            ".D.master/.gradient/.adam_m/.adam_v records and initial_state), not an inference adapter: the server "
+            "loads it only with the trainer's checkpoint.json beside it, and refuses it alone (PTH has no embedded "
+            "MiSS metadata; legacy checkpoints require sibling checkpoint.json)",
+        )
+    elif holds_a_state(ck.tensors):
+        facts.method = "state"
+        _state_facts(facts, ck)
+
+
 def stray_state_finding(facts: FileFacts, path: str) -> Finding | None:
-    """STA001 for a file that is neither method but holds ``blocks.N.att.time_state`` tensors beside others (a
-    State file with tensors that do not belong there), naming up to three of the others; else None."""
+    """STA001 for a file that is neither method but holds ``blocks.N.att.time_state`` tensors beside others that
+    make it no State (:func:`holds_a_state`: a whole model, or MiSS ``.D`` tensors), naming up to three of the
+    others; else None."""
     names = [t[0] for t in facts.tensors]
     others = [n for n in names if not _STATE_NAME.match(n)]
     if facts.method is not None or not others or len(others) == len(names):
@@ -226,6 +289,8 @@ def count_nonfinite(data: bytes | memoryview, dtype: str) -> int:
 
 def _state_facts(facts: FileFacts, ck: Any) -> None:
     for t in ck.tensors.values():
+        if not time_state_name(t.name):
+            continue  # the server never reads the values of the others (STA006)
         if t.dtype not in _EXPONENT_BYTES:
             continue  # STA003 is decided from the dtype alone
         bad = count_nonfinite(ck.tensor_bytes(t.name), t.dtype)
@@ -233,66 +298,150 @@ def _state_facts(facts: FileFacts, ck: Any) -> None:
             _add(facts, "STA004", f"{t.name} holds {bad} NaN/Inf value(s)")
 
 
-def _miss_facts(facts: FileFacts, ck: Any) -> None:
-    from .jsonload import JsonLoadError, load_json_bytes
-    from .miss import MANIFEST_MAX_BYTES, check_manifest, content_version, scan_values
+def miss_facts(
+    facts: FileFacts, ck: Any, raw: bytes | memoryview | None, *, origin: str = "", manifest: Any = None
+) -> None:
+    """load_package's rules on one package: the manifest ``raw`` (bytes of ``origin``: the embedded
+    ``archive/miss.json`` by default, or a legacy ``adapter.json``) or an already built ``manifest`` (``origin``
+    "checkpoint.json": what the server makes of a legacy checkpoint's metadata, :mod:`rwkv_registry.misspkg`), and
+    the tensors of ``ck``. Findings go to ``facts``, in the server's order where it stops at the first.
 
-    raw = ck.miss_manifest
-    if len(raw) > MANIFEST_MAX_BYTES:
-        _add(facts, "MIS002", f"miss.json is {len(raw)} bytes, the server's limit is {MANIFEST_MAX_BYTES}")
-        return
-    try:
-        manifest = load_json_bytes(bytes(raw), path="miss.json")
-    except JsonLoadError as e:
-        _add(facts, "MIS003", f"miss.json: {e}")
-        return
+    Only an embedded manifest has a ``tensor_source``: "D" (the default) or "master" (a training checkpoint, its
+    targets read from the fp32 ``<name>.master`` records, 4 per target and ``initial_state``), removed before
+    anything else is checked or hashed (``p->manifest.removeMember("tensor_source")``). A legacy ``adapter.json`` is
+    used as it is (the server does not read ``tensor_source`` there, and hashes it)."""
+    from .jsonload import JsonLoadError, load_json_bytes
+    from .miss import (
+        MANIFEST_ENTRY,
+        MANIFEST_MAX_BYTES,
+        TENSOR_SOURCES,
+        budget_findings,
+        check_manifest,
+        content_version,
+        payload_bytes,
+        server_values,
+    )
+
+    origin = origin or MANIFEST_ENTRY
+    legacy = origin == "checkpoint.json"
+    training = legacy
+    if manifest is None:
+        assert raw is not None
+        if len(raw) > MANIFEST_MAX_BYTES:  # (8ULL << 20): "adapter manifest too large"
+            _add(
+                facts,
+                "MIS002",
+                f"{origin} is {len(raw)} bytes, the server's limit is {MANIFEST_MAX_BYTES} "
+                "(adapter manifest too large)",
+            )
+            return
+        try:
+            manifest = load_json_bytes(bytes(raw), path=origin)
+        except JsonLoadError as e:  # "invalid embedded MiSS manifest" / "invalid adapter manifest"
+            _add(facts, "MIS003", f"{origin}: {e}", hint=e.hint or None)
+            return
+    if origin == MANIFEST_ENTRY and isinstance(manifest, dict):
+        source = manifest.get("tensor_source", "D")  # get("tensor_source", "D").asString()
+        if not (isinstance(source, str) and source in TENSOR_SOURCES):
+            facts.manifest = manifest
+            _add(
+                facts,
+                "MIS019",
+                f'miss.json tensor_source is {source!r}; the server takes only "D" (the default) or "master" '
+                "(unsupported adapter tensor source)",
+            )
+            return
+        training = source == "master"
+        manifest = {k: v for k, v in manifest.items() if k != "tensor_source"}
+        if training:
+            dtype_said = manifest.get("dtype")
+            _add(
+                facts,
+                "MIS018",
+                'a rwkv_miss_tune training checkpoint (training.pth: tensor_source "master", fp32 .master tensors '
+                "with their gradients, Adam moments and initial_state), not the inference adapter: the server would "
+                f"load it, rounding the masters to {dtype_said if isinstance(dtype_said, str) else 'float16'}, "
+                "unless another finding here is a reason it refuses it",
+            )
     facts.manifest = manifest
     structural, specs = check_manifest(manifest, "")
     for f in structural:
-        _add(facts, f.code, f.message)
+        _add(facts, f.code, f.message, hint=f.hint if f.hint != RULES[f.code].hint else None)
     facts.targets = [asdict(s) for s in specs]
     if not isinstance(manifest, dict):
         return
     dtype = manifest.get("dtype")
     names = set(ck.tensors)
-    wanted = {s.tensor for s in specs}
     targets = manifest.get("targets")
     n_targets = len(targets) if isinstance(targets, list) else 0  # anything else got MIS007
+    suffix = ".master" if training else ""
+    wanted = {s.tensor + suffix for s in specs}
+    expected_count = n_targets * 4 + 1 if training else n_targets
     ok = len(specs) == n_targets
-    for s in specs:
-        t = ck.tensors.get(s.tensor)
+    for s in specs:  # "adapter tensor shape/dtype mismatch"
+        record = s.tensor + suffix
+        want_dtype = "float32" if training else dtype
+        t = ck.tensors.get(record)
         if t is None:
-            _add(facts, "MIS008", f"target tensor {s.tensor} is missing")
+            _add(facts, "MIS008", f"target tensor {record} is missing")
             ok = False
-        elif t.dtype != dtype:
-            _add(facts, "MIS008", f"{s.tensor} is {t.dtype}, the manifest says {dtype}")
+        elif t.dtype != want_dtype:
+            _add(
+                facts,
+                "MIS008",
+                f"{record} is {t.dtype}, the server requires {want_dtype}"
+                + (" (a training checkpoint's masters are fp32)" if training else " (the manifest's dtype)"),
+            )
             ok = False
         elif tuple(t.shape) != s.shape:
-            _add(facts, "MIS008", f"{s.tensor} has shape {list(t.shape)}, the manifest says {list(s.shape)}")
+            _add(facts, "MIS008", f"{record} has shape {list(t.shape)}, the manifest says {list(s.shape)}")
             ok = False
-    extra = sorted(names - wanted)
-    if extra or len(names) != n_targets:
+    extra = [] if training else sorted(names - wanted)
+    if extra or len(names) != expected_count:  # "adapter tensor count mismatch"
         shown = ", ".join(extra[:5]) + ("…" if len(extra) > 5 else "")
         _add(
             facts,
             "MIS009",
-            f"{len(names)} tensors for {n_targets} targets" + (f" (not targets: {shown})" if extra else ""),
+            f"{len(names)} tensors for {n_targets} targets"
+            + (f" (a training checkpoint holds 4 per target and initial_state: {expected_count})" if training else "")
+            + (f" (not targets: {shown})" if extra else ""),
         )
+    for f in budget_findings(payload_bytes(specs), ""):  # "adapter RAM budget exceeded", and the GPU's at use
+        _add(facts, f.code, f.message, hint=f.hint)
     if not ok or dtype not in ("bfloat16", "float16"):
         return
-    chunks = [ck.tensor_bytes(s.tensor) for s in specs]
+    chunks = []
+    for s in specs:
+        record = s.tensor + suffix
+        native, bad = server_values(ck.tensor_bytes(record), ck.tensors[record].dtype, dtype)
+        chunks.append(native)
+        for count, first, message in bad:
+            _add(facts, "MIS010", f"{record}: {count} value(s) refused: {message} (first: {first!r})")
     facts.content_version = content_version(manifest, chunks)
+    if legacy:  # the server computes it for a legacy checkpoint: nothing to compare
+        manifest["content_version"] = facts.content_version
+        return
     embedded = manifest.get("content_version")
-    if isinstance(embedded, str) and embedded != facts.content_version:
+    if isinstance(embedded, str) and embedded != facts.content_version:  # "adapter content digest mismatch"
+        why = ""
+        if training and dtype == "float16":
+            import numpy as np
+
+            even = [
+                np.frombuffer(ck.tensor_bytes(s.tensor + suffix), dtype="<f4").astype("<f2").tobytes() for s in specs
+            ]
+            if content_version(manifest, even) == embedded:
+                why = (
+                    "; it is what the trainer's rounding of the fp32 masters to float16 gives (ties to even, "
+                    "__float2half_rn), not the server's (ties away from zero, float_to_f16_bits): a master value "
+                    "falls on a tie, and the server refuses this checkpoint"
+                )
         _add(
             facts,
             "MIS011",
-            f"embedded content_version {embedded[:16]}… but the file's content gives {facts.content_version[:16]}…",
+            f"embedded content_version {embedded[:16]}… but the file's content gives {facts.content_version[:16]}…"
+            + why,
         )
-    for s, chunk in zip(specs, chunks, strict=True):
-        count, first = scan_values(chunk, dtype)
-        if count:
-            _add(facts, "MIS010", f"{s.tensor}: {count} value(s) non-finite or beyond ±65504 (first: {first!r})")
 
 
 # --- the per-file cache ----------------------------------------------------------------------------
@@ -373,7 +522,7 @@ class FactsCache:
         try:
             with open(self.path, "rb") as f:
                 data = json.load(f)
-            if data.get("version") == [FACTS_VERSION, __version__]:
+            if data.get("version") == cache_version():
                 files, json_values = data.get("files"), data.get("json")  # a file of another shape: a cold run
                 self.files = files if isinstance(files, dict) else {}
                 self.json = json_values if isinstance(json_values, dict) else {}
@@ -410,7 +559,7 @@ class FactsCache:
                 record = json.loads(line)
             except ValueError:
                 continue  # a line cut short by a killed writer
-            if isinstance(record, dict) and record.get("version") == [FACTS_VERSION, __version__]:
+            if isinstance(record, dict) and record.get("version") == cache_version():
                 for name, table in (("files", self.files), ("json", self.json), ("items", self.items)):
                     values = record.get(name)
                     if isinstance(values, dict):
@@ -429,7 +578,7 @@ class FactsCache:
         keyed by content, like :attr:`items` and :attr:`json`; a lost line only costs time."""
         if not (self.enabled and self.journal is not None and (items or json_values)):
             return
-        self._append({"version": [FACTS_VERSION, __version__], "items": items, "json": json_values or {}})
+        self._append({"version": cache_version(), "items": items, "json": json_values or {}})
 
     def _append(self, record: dict[str, Any], limit: int | None = None) -> bool:
         """Append ``record`` as one line to the journal (None path: nothing); False when it could not be written
@@ -569,7 +718,7 @@ class FactsCache:
         """What this run learnt, as one journal record; ``gone``: the cached files that no longer exist."""
         used = {d for v in self._new_files.values() if isinstance(v, dict) for d in (v.get("blobs") or {}).values()}
         record = {
-            "version": [FACTS_VERSION, __version__],
+            "version": cache_version(),
             "files": self._new_files,
             "json": self._new_json,
             "items": {k: v for k, v in self.items.items() if k not in self._seen_items},
@@ -611,7 +760,7 @@ class FactsCache:
             self.items = dict(list(self.items.items())[-MAX_ITEMS:])
         payload = json.dumps(
             {
-                "version": [FACTS_VERSION, __version__],
+                "version": cache_version(),
                 "files": files,
                 "json": self.json,
                 "items": self.items,

@@ -87,6 +87,22 @@ class HubValidator(Validator):
         tree.dirs = set(self.remote.dirs)
         return tree
 
+    def check_legacy_packages(self, tree: Tree) -> None:
+        """MIS021 for each legacy two-file MiSS package on the Hub; its adapter.pth (LFS) is not downloaded, so the
+        server's verdict on it is left to a local validation."""
+        from .rules import finding
+
+        for folder in sorted(self.legacy_folders):
+            self.add(
+                finding(
+                    "MIS021",
+                    folder,
+                    "a legacy two-file MiSS package (adapter.json + adapter.pth), not the published form "
+                    "adapter-final.pth; its adapter.pth is not downloaded here: `rwkv-registry pull` it and validate "
+                    "the copy for the server's verdict",
+                )
+            )
+
     def collect_facts(self, tree: Tree, weights: list[str]) -> dict[str, FileFacts | OSError]:
         """Weights in LFS: metadata + Range reads (``--full``: MiSS downloaded); plain git files: read locally."""
         from ._hub_facts import metadata_facts, remote_weight_facts

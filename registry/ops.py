@@ -797,7 +797,11 @@ def _refuse(findings: list[Finding], what: str) -> None:
     if errors:
         raise RefusedError(
             f"{what} refused: {errors[0].code} {errors[0].message}"
-            + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""),
+            + (
+                f" (and {len(errors) - 1} more: {', '.join(dict.fromkeys(f.code for f in errors[1:]))})"
+                if len(errors) > 1
+                else ""
+            ),
             hint=errors[0].hint,
             findings=errors,
         )
@@ -850,8 +854,16 @@ def add_entry(
     total_steps: int | None = None,
     displaced: list[str] | None = None,
     warnings: list[Finding] | None = None,
+    notes: list[str] | None = None,
 ) -> dict[str, Any]:
     """Register a State or MiSS file under ``base``; refuse (registry unchanged) if it does not fit.
+
+    A legacy two-file MiSS package (a folder with ``adapter.json`` and ``adapter.pth``, or an ``adapter.pth``
+    without ``archive/miss.json`` beside its ``adapter.json``) is checked with the server's rules on its
+    ``adapter.json`` (:mod:`rwkv_registry.misspkg`) and published as the single-file ``adapter-final.pth`` that
+    ``save_adapter_pth`` writes for it: the same tensors and manifest, so the same content_version on the server.
+    ``notes`` (when given) is extended with a line saying so. A ``.pth`` without ``archive/miss.json`` beside a
+    ``checkpoint.json`` is judged as load_package judges it, a legacy training checkpoint (MIS018, MIS022).
 
     With ``recommended``, the entry takes the mark from the others of its base and method; their ids are
     appended to ``displaced`` when one is given, read under the same lock as the write. ``warnings``: extended
@@ -872,9 +884,16 @@ def add_entry(
             hint=f"The registry comes first: rwkv-registry add {file} {path} …",
         )
     require_registry(root)  # before the file and --train are read
-    if src.is_dir():
-        raise UsageError(f"{file}: is a directory, not a weight file", hint="Give the .pth (or .safetensors) itself.")
-    if not src.is_file():
+    from .misspkg import legacy_folder
+
+    folder = legacy_folder(src) if src.is_dir() else None
+    if src.is_dir() and folder is None:
+        raise UsageError(
+            f"{file}: is a directory, not a weight file",
+            hint="Give the .pth (or .safetensors) itself, or a legacy MiSS folder holding adapter.json and "
+            "adapter.pth.",
+        )
+    if folder is None and not src.is_file():
         raise UsageError(
             f"{file}: " + ("no such file" if not src.exists() else "not a regular file"),
             hint="Give the State (.pth or .safetensors) or MiSS adapter (.pth) file to add.",
@@ -912,7 +931,7 @@ def add_entry(
             findings=[],
         )
     try:
-        facts = compute_facts(src)
+        facts, legacy = _source_facts(src, folder)
     except OSError as e:
         raise RegistryIOError(
             f"cannot read {file}: {e.strerror or e}", hint=os_error_hint(e, file), path=str(file)
@@ -925,7 +944,7 @@ def add_entry(
             "light weights trained on it.",
             path=str(file),
         )
-    with registry_lock(root):
+    with registry_lock(root), _Scratch() as scratch:
         cache = FactsCache(root)  # read once: schema results of the entries, hashes of the weights
         stamps = read_stamps(root, "index.json", "README.md")  # rewritten from the copies read below
         index = load_index(root, cache)
@@ -952,6 +971,14 @@ def add_entry(
         display = str(file)
         content = check_weight_file(facts, b, display)
         _refuse(content, display)
+        if legacy is not None:  # a legacy adapter.json package the server loads: published as its single file
+            src, facts, content = _embedded_copy(legacy, facts, b, display, scratch)
+            if notes is not None:
+                notes.append(
+                    f"{display}: a legacy two-file package (adapter.json + adapter.pth), published as the single-file "
+                    f"adapter-final.pth with its adapter.json embedded (same tensors, content_version "
+                    f"{facts.content_version})"
+                )
         if train_obj.get("method") != method:
             raise RefusedError(
                 f"--train says method {train_obj.get('method')!r}, the file is a {method}",
@@ -1121,6 +1148,79 @@ def add_entry(
         if warnings is not None:
             warnings.extend(new_warnings)
     return entry
+
+
+class _Scratch:
+    """A temporary directory outside the registry, made on first use and removed on exit (the single-file copy of a
+    legacy MiSS package, checked before it is copied in)."""
+
+    def __init__(self) -> None:
+        self._dir: str | None = None
+
+    def path(self, name: str) -> Path:
+        if self._dir is None:
+            import tempfile
+
+            self._dir = tempfile.mkdtemp(prefix="rwkv-registry-add-")
+        return Path(self._dir) / name
+
+    def __enter__(self) -> _Scratch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._dir is not None:
+            import shutil
+
+            shutil.rmtree(self._dir, ignore_errors=True)
+
+
+def _source_facts(src: Path, folder: tuple[Path, Path] | None) -> tuple[FileFacts, tuple[Path, Path] | None]:
+    """The facts of what ``add`` was given, as the server's load_package would judge it, and ``(adapter.pth,
+    adapter.json)`` when it is a legacy two-file package (else None): a folder holding both, or a ``.pth`` without
+    ``archive/miss.json`` beside an ``adapter.json``; beside a ``checkpoint.json`` (looked for first, as the server
+    does), a legacy training checkpoint."""
+    from .misspkg import CHECKPOINT_JSON, checkpoint_facts, has_embedded_manifest, package_facts, sibling_metadata
+
+    if folder is not None:
+        return package_facts(*folder), folder
+    facts = compute_facts(src)
+    if facts.kind != "torch-zip" or facts.method == "state" or has_embedded_manifest(src):
+        return facts, None
+    sibling = sibling_metadata(src)
+    if sibling is None:
+        return facts, None
+    name, meta = sibling
+    if name == CHECKPOINT_JSON:
+        return checkpoint_facts(src, meta), None
+    return package_facts(src, meta), (src, meta)
+
+
+def _embedded_copy(
+    legacy: tuple[Path, Path], facts: FileFacts, base: dict[str, Any], display: str, scratch: _Scratch
+) -> tuple[Path, FileFacts, list[Finding]]:
+    """The single-file package of the legacy ``legacy`` (checked already: ``facts``), written to ``scratch`` and
+    checked again as the file that will be published: (its path, its facts, its content findings)."""
+    from .misspkg import embedded_package
+
+    manifest = facts.manifest
+    assert isinstance(manifest, dict)
+    if "tensor_source" in manifest:
+        raise RefusedError(
+            f"{display}: adapter.json has tensor_source {manifest['tensor_source']!r}; the server ignores it in an "
+            "adapter.json but reads it in an embedded manifest, so the single file would load differently",
+            hint="Remove tensor_source from adapter.json (an adapter's tensors are its D) and add the folder again.",
+        )
+    out = scratch.path("adapter-final.pth")
+    out.write_bytes(embedded_package(legacy[0], manifest))
+    single = compute_facts(out)
+    content = check_weight_file(single, base, display)
+    if single.content_version != facts.content_version or any(f.severity == Severity.ERROR for f in content):
+        raise RegistryIOError(
+            f"{display}: its single-file copy does not read back as the legacy package did "
+            f"(content_version {single.content_version} for {facts.content_version})",
+            hint="Report this as a bug of rwkv-registry, with the package.",
+        )
+    return out, single, content
 
 
 def _compares_against(scores_of: Any, name: str) -> bool:

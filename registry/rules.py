@@ -89,8 +89,8 @@ _RULES: tuple[Rule, ...] = (
         "file in a place the layout does not allow",
         "Weights go to <base>/state/<data-version>/<name>.pth (or .safetensors) or "
         "<base>/miss/<data-version>/<group>/adapter-final.pth (the single-file package; a legacy "
-        "adapter.json + adapter.pth folder is not published), with train.json beside the versions; "
-        "move or delete the file.",
+        "adapter.json + adapter.pth folder is published with `rwkv-registry add REGISTRY FOLDER …`, which checks "
+        "it and writes adapter-final.pth: MIS021), with train.json beside the versions; move or delete the file.",
     ),
     Rule(
         "LAY005",
@@ -470,7 +470,7 @@ _RULES: tuple[Rule, ...] = (
         "STA001",
         E,
         "State tensor names are not exactly blocks.0…L-1.att.time_state",
-        "A State file holds one `blocks.N.att.time_state` per layer of its base and nothing else; "
+        "A State file holds one `blocks.N.att.time_state` per layer of its base (N = 0 … L-1, each once); "
         "re-export it from rwkv_state_tune for this base.",
     ),
     Rule(
@@ -491,57 +491,107 @@ _RULES: tuple[Rule, ...] = (
         "State holds non-finite values",
         "NaN or Inf in the state: training diverged; use an earlier checkpoint.",
     ),
+    Rule(
+        "STA005",
+        E,
+        "State file larger than the server's 512 MiB upload limit",
+        "rwkv_lightning_cuda refuses a State upload over 512 MiB; a State of a released base is far smaller "
+        "(7.2B bf16: 16 MiB): keep only the blocks.N.att.time_state tensors, in bfloat16 or float32.",
+    ),
+    Rule(
+        "STA006",
+        W,
+        "State file holds tensors besides blocks.N.att.time_state",
+        "The server ignores them, but RWKV-PEFT's merge_state.py copies every key of a State into the base; "
+        "save only the blocks.N.att.time_state tensors.",
+    ),
+    Rule(
+        "STA007",
+        W,
+        "State file in safetensors format",
+        "rwkv_lightning_cuda's /v1/state/upload reads only torch .pth archives, and RWKV-PEFT loads States with "
+        "torch.load; publish the State as a .pth written by torch.save or the trainer.",
+    ),
     # --- MiSS -------------------------------------------------------------------------
+    # Each rule is one refusal of rwkv_lightning_cuda's loader (Alic-Li/rwkv_lightning_cuda src/miss/adapter.cpp
+    # load_package, quoted in the title or the message); docs/miss.md maps every server rule to its code and test.
     Rule(
         "MIS001",
         E,
-        "MiSS adapter without archive/miss.json",
-        "Export the adapter with rwkv_miss_tune's single-file writer, which embeds the manifest.",
+        "MiSS adapter without archive/miss.json (PTH has no embedded MiSS metadata)",
+        "Export the adapter with rwkv_miss_tune's single-file writer, which embeds the manifest as the zip entry "
+        "archive/miss.json (the only name the server looks up); a legacy adapter.json + adapter.pth folder is "
+        "published with `rwkv-registry add REGISTRY FOLDER …`, which embeds its adapter.json.",
     ),
-    Rule("MIS002", E, "miss.json larger than 8 MiB", "The server refuses manifests over 8 MiB; re-export the adapter."),
+    Rule(
+        "MIS002",
+        E,
+        "MiSS manifest larger than 8 MiB (adapter manifest too large)",
+        "The server refuses manifests (archive/miss.json, adapter.json) over 8 MiB; re-export the adapter with "
+        "rwkv_miss_tune, whose manifest lists only the targets.",
+    ),
     Rule(
         "MIS003",
         E,
-        "miss.json invalid",
-        'The manifest must be UTF-8 JSON with format_version 1, method "miss", layout '
-        '"modulo_rank_zero_pad", kind "inference_adapter" and the fields of schemas/miss.schema.json.',
+        "miss.json invalid (unsupported adapter format, invalid/duplicate adapter target, adapter target name "
+        "mismatch)",
+        'The manifest must be UTF-8 JSON with format_version 1, method "miss", dtype "bfloat16" or "float16", '
+        'layout "modulo_rank_zero_pad", kind "inference_adapter", and per target name "blocks.L.<target>.D" (the '
+        "tensor's name with its .D suffix), layer 0…1023, in_features and shape [out, rank] (1…2^20) as "
+        "schemas/miss.schema.json says; re-export the adapter with rwkv_miss_tune rather than editing it.",
     ),
-    Rule("MIS004", E, "MiSS rank out of range", "1 <= rank <= 1024."),
+    Rule(
+        "MIS004",
+        E,
+        "MiSS rank out of range (invalid adapter metadata)",
+        "Write rank as a JSON integer 1…1024 (the server's limit), the second size of every D tensor; re-export.",
+    ),
     Rule(
         "MIS005",
         E,
-        "MiSS alpha or scale not a finite number",
-        "alpha and scale are finite numbers, scale = alpha / rank.",
+        "MiSS alpha or scale not a finite float32 (invalid adapter metadata)",
+        "Write alpha and scale as JSON numbers (not strings or booleans) that are finite as float32, the type the "
+        "server reads them as (|x| < 3.4e38); scale = alpha / rank.",
     ),
     Rule(
         "MIS006",
         E,
-        "MiSS hash field is not 64 hex characters",
-        "base_fingerprint and content_version are lower-case sha256 hex digests.",
+        "MiSS hash field is not 64 hex characters (invalid adapter metadata)",
+        "base_fingerprint is the sha256 of the base file, content_version the adapter's digest: both 64 lower-case "
+        "hex characters; re-export the adapter with rwkv_miss_tune.",
     ),
-    Rule("MIS007", E, "MiSS targets empty or duplicated", "List each (layer, target) once and at least one."),
+    Rule(
+        "MIS007",
+        E,
+        "MiSS targets empty or duplicated (invalid adapter metadata, invalid/duplicate adapter target)",
+        "List each (layer, target) once in targets, and at least one; re-export the adapter.",
+    ),
     Rule(
         "MIS008",
         E,
-        "MiSS target tensor missing or of the wrong dtype or shape",
-        "Each target has a tensor blocks.L.<target>.D of the manifest dtype and shape [out, rank].",
+        "MiSS target tensor missing or of the wrong dtype or shape (adapter tensor shape/dtype mismatch)",
+        "Each target needs a tensor blocks.L.<target>.D of the manifest's dtype and shape [out, rank] (in a "
+        "training checkpoint, blocks.L.<target>.D.master in float32); re-export the adapter with rwkv_miss_tune.",
     ),
     Rule(
         "MIS009",
         E,
-        "MiSS tensor count differs from the target count",
-        "The archive holds exactly one D tensor per target and nothing else.",
+        "MiSS tensor count differs from the target count (adapter tensor count mismatch)",
+        "An adapter holds exactly one D tensor per target and nothing else (a training checkpoint 4 per target and "
+        "initial_state); remove the extra tensors or list them in targets, and re-export.",
     ),
     Rule(
         "MIS010",
         E,
-        "MiSS value non-finite or beyond ±65504",
-        "The server refuses NaN, Inf and |x| > 65504; training diverged, use an earlier checkpoint.",
+        "MiSS value non-finite or beyond ±65504 (nonfinite adapter weight, adapter weight overflows FP16, adapter "
+        "cannot be represented by the FP16 inference runtime)",
+        "The server refuses NaN, Inf and |x| > 65504; training diverged: publish an earlier checkpoint's adapter, or "
+        "retrain with a lower learning rate.",
     ),
     Rule(
         "MIS011",
         E,
-        "content_version does not match the file",
+        "content_version does not match the file (adapter content digest mismatch)",
         "The embedded content_version is not the sha256 of the manifest and D values; re-export the "
         "adapter, never edit miss.json by hand.",
     ),
@@ -563,7 +613,8 @@ _RULES: tuple[Rule, ...] = (
         "MIS014",
         E,
         "MiSS target does not fit the base architecture",
-        "Target out/in sizes must match the base (n_embd, ffn size); the adapter was made for another model size.",
+        "Target out/in sizes must match the base (n_embd, ffn size); the adapter was made for another model size: "
+        "add it under the base it was trained on.",
     ),
     Rule(
         "MIS015",
@@ -574,14 +625,50 @@ _RULES: tuple[Rule, ...] = (
     Rule(
         "MIS016",
         E,
-        "unknown MiSS target",
-        "Targets are att.receptance|key|value|output.weight, ffn.key.weight and ffn.value.weight of layers 0…L-1.",
+        "unknown MiSS target (invalid/duplicate adapter target)",
+        "Targets are att.receptance|key|value|output.weight, ffn.key.weight and ffn.value.weight of layers 0…L-1; "
+        "remove the others from targets and re-export.",
     ),
     Rule(
         "MIS017",
         W,
         "MiSS scale is not alpha / rank",
         "The server uses the manifest's scale; re-export if alpha or rank was edited.",
+    ),
+    Rule(
+        "MIS018",
+        E,
+        "a rwkv_miss_tune training checkpoint (training.pth), not the inference adapter",
+        "Publish the adapter-final.pth that rwkv_miss_tune writes when training ends, not checkpoint-N/training.pth: "
+        "the checkpoint is for resuming (fp32 masters, gradients, Adam moments: 8 times the adapter's bytes).",
+    ),
+    Rule(
+        "MIS019",
+        E,
+        'miss.json tensor_source is not "D" or "master" (unsupported adapter tensor source)',
+        'Remove tensor_source (an adapter\'s default is "D") or write "D"; only a training checkpoint says "master".',
+    ),
+    Rule(
+        "MIS020",
+        W,
+        "MiSS D payload over the server's default adapter budgets",
+        "Start the server with a larger RWKV_ADAPTER_RAM_MIB (default 1024), RWKV_ADAPTER_GPU_MIB (512) or "
+        "RWKV_ADAPTER_STAGING_MIB (128), in MiB, or train with a smaller rank or fewer targets.",
+    ),
+    Rule(
+        "MIS021",
+        E,
+        "legacy two-file MiSS package (adapter.json + adapter.pth) inside the registry",
+        "Publish it with `rwkv-registry add REGISTRY FOLDER …` from outside the registry: add checks it with the "
+        "server's rules and writes the single-file adapter-final.pth (same tensors and content_version, its "
+        "adapter.json embedded); then delete the folder.",
+    ),
+    Rule(
+        "MIS022",
+        E,
+        "checkpoint.json of a legacy training checkpoint refused by the server (invalid legacy MiSS checkpoint)",
+        'The server needs kind "miss_training_checkpoint", tensor_digest the sha256 of training.pth, and config '
+        "rank, alpha and base_fingerprint; keep the checkpoint.json the trainer wrote beside its training.pth.",
     ),
     # --- train.json ---------------------------------------------------------------------
     Rule(

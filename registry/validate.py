@@ -20,7 +20,6 @@ import math
 import os
 import re
 import stat
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -31,11 +30,12 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 from . import __version__
 from .arch import state_shape
 from .atomic import JOURNAL_NAME, LOCK_NAME, TMP_PREFIX, registry_around, require_directory, within
+from .codekey import code_digest  # the verdict keys' and the facts cache's: the code deciding them
 from .errors import UsageError
 
 if TYPE_CHECKING:
     from .gitcheck import GitAhead
-from .facts import FactsCache, FileFacts, gather_facts, sha256_file, stray_state_finding
+from .facts import FactsCache, FileFacts, gather_facts, sha256_file, stray_state_finding, time_state_name
 from .fsio import read_at_most
 from .jsonload import is_finite_number, is_integer
 from .layout import METHODS
@@ -62,6 +62,8 @@ ROOT_FILES = {
 NOT_SUMMED = {SUMS_NAME, SIG_NAME, LOCK_NAME, JOURNAL_NAME}
 WEIGHT_SUFFIXES = (".pth", ".safetensors")
 MAX_TEXT_BYTES = 64 * 2**20  # SHA256SUMS and README.md larger than this are refused unread
+# rwkv_lightning_cuda's kMaxUploadedStateBytes (include/rwkv/server/rwkv_uploaded_state_store.hpp): STA005
+STATE_UPLOAD_MAX_BYTES = 512 * 1024 * 1024
 MIN_TRAINER = "1.8.1"  # rwkv_lightning_cuda with the `segments` mask (commit 47df608)
 # Vocabulary files known offline -> the embedding rows (vocab_size) of a model using them. The RWKV world vocabulary
 # has 65529 tokens (ids 1..65529, 0 ends a text), padded to 65536 rows in every G1 base (FORMATS §2, §6).
@@ -543,6 +545,7 @@ class Validator:
         self.schema_digest: str | None = None
         # id of a MiSS target list -> (that list, the architecture it fits): check_miss checks it once
         self.fitted_targets: dict[int, tuple[list[dict[str, Any]], dict[str, Any]]] = {}
+        self.legacy_folders: set[str] = set()  # <base>/miss/<version>/<group> holding adapter.json + adapter.pth
         self.base_files: dict[str, str] | None = None  # base_files(self.bases), once per run (check_train_command)
         self.git_ahead: GitAhead | None = None  # check_history's git commands, started early (start_history)
 
@@ -620,6 +623,7 @@ class Validator:
         weights = self.weight_files(tree)
         facts = self.collect_facts(tree, weights)
         self.guarded(self.check_entries, tree, weights, facts)
+        self.guarded(self.check_legacy_packages, tree)
         self.guarded(self.check_train_files, tree, weights)
         self.check_sums(tree, facts)
         self.fold_moves(tree)
@@ -1208,7 +1212,10 @@ class Validator:
                 continue
             if parts[0] not in self.bases:
                 continue  # LAY002 covers the whole directory
-            if not _layout_ok(parts):
+            folder = _legacy_folder_of(parts, tree)
+            if folder is not None:
+                self.legacy_folders.add(folder)  # MIS021, with the server's verdict (check_legacy_packages)
+            elif not _layout_ok(parts):
                 self.add(finding("LAY004", rel, _misplaced(parts)))
         for d in tree.dirs:
             parts = d.split("/")
@@ -1218,6 +1225,36 @@ class Validator:
                 self.add(finding("LAY004", d, "a base directory holds only state/ and miss/"))
         for d in tree.empty_dirs:
             self.add(finding("LAY011", d, "empty directory"))
+
+    def check_legacy_packages(self, tree: Tree) -> None:
+        """MIS021: a legacy two-file MiSS package (``<group>/adapter.json`` + ``adapter.pth``) inside the registry,
+        which the layout does not publish; it is judged by the server's rules all the same (the user wants to know
+        whether the old adapter loads): its findings follow, on its adapter.pth. Not cached (a rare sight)."""
+        from .misspkg import ADAPTER_JSON, ADAPTER_PTH, package_facts
+
+        for folder in sorted(self.legacy_folders):
+            pth, manifest = tree.files[f"{folder}/{ADAPTER_PTH}"], tree.files[f"{folder}/{ADAPTER_JSON}"]
+            try:
+                facts = package_facts(Path(pth), Path(manifest))
+            except OSError as e:
+                self.add(finding("LAY010", f"{folder}/{ADAPTER_PTH}", f"cannot read: {e.strerror or e}"))
+                continue
+            content = facts.content_findings(f"{folder}/{ADAPTER_PTH}")
+            errors = [f for f in content if f.severity == Severity.ERROR]
+            verdict = (
+                f"the server would refuse it ({len(errors)} finding(s) on {ADAPTER_PTH} say why)"
+                if errors
+                else f"the server would load it (content_version {facts.content_version})"
+            )
+            self.add(
+                finding(
+                    "MIS021",
+                    folder,
+                    f"a legacy two-file MiSS package ({ADAPTER_JSON} + {ADAPTER_PTH}), not the published form "
+                    f"adapter-final.pth; {verdict}",
+                )
+            )
+            self.findings += content
 
     def weight_files(self, tree: Tree) -> list[str]:
         """Weight files in allowed places (others got LAY004)."""
@@ -1338,10 +1375,30 @@ class Validator:
             self.check_miss(path, e, f, base, arch)
 
     def check_state(self, path: str, f: FileFacts, arch: dict[str, Any] | None) -> None:
-        names = [t[0] for t in f.tensors]
-        if len(set(names)) != len(names):
+        """The State rules, as rwkv_lightning_cuda applies them (Alic-Li/rwkv_lightning_cuda): on upload
+        (``src/server/rwkv_uploaded_state_store.cpp``, ``UploadedStateStore::upload`` and ``validate_state_pth``)
+        and when a request loads the State on the running base (``src/backend/rwkv7_fast_v4.cu``,
+        ``ModelBackend::load_state_from_pth``); docs/state-files.md lists each check beside ours."""
+        if f.size > STATE_UPLOAD_MAX_BYTES:  # upload: "uploaded state file exceeds the 512 MiB limit"
+            self.add(
+                finding(
+                    "STA005", path, f"{f.size} bytes; the server refuses State uploads over {STATE_UPLOAD_MAX_BYTES}"
+                )
+            )
+        if f.kind == "safetensors":  # upload: PthArchive::open, "invalid state PTH"
+            self.add(finding("STA007", path, "a safetensors file: the server's State upload opens torch .pth archives"))
+        states = [t for t in f.tensors if time_state_name(t[0])]
+        others = [t for t in f.tensors if not time_state_name(t[0])]  # validate_state_pth skips them
+        if others:
+            shown = sorted({t[0] for t in others}, key=lambda n: (len(n), n))[:3]
+            self.add(finding("STA006", path, f"{len(others)} tensor(s) besides the time states: {shown}"))
+        for name, dtype, _shape in others:
+            if dtype not in ("bfloat16", "float32"):  # parse_pth_tensor_records: BFloat16Storage, FloatStorage only
+                self.add(finding("STA003", path, f"{name} is {dtype}: the server's reader takes bfloat16 and float32"))
+        names = [t[0] for t in states]
+        if len(set(names)) != len(names):  # upload: "duplicate state tensor"
             self.add(finding("STA001", path, "a tensor name appears twice"))
-        for name, dtype, _shape in f.tensors:
+        for name, dtype, _shape in states:  # upload and load: "invalid shape or dtype for state tensor"
             if dtype not in ("bfloat16", "float32"):
                 self.add(finding("STA003", path, f"{name} is {dtype}"))
         if not isinstance(arch, dict):
@@ -1368,7 +1425,7 @@ class Validator:
             shape = list(state_shape(arch))
         except (KeyError, TypeError, ValueError):
             return
-        for name, _dtype, got in f.tensors:
+        for name, _dtype, got in states:  # load: the shape must be [heads, head_size, head_size] of the base
             if list(got) != shape:
                 self.add(finding("STA002", path, f"{name} has shape {list(got)}, the base needs {shape} [H, V, K]"))
                 break
@@ -1812,27 +1869,6 @@ def readme_verdict_key(readme_sha256: str, index_sha256: str, digests: str | Non
     return f"readme:{readme_sha256}:{index_sha256}:{digests or f'{schema_digest()}:{code_digest()}'}"
 
 
-@functools.cache
-def code_digest() -> str:
-    """SHA-256 over the source of the modules whose code decides what the validation cache remembers of a JSON
-    file or the README (the strict loader, the schema messages, the README renderer, this module, and ``ops``,
-    whose ``add`` records the verdicts on the index.json and README.md it wrote): part of every such cache key, so
-    an edited checkout never trusts an answer of the code before the edit. ``ops`` is read beside this module,
-    not imported (a validation does not load it)."""
-    from . import jsonload, readme, schemas
-
-    h = hashlib.sha256(__version__.encode())
-    here = sys.modules[__name__]
-    sources = [(m.__name__, m.__file__) for m in (jsonload, schemas, readme, here)]
-    sources.append((f"{__package__}.ops", str(Path(str(here.__file__)).with_name("ops.py"))))
-    for name, file in sources:
-        try:
-            h.update(Path(str(file)).read_bytes())
-        except (OSError, TypeError):  # no source beside the module: its version is the key
-            h.update(f"{name}\0unreadable".encode())
-    return h.hexdigest()
-
-
 def _shown(score: float, unit: Any) -> str:
     return f"{score:g}{'%' if unit == 'percent' else ''}"
 
@@ -1851,6 +1887,16 @@ def _basename(rel: str) -> str:
     """``PurePosixPath(rel).name`` without building a path object (thousands per run)."""
     name = rel[rel.rfind("/") + 1 :]
     return name if name and name != "." else PurePosixPath(rel).name
+
+
+def _legacy_folder_of(parts: list[str], tree: Tree) -> str | None:
+    """The folder ``<base>/miss/<version>/<group>`` when ``parts`` is its ``adapter.json`` or ``adapter.pth`` and the
+    folder holds both (a legacy two-file MiSS package: MIS021), else None."""
+    if len(parts) != 5 or parts[1] != "miss" or parts[4] not in ("adapter.json", "adapter.pth"):
+        return None
+    folder = "/".join(parts[:4])
+    both = f"{folder}/adapter.json" in tree.files and f"{folder}/adapter.pth" in tree.files
+    return folder if both else None
 
 
 def _layout_ok(parts: list[str]) -> bool:

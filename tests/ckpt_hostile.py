@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lightning_writer import lightning_pickle
+from conformance.lightning_cpp import lightning_pickle
 
 
 @dataclass

@@ -722,3 +722,118 @@ def test_smoke_hash_cache_write_that_fails_leaves_no_temporary_file(
     assert hashcache.cached_sha256(p) == (digest, False)
     assert hashcache.cached_sha256(p) == (digest, True)
     assert [f.name for f in cache.iterdir()] == [hashcache.CACHE_NAME]
+
+
+# --- the cache is keyed by the checking code (rwkv_registry.codekey) ------------------------------------------
+
+
+def _plant_sha256(sha: str) -> None:
+    """Make every cached file's facts claim ``sha`` (what a stale cache would answer)."""
+    path = next(Path(os.environ["RWKV_REGISTRY_CACHE_DIR"]).glob("validate-*.json"))
+    data = json.loads(path.read_text())
+    for entry in data["files"].values():
+        entry["facts"]["sha256"] = sha
+    path.write_text(json.dumps(data))
+
+
+@pytest.mark.parametrize("module", ["miss.py", "facts.py", "ckpt.py", "_pickle.py", "miss.schema.json"])
+def test_facts_cached_by_other_checking_code_are_not_trusted(
+    registry: Path, monkeypatch: pytest.MonkeyPatch, module: str
+) -> None:
+    """Facts cached by one version of the code that decides them are read again by another: an edit of miss.py
+    (the MiSS rules), facts.py, the readers or a schema changes the digest the cache is stamped with. The planted
+    lie (every file's sha256) is believed under the same code, and not once the code differs."""
+    from rwkv_registry import codekey
+
+    assert validate_registry(registry).ok
+    _plant_sha256("0" * 64)
+    assert "HSH001" in {f.code for f in validate_registry(registry).findings}  # same code: the cache is used
+    read = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda p: read(p) + (b"\n# edited\n" if p.name == module else b""))
+    codekey.code_digest.cache_clear()
+    try:
+        report = validate_registry(registry)
+        assert report.ok and report.stats["cache_hits"] == 0
+    finally:
+        monkeypatch.undo()
+        codekey.code_digest.cache_clear()
+
+
+def test_the_digest_covers_every_module_computing_facts_or_verdicts_loads(registry: Path) -> None:
+    """Computing facts (a State, a MiSS adapter, a legacy package) and the JSON and README verdicts loads only
+    modules whose source the digest covers: a module added to that path and not to DECIDING_MODULES fails here."""
+    import subprocess
+    import sys
+
+    from rwkv_registry.codekey import deciding_files
+
+    weights = sorted(str(p) for p in registry.rglob("*.pth"))
+    probe = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from rwkv_registry.facts import compute_facts\n"
+        "from rwkv_registry import validate\n"
+        "from rwkv_registry.misspkg import package_facts\n"
+        "for p in sys.argv[1:]:\n"
+        "    compute_facts(p)\n"
+        "package_facts(Path(sys.argv[-1]), Path(sys.argv[-1]))\n"
+        "validate.json_verdict('train', b'{}', 'train.json')\n"
+        "validate.readme_verdict('text', ('a', 'b'))\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] == 'rwkv_registry')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe, *weights], capture_output=True, text=True, check=True)
+    loaded = set(done.stdout.split())
+    covered = {name for name, _ in deciding_files()}
+    assert "rwkv_registry.miss" in loaded and loaded <= covered, sorted(loaded - covered)
+
+
+def test_a_verdict_cached_before_an_edit_of_a_miss_check_is_recomputed_after_it(tmp_path: Path) -> None:
+    """End to end, as an upgrade does it: a copy of the package validates a registry whose adapter breaks a MiSS
+    rule (the verdict is cached); the copy's miss.py is edited (the rule's message changes, as a fix would change
+    the verdict); the next validation, with the same cache directory, says what the edited code says."""
+    import shutil
+    import subprocess
+    import sys
+
+    from regtools import build_registry
+
+    import rwkv_registry
+    import rwkv_registry.schemas
+
+    reg = build_registry(tmp_path / "reg", tmp_path)
+    rel = f"{TINY_BASE}/miss/v2/r4-a/adapter-final.pth"
+    from test_validate_rules import custom_miss, refresh
+
+    custom_miss(reg / rel, manifest_edit=lambda m: m.update(layout="blocks"))  # MIS003: unsupported adapter format
+    refresh(reg, rel)
+    pkg = tmp_path / "pkg"
+    shutil.copytree(Path(rwkv_registry.__file__).parent, pkg / "rwkv_registry")
+    shutil.copytree(Path(rwkv_registry.schemas.__file__).parent, pkg / "rwkv_registry" / "schemas", dirs_exist_ok=True)
+    cache = tmp_path / "cache"
+    probe = (
+        "import sys\n"
+        f"sys.path.insert(0, {str(pkg)!r})\n"
+        "import rwkv_registry\n"
+        f"assert rwkv_registry.__file__.startswith({str(pkg)!r}), rwkv_registry.__file__\n"
+        "from rwkv_registry.validate import validate_registry\n"
+        "r = validate_registry(sys.argv[1])\n"
+        "print(r.stats['cache_hits'])\n"
+        "print('\\n'.join(f.message for f in r.findings if f.code == 'MIS003'))\n"
+    )
+
+    def run() -> tuple[int, str]:
+        env = dict(os.environ, RWKV_REGISTRY_CACHE_DIR=str(cache))
+        out = subprocess.run(
+            [sys.executable, "-c", probe, str(reg)], capture_output=True, text=True, check=True, env=env
+        ).stdout
+        hits, _, messages = out.partition("\n")
+        return int(hits), messages
+
+    hits, before = run()
+    assert hits == 0 and "(unsupported adapter format)" in before
+    hits, again = run()
+    assert hits == 3 and again == before  # cached: the adapter is not read again
+    miss_py = pkg / "rwkv_registry" / "miss.py"
+    miss_py.write_text(miss_py.read_text().replace("(unsupported adapter format)", "(EDITED RULE)"))
+    hits, after = run()
+    assert hits == 0 and "(EDITED RULE)" in after and "(unsupported adapter format)" not in after

@@ -27,9 +27,9 @@ from ckpt_hostile import (
     with_pickle,
     write_sparse_zip64,
 )
+from conformance.lightning_cpp import lightning_bytes, write_lightning
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from lightning_writer import lightning_bytes, write_lightning
 
 from rwkv_registry.ckpt import (
     Checkpoint,

@@ -404,9 +404,15 @@ class _RangeBytes(bytes):
 
 
 @pytest.mark.parametrize(
-    ("names", "method"), [(["blocks.0.att.time_state"], "state"), (["blocks.0.att.time_state", "emb.weight"], None)]
+    ("names", "method"),
+    [
+        (["blocks.0.att.time_state"], "state"),
+        (["blocks.0.att.time_state", "emb.weight"], "state"),  # the server skips emb.weight (STA006)
+        (["blocks.0.att.time_state", "emb.weight", "head.weight"], None),  # a whole model
+        (["emb.weight"], None),
+    ],
 )
-def test_remote_headers_call_a_file_state_only_when_every_tensor_is_a_state(
+def test_remote_headers_call_a_file_state_as_the_local_facts_do(
     names: list[str], method: str | None, tmp_path: Path
 ) -> None:
     from rwkv_registry._hub_facts import header_facts

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 import torch
 from ckpt_hostile import Entry, build_zip, safetensors_bytes, with_pickle
+from conformance.lightning_cpp import lightning_bytes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from lightning_writer import lightning_bytes
 from regtools import TINY_BASE, build_registry, write_miss
 
 from rwkv_registry._pickle import parse_tensor_pickle

@@ -9,7 +9,7 @@ import zipfile
 
 import pytest
 import torch
-from lightning_writer import lightning_bytes
+from conformance.lightning_cpp import lightning_bytes
 
 from rwkv_registry import pthwrite
 from rwkv_registry.ckpt import open_checkpoint

@@ -27,7 +27,7 @@ from rwkv_registry.arch import (
     state_shape,
 )
 from rwkv_registry.errors import RegistryIOError, UsageError
-from rwkv_registry.facts import FACTS_VERSION, FactsCache, compute_facts, sha256_file, stat_key
+from rwkv_registry.facts import FactsCache, compute_facts, sha256_file, stat_key
 from rwkv_registry.jsoncpp import dumps
 from rwkv_registry.jsonload import (
     JsonLoadError,
@@ -642,8 +642,8 @@ def _plant_sha(cache: dict[str, Any], sha: str) -> dict[str, Any]:
 @pytest.mark.parametrize(
     "version",
     [
-        pytest.param(lambda v: [FACTS_VERSION - 1, v[1]], id="older facts"),  # F08
-        pytest.param(lambda v: [FACTS_VERSION, v[1] + ".other"], id="other release"),  # F09
+        pytest.param(lambda v: [v[0], "0" * 64], id="other code"),  # F08: another digest of the checking code
+        pytest.param(lambda v: [4, "0.1.0"], id="hand-bumped version"),  # F09: the stamp of the code before
     ],
 )
 def test_a_cache_of_another_version_is_not_trusted(registry: Path, version: Any) -> None:
@@ -861,16 +861,22 @@ def test_largest_finite_state_values_are_not_flagged(tmp_path: Path) -> None:
         assert facts.method == "state" and facts.findings == [], dtype
 
 
-def test_a_state_needs_every_tensor_to_be_a_state(tmp_path: Path) -> None:
-    # F23: one time_state beside another tensor is no State file
-    path = tmp_path / "mixed.pth"
-    write_pth(
-        path,
-        {
-            "blocks.0.att.time_state": RawTensor("float32", (2, 64, 64), bytes(2 * 64 * 64 * 4)),
-            "blocks.0.att.key.weight": RawTensor("float32", (1,), bytes(4)),
-        },
-    )
+def test_a_state_is_what_the_server_counts_as_one(tmp_path: Path) -> None:
+    # F23: one time_state beside another tensor is a State, as rwkv_lightning_cuda's upload check has it (the other
+    # tensor is skipped, STA006); beside a whole model (emb.weight and head.weight) or a MiSS D tensor it is none,
+    # and a name the server does not count as a time state (nothing between "blocks." and ".att") makes none
+    state = RawTensor("float32", (2, 64, 64), bytes(2 * 64 * 64 * 4))
+    one = RawTensor("float32", (1,), bytes(4))
+    for others, method in (
+        ({"blocks.0.att.key.weight": one}, "state"),
+        ({"emb.weight": one, "head.weight": one}, None),
+        ({"emb.weight": one}, "state"),
+        ({"blocks.0.att.key.weight.D": one}, None),
+    ):
+        path = tmp_path / "mixed.pth"
+        write_pth(path, {"blocks.0.att.time_state": state, **others})
+        assert compute_facts(path).method == method, others
+    write_pth(path, {"blocks..att.time_state": state})
     assert compute_facts(path).method is None
 
 

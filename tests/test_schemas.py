@@ -342,7 +342,7 @@ def miss_manifest() -> dict[str, Any]:
         "content_version": "360fa110a40e324bd1bf2976a7b31739e46379752c6ebc4bf8c370c77d93daa5",
         "targets": [
             {
-                "name": f"blocks.{layer}.{t}",
+                "name": f"blocks.{layer}.{t}.D",
                 "layer": layer,
                 "target": t,
                 "in_features": shapes.get(t, (4096, 4096))[1],

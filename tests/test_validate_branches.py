@@ -168,25 +168,54 @@ def _dup_target(m: dict[str, Any]) -> None:
 
 
 MANIFEST_CASES: dict[str, tuple[str, Callable[[dict[str, Any]], None], str]] = {
-    "bad-dtype": ("MIS003", _dtype, "miss.json dtype is 'float32', expected 'bfloat16' or 'float16'"),
-    "bad-layer": ("MIS003", _set_target(1, "layer", -1), "miss.json targets[1].layer is -1, not an integer ≥ 0"),
-    "bad-shape": ("MIS003", _set_target(1, "shape", [128]), "miss.json targets[1].shape is [128], not [out, rank]"),
-    "bad-in-features": ("MIS003", _set_target(1, "in_features", 0), "miss.json targets[1].in_features is 0"),
+    "bad-dtype": (
+        "MIS003",
+        _dtype,
+        "miss.json dtype is 'float32', the server requires 'bfloat16' or 'float16' (unsupported adapter format)",
+    ),
+    "bad-layer": (
+        "MIS003",
+        _set_target(1, "layer", -1),
+        "miss.json targets[1].layer is -1, the server requires an integer 0…1023",
+    ),
+    "layer-1024": (
+        "MIS003",
+        _set_target(1, "layer", 1024),
+        "miss.json targets[1].layer is 1024, the server requires an integer 0…1023",
+    ),
+    "bad-shape": (
+        "MIS003",
+        _set_target(1, "shape", [128]),
+        "miss.json targets[1].shape is [128], not [out, rank] with 1 ≤ out ≤ 1048576",
+    ),
+    "bad-in-features": (
+        "MIS003",
+        _set_target(1, "in_features", 0),
+        "miss.json targets[1].in_features is 0, the server requires an integer 1…1048576",
+    ),
+    "in-features-bool": (
+        "MIS003",
+        _set_target(1, "in_features", True),
+        "miss.json targets[1].in_features is True, the server requires an integer 1…1048576",
+    ),
     "dup-target": ("MIS007", _dup_target, "miss.json lists layer 0 att.receptance.weight twice"),
     "name-mismatch": (
         "MIS003",
-        _set_target(1, "name", "blocks.9.att.key.weight"),
-        "miss.json targets[1].name is 'blocks.9.att.key.weight', its layer and target say 'blocks.0.att.key.weight'",
+        _set_target(1, "name", "blocks.9.att.key.weight.D"),
+        "miss.json targets[1].name is 'blocks.9.att.key.weight.D', its layer and target say "
+        "'blocks.0.att.key.weight.D' (the server refuses anything else: adapter target name mismatch)",
+    ),
+    "name-without-d": (
+        "MIS003",
+        _set_target(1, "name", "blocks.0.att.key.weight"),
+        "miss.json targets[1].name is 'blocks.0.att.key.weight', its layer and target say "
+        "'blocks.0.att.key.weight.D' (the server refuses anything else: adapter target name mismatch)",
     ),
     "name-missing": (
         "MIS003",
         lambda m: m["targets"][1].pop("name"),
-        "miss.json targets[1].name is None, its layer and target say 'blocks.0.att.key.weight'",
-    ),
-    "schema-fallback": (
-        "MIS003",
-        _set_target(1, "in_features", True),
-        "miss.json $.targets[1].in_features: expected integer, got boolean true",
+        "miss.json targets[1].name is None, its layer and target say 'blocks.0.att.key.weight.D' (the server "
+        "refuses anything else: adapter target name mismatch)",
     ),
     "rank-mismatch": (
         "MIS008",
@@ -217,7 +246,7 @@ def test_manifest_branch_gives_exactly_its_code(case: str, manifest: dict[str, A
     found, specs = check_manifest(m, "a.pth")
     assert [(f.code, f.path, f.message) for f in found] == [(code, "a.pth", message)]
     # the broken target is not checked further; dtype is package-wide, a name or a schema detail not fatal
-    skipped = 0 if case in ("bad-dtype", "name-mismatch", "name-missing", "schema-fallback") else 1
+    skipped = 0 if case in ("bad-dtype", "name-mismatch", "name-without-d", "name-missing") else 1
     assert len(specs) == len(m["targets"]) - skipped
 
 
@@ -408,13 +437,14 @@ def _add_safetensors_state(reg: Path, tmp_path: Path) -> str:
 
 
 def test_safetensors_state_validates(reg: Path, tmp_path: Path) -> None:
-    """A State saved as .safetensors is registered and validates like a .pth one."""
+    """A State saved as .safetensors is registered and validates like a .pth one, but for the STA007 warning
+    (rwkv_lightning_cuda's upload reads torch .pth archives only)."""
     rel = _add_safetensors_state(reg, tmp_path)
     entry = next(e for e in json.loads((reg / "index.json").read_text())["entries"] if e["path"] == rel)
     assert entry["method"] == "state"
     report = validate_registry(reg, use_cache=False)
-    assert [(f.code, f.path) for f in report.findings if f.path == rel] == []
-    assert not [f for f in report.findings if f.code[:3] in ("STA", "PTH", "LAY", "IDX")]
+    assert [(f.code, f.path) for f in report.findings if f.path == rel] == [("STA007", rel)]
+    assert not [f for f in report.findings if f.code[:3] in ("STA", "PTH", "LAY", "IDX") and f.code != "STA007"]
     assert report.ok
 
 

@@ -1,8 +1,9 @@
 """Hostile files inside a registry: `validate` reports a finding, never a traceback, never runs code.
 
 Also the two independent producers the issue asks for: MiSS files written by an independent
-implementation of the rwkv_lightning_cuda layout (tests/lightning_writer.py) with a content_version
-computed here from FORMATS §4, and a tiny random RWKV-7 base from the model's factory.
+implementation of the rwkv_lightning_cuda layout (tests/conformance/lightning_cpp.py, ported from
+pth_writer.cpp) with a content_version computed here from FORMATS §4, and a tiny random RWKV-7 base from the
+model's factory.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from ckpt_hostile import evil_pickle, with_pickle
-from lightning_writer import lightning_bytes, write_lightning
+from conformance.lightning_cpp import lightning_bytes, write_lightning
 from regtools import (
     TINY_ARCH,
     TINY_BASE,
@@ -106,7 +107,7 @@ def test_zip_entry_with_dotdot(reg: Path) -> None:
 
 
 def test_duplicate_tensor_names(reg: Path) -> None:
-    from lightning_writer import lightning_pickle
+    from conformance.lightning_cpp import lightning_pickle
 
     spec = ("blocks.0.att.time_state", "bfloat16", (2, 64, 64))
     raw = bf16_bytes(2 * 64 * 64, 1)
@@ -173,7 +174,7 @@ def independent_miss(arch: dict, base_sha: str, *, rank: int = 4, poison: bytes 
             tensors[f"blocks.{layer}.{t}.D"] = ("bfloat16", (out_f, rank), bytes(raw))
             targets.append(
                 {
-                    "name": f"blocks.{layer}.{t}",
+                    "name": f"blocks.{layer}.{t}.D",
                     "layer": layer,
                     "target": t,
                     "in_features": in_f,
@@ -195,7 +196,7 @@ def independent_miss(arch: dict, base_sha: str, *, rank: int = 4, poison: bytes 
     body = json.dumps(manifest, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
     h = hashlib.sha256(body)
     for t in targets:
-        h.update(tensors[t["name"] + ".D"][2])
+        h.update(tensors[t["name"]][2])
     manifest["content_version"] = h.hexdigest()
     return manifest, tensors
 

@@ -476,8 +476,16 @@ def _manifest_codes(manifest: dict[str, Any], **edit: Any) -> list[tuple[str, st
 @pytest.mark.parametrize(
     ("edit", "code", "message"),
     [
-        ({"format_version": True}, "MIS003", "miss.json format_version is True, the server requires 1"),
-        ({"format_version": 1.0}, "MIS003", "miss.json format_version is 1.0, the server requires 1"),
+        (
+            {"format_version": True},
+            "MIS003",
+            "miss.json format_version is True, the server requires 1 (unsupported adapter format)",
+        ),
+        (
+            {"format_version": 1.0},
+            "MIS003",
+            "miss.json format_version is 1.0, the server requires 1 (unsupported adapter format)",
+        ),
         ({"rank": 0}, "MIS004", "miss.json rank is 0, the server accepts integers 1…1024"),
         ({"rank": True}, "MIS004", "miss.json rank is True, the server accepts integers 1…1024"),
         ({"scale": float("inf")}, "MIS005", "miss.json scale is inf, not a finite number"),
@@ -508,9 +516,10 @@ def test_manifest_target_shape_is_two_positive_sizes(manifest: dict[str, Any], i
     """Mutants: a shape of more than two sizes, or a size 0, accepted."""
     targets = json.loads(json.dumps(manifest["targets"]))
     targets[i]["shape"] = shape
-    assert ("MIS003", f"miss.json targets[{i}].shape is {shape}, not [out, rank]") in _manifest_codes(
-        manifest, targets=targets
-    )
+    assert (
+        "MIS003",
+        f"miss.json targets[{i}].shape is {shape}, not [out, rank] with 1 ≤ out ≤ 1048576",
+    ) in _manifest_codes(manifest, targets=targets)
 
 
 @pytest.mark.parametrize(("out", "in_features"), [(129, 128), (128, 129)], ids=["out", "in"])
@@ -667,7 +676,7 @@ def test_manifest_a_boolean_layer_is_refused_by_the_hand_check(manifest: dict[st
     caught it, with a message about JSON paths instead of the field's own."""
     targets = json.loads(json.dumps(manifest["targets"]))
     targets[0]["layer"] = True
-    assert ("MIS003", "miss.json targets[0].layer is True, not an integer ≥ 0") in _manifest_codes(
+    assert ("MIS003", "miss.json targets[0].layer is True, the server requires an integer 0…1023") in _manifest_codes(
         manifest, targets=targets
     )
 
@@ -720,7 +729,7 @@ def test_mis010_a_bad_value_in_a_later_tensor(reg: Path) -> None:
 
     _replace_miss(reg, tensors_edit=poison_last)
     assert _messages(reg, "MIS010") == [
-        "blocks.1.ffn.value.weight.D: 1 value(s) non-finite or beyond ±65504 (first: inf)"
+        "blocks.1.ffn.value.weight.D: 1 value(s) refused: nonfinite adapter weight (first: inf)"
     ]
 
 
@@ -760,11 +769,11 @@ def test_lay005_not_for_a_link_to_the_registry_root_itself(reg: Path) -> None:
     assert found == [("LAY002", "loop")]
 
 
-def test_sta001_a_state_file_with_one_more_tensor_is_no_state(reg: Path) -> None:
-    """Mutant: a file counted as a State when any (not every) tensor is a `blocks.N.att.time_state`: a State with one
-    more tensor is not what rwkv_state_tune writes. It is no State (no shape or value check runs on it); for an
-    entry that says `state`, STA001 names the stray tensor (before, IDX003 said 'neither a State nor a MiSS
-    adapter', with a hint that a file with time_state tensors is a State)."""
+def test_sta006_a_state_file_with_one_more_tensor_is_a_state_with_a_warning(reg: Path) -> None:
+    """Mutant: a file counted as a State only when every tensor is a `blocks.N.att.time_state`: the server takes a
+    State with one tensor more (it skips the others), so the registry does, with STA006 naming the tensor, and the
+    State rules run on its time states. A file that holds a whole model (emb.weight and head.weight) beside time
+    states is no State: STA001 names the others (IDX003 for an entry that says miss)."""
     import torch
 
     sd = {f"blocks.{i}.att.time_state": torch.zeros(2, 64, 64, dtype=torch.bfloat16) for i in range(2)}
@@ -772,8 +781,21 @@ def test_sta001_a_state_file_with_one_more_tensor_is_no_state(reg: Path) -> None
     torch.save(sd, reg / STATE)
     refresh(reg, STATE)
     found = [f for f in _findings(reg) if f.path == STATE]
-    assert [f.code for f in found] == ["STA001"]
-    assert found[0].message == "2 state tensors and others besides: unexpected ['blocks.0.att.time_shift']"
+    assert [(f.code, f.message) for f in found] == [
+        ("STA006", "1 tensor(s) besides the time states: ['blocks.0.att.time_shift']")
+    ]
+    sd["blocks.1.att.time_state"] = torch.zeros(2, 32, 32, dtype=torch.bfloat16)
+    torch.save(sd, reg / STATE)
+    refresh(reg, STATE)
+    assert {f.code for f in _findings(reg) if f.path == STATE} == {"STA002", "STA006"}
+    sd = {"blocks.0.att.time_state": torch.zeros(2, 64, 64), "emb.weight": torch.zeros(4, 128)}
+    sd["head.weight"] = torch.zeros(4, 128)
+    torch.save(sd, reg / STATE)
+    refresh(reg, STATE)
+    found = [f for f in _findings(reg) if f.path == STATE]
+    assert [(f.code, f.message) for f in found] == [
+        ("STA001", "1 state tensors and others besides: unexpected ['emb.weight', 'head.weight']")
+    ]
     # an entry that says miss still gets IDX003: the file is no MiSS adapter either
     edit_index(reg, lambda ix: ix["entries"][0].update(method="miss"))
     assert "IDX003" in {f.code for f in _findings(reg) if f.path == STATE}

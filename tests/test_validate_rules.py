@@ -86,7 +86,7 @@ def custom_miss(
             )
             targets.append(
                 {
-                    "name": f"blocks.{layer}.{t}",
+                    "name": f"blocks.{layer}.{t}.D",
                     "layer": layer,
                     "target": t,
                     "in_features": in_f,
@@ -111,9 +111,9 @@ def custom_miss(
         tensors_edit(tensors)
     if fix_cv:
         chunks = [
-            bytes(tensors[f"{t['name']}.D"].data)
+            bytes(tensors[t["name"]].data)
             for t in manifest["targets"]
-            if isinstance(t, dict) and f"{t.get('name')}.D" in tensors
+            if isinstance(t, dict) and t.get("name") in tensors
         ]
         manifest["content_version"] = content_version(manifest, chunks)
     manifest.setdefault("content_version", "0" * 64)
@@ -241,6 +241,45 @@ def _miss_nan(tensors: dict) -> None:
 def _miss_big_manifest(root: Path) -> None:
     custom_miss(root / MISS_A, manifest_edit=lambda m: _set(m, "padding", "x" * (8 * 2**20 + 10)))
     refresh(root, MISS_A)
+
+
+def _miss_training_checkpoint(root: Path) -> None:
+    """rwkv_miss_tune's checkpoint-N/training.pth (the conformance writer of Trainer::checkpoint) published as the
+    adapter: MIS018."""
+    import numpy as np
+    from conformance.miss_adapter_cpp import trainer_targets
+    from conformance.miss_tune_checkpoint import PARTS, checkpoint
+
+    ts = trainer_targets(TINY_ARCH["n_layer"], TINY_ARCH["n_embd"], TINY_ARCH["ffn_size"], 4)
+    count = sum(t.out * t.rank for t in ts)
+    buffers = {p: np.full(count, 0.01, dtype=np.float32) for p in PARTS}
+    config = {"base_fingerprint": hashlib.sha256(b"tiny base file").hexdigest(), "rank": 4, "alpha": 8.0}
+    pth, _ = checkpoint(root.parent / "ckpt", ts, buffers, np.zeros(4, np.float32), config, rank=4, alpha=8.0)
+    shutil.copyfile(pth, root / MISS_A)
+    refresh(root, MISS_A)
+
+
+def _miss_big_payload(root: Path) -> None:
+    """A manifest whose first target is [2^20, 1024]: 2 GiB of D, over the server's default budgets (MIS020)."""
+
+    def edit(m: dict[str, Any]) -> None:
+        m.update(rank=1024, scale=8 / 1024)
+        for t in m["targets"]:
+            t["shape"][1] = 1024
+        m["targets"][0]["shape"][0] = 1 << 20
+
+    _replace_miss(root, manifest_edit=edit)
+
+
+def _miss_legacy_folder(root: Path) -> None:
+    """save_package's adapter.json + adapter.pth (the conformance writer) copied into the layout: MIS021."""
+    from conformance.miss_adapter_cpp import export_input, trainer_targets
+    from conformance.miss_tune_package import save_package
+
+    ts = trainer_targets(TINY_ARCH["n_layer"], TINY_ARCH["n_embd"], TINY_ARCH["ffn_size"], 4)
+    data = bf16_bytes(sum(t.out * t.rank for t in ts), 3)
+    fp = hashlib.sha256(b"tiny base file").hexdigest()
+    save_package(root / f"{TINY_BASE}/miss/v2/old", export_input(4, 8.0, fp, bf16=True), ts, data)
 
 
 def _miss_other_arch(root: Path) -> None:
@@ -457,6 +496,10 @@ CASES: dict[str, Callable[..., None]] = {
     "MIS015": _entry(MISS_A, lambda e: _set(e, "miss", dict(e["miss"], rank=8))),
     "MIS016": lambda r: _replace_miss(r, manifest_edit=lambda m: m["targets"][0].update(target="att.gate.weight")),
     "MIS017": lambda r: _replace_miss(r, manifest_edit=lambda m: _set(m, "scale", 99.0)),
+    "MIS018": _miss_training_checkpoint,
+    "MIS019": lambda r: _replace_miss(r, manifest_edit=lambda m: _set(m, "tensor_source", "x")),
+    "MIS020": _miss_big_payload,
+    "MIS021": _miss_legacy_folder,
     "TRN001": lambda r: (r / STATE_TRAIN).unlink(),
     "TRN002": lambda r: _json_edit(r, STATE_TRAIN, lambda t: t["trainer"].update(version="1.7.9")),
     "TRN003": lambda r: _json_edit(r, STATE_TRAIN, lambda t: t["data"].update(sha256="4" * 64)),
@@ -484,6 +527,10 @@ CASES: dict[str, Callable[..., None]] = {
 # checks, with ast, that the function exists and uses the code as a string literal in an assert, a comparison
 # or its parametrize decorator (a comment or a docstring naming the code does not count).
 ELSEWHERE: dict[str, tuple[str, str]] = {
+    "MIS022": (
+        "conformance/test_miss_conformance.py",
+        "test_a_legacy_training_checkpoint_with_its_checkpoint_json",
+    ),  # a checkpoint.json beside the file add is given: never inside a registry
     "LAY013": ("test_validate_walkthrough.py", "test_lay013_a_live_writer_is_one_finding"),
     "PTH002": ("test_ckpt.py", "test_bad_crc_in_data_pkl"),
     "PTH003": ("test_ckpt.py", "test_code_execution_globals"),
@@ -508,6 +555,10 @@ ELSEWHERE: dict[str, tuple[str, str]] = {
     "SIG002": ("test_signing.py", "test_sig002_changed_byte_in_sha256sums"),
     "SIG003": ("test_signing.py", "test_sig003_wrong_key"),
     "SIG004": ("test_signing.py", "test_sig004_malformed_or_truncated_signature"),
+    # the server's State rules, each beside the file the server takes (tests/conformance/)
+    "STA005": ("conformance/test_state_server_rules.py", "test_sta005_an_upload_over_512_mib_is_refused"),
+    "STA006": ("conformance/test_state_server_rules.py", "test_sta006_other_tensors_are_ignored_with_a_warning"),
+    "STA007": ("conformance/test_state_server_rules.py", "test_sta007_a_safetensors_state_passes_with_a_warning"),
 }
 
 
@@ -549,6 +600,9 @@ def test_the_case_check_ignores_comments_and_docstrings() -> None:
     assert "PTH002" in _checked_literals(real)
 
 
+PRECISE_HINTS = {"MIS001", "MIS003", "MIS020"}  # rules whose findings may carry a hint naming the field to change
+
+
 @pytest.mark.parametrize("code", sorted(CASES))
 def test_rule_fails_on_its_mutation(code: str, reg: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     mutate = CASES[code]
@@ -560,7 +614,9 @@ def test_rule_fails_on_its_mutation(code: str, reg: Path, monkeypatch: pytest.Mo
     found = {f.code for f in report.findings}
     assert code in found, f"{code} not reported; got {sorted(found)}"
     f = next(f for f in report.findings if f.code == code)
-    assert f.message and f.hint == RULES[code].hint and f.path is not None
+    # the rule's hint, or one that names what to change in this very file (MIS003: the field and its value)
+    assert f.message and f.path is not None
+    assert f.hint == RULES[code].hint or (code in PRECISE_HINTS and f.hint)
     assert f.severity == RULES[code].severity
     if RULES[code].severity == "error":
         assert not report.ok

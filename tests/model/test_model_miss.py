@@ -67,7 +67,7 @@ def write_torch_save_package(
         "content_version": "f" * 64,
         "targets": [
             {
-                "name": t.name[:-2],
+                "name": t.name,
                 "layer": t.layer,
                 "target": t.target,
                 "in_features": t.in_features,
@@ -323,7 +323,7 @@ def test_bad_manifests_are_refused(model: RWKV7, tmp_path: Path, over: dict, mes
 
 def test_package_without_manifest_is_refused(tmp_path: Path) -> None:
     path = save_tensors(tmp_path / "plain.pth", {"blocks.0.att.key.weight.D": torch.zeros(4, 4)})
-    with pytest.raises(WeightsFormatError, match=r"no '<prefix>/miss\.json' entry"):
+    with pytest.raises(WeightsFormatError, match=r"no 'archive/miss\.json' entry"):
         load_miss(path)
 
 
@@ -331,7 +331,7 @@ def test_missing_tensor_is_refused(model: RWKV7, tmp_path: Path) -> None:
     adapter = adapter_for(model)
     path = write_torch_save_package(tmp_path / "a.pth", adapter)
     extra = {
-        "name": "blocks.1.att.key.weight",
+        "name": "blocks.1.att.key.weight.D",
         "layer": 1,
         "target": "att.key.weight",
         "in_features": 128,
@@ -339,7 +339,7 @@ def test_missing_tensor_is_refused(model: RWKV7, tmp_path: Path) -> None:
     }
     with zipfile.ZipFile(path) as zf:
         manifest = json.loads(zf.read("archive/miss.json"))
-    manifest["targets"] = [*manifest["targets"][:1], dict(extra, layer=7, name="blocks.7.att.key.weight")]
+    manifest["targets"] = [*manifest["targets"][:1], dict(extra, layer=7, name="blocks.7.att.key.weight.D")]
     path = write_torch_save_package(tmp_path / "b.pth", adapter, targets=manifest["targets"])
     with pytest.raises(WeightsFormatError, match=r"tensor 'blocks.7.att.key.weight.D' listed in targets is missing"):
         load_miss(path)
