@@ -198,7 +198,7 @@ def checkpoint_manifest(ck: Any, checkpoint_path: Path, sha256: str) -> tuple[di
     rank, alpha = config.get("rank"), config.get("alpha")
     if not (isinstance(rank, int) and not isinstance(rank, bool) and rank > 0):
         problems.append(f"config.rank is {rank!r}, not a positive integer (invalid rank)")
-    if problems:
+    if problems or not isinstance(rank, int):
         return None, problems
     scale: Any = None
     if isinstance(alpha, int | float) and not isinstance(alpha, bool):

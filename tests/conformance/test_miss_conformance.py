@@ -670,3 +670,87 @@ def test_the_ported_json_writers_match_the_registrys_serializer() -> None:
         == '{\n\t"a" : \n\t[\n\t\t1,\n\t\t{\n\t\t\t"b" : []\n\t\t}\n\t],\n\t"c" : {}\n}'
     )
     assert hashlib.sha256(json_compact({}).encode()).hexdigest() == hashlib.sha256(b"{}").hexdigest()
+
+
+def _floats() -> np.ndarray:
+    """float32 values of every kind: random, float16 ties, subnormals of both, the ±65504/65520 boundary, Inf, NaN."""
+    rng = np.random.default_rng(11)
+    x = [rng.standard_normal(2000).astype(np.float32) * np.float32(10.0) ** rng.integers(-9, 6, 2000)]
+    halves = rng.integers(0, 0x7C00, 500).astype("<u2").view("<f2").astype(np.float32)
+    ties = (halves.view("<u4") + 0x1000).view(np.float32)  # exactly half a float16 step above a float16
+    x += [halves, ties, -ties]
+    x.append(
+        np.array(
+            [
+                0.0,
+                -0.0,
+                65504.0,
+                65519.996,
+                65520.0,
+                70000.0,
+                2.0**-24,
+                2.0**-25,
+                3 * 2.0**-26,
+                1e-30,
+                np.inf,
+                -np.inf,
+                np.nan,
+                3.4e38,
+                -3.4e38,
+            ],
+            dtype=np.float32,
+        )
+    )
+    return np.concatenate(x).astype(np.float32)
+
+
+def test_the_registrys_fp32_to_16_bit_rounding_is_the_servers() -> None:
+    """registry.miss.server_f16_bits / server_bf16_bits (vectorized) against a line-for-line port of pth_tensor.cpp's
+    float_to_f16_bits / float_to_bf16_bits, side by side on generated values; and they differ from torch's rounding
+    (ties to even) on float16 ties and between 2^-25 and 2^-24 (the server gives 0), which is why a fp16 training
+    checkpoint can be refused."""
+    from conformance.pth_tensor_cpp import float_to_bf16_bits, float_to_f16_bits
+
+    from rwkv_registry.miss import server_bf16_bits, server_f16_bits
+
+    x = _floats()
+    finite = np.isfinite(x)
+    assert server_f16_bits(x).tolist() == [float_to_f16_bits(float(v)) for v in x]
+    assert server_bf16_bits(x[finite]).tolist() == [float_to_bf16_bits(float(v)) for v in x[finite]]
+    with np.errstate(over="ignore"):
+        even = x.astype("<f2").view("<u2")
+    differs = (server_f16_bits(x) != even) & finite
+    near, server = (
+        even[differs].view("<f2").astype(np.float64),
+        server_f16_bits(x[differs]).view("<f2").astype(np.float64),
+    )
+    wide = x[differs].astype(np.float64)
+    tie = np.abs(wide - near) == np.abs(server - wide)
+    flushed = (np.abs(wide) > 2.0**-25) & (np.abs(wide) < 2.0**-24) & (server == 0)  # exp < -24: the sign only
+    assert tie.any() and flushed.any() and np.all(tie | flushed)
+
+
+@pytest.mark.parametrize(
+    ("value", "ok"),
+    [
+        (3.4028234663852886e38, True),
+        (3.4028235677973362e38, True),
+        (3.4028235677973366e38, False),
+        (1e39, False),
+        (1e30, True),
+        (10**30, True),
+        (True, False),
+        ("1", False),
+        (None, False),
+    ],
+)
+def test_alpha_is_finite_as_the_float32_the_server_reads(
+    reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], value: Any, ok: bool
+) -> None:
+    """load_package: ``!m["alpha"].isNumeric() || !std::isfinite(m["alpha"].asFloat())``: FLT_MAX itself loads,
+    FLT_MAX + half an ulp (which rounds to Inf, to even) does not; an integer is numeric, a boolean or string is not."""
+    from rwkv_registry.miss import float32_finite
+
+    assert float32_finite(value) is ok
+    _, _, err = add(reg, put(tmp_path, edited(lambda m: m.update(alpha=value))), capsys, alpha=8.0)
+    assert ("MIS005" not in err) is ok, err
