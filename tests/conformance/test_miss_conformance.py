@@ -71,6 +71,7 @@ def edited(
     recompute: bool = True,
     tensors: Callable[[list[WriteTensor]], None] | None = None,
     source: Any = None,
+    raw: str | None = None,
 ) -> bytes:
     """save_adapter_pth's file with its manifest edited after adapter_manifest (``recompute``: content_version
     again, as the server computes it: without content_version and tensor_source), its records edited, or a
@@ -90,7 +91,7 @@ def edited(
     ]
     if tensors is not None:
         tensors(write)
-    return write_pth(write, json_compact(m))
+    return write_pth(write, json_compact(m) if raw is None else raw)
 
 
 # --- a fresh registry ----------------------------------------------------------------------------------------
@@ -342,6 +343,12 @@ REFUSED: dict[str, tuple[Callable[[], bytes], str, str, str]] = {
         "MIS002",
         "archive/miss.json holds 8390",
         "adapter manifest too large",
+    ),
+    "manifest-not-json": (
+        lambda: edited(raw='{"format_version": 1,'),
+        "MIS003",
+        "archive/miss.json",
+        "invalid embedded MiSS manifest",
     ),
     "content-version-wrong": (
         lambda: edited(lambda m: m.update(content_version="1" * 64), recompute=False),
