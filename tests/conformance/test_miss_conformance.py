@@ -761,3 +761,24 @@ def test_alpha_is_finite_as_the_float32_the_server_reads(
     assert float32_finite(value) is ok
     _, _, err = add(reg, put(tmp_path, edited(lambda m: m.update(alpha=value))), capsys, alpha=8.0)
     assert ("MIS005" not in err) is ok, err
+
+
+def test_a_legacy_folder_is_read_from_its_adapter_json_even_when_its_pth_embeds_a_manifest(
+    reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Given a directory, load_package reads dir/adapter.json and never looks for archive/miss.json (``single`` is
+    false): a stale manifest inside its adapter.pth (here one with names without .D) changes nothing."""
+    folder, single = _package(tmp_path)
+    ts = trainer_targets(LAYERS, CHANNELS, FFN, 4)
+    data = d_data(ts, bf16=True)
+    stale = adapter_manifest(export_input(4, 8.0, TINY_SHA, bf16=True), ts, data)
+    for t in stale["targets"]:
+        t["name"] = t["name"][: -len(".D")]
+    write = [
+        WriteTensor(tensor_name(t), [t.out, t.rank], False, data[t.offset * 2 : (t.offset + t.out * t.rank) * 2], True)
+        for t in ts
+    ]
+    (folder / "adapter.pth").write_bytes(write_pth(write, json_compact(stale)))
+    rc, _, err = add(reg, folder, capsys)
+    assert rc == 0, err
+    assert (reg / PUBLISHED).read_bytes() == single
