@@ -782,3 +782,47 @@ def test_a_legacy_folder_is_read_from_its_adapter_json_even_when_its_pth_embeds_
     rc, _, err = add(reg, folder, capsys)
     assert rc == 0, err
     assert (reg / PUBLISHED).read_bytes() == single
+
+
+class _HubFile:
+    """A file as the Hub's Range reads serve it to the header path (rwkv_registry._hub_facts.header_facts)."""
+
+    def __init__(self, data: bytes) -> None:
+        from rwkv_registry.ckpt import MemorySource
+
+        self._source = MemorySource(data)
+        self.size = self._source.size
+
+    def prefetch_zip_metadata(self) -> None:
+        pass
+
+    def read(self, offset: int, length: int) -> memoryview:
+        return self._source.read(offset, length)
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "name-without-D",
+        "tensor-source-x",
+        "alpha-1e39",
+        "duplicate-target",
+        "wrong-dtype",
+        "count-mismatch",
+        "training",
+    ],
+)
+def test_the_hub_header_path_applies_the_same_rules(tmp_path: Path, case: str) -> None:
+    """`validate hf://…` reads a MiSS file's headers only: it reaches the same findings as a local read, but for
+    those that need the values (MIS010, MIS011)."""
+    from rwkv_registry._hub_facts import header_facts
+    from rwkv_registry.facts import facts_from_buffer
+
+    data = _checkpoint(tmp_path)[0].read_bytes() if case == "training" else REFUSED[case][0]()
+    local = facts_from_buffer(data)
+    remote = header_facts(_HubFile(data), size=len(data), sha256=local.sha256)  # type: ignore[arg-type]
+    assert remote.method == local.method == "miss"
+    assert [(f["code"], f["message"]) for f in remote.findings] == [
+        (f["code"], f["message"]) for f in local.findings if f["code"] not in ("MIS010", "MIS011")
+    ]
+    assert remote.findings
