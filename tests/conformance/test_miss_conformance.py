@@ -826,3 +826,16 @@ def test_the_hub_header_path_applies_the_same_rules(tmp_path: Path, case: str) -
         (f["code"], f["message"]) for f in local.findings if f["code"] not in ("MIS010", "MIS011")
     ]
     assert remote.findings
+
+
+def test_the_manifest_entry_name_is_case_sensitive(
+    reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """find_entry compares with ``==``: a file whose entries are ``Archive/…`` (the C++ writer's bytes, the
+    prefix's case changed) has no ``archive/miss.json`` for the server: MIS001."""
+    from conformance.lightning_cpp import write_zip
+
+    with zipfile.ZipFile(io.BytesIO(adapter())) as zf:
+        entries = [("Archive/" + i.filename.split("/", 1)[1], zf.read(i)) for i in zf.infolist()]
+    rc, _, err = add(reg, put(tmp_path, write_zip(entries)), capsys)
+    assert rc == 1 and "refused: MIS001 the manifest is the zip entry Archive/miss.json" in err, err
