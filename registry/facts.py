@@ -433,8 +433,8 @@ def miss_facts(
             if content_version(manifest, even) == embedded:
                 why = (
                     "; it is what the trainer's rounding of the fp32 masters to float16 gives (ties to even, "
-                    "__float2half_rn), not the server's (ties away from zero, float_to_f16_bits): a master value "
-                    "falls on a tie, and the server refuses this checkpoint"
+                    "__float2half_rn), not the server's (float_to_f16_bits: ties away from zero, and 0 below 2^-24): "
+                    "a master value falls on a float16 tie or under 2^-24, and the server refuses this checkpoint"
                 )
         _add(
             facts,

@@ -362,7 +362,8 @@ def budget_findings(size: int, path: str) -> list[Finding]:
 def server_f16_bits(values: Any) -> Any:
     """float32 -> float16 bits exactly as the server converts an fp32 ``.master`` tensor (pth_tensor.cpp
     ``float_to_f16_bits``): ties rounded away from zero (``mant + 0x1000``), not to even as torch and the GPU's
-    ``__float2half_rn`` do; beyond ±65504 (from 65520 up, by that rounding) Inf; NaN 0x7e00."""
+    ``__float2half_rn`` do; magnitudes under 2^-24 to a signed 0 (``exp < -24``: nearest would give 2^-24 from 2^-25
+    up); beyond ±65504 (from 65520 up, by that rounding) Inf; NaN 0x7e00."""
     import numpy as np
 
     bits = np.ascontiguousarray(values, dtype="<f4").view("<u4").astype(np.int64)
@@ -395,9 +396,9 @@ def server_bf16_bits(values: Any) -> Any:
     ``float_to_bf16_bits``: ``bits += 0x7fff + lsb``, round half to even)."""
     import numpy as np
 
-    bits = np.ascontiguousarray(values, dtype="<f4").view("<u4").astype(np.uint64)
-    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFFFFFF
-    return (bits >> 16).astype("<u2")
+    bits = np.ascontiguousarray(values, dtype="<f4").view("<u4").astype(np.int64)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFFFFFF
+    return (rounded >> 16).astype("<u2")
 
 
 def server_values(

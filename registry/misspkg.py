@@ -88,8 +88,9 @@ def _mapped_facts(pth: Path) -> tuple[FileFacts, Any, Any]:
 
 
 def _retarget(facts: FileFacts) -> None:
-    """Forget the verdict of the file alone (no manifest: MIS001 or MIS018, or none): the package's replaces it."""
-    facts.findings = [f for f in facts.findings if f["code"] not in ("MIS001", "MIS018")]
+    """Forget the MiSS verdict of the file alone (MIS001, MIS018, or those of a manifest embedded in an adapter.pth,
+    which load_package does not read when it is given the directory): the package's replaces it."""
+    facts.findings = [f for f in facts.findings if not f["code"].startswith("MIS")]
     facts.method, facts.manifest, facts.targets, facts.content_version = "miss", None, [], None
 
 
@@ -198,7 +199,7 @@ def checkpoint_manifest(ck: Any, checkpoint_path: Path, sha256: str) -> tuple[di
     rank, alpha = config.get("rank"), config.get("alpha")
     if not (isinstance(rank, int) and not isinstance(rank, bool) and rank > 0):
         problems.append(f"config.rank is {rank!r}, not a positive integer (invalid rank)")
-    if problems:
+    if problems or not isinstance(rank, int):
         return None, problems
     scale: Any = None
     if isinstance(alpha, int | float) and not isinstance(alpha, bool):

@@ -71,6 +71,7 @@ def edited(
     recompute: bool = True,
     tensors: Callable[[list[WriteTensor]], None] | None = None,
     source: Any = None,
+    raw: str | None = None,
 ) -> bytes:
     """save_adapter_pth's file with its manifest edited after adapter_manifest (``recompute``: content_version
     again, as the server computes it: without content_version and tensor_source), its records edited, or a
@@ -90,7 +91,7 @@ def edited(
     ]
     if tensors is not None:
         tensors(write)
-    return write_pth(write, json_compact(m))
+    return write_pth(write, json_compact(m) if raw is None else raw)
 
 
 # --- a fresh registry ----------------------------------------------------------------------------------------
@@ -342,6 +343,12 @@ REFUSED: dict[str, tuple[Callable[[], bytes], str, str, str]] = {
         "MIS002",
         "archive/miss.json holds 8390",
         "adapter manifest too large",
+    ),
+    "manifest-not-json": (
+        lambda: edited(raw='{"format_version": 1,'),
+        "MIS003",
+        "archive/miss.json",
+        "invalid embedded MiSS manifest",
     ),
     "content-version-wrong": (
         lambda: edited(lambda m: m.update(content_version="1" * 64), recompute=False),
@@ -670,3 +677,165 @@ def test_the_ported_json_writers_match_the_registrys_serializer() -> None:
         == '{\n\t"a" : \n\t[\n\t\t1,\n\t\t{\n\t\t\t"b" : []\n\t\t}\n\t],\n\t"c" : {}\n}'
     )
     assert hashlib.sha256(json_compact({}).encode()).hexdigest() == hashlib.sha256(b"{}").hexdigest()
+
+
+def _floats() -> np.ndarray:
+    """float32 values of every kind: random, float16 ties, subnormals of both, the ±65504/65520 boundary, Inf, NaN."""
+    rng = np.random.default_rng(11)
+    x = [rng.standard_normal(2000).astype(np.float32) * np.float32(10.0) ** rng.integers(-9, 6, 2000)]
+    halves = rng.integers(0, 0x7C00, 500).astype("<u2").view("<f2").astype(np.float32)
+    ties = (halves.view("<u4") + 0x1000).view(np.float32)  # exactly half a float16 step above a float16
+    x += [halves, ties, -ties]
+    x.append(
+        np.array(
+            [
+                0.0,
+                -0.0,
+                65504.0,
+                65519.996,
+                65520.0,
+                70000.0,
+                2.0**-24,
+                2.0**-25,
+                3 * 2.0**-26,
+                1e-30,
+                np.inf,
+                -np.inf,
+                np.nan,
+                3.4e38,
+                -3.4e38,
+            ],
+            dtype=np.float32,
+        )
+    )
+    return np.concatenate(x).astype(np.float32)
+
+
+def test_the_registrys_fp32_to_16_bit_rounding_is_the_servers() -> None:
+    """registry.miss.server_f16_bits / server_bf16_bits (vectorized) against a line-for-line port of pth_tensor.cpp's
+    float_to_f16_bits / float_to_bf16_bits, side by side on generated values; and they differ from torch's rounding
+    (ties to even) on float16 ties and between 2^-25 and 2^-24 (the server gives 0), which is why a fp16 training
+    checkpoint can be refused."""
+    from conformance.pth_tensor_cpp import float_to_bf16_bits, float_to_f16_bits
+
+    from rwkv_registry.miss import server_bf16_bits, server_f16_bits
+
+    x = _floats()
+    finite = np.isfinite(x)
+    assert server_f16_bits(x).tolist() == [float_to_f16_bits(float(v)) for v in x]
+    assert server_bf16_bits(x[finite]).tolist() == [float_to_bf16_bits(float(v)) for v in x[finite]]
+    with np.errstate(over="ignore"):
+        even = x.astype("<f2").view("<u2")
+    differs = (server_f16_bits(x) != even) & finite
+    near, server = (
+        even[differs].view("<f2").astype(np.float64),
+        server_f16_bits(x[differs]).view("<f2").astype(np.float64),
+    )
+    wide = x[differs].astype(np.float64)
+    tie = np.abs(wide - near) == np.abs(server - wide)
+    flushed = (np.abs(wide) > 2.0**-25) & (np.abs(wide) < 2.0**-24) & (server == 0)  # exp < -24: the sign only
+    assert tie.any() and flushed.any() and np.all(tie | flushed)
+
+
+@pytest.mark.parametrize(
+    ("value", "ok"),
+    [
+        (3.4028234663852886e38, True),
+        (3.4028235677973362e38, True),
+        (3.4028235677973366e38, False),
+        (1e39, False),
+        (1e30, True),
+        (10**30, True),
+        (True, False),
+        ("1", False),
+        (None, False),
+    ],
+)
+def test_alpha_is_finite_as_the_float32_the_server_reads(
+    reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], value: Any, ok: bool
+) -> None:
+    """load_package: ``!m["alpha"].isNumeric() || !std::isfinite(m["alpha"].asFloat())``: FLT_MAX itself loads,
+    FLT_MAX + half an ulp (which rounds to Inf, to even) does not; an integer is numeric, a boolean or string is not."""
+    from rwkv_registry.miss import float32_finite
+
+    assert float32_finite(value) is ok
+    _, _, err = add(reg, put(tmp_path, edited(lambda m: m.update(alpha=value))), capsys, alpha=8.0)
+    assert ("MIS005" not in err) is ok, err
+
+
+def test_a_legacy_folder_is_read_from_its_adapter_json_even_when_its_pth_embeds_a_manifest(
+    reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Given a directory, load_package reads dir/adapter.json and never looks for archive/miss.json (``single`` is
+    false): a stale manifest inside its adapter.pth (here one with names without .D) changes nothing."""
+    folder, single = _package(tmp_path)
+    ts = trainer_targets(LAYERS, CHANNELS, FFN, 4)
+    data = d_data(ts, bf16=True)
+    stale = adapter_manifest(export_input(4, 8.0, TINY_SHA, bf16=True), ts, data)
+    for t in stale["targets"]:
+        t["name"] = t["name"][: -len(".D")]
+    write = [
+        WriteTensor(tensor_name(t), [t.out, t.rank], False, data[t.offset * 2 : (t.offset + t.out * t.rank) * 2], True)
+        for t in ts
+    ]
+    (folder / "adapter.pth").write_bytes(write_pth(write, json_compact(stale)))
+    rc, _, err = add(reg, folder, capsys)
+    assert rc == 0, err
+    assert (reg / PUBLISHED).read_bytes() == single
+
+
+class _HubFile:
+    """A file as the Hub's Range reads serve it to the header path (rwkv_registry._hub_facts.header_facts)."""
+
+    def __init__(self, data: bytes) -> None:
+        from rwkv_registry.ckpt import MemorySource
+
+        self._source = MemorySource(data)
+        self.size = self._source.size
+
+    def prefetch_zip_metadata(self) -> None:
+        pass
+
+    def read(self, offset: int, length: int) -> memoryview:
+        return self._source.read(offset, length)
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "name-without-D",
+        "tensor-source-x",
+        "alpha-1e39",
+        "duplicate-target",
+        "wrong-dtype",
+        "count-mismatch",
+        "training",
+    ],
+)
+def test_the_hub_header_path_applies_the_same_rules(tmp_path: Path, case: str) -> None:
+    """`validate hf://…` reads a MiSS file's headers only: it reaches the same findings as a local read, but for
+    those that need the values (MIS010, MIS011)."""
+    from rwkv_registry._hub_facts import header_facts
+    from rwkv_registry.facts import facts_from_buffer
+
+    data = _checkpoint(tmp_path)[0].read_bytes() if case == "training" else REFUSED[case][0]()
+    local = facts_from_buffer(data)
+    remote = header_facts(_HubFile(data), size=len(data), sha256=local.sha256)  # type: ignore[arg-type]
+    assert remote.method == local.method == "miss"
+    assert [(f["code"], f["message"]) for f in remote.findings] == [
+        (f["code"], f["message"]) for f in local.findings if f["code"] not in ("MIS010", "MIS011")
+    ]
+    assert remote.findings
+
+
+def test_the_manifest_entry_name_is_case_sensitive(
+    reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """find_entry compares with ``==``: a file whose entries are ``Archive/…`` (the C++ writer's bytes, the
+    prefix's case changed) has no ``archive/miss.json`` for the server: MIS001."""
+    from conformance.lightning_cpp import write_zip
+
+    with zipfile.ZipFile(io.BytesIO(adapter())) as zf:
+        entries = [("Archive/" + i.filename.split("/", 1)[1], zf.read(i)) for i in zf.infolist()]
+    rc, _, err = add(reg, put(tmp_path, write_zip(entries)), capsys)
+    assert rc == 1 and "refused: MIS001 the manifest is the zip entry Archive/miss.json" in err, err
