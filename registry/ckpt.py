@@ -597,6 +597,20 @@ def _is_uint_list(value: object) -> bool:
     return isinstance(value, list) and all(type(v) is int and v >= 0 for v in value)
 
 
+def _shape_overflows(shape: list[int], itemsize: int) -> bool:
+    """True where safetensors or torch cannot hold ``shape``: safetensors multiplies the dimensions left
+    to right in unsigned 64 bits with an overflow check, then by the dtype's size in bits
+    (huggingface/safetensors safetensors/src/tensor.rs ``Metadata::validate``: a dimension of 2**64
+    already fails its JSON parse into ``usize``), and torch keeps every dimension in an int64. So
+    ``[0, 2**64]`` holds no byte and is still refused by both; found by bench/fuzz_differential.py."""
+    count = 1
+    for dim in shape:
+        count *= dim
+        if dim >= 1 << 63 or count >= 1 << 64:
+            return True
+    return count * itemsize * 8 >= 1 << 64
+
+
 def _open_safetensors(source: ByteSource) -> Checkpoint:
     length, header = _safetensors_header(source)
     data_start = 8 + length
@@ -621,6 +635,11 @@ def _open_safetensors(source: ByteSource) -> Checkpoint:
             raise CheckpointError("PTH013", f"tensor {name!r} has unsupported dtype {dtype!r}")
         if not _is_uint_list(shape) or len(shape) > MAX_NDIM:
             raise CheckpointError("PTH012", f"entry {name!r} has shape {shape!r:.80}, not a list of non-negative ints")
+        if _shape_overflows(shape, DTYPE_ITEMSIZE[SAFETENSORS_DTYPES[dtype]]):
+            raise CheckpointError(
+                "PTH012",
+                f"tensor {name!r} has shape {shape!r:.80}, whose size overflows 64 bits (safetensors refuses it)",
+            )
         if not _is_uint_list(offsets) or len(offsets) != 2:
             raise CheckpointError("PTH012", f"entry {name!r} has data_offsets {offsets!r:.80}, not [begin, end]")
         begin, end = offsets
