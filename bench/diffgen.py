@@ -461,7 +461,7 @@ def lightning_archive(tensors: list[tuple[str, str, tuple[int, ...], bytes]], mi
 class Base:
     """A valid starting file, and what it was made of."""
 
-    kind: str  # torch-state, torch-miss, torch-state-dict, torch-views, torch-named, lightning-state, lightning-miss
+    kind: str  # one of BASE_KINDS
     data: bytes
     tensors: list[tuple[str, str, tuple[int, ...], bytes]]  # (name, dtype, shape, raw bytes) as written
     miss_json: bytes | None = None
@@ -525,11 +525,13 @@ def _torch_save(obj: Any, stem: str | None = None) -> bytes:
         return path.read_bytes()
 
 
+BASE_KINDS = ["torch-state", "torch-miss", "torch-state-dict", "torch-views", "torch-named", "torch-odd",
+              "lightning-state", "lightning-miss"]  # fmt: skip
+
+
 def base_archive(rng: random.Random, kind: str | None = None) -> Base:
     """A valid file of ``kind`` (random when None) with random State- or MiSS-shaped tensors."""
-    kinds = ["torch-state", "torch-miss", "torch-state-dict", "torch-views", "torch-named", "lightning-state",
-             "lightning-miss"]  # fmt: skip
-    kind = kind or rng.choice(kinds)
+    kind = kind or rng.choice(BASE_KINDS)
     miss = kind.endswith("miss") or (kind in ("torch-state-dict", "torch-named") and rng.random() < 0.5)
     if kind.startswith("lightning"):
         tensors = _random_tensors(rng, miss, ["bfloat16", "float32", "float16"] if miss else ["bfloat16", "float32"])
@@ -538,6 +540,12 @@ def base_archive(rng: random.Random, kind: str | None = None) -> Base:
     from collections import OrderedDict
 
     tensors = _random_tensors(rng, miss, ["bfloat16", "float32", "float16"])
+    if kind == "torch-odd":  # what else a torch.save dict holds: 0-dim, empty, bool, integer tensors
+        odd = [("scalar", "float32", (), rng.randbytes(4)), ("empty", "bfloat16", (0,), b""),
+               ("flags", "bool", (3,), bytes(rng.randrange(2) for _ in range(3))),
+               ("ids", "int64", (2,), rng.randbytes(16)),
+               ("half", "float16", (1, 2), rng.randbytes(4)), ("wide", "float64", (1,), rng.randbytes(8))]  # fmt: skip
+        tensors = tensors[:1] + rng.sample(odd, rng.randint(1, len(odd)))
     objs = {name: _torch_tensor(dtype, shape, raw) for name, dtype, shape, raw in tensors}
     if kind == "torch-views":  # two tensors over one storage: the second a slice at an element offset
         name, dtype, _shape, raw = tensors[0]
