@@ -97,8 +97,11 @@ _METADATA_FORMS = {
 }
 _TORCHSCRIPT_FILES = {"constants.pkl", "attributes.pkl", "model.json", "bytecode.pkl"}
 _TORCHSCRIPT_DIRS = ("code/", "extra/", "constants/")
-_EXTRA_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}\Z")
-_STORAGE_NAME = re.compile(r"data/([A-Za-z0-9_]{1,64})\Z")
+# The members torch.save writes (torch/serialization.py _save: storage keys are str(len(id_map)), decimal) and
+# rwkv_lightning_cuda's writers (src/io/pth_writer.cpp write_pth: data/<i>, miss.json); anything else is PTH019.
+_MEMBERS = _KNOWN_METADATA | {"miss.json"}
+_STORAGE_NAME = re.compile(r"data/(0|[1-9][0-9]{0,19})\Z")
+_VERSION_RECORDS = (".data/version", "version")  # torch reads the first one present (PyTorchStreamReader::init)
 _TORCH_MARKERS = {".format_version", ".storage_alignment", ".data/serialization_id"}
 
 
@@ -405,9 +408,9 @@ def _split_names(names: list[str]) -> tuple[str, list[str]]:
         if name in _TORCHSCRIPT_FILES or name.startswith(_TORCHSCRIPT_DIRS):
             raise CheckpointError("PTH005", f"entry {prefix}/{name} marks a TorchScript archive, not a checkpoint")
     for name in rel:
-        if name in _KNOWN_METADATA or _STORAGE_NAME.match(name) or _EXTRA_NAME.match(name):
+        if name in _MEMBERS or _STORAGE_NAME.match(name):
             continue
-        raise CheckpointError("PTH008", f"unexpected entry {prefix}/{name}")
+        raise CheckpointError("PTH019", f"entry {prefix}/{name} is no member torch.save or rwkv_lightning_cuda writes")
     if "data.pkl" not in rel:
         raise CheckpointError("PTH001", f"archive has no {prefix or 'archive'}/data.pkl: not a torch checkpoint")
     return prefix or "", rel
@@ -494,6 +497,10 @@ def _open_zip(source: ByteSource, verify_crc: str) -> Checkpoint:
         if order != b"little":
             raise CheckpointError("PTH013", f"byteorder entry says {order.decode('latin-1')!r}, not 'little'")
     _check_metadata(source, prefix, rel)
+    if not any(v in rel for v in _VERSION_RECORDS):
+        raise CheckpointError(
+            "PTH020", f"archive has no {prefix}/version (nor {prefix}/.data/version): torch.load refuses it"
+        )
     pkl = rel["data.pkl"]
     parsed = parse_tensor_pickle(source.read(pkl.data_offset, pkl.size))
 

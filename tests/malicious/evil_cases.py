@@ -511,7 +511,7 @@ _CASE_LIST: list[Case] = [
     Case("numpy-array", "numpy.core.multiarray._reconstruct in a state dict", "modelscan numpy globals", "PTH003",
          _numpy_array, runs_code=False),
     Case("nested-zip", "malicious data.pkl next to a broken nested zip", "picklescan GHSA-7q5r-7gvp-wc82",
-         "PTH003", _nested_zip),
+         "PTH019", _nested_zip),  # the member archive/inner.zip is refused first (PTH003 before issue 26)
     Case("zip-flag-bit", "data.pkl flagged encrypted, stored in clear", "picklescan GHSA-w8jq-xcqf-f792",
          "PTH011", _zip_flag_bit),
     Case("zip-bad-crc", "malicious data.pkl with a wrong CRC-32", "CVE-2025-10156 (picklescan ZIP CRC)", "PTH002",
@@ -532,7 +532,7 @@ _CASE_LIST: list[Case] = [
     Case("polyglot-pickle-prefix", "a pickle, then a valid archive (zip found from the end)",
          "polyglot files", "PTH001", _polyglot_pickle_prefix),
     Case("polyglot-hidden-gap", "valid archive with a pickle hidden between two members",
-         "modelaudit PR #1043 (hidden pickles)", "PTH001", _polyglot_hidden_gap, runs_code=False),
+         "modelaudit PR #1043 (hidden pickles)", "PTH017", _polyglot_hidden_gap, runs_code=False),
     Case("polyglot-safetensors-zip", "safetensors file with a malicious archive appended", "polyglot files",
          "PTH012", _polyglot_safetensors_zip, runs_code=False),
     Case("safetensors-header-bomb", "safetensors header length 2**62", "safetensors DoS", "PTH012",
