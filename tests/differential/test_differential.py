@@ -28,16 +28,11 @@ SAMPLE_SEED = 26  # issue 26
 PER_CLASS = 24
 ALL_CLASSES = [*diffgen.CLASSES, *diffgen.SAFETENSORS_CLASSES]
 
-# Classes whose seeded sample shows a disagreement on this branch: each is a class the strict zip
-# reader (helper `zip`, issue 26) refuses. Strict: once a fix lands, the XPASS fails the run until
-# the class is removed here, so the list can only shrink.
-NOT_YET_AGREEING = {
-    "case-collision": "torch reads DATA.PKL where the tool reads data.pkl",
-    "eocd-in-comment": "torch reads the archive hidden in the comment",
-    "missing-record": "torch refuses an archive without its version record",
-    "storage-location": "torch's default location gives meta tensors without data",
-    "zip64-extra": "torch takes the first of two zip64 tags, the tool the last",
-}
+# Classes whose seeded sample still shows a disagreement on this branch, with the reason. Strict:
+# once a fix lands, the XPASS fails the run until the class is removed here, so the list only
+# shrinks. Empty since the strict zip reader (helper `zip`, issue 26) was merged: before it,
+# case-collision, eocd-in-comment, missing-record, storage-location and zip64-extra disagreed.
+NOT_YET_AGREEING: dict[str, str] = {}
 
 
 def _params() -> list:
