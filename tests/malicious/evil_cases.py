@@ -480,8 +480,8 @@ def _eocd_lying_comment(m: Path) -> bytes:
 
 
 def _eocd_64k_junk(m: Path) -> bytes:
-    hidden = hide_in_comment(good_archive(), _evil_members(m))
-    return hide_in_comment(good_archive(), _evil_members(m), after=b"\0" * (0xFFFF - (len(hidden) - len(good_archive()))))
+    hidden = len(hide_in_comment(good_archive(), _evil_members(m))) - len(good_archive())
+    return hide_in_comment(good_archive(), _evil_members(m), after=b"\0" * (0xFFFF - hidden))
 
 
 def _case_shadow_pkl(m: Path) -> bytes:
