@@ -310,7 +310,7 @@ def test_a_local_zip64_field_where_none_is_needed_is_refused() -> None:
         return struct.pack("<HHQQ", 1, 16, 8, 8) + b"FB" + struct.pack("<H", n - 20) + b"Z" * (n - 20)
 
     code, message = refusal(with_local_extra(data, name, zip64))
-    assert code == "PTH017" and "zip64 extra field though neither its size nor its offset needs one" in message
+    assert code == "PTH017" and "a zip64 extra field though the directory gives neither" in message
 
 
 def test_zip64_end_record_extensible_data_is_refused() -> None:
@@ -468,3 +468,28 @@ def test_the_remote_reader_reads_what_torch_reads() -> None:
     ckpt = open_checkpoint(remote)
     for name, t in torch_reads(data).items():
         assert bytes(ckpt.tensor_bytes(name)) == t.numpy().tobytes()
+
+
+@pytest.mark.parametrize(("field", "code"), [("usize", "PTH018"), ("offset", "PTH018")])
+def test_local_zip64_values_disagreeing_with_the_directory_are_refused(tmp_path: Path, field: str, code: str) -> None:
+    """Past 4 GiB (tests/ckpt_hostile.write_sparse_zip64, the layout of a real 4.4 GB torch.save): the local zip64
+    field must give the directory's size (big/data/0) and header offset (big/data/1)."""
+    from ckpt_hostile import write_sparse_zip64
+
+    from rwkv_registry._zipread import read_central_directory
+    from rwkv_registry.ckpt import FileSource
+
+    path = tmp_path / "big.pth"
+    write_sparse_zip64(path, 2_200_000_000)
+    with FileSource(path) as src:
+        entries = {e.name: e for e in read_central_directory(src).entries}
+    entry = entries["big/data/0" if field == "usize" else "big/data/1"]
+    assert field in entry.zip64_fields
+    with open(path, "r+b") as f:
+        f.seek(entry.header_offset + 30 + len(entry.raw) + 4)  # the local zip64 field's first value
+        value = struct.unpack("<Q", f.read(8))[0]
+        f.seek(-8, 1)
+        f.write(struct.pack("<Q", value + 64))
+    with FileSource(path) as src, pytest.raises(CheckpointError) as info:
+        open_checkpoint(src)
+    assert info.value.code == code and "zip64" in info.value.message
