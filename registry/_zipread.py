@@ -146,6 +146,7 @@ class CentralEntry:
     disk: int
     attrs: int  # external file attributes
     encryption: str  # an encryption extra field's name, "" if none
+    zip64_fields: tuple[str, ...] = ()  # the header fields given in its zip64 extra field: usize, csize, offset
 
 
 @dataclass(frozen=True)
@@ -395,7 +396,11 @@ def _central_entries(cd: bytes, n_total: int) -> list[CentralEntry]:
             raise _fail("PTH017", f"entry {name!r} carries a {clen}-byte comment (torch writes none)")
         seen.add(name)
         folded[raw.lower()] = name
-        out.append(CentralEntry(name, raw, index, flags, method, crc, csize, usize, offset, disk, attrs, encryption))
+        out.append(
+            CentralEntry(
+                name, raw, index, flags, method, crc, csize, usize, offset, disk, attrs, encryption, tuple(wide)
+            )
+        )
         pos = end
     if pos != len(cd):
         raise _fail("PTH017", f"{len(cd) - pos} unexplained bytes at the end of the central directory")
@@ -416,14 +421,17 @@ def read_central_directory(src: _Source) -> CentralDirectory:
 def _local_zip64(fields: dict[int, bytes], c: CentralEntry, where: str) -> bool:
     """Check the local zip64 field against the directory; whether there is one (then the descriptor is 64-bit).
 
-    miniz writes it when the size or the header offset reaches 0xFFFFFFFF: the uncompressed size and the
-    compressed size (still 0 when the header is written), then the header offset."""
+    miniz writes it when the size or the header offset reaches 0xFFFFFFFF, exactly when the central header gives
+    them as zip64 values: the uncompressed size and the compressed size (still 0 when the header is written), then
+    the header offset."""
     body = fields.get(_EXTRA_ZIP64)
-    big_size, big_offset = c.size >= _U32_MAX, c.header_offset >= _U32_MAX
+    big_size, big_offset = "usize" in c.zip64_fields, "offset" in c.zip64_fields
     if body is None:
         return False
     if not (big_size or big_offset):
-        raise _fail("PTH017", f"{where}: a zip64 extra field though neither its size nor its offset needs one")
+        raise _fail(
+            "PTH017", f"{where}: a zip64 extra field though the directory gives neither its size nor its offset so"
+        )
     expected = (16 if big_size else 0) + (8 if big_offset else 0)
     if len(body) != expected:
         raise _fail("PTH018", f"{where}: its zip64 extra field holds {len(body)} bytes, the entry needs {expected}")
