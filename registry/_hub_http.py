@@ -17,7 +17,6 @@ from __future__ import annotations
 import bisect
 import hashlib
 import re
-import struct
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -551,6 +550,7 @@ class RemoteFile:
         Lenient on purpose: anything unexpected stops the planning, and the reader then fetches
         on demand and reports the problem with its own rule code.
         """
+        from .errors import CheckpointError
         from .lfs import MAX_POINTER_SIZE
 
         head = (0, min(self.size, MAX_POINTER_SIZE))
@@ -558,66 +558,30 @@ class RemoteFile:
         self._fetch([head, tail])
         try:
             plan = self._zip_plan()
-        except (ValueError, struct.error, AssertionError):
+        except CheckpointError:  # the reader names the problem when it meets it
             return
         self._fetch(plan)
 
     def _zip_plan(self) -> list[tuple[int, int]]:
-        size = self.size
-        eocd = self.read(size - 22, 22) if size >= 22 else b""
-        if eocd[:4] != b"PK\x05\x06":
-            raise ValueError("no plain end record")
-        _, _, _, _, n_total, cd_size, cd_offset, _ = struct.unpack("<4sHHHHIIH", eocd)
-        if size >= 42:
-            loc = self.read(size - 42, 20)
-            if loc[:4] == b"PK\x06\x07":
-                rec_pos = struct.unpack_from("<Q", loc, 8)[0]
-                if rec_pos + 56 > size:
-                    raise ValueError("zip64 record outside the file")
-                rec = self.read(rec_pos, 56)
-                if rec[:4] != b"PK\x06\x06":
-                    raise ValueError("no zip64 record")
-                n_total, cd_size, cd_offset = struct.unpack_from("<QQQ", rec, 32)
-        if cd_offset + cd_size > size or cd_size > 16 * 1024 * 1024:
-            raise ValueError("central directory outside the file")
-        cd = self.read(cd_offset, cd_size)
+        """The ranges :func:`rwkv_registry._zipread.read_zip` will read, from that reader's own parsing of the end
+        records and the central directory (over this file's Range reads): each local header with room for its
+        extra field, the small entries whole, and each data descriptor (the bytes right before the next header
+        or the central directory, where a well-formed archive has it)."""
+        from ._zipread import DESCRIPTOR_MAX, LOCAL_HEADER_SIZE, read_central_directory
+
+        directory = read_central_directory(self)
+        ordered = sorted(directory.entries, key=lambda e: e.header_offset)
+        following = [e.header_offset for e in ordered[1:]] + [directory.offset]
         plan: list[tuple[int, int]] = []
-        pos = 0
-        for _ in range(min(n_total, 10_000)):
-            if pos + 46 > len(cd) or cd[pos : pos + 4] != b"PK\x01\x02":
-                raise ValueError("bad central directory")
-            csize, _usize, nlen, elen, clen = struct.unpack_from("<IIHHH", cd, pos + 20)
-            offset = struct.unpack_from("<I", cd, pos + 42)[0]
-            name = cd[pos + 46 : pos + 46 + nlen].decode("utf-8", "replace")
-            extra = cd[pos + 46 + nlen : pos + 46 + nlen + elen]
-            csize, offset = _zip64_fix(extra, csize, _usize, offset)
-            header_end = offset + 30 + nlen
-            if _STORAGE.match(name) or csize > MAX_PLANNED_ENTRY:
-                plan.append((offset, min(header_end, size)))
+        for entry, next_start in zip(ordered, following, strict=True):
+            header_end = entry.header_offset + LOCAL_HEADER_SIZE + len(entry.raw) + LOCAL_EXTRA_SLACK
+            if _STORAGE.match(entry.name) or entry.size > MAX_PLANNED_ENTRY:
+                plan.append((entry.header_offset, min(header_end, directory.offset)))
             else:
-                plan.append((offset, min(header_end + LOCAL_EXTRA_SLACK + csize, cd_offset)))
-            pos += 46 + nlen + elen + clen
+                plan.append((entry.header_offset, min(header_end + entry.size, directory.offset)))
+            if entry.flags & 0x0008:  # torch's data descriptor, right before the next record
+                plan.append((max(entry.header_offset, next_start - DESCRIPTOR_MAX), next_start))
         return plan
-
-
-def _zip64_fix(extra: bytes, csize: int, usize: int, offset: int) -> tuple[int, int]:
-    """Sizes and offset from a zip64 extra field where the 32-bit fields hold the sentinel."""
-    pos = 0
-    while pos + 4 <= len(extra):
-        tag, length = struct.unpack_from("<HH", extra, pos)
-        if tag == 1:
-            body = extra[pos + 4 : pos + 4 + length]
-            q = 0
-            if usize == 0xFFFFFFFF and q + 8 <= len(body):
-                q += 8
-            if csize == 0xFFFFFFFF and q + 8 <= len(body):
-                csize = struct.unpack_from("<Q", body, q)[0]
-                q += 8
-            if offset == 0xFFFFFFFF and q + 8 <= len(body):
-                offset = struct.unpack_from("<Q", body, q)[0]
-            break
-        pos += 4 + length
-    return csize, offset
 
 
 def _coalesce(ranges: Iterable[tuple[int, int]], size: int, gap: int = GAP_BYTES) -> list[tuple[int, int]]:

@@ -24,7 +24,7 @@ What torch 2.13 writes (read with :mod:`pickletools` on real files):
 Rule codes raised: PTH003 global outside the allow-list, PTH004 opcode outside the allow-list,
 PTH006 one storage declared twice differently, PTH007 duplicate tensor name, PTH009 anything
 not shaped like a flat dict of tensors (including stack misuse and truncation), PTH010 resource
-bounds (memo, stack, nesting, string length).
+bounds (memo, stack, nesting, string length), PTH021 a storage location torch does not load data from.
 """
 
 from __future__ import annotations
@@ -83,6 +83,12 @@ _MAX_GLOBAL_LINE = 256
 _OPNAMES = {ord(op.code.encode("latin-1")): op.name for op in pickletools.opcodes}
 _KEY = re.compile(r"[A-Za-z0-9_]{1,64}\Z")
 _LOCATION = re.compile(r"[a-z_]{1,32}(:[0-9]{1,6})?\Z")
+# Where torch.load(weights_only=True) puts the storage's bytes (torch/serialization.py, default_restore_location):
+# "cpu" (_cpu_deserialize) and "cuda"/"cuda:N" (_deserialize("cuda", ...), the same bytes copied to the GPU).
+# "meta" becomes an empty storage (_meta_deserialize: no data read), while the server (rwkv_lightning_cuda
+# src/io/pth_tensor.cpp make_persistent_id, which never reads the location) reads the bytes: PTH021. Other
+# devices (mps, xpu, hpu, mtia, privateuse1) need that hardware, and no trainer of these weights writes them.
+_LOADED_LOCATION = re.compile(r"(cpu|cuda(:[0-9]{1,6})?)\Z")
 
 _GLOBAL_ODICT = ("collections", "OrderedDict")
 _GLOBAL_REBUILD = ("torch._utils", "_rebuild_tensor_v2")
@@ -294,6 +300,12 @@ class _Machine:
             raise _fail("PTH009", f"{at} has storage key {_describe(key)}")
         if not isinstance(location, str) or not _LOCATION.match(location):
             raise _fail("PTH009", f"{at} has location {_describe(location)}")
+        if not _LOADED_LOCATION.match(location):
+            raise _fail(
+                "PTH021",
+                f"{at}: storage {_describe(key)} is located on {location!r}; torch.load "
+                + ("gives it no data" if location == "meta" else "cannot restore it on a CPU (or CUDA) machine"),
+            )
         if not _is_int(numel) or numel < 0:
             raise _fail("PTH009", f"{at} has element count {_describe(numel)}")
         ref = StorageRef(key, STORAGE_DTYPES[cls.name], location, numel)

@@ -1,14 +1,49 @@
-"""Bounds-checked reader of the zip container of torch checkpoints.
+"""The one reader of the zip container of torch checkpoints: strict, so that every zip reader reads it alike.
 
-Reads the end records (plain and zip64), the central directory and every local header
-itself, without :mod:`zipfile` and without decompressing anything, so that every offset and
-size is checked against the file before it is used. Only what torch and rwkv_lightning_cuda
-write is accepted: stored (uncompressed), unencrypted, single-disk archives; zip64 records are
-read (torch always writes them, and needs them past 4 GiB).
+Reads the end records (plain and zip64), the central directory, every local header and data
+descriptor itself, without :mod:`zipfile` and without decompressing anything, so that every offset
+and size is checked against the file before it is used. Local files (:class:`rwkv_registry.ckpt.FileSource`,
+``MemorySource``) and the Hub's Range reads (``_hub_http.RemoteFile``, whose prefetch plan is made from
+:func:`read_central_directory`) go through the same code.
 
-Rule codes raised (:class:`rwkv_registry.errors.CheckpointError`): PTH001 structure broken or
-truncated, PTH008 undecodable or duplicate entry name, PTH010 resource bound, PTH011 unsupported
-zip feature.
+Accepted is what the two producers write, and nothing another zip reader could read differently:
+
+- torch.save (``caffe2/serialize/inline_container.cc``, ``PyTorchStreamWriter::writeRecord`` over miniz
+  ``mz_zip_writer_add_mem_ex_v2``): local headers with flags 0x0808 (0x0800 for an empty record), sizes and
+  CRC 0, one ``FB`` extra field of ``Z`` bytes padding the data to 64 bytes (``detail::getPadding``), a zip64
+  extra field (sizes, then offset) only past 4 GiB; a data descriptor ``PK\\x07\\x08`` + CRC + sizes after
+  each non-empty record (64-bit sizes when the local header has a zip64 field); central headers without
+  extra field (zip64 only past 4 GiB) or comment; zip64 end record (44 bytes), locator, end record, no comment;
+- rwkv_lightning_cuda (``src/io/pth_writer.cpp`` and ``src/state_tuning/state_checkpoint.cpp``, ``write_zip``):
+  version 20, no flags, CRC and sizes in the local header, no extra field, no descriptor, no zip64.
+
+What the other readers do, and why each rule is here:
+
+- miniz (torch's reader, ``third_party/miniz-3.0.2``, ``mz_zip_reader_locate_header_sig``) and
+  rwkv_lightning_cuda's ``PthArchive::open`` (``src/io/pth_archive.cpp``, ``find_eocd``) take the *last*
+  end-record signature at or before the file's last 22 bytes; Python's :mod:`zipfile` takes the last 22
+  bytes when they are an end record without comment. The end record must therefore be the last 22 bytes,
+  without comment (PTH014): then all three read the same one.
+- miniz looks names up with ``mz_zip_reader_locate_file(..., flags=0)``: a binary search over the names sorted
+  case-insensitively (``MZ_TOLOWER``, ASCII only), returning whichever equal name it meets first;
+  ``PthArchive::find_entry`` compares exactly and takes the first in directory order. Names equal but for
+  ASCII case are refused (PTH015), exact duplicates too (PTH008).
+- miniz (``mz_zip_file_stat_internal``) and ``PthArchive`` (``apply_zip64_extra``) use the first zip64 extra
+  field of an entry; other readers the last: a tag repeated in one extra field is refused (PTH016).
+- miniz and ``PthArchive`` locate data by the local header's name and extra lengths and the directory's
+  sizes, and ignore every byte they are not pointed at: the file must be exactly the entries (local header,
+  name, extra, data, descriptor when flagged) in order, then the central directory, the zip64 records and
+  the end record (PTH017 for a byte no record owns: a gap, a descriptor where none is flagged, a comment, an
+  extra field torch does not write), and the local header and descriptor must agree with the directory on
+  name, flags, method, CRC and sizes (PTH018).
+
+Rule codes raised (:class:`rwkv_registry.errors.CheckpointError`): PTH001 structure broken or truncated,
+PTH008 undecodable or duplicate entry name, PTH010 resource bound, PTH011 unsupported zip feature, PTH014
+end record not at the end, PTH015 names equal but for case, PTH016 repeated extra field, PTH017 bytes no
+record owns, PTH018 local header or descriptor disagreeing with the directory.
+
+Public functions (stable; other modules and the differential harness use them): :func:`read_zip`,
+:func:`read_central_directory`, :class:`ZipEntry`, :class:`CentralEntry`, :class:`CentralDirectory`.
 """
 
 from __future__ import annotations
@@ -20,35 +55,60 @@ from typing import Protocol
 
 from rwkv_registry.errors import CheckpointError
 
-__all__ = ["MAX_CENTRAL_DIR", "MAX_ENTRIES", "ZipEntry", "read_zip"]
+__all__ = [
+    "DESCRIPTOR_MAX",
+    "LOCAL_HEADER_SIZE",
+    "MAX_CENTRAL_DIR",
+    "MAX_ENTRIES",
+    "CentralDirectory",
+    "CentralEntry",
+    "ZipEntry",
+    "read_central_directory",
+    "read_zip",
+]
 
 MAX_ENTRIES = 10_000
 MAX_CENTRAL_DIR = 16 * 1024 * 1024
+LOCAL_HEADER_SIZE = 30
+DESCRIPTOR_MAX = 24  # the largest data descriptor (signature, CRC, 64-bit sizes)
 
 _EOCD = struct.Struct("<4sHHHHIIH")  # end of central directory record, 22 bytes
 _LOCATOR = struct.Struct("<4sIQI")  # zip64 end of central directory locator, 20 bytes
 _EOCD64 = struct.Struct("<4sQHHIIQQQQ")  # zip64 end of central directory record, 56 bytes
 _CENTRAL = struct.Struct("<4sHHHHHHIIIHHHHHII")  # central directory header, 46 bytes
 _LOCAL = struct.Struct("<4sHHHHHIIIHH")  # local file header, 30 bytes
+_DESCRIPTOR32 = struct.Struct("<4sIII")  # data descriptor with 32-bit sizes (miniz: 16 bytes)
+_DESCRIPTOR64 = struct.Struct("<4sIQQ")  # data descriptor with 64-bit sizes (miniz: 24 bytes)
 
 _SIG_EOCD = b"PK\x05\x06"
 _SIG_LOCATOR = b"PK\x06\x07"
 _SIG_EOCD64 = b"PK\x06\x06"
 _SIG_CENTRAL = b"PK\x01\x02"
 _SIG_LOCAL = b"PK\x03\x04"
+_SIG_DESCRIPTOR = b"PK\x07\x08"
 
 _U16_MAX = 0xFFFF
 _U32_MAX = 0xFFFFFFFF
+_EOCD64_BODY = _EOCD64.size - 12  # the size field torch (miniz) writes: 44, no extensible data
 _FLAG_ENCRYPTED = 0x0001
 _FLAG_STRONG_ENCRYPTION = 0x0040
 _FLAG_MASKED_HEADER = 0x2000
 _FLAG_PATCHED = 0x0020  # "compressed patched data": miniz (torch's reader) refuses it
 _FLAG_DATA_DESCRIPTOR = 0x0008
-_DESCRIPTOR_SIZES = (12, 16, 20, 24)  # CRC and sizes (32- or 64-bit), with or without a signature
 _ATTR_DOS_DIRECTORY = 0x10
 _EXTRA_ZIP64 = 0x0001
+_EXTRA_PADDING = 0x4246  # b"FB": torch's alignment padding (inline_container.cc, detail::getPadding)
+_PADDING_BYTE = ord("Z")  # what getPadding fills the padding with
 _EXTRA_ENCRYPTION = {0x0017: "strong encryption header", 0x9901: "AES encryption"}
+_EXTRA_NAMES = {
+    0x000A: "NTFS times",
+    0x5455: "extended timestamp",
+    0x6375: "Info-ZIP Unicode comment",
+    0x7075: "Info-ZIP Unicode path (a reader honouring it sees another name)",
+    0x7875: "Unix UID/GID",
+}
 _METHODS = {8: "deflate", 9: "deflate64", 12: "bzip2", 14: "lzma", 93: "zstd", 95: "xz", 99: "AES-encrypted"}
+_DIAGNOSE_TAIL = _EOCD.size + _U16_MAX + _LOCATOR.size  # how far back miniz and PthArchive look
 
 
 class _Source(Protocol):
@@ -70,28 +130,73 @@ class ZipEntry:
     flags: int
 
 
+@dataclass(frozen=True)
+class CentralEntry:
+    """One central directory header, zip64 values applied; nothing of its local header is known yet."""
+
+    name: str
+    raw: bytes  # the name as stored
+    index: int
+    flags: int
+    method: int
+    crc32: int
+    compressed_size: int
+    size: int  # uncompressed size
+    header_offset: int
+    disk: int
+    attrs: int  # external file attributes
+    encryption: str  # an encryption extra field's name, "" if none
+    zip64_fields: tuple[str, ...] = ()  # the header fields given in its zip64 extra field: usize, csize, offset
+
+
+@dataclass(frozen=True)
+class CentralDirectory:
+    """Where the central directory is and what it lists; ``end`` is where it must end (the zip64 end record,
+    or the end record when there is none)."""
+
+    offset: int
+    size: int
+    end: int
+    entries: tuple[CentralEntry, ...]
+
+
 def _fail(code: str, message: str) -> CheckpointError:
     return CheckpointError(code, message)
 
 
-def _find_eocd(src: _Source) -> tuple[int, tuple]:
-    """Locate the end record; its comment must run exactly to the end of the file."""
+# --- end records -------------------------------------------------------------------------------
+
+
+def _end_record(src: _Source) -> tuple[int, tuple]:
+    """The end record: the file's last 22 bytes, without comment (PTH014 otherwise)."""
     size = src.size
     if size < _EOCD.size:
         raise _fail("PTH001", f"file of {size} bytes is too short to be a zip archive (truncated?)")
-    last = bytes(src.read(size - _EOCD.size, _EOCD.size))
-    if last[:4] == _SIG_EOCD and last[-2:] == b"\0\0":  # the usual case: no comment
-        return size - _EOCD.size, _EOCD.unpack(last)
-    tail_len = min(size, _EOCD.size + _U16_MAX)
-    tail_start = size - tail_len
-    tail = bytes(src.read(tail_start, tail_len))
+    at = size - _EOCD.size
+    last = bytes(src.read(at, _EOCD.size))
+    if last[:4] == _SIG_EOCD:
+        record = _EOCD.unpack(last)
+        if record[7] == 0:
+            return at, record
+        raise _fail(
+            "PTH014",
+            f"the end record (offset {at}) declares a {record[7]}-byte comment, but it is the file's last 22 bytes: "
+            "a comment torch never writes, whose length lies",
+        )
+    tail_len = min(size, _DIAGNOSE_TAIL)
+    tail = bytes(src.read(size - tail_len, tail_len))
     pos = tail.rfind(_SIG_EOCD, 0, tail_len - _EOCD.size + len(_SIG_EOCD))
-    while pos >= 0:
-        record = _EOCD.unpack_from(tail, pos)
-        if pos + _EOCD.size + record[7] == tail_len:
-            return tail_start + pos, record
-        pos = tail.rfind(_SIG_EOCD, 0, pos + len(_SIG_EOCD) - 1)
-    raise _fail("PTH001", "no end-of-central-directory record: the file is truncated or not a zip archive")
+    if pos < 0:
+        raise _fail("PTH001", "no end-of-central-directory record: the file is truncated or not a zip archive")
+    found = size - tail_len + pos
+    record = _EOCD.unpack_from(tail, pos)
+    after = size - found - _EOCD.size
+    what = "its comment" if record[7] == after else f"a comment declared as {record[7]} bytes, or appended data"
+    raise _fail(
+        "PTH014",
+        f"{after} bytes follow the last end record (offset {found}): {what}; torch.save and rwkv_lightning_cuda "
+        "end the file with the end record, and zip readers disagree on which record such a file has",
+    )
 
 
 def _read_zip64(src: _Source, eocd_pos: int) -> tuple | None:
@@ -110,17 +215,23 @@ def _read_zip64(src: _Source, eocd_pos: int) -> tuple | None:
     rec = _EOCD64.unpack(bytes(src.read(rec_pos, _EOCD64.size)))
     if rec[0] != _SIG_EOCD64:
         raise _fail("PTH001", f"no zip64 end record at offset {rec_pos} where the locator points")
-    if rec[1] < _EOCD64.size - 12 or rec_pos + 12 + rec[1] != loc_pos:  # no bytes hidden before the locator
+    if rec[1] < _EOCD64_BODY or rec_pos + 12 + rec[1] != loc_pos:  # no bytes hidden before the locator
         raise _fail(
             "PTH001",
             f"zip64 end record at offset {rec_pos} declares size {rec[1]}, but the locator follows at {loc_pos}",
         )
+    if rec[1] != _EOCD64_BODY:  # the "extensible data sector": no reader interprets it
+        raise _fail(
+            "PTH017",
+            f"the zip64 end record at offset {rec_pos} carries {rec[1] - _EOCD64_BODY} bytes of extensible data "
+            "(torch writes none; no reader reads them)",
+        )
     return (rec_pos, *rec[4:])  # (pos, disk, cd_disk, n_disk, n_total, cd_size, cd_offset)
 
 
-def _directory_bounds(src: _Source) -> tuple[int, int, int]:
-    """(central directory offset, size, entry count), cross-checked between plain and zip64 records."""
-    eocd_pos, (_, disk, cd_disk, n_disk, n_total, cd_size, cd_offset, _) = _find_eocd(src)
+def _directory_bounds(src: _Source) -> tuple[int, int, int, int]:
+    """(directory offset, size, entry count, end), cross-checked between plain and zip64 records."""
+    eocd_pos, (_, disk, cd_disk, n_disk, n_total, cd_size, cd_offset, _) = _end_record(src)
     z64 = _read_zip64(src, eocd_pos)
     if z64 is None:
         if disk != 0 or cd_disk != 0 or n_disk != n_total:
@@ -132,6 +243,8 @@ def _directory_bounds(src: _Source) -> tuple[int, int, int]:
         end, z_disk, z_cd_disk, z_n_disk, z_n_total, z_cd_size, z_cd_offset = z64
         if z_disk != 0 or z_cd_disk != 0 or z_n_disk != z_n_total:
             raise _fail("PTH011", f"multi-disk zip (zip64 record: disk {z_disk}, directory on disk {z_cd_disk})")
+        # miniz reads the zip64 values whenever the records are there; PthArchive only where a plain value is the
+        # sentinel: the two must agree
         pairs = (
             ("disk number", disk, 0, _U16_MAX),
             ("directory disk", cd_disk, 0, _U16_MAX),
@@ -154,72 +267,94 @@ def _directory_bounds(src: _Source) -> tuple[int, int, int]:
             f"central directory at offset {cd_offset} of {cd_size} bytes does not end where the end "
             f"record starts ({end}): truncated, prefixed or corrupt archive",
         )
-    return cd_offset, cd_size, n_total
+    return cd_offset, cd_size, n_total, end
 
 
-def _zip64_values(extra: bytes, need: list[str], name: str) -> tuple[dict[str, int], str]:
-    """Read the zip64 extra field of one central header; also name any encryption extra found."""
-    found: dict[str, int] = {}
-    encryption = ""
+# --- extra fields ------------------------------------------------------------------------------
+
+
+def _extra_fields(extra: bytes, where: str) -> dict[int, bytes]:
+    """The fields of one extra area, tag -> body; each tag once (PTH016), the fields filling it exactly."""
+    fields: dict[int, bytes] = {}
     pos = 0
-    while pos + 4 <= len(extra):
+    while pos < len(extra):
+        if pos + 4 > len(extra):
+            raise _fail("PTH001", f"{where}: {len(extra) - pos} bytes at the end of its extra field are no field")
         tag, length = struct.unpack_from("<HH", extra, pos)
         body = extra[pos + 4 : pos + 4 + length]
         if len(body) != length:
-            raise _fail("PTH001", f"entry {name!r}: extra field 0x{tag:04x} runs past its header")
-        encryption = encryption or _EXTRA_ENCRYPTION.get(tag, "")
-        if tag == _EXTRA_ZIP64 and need:
-            q = 0
-            for field in need:
-                width = 4 if field == "disk" else 8
-                if q + width > length:
-                    raise _fail("PTH001", f"entry {name!r}: zip64 extra field lacks the {field}")
-                found[field] = int.from_bytes(body[q : q + width], "little")
-                q += width
+            raise _fail("PTH001", f"{where}: extra field 0x{tag:04x} runs past its header")
+        if tag in fields:
+            raise _fail(
+                "PTH016",
+                f"{where}: extra field 0x{tag:04x} appears twice (miniz and rwkv_lightning_cuda read the first "
+                "copy, other readers the last)",
+            )
+        fields[tag] = body
         pos += 4 + length
-    missing = [f for f in need if f not in found]
-    if missing:
-        raise _fail("PTH001", f"entry {name!r} needs zip64 values ({', '.join(missing)}) but has none")
-    return found, encryption
+    return fields
 
 
-@dataclass(frozen=True)
-class _Central:
-    name: str
-    raw: bytes
-    flags: int
-    method: int
-    crc: int
-    csize: int
-    usize: int
-    offset: int
-    disk: int
-    encryption: str
-    attrs: int  # external file attributes
-
-    def check_features(self) -> None:
-        """Refuse what torch never writes: encryption, compression, other disks (PTH011)."""
-        name = self.name
-        if self.flags & (_FLAG_ENCRYPTED | _FLAG_STRONG_ENCRYPTION | _FLAG_MASKED_HEADER) or self.encryption:
-            how = self.encryption or f"flags 0x{self.flags:04x}"
-            raise _fail("PTH011", f"entry {name!r} is encrypted ({how})")
-        if self.flags & _FLAG_PATCHED:
-            raise _fail("PTH011", f"entry {name!r} holds patched data (flags 0x{self.flags:04x})")
-        if self.attrs & _ATTR_DOS_DIRECTORY:  # miniz (torch's reader) then extracts nothing for it
-            raise _fail("PTH011", f"entry {name!r} is marked as a directory (attributes 0x{self.attrs:08x})")
-        if self.method != 0:
-            what = _METHODS.get(self.method, "unknown")
-            raise _fail("PTH011", f"entry {name!r} is compressed (method {self.method}, {what}); torch stores entries")
-        if self.disk != 0:
-            raise _fail("PTH011", f"entry {name!r} starts on disk {self.disk} (multi-disk zip)")
-        if self.csize != self.usize:
-            raise _fail("PTH001", f"stored entry {name!r} has compressed size {self.csize} != size {self.usize}")
+def _not_torch_extra(where: str, tag: int) -> CheckpointError:
+    name = _EXTRA_NAMES.get(tag, "unknown")
+    return _fail("PTH017", f"{where}: extra field 0x{tag:04x} ({name}) is not one torch writes")
 
 
-def _central_entries(cd: bytes, n_total: int) -> list[_Central]:
-    """Parse the central directory (structure only; features are checked later)."""
-    out: list[_Central] = []
+def _central_zip64(fields: dict[int, bytes], need: list[str], name: str) -> dict[str, int]:
+    """The zip64 values of one central header: exactly the fields whose 32-bit value is the sentinel, in the
+    order uncompressed size, compressed size, local header offset (miniz ``mz_zip_file_stat_internal``)."""
+    body = fields.get(_EXTRA_ZIP64)
+    if body is None:
+        if need:
+            raise _fail("PTH001", f"entry {name!r} needs zip64 values ({', '.join(need)}) but has none")
+        return {}
+    if not need:
+        raise _fail(
+            "PTH017",
+            f"entry {name!r}: a zip64 extra field of {len(body)} bytes where no header field is 0xFFFFFFFF "
+            "(no reader reads it)",
+        )
+    found: dict[str, int] = {}
+    for q, field in enumerate(need):
+        if 8 * q + 8 > len(body):
+            raise _fail("PTH001", f"entry {name!r}: zip64 extra field lacks the {field}")
+        found[field] = int.from_bytes(body[8 * q : 8 * q + 8], "little")
+    if len(body) != 8 * len(need):
+        raise _fail(
+            "PTH017",
+            f"entry {name!r}: its zip64 extra field holds {len(body) - 8 * len(need)} bytes past the values it "
+            "needs (no reader reads them)",
+        )
+    return found
+
+
+# --- the central directory ---------------------------------------------------------------------
+
+
+def _check_features(c: CentralEntry) -> None:
+    """Refuse what torch never writes: encryption, compression, other disks (PTH011)."""
+    name = c.name
+    if c.flags & (_FLAG_ENCRYPTED | _FLAG_STRONG_ENCRYPTION | _FLAG_MASKED_HEADER) or c.encryption:
+        how = c.encryption or f"flags 0x{c.flags:04x}"
+        raise _fail("PTH011", f"entry {name!r} is encrypted ({how})")
+    if c.flags & _FLAG_PATCHED:
+        raise _fail("PTH011", f"entry {name!r} holds patched data (flags 0x{c.flags:04x})")
+    if c.attrs & _ATTR_DOS_DIRECTORY:  # miniz (torch's reader) then extracts nothing for it
+        raise _fail("PTH011", f"entry {name!r} is marked as a directory (attributes 0x{c.attrs:08x})")
+    if c.method != 0:
+        what = _METHODS.get(c.method, "unknown")
+        raise _fail("PTH011", f"entry {name!r} is compressed (method {c.method}, {what}); torch stores entries")
+    if c.disk != 0:
+        raise _fail("PTH011", f"entry {name!r} starts on disk {c.disk} (multi-disk zip)")
+    if c.compressed_size != c.size:
+        raise _fail("PTH001", f"stored entry {name!r} has compressed size {c.compressed_size} != size {c.size}")
+
+
+def _central_entries(cd: bytes, n_total: int) -> list[CentralEntry]:
+    """Parse the central directory (structure, names and extra fields; features are checked later)."""
+    out: list[CentralEntry] = []
     seen: set[str] = set()
+    folded: dict[bytes, str] = {}
     pos = 0
     for index in range(n_total):
         if pos + _CENTRAL.size > len(cd):
@@ -238,89 +373,208 @@ def _central_entries(cd: bytes, n_total: int) -> list[_Central]:
             name = raw.decode("utf-8")
         except UnicodeDecodeError:
             raise _fail("PTH008", f"entry #{index} has a name that is not UTF-8: {raw!r}") from None
-        need = [f for f, v in (("usize", usize), ("csize", csize), ("offset", offset)) if v == _U32_MAX]
         if disk == _U16_MAX:  # the disk number moved to a zip64 field: miniz (torch's reader) refuses that
             raise _fail("PTH011", f"entry {name!r} has its disk number in a zip64 field (multi-disk zip)")
-        wide, encryption = _zip64_values(extra, need, name)
-        usize, csize = wide.get("usize", usize), wide.get("csize", csize)
-        offset, disk = wide.get("offset", offset), wide.get("disk", disk)
+        fields = _extra_fields(extra, f"entry {name!r}")
+        encryption = next((_EXTRA_ENCRYPTION[t] for t in fields if t in _EXTRA_ENCRYPTION), "")
+        for tag in fields:
+            if tag != _EXTRA_ZIP64 and tag not in _EXTRA_ENCRYPTION:
+                raise _not_torch_extra(f"entry {name!r}", tag)
+        need = [f for f, v in (("usize", usize), ("csize", csize), ("offset", offset)) if v == _U32_MAX]
+        wide = _central_zip64(fields, need, name)
+        usize, csize, offset = wide.get("usize", usize), wide.get("csize", csize), wide.get("offset", offset)
         if name in seen:
             raise _fail("PTH008", f"entry name {name!r} appears twice in the central directory")
+        other = folded.get(raw.lower())  # bytes.lower: ASCII only, as miniz's MZ_TOLOWER
+        if other is not None:
+            raise _fail(
+                "PTH015",
+                f"entry names {other!r} and {name!r} differ only in case: torch (miniz) looks names up "
+                "ignoring case and may read either for both, rwkv_lightning_cuda reads the exact one",
+            )
+        if clen:
+            raise _fail("PTH017", f"entry {name!r} carries a {clen}-byte comment (torch writes none)")
         seen.add(name)
-        out.append(_Central(name, raw, flags, method, crc, csize, usize, offset, disk, encryption, attrs))
+        folded[raw.lower()] = name
+        out.append(
+            CentralEntry(
+                name, raw, index, flags, method, crc, csize, usize, offset, disk, attrs, encryption, tuple(wide)
+            )
+        )
         pos = end
     if pos != len(cd):
-        raise _fail("PTH001", f"{len(cd) - pos} unexplained bytes at the end of the central directory")
+        raise _fail("PTH017", f"{len(cd) - pos} unexplained bytes at the end of the central directory")
     return out
 
 
-def read_zip(src: _Source, check_names: Callable[[list[str]], object] | None = None) -> list[ZipEntry]:
-    """Parse and bounds-check a stored zip archive; entries in central-directory order.
-
-    Checks: end records found and consistent, at most :data:`MAX_ENTRIES` entries, then
-    ``check_names`` on the entry names (before any feature check, so that a TorchScript or
-    path-traversal archive is named as such), then every entry stored, unencrypted and on disk 0,
-    its local header present where the directory says with the same name, its data inside the
-    file and before the central directory, no two entries overlapping, and no bytes between
-    entries that no entry (or its data descriptor) explains. CRCs are not checked
-    here (the caller decides which entries to check).
-    """
-    cd_offset, cd_size, n_total = _directory_bounds(src)
+def read_central_directory(src: _Source) -> CentralDirectory:
+    """The end records and the central directory of ``src``, checked (PTH001, PTH008, PTH010, PTH011, PTH014 to
+    PTH017); nothing before the directory is read. The Hub's prefetch plan is made from this."""
+    cd_offset, cd_size, n_total, end = _directory_bounds(src)
     cd = bytes(src.read(cd_offset, cd_size))
-    central = _central_entries(cd, n_total)
+    return CentralDirectory(cd_offset, cd_size, end, tuple(_central_entries(cd, n_total)))
+
+
+# --- local headers and layout ------------------------------------------------------------------
+
+
+def _local_zip64(fields: dict[int, bytes], c: CentralEntry, where: str) -> bool:
+    """Check the local zip64 field against the directory; whether there is one (then the descriptor is 64-bit).
+
+    miniz writes it when the size or the header offset reaches 0xFFFFFFFF, exactly when the central header gives
+    them as zip64 values: the uncompressed size and the compressed size (still 0 when the header is written), then
+    the header offset."""
+    body = fields.get(_EXTRA_ZIP64)
+    big_size, big_offset = "usize" in c.zip64_fields, "offset" in c.zip64_fields
+    if body is None:
+        return False
+    if not (big_size or big_offset):
+        raise _fail(
+            "PTH017", f"{where}: a zip64 extra field though the directory gives neither its size nor its offset so"
+        )
+    expected = (16 if big_size else 0) + (8 if big_offset else 0)
+    if len(body) != expected:
+        raise _fail("PTH018", f"{where}: its zip64 extra field holds {len(body)} bytes, the entry needs {expected}")
+    q = 0
+    if big_size:
+        usize, csize = struct.unpack_from("<QQ", body, 0)
+        if usize != c.size or csize not in (0, c.size):
+            raise _fail("PTH018", f"{where}: its zip64 sizes ({usize}, {csize}) disagree with the directory ({c.size})")
+        q = 16
+    if big_offset:
+        (at,) = struct.unpack_from("<Q", body, q)
+        if at != c.header_offset:
+            raise _fail("PTH018", f"{where}: its zip64 offset {at} is not where it is ({c.header_offset})")
+    return True
+
+
+def _local_extra(extra: bytes, c: CentralEntry) -> bool:
+    """Check a local header's extra field: torch's ``FB`` padding of ``Z`` bytes and a zip64 field, each once."""
+    where = f"local header of {c.name!r}"
+    fields = _extra_fields(extra, where)
+    for tag, body in fields.items():
+        if tag == _EXTRA_PADDING:
+            if body.count(_PADDING_BYTE) != len(body):
+                raise _fail(
+                    "PTH017",
+                    f"{where}: its FB padding field holds bytes other than torch's 'Z' filler ({body[:16]!r})",
+                )
+        elif tag in _EXTRA_ENCRYPTION:
+            raise _fail("PTH011", f"entry {c.name!r} is encrypted ({_EXTRA_ENCRYPTION[tag]}, local header)")
+        elif tag != _EXTRA_ZIP64:
+            raise _not_torch_extra(where, tag)
+    return _local_zip64(fields, c, where)
+
+
+def _local_entry(src: _Source, c: CentralEntry, cd_offset: int) -> tuple[ZipEntry, int]:
+    """Check the local header of ``c`` against it; the entry and the size of the descriptor that must follow."""
+    name, raw, offset, size = c.name, c.raw, c.header_offset, c.size
+    head_len = LOCAL_HEADER_SIZE + len(raw)
+    if offset + head_len > cd_offset:
+        raise _fail("PTH001", f"local header of {name!r} at offset {offset} lies outside the data area")
+    head = bytes(src.read(offset, head_len))
+    sig, _needed, lflags, method, _t, _d, lcrc, lcsize, lusize, nlen, elen = _LOCAL.unpack_from(head)
+    if sig != _SIG_LOCAL:
+        raise _fail("PTH001", f"no local header for {name!r} at offset {offset}")
+    if head[LOCAL_HEADER_SIZE:] != raw or nlen != len(raw):
+        raise _fail("PTH018", f"local header at offset {offset} names another entry than {name!r}")
+    if lflags & (_FLAG_ENCRYPTED | _FLAG_STRONG_ENCRYPTION | _FLAG_MASKED_HEADER):
+        raise _fail("PTH011", f"entry {name!r} is encrypted (local flags 0x{lflags:04x})")
+    if lflags & _FLAG_PATCHED:
+        raise _fail("PTH011", f"entry {name!r} holds patched data (local flags 0x{lflags:04x})")
+    if method != 0:
+        raise _fail("PTH011", f"entry {name!r} is compressed (local header method {method})")
+    if lflags != c.flags:
+        raise _fail(
+            "PTH018",
+            f"local header of {name!r} has flags 0x{lflags:04x}, the directory 0x{c.flags:04x} (a reader that "
+            "trusts the local header looks for a data descriptor where there is none, or misses one)",
+        )
+    data_offset = offset + head_len + elen
+    if data_offset > cd_offset:
+        raise _fail("PTH001", f"local header of {name!r} at offset {offset} lies outside the data area")
+    zip64 = _local_extra(bytes(src.read(offset + head_len, elen)), c) if elen else False
+    if data_offset + size > src.size:
+        raise _fail(
+            "PTH010",
+            f"entry {name!r} declares {size} bytes at offset {data_offset}, beyond the end of the "
+            f"file ({src.size} bytes)",
+        )
+    if data_offset + size > cd_offset:
+        raise _fail("PTH001", f"data of entry {name!r} overlaps the central directory")
+    described = bool(lflags & _FLAG_DATA_DESCRIPTOR)
+    values = (("CRC", lcrc, c.crc32), ("compressed size", lcsize, size), ("size", lusize, size))
+    for what, local, in_dir in values:
+        # with a descriptor the local values may be 0 (torch, zipfile); 0xFFFFFFFF stands for a zip64 size
+        allowed = {in_dir} | ({0} if described else set()) | ({_U32_MAX} if what != "CRC" else set())
+        if local not in allowed:
+            raise _fail("PTH018", f"local header of {name!r} disagrees with the directory on its {what}")
+    descriptor = (_DESCRIPTOR64.size if zip64 else _DESCRIPTOR32.size) if described else 0
+    return ZipEntry(name, c.index, offset, data_offset, size, c.crc32, c.flags), descriptor
+
+
+def _check_descriptor(src: _Source, entry: ZipEntry, width: int, cd_offset: int) -> None:
+    """The data descriptor right after ``entry``'s data: signature, the directory's CRC and sizes."""
+    at = entry.data_offset + entry.size
+    if at + width > cd_offset:
+        raise _fail("PTH001", f"the data descriptor of {entry.name!r} overlaps the central directory")
+    raw = bytes(src.read(at, width))
+    layout = _DESCRIPTOR64 if width == _DESCRIPTOR64.size else _DESCRIPTOR32
+    sig, crc, csize, usize = layout.unpack(raw)
+    if sig != _SIG_DESCRIPTOR:
+        raise _fail(
+            "PTH017",
+            f"entry {entry.name!r} announces a data descriptor (flag 0x0008), but the {width} bytes after its data "
+            f"(offset {at}) are none: {raw[:8]!r}",
+        )
+    if (crc, csize, usize) != (entry.crc32, entry.size, entry.size):
+        raise _fail(
+            "PTH018",
+            f"the data descriptor of {entry.name!r} says CRC {crc:08x}, sizes {csize}/{usize}; the directory "
+            f"{entry.crc32:08x}, {entry.size}",
+        )
+
+
+def read_zip(src: _Source, check_names: Callable[[list[str]], object] | None = None) -> list[ZipEntry]:
+    """Parse and check a stored zip archive; entries in central-directory order.
+
+    Checks, in order: the end records (the last 22 bytes, no comment; plain and zip64 agreeing), at most
+    :data:`MAX_ENTRIES` entries, every central header (names unique even ignoring case, extra fields torch
+    writes, no comment); then ``check_names`` on the entry names (before any feature check, so that a
+    TorchScript or path-traversal archive is named as such); then every entry stored, unencrypted and on disk
+    0; its local header where the directory says, agreeing with it (name, flags, method, CRC, sizes, zip64
+    values) and carrying only torch's padding and zip64 fields; its data inside the file; and the layout: from
+    byte 0, each local header, name, extra field, data and (when flagged) data descriptor, with nothing between
+    or overlapping, up to the central directory. CRCs of the data are not checked here (the caller decides which
+    entries to check).
+    """
+    directory = read_central_directory(src)
+    central = directory.entries
     if check_names is not None:
         check_names([c.name for c in central])
     for c in central:
-        c.check_features()
-    entries: list[ZipEntry] = []
-    for index, c in enumerate(central):
-        name, raw, flags, crc, size, offset = c.name, c.raw, c.flags, c.crc, c.usize, c.offset
-        head_len = _LOCAL.size + len(raw)
-        if offset + head_len > cd_offset:
-            raise _fail("PTH001", f"local header of {name!r} at offset {offset} lies outside the data area")
-        head = bytes(src.read(offset, head_len))
-        sig, _needed, lflags, method, _t, _d, lcrc, lcsize, lusize, nlen, elen = _LOCAL.unpack_from(head)
-        if sig != _SIG_LOCAL:
-            raise _fail("PTH001", f"no local header for {name!r} at offset {offset}")
-        if head[_LOCAL.size :] != raw or nlen != len(raw):
-            raise _fail("PTH001", f"local header at offset {offset} names another entry than {name!r}")
-        if lflags & (_FLAG_ENCRYPTED | _FLAG_STRONG_ENCRYPTION | _FLAG_MASKED_HEADER):
-            raise _fail("PTH011", f"entry {name!r} is encrypted (local flags 0x{lflags:04x})")
-        if lflags & _FLAG_PATCHED:
-            raise _fail("PTH011", f"entry {name!r} holds patched data (local flags 0x{lflags:04x})")
-        if method != 0:
-            raise _fail("PTH011", f"entry {name!r} is compressed (local header method {method})")
-        data_offset = offset + _LOCAL.size + nlen + elen
-        if data_offset + size > src.size:
-            raise _fail(
-                "PTH010",
-                f"entry {name!r} declares {size} bytes at offset {data_offset}, beyond the end of the "
-                f"file ({src.size} bytes)",
-            )
-        if data_offset + size > cd_offset:
-            raise _fail("PTH001", f"data of entry {name!r} overlaps the central directory")
-        if not lflags & _FLAG_DATA_DESCRIPTOR:
-            for what, local, in_dir in (("CRC", lcrc, crc), ("size", lcsize, size), ("size", lusize, size)):
-                if local != in_dir and not (what == "size" and local == _U32_MAX):
-                    raise _fail("PTH001", f"local header of {name!r} disagrees with the directory on its {what}")
-        entries.append(ZipEntry(name, index, offset, data_offset, size, crc, flags))
+        _check_features(c)
+    cd_offset = directory.offset
+    located = [_local_entry(src, c, cd_offset) for c in central]
+    cursor = 0
     previous: ZipEntry | None = None
-    for entry in sorted(entries, key=lambda e: e.header_offset):
-        if previous is not None and previous.data_offset + previous.size > entry.header_offset:
-            raise _fail("PTH001", f"entries {previous.name!r} and {entry.name!r} overlap")
-        _check_gap(previous, entry.header_offset, repr(entry.name))
+    for entry, descriptor in sorted(located, key=lambda pair: pair[0].header_offset):
+        _check_tiling(previous, cursor, entry.header_offset, repr(entry.name))
+        if descriptor:
+            _check_descriptor(src, entry, descriptor, cd_offset)
+        cursor = entry.data_offset + entry.size + descriptor
         previous = entry
-    _check_gap(previous, cd_offset, "the central directory")
-    return entries
+    _check_tiling(previous, cursor, cd_offset, "the central directory")
+    return [entry for entry, _ in located]
 
 
-def _check_gap(previous: ZipEntry | None, start: int, what: str) -> None:
-    """Every byte before the central directory belongs to an entry: bytes no entry explains (a
-    pickle or a second archive hidden between entries, a polyglot's prefix) are refused (PTH001).
-    After an entry with a data descriptor (flag 0x08) the descriptor's 12 to 24 bytes are allowed."""
-    end = 0 if previous is None else previous.data_offset + previous.size
-    gap = start - end
-    if gap == 0 or (previous is not None and previous.flags & _FLAG_DATA_DESCRIPTOR and gap in _DESCRIPTOR_SIZES):
+def _check_tiling(previous: ZipEntry | None, cursor: int, start: int, what: str) -> None:
+    """``start`` (the next local header, or the central directory) must be where the previous entry (and its
+    descriptor) ends: bytes no entry explains (a pickle or a second archive hidden between entries, a polyglot's
+    prefix) are PTH017, an entry starting inside another PTH001."""
+    if start == cursor:
         return
+    if previous is not None and start < cursor:
+        raise _fail("PTH001", f"entries {previous.name!r} and {what} overlap")
     after = "the start of the file" if previous is None else f"entry {previous.name!r}"
-    raise _fail("PTH001", f"{gap} bytes between {after} and {what} belong to no entry (hidden data)")
+    raise _fail("PTH017", f"{start - cursor} bytes between {after} and {what} belong to no entry (hidden data)")

@@ -97,8 +97,11 @@ _METADATA_FORMS = {
 }
 _TORCHSCRIPT_FILES = {"constants.pkl", "attributes.pkl", "model.json", "bytecode.pkl"}
 _TORCHSCRIPT_DIRS = ("code/", "extra/", "constants/")
-_EXTRA_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}\Z")
-_STORAGE_NAME = re.compile(r"data/([A-Za-z0-9_]{1,64})\Z")
+# The members torch.save writes (torch/serialization.py _save: storage keys are str(len(id_map)), decimal) and
+# rwkv_lightning_cuda's writers (src/io/pth_writer.cpp write_pth: data/<i>, miss.json); anything else is PTH019.
+_MEMBERS = _KNOWN_METADATA | {"miss.json"}
+_STORAGE_NAME = re.compile(r"data/(0|[1-9][0-9]{0,19})\Z")
+_VERSION_RECORDS = (".data/version", "version")  # torch reads the first one present (PyTorchStreamReader::init)
 _TORCH_MARKERS = {".format_version", ".storage_alignment", ".data/serialization_id"}
 
 
@@ -405,9 +408,9 @@ def _split_names(names: list[str]) -> tuple[str, list[str]]:
         if name in _TORCHSCRIPT_FILES or name.startswith(_TORCHSCRIPT_DIRS):
             raise CheckpointError("PTH005", f"entry {prefix}/{name} marks a TorchScript archive, not a checkpoint")
     for name in rel:
-        if name in _KNOWN_METADATA or _STORAGE_NAME.match(name) or _EXTRA_NAME.match(name):
+        if name in _MEMBERS or _STORAGE_NAME.match(name):
             continue
-        raise CheckpointError("PTH008", f"unexpected entry {prefix}/{name}")
+        raise CheckpointError("PTH019", f"entry {prefix}/{name} is no member torch.save or rwkv_lightning_cuda writes")
     if "data.pkl" not in rel:
         raise CheckpointError("PTH001", f"archive has no {prefix or 'archive'}/data.pkl: not a torch checkpoint")
     return prefix or "", rel
@@ -494,6 +497,10 @@ def _open_zip(source: ByteSource, verify_crc: str) -> Checkpoint:
         if order != b"little":
             raise CheckpointError("PTH013", f"byteorder entry says {order.decode('latin-1')!r}, not 'little'")
     _check_metadata(source, prefix, rel)
+    if not any(v in rel for v in _VERSION_RECORDS):
+        raise CheckpointError(
+            "PTH020", f"archive has no {prefix}/version (nor {prefix}/.data/version): torch.load refuses it"
+        )
     pkl = rel["data.pkl"]
     parsed = parse_tensor_pickle(source.read(pkl.data_offset, pkl.size))
 
@@ -597,6 +604,20 @@ def _is_uint_list(value: object) -> bool:
     return isinstance(value, list) and all(type(v) is int and v >= 0 for v in value)
 
 
+def _shape_overflows(shape: list[int], itemsize: int) -> bool:
+    """True where safetensors or torch cannot hold ``shape``: safetensors multiplies the dimensions left
+    to right in unsigned 64 bits with an overflow check, then by the dtype's size in bits
+    (huggingface/safetensors safetensors/src/tensor.rs ``Metadata::validate``: a dimension of 2**64
+    already fails its JSON parse into ``usize``), and torch keeps every dimension in an int64. So
+    ``[0, 2**64]`` holds no byte and is still refused by both; found by bench/fuzz_differential.py."""
+    count = 1
+    for dim in shape:
+        count *= dim
+        if dim >= 1 << 63 or count >= 1 << 64:
+            return True
+    return count * itemsize * 8 >= 1 << 64
+
+
 def _open_safetensors(source: ByteSource) -> Checkpoint:
     length, header = _safetensors_header(source)
     data_start = 8 + length
@@ -621,6 +642,11 @@ def _open_safetensors(source: ByteSource) -> Checkpoint:
             raise CheckpointError("PTH013", f"tensor {name!r} has unsupported dtype {dtype!r}")
         if not _is_uint_list(shape) or len(shape) > MAX_NDIM:
             raise CheckpointError("PTH012", f"entry {name!r} has shape {shape!r:.80}, not a list of non-negative ints")
+        if _shape_overflows(shape, DTYPE_ITEMSIZE[SAFETENSORS_DTYPES[dtype]]):
+            raise CheckpointError(
+                "PTH012",
+                f"tensor {name!r} has shape {shape!r:.80}, whose size overflows 64 bits (safetensors refuses it)",
+            )
         if not _is_uint_list(offsets) or len(offsets) != 2:
             raise CheckpointError("PTH012", f"entry {name!r} has data_offsets {offsets!r:.80}, not [begin, end]")
         begin, end = offsets

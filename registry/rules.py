@@ -451,6 +451,65 @@ _RULES: tuple[Rule, ...] = (
         "unsupported tensor dtype or layout",
         "Weights are bfloat16, float16 or float32, contiguous, little-endian; convert before saving.",
     ),
+    Rule(
+        "PTH014",
+        E,
+        "zip end record is not the last 22 bytes of the file",
+        "torch.save and rwkv_lightning_cuda end the file with an end record without comment; a comment or bytes "
+        "after it (a second archive, junk) make zip readers pick different end records: torch's miniz takes the "
+        "last signature. Re-export the file; do not append to it.",
+    ),
+    Rule(
+        "PTH015",
+        E,
+        "zip entry names differ only in case",
+        "torch looks entries up ignoring case (miniz), the server exactly: with data.pkl and DATA.PKL each may "
+        "read another one. Re-export the file with torch.save or the trainer.",
+    ),
+    Rule(
+        "PTH016",
+        E,
+        "zip extra field tag repeated in one header",
+        "torch's miniz and the server read the first copy of a repeated field (a zip64 size or offset), other "
+        "readers the last; no writer repeats one. Re-export the file.",
+    ),
+    Rule(
+        "PTH017",
+        E,
+        "zip bytes that no entry owns",
+        "Every byte must belong to a local header, its name, torch's padding, the data, its data descriptor, "
+        "the central directory or an end record: bytes between entries, comments, unknown extra fields or "
+        "descriptors nobody announced can hide a second file that another reader finds. Re-export the file.",
+    ),
+    Rule(
+        "PTH018",
+        E,
+        "zip local header or data descriptor disagrees with the central directory",
+        "A reader that walks the local headers (a streaming unzip) would read another name, size or entry than "
+        "torch, which reads the directory. Re-export the file.",
+    ),
+    Rule(
+        "PTH019",
+        E,
+        "archive member that neither torch.save nor the trainer writes",
+        "Only data.pkl, byteorder, version, .data/version, .format_version, .storage_alignment, "
+        ".data/serialization_id, data/<n> and miss.json belong in a weight file; anything else is a file "
+        "smuggled in for another reader. Re-export the tensors with torch.save or the trainer.",
+    ),
+    Rule(
+        "PTH020",
+        E,
+        "torch archive without a version record",
+        'torch.load refuses it ("Expected hasRecord(version)"); every torch.save and rwkv_lightning_cuda file '
+        "has <prefix>/version. Re-export the file.",
+    ),
+    Rule(
+        "PTH021",
+        E,
+        "tensor storage on a device torch does not load it from",
+        "torch.load gives 'meta' storages no data (the server reads the bytes anyway) and needs the device for "
+        "others; save CPU (or CUDA) tensors: torch.save({k: v.cpu() for k, v in state.items()}, path).",
+    ),
     # --- git LFS ----------------------------------------------------------------------
     Rule(
         "LFS001",

@@ -12,6 +12,7 @@ import shutil
 import struct
 import sys
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -138,7 +139,7 @@ def test_bytes_before_the_first_entry_are_refused() -> None:
     with pytest.raises(CheckpointError) as info:
         open_checkpoint(data)
     assert (info.value.code, info.value.message) == (
-        "PTH001",
+        "PTH017",
         "64 bytes between the start of the file and 'archive/data/0' belong to no entry (hidden data)",
     )
 
@@ -154,8 +155,8 @@ def test_bytes_before_the_central_directory_are_refused() -> None:
         open_checkpoint(bytes(data))
 
 
-def _with_descriptors(entries: list[Entry], descriptor: int) -> bytes:
-    """A stored zip, flag 0x08 (data descriptor) on every entry and ``descriptor`` bytes after each."""
+def _with_descriptors(entries: list[Entry], descriptor: Callable[[int, int], bytes]) -> bytes:
+    """A stored zip, flag 0x08 (data descriptor) on every entry and ``descriptor(crc, size)`` after each."""
     body = bytearray()
     central = bytearray()
     for e in entries:
@@ -163,24 +164,49 @@ def _with_descriptors(entries: list[Entry], descriptor: int) -> bytes:
         offset = len(body)
         crc = zlib.crc32(e.data)
         body += struct.pack("<4sHHHHHIIIHH", b"PK\x03\x04", 20, 0x08, 0, 0, 0, 0, 0, 0, len(raw), 0) + raw + e.data
-        body += bytes(descriptor)
+        body += descriptor(crc, len(e.data))
         central += struct.pack("<4sHHHHHHIIIHHHHHII", b"PK\x01\x02", 20, 20, 0x08, 0, 0, 0, crc, len(e.data),
                                len(e.data), len(raw), 0, 0, 0, 0, 0, offset) + raw  # fmt: skip
     n = len(entries)
     return bytes(body + central + struct.pack("<4sHHHHIIH", b"PK\x05\x06", 0, 0, n, n, len(central), len(body), 0))
 
 
-@pytest.mark.parametrize("size", [12, 16, 20, 24])
-def test_data_descriptors_are_not_hidden_bytes(size: int) -> None:
-    entries = checkpoint_entries(simple_pickle(1), {"0": bytes(8)})
-    assert open_checkpoint(_with_descriptors(entries, size)).tensors["t0"].shape == (2,)
+def _descriptor(crc: int, size: int) -> bytes:
+    """What miniz writes after an entry below 4 GiB (mz_zip_writer_add_mem_ex_v2): signature, CRC, 32-bit sizes."""
+    return struct.pack("<4sIII", b"PK\x07\x08", crc, size, size)
 
 
-@pytest.mark.parametrize("size", [5, 13, 40])
-def test_other_gaps_after_a_descriptor_flag_are_refused(size: int) -> None:
+def test_data_descriptors_are_not_hidden_bytes() -> None:
     entries = checkpoint_entries(simple_pickle(1), {"0": bytes(8)})
-    with pytest.raises(CheckpointError, match=f"{size} bytes between entry 'archive/data/0' and"):
-        open_checkpoint(_with_descriptors(entries, size))
+    assert open_checkpoint(_with_descriptors(entries, _descriptor)).tensors["t0"].shape == (2,)
+
+
+@pytest.mark.parametrize(
+    ("descriptor", "code"),
+    [
+        (lambda crc, size: bytes(16), "PTH017"),  # zeros: a descriptor in length only
+        (lambda crc, size: struct.pack("<III", crc, size, size), "PTH017"),  # no signature (torch always writes one)
+        (lambda crc, size: struct.pack("<4sIQQ", b"PK\x07\x08", crc, size, size), "PTH018"),  # 64-bit, no zip64
+        (lambda crc, size: _descriptor(crc, size) + b"tail", "PTH017"),  # 4 bytes after it
+        (lambda crc, size: _descriptor(crc, size)[:-5], "PTH018"),  # its sizes run into the next header
+    ],
+    ids=["zeros", "no-signature", "64-bit", "longer", "shorter"],
+)
+def test_anything_but_the_descriptor_torch_writes_is_refused(
+    descriptor: Callable[[int, int], bytes], code: str
+) -> None:
+    """Accepted until issue 26: 12 to 24 bytes of anything after a flagged entry (bytes no entry owns)."""
+    entries = checkpoint_entries(simple_pickle(1), {"0": bytes(8)})
+    with pytest.raises(CheckpointError) as info:
+        open_checkpoint(_with_descriptors(entries, descriptor))
+    assert info.value.code == code, info.value.message
+
+
+def test_a_descriptor_disagreeing_with_the_directory_is_refused() -> None:
+    entries = checkpoint_entries(simple_pickle(1), {"0": bytes(8)})
+    with pytest.raises(CheckpointError) as info:
+        open_checkpoint(_with_descriptors(entries, lambda crc, size: _descriptor(crc ^ 1, size)))
+    assert info.value.code == "PTH018" and "the data descriptor of 'archive/data/0' says CRC" in info.value.message
 
 
 def test_descriptor_sized_gap_without_the_flag_is_refused() -> None:

@@ -215,9 +215,11 @@ def test_zip64_fields_for_small_entries_are_read():
     assert bytes(ckpt.tensor_bytes("t0")) == struct.pack("<2f", 1, 2)
 
 
-def test_archive_comment_is_skipped():
+def test_archive_comment_is_refused():
+    """Accepted until issue 26: torch (miniz) takes the last end-record signature, here the one in the comment,
+    while this reader took the record whose comment fits. Neither producer writes a comment (PTH014)."""
     data = build_zip(checkpoint_entries(simple_pickle(1), {"0": bytes(8)}), comment=b"PK\x05\x06 comment")
-    assert list(open_checkpoint(data).tensors) == ["t0"]
+    assert code_of(data) == "PTH014"
 
 
 def test_sniff_kind(torch_file):
@@ -304,7 +306,7 @@ def test_size_declared_beyond_the_file():
 def test_local_header_disagreeing_with_directory():
     data = bytearray(with_pickle(simple_pickle(1)))
     data[18:26] = struct.pack("<II", 4, 4)  # local sizes of archive/data/0
-    assert code_of(bytes(data)) == "PTH001"
+    assert code_of(bytes(data)) == "PTH018"
 
 
 def test_overlapping_entries():
@@ -312,7 +314,7 @@ def test_overlapping_entries():
     data = bytearray(good)
     second = data.index(b"PK\x01\x02", data.index(b"PK\x01\x02") + 4)
     data[second + 42 : second + 46] = struct.pack("<I", 0)  # data.pkl's header offset -> data/0's
-    assert code_of(bytes(data)) == "PTH001"
+    assert code_of(bytes(data)) == "PTH018"  # that local header names archive/data/0
 
 
 # --- hostile files: entry names ----------------------------------------------------------------
@@ -329,8 +331,6 @@ def test_overlapping_entries():
         ["archive/./x"],
         ["data.pkl"],
         ["other/extra.txt"],
-        ["archive/sub/dir/file"],
-        ["archive/.hidden"],
         ["archive/x\x01"],
     ],
 )

@@ -1035,19 +1035,41 @@ def test_coalesce_clips_merges_close_ranges_and_never_shrinks_one() -> None:
     assert _coalesce([(30, 40), (0, 5), (5, 5)], 100, gap=0) == [(0, 5), (30, 40)]  # sorted, empty dropped
 
 
-def test_zip64_extra_field_gives_the_sizes_in_their_order() -> None:
-    """The zip64 extra holds, in order and only where the 32-bit field is 0xFFFFFFFF: uncompressed
-    size, compressed size, local header offset."""
-    import struct
+def test_the_prefetch_plan_is_made_by_the_one_zip_reader(tmp_path: Path) -> None:
+    """The plan of Range reads comes from _zipread.read_central_directory (before issue 26, _hub_http parsed the end
+    records and zip64 fields a second time): on a torch-style archive past 4 GiB (zip64 sizes, then offsets) it
+    covers every local header with its extra field, the small entries whole and every data descriptor, so the
+    reader's own reads over the Range source need no further request."""
+    from ckpt_hostile import write_sparse_zip64
 
-    from rwkv_registry._hub_http import _zip64_fix
+    from rwkv_registry._hub_http import Fetcher, RemoteFile
+    from rwkv_registry._zipread import read_zip
+    from rwkv_registry.ckpt import FileSource
 
-    big = 0xFFFFFFFF
-    body = struct.pack("<QQQ", 5_000_000_000, 4_000_000_000, 6_000_000_000)
-    extra = struct.pack("<HH", 0x5455, 4) + b"\0" * 4 + struct.pack("<HH", 1, len(body)) + body
-    assert _zip64_fix(extra, big, big, big) == (4_000_000_000, 6_000_000_000)
-    only_offset = struct.pack("<HHQ", 1, 8, 7_000_000_000)
-    assert _zip64_fix(only_offset, 10, 10, big) == (10, 7_000_000_000)
+    path = tmp_path / "big.pth"
+    size = write_sparse_zip64(path, 2_200_000_000)
+
+    class Local(RemoteFile):
+        def read(self, offset: int, length: int) -> bytes:
+            with open(path, "rb") as f:
+                f.seek(offset)
+                return f.read(length)
+
+    plan = Local(Fetcher("http://127.0.0.1:9"), "http://127.0.0.1:9/blob", size)._zip_plan()
+
+    def planned(start: int, end: int) -> bool:
+        return any(a <= start and end <= b for a, b in plan)
+
+    with FileSource(path) as src:
+        entries = read_zip(src)
+    assert entries[2].header_offset > 2**32  # big/data/1, after the 4.4 GB storage: its offset is a zip64 value
+    for e in entries:
+        assert planned(e.header_offset, e.data_offset), e.name
+        descriptor = 24 if e.size >= 0xFFFFFFFF or e.header_offset >= 0xFFFFFFFF else 16
+        assert planned(e.data_offset + e.size, e.data_offset + e.size + descriptor), e.name
+        if not e.name.startswith("big/data/"):
+            assert planned(e.data_offset, e.data_offset + e.size), e.name
+    assert sum(b - a for a, b in plan) < 4096
 
 
 def test_a_remote_read_past_the_end_is_refused_before_any_request() -> None:

@@ -324,7 +324,7 @@ def test_edit_central_without_changes_keeps_a_valid_archive() -> None:
 def test_bytes_after_the_end_record_are_refused() -> None:
     """torch (miniz) loads an archive followed by junk; the reader refuses the unexplained bytes."""
     assert torch.load(io.BytesIO(ARCHIVE + b"junk"), weights_only=True)["t0"].tolist() == [1.5, 2.5]
-    assert _refusal(ARCHIVE + b"junk")[0] == "PTH001"
+    assert _refusal(ARCHIVE + b"junk")[0] == "PTH014"
     assert _refusal(ARCHIVE + b"PK\x05\x06" + bytes(18))[0] == "PTH001"  # a second, empty end record
 
 
@@ -426,7 +426,7 @@ def test_bytes_at_the_end_of_the_central_directory_are_refused() -> None:
     size = struct.unpack_from("<I", data, eocd + 6 + 12)[0]
     struct.pack_into("<I", data, eocd + 6 + 12, size + 6)  # the directory now holds the 6 bytes
     code, message = _refusal(bytes(data))
-    assert (code, message) == ("PTH001", "6 unexplained bytes at the end of the central directory")
+    assert (code, message) == ("PTH017", "6 unexplained bytes at the end of the central directory")
 
 
 def test_local_header_naming_another_entry_is_refused() -> None:
@@ -434,7 +434,7 @@ def test_local_header_naming_another_entry_is_refused() -> None:
     assert ARCHIVE[30:44] == STORAGE.encode()  # the first local header's name
     data = ARCHIVE[:30] + b"archive/data/9" + ARCHIVE[44:]
     code, message = _refusal(data)
-    assert code == "PTH001" and "names another entry than 'archive/data/0'" in message
+    assert code == "PTH018" and "names another entry than 'archive/data/0'" in message
 
 
 @pytest.mark.parametrize(

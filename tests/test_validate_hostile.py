@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import struct
 import subprocess
 import sys
 import zlib
@@ -82,7 +83,8 @@ def test_truncated_zip(reg: Path) -> None:
 
 
 def test_bad_crc(reg: Path) -> None:
-    """data.pkl's CRC-32 changed in both its local and central headers: the bytes no longer match."""
+    """data.pkl's CRC-32 changed wherever it is written (the local header, or its data descriptor in torch's layout,
+    and the central header): the bytes no longer match."""
     data = bytearray((reg / STATE).read_bytes())
     flipped = 0
     for sig, name_len_at, name_at, crc_at in ((b"PK\x03\x04", 26, 30, 14), (b"PK\x01\x02", 28, 46, 16)):
@@ -90,8 +92,18 @@ def test_bad_crc(reg: Path) -> None:
         while off >= 0:
             n = int.from_bytes(data[off + name_len_at : off + name_len_at + 2], "little")
             if bytes(data[off + name_at : off + name_at + n]).endswith(b"/data.pkl"):
-                data[off + crc_at] ^= 0xFF
+                if not (sig == b"PK\x03\x04" and data[off + 6] & 0x08):  # else the local CRC is 0 (descriptor)
+                    data[off + crc_at] ^= 0xFF
                 flipped += 1
+                if sig == b"PK\x01\x02" and data[off + 8] & 0x08:  # the descriptor after data.pkl's data
+                    size, local = (
+                        struct.unpack_from("<I", data, off + 20)[0],
+                        struct.unpack_from("<I", data, off + 42)[0],
+                    )
+                    extra = struct.unpack_from("<H", data, local + 28)[0]
+                    descriptor = local + 30 + n + extra + size
+                    assert data[descriptor : descriptor + 4] == b"PK\x07\x08"
+                    data[descriptor + 4] ^= 0xFF
             off = data.find(sig, off + 4)
     assert flipped == 2
     plant(reg, STATE, bytes(data))

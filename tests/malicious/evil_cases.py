@@ -108,10 +108,16 @@ class Member:
     method: int = 0  # 8: deflate the data here
     crc: int | None = None
     gap_before: bytes = b""  # bytes no entry explains, written before this member's local header
+    local_extra: bytes = b""  # the local header's extra field
+    central_extra: bytes = b""  # the central header's extra field
+    comment: bytes = b""  # the central header's per-entry comment
+    central_offset: int | None = None  # the central header's offset field (None: where the local header is)
+    local_flags: int | None = None  # the local header's flags (None: ``flags``)
 
 
-def zip_archive(members: list[Member], *, prefix: bytes = b"", suffix: bytes = b"") -> bytes:
-    """A zip of ``members`` (offsets absolute, so ``prefix`` bytes make a polyglot), then ``suffix``."""
+def zip_archive(members: list[Member], *, prefix: bytes = b"", suffix: bytes = b"", comment_length: int = 0) -> bytes:
+    """A zip of ``members`` (offsets absolute, so ``prefix`` bytes make a polyglot), then ``suffix``; the end record
+    declares ``comment_length`` bytes of comment (the caller appends them, or lies)."""
     body = bytearray(prefix)
     central = bytearray()
     for m in members:
@@ -120,14 +126,17 @@ def zip_archive(members: list[Member], *, prefix: bytes = b"", suffix: bytes = b
         stored = zlib.compress(m.data)[2:-4] if m.method == 8 else m.data
         crc = zlib.crc32(m.data) if m.crc is None else m.crc
         offset = len(body)
-        head = struct.pack("<4sHHHHHIIIHH", b"PK\x03\x04", 20, m.flags, m.method, 0, 0, crc, len(stored),
-                           len(m.data), len(raw), 0)  # fmt: skip
-        body += head + raw + stored
+        lflags = m.flags if m.local_flags is None else m.local_flags
+        head = struct.pack("<4sHHHHHIIIHH", b"PK\x03\x04", 20, lflags, m.method, 0, 0, crc, len(stored),
+                           len(m.data), len(raw), len(m.local_extra))  # fmt: skip
+        body += head + raw + m.local_extra + stored
+        at = offset if m.central_offset is None else m.central_offset
         central += struct.pack("<4sHHHHHHIIIHHHHHII", b"PK\x01\x02", 20, 20, m.flags, m.method, 0, 0, crc,
-                               len(stored), len(m.data), len(raw), 0, 0, 0, 0, 0, offset)  # fmt: skip
-        central += raw
+                               len(stored), len(m.data), len(raw), len(m.central_extra), len(m.comment), 0, 0, 0,
+                               at)  # fmt: skip
+        central += raw + m.central_extra + m.comment
     n = len(members)
-    end = struct.pack("<4sHHHHIIH", b"PK\x05\x06", 0, 0, n, n, len(central), len(body), 0)
+    end = struct.pack("<4sHHHHIIH", b"PK\x05\x06", 0, 0, n, n, len(central), len(body), comment_length)
     return bytes(body + central + end) + suffix
 
 
@@ -442,6 +451,114 @@ def _safetensors_header_bomb(m: Path) -> bytes:
     return struct.pack("<Q", 2**62) + b'{"w": {}}' + b" " * 7
 
 
+# --- zip structure read differently by torch (miniz), rwkv_lightning_cuda and the validator (issue 26) ---------
+
+NAN_STORAGE = {"0": struct.pack("<2f", float("nan"), float("nan"))}
+
+
+def _evil_members(m: Path) -> list[Member]:
+    return torch_members(dict_of(call(g("posix", "system"), shell(m))))
+
+
+def hide_in_comment(outer: bytes, hidden: list[Member], *, after: bytes = b"", hidden_comment: int = 0) -> bytes:
+    """``outer`` whose end record's comment holds a complete archive of ``hidden`` (offsets absolute), then
+    ``after``: the validator before issue 26 took the outer end record (its comment fits), miniz and
+    rwkv_lightning_cuda take the last signature, the hidden one."""
+    placeholder = outer[:-2] + b"\0\0"
+    whole = zip_archive(hidden, prefix=placeholder, comment_length=hidden_comment) + after
+    return outer[:-2] + struct.pack("<H", len(whole) - len(outer)) + whole[len(outer) :]
+
+
+def _eocd_comment_archive(m: Path) -> bytes:
+    # two bytes after the hidden end record, so that only the outer one "fits" its comment
+    return hide_in_comment(good_archive(), _evil_members(m), after=b"\0\0")
+
+
+def _eocd_lying_comment(m: Path) -> bytes:
+    # the hidden end record declares a 65535-byte comment the file does not have
+    return hide_in_comment(good_archive(), _evil_members(m), hidden_comment=0xFFFF)
+
+
+def _eocd_64k_junk(m: Path) -> bytes:
+    hidden = len(hide_in_comment(good_archive(), _evil_members(m))) - len(good_archive())
+    return hide_in_comment(good_archive(), _evil_members(m), after=b"\0" * (0xFFFF - hidden))
+
+
+def _case_shadow_pkl(m: Path) -> bytes:
+    benign = Member("archive/data.pkl", tensor_dict([GOOD_TENSOR]))
+    evil = Member("archive/DATA.PKL", dict_of(call(g("posix", "system"), shell(m))))
+    return zip_archive([Member("archive/data/0", GOOD_STORAGE["0"]), evil, benign,
+                        Member("archive/byteorder", b"little"), Member("archive/version", b"3\n")])  # fmt: skip
+
+
+def _case_shadow_storage(m: Path) -> bytes:
+    return zip_archive([Member("archive/DATA/0", NAN_STORAGE["0"]), *torch_members(tensor_dict([GOOD_TENSOR]),
+                        GOOD_STORAGE)])  # fmt: skip
+
+
+def _zip64_extra_twice(m: Path) -> bytes:
+    # data.pkl's offset is a zip64 value given twice: miniz and rwkv_lightning_cuda take the first copy (a local
+    # header with the payload, hidden inside the storage's bytes), the validator before issue 26 the last
+    evil_pkl = dict_of(call(g("posix", "system"), shell(m)))
+    name = b"archive/data.pkl"
+    hidden = struct.pack("<4sHHHHHIIIHH", b"PK\x03\x04", 20, 0, 0, 0, 0, zlib.crc32(evil_pkl), len(evil_pkl),
+                         len(evil_pkl), len(name), 0) + name + evil_pkl  # fmt: skip
+    hidden += bytes(-len(hidden) % 4)
+    numel = len(hidden) // 4
+    pkl = tensor_dict([("blocks.0.att.time_state", "FloatStorage", "0", numel, (numel,), 0)])
+    storage_at = 0
+    hidden_at = storage_at + 30 + len(b"archive/data/0")
+    pkl_at = hidden_at + len(hidden)
+    members = torch_members(pkl, {"0": hidden})
+    first, second = struct.pack("<HHQ", 1, 8, hidden_at), struct.pack("<HHQ", 1, 8, pkl_at)
+    members[1].central_offset, members[1].central_extra = 0xFFFFFFFF, first + second
+    return zip_archive(members)
+
+
+def _entry_comment_payload(m: Path) -> bytes:
+    members = torch_members(tensor_dict([GOOD_TENSOR]), GOOD_STORAGE)
+    members[1].comment = dict_of(call(g("posix", "system"), shell(m)))
+    return zip_archive(members)
+
+
+def _local_extra_payload(m: Path) -> bytes:
+    members = torch_members(tensor_dict([GOOD_TENSOR]), GOOD_STORAGE)
+    payload = dict_of(call(g("posix", "system"), shell(m)))
+    members[0].local_extra = struct.pack("<HH", 0xCAFE, len(payload)) + payload
+    return zip_archive(members)
+
+
+def _descriptor_gap(m: Path) -> bytes:
+    # flag 0x08 on the storage and 16 bytes after it that are no data descriptor (no signature, no CRC)
+    members = torch_members(tensor_dict([GOOD_TENSOR]), GOOD_STORAGE)
+    members[0].flags = 0x08
+    members[1].gap_before = b"\x80\x02}q\x00." + bytes(10)
+    return zip_archive(members)
+
+
+def _local_flags_disagree(m: Path) -> bytes:
+    # the local header announces a data descriptor the directory does not: a streaming reader looks for one
+    members = torch_members(tensor_dict([GOOD_TENSOR]), GOOD_STORAGE)
+    members[0].local_flags = 0x08
+    return zip_archive(members)
+
+
+def _extra_member_payload(m: Path) -> bytes:
+    return zip_archive([*torch_members(tensor_dict([GOOD_TENSOR]), GOOD_STORAGE),
+                        Member("archive/payload.pkl", dict_of(call(g("posix", "system"), shell(m))))])  # fmt: skip
+
+
+def _no_version_record(m: Path) -> bytes:
+    return zip_archive(torch_members(tensor_dict([GOOD_TENSOR]), GOOD_STORAGE)[:-1])
+
+
+def _meta_location(m: Path) -> bytes:
+    pid = v(("storage", g("torch", "FloatStorage"), "0", "meta", 2)) + b"Q"
+    pkl = b"\x80\x02}(" + s("blocks.0.att.time_state")
+    pkl += call(g("torch._utils", "_rebuild_tensor_v2"), pid, 0, (2,), (1,), b"\x89", b"}") + b"u."
+    return archive(pkl, NAN_STORAGE)
+
+
 _EVIL = {
     "posix-system": ("os.system as pickled on Linux (posix.system)", "picklescan tests/data (os.system payloads)"),
     "os-system": ("GLOBAL 'os system' written by hand", "modelscan os.system cases"),
@@ -511,7 +628,7 @@ _CASE_LIST: list[Case] = [
     Case("numpy-array", "numpy.core.multiarray._reconstruct in a state dict", "modelscan numpy globals", "PTH003",
          _numpy_array, runs_code=False),
     Case("nested-zip", "malicious data.pkl next to a broken nested zip", "picklescan GHSA-7q5r-7gvp-wc82",
-         "PTH003", _nested_zip),
+         "PTH019", _nested_zip),  # the member archive/inner.zip is refused first (PTH003 before issue 26)
     Case("zip-flag-bit", "data.pkl flagged encrypted, stored in clear", "picklescan GHSA-w8jq-xcqf-f792",
          "PTH011", _zip_flag_bit),
     Case("zip-bad-crc", "malicious data.pkl with a wrong CRC-32", "CVE-2025-10156 (picklescan ZIP CRC)", "PTH002",
@@ -527,12 +644,38 @@ _CASE_LIST: list[Case] = [
          "PTH011", _zip_deflated_pickle),
     Case("zip-two-prefixes", "a second archive folder with its own malicious data.pkl",
          "modelaudit PR #1098 (hidden pickles)", "PTH008", _zip_two_prefixes, runs_code=False),
+    Case("eocd-comment-archive", "a second archive (malicious data.pkl) inside the end record's comment",
+         "issue 26 (hostile-input review)", "PTH014", _eocd_comment_archive),
+    Case("eocd-lying-comment", "the hidden archive's end record declares a comment it lacks",
+         "issue 26 (hostile-input review)", "PTH014", _eocd_lying_comment),
+    Case("eocd-64k-junk", "a hidden archive and junk filling the 65535-byte comment", "issue 26 (hostile-input review)",
+         "PTH014", _eocd_64k_junk),
+    Case("case-shadow-data-pkl", "data.pkl benign, DATA.PKL malicious (miniz looks names up ignoring case)",
+         "issue 26 (hostile-input review)", "PTH015", _case_shadow_pkl),
+    Case("case-shadow-storage", "archive/DATA/0 of NaN beside the finite archive/data/0",
+         "issue 26 (hostile-input review)", "PTH015", _case_shadow_storage, runs_code=False),
+    Case("zip64-extra-twice", "data.pkl's zip64 offset given twice: first copy a payload hidden in a storage",
+         "issue 26 (hostile-input review)", "PTH016", _zip64_extra_twice),
+    Case("entry-comment-payload", "a pickle in data.pkl's per-entry comment", "issue 26 (hostile-input review)",
+         "PTH017", _entry_comment_payload, runs_code=False),
+    Case("local-extra-payload", "a pickle in an unknown local extra field", "issue 26 (hostile-input review)",
+         "PTH017", _local_extra_payload, runs_code=False),
+    Case("descriptor-gap", "16 unowned bytes where a data descriptor is announced", "issue 26 (hostile-input review)",
+         "PTH017", _descriptor_gap, runs_code=False),
+    Case("local-flags-disagree", "the local header announces a descriptor the directory does not",
+         "issue 26 (hostile-input review)", "PTH018", _local_flags_disagree, runs_code=False),
+    Case("extra-member-payload", "archive/payload.pkl beside the checkpoint", "issue 26 (hostile-input review)",
+         "PTH019", _extra_member_payload, runs_code=False),
+    Case("no-version-record", "no archive/version record", "issue 26 (hostile-input review)", "PTH020",
+         _no_version_record, runs_code=False),
+    Case("meta-location", "a storage located on 'meta' (torch reads no data)", "issue 26 (hostile-input review)",
+         "PTH021", _meta_location, runs_code=False),
     Case("raw-pickle", "a bare pickle named .pth (torch's legacy format)", "CVE-2025-10155 (extension bypass)",
          "PTH001", _raw_pickle),
     Case("polyglot-pickle-prefix", "a pickle, then a valid archive (zip found from the end)",
          "polyglot files", "PTH001", _polyglot_pickle_prefix),
     Case("polyglot-hidden-gap", "valid archive with a pickle hidden between two members",
-         "modelaudit PR #1043 (hidden pickles)", "PTH001", _polyglot_hidden_gap, runs_code=False),
+         "modelaudit PR #1043 (hidden pickles)", "PTH017", _polyglot_hidden_gap, runs_code=False),
     Case("polyglot-safetensors-zip", "safetensors file with a malicious archive appended", "polyglot files",
          "PTH012", _polyglot_safetensors_zip, runs_code=False),
     Case("safetensors-header-bomb", "safetensors header length 2**62", "safetensors DoS", "PTH012",

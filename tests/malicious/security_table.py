@@ -137,10 +137,141 @@ callable that reaches `os.system`. The reader here names what may appear instead
 (`collections.OrderedDict`, `torch._utils._rebuild_tensor_v2`, `torch.*Storage`, protocol-2
 opcodes) and checks the *shape* of every REDUCE, BUILD and persistent id, so a new gadget is
 refused by construction (PTH003/PTH004/PTH009), and zip tricks are refused by a reader that
-accepts only stored, unencrypted, single-prefix, gap-free archives (PTH001/PTH002/PTH008/PTH011).
+accepts only stored, unencrypted, single-prefix, gap-free archives laid out as torch and the trainer write
+them (PTH001/PTH002/PTH008/PTH011, PTH014 to PTH021 below).
 
 Resource bounds (zip bombs, 100,000-entry archives, sizes beyond the file, deep JSON, a 500 MB
 index.json) are measured in `tests/test_bounds.py`; figures in `docs/reliability.md`.
+
+## One zip container, one reading (issue 26)
+
+A file two zip readers read differently passes a validator that reads it one way and a loader that reads it the
+other. The review behind issue 26 found such files: `validate` checked one archive and `torch.load` loaded another.
+The reader (`registry/_zipread.py`, one parser for local files and for the Hub's Range reads: the Hub's prefetch
+plan is made by `read_central_directory` over the Range source) now accepts exactly the container the two
+producers write and refuses every file that torch's miniz, rwkv_lightning_cuda's `PthArchive` or Python's `zipfile`
+could read otherwise. What the other readers do was read in their source: miniz 3.0.2 as vendored by pytorch
+(`mz_zip_reader_locate_header_sig`, `mz_zip_reader_read_central_dir`, `mz_zip_file_stat_internal`,
+`mz_zip_locate_file_binary_search`, `mz_zip_writer_add_mem_ex_v2`), `caffe2/serialize/inline_container.cc`
+(`PyTorchStreamReader::init`, `getRecord`, `detail::getPadding`), `torch/serialization.py` (`_load`,
+`default_restore_location`) and rwkv_lightning_cuda `src/io/pth_archive.cpp` (`find_eocd`, `apply_zip64_extra`,
+`find_entry`), `src/io/pth_tensor.cpp` (`make_persistent_id` never reads the location) and `src/io/pth_writer.cpp`.
+
+- **PTH014**: the end record is not the file's last 22 bytes (a second archive in the comment, a comment whose length
+  lies, 64 KiB of junk, appended bytes). miniz and `PthArchive` take the last end-record signature, the old reader the
+  record whose comment fits; neither producer writes a comment. Cases `eocd-comment-archive`, `eocd-lying-comment`,
+  `eocd-64k-junk`; `test_zip_strict.py::test_a_second_archive_in_the_comment_is_refused_torch_reads_it` (torch loads
+  the hidden NaN State, the old reader checked the finite one).
+- **PTH015**: names equal but for ASCII case (`data.pkl` + `DATA.PKL`, `data/0` + `DATA/0`, `miss.json` +
+  `MISS.json`). torch looks names up case-insensitively (a binary search over the sorted names, whichever equal one it
+  meets), the server exactly; exact duplicates stay PTH008. Cases `case-shadow-data-pkl` (torch unpickles `DATA.PKL`),
+  `case-shadow-storage` (torch loads the NaN storage).
+- **PTH016**: an extra field tag twice in one header (zip64 in the central directory, `FB` in a local header). miniz
+  and `PthArchive` use the first zip64 copy, the old reader used the last. Case `zip64-extra-twice` (the first copy
+  points at a data.pkl hidden in a storage's bytes; its payload runs under `weights_only=False`).
+- **PTH017**: bytes no record owns: gaps, a prefix, per-entry comments, extra fields torch does not write (Info-ZIP
+  Unicode path, timestamps, unknown tags), `FB` padding holding other than `Z`, a zip64 field no header needs or with
+  bytes left over, zip64 extensible data, descriptors other than the one miniz writes (signature, CRC, sizes). torch
+  and the server skip them; another reader may find a file there. Cases `entry-comment-payload`,
+  `local-extra-payload`, `descriptor-gap`, `polyglot-hidden-gap`;
+  `test_bounds.py::test_anything_but_the_descriptor_torch_writes_is_refused`.
+- **PTH018**: a local header or data descriptor disagreeing with the central directory (name, flags, CRC, sizes, zip64
+  values). torch and the server read the directory, a streaming reader the local headers. Case `local-flags-disagree`;
+  `test_zip_strict.py::test_a_torch_descriptor_with_another_crc_is_refused`.
+- **PTH019**: a member neither torch.save nor the trainer writes (`archive/payload.pkl`, `inner.zip`, `data/a`,
+  `data/01`, sub-folders): only `data.pkl`, `byteorder`, `version`, `.data/version`, `.format_version`,
+  `.storage_alignment`, `.data/serialization_id`, `data/<n>` and `miss.json` are. torch never reads them; whatever
+  looks for them does. Cases `extra-member-payload`, `nested-zip`.
+- **PTH020**: no `version` record: torch refuses the file ("Expected hasRecord(version)"). Case `no-version-record`.
+- **PTH021**: a storage located elsewhere than `cpu`, `cuda` or `cuda:N`: for `meta` torch returns tensors without
+  data while the server reads the bytes; `mps`, `xpu` and the others need that device. Case `meta-location`;
+  `test_zip_strict.py::test_a_meta_storage_is_refused_torch_loads_no_data`.
+
+Accepted, and tested as accepted (`tests/test_zip_strict.py`): real `torch.save` output (bf16 and fp32, 1 to 70,000
+elements so past the 64 KiB end-record window, to a path and to a buffer, odd prefixes, empty records with flag
+0x0800 and no descriptor, shared storages), files written as rwkv_lightning_cuda writes them (MiSS and State entry
+orders), and `tests/ckpt_hostile.py::write_sparse_zip64` (zip64 past 4 GiB). Its layout was checked against a real
+4.4 GB `torch.save` of torch 2.13 on 2026-12-01: local zip64 fields (sizes with compressed size 0 for the big
+record, the header offset for every record after it), 24-byte descriptors for those records, central zip64 fields
+holding exactly the sentinel fields, a plain end record with the directory offset 0xFFFFFFFF; the reader opened it
+reading 3,583 bytes. Every hostile case is also refused through the Hub's Range reads with the same rule and
+message (`test_range_reads_refuse_with_the_same_rule`), and opening a torch file after the prefetch costs no
+further request. Peak memory of the reader on each corpus case and zip bomb, each in a fresh process
+(`bench/zip_rss.py`, Python 3.11 on the 2-core CI machine): 17 to 18 MB for every zip-structure input, 108 MB for
+the largest pickle case (`memo-flood`); the bound is 200 MB.
+
+## How it is tested: what we accept, torch reads identically
+
+The promise, in one sentence: **what we accept, torch reads identically.** A file `validate` or
+`add` accepts is read by `torch.load` (and by rwkv_lightning_cuda) as the same tensors, byte for
+byte; anything else is refused. It is checked side by side, not argued:
+
+- **the check** (`bench/diffcheck.py`): the tool's reader (`open_checkpoint` over the file's bytes,
+  as `validate` and `add` call it) reads the file; if it accepts, `torch.load(path,
+  weights_only=True, map_location="cpu", mmap=False)` must return a dict with the same tensor names
+  in the same order, dtypes, shapes and bytes (torch raising is a failure: the tool accepted a file
+  torch cannot read); so must the same call with `mmap=True` (torch then finds each storage through
+  the local header itself) and with the default location (a `meta` tensor without data fails; an
+  error such as `cuda` on a machine without one, as for any GPU-saved file, is only counted);
+  Python's `zipfile` must open it and list the same members in the same order; a model of
+  rwkv_lightning_cuda's reader (`lightning_read`, written from Alic-Li/rwkv_lightning_cuda
+  `src/pth_archive.cpp` and `src/io/pth_tensor.cpp`: last end-record signature, first zip64 tag,
+  exact names first in directory order, bf16 and fp32 storages, SETITEM ignored) must, where it
+  reads the file, read the same tensors and the same `archive/miss.json`. A `.safetensors` file the
+  tool accepts must be read alike by `safetensors.safe_open`. A tool crash fails whatever the input.
+  torch only ever sees files the tool accepted, always with `weights_only=True`.
+- **the generators** (`bench/diffgen.py`), seeded, so a sample is its `(class, seed)` pair and is
+  replayed with `bench/fuzz_differential.py --replay CLASS:SEED --save DIR`. Each starts from a
+  valid file: `torch.save` of random State-shaped (`blocks.N.att.time_state`) or MiSS-shaped
+  (`blocks.L.<target>.D`) dicts in bf16, fp32 or fp16, to a buffer or to a named file, an
+  `OrderedDict` with `_metadata`, tensors sharing a storage, 0-dim, empty, bool and integer tensors;
+  or rwkv_lightning_cuda's own layout (`src/io/pth_writer.cpp`; the test checks this transcription
+  against `tests/lightning_writer.py` byte for byte). A zip model parses the file and writes it back
+  identically, so a mutation edits one field and the rest follows. The classes: `eocd-in-comment`
+  (a second end record, or a whole other archive, inside the comment), `comment-length`,
+  `trailing-junk` (up to 64 KiB and past), `case-collision` (`data.pkl` and `DATA.PKL`, `data/0` and
+  `DATA/0`, two `miss.json`, a prefix in capitals), `zip64-extra` (repeated tags, tags where none is
+  needed, a decoy `data.pkl` hidden in a storage and reached through the first of two tags),
+  `unowned-bytes` (gaps, data descriptors, local extras unlike the central ones, entry comments,
+  local names), `extra-member`, `missing-record` (`version`, `byteorder`, `data.pkl`, a storage),
+  `record-values`, `storage-location` (`meta`, `cuda:1`, `mps`, `CPU`, …), `pickle-edits` (names,
+  storage classes, offsets, shapes, strides, shared keys, `requires_grad`), `header-fields` (one
+  field of any header set to another value), `bytes` (flips, 32-bit values, cuts, splices), `valid`
+  (the control), and for safetensors `st-duplicates`, `st-offsets`, `st-fields` (dtype strings,
+  shapes, offsets of other types and values), `st-metadata`, `st-header` (length lies, padding,
+  BOM, non-UTF-8, huge lengths, deep nesting), `st-bytes`, `st-valid`. The malicious cases of
+  `tests/malicious/evil_cases.py`, the weight-file bombs of `tests/malicious/bombs.py` and byte
+  mutants of each go through the same check.
+- **where it runs**: `tests/differential/` runs 24 seeded samples of every class, 60 of each
+  control, the whole malicious corpus and the bombs, and `rwkv-registry validate` on five of the
+  files (the command reports no PTH rule where the reader accepts, the reader's rule where it
+  refuses), in about 15 s; a class listed in its `NOT_YET_AGREEING` is a strict expected failure,
+  so a fix makes the run fail until the entry goes. `bench/fuzz_differential.py` is the campaign
+  (`--count`, `--seed`, `--time-budget`, `--jobs`, `--classes`, `--corpus`; a JSON summary of counts
+  per class, refusal codes, and every disagreement with its replay key).
+
+Figures: `nice -n 10 .venv/bin/python bench/fuzz_differential.py --count 100000 --jobs 1 --corpus`
+(campaign seed 7), one process on a 2-core AMD EPYC shared with seven other jobs (load 4 to 6):
+
+| tree | files | seconds | accepted | disagreeing |
+|------|------:|--------:|---------:|------------:|
+| main, before the strict zip reader | 100,000 | 403 | 43,533 | 10,121 |
+| with the strict zip reader (PTH014 to PTH021, zip da2c1fa) | 100,000 | 184 | 18,136 | 99 |
+| the same, zip ccc8d82 | 100,000 | 144 | 18,136 | 99 |
+
+Disagreeing files per class, before: eocd-in-comment 5,083, zip64-extra 2,272, missing-record 1,304,
+storage-location 631, case-collision 619, st-fields 84, header-fields 78, extra-member 44, bytes 6;
+after: header-fields 52, extra-member 43, bytes 4.
+
+The malicious corpus and the bombs with 20 byte mutants of each (1,305 files on main, 1,578 with the
+68 cases of zip ccc8d82) are refused and agree in every run. The valid-file controls (3,474 torch
+and rwkv_lightning_cuda files, 1,693 safetensors files) are all accepted and read identically with
+the strict reader. Found by the campaign and fixed: a safetensors shape holding no byte but
+overflowing 64 bits (`[0, 2**64]`, `[2**40, 2**40, 0]`) or with a dimension torch cannot hold
+(`[2**63, 0]`) was accepted, safetensors refuses it (now PTH012). Left, and reported: a central
+header whose "version needed to extract" is above 63, which torch reads and Python's `zipfile`
+refuses to open (`header-fields`, `bytes`), and a `miss.json` under a prefix other than `archive/`,
+which the tool reads as the MiSS manifest and rwkv_lightning_cuda does not see (`extra-member`).
 
 ## The Hub as an adversary
 
