@@ -171,6 +171,15 @@ _RULES: tuple[Rule, ...] = (
         "(<base>/state, <base>/miss). To start one here: `rwkv-registry init PATH`, then `rwkv-registry add-base "
         "PATH BASE_FILE --source OWNER/REPO`; `rwkv-registry demo PATH` builds an example registry.",
     ),
+    Rule(
+        "LAY017",
+        E,
+        "names that differ only in letter case or Unicode normalization",
+        "Two entries of one directory (`s1.pth` and `S1.pth`, `v1/` and `V1/`, or `é` written as one code point "
+        "and as `e` plus a combining accent) are one file on macOS and Windows: a clone there keeps only one of "
+        "them, and SHA256SUMS no longer matches. Rename or remove one (`git mv`), then run `rwkv-registry sums "
+        "PATH`.",
+    ),
     # --- JSON and schemas ---------------------------------------------------------
     Rule(
         "SCH001",

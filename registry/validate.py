@@ -38,11 +38,12 @@ if TYPE_CHECKING:
 from .facts import FactsCache, FileFacts, gather_facts, sha256_file, stray_state_finding
 from .fsio import read_at_most
 from .jsonload import is_finite_number, is_integer
-from .layout import METHODS
+from .layout import METHODS, name_key
 from .rules import MIS013_BY_BASE_EDIT, Finding, Severity, finding
 from .schemas import schema_digest
 from .sums import FORMS as SUMS_FORMS
 from .sums import SIG_NAME, SUMS_NAME, SumsLine, parse_sums
+from .textsafe import clip
 
 ROOT_FILES = {
     "index.json",
@@ -154,6 +155,28 @@ def _holds_a_method_directory(directory: str) -> bool:
         return False
 
 
+def _case_twins(entries: list[os.DirEntry[str]], rel: str, out: list[Finding]) -> None:
+    """LAY017 for each entry of one directory (sorted by name) whose name differs from an earlier one's only in
+    letter case or Unicode normalization (:func:`~rwkv_registry.layout.name_key`): one file on macOS and Windows."""
+    if len(entries) < 2:
+        return
+    first: dict[str, str] = {}
+    for entry in entries:
+        if not rel and entry.name == ".git":
+            continue
+        other = first.setdefault(name_key(entry.name), entry.name)
+        if other != entry.name:
+            r = f"{rel}/{entry.name}" if rel else entry.name
+            out.append(
+                finding(
+                    "LAY017",
+                    r,
+                    f"{clip(entry.name)!r} and {clip(other)!r} differ only in letter case or Unicode normalization: "
+                    "on macOS and Windows they are one file",
+                )
+            )
+
+
 def _walk(root: Path, out: list[Finding]) -> Tree:
     tree = Tree()
     # relative paths as strings ("" for the root): no PurePosixPath per entry (a tenth of a warm run at 4,000)
@@ -168,6 +191,7 @@ def _walk(root: Path, out: list[Finding]) -> Tree:
             continue
         if rel and not entries:
             tree.empty_dirs.append(rel)
+        _case_twins(entries, rel, out)
         for entry in entries:
             r = f"{rel}/{entry.name}" if rel else entry.name
             if not rel and entry.name == ".git":
