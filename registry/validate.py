@@ -1721,16 +1721,50 @@ class Validator:
             self.add(finding("RDM002", "README.md", "the bases table or the per-base sections differ from index.json"))
 
     def check_gitattributes(self, tree: Tree) -> None:
-        rel = ".gitattributes"
-        text = ""
-        if rel in tree.files:
+        """LFS002: a weight file that git would not give ``filter=lfs``, read as git reads .gitattributes (every
+        one of the tree, last match wins, macros, …: :mod:`~rwkv_registry.gitattr`, tested against ``git
+        check-attr``). Asked first of a new file of each weight suffix in the layout (a finding on .gitattributes),
+        then of each weight file there (a finding on the file, when the first question passed)."""
+        from .fsio import open_regular
+        from .gitattr import MAX_READ, filter_of
+
+        attrs: dict[str, bytes] = {}
+        for rel in sorted(r for r in tree.files if r == ".gitattributes" or r.endswith("/.gitattributes")):
             try:
-                text = Path(tree.files[rel]).read_text("utf-8", "replace")
+                with open_regular(tree.files[rel]) as fh:
+                    data = read_at_most(fh, os.fstat(fh.fileno()).st_size, MAX_READ + 1)
             except OSError:
-                text = ""
+                data = b""
+            if len(data) > MAX_READ:
+                self.add(
+                    finding(
+                        "LFS002",
+                        rel,
+                        f"more than {MAX_READ:,} bytes: too large to be read, so no weight file is known to be routed "
+                        "through Git LFS",
+                    )
+                )
+                return
+            attrs[rel.rpartition("/")[0]] = data
         for suffix in WEIGHT_SUFFIXES:
-            if not _lfs_routed(text, suffix):
-                self.add(finding("LFS002", rel, f"*{suffix} files are not routed through Git LFS"))
+            probe = filter_of(attrs, f"{_PROBE_BASE}/state/v1/new{suffix}")
+            if probe.value != "lfs":
+                self.add(finding("LFS002", ".gitattributes", f"*{suffix} files are not routed through Git LFS" + (
+                    f" (git gives them filter: {probe.shown()}, from {probe.source} line {probe.lineno})"
+                    if probe.source else "")))  # fmt: skip
+                continue
+            for rel in sorted(r for r in tree.files if r.endswith(suffix)):
+                got = filter_of(attrs, rel)
+                if got.value != "lfs":
+                    why = (
+                        f"git gives it filter: {got.shown()}, from {got.source} line {got.lineno}"
+                        if got.source
+                        else "no line of .gitattributes gives it filter=lfs"
+                    )
+                    self.add(finding("LFS002", rel, f"not routed through Git LFS: {why}"))
+
+
+_PROBE_BASE = "rwkv7-new-20990101-ctx4096"  # a base directory name of the layout, for a weight file not there yet
 
 
 # findings on the two paths of a moved file that only say "it moved": LAY014 replaces them
@@ -1877,16 +1911,6 @@ def _misplaced(parts: list[str]) -> str:
     if len(parts) == 5 and parts[1] == "miss" and name == "adapter-final.pth" and not _NAME.match(parts[3]):
         return f"group folder {parts[3]!r} is not usable: letters, digits, '.', '_' and '-'"
     return "this place is not part of the layout"
-
-
-def _lfs_routed(text: str, suffix: str) -> bool:
-    for line in text.splitlines():
-        fields = line.split()
-        if not fields or fields[0].startswith("#"):
-            continue
-        if fields[0] in (f"*{suffix}", f"**/*{suffix}", "*", "**") and "filter=lfs" in fields[1:]:
-            return True
-    return False
 
 
 def write_in_progress(root: Path) -> bool:
