@@ -34,9 +34,7 @@ def test_a_clean_registry_has_no_twins(reg: Path) -> None:
     [("s1.pth", "S1.pth"), (NFC, NFD), ("s1.pth", "S1.PTH")],
     ids=["case", "nfc-nfd", "extension-case"],
 )
-def test_validate_reports_files_that_differ_only_in_case_or_normalization(
-    reg: Path, first: str, second: str
-) -> None:
+def test_validate_reports_files_that_differ_only_in_case_or_normalization(reg: Path, first: str, second: str) -> None:
     assert NFC != NFD  # two different names to Linux, one to macOS
     if first != "s1.pth":
         shutil.copy(reg / V1 / "s1.pth", reg / V1 / first)
