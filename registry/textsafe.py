@@ -14,14 +14,27 @@ tensor name, a path in SHA256SUMS, a score's note) may hold terminal control seq
   :func:`printable_console`). JSON output is left exact: ``json.dumps`` escapes control characters itself.
 - :func:`clip` shortens a name or path quoted in a message to :data:`QUOTE_LIMIT` characters, its head and tail
   kept and the length said: a 20 MB tensor name is then no 20 MB message (and no 200 MB of copies of it).
+- :func:`json_text` is the ``--format json`` output: exact JSON (the same values), with the characters that
+  ``json.dumps(ensure_ascii=False)`` leaves raw but a terminal would obey (C1 controls, bidirectional and other
+  format characters, separators, lone surrogates) written as ``\\uXXXX`` escapes.
 """
 
 from __future__ import annotations
 
+import json
+import re
 import unicodedata
 from typing import Any
 
-__all__ = ["MESSAGE_LIMIT", "QUOTE_LIMIT", "clip", "printable", "printable_console", "printable_renderable"]
+__all__ = [
+    "MESSAGE_LIMIT",
+    "QUOTE_LIMIT",
+    "clip",
+    "json_text",
+    "printable",
+    "printable_console",
+    "printable_renderable",
+]
 
 QUOTE_LIMIT = 200
 """The most characters of one name or path a message quotes (:func:`clip`)."""
@@ -112,3 +125,25 @@ def printable_console(console: Any) -> Any:
     consoles of the text commands, whatever they print."""
     console.push_render_hook(_PrintableHook())
     return console
+
+
+_NON_ASCII = re.compile("[\u007f-\U0010ffff]")  # json.dumps escapes the C0 controls itself
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    ch = match.group()
+    if ch.isprintable() or unicodedata.category(ch) not in _ESCAPED_CATEGORIES:
+        return ch
+    n = ord(ch)
+    if n < 0x10000:
+        return f"\\u{n:04x}"
+    n -= 0x10000
+    return f"\\u{0xD800 + (n >> 10):04x}\\u{0xDC00 + (n & 0x3FF):04x}"
+
+
+def json_text(value: Any, *, indent: int = 2) -> str:
+    """``json.dumps(value, indent=indent, ensure_ascii=False)``, but every character a terminal would act on (see
+    the module docstring) escaped as ``\\uXXXX``: the same JSON value, safe to print. (Such characters can only be
+    inside strings, where an escape means the same character.)"""
+    text = json.dumps(value, indent=indent, ensure_ascii=False)
+    return text if text.isascii() and "\x7f" not in text else _NON_ASCII.sub(_json_escape, text)

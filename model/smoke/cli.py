@@ -11,13 +11,13 @@ wrong base file, unreadable case file).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
 from rwkv_registry.cli import check_think_tokens
 from rwkv_registry.model.smoke.evaluate import Settings, run_smoke
 from rwkv_registry.model.smoke.report import append_record, build_report, render, smoke_record
+from rwkv_registry.textsafe import json_text
 
 
 class RichProgress:
@@ -80,7 +80,7 @@ def cmd_smoke(args: argparse.Namespace) -> int:
     if args.record:
         append_record(args.path, args.entry_id, smoke_record(report))
     if args.format == "json":
-        sys.stdout.write(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(json_text(report) + "\n")  # exact JSON, terminal controls escaped
     else:
         out = Console(highlight=False)
         render(report, out)
