@@ -28,6 +28,7 @@ from typing import Any
 
 __all__ = [
     "MESSAGE_LIMIT",
+    "PATH_LIMIT",
     "QUOTE_LIMIT",
     "clip",
     "json_text",
@@ -39,9 +40,13 @@ __all__ = [
 QUOTE_LIMIT = 200
 """The most characters of one name or path a message quotes (:func:`clip`)."""
 
-MESSAGE_LIMIT = 2000
-"""The most characters of a finding's message (:func:`rwkv_registry.rules.finding`): a safety net for a message
-that quotes a long value without :func:`clip`."""
+MESSAGE_LIMIT = 4000
+"""The most characters of a finding's or an error's message (:func:`rwkv_registry.rules.finding`,
+:class:`rwkv_registry.errors.RegistryError`): a safety net for a message that quotes a long value without
+:func:`clip`."""
+
+PATH_LIMIT = 1024
+"""The most characters of a finding's or an error's path (no file of a registry has a path that long)."""
 
 _ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 

@@ -1360,7 +1360,7 @@ class Validator:
             self.add(finding("STA001", path, "a tensor name appears twice"))
         for name, dtype, _shape in f.tensors:
             if dtype not in ("bfloat16", "float32"):
-                self.add(finding("STA003", path, f"{name} is {dtype}"))
+                self.add(finding("STA003", path, f"{clip(name)} is {dtype}"))
         if not isinstance(arch, dict):
             return
         n_layer = arch.get("n_layer")
@@ -1371,7 +1371,7 @@ class Validator:
         )
         if sorted(names) != sorted(want):
             missing = sorted(set(want) - set(names), key=len)[:3]
-            extra = sorted(set(names) - set(want), key=len)[:3]
+            extra = [clip(n) for n in sorted(set(names) - set(want), key=len)[:3]]  # a 20 MB name: 200 characters
             self.add(
                 finding(
                     "STA001",
@@ -1387,7 +1387,9 @@ class Validator:
             return
         for name, _dtype, got in f.tensors:
             if list(got) != shape:
-                self.add(finding("STA002", path, f"{name} has shape {list(got)}, the base needs {shape} [H, V, K]"))
+                self.add(
+                    finding("STA002", path, f"{clip(name)} has shape {list(got)}, the base needs {shape} [H, V, K]")
+                )
                 break
 
     def check_miss(
@@ -1507,14 +1509,14 @@ class Validator:
         again: list[SumsLine] = []  # later listings of a path: `sha256sum -c` checks each of them too
         for line in lines:
             if line.path in NOT_SUMMED:
-                self.add(finding("HSH007", SUMS_NAME, f"line {line.lineno}: {line.path} should not be listed"))
+                self.add(finding("HSH007", SUMS_NAME, f"line {line.lineno}: {clip(line.path)} should not be listed"))
                 continue
             if line.path in listed:  # whatever its mode: `*name` (binary) and `name` (text) are one file
                 self.add(
                     finding(
                         "HSH007",
                         SUMS_NAME,
-                        f"line {line.lineno}: {line.path} listed twice (first on line {line_of[line.path]})",
+                        f"line {line.lineno}: {clip(line.path)} listed twice (first on line {line_of[line.path]})",
                     )
                 )
                 again.append(line)
@@ -1554,7 +1556,7 @@ class Validator:
                 )
             except OSError as e:  # a directory above it without permission: LAY010 names it
                 why = f"cannot be read ({e.strerror or e})"
-            self.sums_gone[rel] = finding("HSH005", SUMS_NAME, f"lists {rel}, which {why}")
+            self.sums_gone[rel] = finding("HSH005", SUMS_NAME, f"lists {clip(rel)}, which {why}")
             self.add(self.sums_gone[rel])
         for rel in sorted(set(listed) & set(actual)):
             f = facts.get(rel)
