@@ -213,3 +213,12 @@ def test_validate_reports_a_weight_file_a_narrower_line_leaves_out(reg: Path) ->
 
 def test_validate_passes_the_gitattributes_init_writes(reg: Path) -> None:
     assert [f for f in validate_registry(reg).findings if f.code == "LFS002"] == []
+
+
+def test_a_gitattributes_too_large_to_read_is_no_verdict(reg: Path) -> None:
+    """Past 1 MiB (git reads up to 100 MB) the file is not read: LFS002 says so, rather than guess."""
+    attrs = reg / ".gitattributes"
+    attrs.write_text(attrs.read_text() + "#" * (1024 * 1024) + "\n")
+    found = [(f.path, f.message) for f in validate_registry(reg).findings if f.code == "LFS002"]
+    assert found == [(".gitattributes", "more than 1,048,576 bytes: too large to be read, so no weight file is known "
+                      "to be routed through Git LFS")]  # fmt: skip

@@ -155,3 +155,19 @@ def test_recover_never_renames_through_a_link(tmp_path: Path) -> None:
     with pytest.raises(RefusedError, match=r"b is a symbolic link \(to a\): nothing was written"):
         recover(root)
     assert sorted(p.name for p in (root / "a").iterdir()) == [tmp]
+
+
+def test_without_openat_links_are_refused_by_path_and_writes_still_work(
+    reg: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The path-based fallback (a system without ``openat``, Windows): each component checked with lstat."""
+    monkeypatch.setattr(atomic, "DIR_FDS", False)
+    outside = _outside(tmp_path)
+    (reg / TINY_BASE / "state" / "v9").symlink_to(outside)
+    before_out = _tree(outside)
+    assert main(_add_argv(reg, tmp_path, "v9")) == 1
+    assert "is a symbolic link" in capsys.readouterr().err
+    assert _tree(outside) == before_out
+    (reg / TINY_BASE / "state" / "v9").unlink()
+    assert main(_add_argv(reg, tmp_path, "v9")) == 0  # a new directory, made and written by path
+    assert (reg / TINY_BASE / "state" / "v9" / "s9.pth").is_file()
