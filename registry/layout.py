@@ -6,8 +6,6 @@ the catalogue.
 
 from __future__ import annotations
 
-import unicodedata
-
 METHODS = ("state", "miss")  # the method directories under a base, in the order they are listed
 
 
@@ -21,4 +19,6 @@ def name_key(name: str) -> str:
     calling two names twins."""
     if name.isascii():  # nearly every name: casefold is lower, and NFD changes nothing
         return name.lower()
+    import unicodedata
+
     return unicodedata.normalize("NFD", unicodedata.normalize("NFD", name).casefold())

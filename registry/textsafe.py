@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import re
-import unicodedata
 from typing import Any
 
 __all__ = [
@@ -67,6 +66,8 @@ def printable(text: Any, *, newlines: bool = False) -> str:
     s = text if isinstance(text, str) else str(text)
     if s.isprintable():  # no control, format, separator or surrogate character: the common case, at C speed
         return s
+    import unicodedata  # only here (a command that prints plain text never needs it)
+
     out = []
     for ch in s:
         if ch == "\t" or (ch == "\n" and newlines) or ch.isprintable():
@@ -138,6 +139,8 @@ _NON_ASCII = re.compile("[^\x00-\x7e]")
 
 
 def _json_escape(match: re.Match[str]) -> str:
+    import unicodedata
+
     ch = match.group()
     if ch.isprintable() or unicodedata.category(ch) not in _ESCAPED_CATEGORIES:
         return ch
