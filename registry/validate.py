@@ -155,26 +155,28 @@ def _holds_a_method_directory(directory: str) -> bool:
         return False
 
 
-def _case_twins(entries: list[os.DirEntry[str]], rel: str, out: list[Finding]) -> None:
-    """LAY017 for each entry of one directory (sorted by name) whose name differs from an earlier one's only in
-    letter case or Unicode normalization (:func:`~rwkv_registry.layout.name_key`): one file on macOS and Windows."""
-    if len(entries) < 2:
-        return
+def case_twins(names: list[str], rel: str) -> list[Finding]:
+    """LAY017 for each name of one directory ``rel`` ("" for the root; ``names`` sorted) that differs from an earlier
+    one only in letter case or Unicode normalization (:func:`~rwkv_registry.layout.name_key`): one file on macOS
+    and Windows. The local walk's check, and the Hub validator's on its listing."""
+    out: list[Finding] = []
+    if len(names) < 2:
+        return out
     first: dict[str, str] = {}
-    for entry in entries:
-        if not rel and entry.name == ".git":
+    for name in names:
+        if not rel and name == ".git":
             continue
-        other = first.setdefault(name_key(entry.name), entry.name)
-        if other != entry.name:
-            r = f"{rel}/{entry.name}" if rel else entry.name
+        other = first.setdefault(name_key(name), name)
+        if other != name:
             out.append(
                 finding(
                     "LAY017",
-                    r,
-                    f"{clip(entry.name)!r} and {clip(other)!r} differ only in letter case or Unicode normalization: "
+                    f"{rel}/{name}" if rel else name,
+                    f"{clip(name)!r} and {clip(other)!r} differ only in letter case or Unicode normalization: "
                     "on macOS and Windows they are one file",
                 )
             )
+    return out
 
 
 def _walk(root: Path, out: list[Finding]) -> Tree:
@@ -191,7 +193,8 @@ def _walk(root: Path, out: list[Finding]) -> Tree:
             continue
         if rel and not entries:
             tree.empty_dirs.append(rel)
-        _case_twins(entries, rel, out)
+        if len(entries) > 1:
+            out.extend(case_twins([e.name for e in entries], rel))
         for entry in entries:
             r = f"{rel}/{entry.name}" if rel else entry.name
             if not rel and entry.name == ".git":

@@ -331,7 +331,7 @@ SHA256SUMS and index.json no longer describe the files on disk.
 **What the tool does now.** LAY017 (error), checked in the one tree walk of `validate` (`_case_twins`): two
 entries of one directory with the same `layout.name_key` (Unicode's canonical caseless match,
 `NFD(casefold(NFD(name)))`; a little wider than any one file system's rule, so it errs on the side of calling two
-names twins). Every writer refuses to create such a twin (`atomic.refuse_case_twin`, called by the transaction for
+names twins); `validate hf://` checks the Hub's listing the same way. Every writer refuses to create such a twin (`atomic.refuse_case_twin`, called by the transaction for
 each new file and directory): `add` of `S1.pth` beside `s1.pth`, a MiSS group `R4-A` beside `r4-a`.
 
 **Code:** `registry/layout.py`, `registry/validate.py`, `registry/atomic.py`. **Test:** `tests/test_name_twins.py`.
