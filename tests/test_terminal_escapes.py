@@ -1,7 +1,7 @@
 """Registry text holding terminal control sequences (an OSC that retitles the window, a CSI that clears the screen,
 BEL, a C1 CSI, a right-to-left override) is shown escaped by every text output (textsafe.printable): ``list``,
 ``show``, ``validate``'s report, the notes of ``add``, error messages; with colour forced on too. JSON output stays
-exact JSON. (The TUI: tests/tui/test_terminal_escapes.py.)"""
+exact JSON. (The TUI: tests/tui/test_tui_escapes.py.)"""
 
 from __future__ import annotations
 

@@ -266,7 +266,7 @@ surrogates) as `\uXXXX`.
 **Code:** `registry/textsafe.py`, `registry/cli.py`, `registry/catalog_render.py`, `tui/`. **Test:**
 `tests/test_terminal_escapes.py` (list, show, show of the registry, plain and with colour forced; JSON round trip;
 a hostile file name in `validate`; a trainer version in `add`'s TRN006 note; an error message),
-`tests/tui/test_terminal_escapes.py` (the compositor's output, as the terminal would receive it).
+`tests/tui/test_tui_escapes.py` (the compositor's output, as the terminal would receive it).
 
 ### README markers in registry text
 
@@ -328,11 +328,12 @@ the file's bytes and text (20 MB each) and the parsed lines; the torch pickle wi
 accepted; a clone on macOS (case-insensitive, normalization-insensitive APFS/HFS+) or Windows keeps one of them, and
 SHA256SUMS and index.json no longer describe the files on disk.
 
-**What the tool does now.** LAY017 (error), checked in the one tree walk of `validate` (`_case_twins`): two
-entries of one directory with the same `layout.name_key` (Unicode's canonical caseless match,
-`NFD(casefold(NFD(name)))`; a little wider than any one file system's rule, so it errs on the side of calling two
-names twins); `validate hf://` checks the Hub's listing the same way. Every writer refuses to create such a twin (`atomic.refuse_case_twin`, called by the transaction for
-each new file and directory): `add` of `S1.pth` beside `s1.pth`, a MiSS group `R4-A` beside `r4-a`.
+**What the tool does now.** LAY017 (error), checked in the one tree walk of `validate` (`_case_twins`): two entries
+of one directory with the same `layout.name_key` (Unicode's canonical caseless match, `NFD(casefold(NFD(name)))`; a
+little wider than any one file system's rule, so it errs on the side of calling two names twins); `validate hf://`
+checks the Hub's listing the same way. Every writer refuses to create such a twin (`atomic.refuse_case_twin`, called
+by the transaction for each new file and directory): `add` of `S1.pth` beside `s1.pth`, a MiSS group `R4-A` beside
+`r4-a`.
 
 **Code:** `registry/layout.py`, `registry/validate.py`, `registry/atomic.py`. **Test:** `tests/test_name_twins.py`.
 """
