@@ -41,6 +41,19 @@ a save of the same size within the same tick leaves the stamp as it was. So a st
 A rename that fails after the journal (an I/O error) keeps the journal and the temporary files for
 :func:`recover` to finish.
 
+Writes never leave the registry (docs/security.md, "Writes stay in the registry"). Every directory on the way to a
+file a write creates or replaces is opened by :func:`open_registry_dir` one component at a time, each relative to the
+one above (``openat``) with ``O_NOFOLLOW``: a component that is a symbolic link (to a directory outside the registry,
+or to another directory inside it), a ``..``, an empty or ``.`` component is refused before anything is written. The
+staged file is then created (``O_CREAT | O_EXCL | O_NOFOLLOW``), renamed over its final name (``renameat``), and its
+directory fsync'ed through that very descriptor, so a link swapped in after the check changes nothing: the write goes
+to the directory that was checked. :func:`recover` opens the journal's directories the same way, and the lock file and
+the record of created directories are opened without following a link. What is left: a directory of the registry
+that another process *moves* (``mv``, not a link) out of the registry while a write holds its descriptor receives the
+file where it now is; only a process that can already write in the registry can do that. On a system without
+``openat`` (``os.supports_dir_fd``; Windows), each component is checked with ``lstat`` just before the write instead,
+which leaves the window between that check and the write.
+
 Crash tests set ``RWKV_REGISTRY_FAULT`` to one of the fault points to have the process SIGKILL
 itself there: ``mkdir-<k>`` (k-th directory created), ``partial-<i>`` (half of the i-th staged file
 written), ``written-<i>`` (i-th staged file complete), ``staged``, ``journal-tmp`` (journal
@@ -59,12 +72,13 @@ import stat
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, NamedTuple
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple, NoReturn
 
 from .errors import LockedError, RefusedError, RegistryIOError, UsageError, os_error_hint
 from .sums import SUMS_NAME
+from .textsafe import clip
 
 if TYPE_CHECKING:
     import logging
@@ -217,6 +231,196 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+# --- directories of the registry, opened without following a link --------------------------------------------
+
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_O_BINARY = getattr(os, "O_BINARY", 0)
+DIR_FDS = bool(_O_NOFOLLOW and _O_DIRECTORY) and {os.open, os.mkdir, os.stat, os.unlink, os.rmdir} <= os.supports_dir_fd
+"""Whether this system has ``openat`` and friends (Linux, macOS, the BSDs): then :class:`RegistryDir` works through
+directory descriptors; else (Windows) through paths, each component checked with ``lstat`` just before."""
+
+
+class RegistryDir:
+    """One directory of a registry, opened by :func:`open_registry_dir`: the operations a write makes in it (create a
+    temporary file, rename it over its final name, unlink, fsync), by name, relative to the directory checked."""
+
+    def __init__(self, path: Path, fd: int | None) -> None:
+        self.path = path  # for messages (and the operations, on a system without DIR_FDS)
+        self.fd = fd
+
+    def _at(self, name: str) -> tuple[str | Path, dict[str, int]]:
+        return (name, {"dir_fd": self.fd}) if self.fd is not None else (self.path / name, {})
+
+    def lstat(self, name: str) -> os.stat_result | None:
+        """The entry ``name`` itself (a link not followed); None when absent."""
+        where, kw = self._at(name)
+        try:
+            return os.stat(where, follow_symlinks=False, **kw)
+        except FileNotFoundError:
+            return None
+
+    def create(self, name: str) -> BinaryIO:
+        """A new file ``name`` for writing: never an existing one, never through a link (``O_EXCL | O_NOFOLLOW``)."""
+        where, kw = self._at(name)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC | _O_BINARY
+        return os.fdopen(os.open(where, flags, 0o666, **kw), "wb")
+
+    def open_read(self, name: str) -> BinaryIO:
+        """The regular file ``name`` for reading (a link not followed)."""
+        where, kw = self._at(name)
+        return os.fdopen(os.open(where, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC | _O_BINARY, **kw), "rb")
+
+    def replace(self, src: str, dst: str) -> None:
+        """``os.replace`` of ``src`` over ``dst``, both in this directory."""
+        if self.fd is not None:
+            os.replace(src, dst, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+        else:
+            os.replace(self.path / src, self.path / dst)
+
+    def unlink(self, name: str) -> None:
+        where, kw = self._at(name)
+        os.unlink(where, **kw)
+
+    def rmdir(self, name: str) -> None:
+        where, kw = self._at(name)
+        os.rmdir(where, **kw)
+
+    def fsync(self) -> None:
+        """fsync the directory (its entries: the renames made in it); errors ignored, as :func:`_fsync_dir`."""
+        if self.fd is None:
+            _fsync_dir(self.path)
+            return
+        with contextlib.suppress(OSError):
+            os.fsync(self.fd)
+
+    def close(self) -> None:
+        if self.fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+            self.fd = None
+
+
+def _path_parts(rel: str) -> list[str]:
+    """The components of the registry-relative directory ``rel`` ("" or "." for the root); a :class:`RefusedError`
+    for an absolute path, a backslash, or an empty, ``.`` or ``..`` component: no write of rwkv-registry names one."""
+    if rel in ("", "."):
+        return []
+    parts = rel.split("/")
+    if rel.startswith("/") or "\\" in rel or "\0" in rel or any(p in ("", ".", "..") for p in parts):
+        raise RefusedError(
+            f"{clip(rel)!r} is not a plain path inside the registry (an absolute path, '..', '.', an empty "
+            "component or a backslash): nothing written",
+            hint="This is a bug in the command that asked for it: report it.",
+            path=clip(rel),
+        )
+    return parts
+
+
+def _refuse_component(root: Path, rel: str, st: os.stat_result, *, lock: bool = False) -> NoReturn:
+    """The refusal of a write whose way passes ``rel``, which is no directory (a link, a file, a FIFO, …);
+    ``lock``: ``rel`` is the lock file, a link."""
+    path = root / rel
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            target = os.readlink(path)
+        except OSError:
+            target = "?"
+        outside = not within(Path(os.path.realpath(root)), path)
+        raise RefusedError(
+            f"{path} is a symbolic link (to {clip(target)})"
+            + (", leaving the registry (LAY005)" if outside else "")
+            + ": nothing was written (a write never goes through a link)",
+            hint=f"Remove the link (`rm {path}`): no rwkv-registry command makes one; then run the command again."
+            if lock
+            else f"Replace the link with a real directory (`rm {path}`, then move what it should hold there), "
+            "then run the command again.",
+            path=clip(rel),
+        )
+    raise RefusedError(
+        f"{path} is not a directory, where the write needs one: nothing was written",
+        hint=f"Move {path} out of the way, then run the command again.",
+        path=clip(rel),
+    )
+
+
+def open_registry_dir(
+    root: str | os.PathLike[str], rel: str, *, make: Callable[[Path], None] | None = None
+) -> RegistryDir:
+    """The directory ``root/rel`` for a write, opened one component at a time below ``root``, each relative to the
+    one above and never through a symbolic link (``openat(..., O_NOFOLLOW | O_DIRECTORY)``): the one guard of every
+    write (:class:`Transaction`, :func:`recover`, the journal). Refused (:class:`RefusedError`, nothing written) when
+    a component is a link, a file or anything else but a directory, or ``rel`` holds ``..``, ``.`` or an empty
+    component. ``make``: a missing component is created, after ``make(path)`` was called with its path (the
+    transaction records it first); without it, a missing component raises ``FileNotFoundError``. ``root`` itself is
+    the registry the user named, and may be reached through links."""
+    root = Path(root)
+    parts = _path_parts(rel)
+    if not DIR_FDS:
+        return _open_by_path(root, parts, make)
+    fd = os.open(root, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
+    done: list[str] = []
+    try:
+        for part in parts:
+            sofar = "/".join([*done, part])
+            try:
+                nfd = os.open(part, os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=fd)
+            except FileNotFoundError:
+                if make is None:
+                    raise
+                make(root / sofar)
+                os.mkdir(part, dir_fd=fd)
+                nfd = os.open(part, os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=fd)
+            except OSError:  # ELOOP (Linux, macOS) or EMLINK (FreeBSD) for a link, ENOTDIR for a file
+                st = os.stat(part, dir_fd=fd, follow_symlinks=False)
+                if stat.S_ISDIR(st.st_mode):
+                    raise
+                _refuse_component(root, sofar, st)
+            os.close(fd)
+            fd = nfd
+            done.append(part)
+    except BaseException:
+        os.close(fd)
+        raise
+    return RegistryDir(root / "/".join(parts) if parts else root, fd)
+
+
+def refuse_unsafe_path(root: str | os.PathLike[str], rel: str) -> None:
+    """Refuse now (:class:`RefusedError`) a write of the file ``rel`` that :class:`Transaction` would refuse at its
+    first step because a directory on its way is a symbolic link (or no directory), or the file itself is a link:
+    for a command to say so before a long step (``add`` copying a weight file). Nothing is created."""
+    parts = _path_parts(rel)
+    for depth in range(len(parts) - 1, -1, -1):  # the deepest directory on the way that exists
+        try:
+            d = open_registry_dir(root, "/".join(parts[:depth]))
+        except FileNotFoundError:
+            continue
+        try:
+            st = d.lstat(parts[-1]) if depth == len(parts) - 1 else None
+        finally:
+            d.close()
+        if st is not None and stat.S_ISLNK(st.st_mode):
+            refuse_link(Path(root) / rel, rel)
+        return
+
+
+def _open_by_path(root: Path, parts: list[str], make: Callable[[Path], None] | None) -> RegistryDir:
+    """:func:`open_registry_dir` without ``openat``: each component checked with ``lstat`` (and made) by path."""
+    path = root
+    for i, part in enumerate(parts):
+        path = path / part
+        st = _lstat(path)
+        if st is None:
+            if make is None:
+                raise FileNotFoundError(2, "No such file or directory", str(path))
+            make(path)
+            path.mkdir()
+        elif not stat.S_ISDIR(st.st_mode) or stat.S_ISLNK(st.st_mode):
+            _refuse_component(root, "/".join(parts[: i + 1]), st)
+    return RegistryDir(path, None)
+
+
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     """Write one file atomically (temp file in the same directory, fsync, rename, fsync dir)."""
     _atomic_write(Path(path), data)
@@ -226,7 +430,8 @@ def _atomic_write(path: Path, data: bytes, fault: str = "") -> None:
     tmp = path.with_name(f"{TMP_PREFIX}{_token()}-{path.name}")
     try:
         _refuse_directory(path)
-        with open(tmp, "wb") as f:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC | _O_BINARY
+        with os.fdopen(os.open(tmp, flags, 0o666), "wb") as f:  # a new file, never one a link points to
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
@@ -274,6 +479,32 @@ def refuse_link(final: Path, rel: str) -> None:
         "then run the command again.",
         path=rel,
     )
+
+
+def refuse_case_twin(root: Path, rel: str) -> None:
+    """A write creates ``rel`` (a file or a directory, absent so far): refuse it (:class:`RefusedError`, LAY017) when
+    its directory holds another name that differs from it only in letter case or Unicode normalization
+    (:func:`~rwkv_registry.layout.name_key`): on macOS and Windows the two would be one file."""
+    from .layout import name_key
+
+    parent_rel, _, name = rel.rpartition("/")
+    parent = root / parent_rel if parent_rel else root
+    key = name_key(name)
+    try:
+        with os.scandir(parent) as entries:
+            twin = next((e.name for e in entries if e.name != name and name_key(e.name) == key), None)
+    except OSError:
+        return  # a directory still to be made, or unreadable: nothing there to collide with
+    if twin is not None:
+        from .rules import RULES
+
+        shown = f"{parent_rel}/{twin}" if parent_rel else twin
+        raise RefusedError(
+            f"{clip(rel)!r} and {clip(shown)!r} differ only in letter case or Unicode normalization (LAY017): on "
+            "macOS and Windows they would be one file; nothing was written",
+            hint=f"Give it another name. {RULES['LAY017'].hint}",
+            path=clip(rel),
+        )
 
 
 def _is_transient(name: str) -> bool:
@@ -397,6 +628,16 @@ def _stderr_is_terminal() -> bool:
         return False
 
 
+def _refuse_lock_link(root: Path) -> None:
+    """Refuse to take the lock when ``.rwkv-registry.lock`` is a symbolic link: the lock library opens it with
+    ``O_TRUNC`` and would empty the file the link points to (a registry from a stranger may hold such a link). What
+    is left is a link put there between this check and the open, by a process that can already write in the
+    registry. (A directory in its place is the lock library's own error: a :class:`RegistryIOError`.)"""
+    st = _lstat(root / LOCK_NAME)
+    if st is not None and stat.S_ISLNK(st.st_mode):
+        _refuse_component(root, LOCK_NAME, st, lock=True)
+
+
 @contextlib.contextmanager
 def registry_lock(
     root: str | os.PathLike[str], *, timeout: float = 30.0, quiet: bool = False, creating: bool = False
@@ -413,6 +654,7 @@ def registry_lock(
     from filelock import FileLock, Timeout
 
     root = require_registry(root, creating=creating)
+    _refuse_lock_link(root)
     lock = FileLock(str(root / LOCK_NAME), timeout=timeout)
     notice = WAIT_NOTICE_TTY_S if _stderr_is_terminal() else WAIT_NOTICE_S
     try:
@@ -610,11 +852,26 @@ def _recover(root: Path, listing: Listing | None = None) -> list[str]:
         renames = _read_journal(root, journal)
         done = 0
         for src, dst in renames:
-            if src.exists():
+            rel_dir = dst.parent.relative_to(root).as_posix()
+            try:  # the journal's directory opened as every write opens it: never through a link (RefusedError)
+                d = open_registry_dir(root, "" if rel_dir == "." else rel_dir)
+            except FileNotFoundError:
+                continue  # its temporary file cannot be there either
+            except OSError as e:
+                raise RegistryIOError(
+                    f"{root}: cannot finish an interrupted write ({done} of {len(renames)} file(s) done, the journal "
+                    f"is kept): {e.strerror or e}",
+                    hint="Fix that, then run `rwkv-registry recover` again.",
+                    path=str(dst),
+                ) from e
+            try:
+                if d.lstat(src.name) is None:
+                    continue
                 try:
-                    _refuse_directory(dst)
-                    dst.parent.mkdir(parents=True, exist_ok=True)
-                    os.replace(src, dst)
+                    st = d.lstat(dst.name)
+                    if st is not None and stat.S_ISDIR(st.st_mode):
+                        _refuse_directory(dst)
+                    d.replace(src.name, dst.name)
                 except OSError as e:
                     raise RegistryIOError(
                         f"{root}: cannot finish an interrupted write ({done} of {len(renames)} file(s) done, "
@@ -622,8 +879,10 @@ def _recover(root: Path, listing: Listing | None = None) -> list[str]:
                         hint="Fix that (e.g. remove the directory in the way), then run `rwkv-registry recover` again.",
                         path=str(dst),
                     ) from e
-                _fsync_dir(dst.parent)
+                d.fsync()
                 done += 1
+            finally:
+                d.close()
         journal.unlink()
         _fsync_dir(root)
         messages.append(f"completed an interrupted write ({done} of {len(renames)} file(s) were pending)")
@@ -656,6 +915,8 @@ class Transaction:
         self._dirs_record = False  # this transaction wrote DIRS_NAME
         self._journaled = False  # the journal is in place: from now on the write rolls forward
         self._expected: dict[str, Seen | None] = {}  # files read before the write, which must not change before it
+        self._dirs: dict[str, RegistryDir] = {}  # the directories written in, by registry-relative path ("": root)
+        self._where: dict[Path, tuple[RegistryDir, str, str]] = {}  # tmp path -> (its directory, tmp name, final)
 
     def expect_unchanged(self, stamps: Mapping[str, Seen | None]) -> None:
         """Refuse the commit if one of these files (registry-relative, seen by :func:`read_stamps` before the
@@ -714,7 +975,10 @@ class Transaction:
         line = d.relative_to(self.root).as_posix() + "\n"
         self._dirs_record = True
         try:
-            with open(self.root / DIRS_NAME, "ab") as f:
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _O_NOFOLLOW | _O_CLOEXEC | _O_BINARY
+            top = self._dir("")
+            where, kw = top._at(DIRS_NAME)
+            with os.fdopen(os.open(where, flags, 0o666, **kw), "ab") as f:
                 f.write(line.encode("utf-8", "surrogateescape"))
                 f.flush()
                 os.fsync(f.fileno())
@@ -725,31 +989,59 @@ class Transaction:
                 path=DIRS_NAME,
             ) from e
 
-    def _tmp_for(self, rel: str) -> tuple[Path, Path]:
-        final = self.root / rel
-        _refuse_directory(final)
-        refuse_link(final, rel)
-        missing = []
-        parent = final.parent
-        while not parent.exists():
-            missing.append(parent)
-            parent = parent.parent
-        for d in reversed(missing):
-            self._record_dir(d)
-            self.created_dirs.append(d)  # before mkdir: a Ctrl-C right after it still removes it
-            try:
-                d.mkdir()
-            except OSError as e:
-                raise RegistryIOError(
-                    f"cannot create the directory {d}: {e.strerror or e}", hint=os_error_hint(e, d.parent), path=str(d)
-                ) from e
+    def _dir(self, rel_dir: str) -> RegistryDir:
+        """The directory ``rel_dir`` of the registry, opened once per transaction by :func:`open_registry_dir` (never
+        through a link); the directories missing on the way are created, each recorded first (:meth:`_record_dir`)."""
+        d = self._dirs.get(rel_dir)
+        if d is None:
+            d = open_registry_dir(self.root, rel_dir, make=self._make_dir if rel_dir else None)
+            self._dirs[rel_dir] = d
+        return d
+
+    def _make_dir(self, d: Path) -> None:
+        """Called by :func:`open_registry_dir` before it creates ``d``."""
+        if self.created_dirs:  # the one before is made now: its crash-test point
             fault_point(f"mkdir-{len(self.created_dirs) - 1}")
-        return final.with_name(f"{TMP_PREFIX}{_token()}-{final.name}"), final
+        refuse_case_twin(self.root, d.relative_to(self.root).as_posix())
+        self._record_dir(d)
+        self.created_dirs.append(d)  # before mkdir: a Ctrl-C right after it still removes it
+
+    def _tmp_for(self, rel: str) -> tuple[Path, Path]:
+        parts = _path_parts(rel)
+        if not parts:
+            _path_parts("/")  # the root itself is no file: refused
+        rel_dir, name = "/".join(parts[:-1]), parts[-1]
+        made = len(self.created_dirs)
+        try:
+            d = self._dir(rel_dir)
+        except OSError as e:
+            if isinstance(e, RegistryIOError):
+                raise
+            where = self.root / rel_dir
+            raise RegistryIOError(
+                f"cannot create the directory {where}: {e.strerror or e}", hint=os_error_hint(e, where), path=str(where)
+            ) from e
+        if len(self.created_dirs) > made:
+            fault_point(f"mkdir-{len(self.created_dirs) - 1}")
+        final = self.root / rel
+        st = d.lstat(name)
+        if st is not None and stat.S_ISDIR(st.st_mode):
+            _refuse_directory(final)
+        if st is not None and stat.S_ISLNK(st.st_mode):
+            refuse_link(final, rel)
+        if st is None:
+            refuse_case_twin(self.root, rel)
+        tmp_name = f"{TMP_PREFIX}{_token()}-{name}"
+        tmp = final.with_name(tmp_name)
+        self._where[tmp] = (d, tmp_name, name)
+        return tmp, final
 
     def _write_staged(self, tmp: Path, chunks: Iterable[bytes]) -> None:
-        """Write, flush and fsync one staged file (fault points partial-<i> and written-<i>)."""
+        """Write, flush and fsync one staged file (fault points partial-<i> and written-<i>), created in the
+        directory checked by :meth:`_tmp_for` (its descriptor), never through a link."""
         index = len(self.staged)
-        with open(tmp, "wb") as f:
+        d, tmp_name, _ = self._where[tmp]
+        with d.create(tmp_name) as f:
             self._write_chunks(f, chunks, index)
             f.flush()
             os.fsync(f.fileno())
@@ -801,6 +1093,25 @@ class Transaction:
         """Create a directory (and its parents) as part of the transaction."""
         self._tmp_for(rel + "/.keep")
 
+    def staged_sha256(self, rel: str) -> str:
+        """The sha256 of the file staged for ``rel``, read back through its directory's descriptor."""
+        import hashlib
+
+        final = self.root / rel
+        tmp = next(t for t, f in self.staged if f == final)
+        d, tmp_name, _ = self._where[tmp]
+        h = hashlib.sha256()
+        with d.open_read(tmp_name) as f:
+            for chunk in iter(lambda: f.read(8 << 20), b""):
+                h.update(chunk)
+        return h.hexdigest()
+
+    def _close_dirs(self) -> None:
+        for d in self._dirs.values():
+            d.close()
+        self._dirs.clear()
+        self._where.clear()
+
     def commit(self) -> None:
         """Publish every staged file (journal, renames, fsyncs).
 
@@ -825,11 +1136,13 @@ class Transaction:
                 self._refuse(changed)
             final = journal
             try:
-                for i, (tmp, final) in enumerate(order):  # the files read renamed back to back, right after the check
-                    os.replace(tmp, final)
+                for i, (tmp, final) in enumerate(order):  # noqa: B007 (final: named by the error below)
+                    # the files read are renamed back to back, right after the check
+                    d, tmp_name, name = self._where[tmp]
+                    d.replace(tmp_name, name)  # in the directory checked, whatever a link swapped in meanwhile
                     fault_point(f"rename-{i}")
-                for d in dict.fromkeys(f.parent for _, f in order):  # a crash before this: recover renames again
-                    _fsync_dir(d)
+                for d in dict.fromkeys(self._where[t][0] for t, _ in order):  # a crash before: recover renames again
+                    d.fsync()
                 with contextlib.suppress(FileNotFoundError):
                     (self.root / DIRS_NAME).unlink()  # before the journal: a crash now rolls forward
                 fault_point("renamed")
@@ -847,6 +1160,7 @@ class Transaction:
             self.staged.clear()
             self._temps.clear()
             self.created_dirs.clear()
+            self._close_dirs()
             self._dirs_record = self._journaled = False
             _commits += 1
 
@@ -859,16 +1173,23 @@ class Transaction:
         with interrupts_deferred():
             for tmp in self._temps:
                 with contextlib.suppress(OSError):
-                    tmp.unlink()
-            for d in reversed(self.created_dirs):
+                    d, tmp_name, _ = self._where[tmp]
+                    d.unlink(tmp_name)  # in the directory it was created in
+            for made in reversed(self.created_dirs):
                 with contextlib.suppress(OSError):
-                    d.rmdir()
+                    rel = made.relative_to(self.root).as_posix()
+                    parent = open_registry_dir(self.root, rel.rpartition("/")[0])
+                    try:
+                        parent.rmdir(made.name)  # only an empty one; never through a link
+                    finally:
+                        parent.close()
             if self._dirs_record:
                 with contextlib.suppress(OSError):
-                    (self.root / DIRS_NAME).unlink()
+                    self._dir("").unlink(DIRS_NAME)
             self.staged.clear()
             self._temps.clear()
             self.created_dirs.clear()
+            self._close_dirs()
             self._dirs_record = False
 
     def __enter__(self) -> Transaction:
@@ -877,3 +1198,4 @@ class Transaction:
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         if exc_type is not None or self.staged or self._temps:
             self.rollback()
+        self._close_dirs()

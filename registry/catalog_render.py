@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -45,6 +44,7 @@ from .catalog import (
 )
 from .errors import UsageError
 from .rules import Finding
+from .textsafe import json_text, printable
 
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
@@ -671,9 +671,15 @@ def fold_same(rows: Sequence[tuple[str, str, str]], context: int) -> list[tuple[
 
 
 def _console() -> Console:
+    """The console of ``list`` and ``show``: everything it prints goes through
+    :func:`~rwkv_registry.textsafe.printable` (a render hook), so no control sequence of a registry reaches the
+    terminal."""
     from rich.console import Console
 
-    return Console(highlight=False, soft_wrap=False)
+    from .textsafe import printable_console
+
+    console: Console = printable_console(Console(highlight=False, soft_wrap=False))
+    return console
 
 
 def _list_table(title: str, rows: Iterable[Sequence[str]]) -> Any:
@@ -831,7 +837,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         }
         if keep is not None:
             out["filter"] = {"query": args.filter, "kept": len(entries), "of": len(cat.entries)}
-        sys.stdout.write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(json_text(out) + "\n")
         return 0
     from rich.text import Text
 
@@ -847,16 +853,16 @@ def cmd_list(args: argparse.Namespace) -> int:
         grouped = {b: m for b, m in grouped.items() if m}
     for base, methods in grouped.items():
         status = cat.base_status(base)
-        title = f"{base}" + (f" {FROZEN_TAG}" if status == "frozen" else "")
-        rows = [
+        title = printable(base) + (f" {FROZEN_TAG}" if status == "frozen" else "")
+        rows = [  # registry text with its control characters escaped before the layout (textsafe.printable)
             (
-                _s(e.get("id")),
-                METHOD_LABEL.get(method, method),
-                version,
+                printable(_s(e.get("id"))),
+                printable(METHOD_LABEL.get(method, method)),
+                printable(version),
                 short_size(_d(e.get("file")).get("size")),
                 RECOMMENDED_MARK if e.get("recommended") is True else "",
-                _s(e.get("profile"), "—"),
-                _s(e.get("description")),
+                printable(_s(e.get("profile"), "—")),
+                printable(_s(e.get("description"))),
             )
             for method, versions in methods.items()
             for version, entries in versions.items()
@@ -889,7 +895,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         raise cat._unknown(what)
     if args.format == "json":
         data = cat.describe(e) if e is not None else cat.describe_base(b or {})
-        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(json_text(data) + "\n")
         return 0
     from rich.rule import Rule
 
@@ -921,7 +927,7 @@ def _show_registry(cat: Catalog, fmt: str) -> int:
     """``show`` without an id: the registry's own record (the TUI's registry node), then one line per base."""
     about = cat.describe_registry()
     if fmt == "json":
-        sys.stdout.write(json.dumps(about, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(json_text(about) + "\n")
         return 0
     from rich.rule import Rule
     from rich.text import Text
@@ -946,7 +952,7 @@ def _show_registry(cat: Catalog, fmt: str) -> int:
 def _show_unpublished(cat: Catalog, u: dict[str, Any], fmt: str) -> int:
     """``show`` of a weight never uploaded (index.json ``unpublished``): what it was, its base, its scores."""
     if fmt == "json":
-        sys.stdout.write(json.dumps(cat.describe_unpublished(u), indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(json_text(cat.describe_unpublished(u)) + "\n")
         return 0
     from rich.rule import Rule
     from rich.text import Text

@@ -37,12 +37,14 @@ from rwkv_registry._zipread import ZipEntry, read_zip
 from rwkv_registry.errors import CheckpointError, RegistryIOError, UsageError, os_error_hint
 from rwkv_registry.lfs import MAX_POINTER_SIZE, looks_like_lfs_pointer, parse_lfs_pointer
 from rwkv_registry.rules import RULES
+from rwkv_registry.textsafe import clip
 
 __all__ = [
     "MAX_DATA_PKL",
     "MAX_MISS_MANIFEST",
     "MAX_NDIM",
     "MAX_SAFETENSORS_HEADER",
+    "MAX_SAFETENSORS_TENSORS",
     "SAFETENSORS_DTYPES",
     "ByteSource",
     "Checkpoint",
@@ -58,7 +60,8 @@ MAX_DATA_PKL = 64 * 1024 * 1024
 MAX_MISS_MANIFEST = 8 * 1024 * 1024
 MAX_METADATA_ENTRY = 64 * 1024  # byteorder, version, .format_version, ...
 MAX_EXTRA_ENTRY = 64 * 1024 * 1024  # other single-name entries (read for their CRC only)
-MAX_SAFETENSORS_HEADER = 100_000_000
+MAX_SAFETENSORS_HEADER = 8 * 1024 * 1024  # the safetensors library allows 100_000_000: see _safetensors_header
+MAX_SAFETENSORS_TENSORS = 16_384
 MAX_NDIM = 64
 
 # safetensors dtype -> torch dtype name (only these are accepted).
@@ -574,29 +577,76 @@ class _Pairs(list):
     """A JSON object kept as its list of (key, value) pairs, so duplicates stay visible."""
 
 
+class _TooManyObjects(Exception):
+    """Raised from the JSON parser's object hook past :data:`MAX_SAFETENSORS_TENSORS` objects."""
+
+
 def _reject_constant(name: str) -> object:
     raise ValueError(f"{name} is not JSON")
 
 
+_MAX_COLONS = 4 * MAX_SAFETENSORS_TENSORS + 65_536  # a tensor's entry has 4 (its name, dtype, shape, offsets)
+
+
 def _safetensors_header(source: ByteSource) -> tuple[int, _Pairs]:
+    """The header's length and its JSON object as pairs.
+
+    Bounds (docs/security.md, "Output and memory bombs"): the safetensors library (huggingface/safetensors
+    ``safetensors/src/tensor.rs``, ``MAX_HEADER_SIZE = 100_000_000``, ``read_metadata``) reads headers of up to
+    100 MB; parsed in Python such a header costs three times its size and more (its bytes, their text, the parsed
+    values: 311 MB for 99 MB of spaces, 292 MB and 3 s for 200,000 empty tensors). What the registry holds in a
+    safetensors file is a State: one ``blocks.N.att.time_state`` per layer (64 layers at most among the RWKV-7
+    bases: a header under 10 KB), and add-base could read a base's (some 45 tensors a layer: a few hundred KB). So
+    a header is refused (PTH012) past :data:`MAX_SAFETENSORS_HEADER` bytes (8 MiB, the bound of a MiSS manifest
+    too), past :data:`MAX_SAFETENSORS_TENSORS` tensors (objects counted as the parser makes them), and, before it
+    is parsed, when it has more ``:`` than that many tensors and 65,536 metadata keys need (each key has one):
+    the peak stays under about five times the bound whatever the header holds."""
     if source.size < 8:
         raise CheckpointError("PTH012", f"file of {source.size} bytes is too short for a safetensors header")
     (length,) = struct.unpack("<Q", bytes(source.read(0, 8)))
     if length > MAX_SAFETENSORS_HEADER:
-        raise CheckpointError("PTH012", f"header length {length} exceeds the {MAX_SAFETENSORS_HEADER}-byte bound")
+        raise CheckpointError(
+            "PTH012",
+            f"header length {length:,} exceeds the {MAX_SAFETENSORS_HEADER:,}-byte bound of a State's header",
+        )
     if 8 + length > source.size:
         raise CheckpointError("PTH012", f"header length {length} runs past the end of the file ({source.size} bytes)")
     raw = bytes(source.read(8, length))
     try:
-        header = json.loads(raw.decode("utf-8"), object_pairs_hook=_Pairs, parse_constant=_reject_constant)
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise CheckpointError("PTH012", f"header is not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    del raw  # the text alone from here on
+    colons = text.count(":")  # every key of the header has one (a string may hold more: it only counts more)
+    if colons > _MAX_COLONS:  # 700,000 keys of plain values in 8 MiB would cost 160 MB parsed: refused unparsed
+        raise CheckpointError(
+            "PTH012",
+            f"header has {colons:,} ':' (keys), more than {MAX_SAFETENSORS_TENSORS:,} tensors and their metadata "
+            f"hold ({_MAX_COLONS:,})",
+        )
+    made = 0
+
+    def pairs(items: list[tuple[str, object]]) -> _Pairs:
+        nonlocal made
+        made += 1
+        if made > MAX_SAFETENSORS_TENSORS + 2:  # the tensors, __metadata__ and the header itself
+            raise _TooManyObjects
+        return _Pairs(items)
+
+    try:
+        header = json.loads(text, object_pairs_hook=pairs, parse_constant=_reject_constant)
+    except _TooManyObjects:
+        raise CheckpointError(
+            "PTH012", f"header holds more than {MAX_SAFETENSORS_TENSORS:,} objects (tensors)"
+        ) from None
     except RecursionError:
         raise CheckpointError("PTH012", "header JSON nests too deeply") from None
     except ValueError as exc:
-        raise CheckpointError("PTH012", f"header is not valid JSON: {exc}") from None
+        raise CheckpointError("PTH012", f"header is not valid JSON: {clip(str(exc))}") from None
     if not isinstance(header, _Pairs):
         raise CheckpointError("PTH012", f"header is a JSON {type(header).__name__}, not an object")
+    if sum(1 for key, _ in header if key != "__metadata__") > MAX_SAFETENSORS_TENSORS:
+        raise CheckpointError("PTH012", f"header holds more than {MAX_SAFETENSORS_TENSORS:,} objects (tensors)")
     return length, header
 
 
@@ -626,41 +676,46 @@ def _open_safetensors(source: ByteSource) -> Checkpoint:
     found: list[tuple[int, int, int, TensorInfo]] = []
     for order, (name, info) in enumerate(header):
         if name in seen:
-            raise CheckpointError("PTH007", f"tensor name {name!r} appears twice in the safetensors header")
+            raise CheckpointError("PTH007", f"tensor name {clip(name)!r} appears twice in the safetensors header")
         seen.add(name)
         if name == "__metadata__":
             if not isinstance(info, _Pairs) or not all(isinstance(v, str) for _, v in info):
                 raise CheckpointError("PTH012", "__metadata__ must be an object of string values")
             continue
         if not isinstance(info, _Pairs) or sorted(k for k, _ in info) != ["data_offsets", "dtype", "shape"]:
-            raise CheckpointError("PTH012", f"entry {name!r} must be an object with dtype, shape and data_offsets")
+            raise CheckpointError(
+                "PTH012", f"entry {clip(name)!r} must be an object with dtype, shape and data_offsets"
+            )
         fields = dict(info)
         dtype, shape, offsets = fields["dtype"], fields["shape"], fields["data_offsets"]
         if not isinstance(dtype, str):
-            raise CheckpointError("PTH012", f"entry {name!r} has dtype {dtype!r}, not a string")
+            raise CheckpointError("PTH012", f"entry {clip(name)!r} has dtype {clip(repr(dtype))}, not a string")
         if dtype not in SAFETENSORS_DTYPES:
-            raise CheckpointError("PTH013", f"tensor {name!r} has unsupported dtype {dtype!r}")
+            raise CheckpointError("PTH013", f"tensor {clip(name)!r} has unsupported dtype {clip(dtype)!r}")
         if not _is_uint_list(shape) or len(shape) > MAX_NDIM:
-            raise CheckpointError("PTH012", f"entry {name!r} has shape {shape!r:.80}, not a list of non-negative ints")
+            raise CheckpointError(
+                "PTH012", f"entry {clip(name)!r} has shape {shape!r:.80}, not a list of non-negative ints"
+            )
         if _shape_overflows(shape, DTYPE_ITEMSIZE[SAFETENSORS_DTYPES[dtype]]):
             raise CheckpointError(
                 "PTH012",
-                f"tensor {name!r} has shape {shape!r:.80}, whose size overflows 64 bits (safetensors refuses it)",
+                f"tensor {clip(name)!r} has shape {shape!r:.80}, whose size overflows 64 bits (safetensors refuses it)",
             )
         if not _is_uint_list(offsets) or len(offsets) != 2:
-            raise CheckpointError("PTH012", f"entry {name!r} has data_offsets {offsets!r:.80}, not [begin, end]")
+            raise CheckpointError("PTH012", f"entry {clip(name)!r} has data_offsets {offsets!r:.80}, not [begin, end]")
         begin, end = offsets
         torch_dtype = SAFETENSORS_DTYPES[dtype]
         shape_t = tuple(shape)
         nbytes = _numel(shape_t) * DTYPE_ITEMSIZE[torch_dtype]
         if begin > end or end > data_len:
             raise CheckpointError(
-                "PTH012", f"tensor {name!r} data_offsets [{begin}, {end}] fall outside the {data_len}-byte data area"
+                "PTH012",
+                f"tensor {clip(name)!r} data_offsets [{begin}, {end}] fall outside the {data_len}-byte data area",
             )
         if end - begin != nbytes:
             raise CheckpointError(
                 "PTH012",
-                f"tensor {name!r} of shape {shape} {dtype} needs {nbytes} bytes, data_offsets give {end - begin}",
+                f"tensor {clip(name)!r} of shape {shape} {dtype} needs {nbytes} bytes, data_offsets give {end - begin}",
             )
         info_t = TensorInfo(
             name=name,
@@ -677,9 +732,11 @@ def _open_safetensors(source: ByteSource) -> Checkpoint:
     cursor = 0
     for begin, end, _, info_t in found:
         if begin < cursor:
-            raise CheckpointError("PTH012", f"tensor {info_t.name!r} overlaps the tensor before it (offset {begin})")
+            raise CheckpointError(
+                "PTH012", f"tensor {clip(info_t.name)!r} overlaps the tensor before it (offset {begin})"
+            )
         if begin > cursor:
-            raise CheckpointError("PTH012", f"{begin - cursor} unused bytes before tensor {info_t.name!r}")
+            raise CheckpointError("PTH012", f"{begin - cursor} unused bytes before tensor {clip(info_t.name)!r}")
         cursor = end
     if cursor != data_len:
         raise CheckpointError("PTH012", f"{data_len - cursor} bytes after the last tensor are not described")

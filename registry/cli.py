@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import os
 import re
 import sys
@@ -21,6 +20,7 @@ from typing import Any, NoReturn
 from . import __version__
 from .errors import RegistryError, UsageError
 from .sampling import DEFAULT_SAMPLING, SAMPLING_PRESETS
+from .textsafe import printable
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -33,15 +33,21 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _console(stderr: bool = False) -> Any:
+    """A rich Console that shows registry text through :func:`~rwkv_registry.textsafe.printable` (a render hook):
+    no control sequence of a registry reaches the terminal."""
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+    from .textsafe import printable_console
+
+    return printable_console(Console(stderr=stderr, highlight=False, soft_wrap=True))
 
 
 def _say(text: str) -> None:
     """``_console().print(text)``: a write's one line on stdout. Written directly when rich would print it as it is
     (no colour: stdout is no terminal and neither FORCE_COLOR nor TTY_COMPATIBLE is set; no markup "[", nothing of
-    :data:`_RICH_ALTERS`), without importing rich (about 20 ms of an ``add`` or ``add-base``); else through rich."""
+    :data:`_RICH_ALTERS`), without importing rich (about 20 ms of an ``add`` or ``add-base``); else through rich.
+    Control characters (of a name from the registry) are shown escaped (:func:`~rwkv_registry.textsafe.printable`)."""
+    text = printable(text)
     if "[" in text or _RICH_ALTERS.search(text) or "FORCE_COLOR" in os.environ or "TTY_COMPATIBLE" in os.environ:
         _console().print(text)
         return
@@ -56,7 +62,9 @@ def _say(text: str) -> None:
 
 
 def _print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    from .textsafe import json_text
+
+    sys.stdout.write(json_text(data) + "\n")  # exact JSON; what a terminal would obey escaped as \\uXXXX
 
 
 # --- validate ---------------------------------------------------------------------------------------
@@ -84,12 +92,13 @@ def _plain_report(report: Any) -> str | None:
     st = report.stats
     fetched = f", {st['bytes_fetched']:,} bytes fetched" if st.get("bytes_fetched") is not None else ""
     lines = []
-    for f in report.findings:
+    for f in report.findings:  # registry text shown escaped where it holds control characters (textsafe.printable)
         sev = str(f.severity)
-        lines.append(f"{sev:7} {f.code} {f.path}: {f.message}")
-        lines.append(f"        fix: {f.hint}")
+        lines.append(f"{sev:7} {f.code} {printable(f.path)}: {printable(f.message)}")
+        lines.append(f"        fix: {printable(f.hint)}")
     lines.append(
-        f"{'OK' if report.ok else 'FAILED'} {report.target}: {c['error']} error(s), {c['warning']} warning(s), "
+        f"{'OK' if report.ok else 'FAILED'} {printable(report.target)}: {c['error']} error(s), "
+        f"{c['warning']} warning(s), "
         f"{c['info']} note(s); {st.get('files', 0)} files, {st.get('bytes_hashed', 0) / 1e6:.1f} MB hashed, "
         f"{st.get('cache_hits', 0)} cached{fetched}, {st.get('elapsed_s', 0):.2f} s"
     )
@@ -112,14 +121,15 @@ def print_report(report: Any, console: Any = None) -> None:
     style = {"error": "bold red", "warning": "yellow", "info": "cyan"}
     for f in report.findings:
         sev = str(f.severity)
-        console.print(f"[{style[sev]}]{sev:7}[/] {f.code} [bold]{escape(f.path)}[/]: {escape(f.message)}")
-        console.print(f"        [dim]fix: {escape(f.hint)}[/]")
+        path, message, hint = (escape(printable(x)) for x in (f.path, f.message, f.hint))
+        console.print(f"[{style[sev]}]{sev:7}[/] {f.code} [bold]{path}[/]: {message}")
+        console.print(f"        [dim]fix: {hint}[/]")
     c = report.counts
     st = report.stats
     verdict = "[bold green]OK[/]" if report.ok else "[bold red]FAILED[/]"
     fetched = f", {st['bytes_fetched']:,} bytes fetched" if st.get("bytes_fetched") is not None else ""
     console.print(
-        f"{verdict} {escape(str(report.target))}: {c['error']} error(s), {c['warning']} warning(s), "
+        f"{verdict} {escape(printable(report.target))}: {c['error']} error(s), {c['warning']} warning(s), "
         f"{c['info']} note(s); {st.get('files', 0)} files, {st.get('bytes_hashed', 0) / 1e6:.1f} MB hashed, "
         f"{st.get('cache_hits', 0)} cached{fetched}, {st.get('elapsed_s', 0):.2f} s"
     )
@@ -283,7 +293,7 @@ def _print_warnings(warnings: list[Any]) -> None:
     own line."""
     for f in warnings:
         label = "note" if str(f.severity) == "info" else "warning"
-        sys.stderr.write(f"{label}: {f.code} {f.path}: {f.message}\nhint: {f.hint}\n")
+        sys.stderr.write(f"{label}: {f.code} {printable(f.path)}: {printable(f.message)}\nhint: {printable(f.hint)}\n")
 
 
 def cmd_sums(args: argparse.Namespace) -> int:
@@ -292,10 +302,12 @@ def cmd_sums(args: argparse.Namespace) -> int:
     if args.check and args.force:
         raise UsageError("--force is for writing SHA256SUMS; --check only reads", hint="Drop one of them.")
     if args.check:
+        from rich.markup import escape
+
         findings = check_sums(args.path)
         console = _console()
         for f in findings:
-            console.print(f"{f.severity} {f.code} {f.path}: {f.message}")
+            console.print(escape(f"{f.severity} {f.code} {printable(f.path)}: {printable(f.message)}"))
         errors = [f for f in findings if str(f.severity) == "error"]
         console.print("SHA256SUMS: OK" if not errors else f"SHA256SUMS: {len(errors)} error(s)")
         return 1 if errors else 0
@@ -803,9 +815,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         # the file the error is about, where the message does not name it already (`index.json: base … twice`)
         message = f"{e.path}: {e.message}" if e.path and e.path not in e.message else e.message
-        console.print(f"[bold red]error:[/] {escape(message)}")
+        console.print(f"[bold red]error:[/] {escape(printable(message))}")
         if e.hint:
-            console.print(f"[dim]hint:[/] {escape(e.hint)}")
+            console.print(f"[dim]hint:[/] {escape(printable(e.hint))}")
         return e.exit_code
     except ModuleNotFoundError as e:
         missing_extra = _OPTIONAL_EXTRAS.get((e.name or "").partition(".")[0])

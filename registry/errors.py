@@ -11,6 +11,8 @@ from __future__ import annotations
 import errno
 import os
 
+from .textsafe import MESSAGE_LIMIT, PATH_LIMIT, clip
+
 
 class RegistryError(Exception):
     """Base class: a command cannot go on. ``exit_code`` is what the CLI returns."""
@@ -18,10 +20,11 @@ class RegistryError(Exception):
     exit_code = 2
 
     def __init__(self, message: str, *, hint: str = "", path: str = "") -> None:
+        message = clip(message, MESSAGE_LIMIT)  # a name quoted whole is cut here at the latest (textsafe.clip)
         super().__init__(message)
         self.message = message
-        self.hint = hint
-        self.path = path
+        self.hint = clip(hint, MESSAGE_LIMIT)
+        self.path = clip(path, PATH_LIMIT)
 
 
 class UsageError(RegistryError, ValueError):

@@ -26,6 +26,7 @@ from typing import Any
 from .codekey import code_digest
 from .errors import CheckpointError
 from .rules import RULES, Finding, finding
+from .textsafe import clip
 
 MAX_ITEMS = 50_000  # index.json entries whose schema errors the cache keeps
 _JOURNAL_MAX = 8 << 20  # bytes of the journal read back (FactsCache.journal); beyond, ignored
@@ -245,7 +246,7 @@ def stray_state_finding(facts: FileFacts, path: str) -> Finding | None:
     others = [n for n in names if not _STATE_NAME.match(n)]
     if facts.method is not None or not others or len(others) == len(names):
         return None
-    shown = sorted(set(others), key=lambda n: (len(n), n))[:3]
+    shown = [clip(n) for n in sorted(set(others), key=lambda n: (len(n), n))[:3]]  # a 20 MB name: 200 characters
     return finding("STA001", path, f"{len(names) - len(others)} state tensors and others besides: unexpected {shown}")
 
 
@@ -295,7 +296,7 @@ def _state_facts(facts: FileFacts, ck: Any) -> None:
             continue  # STA003 is decided from the dtype alone
         bad = count_nonfinite(ck.tensor_bytes(t.name), t.dtype)
         if bad:
-            _add(facts, "STA004", f"{t.name} holds {bad} NaN/Inf value(s)")
+            _add(facts, "STA004", f"{clip(t.name)} holds {bad} NaN/Inf value(s)")
 
 
 def miss_facts(

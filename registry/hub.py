@@ -35,7 +35,7 @@ from ._hub_sync import PullInterrupted, pull_registry, push_registry
 from .errors import CheckpointError, RefusedError, RegistryError, UsageError
 from .facts import FileFacts, compute_facts
 from .rules import Finding
-from .validate import MAX_TEXT_BYTES, WEIGHT_SUFFIXES, Report, Tree, Validator, sort_findings
+from .validate import MAX_TEXT_BYTES, WEIGHT_SUFFIXES, Report, Tree, Validator, case_twins, sort_findings
 
 __all__ = [
     "HubValidator",
@@ -85,6 +85,12 @@ class HubValidator(Validator):
         tree = Tree()
         tree.files = {p: str(self.root / p) for p in sorted(self.remote.files)}
         tree.dirs = set(self.remote.dirs)
+        by_dir: dict[str, set[str]] = {}  # LAY017 on the listing, as the local walk finds it on disk
+        for p in [*self.remote.files, *self.remote.dirs]:
+            parent, _, name = p.rpartition("/")
+            by_dir.setdefault(parent, set()).add(name)
+        for parent in sorted(by_dir):
+            self.findings.extend(case_twins(sorted(by_dir[parent]), parent))
         return tree
 
     def check_legacy_packages(self, tree: Tree) -> None:

@@ -33,6 +33,7 @@ from . import jsoncpp
 from .arch import miss_target_shape
 from .jsonload import is_finite_number
 from .rules import Finding, finding
+from .textsafe import clip
 
 MISS_TARGETS = (  # adapter.cpp target_names, in TargetCount order
     "att.receptance.weight",
@@ -512,7 +513,7 @@ def build_manifest(
     for name, shape in shapes.items():
         m = re.fullmatch(r"blocks\.(\d+)\.(.+)\.D", name)
         if not m or m.group(2) not in MISS_TARGETS:
-            raise ValueError(f"{name!r} is not a MiSS tensor name blocks.L.<target>.D")
+            raise ValueError(f"{clip(name)!r} is not a MiSS tensor name blocks.L.<target>.D")
         if len(shape) != 2 or shape[1] != rank:
             raise ValueError(f"{name}: shape {tuple(shape)} is not [out, {rank}]")
         if in_features is None or name not in in_features:

@@ -20,7 +20,7 @@ from pathlib import Path, PurePosixPath
 from types import EllipsisType
 from typing import Any
 
-from .atomic import TMP_PREFIX, Transaction, read_stamps, refuse_link, registry_lock, within
+from .atomic import TMP_PREFIX, Transaction, read_stamps, refuse_unsafe_path, registry_lock, within
 from .errors import RefusedError, RegistryIOError, UsageError, os_error_hint
 from .facts import FactsCache, FileFacts, compute_facts, gather_facts, sha256_file, stat_key, stray_state_finding
 from .gitcheck import published_in
@@ -1028,6 +1028,9 @@ def add_entry(
                 )
             rel = f"{base}/state/{data_version}/{src.name}"
             _refuse_state_name(src, rel)
+        train_rel = f"{base}/{method}/{data_version}/train.json"
+        for r in (rel, train_rel):  # a link on the way: refused before anything there is read or written
+            refuse_unsafe_path(root, r)
         if any(e["path"] == rel for e in index["entries"]):
             raise RefusedError(f"{rel} already exists", hint="Published weights never change; use a new name.")
         if (root / rel).exists():
@@ -1037,7 +1040,6 @@ def add_entry(
                 f"{rel} itself.",
                 path=rel,
             )
-        train_rel = f"{base}/{method}/{data_version}/train.json"
         train_stamp = read_stamps(root, train_rel)  # a run is merged into the copy read here
         train_new_file = not (root / train_rel).exists()
         train_will_be, train_new = _merge_train(root / train_rel, train_obj, group)
@@ -1121,14 +1123,14 @@ def add_entry(
         texts = {"index.json": index_bytes, "README.md": readme_bytes}
         if train_new is not None:
             texts[train_rel] = train_new
-        for r in (*texts, SUMS_NAME):  # a link among them is refused before the weight file is copied
-            refuse_link(root / r, r)
+        for r in (*texts, SUMS_NAME):  # a link among them or on their way: refused before the copy
+            refuse_unsafe_path(root, r)
         with Transaction(root) as txn:
             txn.expect_unchanged(stamps)
             txn.check_unchanged()  # before the copy of a weight file (GBs, maybe): a stale write stops here
             txn.copy_file(rel, src)
             # the bytes published must be the bytes checked: re-hash the staged copy
-            if _sha256_of(txn.staged[-1][0]) != facts.sha256:
+            if txn.staged_sha256(rel) != facts.sha256:
                 raise RegistryIOError(f"{file} changed while it was being added", hint="Run the command again.")
             _publish(root, txn, texts, {rel: facts.sha256}, cache=cache)
         # the schema results of the entries written (the new one, any whose recommended mark moved) and the verdicts

@@ -159,9 +159,21 @@ def _replace(text: str, begin: str, end: str, body: str) -> str | None:
     return text[: i + len(begin)] + "\n" + body + "\n" + text[j:]
 
 
+_MARKER_PREFIX = "<!-- rwkv-registry:"
+_MARKER_SHOWN = "&lt;!-- rwkv-registry:"  # Markdown shows it as the same text; no marker search finds it
+
+
+def _defused(body: str) -> str:
+    """``body`` with every text that starts like a generated-section marker escaped. A description (or any text of
+    index.json) holding ``<!-- rwkv-registry:sections:end -->`` would otherwise end the region early: the next
+    rewrite keeps everything after it, and each ``readme`` grows the file (RDM002 right after ``add``)."""
+    return body.replace(_MARKER_PREFIX, _MARKER_SHOWN) if _MARKER_PREFIX in body else body
+
+
 def render_bodies(index: dict[str, Any]) -> tuple[str, str]:
-    """The two generated regions' bodies (the bases table, the per-base sections) rendered from ``index``."""
-    return render_bases_table(index), render_sections(index)
+    """The two generated regions' bodies (the bases table, the per-base sections) rendered from ``index``, any text
+    of it that looks like a marker escaped (:func:`_defused`)."""
+    return _defused(render_bases_table(index)), _defused(render_sections(index))
 
 
 def apply_bodies(text: str, bodies: tuple[str, str]) -> str | None:

@@ -16,6 +16,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
+from .textsafe import MESSAGE_LIMIT, PATH_LIMIT, clip
+
 
 class Severity(enum.StrEnum):
     """How bad a finding is. Only ``error`` makes ``validate`` exit 1."""
@@ -170,6 +172,15 @@ _RULES: tuple[Rule, ...] = (
         "Check the path: a registry's root holds index.json, README.md, SHA256SUMS and one directory per base "
         "(<base>/state, <base>/miss). To start one here: `rwkv-registry init PATH`, then `rwkv-registry add-base "
         "PATH BASE_FILE --source OWNER/REPO`; `rwkv-registry demo PATH` builds an example registry.",
+    ),
+    Rule(
+        "LAY017",
+        E,
+        "names that differ only in letter case or Unicode normalization",
+        "Two entries of one directory (`s1.pth` and `S1.pth`, `v1/` and `V1/`, or `é` written as one code point "
+        "and as `e` plus a combining accent) are one file on macOS and Windows: a clone there keeps only one of "
+        "them, and SHA256SUMS no longer matches. Rename or remove one (`git mv`), then run `rwkv-registry sums "
+        "PATH`.",
     ),
     # --- JSON and schemas ---------------------------------------------------------
     Rule(
@@ -444,7 +455,13 @@ _RULES: tuple[Rule, ...] = (
         "unsupported zip feature",
         "torch archives are stored (uncompressed), unencrypted, single-disk zips; re-export the file.",
     ),
-    Rule("PTH012", E, "safetensors header invalid", "Re-export with safetensors.torch.save_file."),
+    Rule(
+        "PTH012",
+        E,
+        "safetensors header invalid",
+        "Re-export with safetensors.torch.save_file (a State's header is a few KB; rwkv-registry reads headers of "
+        "up to 8 MiB and 16,384 tensors: docs/security.md).",
+    ),
     Rule(
         "PTH013",
         E,
@@ -934,7 +951,10 @@ MIS013_BY_BASE_EDIT = (
 def finding(code: str, path: str, message: str, *, hint: str | None = None, **extra: Any) -> Finding:
     """Build a finding of rule ``code`` on ``path`` (registry-relative, POSIX)."""
     rule = RULES[code]
-    return Finding(code, rule.severity, path, message, hint or rule.hint, dict(extra))
+    # a name quoted whole (a 20 MB tensor name, a path of SHA256SUMS) is cut here at the latest: no finding is
+    # megabytes long, whatever it quotes (the quoting sites clip each name to 200 characters: textsafe.clip)
+    return Finding(code, rule.severity, clip(path, PATH_LIMIT), clip(message, MESSAGE_LIMIT), hint or rule.hint,
+                   dict(extra))  # fmt: skip
 
 
 def rules_markdown() -> str:

@@ -38,12 +38,13 @@ if TYPE_CHECKING:
 from .facts import FactsCache, FileFacts, gather_facts, sha256_file, stray_state_finding, time_state_name
 from .fsio import read_at_most
 from .jsonload import is_finite_number, is_integer
-from .layout import METHODS
+from .layout import METHODS, name_key
 from .rules import MIS013_BY_BASE_EDIT, Finding, Severity, finding
 from .sampling import SAMPLING_PRESETS, did_you_mean
 from .schemas import schema_digest
 from .sums import FORMS as SUMS_FORMS
 from .sums import SIG_NAME, SUMS_NAME, SumsLine, parse_sums
+from .textsafe import clip
 
 ROOT_FILES = {
     "index.json",
@@ -157,6 +158,30 @@ def _holds_a_method_directory(directory: str) -> bool:
         return False
 
 
+def case_twins(names: list[str], rel: str) -> list[Finding]:
+    """LAY017 for each name of one directory ``rel`` ("" for the root; ``names`` sorted) that differs from an earlier
+    one only in letter case or Unicode normalization (:func:`~rwkv_registry.layout.name_key`): one file on macOS
+    and Windows. The local walk's check, and the Hub validator's on its listing."""
+    out: list[Finding] = []
+    if len(names) < 2:
+        return out
+    first: dict[str, str] = {}
+    for name in names:
+        if not rel and name == ".git":
+            continue
+        other = first.setdefault(name_key(name), name)
+        if other != name:
+            out.append(
+                finding(
+                    "LAY017",
+                    f"{rel}/{name}" if rel else name,
+                    f"{clip(name)!r} and {clip(other)!r} differ only in letter case or Unicode normalization: "
+                    "on macOS and Windows they are one file",
+                )
+            )
+    return out
+
+
 def _walk(root: Path, out: list[Finding]) -> Tree:
     tree = Tree()
     # relative paths as strings ("" for the root): no PurePosixPath per entry (a tenth of a warm run at 4,000)
@@ -171,6 +196,8 @@ def _walk(root: Path, out: list[Finding]) -> Tree:
             continue
         if rel and not entries:
             tree.empty_dirs.append(rel)
+        if len(entries) > 1:
+            out.extend(case_twins([e.name for e in entries], rel))
         for entry in entries:
             r = f"{rel}/{entry.name}" if rel else entry.name
             if not rel and entry.name == ".git":
@@ -1400,7 +1427,7 @@ class Validator:
             self.add(finding("STA001", path, "a tensor name appears twice"))
         for name, dtype, _shape in states:  # upload and load: "invalid shape or dtype for state tensor"
             if dtype not in ("bfloat16", "float32"):
-                self.add(finding("STA003", path, f"{name} is {dtype}"))
+                self.add(finding("STA003", path, f"{clip(name)} is {dtype}"))
         if not isinstance(arch, dict):
             return
         n_layer = arch.get("n_layer")
@@ -1411,7 +1438,7 @@ class Validator:
         )
         if sorted(names) != sorted(want):
             missing = sorted(set(want) - set(names), key=len)[:3]
-            extra = sorted(set(names) - set(want), key=len)[:3]
+            extra = [clip(n) for n in sorted(set(names) - set(want), key=len)[:3]]  # a 20 MB name: 200 characters
             self.add(
                 finding(
                     "STA001",
@@ -1427,7 +1454,9 @@ class Validator:
             return
         for name, _dtype, got in states:  # load: the shape must be [heads, head_size, head_size] of the base
             if list(got) != shape:
-                self.add(finding("STA002", path, f"{name} has shape {list(got)}, the base needs {shape} [H, V, K]"))
+                self.add(
+                    finding("STA002", path, f"{clip(name)} has shape {list(got)}, the base needs {shape} [H, V, K]")
+                )
                 break
 
     def check_miss(
@@ -1547,14 +1576,14 @@ class Validator:
         again: list[SumsLine] = []  # later listings of a path: `sha256sum -c` checks each of them too
         for line in lines:
             if line.path in NOT_SUMMED:
-                self.add(finding("HSH007", SUMS_NAME, f"line {line.lineno}: {line.path} should not be listed"))
+                self.add(finding("HSH007", SUMS_NAME, f"line {line.lineno}: {clip(line.path)} should not be listed"))
                 continue
             if line.path in listed:  # whatever its mode: `*name` (binary) and `name` (text) are one file
                 self.add(
                     finding(
                         "HSH007",
                         SUMS_NAME,
-                        f"line {line.lineno}: {line.path} listed twice (first on line {line_of[line.path]})",
+                        f"line {line.lineno}: {clip(line.path)} listed twice (first on line {line_of[line.path]})",
                     )
                 )
                 again.append(line)
@@ -1594,7 +1623,7 @@ class Validator:
                 )
             except OSError as e:  # a directory above it without permission: LAY010 names it
                 why = f"cannot be read ({e.strerror or e})"
-            self.sums_gone[rel] = finding("HSH005", SUMS_NAME, f"lists {rel}, which {why}")
+            self.sums_gone[rel] = finding("HSH005", SUMS_NAME, f"lists {clip(rel)}, which {why}")
             self.add(self.sums_gone[rel])
         for rel in sorted(set(listed) & set(actual)):
             f = facts.get(rel)
@@ -1761,16 +1790,50 @@ class Validator:
             self.add(finding("RDM002", "README.md", "the bases table or the per-base sections differ from index.json"))
 
     def check_gitattributes(self, tree: Tree) -> None:
-        rel = ".gitattributes"
-        text = ""
-        if rel in tree.files:
+        """LFS002: a weight file that git would not give ``filter=lfs``, read as git reads .gitattributes (every
+        one of the tree, last match wins, macros, …: :mod:`~rwkv_registry.gitattr`, tested against ``git
+        check-attr``). Asked first of a new file of each weight suffix in the layout (a finding on .gitattributes),
+        then of each weight file there (a finding on the file, when the first question passed)."""
+        from .fsio import open_regular
+        from .gitattr import MAX_READ, filter_of
+
+        attrs: dict[str, bytes] = {}
+        for rel in sorted(r for r in tree.files if r == ".gitattributes" or r.endswith("/.gitattributes")):
             try:
-                text = Path(tree.files[rel]).read_text("utf-8", "replace")
+                with open_regular(tree.files[rel]) as fh:
+                    data = read_at_most(fh, os.fstat(fh.fileno()).st_size, MAX_READ + 1)
             except OSError:
-                text = ""
+                data = b""
+            if len(data) > MAX_READ:
+                self.add(
+                    finding(
+                        "LFS002",
+                        rel,
+                        f"more than {MAX_READ:,} bytes: too large to be read, so no weight file is known to be routed "
+                        "through Git LFS",
+                    )
+                )
+                return
+            attrs[rel.rpartition("/")[0]] = data
         for suffix in WEIGHT_SUFFIXES:
-            if not _lfs_routed(text, suffix):
-                self.add(finding("LFS002", rel, f"*{suffix} files are not routed through Git LFS"))
+            probe = filter_of(attrs, f"{_PROBE_BASE}/state/v1/new{suffix}")
+            if probe.value != "lfs":
+                self.add(finding("LFS002", ".gitattributes", f"*{suffix} files are not routed through Git LFS" + (
+                    f" (git gives them filter: {probe.shown()}, from {probe.source} line {probe.lineno})"
+                    if probe.source else "")))  # fmt: skip
+                continue
+            for rel in sorted(r for r in tree.files if r.endswith(suffix)):
+                got = filter_of(attrs, rel)
+                if got.value != "lfs":
+                    why = (
+                        f"git gives it filter: {got.shown()}, from {got.source} line {got.lineno}"
+                        if got.source
+                        else "no line of .gitattributes gives it filter=lfs"
+                    )
+                    self.add(finding("LFS002", rel, f"not routed through Git LFS: {why}"))
+
+
+_PROBE_BASE = "rwkv7-new-20990101-ctx4096"  # a base directory name of the layout, for a weight file not there yet
 
 
 # findings on the two paths of a moved file that only say "it moved": LAY014 replaces them
@@ -1925,16 +1988,6 @@ def _misplaced(parts: list[str]) -> str:
     if len(parts) == 5 and parts[1] == "miss" and name == "adapter-final.pth" and not _NAME.match(parts[3]):
         return f"group folder {parts[3]!r} is not usable: letters, digits, '.', '_' and '-'"
     return "this place is not part of the layout"
-
-
-def _lfs_routed(text: str, suffix: str) -> bool:
-    for line in text.splitlines():
-        fields = line.split()
-        if not fields or fields[0].startswith("#"):
-            continue
-        if fields[0] in (f"*{suffix}", f"**/*{suffix}", "*", "**") and "filter=lfs" in fields[1:]:
-            return True
-    return False
 
 
 def write_in_progress(root: Path) -> bool:

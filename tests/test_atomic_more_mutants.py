@@ -39,9 +39,16 @@ def _record_io(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
         events.append((kind, os.readlink(f"/proc/self/fd/{fd}")))
         real_fsync(fd)
 
-    def replace(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
-        real_replace(src, dst)
-        events.append(("replace", os.fspath(dst)))
+    def replace(
+        src: str | os.PathLike[str],
+        dst: str | os.PathLike[str],
+        *,
+        src_dir_fd: int | None = None,
+        dst_dir_fd: int | None = None,
+    ) -> None:
+        real_replace(src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
+        where = os.fspath(dst) if dst_dir_fd is None else os.path.join(os.readlink(f"/proc/self/fd/{dst_dir_fd}"), dst)
+        events.append(("replace", where))  # renames within a directory opened by atomic.open_registry_dir too
 
     monkeypatch.setattr(atomic.os, "fsync", fsync)
     monkeypatch.setattr(atomic.os, "replace", replace)

@@ -72,10 +72,10 @@ def test_a_write_finished_by_recover_keeps_the_directories_it_made(
     (tmp_path / "index.json").write_text("{}")
     real = atomic.os.replace
 
-    def fail_on_index(src: str, dst: str) -> None:
+    def fail_on_index(src: str, dst: str, **dir_fds: int) -> None:
         if str(dst).endswith("index.json"):
             raise OSError(errno.EIO, "Input/output error")
-        real(src, dst)
+        real(src, dst, **dir_fds)
 
     txn = Transaction(tmp_path)
     txn.mkdir("base/state")

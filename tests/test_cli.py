@@ -121,13 +121,15 @@ def test_plain_text_report_is_what_rich_prints(width: int, monkeypatch: pytest.M
 @pytest.mark.parametrize("width", [20, 80, 200])
 def test_a_writes_line_is_what_rich_prints(width: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """`add`, `add-base`, `sums` and `readme` print their line without rich when rich would print it unchanged
-    (piped, no colour asked): the same bytes as rich's; markup, emoji codes, control characters and colour still go
-    through rich."""
+    (piped, no colour asked): the same bytes as rich's of the line with its control characters escaped
+    (textsafe.printable: nothing of a registry reaches the terminal raw); markup, emoji codes, backslashes and
+    colour still go through rich."""
     import io
 
     from rich.console import Console
 
     from rwkv_registry import cli
+    from rwkv_registry.textsafe import printable
 
     for var in ("FORCE_COLOR", "TTY_COMPATIBLE"):
         monkeypatch.delenv(var, raising=False)
@@ -139,7 +141,7 @@ def test_a_writes_line_is_what_rich_prints(width: int, monkeypatch: pytest.Monke
     for text in [*_TRICKY, *extra]:
         want = io.StringIO()
         try:
-            Console(file=want, highlight=False, soft_wrap=True, width=width).print(text)
+            Console(file=want, highlight=False, soft_wrap=True, width=width).print(printable(text))
         except Exception:  # markup rich refuses ("[/]" closing nothing): it goes to rich, as before
             continue
         got = io.StringIO()

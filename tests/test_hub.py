@@ -679,3 +679,14 @@ def test_pull_with_a_bad_key_file_stops_before_any_request(hub: FakeHub, tiny: P
     assert main(["pull", repo_id, str(tmp_path / "dest"), "--pubkey", str(tmp_path / "bad.pub")]) == 2
     assert main(["pull", repo_id, str(tmp_path / "dest"), "--pubkey", str(tmp_path / "missing.pub")]) == 2
     assert hub.log[start:] == [] and not (tmp_path / "dest").exists()
+
+
+def test_validate_hub_reports_names_that_differ_only_in_case(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
+    """LAY017 from the Hub's listing, as `validate` finds it on disk: a clone on macOS keeps one of the two."""
+    reg = copy(tiny, tmp_path / "reg")
+    state = next(reg.rglob("*.pth"))
+    shutil.copy(state, state.with_name(state.name.upper()))
+    resum(reg)
+    local = [(f.code, f.path) for f in validate_registry(reg, use_cache=False).findings if f.code == "LAY017"]
+    report = validate_hub(f"hf://{new_repo(hub, reg)}")
+    assert local and [(f.code, f.path) for f in report.findings if f.code == "LAY017"] == local

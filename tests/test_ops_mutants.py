@@ -477,9 +477,13 @@ def test_every_file_is_fsynced_before_its_rename_and_its_directory_after(
         events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
         fsync(fd)
 
-    def spy_replace(src: Any, dst: Any) -> None:
-        replace(src, dst)
-        events.append(("replace", f"{os.path.realpath(src)}>{os.path.realpath(dst)}"))
+    def spy_replace(src: Any, dst: Any, *, src_dir_fd: int | None = None, dst_dir_fd: int | None = None) -> None:
+        replace(src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
+
+        def full(name: Any, fd: int | None) -> str:  # a name in a directory opened by atomic.open_registry_dir
+            return os.path.realpath(name if fd is None else os.path.join(os.readlink(f"/proc/self/fd/{fd}"), name))
+
+        events.append(("replace", f"{full(src, src_dir_fd)}>{full(dst, dst_dir_fd)}"))
 
     monkeypatch.setattr(os, "fsync", spy_fsync)
     monkeypatch.setattr(os, "replace", spy_replace)

@@ -532,6 +532,7 @@ ELSEWHERE: dict[str, tuple[str, str]] = {
         "test_a_legacy_training_checkpoint_with_its_checkpoint_json",
     ),  # a checkpoint.json beside the file add is given: never inside a registry
     "LAY013": ("test_validate_walkthrough.py", "test_lay013_a_live_writer_is_one_finding"),
+    "LAY017": ("test_name_twins.py", "test_validate_reports_files_that_differ_only_in_case_or_normalization"),
     "PTH002": ("test_ckpt.py", "test_bad_crc_in_data_pkl"),
     "PTH003": ("test_ckpt.py", "test_code_execution_globals"),
     "PTH004": ("test_ckpt.py", "test_opcodes_outside_the_allow_list"),

@@ -18,11 +18,13 @@ from typing import ClassVar
 from textual import events
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
 from rwkv_registry.catalog import Catalog
+from rwkv_registry.textsafe import printable
 from rwkv_registry.tui.commands import RegistryCommands
 from rwkv_registry.tui.keymap import load_keymap
 from rwkv_registry.tui.screens.main import MainScreen
@@ -44,6 +46,22 @@ class RegistryApp(App[None]):
         Binding("q", "quit", "Quit", id="app.quit"),
     ]
 
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Textual's notification, its text shown through :func:`~rwkv_registry.textsafe.printable`: a message may
+        quote registry text (an entry id, a path, a validation error), whose control sequences must not reach the
+        terminal."""
+        super().notify(
+            printable(message, newlines=True), title=printable(title), severity=severity, timeout=timeout, markup=markup
+        )
+
     def __init__(
         self, path: str = ".", *, validate_on_start: bool = True, keymap: dict[str, str] | None = None
     ) -> None:
@@ -57,7 +75,7 @@ class RegistryApp(App[None]):
         self.on_busy: Callable[[], None] | None = None  # called (UI thread) as ui_busy() turns true: wakes the relay
         super().__init__()
         self.catalog = Catalog(path)
-        self.sub_title = self.catalog.name
+        self.sub_title = printable(self.catalog.name)
         self.validate_on_start = validate_on_start
         if keymap is None:
             keymap, self.keymap_problems = load_keymap()

@@ -12,13 +12,13 @@ way: a harness or format problem, not the entry).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
 from rwkv_registry.cli import check_think_tokens
 from rwkv_registry.model.smoke.evaluate import Settings, run_smoke
 from rwkv_registry.model.smoke.report import append_record, build_report, recordable, render, smoke_record
+from rwkv_registry.textsafe import json_text
 
 
 class RichProgress:
@@ -82,7 +82,7 @@ def cmd_smoke(args: argparse.Namespace) -> int:
     if record:
         append_record(args.path, args.entry_id, smoke_record(report))
     if args.format == "json":
-        sys.stdout.write(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(json_text(report) + "\n")  # exact JSON, terminal controls escaped
     else:
         out = Console(highlight=False)
         render(report, out)

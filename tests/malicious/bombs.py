@@ -142,6 +142,23 @@ def _safetensors_header_length() -> bytes:
     return struct.pack("<Q", 99_999_992) + b"{" + bytes(7)
 
 
+def _safetensors_spaces() -> bytes:
+    # a header the safetensors library would read (under its 100,000,000 bytes): "{}" and 99 MB of spaces
+    header = b"{}" + b" " * (99_999_990 - 2)
+    return struct.pack("<Q", len(header)) + header
+
+
+def _safetensors_empty_tensors() -> bytes:
+    header = json.dumps({f"t{i}": {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]} for i in range(200_000)})
+    raw = header.encode() + b" " * (-len(header) % 8)
+    return struct.pack("<Q", len(raw)) + raw
+
+
+def _sums_long_path(path: Path) -> None:
+    with open(path, "ab") as f:  # one more line: a path of 20 MB
+        f.write(b"0" * 64 + b"  " + b"a" * (20 * 1024 * 1024) + b"\n")
+
+
 def _deep_json(depth: int = 10_000) -> bytes:
     return ("[" * depth + "]" * depth).encode()
 
@@ -189,6 +206,11 @@ BOMBS: dict[str, Bomb] = {
              _bytes(_safetensors_header_length)),
         Bomb("safetensors-deep", "safetensors header nested 10,000 deep", STATE, "PTH012",
              _bytes(_deep_safetensors_header)),
+        Bomb("safetensors-spaces-99mb", "safetensors header of '{}' and 99 MB of spaces", STATE, "PTH012",
+             _bytes(_safetensors_spaces)),
+        Bomb("safetensors-200k-empty", "safetensors header of 200,000 empty tensors", STATE, "PTH012",
+             _bytes(_safetensors_empty_tensors)),
+        Bomb("sums-path-20mb", "SHA256SUMS line whose path is 20 MB long", "SHA256SUMS", "HSH005", _sums_long_path),
         Bomb("miss-json-deep", "miss.json nested 10,000 deep", STATE, "MIS003", _bytes(_deep_miss_json)),
         Bomb("index-json-deep", "index.json nested 10,000 deep", "index.json", "SCH001", _bytes(_deep_json)),
         Bomb("train-json-deep", "train.json nested 10,000 deep", TRAIN, "SCH001", _bytes(_deep_json)),

@@ -312,6 +312,165 @@ when they fail; without `--pubkey` a re-signed registry pulls and validates clea
 """
 
 
+# Hand-written: the classes of issue 26 that reach the tool outside the weight files (the last section)
+OUTSIDE_THE_WEIGHTS = r"""
+## Outside the weight files (issue 26)
+
+Six classes of hostile input that reach the tool through the registry's own files and directories, not through a
+weight file's bytes. For each: what could happen, what the tool does now, where, and the test that fails without
+the fix.
+
+### Writes stay in the registry
+
+**What could happen.** `add` wrote outside the registry when `<base>/state/<version>` (new or existing) was a
+symbolic link to a directory elsewhere: exit 0, the `.pth` and `train.json` written there. `validate` flagged the
+link (LAY005), but nothing stopped a write through it, nor through a link at `<base>/state` or `<base>` itself, nor
+through a link to another directory *inside* the registry (the files then appear under another name), nor through
+a link swapped in between a check and the write.
+
+**What the tool does now.** Every write command stages through `atomic.Transaction` (`add`, `add-base`, `sums`,
+`readme`, `init`, `demo`, `sign`, `smoke --record`, and any command built on it, such as `score`), and `recover`
+replays a journal through the same opener. `atomic.open_registry_dir` opens each directory on the way one
+component at a time, each relative to the one above (`openat` with `O_NOFOLLOW | O_DIRECTORY`); a component that
+is a link, a file or anything but a directory, and a path holding `..`, `.`, an empty component, a backslash or an
+absolute start, is refused (exit 1, *"… is a symbolic link (to …), leaving the registry (LAY005): nothing was
+written"*, with the fix). The staged file is created through that descriptor (`O_CREAT | O_EXCL | O_NOFOLLOW`),
+renamed over its final name there (`renameat`) and its directory fsync'ed there: a link swapped in after the check
+changes nothing, the write goes to the directory that was checked. `add` runs the same check
+(`atomic.refuse_unsafe_path`) before it reads the data version's train.json or copies the weight file. The lock
+file `.rwkv-registry.lock` is refused when it is a link: filelock before 3.20.1 (pyproject allows 3.13) opened it
+with `O_TRUNC` through the link and emptied the file it pointed to (CVE-2025-68146, tox-dev/filelock#461); 4.3.1,
+installed here, refuses it with `ELOOP`, which used to surface as an unclear I/O error. The record of created
+directories is appended without following a link.
+
+**What is left.** A directory of the registry that another process *moves* out of the registry (`mv`, not a
+link) while a write holds its descriptor receives the file where it now is: only a process that can already write
+in the registry can do that. On a system without `openat` (`os.supports_dir_fd`: Windows) each component is
+checked with `lstat` just before the write, which leaves the window between that check and the write. `pull` does
+not write in a registry: it fills a staging directory it created itself, from a listing whose paths are checked
+(see "The Hub as an adversary"). Reads (`validate`, `list`) never follow a link out of the registry (LAY005).
+
+**Code:** `registry/atomic.py` (`open_registry_dir`, `RegistryDir`, `refuse_unsafe_path`, `Transaction._tmp_for`,
+`_recover`, `_refuse_lock_link`). **Test:** `tests/test_write_confinement.py` (a link at the new and the existing
+version directory, at `state/`, at the base directory, a link inside the registry, a link swapped in right after
+the directory is made, `..` and friends, the lock file as a link, a journal through a link).
+
+### `.gitattributes` read as git reads it
+
+**What could happen.** LFS002 looked for any line routing `*.pth` to `filter=lfs`; git applies the *last*
+matching line, so a later `*.pth -filter` (or `!filter`, a macro, a deeper `.gitattributes`) turned LFS off and
+`validate` was silent: the weights went into git itself, which the Hub refuses or serves without an LFS sha256.
+
+**What the tool does now.** `registry/gitattr.py` implements git's attribute lookup for `filter` (git's `attr.c`,
+`dir.c`, `wildmatch.c`; the rules are listed in its docstring): every `.gitattributes` of the tree, deeper over
+shallower, later lines over earlier ones, `-filter`/`!filter`/`filter=…`, macros (`binary`, user macros, refused
+below the top), `**` and anchored patterns, trailing-`/` directory patterns (never a file), quoted patterns,
+negative patterns and invalid attribute names (the line dropped), CRLF, a byte-order mark, a NUL (the file ends
+there), lines of 2048 bytes or more (ignored), byte-wise matching of non-ASCII names. `validate` asks it about a
+new file of each weight suffix (LFS002 on `.gitattributes`, naming the line that decided: *"… (git gives them
+filter: unset, from .gitattributes line 7)"*) and then about every weight file of the tree (LFS002 on the file).
+A `.gitattributes` over 1 MiB is not read; LFS002 says so. `$GIT_DIR/info/attributes` and the user's and system's
+files are not read: a clone does not get them.
+
+**Code:** `registry/gitattr.py`, `Validator.check_gitattributes`. **Test:** `tests/test_gitattributes.py`: our
+reading against `git check-attr --stdin -z filter` (git 2.39.5 here, configuration isolated) on 14 paths, for each
+of 70 kinds of line before and after `filter=lfs`, line endings, BOM and NUL, nested files and macros, and 250
+generated files of 1 to 6 lines over 1 to 3 directories; the two `validate` tests fail with the old check.
+
+### Terminal escapes in registry text
+
+**What could happen.** A description (or a known issue, a score's note, a train.json field, a file name) holding
+ESC sequences was printed raw by `list`, `show`, `validate` and the TUI: a pulled registry could retitle the
+terminal (OSC 0), clear it (CSI 2J), plant a hyperlink (OSC 8), reorder what is shown (U+202E, "Trojan Source") or
+hide a line (CR). rich and Textual strip only BEL, BS, VT, FF and CR.
+
+**What the tool does now.** `textsafe.printable` escapes every C0 and C1 control (tab kept; newline only where a
+text is laid out on several lines), DEL, every format character (bidi overrides and isolates, zero-width spaces),
+line and paragraph separators and lone surrogates (`\x1b`, `\u202e`): one function, used by `validate`'s report
+(plain and rich paths), the notes, warnings and errors of the write commands, `sums --check`, `list` and `show`
+(their rich consoles carry a render hook, `textsafe.printable_console`, and `list`'s rows are escaped before the
+layout), and the TUI (tree labels, details tabs through `printable_renderable`, status bar, compare screen, every
+notification through `RegistryApp.notify`). `--format json` stays exact JSON: `textsafe.json_text` writes the same
+value with the characters `json.dumps(ensure_ascii=False)` leaves raw (C1, format characters, separators, lone
+surrogates) as `\uXXXX`.
+
+**Code:** `registry/textsafe.py`, `registry/cli.py`, `registry/catalog_render.py`, `tui/`. **Test:**
+`tests/test_terminal_escapes.py` (list, show, show of the registry, plain and with colour forced; JSON round trip;
+a hostile file name in `validate`; a trainer version in `add`'s TRN006 note; an error message),
+`tests/tui/test_tui_escapes.py` (the compositor's output, as the terminal would receive it).
+
+### README markers in registry text
+
+**What could happen.** A description holding `<!-- rwkv-registry:sections:end -->` ended the generated region
+early: each `readme` kept the old text after the fake marker and grew the file, and `validate` reported RDM002
+right after `add`.
+
+**What the tool does now.** The rendered regions escape any text that starts like a marker
+(`&lt;!-- rwkv-registry:`, which Markdown shows as the same text); index.json keeps the description as given.
+
+**Code:** `registry/readme.py` (`render_bodies`, `_defused`). **Test:** `tests/test_readme_hostile.py` (each of the
+four markers in an `add --description`, then `readme` twice: README.md byte-identical, no RDM001/RDM002; markers in
+known issues).
+
+### Output and memory bombs
+
+**What could happen.** A 20 MB tensor name or SHA256SUMS path was quoted whole: 20 MB of output (21 MB of JSON)
+and 130-150 MB peak. A safetensors header of 99 MB of spaces (the safetensors library allows 100,000,000 bytes:
+huggingface/safetensors `safetensors/src/tensor.rs`, `MAX_HEADER_SIZE`, `read_metadata`) cost 311 MB; 200,000
+empty tensors 292 MB and 3 s.
+
+**What the tool does now.** A name or path quoted in a message is cut to about 200 characters, head and tail kept
+(`textsafe.clip`: *"blocks.1.att.time_statennn…[20971343 characters]…nnnn"*) at the quoting sites (safetensors
+reader, STA001-STA004, MiSS names, SHA256SUMS lines); every finding's and error's message is cut at 4,000
+characters and its path at 1,024 at the latest (`rules.finding`, `errors.RegistryError`). A safetensors header is
+bounded by what a State holds (one tensor per layer, a header under 10 KB; a base's, some 45 tensors a layer, a few
+hundred KB): 8 MiB, 16,384 tensors (counted as the JSON parser makes the objects), and before parsing no more `:`
+than 16,384 tensors and 65,536 metadata keys have (700,000 keys of plain values fit in 8 MiB and would cost 160 MB
+parsed). Past a bound: PTH012, *"header length 99,999,990 exceeds the 8,388,608-byte bound of a State's header"*,
+the rule's hint naming the bounds.
+
+**Figures** (`bench/hostile_names_bench.py`: `validate` of the tiny State-only registry with one file replaced,
+peak resident set of the process (`VmHWM`), output of the text report; `open`: the safe reader alone; a 2-core Xeon
+shared with other jobs, load 5-6):
+
+| input | validate peak before → after | output before → after | reader alone before → after |
+|---|---|---|---|
+| none (baseline) | 31.5 → 31.6 MB | 553 → 553 B | 17.1 → 17.4 MB |
+| SHA256SUMS path of 20 MB | 131 → 111 MB | 20,972,532 → 1,239 B | — |
+| safetensors name of 20 MB | 111 → 51 MB | 1.9 → 1.9 KB | 77 → 17 MB |
+| safetensors header of 99 MB of spaces | 314 → 126 MB | 1.9 → 1.9 KB | 206 → 17 MB |
+| safetensors header of 200,000 empty tensors | 281 → 44 MB, 2.1 → 0.5 s | 1.9 → 1.9 KB | 255 → 17 MB |
+
+Of the 126 MB of the 99 MB-of-spaces case, about 95 MB are the pages of the file itself, mapped to be hashed for
+HSH001/HSH006 (they count in the resident set; the reader alone reads 16 bytes of it). The SHA256SUMS case holds
+the file's bytes and text (20 MB each) and the parsed lines; the torch pickle with a 20 MB tensor name
+(`tests/test_output_bounds.py`) peaks at 114 MB with a 2.1 KB report (20.9 MB before).
+
+**Code:** `registry/textsafe.py` (`clip`), `registry/ckpt.py` (`_safetensors_header`), `registry/rules.py`,
+`registry/errors.py`. **Test:** `tests/test_output_bounds.py` (each giant name: text and JSON output under 8 KB),
+`tests/test_safetensors_bounds.py` (the bounds exactly, the `:` count in bounded memory), the bombs
+`safetensors-spaces-99mb`, `safetensors-200k-empty`, `sums-path-20mb` in `tests/malicious/bombs.py` (peak within
+200 MB of the baseline, `tests/test_bounds.py`).
+
+### Names that are one file on macOS and Windows
+
+**What could happen.** Names of one directory that differ only in letter case (`s1.pth` and `S1.pth`, `v1/` and
+`V1/`) or in Unicode normalization (`é` as one code point, NFC, and as `e` plus a combining accent, NFD) were
+accepted; a clone on macOS (case-insensitive, normalization-insensitive APFS/HFS+) or Windows keeps one of them, and
+SHA256SUMS and index.json no longer describe the files on disk.
+
+**What the tool does now.** LAY017 (error), checked in the one tree walk of `validate` (`_case_twins`): two entries
+of one directory with the same `layout.name_key` (Unicode's canonical caseless match, `NFD(casefold(NFD(name)))`; a
+little wider than any one file system's rule, so it errs on the side of calling two names twins); `validate hf://`
+checks the Hub's listing the same way. Every writer refuses to create such a twin (`atomic.refuse_case_twin`, called
+by the transaction for each new file and directory): `add` of `S1.pth` beside `s1.pth`, a MiSS group `R4-A` beside
+`r4-a`.
+
+**Code:** `registry/layout.py`, `registry/validate.py`, `registry/atomic.py`. **Test:** `tests/test_name_twins.py`.
+"""
+FOOTER += OUTSIDE_THE_WEIGHTS  # no braces in it: FOOTER.format leaves it as it is
+
+
 def generate() -> str:
     """The whole document."""
     import torch

@@ -23,6 +23,7 @@ from rwkv_registry.catalog_render import (
     render_comparison,
 )
 from rwkv_registry.errors import RegistryError
+from rwkv_registry.textsafe import printable, printable_renderable
 
 
 class CompareScreen(Screen[None]):
@@ -57,11 +58,13 @@ class CompareScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Header()
         with VerticalScroll(id="compare-scroll"):
-            yield Static(Text(f"comparing {self.a} with {self.b}…", style="dim"), id="compare-body")
+            yield Static(
+                Text(f"comparing {printable(self.a)} with {printable(self.b)}…", style="dim"), id="compare-body"
+            )
         yield Footer()
 
     def on_mount(self) -> None:
-        self.sub_title = f"{self.a} ↔ {self.b}"
+        self.sub_title = f"{printable(self.a)} ↔ {printable(self.b)}"
         self.compute()
 
     @work(thread=True, exclusive=True, exit_on_error=False, name="compare")
@@ -77,11 +80,12 @@ class CompareScreen(Screen[None]):
             self.post_message(self.Ready(cmp))
 
     def on_compare_screen_failed(self, message: Failed) -> None:
-        text = Text(f"✗ cannot compare: {message.text}")
+        text = Text(f"✗ cannot compare: {printable(message.text)}")
         if message.hint:
-            text.append(f"\n{message.hint}", style="dim")
+            text.append(f"\n{printable(message.hint)}", style="dim")
         self.query_one("#compare-body", Static).update(text)
 
     def on_compare_screen_ready(self, message: Ready) -> None:
         self.comparison = message.comparison
-        self.query_one("#compare-body", Static).update(Group(*render_comparison(message.comparison)))
+        body = printable_renderable(Group(*render_comparison(message.comparison)))  # train.json text, escaped
+        self.query_one("#compare-body", Static).update(body)

@@ -36,6 +36,7 @@ from rwkv_registry.catalog_render import (
     render_smoke,
     render_train,
 )
+from rwkv_registry.textsafe import printable_renderable
 
 TABS = (("info", "Info"), ("train", "Train"), ("miss", "MiSS"), ("scores", "Scores"), ("checks", "Checks"))
 
@@ -140,7 +141,9 @@ class RenderedOnce(RichVisual):
                 self._rendered.clear()
             app = active_app.get()
             options = app.console_options.update_width(width).update(highlight=False)
-            segments = self._rendered[width] = list(app.console.render(self._renderable, options))
+            # registry text shown escaped where it holds control characters (textsafe.printable)
+            shown = printable_renderable(self._renderable)
+            segments = self._rendered[width] = list(app.console.render(shown, options))
         return segments
 
     def get_height(self, rules: RulesMap, width: int) -> int:
@@ -172,6 +175,10 @@ class DetailStatic(Static):
             if memo is None or memo[0] is not visual:
                 memo = self._memo = (visual, RenderedOnce(self, content))
             return memo[1]
+        if isinstance(content, Text) and not content.plain.isprintable():
+            return printable_renderable(content)  # a message quoting registry text, escaped
+        if type(visual) is RichVisual:
+            return printable_renderable(content)
         return visual
 
     def show(self, content: RenderableType) -> None:

@@ -19,6 +19,7 @@ from rwkv_registry.catalog import (
     NodeRef,
     worst_status,
 )
+from rwkv_registry.textsafe import printable
 
 Grouped = dict[str, dict[str, dict[str, list[dict[str, Any]]]]]
 
@@ -181,7 +182,7 @@ class RegistryTree(Tree[NodeRef]):
         label = self._mark(self.registry_status)
         total = len(self.catalog.entries)
         count = f" ({self.shown_entries} of {total} shown)" if self.filter.active else f" ({total})"
-        label.append(self._fit(self.catalog.name, depth=0, tail=len(count)), style="bold")
+        label.append(self._fit(printable(self.catalog.name), depth=0, tail=len(count)), style="bold")
         label.append(count, style="dim")
         return label
 
@@ -198,13 +199,13 @@ class RegistryTree(Tree[NodeRef]):
             status = self.catalog.base_status(ref.base)
             tag = f" {FROZEN_TAG}" if status == "frozen" else " [not in index]" if status == "unknown" else ""
             # a long base name gives way (…) so that its tag and count stay visible in a narrow tree
-            label.append(self._fit(ref.base, depth=1, tail=len(tag) + len(f" ({n})")), style="bold")
+            label.append(self._fit(printable(ref.base), depth=1, tail=len(tag) + len(f" ({n})")), style="bold")
             if tag:
                 label.append(tag, style="cyan" if status == "frozen" else "bold red")
         elif ref.kind == "method":
-            label.append(METHOD_LABEL.get(ref.method, ref.method))
+            label.append(printable(METHOD_LABEL.get(ref.method, ref.method)))
         else:
-            label.append(ref.version)
+            label.append(printable(ref.version))
         label.append(f" ({n})", style="dim")
         return label
 
@@ -224,7 +225,7 @@ class RegistryTree(Tree[NodeRef]):
     def _entry_label(self, e: dict[str, Any]) -> Text:
         eid = str(e.get("id"))
         label = self._mark(self._status(eid))
-        label.append(eid)
+        label.append(printable(eid))
         if e.get("recommended") is True:
             label.append(f" {RECOMMENDED_MARK}", style="bold yellow")
         return label

@@ -7,6 +7,7 @@ from textual import events
 from textual.widgets import Static
 
 from rwkv_registry.catalog import SEVERITY_MARK, SEVERITY_STYLE
+from rwkv_registry.textsafe import printable
 
 
 def _plural(n: int, word: str) -> str:
@@ -50,7 +51,7 @@ class StatusBar(Static):
         self.update(text)
 
     def _text(self, *, compact: bool) -> Text:
-        text = Text(self.state, style="bold" if self.state.startswith("validating") else "")
+        text = Text(printable(self.state), style="bold" if self.state.startswith("validating") else "")
         if self.counts is not None:
             text.append(" │ ", style="dim")
             for sev, word in (("error", "error"), ("warning", "warning"), ("info", "note")):
@@ -61,8 +62,8 @@ class StatusBar(Static):
             text.rstrip()
         if self.entries:
             text.append(" │ ", style="dim")
-            text.append(self.entries)
+            text.append(printable(self.entries))
         if self.marked:
             text.append(" │ ", style="dim")
-            text.append(f"compare: {self.marked} + ?", style="bold")
+            text.append(f"compare: {printable(self.marked)} + ?", style="bold")
         return text
