@@ -41,7 +41,9 @@ DECIDING_MODULES = (
     "pthwrite",
     "readme",
     "rules",
+    "sampling",
     "sums",
+    "textsafe",
     "validate",
 )
 

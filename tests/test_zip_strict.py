@@ -4,7 +4,7 @@ its own rule, and what the producers really write is still accepted.
 The other readers are the oracle: torch.load (miniz; run here on the files) and rwkv_lightning_cuda's PthArchive
 (src/io/pth_archive.cpp: the last end-record signature, exact names, the first zip64 field), whose rules are
 cited in registry/_zipread.py. Hostile archives are built here byte by byte (struct) or from real torch.save
-output; accepted ones come from torch.save itself and from tests/lightning_writer.py (written from
+output; accepted ones come from torch.save itself and from tests/conformance/lightning_cpp.py (written from
 src/io/pth_writer.cpp and src/state_tuning/state_checkpoint.cpp), never from registry/pthwrite.py.
 """
 
@@ -23,9 +23,12 @@ from pathlib import Path
 import pytest
 import torch
 from ckpt_hostile import T, tensor_pickle
-from lightning_writer import lightning_bytes, lightning_pickle, lightning_zip
 
+sys.path.insert(0, str(Path(__file__).parent / "conformance"))
 sys.path.insert(0, str(Path(__file__).parent / "malicious"))
+
+from lightning_cpp import lightning_bytes, lightning_pickle  # noqa: E402
+from lightning_cpp import write_zip as lightning_zip  # noqa: E402
 
 from evil_cases import (
     CASES,

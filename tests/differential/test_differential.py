@@ -117,12 +117,9 @@ def test_the_zip_model_serializes_real_files_back_byte_for_byte() -> None:
 
 def test_the_lightning_transcription_writes_what_the_test_writer_writes() -> None:
     """Two transcriptions of rwkv_lightning_cuda's writer (src/io/pth_writer.cpp) made apart agree:
-    bench/diffgen.py's and tests' lightning_writer.py (wherever the `miss` helper keeps it)."""
-    try:
-        from lightning_writer import lightning_bytes
-    except ImportError:
-        sys.path.insert(0, str(ROOT / "tests" / "conformance"))
-        from lightning_writer import lightning_bytes
+    bench/diffgen.py's and tests/conformance/lightning_cpp.py."""
+    sys.path.insert(0, str(ROOT / "tests" / "conformance"))
+    from lightning_cpp import lightning_bytes
     import random
 
     for n in range(10):
