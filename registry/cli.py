@@ -911,7 +911,7 @@ def _interrupted_message(args: argparse.Namespace) -> str:
 
 
 # Third-party modules of the optional parts: the core (validate, add, ...) needs none of them.
-_OPTIONAL_EXTRAS = {"torch": "model", "rwkv": "model", "triton": "model", "textual": "tui"}
+_OPTIONAL_EXTRAS = {"torch": "smoke", "rwkv": "smoke", "triton": "smoke", "textual": "tui", "huggingface_hub": "hub"}
 
 
 def _unexpected(e: Exception) -> int:

@@ -167,10 +167,13 @@ def test_smoke_without_torch_says_what_to_install(
     monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "torch" else real(n, *a))
     assert main(["smoke", str(registry), "x", "--base-file", "b.pth"]) == 2
     err = capsys.readouterr().err
-    assert "'torch'" in err and "rwkv-registry[model]" in err
+    assert "'torch'" in err and "rwkv-registry[smoke]" in err
 
 
-@pytest.mark.parametrize(("name", "extra"), [("torch.cuda", "model"), ("textual.app", "tui"), ("triton", "model")])
+@pytest.mark.parametrize(
+    ("name", "extra"),
+    [("torch.cuda", "smoke"), ("textual.app", "tui"), ("triton", "smoke"), ("huggingface_hub.errors", "hub")],
+)
 def test_a_missing_optional_module_names_its_extra(
     name: str, extra: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

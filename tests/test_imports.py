@@ -67,7 +67,7 @@ import sys
 
 class NotInstalled:
     def find_spec(self, name, path=None, target=None):
-        if name.partition(".")[0] in ("torch", "textual", "rwkv", "triton"):
+        if name.partition(".")[0] in ("torch", "textual", "rwkv", "triton", "huggingface_hub"):
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
         return None
 
@@ -98,6 +98,15 @@ def test_without_the_extras_the_core_works_and_the_rest_says_what_to_install(tmp
     tui = run("tui", str(root))
     assert tui.returncode == 2 and "pip install 'rwkv-registry[tui]'" in tui.stderr
     smoke = run("smoke", str(root), "some-entry", "--base-file", "base.pth")
-    assert smoke.returncode == 2 and "pip install 'rwkv-registry[model]'" in smoke.stderr
+    assert smoke.returncode == 2 and "pip install 'rwkv-registry[smoke]'" in smoke.stderr
+    for hub_command in (
+        ("validate", "hf://owner/repo"),
+        ("pull", "owner/repo", str(tmp_path / "pulled")),
+        ("push", str(root), "--repo", "owner/repo"),
+        ("add-base", str(root), "--from-hub", "owner/repo/base.pth"),
+    ):
+        hub = run(*hub_command)
+        assert hub.returncode == 2 and "pip install 'rwkv-registry[hub]'" in hub.stderr, (hub_command, hub.stderr)
+    assert not (tmp_path / "pulled").exists()
     assert "needs 'textual'" in tui.stderr and "needs 'torch'" in smoke.stderr
     assert "Traceback" not in tui.stderr + smoke.stderr
