@@ -957,8 +957,77 @@ def finding(code: str, path: str, message: str, *, hint: str | None = None, **ex
                    dict(extra))  # fmt: skip
 
 
+# Where the registry decides otherwise than rwkv_lightning_cuda's loader, on purpose: (what, codes, why, where
+# the server's rule and the test are). Listed under the table of docs/rules.md.
+DELIBERATE_DIFFERENCES: tuple[tuple[str, str, str, str], ...] = (
+    (
+        "JSON the server's JsonCpp also reads: comments, trailing commas, text after the value, duplicate keys",
+        "SCH001, MIS003",
+        "no producer writes them, a comment would be hashed, and readers disagree on duplicates",
+        "miss.md#deliberate-exceptions, jsoncpp.md",
+    ),
+    (
+        "`rank`, `layer`, `in_features`, `shape` given as `16.0` or `true` (JsonCpp's `asInt()` takes them)",
+        "MIS003, MIS004",
+        "the trainer writes integers; a real or a bool there is a hand edit that may mean something else",
+        "miss.md#deliberate-exceptions",
+    ),
+    (
+        "a manifest `shape` of more than two sizes (the server reads the first two)",
+        "MIS008",
+        "a third size has no meaning",
+        "miss.md#deliberate-exceptions",
+    ),
+    (
+        "hash fields in upper-case or non-hex 64-character strings (the server checks the length)",
+        "MIS006",
+        "no such string can equal the base's sha256 or the computed digest: the server would refuse it at use",
+        "miss.md#deliberate-exceptions",
+    ),
+    (
+        "a MiSS training checkpoint (`training.pth`, tensor_source master) at an adapter's place",
+        "MIS018",
+        "the server loads it, but it is 8 times the adapter and carries the optimizer state; publish adapter-final.pth",
+        "miss.md#training-checkpoints",
+    ),
+    (
+        "a State holding NaN or Inf (the server loads it)",
+        "STA004",
+        "both trainers refuse to write one, and every token generated with it would be NaN",
+        "state-files.md",
+    ),
+    (
+        "`blocks.01.att.time_state` (the server's `stoi` reads layer 1)",
+        "STA001",
+        "no producer writes it, and torch consumers look layer 1 up as `blocks.1.att.time_state`",
+        "state-files.md",
+    ),
+    (
+        "a strided tensor (`torch.save` of a transposed view; the server walks the strides)",
+        "PTH013",
+        "no producer writes one; save `.contiguous()`",
+        "state-files.md",
+    ),
+    ("a State file name of 129 to 180 characters", "LAY004", "the layout's names stay portable", "state-files.md"),
+    (
+        "a `.safetensors` State (the server's upload opens torch zips only and refuses it)",
+        "STA007 (warning)",
+        "accepted with a warning, the one case where the registry keeps what the server refuses: a registry feature "
+        "for torch consumers",
+        "state-files.md",
+    ),
+    (
+        "zip archives torch's miniz or the server's PthArchive would still open: a comment or second end record, "
+        "names equal but for case, a repeated extra field, bytes no entry owns, members torch does not write",
+        "PTH014-PTH019",
+        "readers disagree on such files; what the registry accepts, torch and the server read identically",
+        "security.md",
+    ),
+)
+
+
 def rules_markdown() -> str:
-    """The rules table of docs/rules.md, generated from :data:`RULES`."""
+    """docs/rules.md: the rules table, generated from :data:`RULES`, and :data:`DELIBERATE_DIFFERENCES`."""
     lines = [
         "# Validation rules",
         "",
@@ -971,4 +1040,18 @@ def rules_markdown() -> str:
         hint = r.hint.replace("|", "\\|")
         title = r.title.replace("|", "\\|")
         lines.append(f"| {r.code} | {r.severity} | {title} | {hint} |")
+    lines += [
+        "",
+        "## Deliberate differences from the server",
+        "",
+        "The registry refuses what no real producer writes even where rwkv_lightning_cuda's loader would take it, "
+        "and accepts nothing the server refuses but the one case marked below. Each has its test, named in the "
+        "document linked.",
+        "",
+        "| what | code | why | details |",
+        "|---|---|---|---|",
+    ]
+    for what, code, why, where in DELIBERATE_DIFFERENCES:
+        links = ", ".join(f"[{w.strip()}]({w.strip()})" for w in where.split(","))
+        lines.append(f"| {what} | {code} | {why} | {links} |")
     return "\n".join(lines) + "\n"
