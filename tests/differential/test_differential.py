@@ -119,8 +119,9 @@ def test_the_lightning_transcription_writes_what_the_test_writer_writes() -> Non
     """Two transcriptions of rwkv_lightning_cuda's writer (src/io/pth_writer.cpp) made apart agree:
     bench/diffgen.py's and tests/conformance/lightning_cpp.py."""
     sys.path.insert(0, str(ROOT / "tests" / "conformance"))
-    from lightning_cpp import lightning_bytes
     import random
+
+    from lightning_cpp import lightning_bytes
 
     for n in range(10):
         base = diffgen.base_archive(random.Random(f"lightning/{n}"), "lightning-miss" if n % 2 else "lightning-state")
