@@ -174,3 +174,12 @@ def test_the_campaign_writes_its_summary_and_replays_a_sample(tmp_path: Path) ->
     assert replay.returncode == 0, replay.stdout + replay.stderr
     assert "tool: accepts" in replay.stdout
     assert (tmp_path / "valid-5.pth").read_bytes() == diffgen.generate("valid", 5).data
+
+
+def test_the_campaign_draws_every_class() -> None:
+    """The campaign's default classes are its weight table's: a class added to diffgen and not there is never run
+    (version-needed was not, the first time)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import fuzz_differential
+
+    assert set(fuzz_differential.WEIGHTS) == set(ALL_CLASSES)

@@ -180,12 +180,29 @@ could read otherwise. What the other readers do was read in their source: miniz 
   `test_zip_strict.py::test_a_torch_descriptor_with_another_crc_is_refused`.
 - **PTH019**: a member neither torch.save nor the trainer writes (`archive/payload.pkl`, `inner.zip`, `data/a`,
   `data/01`, sub-folders): only `data.pkl`, `byteorder`, `version`, `.data/version`, `.format_version`,
-  `.storage_alignment`, `.data/serialization_id`, `data/<n>` and `miss.json` are. torch never reads them; whatever
-  looks for them does. Cases `extra-member-payload`, `nested-zip`.
+  `.storage_alignment`, `.data/serialization_id`, `data/<n>` and `miss.json` are, and `miss.json` only as
+  `archive/miss.json`: the server's `load_package` looks up that exact name (`find_entry("archive/miss.json")`),
+  torch reads no `miss.json` at all, so `adapter-final/miss.json` (a `torch.save` prefix) or `Archive/miss.json` is
+  a manifest no reader of weights reads (it was MIS001 before, the reader returning it as the manifest). torch
+  never reads these members; whatever looks for them does. Cases `extra-member-payload`, `nested-zip`,
+  `miss-json-other-prefix`.
 - **PTH020**: no `version` record: torch refuses the file ("Expected hasRecord(version)"). Case `no-version-record`.
 - **PTH021**: a storage located elsewhere than `cpu`, `cuda` or `cuda:N`: for `meta` torch returns tensors without
   data while the server reads the bytes; `mps`, `xpu` and the others need that device. Case `meta-location`;
   `test_zip_strict.py::test_a_meta_storage_is_refused_torch_loads_no_data`.
+- **PTH022**: a "version needed to extract" no producer writes, in a central or a local header. torch writes 0
+  (miniz `mz_zip_writer_create_local_dir_header` and `..._central_dir_header`: `method ? 20 : 0`, zip64 or not),
+  rwkv_lightning_cuda 20 (`write_zip`: `u16(out, 20)`), Python's `zipfile` 20 and 45 (`ZIP64_VERSION`) for an entry
+  with zip64 values; miniz and `PthArchive` never read the field, `zipfile` refuses an entry needing more than 6.3
+  (`NotImplementedError: zip file version 6.4`). Accepted: 0 and 20, 45 with zip64 values only, high byte 0. Case
+  `version-needed-64`; `test_zip_strict.py::test_versions_no_producer_writes_are_refused`.
+
+Each class of issue 26's table, its rule and where it is tested (generated from `ISSUE_26_CLASSES` in
+`tests/malicious/security_table.py`; `tests/malicious/test_corpus.py` checks that each case is refused with that
+rule and the rule's hint, that each test exists and checks the rule or the case, and that this table is the
+generator's):
+
+{issue26_table}
 
 Accepted, and tested as accepted (`tests/test_zip_strict.py`): real `torch.save` output (bf16 and fp32, 1 to 70,000
 elements so past the 64 KiB end-record window, to a path and to a buffer, odd prefixes, empty records with flag
@@ -310,6 +327,53 @@ together) can still do is caught only by the signature, and only with a key pinn
 checks the signature and SHA256SUMS against every file before anything reaches PATH, and keeps nothing
 when they fail; without `--pubkey` a re-signed registry pulls and validates clean.
 """
+
+
+# The classes of issue 26's table: (class, rule, corpus case, test as "file::function" under tests/)
+ISSUE_26_CLASSES: list[tuple[str, str, str, str]] = [
+    ("end record: a second one (a whole archive) in the comment", "PTH014", "eocd-comment-archive",
+     "test_zip_strict.py::test_a_second_archive_in_the_comment_is_refused_torch_reads_it"),
+    ("end record: a comment length that lies", "PTH014", "eocd-lying-comment",
+     "test_zip_strict.py::test_end_record_tricks_of_the_corpus_are_refused"),
+    ("end record: 64 KiB of junk or bytes appended", "PTH014", "eocd-64k-junk",
+     "test_zip_strict.py::test_comments_and_trailing_bytes_of_a_torch_file_are_refused"),
+    ("names equal but for case (data.pkl and DATA.PKL)", "PTH015", "case-shadow-data-pkl",
+     "test_zip_strict.py::test_data_pkl_shadowed_by_upper_case_is_refused_torch_reads_the_other"),
+    ("names equal but for case (a NaN DATA/0 beside data/0)", "PTH015", "case-shadow-storage",
+     "test_zip_strict.py::test_a_nan_storage_in_other_case_is_what_torch_loads"),
+    ("a repeated zip64 extra field", "PTH016", "zip64-extra-twice",
+     "test_zip_strict.py::test_a_zip64_offset_given_twice_is_refused_torch_reads_the_first"),
+    ("unowned bytes: a pickle hidden between two entries", "PTH017", "polyglot-hidden-gap",
+     "malicious/test_corpus.py::test_case_is_refused_unexecuted_with_its_code"),
+    ("unowned bytes: a data-descriptor gap", "PTH017", "descriptor-gap",
+     "test_zip_strict.py::test_unowned_bytes_of_the_corpus_are_refused"),
+    ("unowned bytes: a local extra field torch does not write", "PTH017", "local-extra-payload",
+     "test_zip_strict.py::test_unowned_bytes_of_the_corpus_are_refused"),
+    ("unowned bytes: a per-entry comment", "PTH017", "entry-comment-payload",
+     "test_zip_strict.py::test_unowned_bytes_of_the_corpus_are_refused"),
+    ("a local header disagreeing with the directory", "PTH018", "local-flags-disagree",
+     "test_zip_strict.py::test_local_flags_disagreeing_with_the_directory_are_refused"),
+    ("an extra member (archive/payload.pkl)", "PTH019", "extra-member-payload",
+     "test_zip_strict.py::test_members_torch_does_not_write_are_refused"),
+    ("miss.json under another prefix than archive/", "PTH019", "miss-json-other-prefix",
+     "test_zip_strict.py::test_a_manifest_under_another_prefix_is_refused_the_server_never_reads_it"),
+    ("no version record", "PTH020", "no-version-record",
+     "test_zip_strict.py::test_an_archive_without_version_record_is_refused_as_torch_does"),
+    ("a storage located on meta", "PTH021", "meta-location",
+     "test_zip_strict.py::test_a_meta_storage_is_refused_torch_loads_no_data"),
+    ("a version needed to extract Python's zipfile refuses", "PTH022", "version-needed-64",
+     "test_zip_strict.py::test_a_version_zipfile_cannot_extract_is_refused_torch_loads_it"),
+]  # fmt: skip
+
+
+def issue26_table() -> str:
+    """The markdown table of :data:`ISSUE_26_CLASSES` (no torch needed: the test rebuilds it)."""
+    from rwkv_registry.rules import RULES
+
+    lines = ["| class | rule | what the rule says | corpus case | test |", "|---|---|---|---|---|"]
+    for what, code, case, test in ISSUE_26_CLASSES:
+        lines.append(f"| {what} | **{code}** | {_cell(RULES[code].title, 80)} | `{case}` | `{test}` |")
+    return "\n".join(lines)
 
 
 # Hand-written: the classes of issue 26 that reach the tool outside the weight files (the last section)
@@ -486,6 +550,7 @@ def generate() -> str:
         n=len(facts), torch_version=torch.__version__, date=dt.date.today().isoformat(), machine=machine
     )
     foot = FOOTER.format(
+        issue26_table=issue26_table(),
         torch_version=torch.__version__,
         n=len(facts),
         refused=sum(1 for f in facts if str(f["safe"]).startswith("refused")),
