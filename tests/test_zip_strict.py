@@ -545,6 +545,28 @@ def test_version_45_is_accepted_only_on_a_zip64_entry(tmp_path: Path) -> None:
     assert info.value.code == "PTH022" and "45 (zip64) on an entry without zip64 values" in info.value.message
 
 
+# --- messages quote at most ~200 characters of a name -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("edit", "code"),
+    [
+        (lambda m: None, "PTH008"),  # the name alone: too long (over 1,024 characters)
+        (lambda m: setattr(m, "comment", b"c"), "PTH017"),  # refused while the directory is read, before the names
+        (lambda m: setattr(m, "central_extra", struct.pack("<HH", 0x7075, 1) + b"x"), "PTH017"),
+    ],
+    ids=["name", "comment", "extra"],
+)
+def test_a_60000_character_name_is_quoted_clipped(edit: Callable[[Member], None], code: str) -> None:
+    """A zip name may hold 65,535 bytes; a message quotes the start and the end of it, a few hundred characters."""
+    members = torch_members(tensor_dict([GOOD_TENSOR]), GOOD_STORAGE)
+    long = Member("archive/" + "n" * 60_000 + ".pkl", b"x")
+    edit(long)
+    code_seen, message = refusal(zip_archive([*members, long]))
+    assert code_seen == code
+    assert len(message) < 600 and "characters]…" in message and ".pkl" in message, message
+
+
 # --- one reader over local files and the Hub's Range reads -----------------------------------------------------
 
 
