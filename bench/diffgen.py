@@ -1002,6 +1002,22 @@ def m_header_fields(rng: random.Random, base: Base) -> tuple[str, bytes]:
     return ", ".join(edits), bytes(data)
 
 
+def m_version_needed(rng: random.Random, base: Base) -> tuple[str, bytes]:
+    """The "version needed to extract" of one entry's local header, central header or both: the producers' values
+    (torch 0, rwkv_lightning_cuda 20, zipfile 45 with zip64), the bounds of what Python's zipfile opens (63, 64),
+    a host system in the high byte, anything."""
+    arch = parse_archive(base.data)
+    m = rng.choice(arch.members)
+    value = rng.choice([0, 10, 20, 45, 46, 63, 64, 0x0314, 0x0A14, 0xFF, 0xFFFF, rng.randrange(256),
+                        rng.getrandbits(16)])  # fmt: skip
+    where = rng.choice(["central", "central", "local", "both"])
+    if where in ("central", "both"):
+        m.c_version = value
+    if where in ("local", "both"):
+        m.version = value
+    return f"{m.name}: {where} version needed {value:#06x}", arch.to_bytes()
+
+
 def _fields(st: struct.Struct) -> list[tuple[int, str]]:
     out = []
     pos = 0
@@ -1065,11 +1081,13 @@ CLASSES: dict[str, Mutator] = {
     "storage-location": m_storage_location,
     "pickle-edits": m_pickle_edits,
     "header-fields": m_header_fields,
+    "version-needed": m_version_needed,
     "bytes": m_bytes,
 }
 # the classes the strict zip reader (helper `zip`, issue 26) owns; the others are checked here
 ZIP_OWNED = frozenset({"eocd-in-comment", "comment-length", "trailing-junk", "case-collision", "zip64-extra",
-                       "unowned-bytes", "extra-member", "missing-record", "storage-location"})  # fmt: skip
+                       "unowned-bytes", "extra-member", "missing-record", "storage-location",
+                       "version-needed"})  # fmt: skip
 
 
 def generate(klass: str, seed: int) -> Sample:

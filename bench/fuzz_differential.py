@@ -57,6 +57,7 @@ WEIGHTS: dict[str, int] = {
     "storage-location": 6,
     "pickle-edits": 8,
     "header-fields": 10,
+    "version-needed": 4,
     "bytes": 10,
     "st-valid": 2,
     "st-duplicates": 3,

@@ -14,8 +14,15 @@ Accepted is what the two producers write, and nothing another zip reader could r
   extra field (sizes, then offset) only past 4 GiB; a data descriptor ``PK\\x07\\x08`` + CRC + sizes after
   each non-empty record (64-bit sizes when the local header has a zip64 field); central headers without
   extra field (zip64 only past 4 GiB) or comment; zip64 end record (44 bytes), locator, end record, no comment;
+  "version needed to extract" 0 in every local and central header, zip64 or not
+  (``mz_zip_writer_create_local_dir_header`` and ``mz_zip_writer_create_central_dir_header``:
+  ``MZ_WRITE_LE16(... VERSION_NEEDED_OFS, method ? 20 : 0)``; only the zip64 end record says 45);
 - rwkv_lightning_cuda (``src/io/pth_writer.cpp`` and ``src/state_tuning/state_checkpoint.cpp``, ``write_zip``):
-  version 20, no flags, CRC and sizes in the local header, no extra field, no descriptor, no zip64.
+  version 20 (made by and needed), no flags, CRC and sizes in the local header, no extra field, no descriptor,
+  no zip64;
+- Python's :mod:`zipfile` (what rewrites or appends to a file, and the tests): version needed 20
+  (``DEFAULT_VERSION``), 45 for an entry with zip64 values (``ZIP64_VERSION``; ``ZipInfo.FileHeader``,
+  ``ZipFile._write_end_record``).
 
 What the other readers do, and why each rule is here:
 
@@ -36,11 +43,16 @@ What the other readers do, and why each rule is here:
   the end record (PTH017 for a byte no record owns: a gap, a descriptor where none is flagged, a comment, an
   extra field torch does not write), and the local header and descriptor must agree with the directory on
   name, flags, method, CRC and sizes (PTH018).
+- Python's :mod:`zipfile` refuses an entry whose "version needed to extract" (its low byte) is above 63
+  (``_RealGetContents``: ``if x.extract_version > MAX_EXTRACT_VERSION: raise NotImplementedError``); miniz and
+  ``PthArchive`` never read the field. Only the producers' values are accepted: 0 or 20, and 45 for an entry whose
+  central header gives zip64 values, in the central and the local header alike, high byte 0 (PTH022).
 
 Rule codes raised (:class:`rwkv_registry.errors.CheckpointError`): PTH001 structure broken or truncated,
 PTH008 undecodable or duplicate entry name, PTH010 resource bound, PTH011 unsupported zip feature, PTH014
 end record not at the end, PTH015 names equal but for case, PTH016 repeated extra field, PTH017 bytes no
-record owns, PTH018 local header or descriptor disagreeing with the directory.
+record owns, PTH018 local header or descriptor disagreeing with the directory, PTH022 a "version needed to
+extract" no producer writes.
 
 Public functions (stable; other modules and the differential harness use them): :func:`read_zip`,
 :func:`read_central_directory`, :class:`ZipEntry`, :class:`CentralEntry`, :class:`CentralDirectory`.
@@ -54,6 +66,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from rwkv_registry.errors import CheckpointError
+from rwkv_registry.textsafe import clip
 
 __all__ = [
     "DESCRIPTOR_MAX",
@@ -107,6 +120,12 @@ _EXTRA_NAMES = {
     0x7075: "Info-ZIP Unicode path (a reader honouring it sees another name)",
     0x7875: "Unix UID/GID",
 }
+# "version needed to extract" (a 16-bit field: the version in the low byte, a host system in the high one) as the
+# producers write it: 0 (torch: miniz ``method ? 20 : 0``), 20 (rwkv_lightning_cuda ``write_zip``: ``u16(out, 20)``;
+# Python's zipfile ``DEFAULT_VERSION``) and, for an entry with zip64 values only, 45 (zipfile ``ZIP64_VERSION``)
+_VERSIONS_NEEDED = frozenset({0, 20})
+_VERSION_NEEDED_ZIP64 = 45
+_MAX_EXTRACT_VERSION = 63  # zipfile.MAX_EXTRACT_VERSION: above it, zipfile refuses to open the archive
 _METHODS = {8: "deflate", 9: "deflate64", 12: "bzip2", 14: "lzma", 93: "zstd", 95: "xz", 99: "AES-encrypted"}
 _DIAGNOSE_TAIL = _EOCD.size + _U16_MAX + _LOCATOR.size  # how far back miniz and PthArchive look
 
@@ -147,6 +166,7 @@ class CentralEntry:
     attrs: int  # external file attributes
     encryption: str  # an encryption extra field's name, "" if none
     zip64_fields: tuple[str, ...] = ()  # the header fields given in its zip64 extra field: usize, csize, offset
+    version_needed: int = 0  # "version needed to extract", the whole 16-bit field
 
 
 @dataclass(frozen=True)
@@ -158,6 +178,11 @@ class CentralDirectory:
     size: int
     end: int
     entries: tuple[CentralEntry, ...]
+
+
+def _q(name: str) -> str:
+    """An entry name as a message quotes it: ``repr`` of at most ~200 characters of it (a name may be 65,535)."""
+    return repr(clip(name))
 
 
 def _fail(code: str, message: str) -> CheckpointError:
@@ -306,23 +331,23 @@ def _central_zip64(fields: dict[int, bytes], need: list[str], name: str) -> dict
     body = fields.get(_EXTRA_ZIP64)
     if body is None:
         if need:
-            raise _fail("PTH001", f"entry {name!r} needs zip64 values ({', '.join(need)}) but has none")
+            raise _fail("PTH001", f"entry {_q(name)} needs zip64 values ({', '.join(need)}) but has none")
         return {}
     if not need:
         raise _fail(
             "PTH017",
-            f"entry {name!r}: a zip64 extra field of {len(body)} bytes where no header field is 0xFFFFFFFF "
+            f"entry {_q(name)}: a zip64 extra field of {len(body)} bytes where no header field is 0xFFFFFFFF "
             "(no reader reads it)",
         )
     found: dict[str, int] = {}
     for q, field in enumerate(need):
         if 8 * q + 8 > len(body):
-            raise _fail("PTH001", f"entry {name!r}: zip64 extra field lacks the {field}")
+            raise _fail("PTH001", f"entry {_q(name)}: zip64 extra field lacks the {field}")
         found[field] = int.from_bytes(body[8 * q : 8 * q + 8], "little")
     if len(body) != 8 * len(need):
         raise _fail(
             "PTH017",
-            f"entry {name!r}: its zip64 extra field holds {len(body) - 8 * len(need)} bytes past the values it "
+            f"entry {_q(name)}: its zip64 extra field holds {len(body) - 8 * len(need)} bytes past the values it "
             "needs (no reader reads them)",
         )
     return found
@@ -331,23 +356,44 @@ def _central_zip64(fields: dict[int, bytes], need: list[str], name: str) -> dict
 # --- the central directory ---------------------------------------------------------------------
 
 
+def _check_version_needed(value: int, c: CentralEntry, where: str) -> None:
+    """``value`` (a local or central "version needed to extract") must be one the producers write (PTH022)."""
+    if value in _VERSIONS_NEEDED or (value == _VERSION_NEEDED_ZIP64 and c.zip64_fields):
+        return
+    low, high = value & 0xFF, value >> 8
+    if low > _MAX_EXTRACT_VERSION:
+        why = f"Python's zipfile refuses to open the archive (it reads versions up to {_MAX_EXTRACT_VERSION / 10:.1f})"
+    elif value == _VERSION_NEEDED_ZIP64:
+        why = "45 (zip64) on an entry without zip64 values"
+    elif high:
+        why = f"a host system {high} in its high byte"
+    else:
+        why = "a value no writer of weight files gives"
+    raise _fail(
+        "PTH022",
+        f"{where} says version {low / 10:.1f} (0x{value:04x}) is needed to extract it: {why}; torch writes 0, "
+        "rwkv_lightning_cuda and Python's zipfile 20 (45 with zip64 values)",
+    )
+
+
 def _check_features(c: CentralEntry) -> None:
     """Refuse what torch never writes: encryption, compression, other disks (PTH011)."""
     name = c.name
     if c.flags & (_FLAG_ENCRYPTED | _FLAG_STRONG_ENCRYPTION | _FLAG_MASKED_HEADER) or c.encryption:
         how = c.encryption or f"flags 0x{c.flags:04x}"
-        raise _fail("PTH011", f"entry {name!r} is encrypted ({how})")
+        raise _fail("PTH011", f"entry {_q(name)} is encrypted ({how})")
     if c.flags & _FLAG_PATCHED:
-        raise _fail("PTH011", f"entry {name!r} holds patched data (flags 0x{c.flags:04x})")
+        raise _fail("PTH011", f"entry {_q(name)} holds patched data (flags 0x{c.flags:04x})")
     if c.attrs & _ATTR_DOS_DIRECTORY:  # miniz (torch's reader) then extracts nothing for it
-        raise _fail("PTH011", f"entry {name!r} is marked as a directory (attributes 0x{c.attrs:08x})")
+        raise _fail("PTH011", f"entry {_q(name)} is marked as a directory (attributes 0x{c.attrs:08x})")
     if c.method != 0:
         what = _METHODS.get(c.method, "unknown")
-        raise _fail("PTH011", f"entry {name!r} is compressed (method {c.method}, {what}); torch stores entries")
+        raise _fail("PTH011", f"entry {_q(name)} is compressed (method {c.method}, {what}); torch stores entries")
     if c.disk != 0:
-        raise _fail("PTH011", f"entry {name!r} starts on disk {c.disk} (multi-disk zip)")
+        raise _fail("PTH011", f"entry {_q(name)} starts on disk {c.disk} (multi-disk zip)")
     if c.compressed_size != c.size:
-        raise _fail("PTH001", f"stored entry {name!r} has compressed size {c.compressed_size} != size {c.size}")
+        raise _fail("PTH001", f"stored entry {_q(name)} has compressed size {c.compressed_size} != size {c.size}")
+    _check_version_needed(c.version_needed, c, f"the central header of {_q(name)}")
 
 
 def _central_entries(cd: bytes, n_total: int) -> list[CentralEntry]:
@@ -359,7 +405,7 @@ def _central_entries(cd: bytes, n_total: int) -> list[CentralEntry]:
     for index in range(n_total):
         if pos + _CENTRAL.size > len(cd):
             raise _fail("PTH001", f"central directory ends inside entry #{index}")
-        (sig, _made, _needed, flags, method, _t, _d, crc, csize, usize, nlen, elen, clen, disk, _ia, attrs, offset) = (
+        (sig, _made, needed, flags, method, _t, _d, crc, csize, usize, nlen, elen, clen, disk, _ia, attrs, offset) = (
             _CENTRAL.unpack_from(cd, pos)
         )
         if sig != _SIG_CENTRAL:
@@ -372,33 +418,33 @@ def _central_entries(cd: bytes, n_total: int) -> list[CentralEntry]:
         try:
             name = raw.decode("utf-8")
         except UnicodeDecodeError:
-            raise _fail("PTH008", f"entry #{index} has a name that is not UTF-8: {raw!r}") from None
+            raise _fail("PTH008", f"entry #{index} has a name that is not UTF-8: {clip(repr(raw))}") from None
         if disk == _U16_MAX:  # the disk number moved to a zip64 field: miniz (torch's reader) refuses that
-            raise _fail("PTH011", f"entry {name!r} has its disk number in a zip64 field (multi-disk zip)")
-        fields = _extra_fields(extra, f"entry {name!r}")
+            raise _fail("PTH011", f"entry {_q(name)} has its disk number in a zip64 field (multi-disk zip)")
+        fields = _extra_fields(extra, f"entry {_q(name)}")
         encryption = next((_EXTRA_ENCRYPTION[t] for t in fields if t in _EXTRA_ENCRYPTION), "")
         for tag in fields:
             if tag != _EXTRA_ZIP64 and tag not in _EXTRA_ENCRYPTION:
-                raise _not_torch_extra(f"entry {name!r}", tag)
+                raise _not_torch_extra(f"entry {_q(name)}", tag)
         need = [f for f, v in (("usize", usize), ("csize", csize), ("offset", offset)) if v == _U32_MAX]
         wide = _central_zip64(fields, need, name)
         usize, csize, offset = wide.get("usize", usize), wide.get("csize", csize), wide.get("offset", offset)
         if name in seen:
-            raise _fail("PTH008", f"entry name {name!r} appears twice in the central directory")
+            raise _fail("PTH008", f"entry name {_q(name)} appears twice in the central directory")
         other = folded.get(raw.lower())  # bytes.lower: ASCII only, as miniz's MZ_TOLOWER
         if other is not None:
             raise _fail(
                 "PTH015",
-                f"entry names {other!r} and {name!r} differ only in case: torch (miniz) looks names up "
+                f"entry names {_q(other)} and {_q(name)} differ only in case: torch (miniz) looks names up "
                 "ignoring case and may read either for both, rwkv_lightning_cuda reads the exact one",
             )
         if clen:
-            raise _fail("PTH017", f"entry {name!r} carries a {clen}-byte comment (torch writes none)")
+            raise _fail("PTH017", f"entry {_q(name)} carries a {clen}-byte comment (torch writes none)")
         seen.add(name)
         folded[raw.lower()] = name
         out.append(
             CentralEntry(
-                name, raw, index, flags, method, crc, csize, usize, offset, disk, attrs, encryption, tuple(wide)
+                name, raw, index, flags, method, crc, csize, usize, offset, disk, attrs, encryption, tuple(wide), needed
             )
         )
         pos = end
@@ -450,7 +496,7 @@ def _local_zip64(fields: dict[int, bytes], c: CentralEntry, where: str) -> bool:
 
 def _local_extra(extra: bytes, c: CentralEntry) -> bool:
     """Check a local header's extra field: torch's ``FB`` padding of ``Z`` bytes and a zip64 field, each once."""
-    where = f"local header of {c.name!r}"
+    where = f"local header of {_q(c.name)}"
     fields = _extra_fields(extra, where)
     for tag, body in fields.items():
         if tag == _EXTRA_PADDING:
@@ -460,7 +506,7 @@ def _local_extra(extra: bytes, c: CentralEntry) -> bool:
                     f"{where}: its FB padding field holds bytes other than torch's 'Z' filler ({body[:16]!r})",
                 )
         elif tag in _EXTRA_ENCRYPTION:
-            raise _fail("PTH011", f"entry {c.name!r} is encrypted ({_EXTRA_ENCRYPTION[tag]}, local header)")
+            raise _fail("PTH011", f"entry {_q(c.name)} is encrypted ({_EXTRA_ENCRYPTION[tag]}, local header)")
         elif tag != _EXTRA_ZIP64:
             raise _not_torch_extra(where, tag)
     return _local_zip64(fields, c, where)
@@ -471,44 +517,45 @@ def _local_entry(src: _Source, c: CentralEntry, cd_offset: int) -> tuple[ZipEntr
     name, raw, offset, size = c.name, c.raw, c.header_offset, c.size
     head_len = LOCAL_HEADER_SIZE + len(raw)
     if offset + head_len > cd_offset:
-        raise _fail("PTH001", f"local header of {name!r} at offset {offset} lies outside the data area")
+        raise _fail("PTH001", f"local header of {_q(name)} at offset {offset} lies outside the data area")
     head = bytes(src.read(offset, head_len))
-    sig, _needed, lflags, method, _t, _d, lcrc, lcsize, lusize, nlen, elen = _LOCAL.unpack_from(head)
+    sig, needed, lflags, method, _t, _d, lcrc, lcsize, lusize, nlen, elen = _LOCAL.unpack_from(head)
     if sig != _SIG_LOCAL:
-        raise _fail("PTH001", f"no local header for {name!r} at offset {offset}")
+        raise _fail("PTH001", f"no local header for {_q(name)} at offset {offset}")
     if head[LOCAL_HEADER_SIZE:] != raw or nlen != len(raw):
-        raise _fail("PTH018", f"local header at offset {offset} names another entry than {name!r}")
+        raise _fail("PTH018", f"local header at offset {offset} names another entry than {_q(name)}")
     if lflags & (_FLAG_ENCRYPTED | _FLAG_STRONG_ENCRYPTION | _FLAG_MASKED_HEADER):
-        raise _fail("PTH011", f"entry {name!r} is encrypted (local flags 0x{lflags:04x})")
+        raise _fail("PTH011", f"entry {_q(name)} is encrypted (local flags 0x{lflags:04x})")
     if lflags & _FLAG_PATCHED:
-        raise _fail("PTH011", f"entry {name!r} holds patched data (local flags 0x{lflags:04x})")
+        raise _fail("PTH011", f"entry {_q(name)} holds patched data (local flags 0x{lflags:04x})")
     if method != 0:
-        raise _fail("PTH011", f"entry {name!r} is compressed (local header method {method})")
+        raise _fail("PTH011", f"entry {_q(name)} is compressed (local header method {method})")
+    _check_version_needed(needed, c, f"the local header of {_q(name)}")
     if lflags != c.flags:
         raise _fail(
             "PTH018",
-            f"local header of {name!r} has flags 0x{lflags:04x}, the directory 0x{c.flags:04x} (a reader that "
+            f"local header of {_q(name)} has flags 0x{lflags:04x}, the directory 0x{c.flags:04x} (a reader that "
             "trusts the local header looks for a data descriptor where there is none, or misses one)",
         )
     data_offset = offset + head_len + elen
     if data_offset > cd_offset:
-        raise _fail("PTH001", f"local header of {name!r} at offset {offset} lies outside the data area")
+        raise _fail("PTH001", f"local header of {_q(name)} at offset {offset} lies outside the data area")
     zip64 = _local_extra(bytes(src.read(offset + head_len, elen)), c) if elen else False
     if data_offset + size > src.size:
         raise _fail(
             "PTH010",
-            f"entry {name!r} declares {size} bytes at offset {data_offset}, beyond the end of the "
+            f"entry {_q(name)} declares {size} bytes at offset {data_offset}, beyond the end of the "
             f"file ({src.size} bytes)",
         )
     if data_offset + size > cd_offset:
-        raise _fail("PTH001", f"data of entry {name!r} overlaps the central directory")
+        raise _fail("PTH001", f"data of entry {_q(name)} overlaps the central directory")
     described = bool(lflags & _FLAG_DATA_DESCRIPTOR)
     values = (("CRC", lcrc, c.crc32), ("compressed size", lcsize, size), ("size", lusize, size))
     for what, local, in_dir in values:
         # with a descriptor the local values may be 0 (torch, zipfile); 0xFFFFFFFF stands for a zip64 size
         allowed = {in_dir} | ({0} if described else set()) | ({_U32_MAX} if what != "CRC" else set())
         if local not in allowed:
-            raise _fail("PTH018", f"local header of {name!r} disagrees with the directory on its {what}")
+            raise _fail("PTH018", f"local header of {_q(name)} disagrees with the directory on its {what}")
     descriptor = (_DESCRIPTOR64.size if zip64 else _DESCRIPTOR32.size) if described else 0
     return ZipEntry(name, c.index, offset, data_offset, size, c.crc32, c.flags), descriptor
 
@@ -517,20 +564,20 @@ def _check_descriptor(src: _Source, entry: ZipEntry, width: int, cd_offset: int)
     """The data descriptor right after ``entry``'s data: signature, the directory's CRC and sizes."""
     at = entry.data_offset + entry.size
     if at + width > cd_offset:
-        raise _fail("PTH001", f"the data descriptor of {entry.name!r} overlaps the central directory")
+        raise _fail("PTH001", f"the data descriptor of {_q(entry.name)} overlaps the central directory")
     raw = bytes(src.read(at, width))
     layout = _DESCRIPTOR64 if width == _DESCRIPTOR64.size else _DESCRIPTOR32
     sig, crc, csize, usize = layout.unpack(raw)
     if sig != _SIG_DESCRIPTOR:
         raise _fail(
             "PTH017",
-            f"entry {entry.name!r} announces a data descriptor (flag 0x0008), but the {width} bytes after its data "
+            f"entry {_q(entry.name)} announces a data descriptor (flag 0x0008), but the {width} bytes after its data "
             f"(offset {at}) are none: {raw[:8]!r}",
         )
     if (crc, csize, usize) != (entry.crc32, entry.size, entry.size):
         raise _fail(
             "PTH018",
-            f"the data descriptor of {entry.name!r} says CRC {crc:08x}, sizes {csize}/{usize}; the directory "
+            f"the data descriptor of {_q(entry.name)} says CRC {crc:08x}, sizes {csize}/{usize}; the directory "
             f"{entry.crc32:08x}, {entry.size}",
         )
 
@@ -559,7 +606,7 @@ def read_zip(src: _Source, check_names: Callable[[list[str]], object] | None = N
     cursor = 0
     previous: ZipEntry | None = None
     for entry, descriptor in sorted(located, key=lambda pair: pair[0].header_offset):
-        _check_tiling(previous, cursor, entry.header_offset, repr(entry.name))
+        _check_tiling(previous, cursor, entry.header_offset, _q(entry.name))
         if descriptor:
             _check_descriptor(src, entry, descriptor, cd_offset)
         cursor = entry.data_offset + entry.size + descriptor
@@ -575,6 +622,6 @@ def _check_tiling(previous: ZipEntry | None, cursor: int, start: int, what: str)
     if start == cursor:
         return
     if previous is not None and start < cursor:
-        raise _fail("PTH001", f"entries {previous.name!r} and {what} overlap")
-    after = "the start of the file" if previous is None else f"entry {previous.name!r}"
+        raise _fail("PTH001", f"entries {_q(previous.name)} and {what} overlap")
+    after = "the start of the file" if previous is None else f"entry {_q(previous.name)}"
     raise _fail("PTH017", f"{start - cursor} bytes between {after} and {what} belong to no entry (hidden data)")

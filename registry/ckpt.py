@@ -103,6 +103,9 @@ _TORCHSCRIPT_DIRS = ("code/", "extra/", "constants/")
 # The members torch.save writes (torch/serialization.py _save: storage keys are str(len(id_map)), decimal) and
 # rwkv_lightning_cuda's writers (src/io/pth_writer.cpp write_pth: data/<i>, miss.json); anything else is PTH019.
 _MEMBERS = _KNOWN_METADATA | {"miss.json"}
+# miss.json is a member only as archive/miss.json: write_pth names its entries "archive/..." and load_package
+# (src/miss/adapter.cpp) reads find_entry("archive/miss.json") alone; torch.save writes no miss.json at all.
+_MISS_PREFIX = "archive"
 _STORAGE_NAME = re.compile(r"data/(0|[1-9][0-9]{0,19})\Z")
 _VERSION_RECORDS = (".data/version", "version")  # torch reads the first one present (PyTorchStreamReader::init)
 _TORCH_MARKERS = {".format_version", ".storage_alignment", ".data/serialization_id"}
@@ -392,30 +395,43 @@ def _split_names(names: list[str]) -> tuple[str, list[str]]:
     rel: list[str] = []
     for name in names:
         if name.startswith("/") or re.match(r"[A-Za-z]:", name):
-            raise CheckpointError("PTH008", f"entry {name!r} has an absolute path")
+            raise CheckpointError("PTH008", f"entry {clip(name)!r} has an absolute path")
         if "\\" in name:
-            raise CheckpointError("PTH008", f"entry {name!r} contains a backslash")
+            raise CheckpointError("PTH008", f"entry {clip(name)!r} contains a backslash")
         if any(ord(c) < 0x20 or c == "\x7f" for c in name) or len(name) > 1024:
-            raise CheckpointError("PTH008", f"entry {name!r} contains control characters or is too long")
+            raise CheckpointError("PTH008", f"entry {clip(name)!r} contains control characters or is too long")
         parts = name.split("/")
         if any(p in ("", ".", "..") for p in parts):
-            raise CheckpointError("PTH008", f"entry {name!r} has an empty, '.' or '..' path component")
+            raise CheckpointError("PTH008", f"entry {clip(name)!r} has an empty, '.' or '..' path component")
         if len(parts) < 2:
-            raise CheckpointError("PTH008", f"entry {name!r} is not inside a prefix folder")
+            raise CheckpointError("PTH008", f"entry {clip(name)!r} is not inside a prefix folder")
         if prefix is None:
             prefix = parts[0]
         elif parts[0] != prefix:
-            raise CheckpointError("PTH008", f"entries use several prefix folders: {prefix!r} and {parts[0]!r}")
+            raise CheckpointError(
+                "PTH008", f"entries use several prefix folders: {clip(prefix)!r} and {clip(parts[0])!r}"
+            )
         rel.append(name[len(prefix) + 1 :])
     for name in rel:
         if name in _TORCHSCRIPT_FILES or name.startswith(_TORCHSCRIPT_DIRS):
-            raise CheckpointError("PTH005", f"entry {prefix}/{name} marks a TorchScript archive, not a checkpoint")
+            raise CheckpointError(
+                "PTH005", f"entry {clip(f'{prefix}/{name}')} marks a TorchScript archive, not a checkpoint"
+            )
     for name in rel:
+        if name == "miss.json" and prefix != _MISS_PREFIX:
+            raise CheckpointError(
+                "PTH019",
+                f"entry {clip(f'{prefix}/{name}')} is a MiSS manifest under another prefix than {_MISS_PREFIX}/: the "
+                f"server reads the manifest only as {_MISS_PREFIX}/miss.json (exact name) and torch never reads it, so "
+                "no reader of weights reads this one",
+            )
         if name in _MEMBERS or _STORAGE_NAME.match(name):
             continue
-        raise CheckpointError("PTH019", f"entry {prefix}/{name} is no member torch.save or rwkv_lightning_cuda writes")
+        raise CheckpointError(
+            "PTH019", f"entry {clip(f'{prefix}/{name}')} is no member torch.save or rwkv_lightning_cuda writes"
+        )
     if "data.pkl" not in rel:
-        raise CheckpointError("PTH001", f"archive has no {prefix or 'archive'}/data.pkl: not a torch checkpoint")
+        raise CheckpointError("PTH001", f"archive has no {clip(prefix or 'archive')}/data.pkl: not a torch checkpoint")
     return prefix or "", rel
 
 

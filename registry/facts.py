@@ -202,27 +202,16 @@ def checkpoint_facts(facts: FileFacts, ck: Any) -> None:
     A manifest counts only as the server looks it up: the zip entry ``archive/miss.json``, that exact name
     (adapter.cpp ``load_package``: ``archive.value().find_entry("archive/miss.json")``; pth_archive.cpp
     ``find_entry`` compares names with ``==``, case-sensitive). A ``miss.json`` under another prefix (what
-    ``torch.save`` names after the file) is MIS001: the server falls back to a sibling checkpoint.json or
-    adapter.json, which a published adapter has not."""
-    from .miss import MANIFEST_ENTRY, looks_like_training_checkpoint
+    ``torch.save`` names after the file, or ``Archive/``) never reaches here: the reader refuses it (PTH019), as
+    a member no reader of weights reads."""
+    from .miss import looks_like_training_checkpoint
 
     facts.kind = ck.kind
     facts.writer = ck.writer
     facts.tensors = [(t.name, t.dtype, list(t.shape)) for t in ck.tensors.values()]
-    if ck.miss_manifest is not None and ck.prefix == MANIFEST_ENTRY.split("/")[0]:
+    if ck.miss_manifest is not None:
         facts.method = "miss"
         miss_facts(facts, ck, ck.miss_manifest)
-    elif ck.miss_manifest is not None:
-        facts.method = "miss"
-        _add(
-            facts,
-            "MIS001",
-            f"the manifest is the zip entry {ck.prefix}/miss.json; the server reads it only as {MANIFEST_ENTRY} "
-            "(find_entry: that exact, case-sensitive name), so it would not see this one and would refuse the file "
-            "(PTH has no embedded MiSS metadata)",
-            hint=f"Write the archive with the prefix 'archive' (entries archive/data.pkl, archive/data/0, …, "
-            f"{MANIFEST_ENTRY}), as rwkv_miss_tune's write_pth does; torch.save names the prefix after the file.",
-        )
     elif looks_like_training_checkpoint(ck.tensors):
         facts.method = "miss"
         _add(

@@ -510,8 +510,10 @@ _RULES: tuple[Rule, ...] = (
         E,
         "archive member that neither torch.save nor the trainer writes",
         "Only data.pkl, byteorder, version, .data/version, .format_version, .storage_alignment, "
-        ".data/serialization_id, data/<n> and miss.json belong in a weight file; anything else is a file "
-        "smuggled in for another reader. Re-export the tensors with torch.save or the trainer.",
+        ".data/serialization_id, data/<n> and, as archive/miss.json only, miss.json belong in a weight file; "
+        "anything else is a file smuggled in for another reader (the server reads a MiSS manifest only as "
+        "archive/miss.json). Re-export the tensors with torch.save or the trainer (rwkv_miss_tune writes "
+        "archive/miss.json).",
     ),
     Rule(
         "PTH020",
@@ -526,6 +528,14 @@ _RULES: tuple[Rule, ...] = (
         "tensor storage on a device torch does not load it from",
         "torch.load gives 'meta' storages no data (the server reads the bytes anyway) and needs the device for "
         "others; save CPU (or CUDA) tensors: torch.save({k: v.cpu() for k, v in state.items()}, path).",
+    ),
+    Rule(
+        "PTH022",
+        E,
+        'zip "version needed to extract" that no producer writes',
+        "torch writes 0, rwkv_lightning_cuda and Python's zipfile 20 (45 for a zip64 entry); Python's zipfile "
+        "refuses an archive needing more than 6.3, torch never reads the field, so readers disagree on the file. "
+        "Re-export it with torch.save or the trainer.",
     ),
     # --- git LFS ----------------------------------------------------------------------
     Rule(

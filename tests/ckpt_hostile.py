@@ -49,7 +49,9 @@ def build_zip(
         body += struct.pack("<4sHHHHHIIIHH", b"PK\x03\x04", 20, e.flags, e.method, 0, 0, crc, csize, usize,
                             len(raw), 0)  # fmt: skip
         body += raw + stored
-        directory += struct.pack("<4sHHHHHHIIIHHHHHII", b"PK\x01\x02", 45, 45, e.flags, e.method, 0, 0, crc,
+        # version needed: 45 (Python's zipfile ZIP64_VERSION) with zip64 values only, else 20 (as the reader wants)
+        directory += struct.pack("<4sHHHHHHIIIHHHHHII", b"PK\x01\x02", 45, 45 if e.zip64 else 20, e.flags, e.method,
+                                 0, 0, crc,
                                  csize, usize, len(raw), len(extra), 0, 0, 0, 0,
                                  0xFFFFFFFF if e.zip64 else offset)  # fmt: skip
         directory += raw + extra

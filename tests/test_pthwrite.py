@@ -13,7 +13,7 @@ from conformance.lightning_cpp import lightning_bytes
 
 from rwkv_registry import pthwrite
 from rwkv_registry.ckpt import open_checkpoint
-from rwkv_registry.errors import UsageError
+from rwkv_registry.errors import CheckpointError, UsageError
 from rwkv_registry.pthwrite import RawTensor, write_pth
 
 
@@ -86,9 +86,9 @@ def test_torch_layout_is_what_torch_save_writes(tmp_path, tensors):
 def test_torch_layout_round_trip_and_prefixes(tmp_path):
     tensors = mixed()
     path = tmp_path / "state.v1.pth"
-    write_pth(path, {k: raw(v) for k, v in tensors.items()}, extra_entries={"miss.json": b'{"a":1}'})
+    write_pth(path, {k: raw(v) for k, v in tensors.items()})
     ckpt = open_checkpoint(path, verify_crc="all")
-    assert (ckpt.writer, ckpt.prefix, ckpt.miss_manifest) == ("torch", "state.v1", b'{"a":1}')
+    assert (ckpt.writer, ckpt.prefix, ckpt.miss_manifest) == ("torch", "state.v1", None)
     for name, t in tensors.items():
         info = ckpt.tensors[name]
         assert (info.dtype, info.shape) == (raw(t).dtype, tuple(t.shape))
@@ -98,6 +98,19 @@ def test_torch_layout_round_trip_and_prefixes(tmp_path):
     buf = io.BytesIO()
     write_pth(buf, {"x": raw(torch.ones(2))})
     assert open_checkpoint(buf.getvalue()).prefix == "archive"
+
+
+def test_a_manifest_is_read_only_as_archive_miss_json(tmp_path):
+    """The server reads archive/miss.json alone: under the torch layout's default prefix (the file's stem) the
+    manifest is a member no reader reads (PTH019); with prefix archive it is the manifest."""
+    tensors = {"x": raw(torch.ones(2))}
+    path = tmp_path / "state.v1.pth"
+    write_pth(path, tensors, extra_entries={"miss.json": b'{"a":1}'})
+    with pytest.raises(CheckpointError) as info:
+        open_checkpoint(path)
+    assert info.value.code == "PTH019" and "state.v1/miss.json" in info.value.message
+    write_pth(path, tensors, prefix="archive", extra_entries={"miss.json": b'{"a":1}'})
+    assert open_checkpoint(path).miss_manifest == b'{"a":1}'
     write_pth(path, {"x": raw(torch.ones(2))}, prefix="custom")
     assert open_checkpoint(path).prefix == "custom"
 

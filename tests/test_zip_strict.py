@@ -27,9 +27,6 @@ from ckpt_hostile import T, tensor_pickle
 sys.path.insert(0, str(Path(__file__).parent / "conformance"))
 sys.path.insert(0, str(Path(__file__).parent / "malicious"))
 
-from lightning_cpp import lightning_bytes, lightning_pickle  # noqa: E402
-from lightning_cpp import write_zip as lightning_zip  # noqa: E402
-
 from evil_cases import (
     CASES,
     GOOD_STORAGE,
@@ -43,6 +40,8 @@ from evil_cases import (
     write_case,
     zip_archive,
 )
+from lightning_cpp import lightning_bytes, lightning_pickle
+from lightning_cpp import write_zip as lightning_zip
 
 from rwkv_registry._hub_http import Fetcher, RemoteFile
 from rwkv_registry.ckpt import open_checkpoint
@@ -391,6 +390,37 @@ def test_members_torch_does_not_write_are_refused(name: str) -> None:
     assert code == "PTH019" and name in message
 
 
+def test_a_manifest_under_another_prefix_is_refused_the_server_never_reads_it(tmp_path: Path) -> None:
+    """torch.save names the prefix after the file; rwkv_lightning_cuda's load_package looks up only
+    ``archive/miss.json`` (find_entry, exact name) and torch reads no miss.json at all: no reader of weights reads
+    ``adapter-final/miss.json``, so the reader returns no manifest for it: it refuses the file."""
+    sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
+    from diffcheck import lightning_read  # the model of rwkv_lightning_cuda's reader (src/io/pth_archive.cpp)
+
+    path = tmp_path / "adapter-final.pth"
+    torch.save(STATE, path)
+    with zipfile.ZipFile(path, "a") as zf:
+        zf.writestr("adapter-final/miss.json", b'{"method": "miss"}')
+    data = path.read_bytes()
+    assert torch_reads(data)[STATE_NAME].tolist() == [0.5, -0.25]
+    assert lightning_read(data).manifest is None
+    code, message = refusal(data)
+    assert code == "PTH019"
+    assert message.startswith("entry adapter-final/miss.json is a MiSS manifest under another prefix than archive/")
+    assert "only as archive/miss.json" in message
+
+
+def test_a_manifest_under_a_prefix_in_capitals_is_refused() -> None:
+    members = torch_members(tensor_dict([GOOD_TENSOR]), GOOD_STORAGE, prefix="Archive")
+    code, message = refusal(zip_archive([*members, Member("Archive/miss.json", b"{}")]))
+    assert code == "PTH019" and "entry Archive/miss.json is a MiSS manifest" in message
+
+
+def test_the_manifest_as_the_trainer_writes_it_is_read() -> None:
+    members = torch_members(tensor_dict([GOOD_TENSOR]), GOOD_STORAGE)
+    assert open_checkpoint(zip_archive([*members, Member("archive/miss.json", b"{}")])).miss_manifest == b"{}"
+
+
 # --- PTH020: the version record --------------------------------------------------------------------------------
 
 
@@ -419,6 +449,122 @@ def test_a_meta_storage_is_refused_torch_loads_no_data() -> None:
 def test_other_locations_are_refused(location: str) -> None:
     pkl = tensor_pickle([T(STATE_NAME, location=location)])
     assert refusal(zip_archive(torch_members(pkl, GOOD_STORAGE)))[0] == "PTH021"
+
+
+# --- PTH022: "version needed to extract" ----------------------------------------------------------------------
+
+
+def _central_headers(data: bytes) -> dict[str, int]:
+    """name -> offset of its central header (a file without zip64 end records)."""
+    n, _, cd_offset = struct.unpack_from("<HII", data, len(data) - 22 + 10)
+    out: dict[str, int] = {}
+    pos = cd_offset
+    for _ in range(n):
+        nlen, elen, clen = struct.unpack_from("<HHH", data, pos + 28)
+        out[data[pos + 46 : pos + 46 + nlen].decode()] = pos
+        pos += 46 + nlen + elen + clen
+    return out
+
+
+def _needing(data: bytes, name: str, value: int, *, local: bool = False) -> bytes:
+    at = local_headers(data)[name] + 4 if local else _central_headers(data)[name] + 6
+    out = bytearray(data)
+    struct.pack_into("<H", out, at, value)
+    return bytes(out)
+
+
+def test_a_version_zipfile_cannot_extract_is_refused_torch_loads_it() -> None:
+    """The last class of the 100,000-file campaign: torch (miniz) never reads the field, Python's zipfile refuses
+    an entry needing more than 6.3 (``_RealGetContents``)."""
+    data = _needing(torch_save(STATE), "archive/data.pkl", 64)
+    assert torch_reads(data)[STATE_NAME].tolist() == [0.5, -0.25]
+    with pytest.raises(NotImplementedError, match=r"zip file version 6\.4"):
+        zipfile.ZipFile(io.BytesIO(data))
+    assert refusal(data) == (
+        "PTH022",
+        "the central header of 'archive/data.pkl' says version 6.4 (0x0040) is needed to extract it: Python's "
+        "zipfile refuses to open the archive (it reads versions up to 6.3); torch writes 0, rwkv_lightning_cuda and "
+        "Python's zipfile 20 (45 with zip64 values)",
+    )
+
+
+@pytest.mark.parametrize("value", [10, 45, 63, 0x00FF, 0x0314, 0xFFFF])
+@pytest.mark.parametrize("local", [False, True], ids=["central", "local"])
+def test_versions_no_producer_writes_are_refused(value: int, local: bool) -> None:
+    """torch writes 0 (miniz: ``method ? 20 : 0``), rwkv_lightning_cuda and Python's zipfile 20, zipfile 45 only
+    with zip64 values; 63 and a host system in the high byte (0x0314: Unix, 2.0) are read alike today, but no
+    producer writes them."""
+    code, message = refusal(_needing(torch_save(STATE), "archive/byteorder", value, local=local))
+    assert code == "PTH022"
+    assert message.startswith(f"the {'local' if local else 'central'} header of 'archive/byteorder' says version")
+
+
+def test_what_pythons_zipfile_writes_is_accepted(tmp_path: Path) -> None:
+    """A torch file rewritten by Python's zipfile (stored): version 20, no descriptor, no padding."""
+    src = zipfile.ZipFile(io.BytesIO(torch_save(STATE)))
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for info in src.infolist():
+            zf.writestr(info.filename, src.read(info))
+    data = buf.getvalue()
+    assert set(struct.unpack_from("<H", data, at + 6)[0] for at in _central_headers(data).values()) == {20}
+    assert struct.unpack("<2f", open_checkpoint(data, verify_crc="all").tensor_bytes(STATE_NAME)) == (0.5, -0.25)
+
+
+def test_version_45_is_accepted_only_on_a_zip64_entry(tmp_path: Path) -> None:
+    """Python's zipfile writes 45 (ZIP64_VERSION) for an entry with zip64 values: accepted on big/data/0 of the
+    4 GiB layout, refused on big/data.pkl, which has none."""
+    from ckpt_hostile import write_sparse_zip64
+
+    from rwkv_registry._zipread import read_central_directory
+    from rwkv_registry.ckpt import FileSource
+
+    path = tmp_path / "big.pth"
+    write_sparse_zip64(path, 2_200_000_000)
+    with FileSource(path) as src:
+        cd = read_central_directory(src)
+    offsets, pos = {}, cd.offset
+    for e in cd.entries:
+        offsets[e.name] = pos
+        pos += 46 + len(e.raw) + (20 if e.zip64_fields == ("offset",) else 28 if e.zip64_fields else 0)
+    assert [e.zip64_fields for e in cd.entries][:2] == [(), ("usize", "csize")]
+
+    def set_needed(name: str, value: int) -> None:
+        with open(path, "r+b") as f:
+            f.seek(offsets[name])
+            assert f.read(4) == b"PK\x01\x02"
+            f.seek(offsets[name] + 6)
+            f.write(struct.pack("<H", value))
+
+    set_needed("big/data/0", 45)
+    with FileSource(path) as src:
+        assert "big" in open_checkpoint(src).tensors
+    set_needed("big/data.pkl", 45)
+    with FileSource(path) as src, pytest.raises(CheckpointError) as info:
+        open_checkpoint(src)
+    assert info.value.code == "PTH022" and "45 (zip64) on an entry without zip64 values" in info.value.message
+
+
+# --- messages quote at most ~200 characters of a name -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("edit", "code"),
+    [
+        (lambda m: None, "PTH008"),  # the name alone: too long (over 1,024 characters)
+        (lambda m: setattr(m, "comment", b"c"), "PTH017"),  # refused while the directory is read, before the names
+        (lambda m: setattr(m, "central_extra", struct.pack("<HH", 0x7075, 1) + b"x"), "PTH017"),
+    ],
+    ids=["name", "comment", "extra"],
+)
+def test_a_60000_character_name_is_quoted_clipped(edit: Callable[[Member], None], code: str) -> None:
+    """A zip name may hold 65,535 bytes; a message quotes the start and the end of it, a few hundred characters."""
+    members = torch_members(tensor_dict([GOOD_TENSOR]), GOOD_STORAGE)
+    long = Member("archive/" + "n" * 60_000 + ".pkl", b"x")
+    edit(long)
+    code_seen, message = refusal(zip_archive([*members, long]))
+    assert code_seen == code
+    assert len(message) < 600 and "characters]…" in message and ".pkl" in message, message
 
 
 # --- one reader over local files and the Hub's Range reads -----------------------------------------------------

@@ -401,7 +401,8 @@ def test_a_manifest_under_another_prefix_is_not_seen(
 ) -> None:
     """load_package looks up only ``archive/miss.json`` (find_entry: ``entry.name == name``, exact and
     case-sensitive). torch.save names the prefix after the file: ``adapter-final/miss.json`` is no manifest to the
-    server ("PTH has no embedded MiSS metadata"), and MIS001 to add and validate."""
+    server ("PTH has no embedded MiSS metadata") and torch never reads it: a member no reader reads, PTH019 to add
+    and validate (the reader returns no manifest for it)."""
     torch = pytest.importorskip("torch")
     ts = trainer_targets(LAYERS, CHANNELS, FFN, 4)
     data = d_data(ts, bf16=True)
@@ -420,10 +421,10 @@ def test_a_manifest_under_another_prefix_is_not_seen(
         assert zf.namelist()[0].startswith("adapter-final/")
         zf.writestr("adapter-final/miss.json", json_compact(manifest))
     rc, _, err = add(reg, src, capsys)
-    assert rc == 1 and "refused: MIS001 the manifest is the zip entry adapter-final/miss.json" in err, err
-    assert "archive/miss.json" in err
+    assert rc == 1 and "refused: PTH019 entry adapter-final/miss.json is a MiSS manifest under another prefix" in err
+    assert "only as archive/miss.json" in err
     published_as(reg, src.read_bytes(), tmp_path, capsys)
-    assert any("adapter-final/miss.json" in m for m in errors(reg)["MIS001"])
+    assert any("adapter-final/miss.json" in m for m in errors(reg)["PTH019"])
 
 
 # --- training checkpoints ------------------------------------------------------------------------------------
@@ -832,10 +833,10 @@ def test_the_manifest_entry_name_is_case_sensitive(
     reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """find_entry compares with ``==``: a file whose entries are ``Archive/…`` (the C++ writer's bytes, the
-    prefix's case changed) has no ``archive/miss.json`` for the server: MIS001."""
+    prefix's case changed) has no ``archive/miss.json`` for the server: its ``Archive/miss.json`` is PTH019."""
     from conformance.lightning_cpp import write_zip
 
     with zipfile.ZipFile(io.BytesIO(adapter())) as zf:
         entries = [("Archive/" + i.filename.split("/", 1)[1], zf.read(i)) for i in zf.infolist()]
     rc, _, err = add(reg, put(tmp_path, write_zip(entries)), capsys)
-    assert rc == 1 and "refused: MIS001 the manifest is the zip entry Archive/miss.json" in err, err
+    assert rc == 1 and "refused: PTH019 entry Archive/miss.json is a MiSS manifest under another prefix" in err, err

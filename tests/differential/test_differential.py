@@ -119,8 +119,9 @@ def test_the_lightning_transcription_writes_what_the_test_writer_writes() -> Non
     """Two transcriptions of rwkv_lightning_cuda's writer (src/io/pth_writer.cpp) made apart agree:
     bench/diffgen.py's and tests/conformance/lightning_cpp.py."""
     sys.path.insert(0, str(ROOT / "tests" / "conformance"))
-    from lightning_cpp import lightning_bytes
     import random
+
+    from lightning_cpp import lightning_bytes
 
     for n in range(10):
         base = diffgen.base_archive(random.Random(f"lightning/{n}"), "lightning-miss" if n % 2 else "lightning-state")
@@ -173,3 +174,12 @@ def test_the_campaign_writes_its_summary_and_replays_a_sample(tmp_path: Path) ->
     assert replay.returncode == 0, replay.stdout + replay.stderr
     assert "tool: accepts" in replay.stdout
     assert (tmp_path / "valid-5.pth").read_bytes() == diffgen.generate("valid", 5).data
+
+
+def test_the_campaign_draws_every_class() -> None:
+    """The campaign's default classes are its weight table's: a class added to diffgen and not there is never run
+    (version-needed was not, the first time)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import fuzz_differential
+
+    assert set(fuzz_differential.WEIGHTS) == set(ALL_CLASSES)

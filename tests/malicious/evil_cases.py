@@ -113,6 +113,7 @@ class Member:
     comment: bytes = b""  # the central header's per-entry comment
     central_offset: int | None = None  # the central header's offset field (None: where the local header is)
     local_flags: int | None = None  # the local header's flags (None: ``flags``)
+    version_needed: int = 20  # "version needed to extract", central and local header (rwkv_lightning_cuda: 20)
 
 
 def zip_archive(members: list[Member], *, prefix: bytes = b"", suffix: bytes = b"", comment_length: int = 0) -> bytes:
@@ -127,11 +128,11 @@ def zip_archive(members: list[Member], *, prefix: bytes = b"", suffix: bytes = b
         crc = zlib.crc32(m.data) if m.crc is None else m.crc
         offset = len(body)
         lflags = m.flags if m.local_flags is None else m.local_flags
-        head = struct.pack("<4sHHHHHIIIHH", b"PK\x03\x04", 20, lflags, m.method, 0, 0, crc, len(stored),
+        head = struct.pack("<4sHHHHHIIIHH", b"PK\x03\x04", m.version_needed, lflags, m.method, 0, 0, crc, len(stored),
                            len(m.data), len(raw), len(m.local_extra))  # fmt: skip
         body += head + raw + m.local_extra + stored
         at = offset if m.central_offset is None else m.central_offset
-        central += struct.pack("<4sHHHHHHIIIHHHHHII", b"PK\x01\x02", 20, 20, m.flags, m.method, 0, 0, crc,
+        central += struct.pack("<4sHHHHHHIIIHHHHHII", b"PK\x01\x02", 20, m.version_needed, m.flags, m.method, 0, 0, crc,
                                len(stored), len(m.data), len(raw), len(m.central_extra), len(m.comment), 0, 0, 0,
                                at)  # fmt: skip
         central += raw + m.central_extra + m.comment
@@ -559,6 +560,22 @@ def _meta_location(m: Path) -> bytes:
     return archive(pkl, NAN_STORAGE)
 
 
+def _version_needed_64(m: Path) -> bytes:
+    # data.pkl "needs" version 6.4 to extract: torch (miniz) and the server never read the field and load the file,
+    # Python's zipfile refuses to open it (NotImplementedError: zip file version 6.4)
+    members = torch_members(tensor_dict([GOOD_TENSOR]), GOOD_STORAGE)
+    members[1].version_needed = 64
+    return zip_archive(members)
+
+
+def _miss_json_other_prefix(m: Path) -> bytes:
+    # a torch.save-style prefix named after the file, with a manifest inside: the server looks up only
+    # archive/miss.json and does not see it, torch never reads it, a reader of <prefix>/miss.json would
+    members = torch_members(tensor_dict([GOOD_TENSOR]), GOOD_STORAGE, prefix="adapter-final")
+    manifest = json.dumps({"format_version": 1, "method": "miss", "content_version": "0" * 64}).encode()
+    return zip_archive([*members, Member("adapter-final/miss.json", manifest)])
+
+
 _EVIL = {
     "posix-system": ("os.system as pickled on Linux (posix.system)", "picklescan tests/data (os.system payloads)"),
     "os-system": ("GLOBAL 'os system' written by hand", "modelscan os.system cases"),
@@ -670,6 +687,10 @@ _CASE_LIST: list[Case] = [
          _no_version_record, runs_code=False),
     Case("meta-location", "a storage located on 'meta' (torch reads no data)", "issue 26 (hostile-input review)",
          "PTH021", _meta_location, runs_code=False),
+    Case("version-needed-64", "data.pkl needs zip version 6.4 (torch loads it, Python's zipfile refuses the file)",
+         "issue 26 (differential campaign)", "PTH022", _version_needed_64, runs_code=False),
+    Case("miss-json-other-prefix", "adapter-final/miss.json: a manifest the server never reads",
+         "issue 26 (differential campaign)", "PTH019", _miss_json_other_prefix, runs_code=False),
     Case("raw-pickle", "a bare pickle named .pth (torch's legacy format)", "CVE-2025-10155 (extension bypass)",
          "PTH001", _raw_pickle),
     Case("polyglot-pickle-prefix", "a pickle, then a valid archive (zip found from the end)",

@@ -180,12 +180,29 @@ could read otherwise. What the other readers do was read in their source: miniz 
   `test_zip_strict.py::test_a_torch_descriptor_with_another_crc_is_refused`.
 - **PTH019**: a member neither torch.save nor the trainer writes (`archive/payload.pkl`, `inner.zip`, `data/a`,
   `data/01`, sub-folders): only `data.pkl`, `byteorder`, `version`, `.data/version`, `.format_version`,
-  `.storage_alignment`, `.data/serialization_id`, `data/<n>` and `miss.json` are. torch never reads them; whatever
-  looks for them does. Cases `extra-member-payload`, `nested-zip`.
+  `.storage_alignment`, `.data/serialization_id`, `data/<n>` and `miss.json` are, and `miss.json` only as
+  `archive/miss.json`: the server's `load_package` looks up that exact name (`find_entry("archive/miss.json")`),
+  torch reads no `miss.json` at all, so `adapter-final/miss.json` (a `torch.save` prefix) or `Archive/miss.json` is
+  a manifest no reader of weights reads (it was MIS001 before, the reader returning it as the manifest). torch
+  never reads these members; whatever looks for them does. Cases `extra-member-payload`, `nested-zip`,
+  `miss-json-other-prefix`.
 - **PTH020**: no `version` record: torch refuses the file ("Expected hasRecord(version)"). Case `no-version-record`.
 - **PTH021**: a storage located elsewhere than `cpu`, `cuda` or `cuda:N`: for `meta` torch returns tensors without
   data while the server reads the bytes; `mps`, `xpu` and the others need that device. Case `meta-location`;
   `test_zip_strict.py::test_a_meta_storage_is_refused_torch_loads_no_data`.
+- **PTH022**: a "version needed to extract" no producer writes, in a central or a local header. torch writes 0
+  (miniz `mz_zip_writer_create_local_dir_header` and `..._central_dir_header`: `method ? 20 : 0`, zip64 or not),
+  rwkv_lightning_cuda 20 (`write_zip`: `u16(out, 20)`), Python's `zipfile` 20 and 45 (`ZIP64_VERSION`) for an entry
+  with zip64 values; miniz and `PthArchive` never read the field, `zipfile` refuses an entry needing more than 6.3
+  (`NotImplementedError: zip file version 6.4`). Accepted: 0 and 20, 45 with zip64 values only, high byte 0. Case
+  `version-needed-64`; `test_zip_strict.py::test_versions_no_producer_writes_are_refused`.
+
+Each class of issue 26's table, its rule and where it is tested (generated from `ISSUE_26_CLASSES` in
+`tests/malicious/security_table.py`; `tests/malicious/test_corpus.py` checks that each case is refused with that
+rule and the rule's hint, that each test exists and checks the rule or the case, and that this table is the
+generator's):
+
+{issue26_table}
 
 Accepted, and tested as accepted (`tests/test_zip_strict.py`): real `torch.save` output (bf16 and fp32, 1 to 70,000
 elements so past the 64 KiB end-record window, to a path and to a buffer, odd prefixes, empty records with flag
@@ -196,9 +213,27 @@ record, the header offset for every record after it), 24-byte descriptors for th
 holding exactly the sentinel fields, a plain end record with the directory offset 0xFFFFFFFF; the reader opened it
 reading 3,583 bytes. Every hostile case is also refused through the Hub's Range reads with the same rule and
 message (`test_range_reads_refuse_with_the_same_rule`), and opening a torch file after the prefetch costs no
-further request. Peak memory of the reader on each corpus case and zip bomb, each in a fresh process
-(`bench/zip_rss.py`, Python 3.11 on the 2-core CI machine): 17 to 18 MB for every zip-structure input, 108 MB for
-the largest pickle case (`memo-flood`); the bound is 200 MB.
+further request.
+
+Peak memory on every hostile input, the bound being 200 MB, the interpreter included (2026-12-02, the 2-core AMD
+EPYC, Python 3.11.7), each input in a fresh child process that reports its own `VmHWM`: `bench/zip_rss.py` opens
+each of the 70 corpus cases and 12 weight-file bombs with the reader (`open_checkpoint`), and with `--validate` runs
+`validate` on a one-base registry holding the input in the place of its State (a bomb in the place of its own
+target); `bench/hostile_names_bench.py` runs `validate` (text and JSON) on the name and header bombs.
+
+| input | the reader | `validate` |
+|---|---:|---:|
+| every zip-structure case and bomb (PTH001, PTH008, PTH010, PTH011, PTH014 to PTH022) | 17.6 to 18.5 MB | 34 to 35 MB |
+| `entries-100k` (100,000 real entries) | 17.6 MB | 41.9 MB |
+| `directory-64mib` (a 64 MiB central directory declared; the file is mapped to be hashed) | 17.7 MB | 95.8 MB |
+| `memo-flood` (1,000,001 memo entries, the largest pickle case) | 108.0 MB | 123.0 MB |
+| `safetensors-spaces-99mb` / `safetensors-200k-empty` | 17.6 / 17.7 MB | 127.2 / 44.6 MB |
+| SHA256SUMS path of 20 MB / safetensors name of 20 MB (`hostile_names_bench.py`) | — | 112.5 / 52.5 MB |
+| largest | 108.0 MB | 127.2 MB |
+
+`validate` reports on each the reader's rule (the HSH findings aside: the file no longer matches SHA256SUMS), and a
+message quotes at most about 200 characters of a name (`textsafe.clip`: the start, `…[N characters]…`, the end;
+`test_zip_strict.py::test_a_60000_character_name_is_quoted_clipped`).
 
 ## How it is tested: what we accept, torch reads identically
 
@@ -226,7 +261,7 @@ byte; anything else is refused. It is checked side by side, not argued:
   (`blocks.L.<target>.D`) dicts in bf16, fp32 or fp16, to a buffer or to a named file, an
   `OrderedDict` with `_metadata`, tensors sharing a storage, 0-dim, empty, bool and integer tensors;
   or rwkv_lightning_cuda's own layout (`src/io/pth_writer.cpp`; the test checks this transcription
-  against `tests/lightning_writer.py` byte for byte). A zip model parses the file and writes it back
+  against `tests/conformance/lightning_cpp.py` byte for byte). A zip model parses the file and writes it back
   identically, so a mutation edits one field and the rest follows. The classes: `eocd-in-comment`
   (a second end record, or a whole other archive, inside the comment), `comment-length`,
   `trailing-junk` (up to 64 KiB and past), `case-collision` (`data.pkl` and `DATA.PKL`, `data/0` and
@@ -236,7 +271,9 @@ byte; anything else is refused. It is checked side by side, not argued:
   local names), `extra-member`, `missing-record` (`version`, `byteorder`, `data.pkl`, a storage),
   `record-values`, `storage-location` (`meta`, `cuda:1`, `mps`, `CPU`, …), `pickle-edits` (names,
   storage classes, offsets, shapes, strides, shared keys, `requires_grad`), `header-fields` (one
-  field of any header set to another value), `bytes` (flips, 32-bit values, cuts, splices), `valid`
+  field of any header set to another value), `version-needed` (the "version needed to extract" of a
+  local header, a central one or both: the producers' 0, 20 and 45, zipfile's bounds 63 and 64, a host
+  system in the high byte, any value), `bytes` (flips, 32-bit values, cuts, splices), `valid`
   (the control), and for safetensors `st-duplicates`, `st-offsets`, `st-fields` (dtype strings,
   shapes, offsets of other types and values), `st-metadata`, `st-header` (length lies, padding,
   BOM, non-UTF-8, huge lengths, deep nesting), `st-bytes`, `st-valid`. The malicious cases of
@@ -251,27 +288,35 @@ byte; anything else is refused. It is checked side by side, not argued:
   per class, refusal codes, and every disagreement with its replay key).
 
 Figures: `nice -n 10 .venv/bin/python bench/fuzz_differential.py --count 100000 --jobs 1 --corpus`
-(campaign seed 7), one process on a 2-core AMD EPYC shared with seven other jobs (load 4 to 6):
+(campaign seed 7), one process on a 2-core AMD EPYC (`lscpu`: AMD EPYC, family 26, 2 cores, KVM); the first three
+rows shared with seven other jobs (load 4 to 6), the last three with one other agent (load 1 at the start):
 
 | tree | files | seconds | accepted | disagreeing |
 |------|------:|--------:|---------:|------------:|
 | main, before the strict zip reader | 100,000 | 403 | 43,533 | 10,121 |
 | with the strict zip reader (PTH014 to PTH021, zip da2c1fa) | 100,000 | 184 | 18,136 | 99 |
 | the same, zip ccc8d82 | 100,000 | 144 | 18,136 | 99 |
+| PTH022, `miss.json` only as `archive/miss.json` (ziprest 7a0b80f), the same classes | 100,000 | 80 | 17,730 | 0 |
+| with the class `version-needed` drawn too (ziprest d2cb4b5) | 100,000 | 74 | 17,544 | 0 |
+| the same, campaign seed 8 (`--seed 8`, without `--corpus`) | 100,000 | 66 | 17,255 | 0 |
 
 Disagreeing files per class, before: eocd-in-comment 5,083, zip64-extra 2,272, missing-record 1,304,
 storage-location 631, case-collision 619, st-fields 84, header-fields 78, extra-member 44, bytes 6;
-after: header-fields 52, extra-member 43, bytes 4.
+with the strict zip reader: header-fields 52, extra-member 43, bytes 4; since ziprest 7a0b80f: none.
 
 The malicious corpus and the bombs with 20 byte mutants of each (1,305 files on main, 1,578 with the
-68 cases of zip ccc8d82) are refused and agree in every run. The valid-file controls (3,474 torch
-and rwkv_lightning_cuda files, 1,693 safetensors files) are all accepted and read identically with
-the strict reader. Found by the campaign and fixed: a safetensors shape holding no byte but
-overflowing 64 bits (`[0, 2**64]`, `[2**40, 2**40, 0]`) or with a dimension torch cannot hold
-(`[2**63, 0]`) was accepted, safetensors refuses it (now PTH012). Left, and reported: a central
-header whose "version needed to extract" is above 63, which torch reads and Python's `zipfile`
-refuses to open (`header-fields`, `bytes`), and a `miss.json` under a prefix other than `archive/`,
-which the tool reads as the MiSS manifest and rwkv_lightning_cuda does not see (`extra-member`).
+68 cases of zip ccc8d82, 1,622 with the 70 cases now) are refused and agree in every run, but for the
+bomb `miss-json-deep`, a valid archive whose manifest is nested 10,000 deep: the reader accepts it and
+torch reads it alike, and `validate` refuses its manifest (MIS003). The valid-file controls (3,362 torch
+and rwkv_lightning_cuda files, 1,612 safetensors files in the seed-7 run) are all accepted and read
+identically. Found by the campaign and fixed: a safetensors shape holding no byte but overflowing 64 bits
+(`[0, 2**64]`, `[2**40, 2**40, 0]`) or with a dimension torch cannot hold (`[2**63, 0]`) was accepted,
+safetensors refuses it (now PTH012); a central header whose "version needed to extract" is above 63, which
+torch reads and Python's `zipfile` refuses to open (the 56 files left in `header-fields` and `bytes`), is
+PTH022, and so is any value no producer writes (`version-needed`: 2,789 of its 3,333 files refused, all
+PTH022; the 544 accepted carry 0 or 20: no generated base has a zip64 entry, 45 is tested on the 4 GiB
+layout); a `miss.json` under a prefix other than `archive/`, which the tool read as the MiSS manifest and
+rwkv_lightning_cuda does not see (the 43 files left in `extra-member`), is PTH019. Nothing is left.
 
 ## The Hub as an adversary
 
@@ -310,6 +355,53 @@ together) can still do is caught only by the signature, and only with a key pinn
 checks the signature and SHA256SUMS against every file before anything reaches PATH, and keeps nothing
 when they fail; without `--pubkey` a re-signed registry pulls and validates clean.
 """
+
+
+# The classes of issue 26's table: (class, rule, corpus case, test as "file::function" under tests/)
+ISSUE_26_CLASSES: list[tuple[str, str, str, str]] = [
+    ("end record: a second one (a whole archive) in the comment", "PTH014", "eocd-comment-archive",
+     "test_zip_strict.py::test_a_second_archive_in_the_comment_is_refused_torch_reads_it"),
+    ("end record: a comment length that lies", "PTH014", "eocd-lying-comment",
+     "test_zip_strict.py::test_end_record_tricks_of_the_corpus_are_refused"),
+    ("end record: 64 KiB of junk or bytes appended", "PTH014", "eocd-64k-junk",
+     "test_zip_strict.py::test_comments_and_trailing_bytes_of_a_torch_file_are_refused"),
+    ("names equal but for case (data.pkl and DATA.PKL)", "PTH015", "case-shadow-data-pkl",
+     "test_zip_strict.py::test_data_pkl_shadowed_by_upper_case_is_refused_torch_reads_the_other"),
+    ("names equal but for case (a NaN DATA/0 beside data/0)", "PTH015", "case-shadow-storage",
+     "test_zip_strict.py::test_a_nan_storage_in_other_case_is_what_torch_loads"),
+    ("a repeated zip64 extra field", "PTH016", "zip64-extra-twice",
+     "test_zip_strict.py::test_a_zip64_offset_given_twice_is_refused_torch_reads_the_first"),
+    ("unowned bytes: a pickle hidden between two entries", "PTH017", "polyglot-hidden-gap",
+     "malicious/test_corpus.py::test_case_is_refused_unexecuted_with_its_code"),
+    ("unowned bytes: a data-descriptor gap", "PTH017", "descriptor-gap",
+     "test_zip_strict.py::test_unowned_bytes_of_the_corpus_are_refused"),
+    ("unowned bytes: a local extra field torch does not write", "PTH017", "local-extra-payload",
+     "test_zip_strict.py::test_unowned_bytes_of_the_corpus_are_refused"),
+    ("unowned bytes: a per-entry comment", "PTH017", "entry-comment-payload",
+     "test_zip_strict.py::test_unowned_bytes_of_the_corpus_are_refused"),
+    ("a local header disagreeing with the directory", "PTH018", "local-flags-disagree",
+     "test_zip_strict.py::test_local_flags_disagreeing_with_the_directory_are_refused"),
+    ("an extra member (archive/payload.pkl)", "PTH019", "extra-member-payload",
+     "test_zip_strict.py::test_members_torch_does_not_write_are_refused"),
+    ("miss.json under another prefix than archive/", "PTH019", "miss-json-other-prefix",
+     "test_zip_strict.py::test_a_manifest_under_another_prefix_is_refused_the_server_never_reads_it"),
+    ("no version record", "PTH020", "no-version-record",
+     "test_zip_strict.py::test_an_archive_without_version_record_is_refused_as_torch_does"),
+    ("a storage located on meta", "PTH021", "meta-location",
+     "test_zip_strict.py::test_a_meta_storage_is_refused_torch_loads_no_data"),
+    ("a version needed to extract Python's zipfile refuses", "PTH022", "version-needed-64",
+     "test_zip_strict.py::test_a_version_zipfile_cannot_extract_is_refused_torch_loads_it"),
+]  # fmt: skip
+
+
+def issue26_table() -> str:
+    """The markdown table of :data:`ISSUE_26_CLASSES` (no torch needed: the test rebuilds it)."""
+    from rwkv_registry.rules import RULES
+
+    lines = ["| class | rule | what the rule says | corpus case | test |", "|---|---|---|---|---|"]
+    for what, code, case, test in ISSUE_26_CLASSES:
+        lines.append(f"| {what} | **{code}** | {_cell(RULES[code].title, 80)} | `{case}` | `{test}` |")
+    return "\n".join(lines)
 
 
 # Hand-written: the classes of issue 26 that reach the tool outside the weight files (the last section)
@@ -486,6 +578,7 @@ def generate() -> str:
         n=len(facts), torch_version=torch.__version__, date=dt.date.today().isoformat(), machine=machine
     )
     foot = FOOTER.format(
+        issue26_table=issue26_table(),
         torch_version=torch.__version__,
         n=len(facts),
         refused=sum(1 for f in facts if str(f["safe"]).startswith("refused")),

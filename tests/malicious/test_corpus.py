@@ -110,3 +110,30 @@ def test_the_hand_written_sections_of_the_security_doc_survive_its_regeneration(
         assert heading in template, f"{heading!r} is in docs/security.md but not in security_table.py"
     last = security_table.FOOTER.rindex("\n## ")
     assert text.endswith(security_table.FOOTER[last:]), "docs/security.md's last section differs from the generator's"
+
+
+def test_every_class_of_issue_26_is_refused_with_its_rule_and_tested() -> None:
+    """security_table.ISSUE_26_CLASSES: each class's corpus case is refused with that rule and the rule's hint, its
+    test exists and checks the rule or the case, and docs/security.md holds the table as the generator writes it."""
+    import ast
+
+    import security_table
+
+    tests = Path(__file__).resolve().parents[1]
+    codes = set()
+    for what, code, case_id, test in security_table.ISSUE_26_CLASSES:
+        assert CASES[case_id].code == code, what
+        with pytest.raises(CheckpointError) as info:
+            open_checkpoint(CASES[case_id].build(Path("/nonexistent/marker")))
+        assert info.value.code == code and info.value.hint == RULES[code].hint != "", (what, info.value.message)
+        file, func_name = test.split("::")
+        tree = ast.parse((tests / file).read_text("utf-8"))
+        funcs = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == func_name]
+        assert len(funcs) == 1, f"{what}: no test {test}"
+        literals = {c.value for c in ast.walk(funcs[0]) if isinstance(c, ast.Constant) and isinstance(c.value, str)}
+        assert code in literals or case_id in literals or "case_id" in ast.unparse(funcs[0].args), (what, test)
+        codes.add(code)
+    assert codes == {f"PTH0{n}" for n in range(14, 23)}
+    assert security_table.issue26_table() in DOCS.read_text("utf-8"), (
+        "docs/security.md is stale: run .venv/bin/python tests/malicious/security_table.py --write"
+    )
