@@ -168,8 +168,37 @@ def cmd_init(args: argparse.Namespace) -> int:
     from .ops import init_registry
 
     files = init_registry(args.path, name=args.name or "", title=args.title)
-    _console().print(f"created registry in {args.path}: {', '.join(files)}")
+    _say(f"created registry in {args.path}: {', '.join(files)}")
+    for line in init_next_steps(args.path):
+        _say(line)
     return 0
+
+
+def init_next_steps(path: str) -> list[str]:
+    """What ``init`` prints after its line: the commands a new registry needs next, in order, with PATH quoted
+    as a shell would need it (``git init`` left out where PATH is in a git work tree already)."""
+    import shlex
+    from pathlib import Path
+
+    q = shlex.quote(path)
+    steps = [
+        (f"rwkv-registry add-base {q} BASE.pth --source OWNER/REPO", "register the base model"),
+        (f"rwkv-registry add {q} FILE --base BASE --data-version V --train train.json", "add a State or MiSS file"),
+    ]
+    if not _in_git_work_tree(Path(path)):
+        steps.append((f"git -C {q} init && git -C {q} lfs install", "weights go through Git LFS"))
+    steps += [
+        (f"(cd {q} && pre-commit install)", "validate before every commit (docs/precommit.md)"),
+        (f"git -C {q} add -A && git -C {q} commit -m 'Publish the registry'", "then publish"),
+    ]
+    width = max(len(c) for c, _ in steps)
+    return ["next steps:", *(f"  {c:{width}}   # {why}" for c, why in steps)]
+
+
+def _in_git_work_tree(path: Any) -> bool:
+    """Whether ``path`` or a directory above it holds ``.git`` (a work tree's; no git is run)."""
+    p = path.resolve()
+    return any((d / ".git").exists() for d in (p, *p.parents))
 
 
 def _progress_bar(total: int, label: str) -> tuple[Any, Callable[[int], None]]:

@@ -480,3 +480,32 @@ def test_retraining_on_a_new_base_gets_free_default_ids(registry: Path, tmp_path
     again = write_state(tmp_path / "again3" / "s1.pth", seed=9)
     with pytest.raises(RefusedError, match="entry id 's1-20261201' exists"):
         add_entry(registry, again, base=new, data_version="v3", train=state_train("v3"))
+
+
+def test_init_says_the_commands_that_come_next(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`init` ends with what to do next, in order: add-base, add, git init (with LFS), pre-commit install, commit;
+    the rwkv-registry lines are ones the parser accepts, naming the new registry."""
+    import shlex
+
+    from rwkv_registry.cli import build_parser
+
+    root = tmp_path / "my reg"
+    assert main(["init", str(root)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"created registry in {root}: ")
+    assert out[1] == "next steps:"
+    commands = [line.split("   # ")[0].strip() for line in out[2:]]
+    q = shlex.quote(str(root))
+    assert [c.split()[0] for c in commands] == ["rwkv-registry", "rwkv-registry", "git", "(cd", "git"]
+    assert [c.split()[1] for c in commands[:2]] == ["add-base", "add"]
+    assert commands[2] == f"git -C {q} init && git -C {q} lfs install"
+    assert commands[3] == f"(cd {q} && pre-commit install)"
+    assert "commit -m" in commands[4]
+    for c in commands[:2]:
+        args = build_parser().parse_args(shlex.split(c)[1:])
+        assert args.path == str(root)
+    # in a git work tree already: no `git init`
+    (tmp_path / "repo" / ".git").mkdir(parents=True)
+    assert main(["init", str(tmp_path / "repo" / "reg")]) == 0
+    out = capsys.readouterr().out
+    assert "pre-commit install" in out and " init &&" not in out
