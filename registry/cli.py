@@ -817,13 +817,104 @@ def build_parser() -> argparse.ArgumentParser:
     form = sp.add_mutually_exclusive_group()
     form.add_argument("--markdown", action="store_true", help="print docs/rules.md")
     form.add_argument("--format", **fmt)
+    for sp in sub.choices.values():
+        _path_option(sp)
     return p
+
+
+def _path_option(sp: argparse.ArgumentParser) -> None:
+    """Give a command whose positional PATH is the registry root a ``--path PATH`` as well (``show`` has only the
+    option). The positional becomes optional for argparse; :func:`parse_command_line` requires one of the two."""
+    for action in sp._actions:
+        if action.dest == "path" and not action.option_strings:
+            action.nargs, action.required = "?", False
+            action.metavar = "PATH"
+            if action.default is None:  # a required PATH: "required" is checked once --path is known too
+                sp.set_defaults(path_required=True)
+            sp.set_defaults(path_default=action.default)
+            action.default = None
+            sp.add_argument(
+                "--path", dest="path_flag", metavar="PATH", help="the registry root, as the positional PATH"
+            )
+            return
+
+
+def _command_word(words: list[str]) -> int | None:
+    """The index of the subcommand in ``words``: the first word not an option, if only the top level's own
+    options (--help, --version) stand before it."""
+    for i, w in enumerate(words):
+        if not w.startswith("-"):
+            return i
+        if w not in ("-h", "--help", "--version"):
+            return None
+    return None
+
+
+def parse_command_line(
+    parser: argparse.ArgumentParser, argv: Sequence[str] | None = None
+) -> tuple[argparse.Namespace, list[str]]:
+    """``parser.parse_known_args(argv)``, with the subcommand's arguments parsed intermixed (options and positionals
+    in any order, PATH optional when ``--path`` gives it), then PATH and ``--path`` reconciled: one of them is
+    needed (where PATH has no default), and both may be given only when they name the same directory."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    i = _command_word(words)
+    sub = None
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and i is not None:
+            sub = action.choices.get(words[i])
+    if sub is None or i is None:
+        return parser.parse_known_args(words)
+    rest = words[i + 1 :]
+    # intermixed parsing drops the "--" that makes the words after it positionals (`validate -- -reg`): read as
+    # argparse always does then
+    args, extra = sub.parse_known_args(rest) if "--" in rest else sub.parse_known_intermixed_args(rest)
+    args.command = words[i]
+    if hasattr(args, "path_flag"):
+        _reconcile_path(sub, args)
+    return args, extra
+
+
+def _same_path(a: str, b: str) -> bool:
+    return os.path.normpath(os.path.abspath(a)) == os.path.normpath(os.path.abspath(b))
+
+
+def _reconcile_path(sub: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Set ``args.path`` from the positional PATH or ``--path``: the positionals after PATH move one place on when
+    ``--path`` gave it and PATH took the next one's value (``add-base --path REG BASE.pth``); a PATH and a
+    ``--path`` that differ are a usage error."""
+    flag = args.path_flag
+    del args.path_flag
+    required = getattr(args, "path_required", False)
+    default = getattr(args, "path_default", None)
+    for name in ("path_required", "path_default"):
+        if hasattr(args, name):
+            delattr(args, name)
+    if flag is None:
+        if args.path is None:
+            if required:
+                sub.error("the following arguments are required: PATH (or --path PATH)")
+            args.path = default
+        return
+    if args.path is None:
+        args.path = flag
+        return
+    if _same_path(args.path, flag):
+        return
+    dests = [a.dest for a in sub._actions if not a.option_strings and a.dest != "help"]
+    after = dests[dests.index("path") + 1 :]
+    if after and getattr(args, after[-1]) is None:  # PATH took the value of the positional after it
+        values = [args.path, *(getattr(args, d) for d in after[:-1])]
+        for d, v in zip(after, values, strict=True):
+            setattr(args, d, v)
+        args.path = flag
+        return
+    sub.error(f"two registry roots, PATH {args.path} and --path {flag}: give it once, as PATH or as --path PATH")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
-        args, extra = parser.parse_known_args(argv)
+        args, extra = parse_command_line(parser, argv)
         if extra:
             _unrecognized(parser, args, extra)
     except SystemExit as e:
