@@ -26,10 +26,37 @@ Handler = Callable[[argparse.Namespace], int]
 
 
 class _Parser(argparse.ArgumentParser):
+    near: str = ""  # " (did you mean --base for --bsae?)": the mistyped options of the words being parsed
+
     def error(self, message: str) -> Any:  # argparse's own errors: exit 2 with a clean message
         self.print_usage(sys.stderr)
+        if self.near and "did you mean" not in message:
+            message += self.near
         sys.stderr.write(f"{self.prog}: error: {message}\n")
         raise SystemExit(2)
+
+
+def near_flags(parser: argparse.ArgumentParser, words: Sequence[str], *, named: bool = False) -> str:
+    """`` (did you mean --base for --bsae?)``: each word of ``words`` that looks like an option ``parser`` does
+    not know (nor abbreviates: argparse takes ``--bas`` for ``--base``), with the nearest one it knows (difflib);
+    empty when none is close. Words after ``--`` are positionals. ``named``: the message names the word already
+    (``unrecognized arguments: --recomended``): one suggestion is ``(did you mean --recommended?)``."""
+    import difflib
+
+    flags = [o for a in parser._actions for o in a.option_strings if o.startswith("--")]
+    pairs = []
+    for w in words:
+        if w == "--":
+            break
+        name = w.split("=", 1)[0]
+        if not name.startswith("--") or name in flags or sum(f.startswith(name) for f in flags) == 1:
+            continue
+        match = difflib.get_close_matches(name, flags, 1)
+        if match:
+            pairs.append((match[0], name))
+    if named and len(pairs) == 1:
+        return f" (did you mean {pairs[0][0]}?)"
+    return f" (did you mean {', '.join(f'{m} for {n}' for m, n in pairs)}?)" if pairs else ""
 
 
 def _console(stderr: bool = False) -> Any:
@@ -865,6 +892,8 @@ def parse_command_line(
     if sub is None or i is None:
         return parser.parse_known_args(words)
     rest = words[i + 1 :]
+    if isinstance(sub, _Parser):
+        sub.near = near_flags(sub, rest)  # said with any error of the command's parser ("required: --base")
     # intermixed parsing drops the "--" that makes the words after it positionals (`validate -- -reg`): read as
     # argparse always does then
     args, extra = sub.parse_known_args(rest) if "--" in rest else sub.parse_known_intermixed_args(rest)
@@ -985,15 +1014,11 @@ def _refuse_empty_paths(args: argparse.Namespace) -> None:
 def _unrecognized(parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]) -> NoReturn:
     """argparse's "unrecognized arguments", from the command's own parser (its usage, not the top
     level's) and with the nearest flag of that command when one is close (``--recomended``)."""
-    import difflib
-
     sub = parser
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             sub = action.choices.get(getattr(args, "command", ""), parser)
-    flags = [o for a in sub._actions for o in a.option_strings if o.startswith("--")]
-    near = [m for x in extra if x.startswith("-") for m in difflib.get_close_matches(x.split("=", 1)[0], flags, 1)]
-    sub.error(f"unrecognized arguments: {' '.join(extra)}" + (f" (did you mean {near[0]}?)" if near else ""))
+    sub.error(f"unrecognized arguments: {' '.join(extra)}" + near_flags(sub, extra, named=True))
 
 
 # What a command that was interrupted after its write was committed has done (Ctrl-C is held back

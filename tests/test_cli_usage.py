@@ -96,3 +96,36 @@ def test_commands_run_with_path_option(reg: Path, tmp_path: Path, capsys: pytest
     assert main(["init", "--path", str(new)]) == 0
     assert (new / "index.json").is_file()
     shutil.rmtree(new)
+
+
+def _typo(flag: str) -> str:
+    """The flag without its second letter (--base -> --bse, --keep-previous-active -> --kep-previous-active)."""
+    return flag[:3] + flag[4:]
+
+
+@pytest.mark.parametrize("command", sorted(_subparsers()))
+def test_a_mistyped_option_gets_the_nearest_one(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every option of every command, mistyped: the error names the option meant, whether argparse reports the
+    word as unrecognized or (the option being required) says the option is missing."""
+    sp = _subparsers()[command]
+    lead = {"pull": ["o/r", "reg"], "compare": ["a.json", "b.json"], "keygen": ["k"]}.get(command, ["reg"])
+    if command == "show":
+        lead = []
+    flags = [o for a in sp._actions for o in a.option_strings if o.startswith("--") and len(o) > 5]
+    flags = [f for f in flags if f not in ("--help", "--freeze-previous")]
+    for flag in flags:
+        typo = _typo(flag)
+        with pytest.raises(SystemExit) as e:
+            main([command, *lead, typo, "x"])
+        assert e.value.code == 2
+        err = capsys.readouterr().err.splitlines()[-1]
+        assert f"did you mean {flag}" in err, (flag, typo, err)
+
+
+def test_a_mistyped_required_option_is_named_with_the_missing_one(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(["add", "reg", "s1.pth", "--bsae", "B", "--data-version", "v1", "--train", "t.json"])
+    assert e.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "rwkv-registry add: error: the following arguments are required: --base (did you mean --base for --bsae?)"
+    )
