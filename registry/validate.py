@@ -12,6 +12,7 @@ unchanged registry reads only the small JSON and text files.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import functools
 import gc
 import hashlib
@@ -41,7 +42,7 @@ from .jsonload import is_finite_number, is_integer
 from .layout import METHODS, name_key
 from .rules import MIS013_BY_BASE_EDIT, Finding, Severity, finding
 from .sampling import SAMPLING_PRESETS, did_you_mean
-from .schemas import schema_digest
+from .schemas import misspelt_keys, schema_digest
 from .sums import FORMS as SUMS_FORMS
 from .sums import SIG_NAME, SUMS_NAME, SumsLine, parse_sums
 from .textsafe import clip
@@ -274,7 +275,7 @@ def train_findings(
     dirs: set[str],
     unsure: frozenset[str] = frozenset(),
 ) -> list[Finding]:
-    """The train.json rules (TRN002–TRN008) on ``t``, the train.json at ``rel`` of the data-version
+    """The train.json rules (TRN002–TRN009, TRN011–TRN013) on ``t``, the train.json at ``rel`` of the data-version
     directory ``d``, with the entries recorded under it and the directories ``dirs`` of the registry (only
     the group directories ``d/<group>`` among them count, so the caller may pass just those). ``unsure``: ids of
     entries whose recorded ``miss`` values already disagree with their file (MIS015): TRN008 does not echo them.
@@ -297,6 +298,8 @@ def train_findings(
         out.append(
             finding("TRN006", rel, f"trainer {trainer.get('name')} {trainer.get('version')}: build commit not recorded")
         )
+    out += _time_findings(rel, t)
+    out += [finding("TRN013", rel, f"{where}: {message}") for where, message in misspelt_keys("train", t)]
     data = t["data"] if isinstance(t.get("data"), dict) else {}
     if "version" in data and data.get("version") != version:  # absent: SCH003
         out.append(finding("TRN003", rel, f"data.version is {data.get('version')!r} in directory {version}/"))
@@ -341,6 +344,37 @@ def train_findings(
     else:
         out += _name_findings(rel, t, entries, [])
         out += _step_findings(rel, t, entries, [])
+    return out
+
+
+def _instant(value: Any) -> dt.datetime | None:
+    """An RFC 3339 date-time with its offset (``2026-10-12T08:00:00Z``) as an aware datetime; None for anything
+    else (SCH003 reports a time that is not one)."""
+    if not isinstance(value, str):
+        return None
+    text = value[:-1] + "+00:00" if value[-1:] in ("Z", "z") else value
+    try:
+        when = dt.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else None
+
+
+def _time_findings(rel: str, t: dict[str, Any]) -> list[Finding]:
+    """TRN012: ``finished`` before ``started``, for the whole training and for each run of ``runs``."""
+    out: list[Finding] = []
+    runs = t["runs"] if isinstance(t.get("runs"), list) else []
+    spans = [("", t), *((f"runs[{i}] ({r.get('group')!r}): ", r) for i, r in enumerate(runs) if isinstance(r, dict))]
+    for where, span in spans:
+        started, finished = _instant(span.get("started")), _instant(span.get("finished"))
+        if started is not None and finished is not None and finished < started:
+            out.append(
+                finding(
+                    "TRN012",
+                    rel,
+                    f"{where}finished {clip(str(span['finished']))} is before started {clip(str(span['started']))}",
+                )
+            )
     return out
 
 
