@@ -318,6 +318,7 @@ def cmd_add(args: argparse.Namespace) -> int:
     displaced: list[str] = []  # the entries --recommended took the mark from
     warnings: list[Finding] = []  # what validate will warn of because of the new entry, and did not before
     notes: list[str] = []  # what add did beyond copying the file (a legacy MiSS package published as one file)
+    unchanged: list[dict[str, Any]] = []  # the entry this very add made before (a rerun): nothing written
     entry = add_entry(
         args.path,
         args.file,
@@ -334,7 +335,14 @@ def cmd_add(args: argparse.Namespace) -> int:
         displaced=displaced,
         warnings=warnings,
         notes=notes,
+        unchanged=unchanged,
     )
+    if unchanged:
+        _say(
+            f"already registered: {entry['method']} entry {entry['id']} at {entry['path']} "
+            f"(sha256 {entry['file']['sha256'][:12]}…), with the same values; nothing was written"
+        )
+        return 0
     for line in notes:
         _say(line)
     _say(f"added {entry['method']} entry {entry['id']} at {entry['path']} (sha256 {entry['file']['sha256'][:12]}…)")

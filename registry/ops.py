@@ -855,8 +855,13 @@ def add_entry(
     displaced: list[str] | None = None,
     warnings: list[Finding] | None = None,
     notes: list[str] | None = None,
+    unchanged: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Register a State or MiSS file under ``base``; refuse (registry unchanged) if it does not fit.
+
+    The same add run again (the same file with the same values, at a path an entry records) writes nothing and
+    returns that entry, appended to ``unchanged`` when given; one that differs from the entry is refused, naming
+    each field that differs (``field: old → new``).
 
     A legacy two-file MiSS package (a folder with ``adapter.json`` and ``adapter.pth``, or an ``adapter.pth``
     without ``archive/miss.json`` beside its ``adapter.json``) is checked with the server's rules on its
@@ -1031,8 +1036,37 @@ def add_entry(
         train_rel = f"{base}/{method}/{data_version}/train.json"
         for r in (rel, train_rel):  # a link on the way: refused before anything there is read or written
             refuse_unsafe_path(root, r)
-        if any(e["path"] == rel for e in index["entries"]):
-            raise RefusedError(f"{rel} already exists", hint="Published weights never change; use a new name.")
+        registered = next((e for e in index["entries"] if e["path"] == rel), None)
+        if registered is not None and not os.path.lexists(root / rel):
+            raise RefusedError(
+                f"{rel} is registered as entry {registered['id']!r}, but its file is missing (LAY008)",
+                hint=f"Restore it (`git checkout -- {rel}`, `git lfs pull`); a registered entry is never replaced.",
+                path=rel,
+            )
+        if registered is not None:  # the same add again (a rerun before the commit), or another file of that name
+            given = {
+                "id": entry_id,
+                "profile": profile or ("g1k-think" if method == "miss" else "g1k"),
+                "sampling": sampling,
+                "recommended": bool(recommended),
+                "description": description,
+                "adapter_id": (adapter_id or entry_id or registered["id"]) if method == "miss" else None,
+                "step": step,
+                "total_steps": total_steps,
+            }
+            changed = _rerun_differences(root / train_rel, registered, train_obj, group, facts.sha256, given)
+            if not changed:
+                if unchanged is not None:
+                    unchanged.append(registered)
+                return registered
+            raise RefusedError(
+                f"{rel} is already registered as entry {registered['id']!r}, and this add differs from it: "
+                + "; ".join(changed),
+                hint="A registered entry is never replaced (published weights never change): new weights get a new "
+                "name (a State's file name, a MiSS --group) or a new --data-version; to add the same file again, "
+                f"give the values it was registered with (`rwkv-registry show --path {path} {registered['id']}`).",
+                path=rel,
+            )
         if (root / rel).exists():
             raise RefusedError(
                 f"{rel} is already in the layout, but no entry of index.json records it (LAY007)",
@@ -1406,6 +1440,55 @@ def _refuse_train_findings(
         return []
     before = set() if new_file else {(f.code, f.path, f.message) for f in train_findings(train_rel, d, t, others, dirs)}
     return [f for f in warned if (f.code, f.path, f.message) not in before]
+
+
+def _shown(value: Any) -> str:
+    """A value in a ``field: old → new`` line: a sha256 cut to 12 digits, anything else as compact JSON (cut)."""
+    if isinstance(value, str) and re.fullmatch(r"[0-9a-f]{64}", value):
+        return value[:12] + "…"
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    return text if len(text) <= 80 else text[:79] + "…"
+
+
+def _rerun_differences(
+    train_path: Path,
+    registered: dict[str, Any],
+    train: dict[str, Any],
+    group: str | None,
+    sha256: str,
+    given: dict[str, Any],
+) -> list[str]:
+    """How an add of a file at ``registered``'s path differs from that entry: ``field: old → new`` for the file's
+    sha256, each value ``given`` (None: not given, never a difference) and what the train.json records (its shared
+    fields, and a MiSS group's run), empty when the add is the one that made the entry."""
+    from .jsonload import JsonLoadError, load_json_file
+
+    out: list[str] = []
+    old_sha = registered["file"].get("sha256") if isinstance(registered.get("file"), dict) else None
+    if old_sha != sha256:
+        out.append(f"file sha256: {_shown(old_sha)} → {_shown(sha256)}")
+    for key, value in given.items():
+        if value is not None and registered.get(key) != value:
+            out.append(f"{key}: {_shown(registered.get(key))} → {_shown(value)}")
+    try:
+        old_train = load_json_file(train_path)
+    except (JsonLoadError, OSError):
+        old_train = None
+    if not isinstance(old_train, dict):
+        return [*out, f"train.json: {train_path.name} cannot be read to compare"]
+    keys = ["trainer", "method", "data", "hyperparameters", "command", "started", "finished"]
+    for key in keys:
+        if old_train.get(key) != train.get(key):
+            out.append(f"train.json {key}: {_shown(old_train.get(key))} → {_shown(train.get(key))}")
+    if group is not None:
+
+        def run_of(t: dict[str, Any]) -> Any:
+            runs = t.get("runs") if isinstance(t.get("runs"), list) else []
+            return next((r for r in runs if isinstance(r, dict) and r.get("group") == group), None)
+
+        if run_of(old_train) != run_of(train):
+            out.append(f"train.json run {group!r}: {_shown(run_of(old_train))} → {_shown(run_of(train))}")
+    return out
 
 
 def _default_id(index: dict[str, Any], base: dict[str, Any], plain: str) -> str:
