@@ -252,6 +252,7 @@ def cmd_add_base(args: argparse.Namespace) -> int:
     from .rules import Finding
 
     warnings: list[Finding] = []  # what validate will warn of because of the new base, and did not before
+    frozen: list[tuple[str, str]] = []  # (base, the newest of its family): the bases the new one froze
 
     if args.from_hub and args.source:
         raise UsageError(
@@ -273,8 +274,9 @@ def cmd_add_base(args: argparse.Namespace) -> int:
             freeze_previous=args.freeze_previous,
             family=args.family,
             warnings=warnings,
+            frozen=frozen,
         )
-        return _print_added_base(base, warnings)
+        return _print_added_base(base, warnings, frozen)
     common = {
         "name": args.name,
         "source": args.source,
@@ -282,6 +284,7 @@ def cmd_add_base(args: argparse.Namespace) -> int:
         "family": args.family,
         "freeze_previous": args.freeze_previous,
         "warnings": warnings,
+        "frozen": frozen,
     }
     if args.base_file:
         size = os.path.getsize(args.base_file) if os.path.isfile(args.base_file) else 0
@@ -298,15 +301,17 @@ def cmd_add_base(args: argparse.Namespace) -> int:
                 "--arch n_layer=32,n_embd=4096,vocab_size=65536 --source BlinkDL/rwkv7-g1",
             )
         base = add_base(args.path, sha256=args.sha256, size=args.size, arch=parse_arch_option(args.arch), **common)
-    return _print_added_base(base, warnings)
+    return _print_added_base(base, warnings, frozen)
 
 
-def _print_added_base(base: dict[str, Any], warnings: list[Any]) -> int:
+def _print_added_base(base: dict[str, Any], warnings: list[Any], frozen: list[tuple[str, str]]) -> int:
     a = base["architecture"]
     _say(
         f"added base {base['name']} ({a['n_layer']} layers × {a['n_embd']}, vocab {a['vocab_size']}, "
         f"sha256 {base['sha256'][:12]}…)"
     )
+    for old, newest in frozen:
+        _say(f"base {old} is now frozen; new weights go under {newest} (old base directories are never touched)")
     _print_warnings(warnings)
     return 0
 

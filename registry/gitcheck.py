@@ -29,7 +29,7 @@ from typing import Any
 
 from .errors import UsageError
 from .layout import METHODS
-from .lineage import superseded
+from .lineage import active_successor, superseded
 from .rules import Finding, finding
 
 
@@ -569,6 +569,12 @@ def _check_repo(
         for name, what in base_identity_changes(bases_then, bases_now, index)
         for at in ["HEAD" if since is None else since]
     ]
+
+    def goes(base: str) -> str:
+        """``; new weights go under B`` naming the active base of ``base``'s family, when there is one."""
+        active = active_successor(bases_now.values(), base)
+        return f"; new weights go under {active}" if active else ""
+
     seen: set[str] = set()
     spared: set[str] = set()
     for status_map, where in ((committed, "commit"), (staged, "index"), (changed, "working tree")):
@@ -599,7 +605,7 @@ def _check_repo(
                 )
             else:
                 seen.add(r)
-                out.append(finding("GIT003", r, f"new file under {closed[base]} base {base} ({place})"))
+                out.append(finding("GIT003", r, f"new file under {closed[base]} base {base} ({place})" + goes(base)))
     for path, flag in sorted(blind.items()):  # edits git's diffs do not see: compared here, with the baseline's blob
         r = rel(path)
         base = r.split("/", 1)[0] if "/" in r else None
@@ -624,7 +630,7 @@ def _check_repo(
         r = rel(path)
         base = r.split("/", 1)[0] if "/" in r else None
         if base in closed and r not in seen and not _placeholder(root, r):
-            out.append(finding("GIT003", r, f"new untracked file under {closed[base]} base {base}"))
+            out.append(finding("GIT003", r, f"new untracked file under {closed[base]} base {base}" + goes(base)))
     return out
 
 

@@ -25,7 +25,7 @@ from .errors import RefusedError, RegistryIOError, UsageError, os_error_hint
 from .facts import FactsCache, FileFacts, compute_facts, gather_facts, sha256_file, stat_key, stray_state_finding
 from .gitcheck import published_in
 from .layout import METHODS
-from .lineage import base_date, family_of, superseded
+from .lineage import active_successor, base_date, family_of, superseded
 from .readme import MARKERS as README_MARKERS
 from .readme import apply_bodies, render_bodies, skeleton, update_readme
 from .rules import Finding, Severity, finding
@@ -571,12 +571,14 @@ def add_base(
     progress: Callable[[int], None] | None = None,
     today: str | None = None,
     warnings: list[Finding] | None = None,
+    frozen: list[tuple[str, str]] | None = None,
 ) -> dict[str, Any]:
     """Register a base: from its file (hashed, architecture read), or from metadata alone.
 
     ``source_file`` and ``revision`` record where the base came from (default: ``<name>.pth``, no
     revision); everything is published in one transaction. ``warnings``: extended with the warnings ``validate``
-    will report because of the new base (:func:`_base_warnings`), once it is written.
+    will report because of the new base (:func:`_base_warnings`), once it is written. ``frozen``: extended with
+    ``(old base, the newest base of its family)`` for each base this call froze (``freeze_previous``).
     """
     from .atomic import require_reachable, require_registry
 
@@ -676,10 +678,12 @@ def add_base(
         before = superseded(index["bases"][:-1])
         older = superseded(index["bases"])
         _refuse_closing_unpublished(root, index, name, older, before)
+        froze: list[tuple[str, str]] = []
         if freeze_previous:  # old base directories are never touched: freeze what the new base supersedes
             for b in index["bases"]:
                 if b["name"] in older and b.get("status") == "active":
                     b["status"] = "frozen"
+                    froze.append((b["name"], older[b["name"]]))
         _check_index_schema(index, cache.items)
         new_warnings = _base_warnings(root, dict(index, bases=bases_before), index)
         texts = {
@@ -693,6 +697,8 @@ def add_base(
             _publish(root, txn, texts, cache=cache)
     if warnings is not None:
         warnings.extend(new_warnings)
+    if frozen is not None:
+        frozen.extend(froze)
     return index["bases"][-1]
 
 
@@ -961,8 +967,13 @@ def add_entry(
             )
         b = bases[base]
         if b.get("status") == "frozen":
+            active = active_successor(index["bases"], base)
             raise RefusedError(
-                f"base {base!r} is frozen: it gets no new files", hint="Add the weights under the active base."
+                f"base {base!r} is frozen: it gets no new files"
+                + (f"; new weights go under {active!r}, the active base of its family" if active else ""),
+                hint=f"Retrain on {active} and add the weights there (--base {active})."
+                if active
+                else "Add the weights under an active base (`rwkv-registry add-base` registers a new one).",
             )
         newer = superseded(index["bases"]).get(base)
         if newer is not None:

@@ -577,3 +577,33 @@ def test_an_add_that_differs_from_the_registered_entry_names_each_difference(
         '{"ctx":4096,"lr":0.01,"lr_final":0.001} → {"ctx":4096,"lr":0.02,"lr_final":0.001}'
     ), line
     assert snapshot(reg) == before
+
+
+def test_add_base_says_which_base_it_froze_and_refusals_name_the_active_one(
+    reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    newer = TINY_BASE.replace("20260101", "20260301")
+    arch = "n_layer=2,n_embd=128,vocab_size=65536,ffn_size=512"
+    argv = ["add-base", str(reg), "--name", newer, "--sha256", "b" * 64, "--size", "5", "--arch", arch]
+    assert main([*argv, "--source", "BlinkDL/rwkv7-g1"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"added base {newer} ")
+    assert out[1] == (
+        f"base {TINY_BASE} is now frozen; new weights go under {newer} (old base directories are never touched)"
+    )
+    # an add under the frozen base names the base to use
+    st = write_state(tmp_path / "in" / "s9.pth", seed=9)
+    train = tmp_path / "train.json"
+    train.write_text(json.dumps(state_train("v9")))
+    add = ["add", str(reg), str(st), "--base", TINY_BASE, "--data-version", "v9", "--train", str(train)]
+    assert main(add) == 1
+    err = capsys.readouterr().err
+    assert (
+        f"error: base '{TINY_BASE}' is frozen: it gets no new files; new weights go under '{newer}', the active " in err
+    )
+    assert f"hint: Retrain on {newer} and add the weights there (--base {newer})." in err
+    # a base kept active says nothing of freezing
+    other = TINY_BASE.replace("20260101", "20260401")
+    argv = ["add-base", str(reg), "--name", other, "--sha256", "c" * 64, "--size", "5", "--arch", arch]
+    assert main([*argv, "--source", "BlinkDL/rwkv7-g1", "--keep-previous-active"]) == 0
+    assert "now frozen" not in capsys.readouterr().out
