@@ -46,18 +46,34 @@ GITIGNORE = """# transient files of rwkv-registry writes
 .rwkv-registry-tmp-*
 """
 PRECOMMIT = """# Validate the registry before every commit (https://pre-commit.com): run `pre-commit install` once.
-# The hook runs the rwkv-registry found on PATH (`pip install rwkv-registry`: the core, no torch);
-# it is the hook `rwkv-registry-validate` of the project's .pre-commit-hooks.yaml.
+# The hook does not need rwkv-registry on PATH (a GUI git client's PATH may lack your virtualenv): it runs
+# $RWKV_REGISTRY when set (a command: /path/to/venv/bin/rwkv-registry), else the rwkv-registry on PATH, else
+# `python -m rwkv_registry` with the Python that runs pre-commit, when rwkv-registry is installed there (the one
+# `pre-commit install` recorded in .git/hooks/pre-commit). docs/precommit.md says more.
 repos:
   - repo: local
     hooks:
       - id: rwkv-registry-validate
         name: rwkv-registry validate
-        entry: rwkv-registry validate
         language: system
         pass_filenames: false
         require_serial: true
         always_run: true
+        entry: |
+          sh -c '
+          if [ -n "${RWKV_REGISTRY:-}" ]; then exec $RWKV_REGISTRY validate; fi
+          if command -v rwkv-registry >/dev/null 2>&1; then exec rwkv-registry validate; fi
+          py=
+          if [ -r "/proc/$PPID/cmdline" ]; then py=$(tr "\\0" "\\n" < "/proc/$PPID/cmdline" | head -n 1)
+          else py=$(ps -o args= -p "$PPID" 2>/dev/null | cut -d " " -f 1); fi
+          if [ -n "$py" ] && "$py" -c "import rwkv_registry" >/dev/null 2>&1; then
+            exec "$py" -m rwkv_registry validate
+          fi
+          echo "rwkv-registry validate: rwkv-registry is not on PATH, nor installed for the Python running" \\
+            "pre-commit (${py:-not found}): install both in one environment, or set" \\
+            "RWKV_REGISTRY=/path/to/venv/bin/rwkv-registry (docs/precommit.md)" >&2
+          exit 1
+          '
 """
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
@@ -298,6 +314,8 @@ def compute_sums(
 
     Weight files' hashes come from the validation cache (``cache``, else read here) when their stat key matches.
     """
+    from .validate import NOT_SUMMED
+
     staged = staged or {}
     hashes: dict[str, str] = dict(staged_hashes or {})
     # walked from the resolved root: the cache knows each file by the path validate read it at (its resolved root
@@ -333,7 +351,7 @@ def compute_sums(
                     path=rel,
                 ) from e
     for rel, data in staged.items():
-        if rel != SUMS_NAME:
+        if rel not in NOT_SUMMED:
             hashes[rel] = hashlib.sha256(data).hexdigest()
     return format_sums(hashes)
 

@@ -61,7 +61,10 @@ ROOT_FILES = {
     LOCK_NAME,
     JOURNAL_NAME,
 }
-NOT_SUMMED = {SUMS_NAME, SIG_NAME, LOCK_NAME, JOURNAL_NAME}
+# the registry root's housekeeping files: how git and pre-commit treat the repository, no content of it; editing them
+# (the hook's configuration) must not fail the hook, so SHA256SUMS does not list them
+HOUSEKEEPING = frozenset({".gitignore", ".pre-commit-config.yaml"})
+NOT_SUMMED = {SUMS_NAME, SIG_NAME, LOCK_NAME, JOURNAL_NAME, *HOUSEKEEPING}
 WEIGHT_SUFFIXES = (".pth", ".safetensors")
 MAX_TEXT_BYTES = 64 * 2**20  # SHA256SUMS and README.md larger than this are refused unread
 # rwkv_lightning_cuda's kMaxUploadedStateBytes (include/rwkv/server/rwkv_uploaded_state_store.hpp): STA005
@@ -1609,6 +1612,16 @@ class Validator:
         line_of: dict[str, int] = {}  # the line of each path's first listing
         again: list[SumsLine] = []  # later listings of a path: `sha256sum -c` checks each of them too
         for line in lines:
+            if line.path in HOUSEKEEPING:  # earlier versions listed them: not checked, a note on the form
+                self.add(
+                    finding(
+                        "HSH007",
+                        SUMS_NAME,
+                        f"line {line.lineno}: {line.path} is listed (as earlier versions did), but housekeeping "
+                        "files of the root are not: its hash is not checked, and `sums` drops the line",
+                    )
+                )
+                continue
             if line.path in NOT_SUMMED:
                 self.add(finding("HSH007", SUMS_NAME, f"line {line.lineno}: {clip(line.path)} should not be listed"))
                 continue
