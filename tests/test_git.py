@@ -460,8 +460,12 @@ def test_real_pre_commit_refuses_bad_commit_and_accepts_good(repo: Path, tmp_pat
     assert config.read_text() == PRECOMMIT  # as init wrote it
     [hook] = yaml.safe_load(PRECOMMIT)["repos"][0]["hooks"]
     [shipped] = yaml.safe_load((Path(__file__).resolve().parents[1] / ".pre-commit-hooks.yaml").read_text())
-    for key in ("id", "name", "entry", "pass_filenames", "require_serial", "always_run"):
+    for key in ("id", "name", "pass_filenames", "require_serial", "always_run"):
         assert hook[key] == shipped[key], key  # the same hook as the one the project ships
+    # the shipped hook is `language: python`: pre-commit installs rwkv-registry for it and puts it on PATH; init's
+    # `language: system` hook finds it without PATH (docs/precommit.md, tests/test_precommit_hook.py)
+    assert shipped["entry"] == "rwkv-registry validate" and shipped["language"] == "python"
+    assert hook["language"] == "system" and "exec rwkv-registry validate" in hook["entry"]
     bindir = str(Path(sys.executable).parent)  # where rwkv-registry is installed: on PATH, as for a user
     env = {**ENV, "PRE_COMMIT_HOME": str(tmp_path / "pc-home"), "PATH": bindir + os.pathsep + ENV.get("PATH", "")}
     pc = str(Path(sys.executable).parent / "pre-commit")
