@@ -844,6 +844,37 @@ class Validator:
             )
             self.say_which_side_changed()
             self.blame_the_base_edit()
+            self.fold_published_edits()
+
+    def fold_published_edits(self) -> None:
+        """One finding for one cause: a published file edited (GIT001) no longer has the sha256 (or size) that
+        index.json and SHA256SUMS record, and those findings (HSH001, HSH002, HSH006) of that file are left out; the
+        GIT001 message names them."""
+        edited = {f.path for f in self.findings if f.code == "GIT001"}
+        echoes = {"HSH001": "sha256", "HSH002": "size", "HSH006": "SHA256SUMS"}
+        gone: dict[str, list[str]] = {}
+        kept: list[Finding] = []
+        for f in self.findings:
+            if f.code in echoes and f.path in edited:
+                gone.setdefault(f.path, []).append(f.code)
+            else:
+                kept.append(f)
+        if not gone:
+            return
+        for i, f in enumerate(kept):
+            if f.code == "GIT001" and f.path in gone:
+                codes = sorted(set(gone[f.path]))
+                recorded = " and ".join(echoes[c] for c in codes if c != "HSH006")
+                what = " and ".join(
+                    [
+                        *([f"index.json's {recorded}"] if recorded else []),
+                        *(["SHA256SUMS"] if "HSH006" in codes else []),
+                    ]
+                )
+                kept[i] = finding(
+                    "GIT001", f.path, f"{f.message}; so it no longer matches {what} ({', '.join(codes)})", **f.extra
+                )
+        self.findings = kept
 
     def blame_the_base_edit(self) -> None:
         """MIS013 beside GIT007: when a published base's sha256 was edited in index.json and an adapter's

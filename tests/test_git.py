@@ -67,6 +67,28 @@ def test_modified_published_file_names_its_commit(repo: Path) -> None:
     assert sha in f.message and "publish v1" in f.message
 
 
+def test_one_tampered_published_weight_is_one_finding(repo: Path, tmp_path: Path) -> None:
+    """The cause once: a published .pth replaced by other bytes (another valid State, so nothing else is wrong
+    with it) is GIT001 alone, naming the hash mismatches it brings (HSH001, HSH006 left out for that file), in the
+    working tree and once staged; the hint is GIT001's."""
+    other = write_state(tmp_path / "other" / "s1.pth", seed=77)  # same name, same size
+    (repo / STATE).write_bytes(other.read_bytes())
+    for stage in (False, True):
+        if stage:
+            git(repo, "add", "-A")
+        report = validate_registry(repo, use_cache=False)
+        [f] = [f for f in report.findings if f.path == STATE]
+        assert f.code == "GIT001"
+        assert f.message.endswith("; so it no longer matches index.json's sha256 and SHA256SUMS (HSH001, HSH006)")
+        assert "publish v1" in f.message
+        assert not report.ok and {g.code for g in report.findings if g.severity == "error"} == {"GIT001"}
+    # index.json edited instead (the file as published): HSH001 is the cause, and says which side changed
+    git(repo, "reset", "-q", "--hard")
+    edit_index(repo, lambda i: i["entries"][0]["file"].update(sha256="0" * 64))
+    found = [(f.code, f.path) for f in validate_registry(repo, use_cache=False).findings if f.path == STATE]
+    assert found == [("HSH001", STATE)]
+
+
 def test_staged_modification_is_caught(repo: Path) -> None:
     train = repo / TINY_BASE / "state" / "v1" / "train.json"
     train.write_text(train.read_text().replace("4096", "8192"))
