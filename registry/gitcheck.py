@@ -742,6 +742,25 @@ def changed_since_head(root: Path, rels: list[str]) -> set[str] | None:
     return {full[p] for p in _split_z(out) if p in full}
 
 
+def as_committed(root: Path, rels: list[str]) -> set[str] | None:
+    """Which of ``rels`` (relative to the registry at ``root``) are in ``HEAD`` and unchanged since, staged or not;
+    None outside git, before the first commit, or when git fails."""
+    try:
+        import git
+    except ImportError:
+        return None
+    try:
+        repo, prefix = _repo_and_prefix(git, root)
+        full = {(r if prefix == "." else f"{prefix}/{r}"): r for r in rels}
+        committed = repo.git.ls_tree("-r", "--name-only", "-z", "--full-tree", "HEAD", "--", prefix)
+        changed = repo.git.diff("--name-only", "--no-renames", "-z", "HEAD", "--", prefix)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError, git.GitCommandError, git.GitCommandNotFound):
+        return None
+    except ValueError:
+        return None
+    return {full[p] for p in _split_z(committed) if p in full} - {full[p] for p in _split_z(changed) if p in full}
+
+
 def _repo_and_prefix(git: Any, root: Path) -> tuple[Any, str]:
     """The repository around ``root`` and ``root``'s path inside its work tree ("." at the top); raises
     GitPython's errors outside a repository, ValueError when ``root`` is outside the work tree."""

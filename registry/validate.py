@@ -845,6 +845,18 @@ class Validator:
             self.say_which_side_changed()
             self.blame_the_base_edit()
             self.fold_published_edits()
+            self.quiet_committed_notes()
+
+    def quiet_committed_notes(self) -> None:
+        """TRN006 (no trainer commit recorded) only for a train.json not yet committed: a committed one is
+        published and never changes, so the note could not be acted on and would repeat at every commit (the
+        pre-commit hook). Outside git every train.json's note is reported."""
+        from .gitcheck import as_committed
+
+        notes = [f.path for f in self.findings if f.code == "TRN006"]
+        committed = as_committed(self.root, notes) if notes else None
+        if committed:
+            self.findings = [f for f in self.findings if not (f.code == "TRN006" and f.path in committed)]
 
     def fold_published_edits(self) -> None:
         """One finding for one cause: a published file edited (GIT001) no longer has the sha256 (or size) that

@@ -89,6 +89,26 @@ def test_one_tampered_published_weight_is_one_finding(repo: Path, tmp_path: Path
     assert found == [("HSH001", STATE)]
 
 
+def test_trn006_is_said_for_a_train_json_until_it_is_committed(repo: Path, tmp_path: Path) -> None:
+    """A train.json without the trainer's commit (TRN006, a note) is said while it is new, by `add` and by the
+    validation of the commit that brings it (the pre-commit hook), and not at every later commit: committed, it is
+    published and never changes, so nothing could be done about it."""
+    new_train = f"{TINY_BASE}/state/v5/train.json"
+
+    def notes() -> list[str]:
+        return [f.path for f in validate_registry(repo, use_cache=False).findings if f.code == "TRN006"]
+
+    assert notes() == []  # state/v1/train.json records no commit, and is committed
+    add_entry(
+        repo, write_state(tmp_path / "n1.pth", seed=11), base=TINY_BASE, data_version="v5", train=state_train("v5")
+    )
+    assert notes() == [new_train]  # untracked
+    git(repo, "add", "-A")
+    assert notes() == [new_train]  # staged: what the hook of this commit sees
+    git(repo, "commit", "-q", "-m", "v5")
+    assert notes() == []
+
+
 def test_staged_modification_is_caught(repo: Path) -> None:
     train = repo / TINY_BASE / "state" / "v1" / "train.json"
     train.write_text(train.read_text().replace("4096", "8192"))
