@@ -695,7 +695,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = cmd("tui", _lazy("rwkv_registry.tui.app:cmd_tui", _require_directory), "browse the registry in a terminal UI")
     sp.formatter_class = argparse.RawDescriptionHelpFormatter
-    sp.epilog = "example: rwkv-registry tui .    (/ filters, escape goes back to the tree, q quits)"
     sp.add_argument("path", nargs="?", default=".")
 
     sp = cmd(
@@ -704,7 +703,6 @@ def build_parser() -> argparse.ArgumentParser:
         "quick smoke evaluation of an entry on its base (GPU, or CPU for tiny models)",
     )
     sp.formatter_class = argparse.RawDescriptionHelpFormatter
-    sp.epilog = "example: rwkv-registry smoke . v141b-s1224 --base-file rwkv7-g1k-7.2b-20260930-ctx25600.pth --record"
     sp.add_argument("path", help="registry root")
     sp.add_argument("entry_id")
     sp.add_argument(
@@ -761,10 +759,7 @@ def build_parser() -> argparse.ArgumentParser:
         "The score goes to index.json, the README's tables and SHA256SUMS in one atomic\n"
         "write. Figures that validate would find inconsistent (IDX008, IDX009, IDX013,\n"
         "IDX014, IDX017, IDX020) are refused and nothing is written (docs/scores.md).\n\n"
-        "example (seed 000: MiSS v2.1 r16 lr2e-5, two runs averaged, against v2.0):\n  "
-        "rwkv-registry score . v21-lr2e-5-e2 --benchmark exam --date 2026-10-17 --solved 296.5 --total 568 "
-        '--score 52.2 --runs 2 --backend "App harness; inference backend of 2026-10-17" --against v20-r16-lr3e-5 '
-        "--wins 95 --losses 54 --p-value 0.001 --report docs/evaluations/exam-v21-20261017"
+        "The example is seed 000's MiSS v2.1 r16 lr2e-5, two runs averaged, against v2.0."
     )
     sp.add_argument("path", help="registry root")
     sp.add_argument(
@@ -857,9 +852,99 @@ def build_parser() -> argparse.ArgumentParser:
     form = sp.add_mutually_exclusive_group()
     form.add_argument("--markdown", action="store_true", help="print docs/rules.md")
     form.add_argument("--format", **fmt)
-    for sp in sub.choices.values():
+    for name, sp in sub.choices.items():
         _path_option(sp)
+        sp.formatter_class = argparse.RawDescriptionHelpFormatter  # the example stays one line
+        sp.epilog = f"{sp.epilog}\n\n" if sp.epilog else ""
+        sp.epilog += f"example: {EXAMPLES[name]}"
     return p
+
+
+BASE = "rwkv7-g1k-7.2b-20260930-ctx25600"  # the base of seed 000, in the examples
+# One example per command, the last line of its --help (and in docs/commands.md); words after four spaces and "(" are
+# a remark, not part of the command line
+EXAMPLES = {
+    "validate": "rwkv-registry validate .    (or hf://OWNER/REPO; --format json for a machine-readable report)",
+    "init": "rwkv-registry init my-weights --name OWNER/my-weights",
+    "add-base": f"rwkv-registry add-base . {BASE}.pth --source BlinkDL/rwkv7-g1",
+    "add": f"rwkv-registry add . v141b-s1224.pth --base {BASE} --data-version v1.41 --train train.json --recommended",
+    "sums": "rwkv-registry sums . --check",
+    "readme": "rwkv-registry readme .",
+    "recover": "rwkv-registry recover .",
+    "demo": "rwkv-registry demo demo-registry",
+    "list": "rwkv-registry list . --filter method:miss",
+    "show": "rwkv-registry show v141b-s1224 --path .",
+    "tui": "rwkv-registry tui .    (/ filters, escape goes back to the tree, q quits)",
+    "smoke": f"rwkv-registry smoke . v141b-s1224 --base-file {BASE}.pth --record",
+    "compare": "rwkv-registry compare v20-r16-lr3e-5.json v21-lr2e-5-e2.json",
+    "score": "rwkv-registry score . v21-lr2e-5-e2 --benchmark exam --date 2026-10-17 --solved 296.5 --total 568 "
+    '--score 52.2 --runs 2 --backend "App harness; inference backend of 2026-10-17" --against v20-r16-lr3e-5 '
+    "--wins 95 --losses 54 --p-value 0.001 --report docs/evaluations/exam-v21-20261017",
+    "keygen": "rwkv-registry keygen release.key --comment 'release signing key'",
+    "sign": "rwkv-registry sign . --key release.key --trust",
+    "verify": "rwkv-registry verify . --pubkey release.key.pub",
+    "push": "rwkv-registry push . --repo OWNER/rwkv-agent-weights",
+    "pull": f"rwkv-registry pull No-22/rwkv-agent-weights weights --base {BASE}",
+    "rules": "rwkv-registry rules --markdown",
+}
+
+
+def example_command(name: str) -> str:
+    """The command line of ``name``'s example, without its remark."""
+    return EXAMPLES[name].split("    (")[0]
+
+
+def _synopsis(name: str, sp: argparse.ArgumentParser) -> str:
+    """``rwkv-registry add PATH FILE --base NAME … [options]``: the positionals, the required options, and
+    ``[options]`` when there are others (written here, not argparse's usage, whose wrapping differs by width and
+    Python version)."""
+    words = [f"rwkv-registry {name}"]
+    optional = False
+    for a in sp._actions:
+        if a.dest in ("help", "path_flag") or a.help == argparse.SUPPRESS:
+            continue
+        meta = a.metavar if isinstance(a.metavar, str) else a.dest.upper()
+        if not a.option_strings:
+            required = a.nargs is None or (a.dest == "path" and sp.get_default("path_required"))
+            words.append(meta if required else f"[{meta}]")
+        elif a.required:
+            words.append(f"{a.option_strings[-1]} {meta}" if a.nargs != 0 else a.option_strings[-1])
+        else:
+            optional = True
+    return " ".join(words + (["[options]"] if optional else []))
+
+
+def commands_markdown() -> str:
+    """docs/commands.md: one section per command, with its synopsis, options and example, from the parser."""
+    p = build_parser()
+    sub = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction))
+    out = [
+        "# Commands",
+        "",
+        "Generated from the command line's parser (`registry/cli.py`: `commands_markdown`); do not edit by hand.",
+        "Every command that takes a registry root takes it as `PATH` or as `--path PATH` (`show`: `--path` only);",
+        "`rwkv-registry COMMAND --help` prints the same. Exit codes: 0 success, 1 validation errors found or a write",
+        "refused, 2 usage or I/O error. The pre-commit hook `init` writes is described in docs/precommit.md.",
+        "",
+    ]
+    for name, sp in sub.choices.items():
+        about = str(sp.description)
+        out += [f"## {name}", "", f"{about[:1].upper()}{about[1:]}.", "", "```", _synopsis(name, sp), "```", ""]
+        formatter = argparse.HelpFormatter(sp.prog)
+        for a in sp._actions:
+            if a.dest == "help" or a.help == argparse.SUPPRESS:
+                continue
+            if a.option_strings:
+                meta = a.metavar if isinstance(a.metavar, str) else a.dest.upper()
+                flag = ", ".join(a.option_strings) + (f" {meta}" if a.nargs != 0 else "")
+            else:
+                flag = a.metavar if isinstance(a.metavar, str) else a.dest.upper()
+            text = formatter._expand_help(a) if a.help else ""
+            if a.choices and a.option_strings:
+                text += f" (one of: {', '.join(map(str, a.choices))})"
+            out.append(f"- `{flag}`" + (f": {text}" if text else ""))
+        out += ["", "Example:", "", "```sh", EXAMPLES[name], "```", ""]
+    return "\n".join(out).rstrip("\n") + "\n"
 
 
 def _path_option(sp: argparse.ArgumentParser) -> None:
@@ -869,6 +954,7 @@ def _path_option(sp: argparse.ArgumentParser) -> None:
         if action.dest == "path" and not action.option_strings:
             action.nargs, action.required = "?", False
             action.metavar = "PATH"
+            action.help = action.help or "registry root"
             if action.default is None:  # a required PATH: "required" is checked once --path is known too
                 sp.set_defaults(path_required=True)
             sp.set_defaults(path_default=action.default)
