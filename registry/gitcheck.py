@@ -744,21 +744,22 @@ def changed_since_head(root: Path, rels: list[str]) -> set[str] | None:
 
 def as_committed(root: Path, rels: list[str]) -> set[str] | None:
     """Which of ``rels`` (relative to the registry at ``root``) are in ``HEAD`` and unchanged since, staged or not;
-    None outside git, before the first commit, or when git fails."""
+    None outside git (told without running git or importing GitPython), before the first commit, or when git
+    fails. Two plain git commands, run in ``root`` (paths relative to it)."""
+    if not _work_tree_around(root):
+        return None
+    cwd = os.fspath(root)
     try:
-        import git
-    except ImportError:
+        committed = _run_git(cwd, ("ls-tree", "-r", "--name-only", "-z", "HEAD", "--", "."))
+        changed = _run_git(cwd, ("diff", "--name-only", "--no-renames", "--relative", "-z", "HEAD", "--", "."))
+    except (_GitFailed, _NoGit, OSError):
         return None
-    try:
-        repo, prefix = _repo_and_prefix(git, root)
-        full = {(r if prefix == "." else f"{prefix}/{r}"): r for r in rels}
-        committed = repo.git.ls_tree("-r", "--name-only", "-z", "--full-tree", "HEAD", "--", prefix)
-        changed = repo.git.diff("--name-only", "--no-renames", "-z", "HEAD", "--", prefix)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError, git.GitCommandError, git.GitCommandNotFound):
-        return None
-    except ValueError:
-        return None
-    return {full[p] for p in _split_z(committed) if p in full} - {full[p] for p in _split_z(changed) if p in full}
+    want = set(rels)
+
+    def paths(out: bytes) -> set[str]:
+        return {p for p in _split_z(out.decode("utf-8", "surrogateescape")) if p in want}
+
+    return paths(committed) - paths(changed)
 
 
 def _repo_and_prefix(git: Any, root: Path) -> tuple[Any, str]:
