@@ -570,9 +570,9 @@ def _check_repo(
         for at in ["HEAD" if since is None else since]
     ]
 
-    def goes(base: str) -> str:
+    def goes(base: str | None) -> str:
         """``; new weights go under B`` naming the active base of ``base``'s family, when there is one."""
-        active = active_successor(bases_now.values(), base)
+        active = active_successor(bases_now.values(), base) if base is not None else None
         return f"; new weights go under {active}" if active else ""
 
     seen: set[str] = set()

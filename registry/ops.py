@@ -1512,8 +1512,9 @@ def _rerun_differences(
     if group is not None:
 
         def run_of(t: dict[str, Any]) -> Any:
-            runs = t.get("runs") if isinstance(t.get("runs"), list) else []
-            return next((r for r in runs if isinstance(r, dict) and r.get("group") == group), None)
+            runs = t.get("runs")
+            listed = runs if isinstance(runs, list) else []
+            return next((r for r in listed if isinstance(r, dict) and r.get("group") == group), None)
 
         if run_of(old_train) != run_of(train):
             out.append(f"train.json run {group!r}: {_shown(run_of(old_train))} → {_shown(run_of(train))}")
