@@ -226,11 +226,19 @@ _FILTER_KEYS = {
     "v": "data_version",
     "is": "flag",
 }
+FILTER_FIELDS = tuple(_FILTER_KEYS)  # the keys a filter term may have: method:, m:, base:, …
 FILTER_HELP = "words  method:miss  base:NAME  data:v2.1  is:rec|frozen|active|error|warning|ok"
 
 
 _STATUS_FLAGS = frozenset({"error", "errors", "err", "broken", "warning", "warnings", "warn", "ok"})
 _KNOWN_FLAGS = _STATUS_FLAGS | {"rec", "recommended", "frozen", "active"}
+
+
+def unknown_field_text(term: str) -> str:
+    """``methd: is not a filter field (did you mean method:?)`` for a ``key:value`` term of no filter field."""
+    key = term.partition(":")[0]
+    near = difflib.get_close_matches(key, FILTER_FIELDS, n=1, cutoff=0.6)
+    return f"{key}: is not a filter field" + (f" (did you mean {near[0]}:?)" if near else "")
 
 
 @dataclass(frozen=True)
@@ -284,6 +292,12 @@ class EntryFilter:
         return any(f in _STATUS_FLAGS for f in self.flags)
 
     @property
+    def unknown_fields(self) -> list[str]:
+        """The words written as a ``key:value`` term whose key is none of the filter's (``methd:miss``): a plain
+        word to the TUI's box, which matches no entry; ``list --filter`` refuses them."""
+        return [w for w in self.words if re.fullmatch(r"[a-z_-]+:.+", w) and w.partition(":")[0] not in _FILTER_KEYS]
+
+    @property
     def unknown_flags(self) -> list[str]:
         """``is:`` values that are none of the known ones."""
         return [f for f in self.flags if f not in _KNOWN_FLAGS]
@@ -298,6 +312,7 @@ class EntryFilter:
         if unknown:
             parts.append(f"is:{','.join(unknown)} ignored (is: takes rec, error, warning, ok, frozen, active)")
         parts += [f"{' '.join(self.empty)} without a value ignored"] if self.empty else []
+        parts += [unknown_field_text(term) for term in self.unknown_fields]
         parts += [repr(" ".join(self.words))] if self.words else []
         return ", ".join(parts) if parts else "everything"
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from .catalog import (
     _FRACTIONS,
     CURRENT_MARK,
+    FILTER_FIELDS,
     FILTER_HELP,
     FROZEN_TAG,
     METHOD_LABEL,
@@ -41,6 +42,7 @@ from .catalog import (
     score_num,
     score_text,
     short_size,
+    unknown_field_text,
 )
 from .errors import UsageError
 from .rules import Finding
@@ -802,6 +804,12 @@ def _list_filter(cat: Catalog, query: str | None) -> tuple[EntryFilter, Callable
     """``list --filter``'s filter and the test it makes of an entry (None: keep everything). A status term
     (``is:error``, ``is:warning``, ``is:ok``) validates the registry first (through the validation cache)."""
     flt = EntryFilter.parse(query or "")
+    if flt.unknown_fields:
+        raise UsageError(
+            f"--filter {query!r}: {unknown_field_text(flt.unknown_fields[0])}",
+            hint=f"The fields are {', '.join(f + ':' for f in FILTER_FIELDS)}; words without a colon match ids, "
+            f"paths, groups and descriptions. Terms: {FILTER_HELP}",
+        )
     if flt.unknown_flags:
         raise UsageError(
             f"--filter {query!r}: is:{','.join(flt.unknown_flags)} is not a filter term",

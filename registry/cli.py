@@ -26,10 +26,37 @@ Handler = Callable[[argparse.Namespace], int]
 
 
 class _Parser(argparse.ArgumentParser):
+    near: str = ""  # " (did you mean --base for --bsae?)": the mistyped options of the words being parsed
+
     def error(self, message: str) -> Any:  # argparse's own errors: exit 2 with a clean message
         self.print_usage(sys.stderr)
+        if self.near and "did you mean" not in message:
+            message += self.near
         sys.stderr.write(f"{self.prog}: error: {message}\n")
         raise SystemExit(2)
+
+
+def near_flags(parser: argparse.ArgumentParser, words: Sequence[str], *, named: bool = False) -> str:
+    """`` (did you mean --base for --bsae?)``: each word of ``words`` that looks like an option ``parser`` does
+    not know (nor abbreviates: argparse takes ``--bas`` for ``--base``), with the nearest one it knows (difflib);
+    empty when none is close. Words after ``--`` are positionals. ``named``: the message names the word already
+    (``unrecognized arguments: --recomended``): one suggestion is ``(did you mean --recommended?)``."""
+    import difflib
+
+    flags = [o for a in parser._actions for o in a.option_strings if o.startswith("--")]
+    pairs = []
+    for w in words:
+        if w == "--":
+            break
+        name = w.split("=", 1)[0]
+        if not name.startswith("--") or name in flags or sum(f.startswith(name) for f in flags) == 1:
+            continue
+        match = difflib.get_close_matches(name, flags, 1)
+        if match:
+            pairs.append((match[0], name))
+    if named and len(pairs) == 1:
+        return f" (did you mean {pairs[0][0]}?)"
+    return f" (did you mean {', '.join(f'{m} for {n}' for m, n in pairs)}?)" if pairs else ""
 
 
 def _console(stderr: bool = False) -> Any:
@@ -168,8 +195,37 @@ def cmd_init(args: argparse.Namespace) -> int:
     from .ops import init_registry
 
     files = init_registry(args.path, name=args.name or "", title=args.title)
-    _console().print(f"created registry in {args.path}: {', '.join(files)}")
+    _say(f"created registry in {args.path}: {', '.join(files)}")
+    for line in init_next_steps(args.path):
+        _say(line)
     return 0
+
+
+def init_next_steps(path: str) -> list[str]:
+    """What ``init`` prints after its line: the commands a new registry needs next, in order, with PATH quoted
+    as a shell would need it (``git init`` left out where PATH is in a git work tree already)."""
+    import shlex
+    from pathlib import Path
+
+    q = shlex.quote(path)
+    steps = [
+        (f"rwkv-registry add-base {q} BASE.pth --source OWNER/REPO", "register the base model"),
+        (f"rwkv-registry add {q} FILE --base BASE --data-version V --train train.json", "add a State or MiSS file"),
+    ]
+    if not _in_git_work_tree(Path(path)):
+        steps.append((f"git -C {q} init && git -C {q} lfs install", "weights go through Git LFS"))
+    steps += [
+        (f"(cd {q} && pre-commit install)", "validate before every commit (docs/precommit.md)"),
+        (f"git -C {q} add -A && git -C {q} commit -m 'Publish the registry'", "then publish"),
+    ]
+    width = max(len(c) for c, _ in steps)
+    return ["next steps:", *(f"  {c:{width}}   # {why}" for c, why in steps)]
+
+
+def _in_git_work_tree(path: Any) -> bool:
+    """Whether ``path`` or a directory above it holds ``.git`` (a work tree's; no git is run)."""
+    p = path.resolve()
+    return any((d / ".git").exists() for d in (p, *p.parents))
 
 
 def _progress_bar(total: int, label: str) -> tuple[Any, Callable[[int], None]]:
@@ -196,6 +252,7 @@ def cmd_add_base(args: argparse.Namespace) -> int:
     from .rules import Finding
 
     warnings: list[Finding] = []  # what validate will warn of because of the new base, and did not before
+    frozen: list[tuple[str, str]] = []  # (base, the newest of its family): the bases the new one froze
 
     if args.from_hub and args.source:
         raise UsageError(
@@ -217,8 +274,9 @@ def cmd_add_base(args: argparse.Namespace) -> int:
             freeze_previous=args.freeze_previous,
             family=args.family,
             warnings=warnings,
+            frozen=frozen,
         )
-        return _print_added_base(base, warnings)
+        return _print_added_base(base, warnings, frozen)
     common = {
         "name": args.name,
         "source": args.source,
@@ -226,6 +284,7 @@ def cmd_add_base(args: argparse.Namespace) -> int:
         "family": args.family,
         "freeze_previous": args.freeze_previous,
         "warnings": warnings,
+        "frozen": frozen,
     }
     if args.base_file:
         size = os.path.getsize(args.base_file) if os.path.isfile(args.base_file) else 0
@@ -242,15 +301,17 @@ def cmd_add_base(args: argparse.Namespace) -> int:
                 "--arch n_layer=32,n_embd=4096,vocab_size=65536 --source BlinkDL/rwkv7-g1",
             )
         base = add_base(args.path, sha256=args.sha256, size=args.size, arch=parse_arch_option(args.arch), **common)
-    return _print_added_base(base, warnings)
+    return _print_added_base(base, warnings, frozen)
 
 
-def _print_added_base(base: dict[str, Any], warnings: list[Any]) -> int:
+def _print_added_base(base: dict[str, Any], warnings: list[Any], frozen: list[tuple[str, str]]) -> int:
     a = base["architecture"]
     _say(
         f"added base {base['name']} ({a['n_layer']} layers × {a['n_embd']}, vocab {a['vocab_size']}, "
         f"sha256 {base['sha256'][:12]}…)"
     )
+    for old, newest in frozen:
+        _say(f"base {old} is now frozen; new weights go under {newest} (old base directories are never touched)")
     _print_warnings(warnings)
     return 0
 
@@ -262,6 +323,7 @@ def cmd_add(args: argparse.Namespace) -> int:
     displaced: list[str] = []  # the entries --recommended took the mark from
     warnings: list[Finding] = []  # what validate will warn of because of the new entry, and did not before
     notes: list[str] = []  # what add did beyond copying the file (a legacy MiSS package published as one file)
+    unchanged: list[dict[str, Any]] = []  # the entry this very add made before (a rerun): nothing written
     entry = add_entry(
         args.path,
         args.file,
@@ -278,7 +340,14 @@ def cmd_add(args: argparse.Namespace) -> int:
         displaced=displaced,
         warnings=warnings,
         notes=notes,
+        unchanged=unchanged,
     )
+    if unchanged:
+        _say(
+            f"already registered: {entry['method']} entry {entry['id']} at {entry['path']} "
+            f"(sha256 {entry['file']['sha256'][:12]}…), with the same values; nothing was written"
+        )
+        return 0
     for line in notes:
         _say(line)
     _say(f"added {entry['method']} entry {entry['id']} at {entry['path']} (sha256 {entry['file']['sha256'][:12]}…)")
@@ -626,7 +695,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = cmd("tui", _lazy("rwkv_registry.tui.app:cmd_tui", _require_directory), "browse the registry in a terminal UI")
     sp.formatter_class = argparse.RawDescriptionHelpFormatter
-    sp.epilog = "example: rwkv-registry tui .    (/ filters, escape goes back to the tree, q quits)"
     sp.add_argument("path", nargs="?", default=".")
 
     sp = cmd(
@@ -635,7 +703,6 @@ def build_parser() -> argparse.ArgumentParser:
         "quick smoke evaluation of an entry on its base (GPU, or CPU for tiny models)",
     )
     sp.formatter_class = argparse.RawDescriptionHelpFormatter
-    sp.epilog = "example: rwkv-registry smoke . v141b-s1224 --base-file rwkv7-g1k-7.2b-20260930-ctx25600.pth --record"
     sp.add_argument("path", help="registry root")
     sp.add_argument("entry_id")
     sp.add_argument(
@@ -692,10 +759,7 @@ def build_parser() -> argparse.ArgumentParser:
         "The score goes to index.json, the README's tables and SHA256SUMS in one atomic\n"
         "write. Figures that validate would find inconsistent (IDX008, IDX009, IDX013,\n"
         "IDX014, IDX017, IDX020) are refused and nothing is written (docs/scores.md).\n\n"
-        "example (seed 000: MiSS v2.1 r16 lr2e-5, two runs averaged, against v2.0):\n  "
-        "rwkv-registry score . v21-lr2e-5-e2 --benchmark exam --date 2026-10-17 --solved 296.5 --total 568 "
-        '--score 52.2 --runs 2 --backend "App harness; inference backend of 2026-10-17" --against v20-r16-lr3e-5 '
-        "--wins 95 --losses 54 --p-value 0.001 --report docs/evaluations/exam-v21-20261017"
+        "The example is seed 000's MiSS v2.1 r16 lr2e-5, two runs averaged, against v2.0."
     )
     sp.add_argument("path", help="registry root")
     sp.add_argument(
@@ -788,13 +852,197 @@ def build_parser() -> argparse.ArgumentParser:
     form = sp.add_mutually_exclusive_group()
     form.add_argument("--markdown", action="store_true", help="print docs/rules.md")
     form.add_argument("--format", **fmt)
+    for name, sp in sub.choices.items():
+        _path_option(sp)
+        sp.formatter_class = argparse.RawDescriptionHelpFormatter  # the example stays one line
+        sp.epilog = f"{sp.epilog}\n\n" if sp.epilog else ""
+        sp.epilog += f"example: {EXAMPLES[name]}"
     return p
+
+
+BASE = "rwkv7-g1k-7.2b-20260930-ctx25600"  # the base of seed 000, in the examples
+# One example per command, the last line of its --help (and in docs/commands.md); words after four spaces and "(" are
+# a remark, not part of the command line
+EXAMPLES = {
+    "validate": "rwkv-registry validate .    (or hf://OWNER/REPO; --format json for a machine-readable report)",
+    "init": "rwkv-registry init my-weights --name OWNER/my-weights",
+    "add-base": f"rwkv-registry add-base . {BASE}.pth --source BlinkDL/rwkv7-g1",
+    "add": f"rwkv-registry add . v141b-s1224.pth --base {BASE} --data-version v1.41 --train train.json --recommended",
+    "sums": "rwkv-registry sums . --check",
+    "readme": "rwkv-registry readme .",
+    "recover": "rwkv-registry recover .",
+    "demo": "rwkv-registry demo demo-registry",
+    "list": "rwkv-registry list . --filter method:miss",
+    "show": "rwkv-registry show v141b-s1224 --path .",
+    "tui": "rwkv-registry tui .    (/ filters, escape goes back to the tree, q quits)",
+    "smoke": f"rwkv-registry smoke . v141b-s1224 --base-file {BASE}.pth --record",
+    "compare": "rwkv-registry compare v20-r16-lr3e-5.json v21-lr2e-5-e2.json",
+    "score": "rwkv-registry score . v21-lr2e-5-e2 --benchmark exam --date 2026-10-17 --solved 296.5 --total 568 "
+    '--score 52.2 --runs 2 --backend "App harness; inference backend of 2026-10-17" --against v20-r16-lr3e-5 '
+    "--wins 95 --losses 54 --p-value 0.001 --report docs/evaluations/exam-v21-20261017",
+    "keygen": "rwkv-registry keygen release.key --comment 'release signing key'",
+    "sign": "rwkv-registry sign . --key release.key --trust",
+    "verify": "rwkv-registry verify . --pubkey release.key.pub",
+    "push": "rwkv-registry push . --repo OWNER/rwkv-agent-weights",
+    "pull": f"rwkv-registry pull No-22/rwkv-agent-weights weights --base {BASE}",
+    "rules": "rwkv-registry rules --markdown",
+}
+
+
+def example_command(name: str) -> str:
+    """The command line of ``name``'s example, without its remark."""
+    return EXAMPLES[name].split("    (")[0]
+
+
+def _synopsis(name: str, sp: argparse.ArgumentParser) -> str:
+    """``rwkv-registry add PATH FILE --base NAME … [options]``: the positionals, the required options, and
+    ``[options]`` when there are others (written here, not argparse's usage, whose wrapping differs by width and
+    Python version)."""
+    words = [f"rwkv-registry {name}"]
+    optional = False
+    for a in sp._actions:
+        if a.dest in ("help", "path_flag") or a.help == argparse.SUPPRESS:
+            continue
+        meta = a.metavar if isinstance(a.metavar, str) else a.dest.upper()
+        if not a.option_strings:
+            required = a.nargs is None or (a.dest == "path" and sp.get_default("path_required"))
+            words.append(meta if required else f"[{meta}]")
+        elif a.required:
+            words.append(f"{a.option_strings[-1]} {meta}" if a.nargs != 0 else a.option_strings[-1])
+        else:
+            optional = True
+    return " ".join(words + (["[options]"] if optional else []))
+
+
+def commands_markdown() -> str:
+    """docs/commands.md: one section per command, with its synopsis, options and example, from the parser."""
+    p = build_parser()
+    sub = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction))
+    out = [
+        "# Commands",
+        "",
+        "Generated from the command line's parser (`registry/cli.py`: `commands_markdown`); do not edit by hand.",
+        "Every command that takes a registry root takes it as `PATH` or as `--path PATH` (`show`: `--path` only);",
+        "`rwkv-registry COMMAND --help` prints the same. Exit codes: 0 success, 1 validation errors found or a write",
+        "refused, 2 usage or I/O error. The pre-commit hook `init` writes is described in docs/precommit.md.",
+        "",
+    ]
+    for name, sp in sub.choices.items():
+        about = str(sp.description)
+        out += [f"## {name}", "", f"{about[:1].upper()}{about[1:]}.", "", "```", _synopsis(name, sp), "```", ""]
+        formatter = argparse.HelpFormatter(sp.prog)
+        for a in sp._actions:
+            if a.dest == "help" or a.help == argparse.SUPPRESS:
+                continue
+            if a.option_strings:
+                meta = a.metavar if isinstance(a.metavar, str) else a.dest.upper()
+                flag = ", ".join(a.option_strings) + (f" {meta}" if a.nargs != 0 else "")
+            else:
+                flag = a.metavar if isinstance(a.metavar, str) else a.dest.upper()
+            text = formatter._expand_help(a) if a.help else ""
+            if a.choices and a.option_strings:
+                text += f" (one of: {', '.join(map(str, a.choices))})"
+            out.append(f"- `{flag}`" + (f": {text}" if text else ""))
+        out += ["", "Example:", "", "```sh", EXAMPLES[name], "```", ""]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _path_option(sp: argparse.ArgumentParser) -> None:
+    """Give a command whose positional PATH is the registry root a ``--path PATH`` as well (``show`` has only the
+    option). The positional becomes optional for argparse; :func:`parse_command_line` requires one of the two."""
+    for action in sp._actions:
+        if action.dest == "path" and not action.option_strings:
+            action.nargs, action.required = "?", False
+            action.metavar = "PATH"
+            action.help = action.help or "registry root"
+            if action.default is None:  # a required PATH: "required" is checked once --path is known too
+                sp.set_defaults(path_required=True)
+            sp.set_defaults(path_default=action.default)
+            action.default = None
+            sp.add_argument(
+                "--path", dest="path_flag", metavar="PATH", help="the registry root, as the positional PATH"
+            )
+            return
+
+
+def _command_word(words: list[str]) -> int | None:
+    """The index of the subcommand in ``words``: the first word not an option, if only the top level's own
+    options (--help, --version) stand before it."""
+    for i, w in enumerate(words):
+        if not w.startswith("-"):
+            return i
+        if w not in ("-h", "--help", "--version"):
+            return None
+    return None
+
+
+def parse_command_line(
+    parser: argparse.ArgumentParser, argv: Sequence[str] | None = None
+) -> tuple[argparse.Namespace, list[str]]:
+    """``parser.parse_known_args(argv)``, with the subcommand's arguments parsed intermixed (options and positionals
+    in any order, PATH optional when ``--path`` gives it), then PATH and ``--path`` reconciled: one of them is
+    needed (where PATH has no default), and both may be given only when they name the same directory."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    i = _command_word(words)
+    sub = None
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and i is not None:
+            sub = action.choices.get(words[i])
+    if sub is None or i is None:
+        return parser.parse_known_args(words)
+    rest = words[i + 1 :]
+    if isinstance(sub, _Parser):
+        sub.near = near_flags(sub, rest)  # said with any error of the command's parser ("required: --base")
+    # intermixed parsing drops the "--" that makes the words after it positionals (`validate -- -reg`): read as
+    # argparse always does then
+    args, extra = sub.parse_known_args(rest) if "--" in rest else sub.parse_known_intermixed_args(rest)
+    args.command = words[i]
+    if hasattr(args, "path_flag"):
+        _reconcile_path(sub, args)
+    return args, extra
+
+
+def _same_path(a: str, b: str) -> bool:
+    return os.path.normpath(os.path.abspath(a)) == os.path.normpath(os.path.abspath(b))
+
+
+def _reconcile_path(sub: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Set ``args.path`` from the positional PATH or ``--path``: the positionals after PATH move one place on when
+    ``--path`` gave it and PATH took the next one's value (``add-base --path REG BASE.pth``); a PATH and a
+    ``--path`` that differ are a usage error."""
+    flag = args.path_flag
+    del args.path_flag
+    required = getattr(args, "path_required", False)
+    default = getattr(args, "path_default", None)
+    for name in ("path_required", "path_default"):
+        if hasattr(args, name):
+            delattr(args, name)
+    if flag is None:
+        if args.path is None:
+            if required:
+                sub.error("the following arguments are required: PATH (or --path PATH)")
+            args.path = default
+        return
+    if args.path is None:
+        args.path = flag
+        return
+    if _same_path(args.path, flag):
+        return
+    dests = [a.dest for a in sub._actions if not a.option_strings and a.dest != "help"]
+    after = dests[dests.index("path") + 1 :]
+    if after and getattr(args, after[-1]) is None:  # PATH took the value of the positional after it
+        values = [args.path, *(getattr(args, d) for d in after[:-1])]
+        for d, v in zip(after, values, strict=True):
+            setattr(args, d, v)
+        args.path = flag
+        return
+    sub.error(f"two registry roots, PATH {args.path} and --path {flag}: give it once, as PATH or as --path PATH")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
-        args, extra = parser.parse_known_args(argv)
+        args, extra = parse_command_line(parser, argv)
         if extra:
             _unrecognized(parser, args, extra)
     except SystemExit as e:
@@ -865,15 +1113,11 @@ def _refuse_empty_paths(args: argparse.Namespace) -> None:
 def _unrecognized(parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]) -> NoReturn:
     """argparse's "unrecognized arguments", from the command's own parser (its usage, not the top
     level's) and with the nearest flag of that command when one is close (``--recomended``)."""
-    import difflib
-
     sub = parser
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             sub = action.choices.get(getattr(args, "command", ""), parser)
-    flags = [o for a in sub._actions for o in a.option_strings if o.startswith("--")]
-    near = [m for x in extra if x.startswith("-") for m in difflib.get_close_matches(x.split("=", 1)[0], flags, 1)]
-    sub.error(f"unrecognized arguments: {' '.join(extra)}" + (f" (did you mean {near[0]}?)" if near else ""))
+    sub.error(f"unrecognized arguments: {' '.join(extra)}" + near_flags(sub, extra, named=True))
 
 
 # What a command that was interrupted after its write was committed has done (Ctrl-C is held back

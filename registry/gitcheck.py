@@ -29,7 +29,7 @@ from typing import Any
 
 from .errors import UsageError
 from .layout import METHODS
-from .lineage import superseded
+from .lineage import active_successor, superseded
 from .rules import Finding, finding
 
 
@@ -569,6 +569,12 @@ def _check_repo(
         for name, what in base_identity_changes(bases_then, bases_now, index)
         for at in ["HEAD" if since is None else since]
     ]
+
+    def goes(base: str | None) -> str:
+        """``; new weights go under B`` naming the active base of ``base``'s family, when there is one."""
+        active = active_successor(bases_now.values(), base) if base is not None else None
+        return f"; new weights go under {active}" if active else ""
+
     seen: set[str] = set()
     spared: set[str] = set()
     for status_map, where in ((committed, "commit"), (staged, "index"), (changed, "working tree")):
@@ -599,7 +605,7 @@ def _check_repo(
                 )
             else:
                 seen.add(r)
-                out.append(finding("GIT003", r, f"new file under {closed[base]} base {base} ({place})"))
+                out.append(finding("GIT003", r, f"new file under {closed[base]} base {base} ({place})" + goes(base)))
     for path, flag in sorted(blind.items()):  # edits git's diffs do not see: compared here, with the baseline's blob
         r = rel(path)
         base = r.split("/", 1)[0] if "/" in r else None
@@ -624,7 +630,7 @@ def _check_repo(
         r = rel(path)
         base = r.split("/", 1)[0] if "/" in r else None
         if base in closed and r not in seen and not _placeholder(root, r):
-            out.append(finding("GIT003", r, f"new untracked file under {closed[base]} base {base}"))
+            out.append(finding("GIT003", r, f"new untracked file under {closed[base]} base {base}" + goes(base)))
     return out
 
 
@@ -734,6 +740,26 @@ def changed_since_head(root: Path, rels: list[str]) -> set[str] | None:
     except ValueError:
         return None
     return {full[p] for p in _split_z(out) if p in full}
+
+
+def as_committed(root: Path, rels: list[str]) -> set[str] | None:
+    """Which of ``rels`` (relative to the registry at ``root``) are in ``HEAD`` and unchanged since, staged or not;
+    None outside git (told without running git or importing GitPython), before the first commit, or when git
+    fails. Two plain git commands, run in ``root`` (paths relative to it)."""
+    if not _work_tree_around(root):
+        return None
+    cwd = os.fspath(root)
+    try:
+        committed = _run_git(cwd, ("ls-tree", "-r", "--name-only", "-z", "HEAD", "--", "."))
+        changed = _run_git(cwd, ("diff", "--name-only", "--no-renames", "--relative", "-z", "HEAD", "--", "."))
+    except (_GitFailed, _NoGit, OSError):
+        return None
+    want = set(rels)
+
+    def paths(out: bytes) -> set[str]:
+        return {p for p in _split_z(out.decode("utf-8", "surrogateescape")) if p in want}
+
+    return paths(committed) - paths(changed)
 
 
 def _repo_and_prefix(git: Any, root: Path) -> tuple[Any, str]:

@@ -264,11 +264,12 @@ def add_base_from_hub(
     endpoint: str | None = None,
     token: str | bool | None = None,
     warnings: list[Finding] | None = None,
+    frozen: list[tuple[str, str]] | None = None,
 ) -> dict[str, Any]:
     """Register a base read from the Hub: sha256 and size from LFS metadata, architecture from Range
     reads of the checkpoint's zip and pickle (a few hundred KB of a 14 GB file). The base's
     ``source`` records the file path and the commit it was read at. Returns the base as in index.json.
-    ``warnings``: as for :func:`~rwkv_registry.ops.add_base`.
+    ``warnings``, ``frozen``: as for :func:`~rwkv_registry.ops.add_base`.
     """
     from huggingface_hub import HfApi
     from huggingface_hub.hf_api import RepoFile
@@ -321,6 +322,7 @@ def add_base_from_hub(
         family=family,
         freeze_previous=freeze_previous,
         warnings=warnings,
+        frozen=frozen,
     )
 
 

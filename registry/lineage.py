@@ -46,3 +46,23 @@ def superseded(bases: Iterable[Mapping[str, Any]]) -> dict[str, str]:
         if family not in newest or date > newest[family][0]:
             newest[family] = (date, name)
     return {name: newest[family][1] for name, family, date in dated if date < newest[family][0]}
+
+
+def active_successor(bases: Iterable[Mapping[str, Any]], name: str) -> str | None:
+    """The base new weights of ``name``'s family go under: the newest base of its family when that is not frozen,
+    else the newest active base of the family other than ``name``; None when the family has none."""
+    bases = [b for b in bases if isinstance(b, Mapping) and isinstance(b.get("name"), str)]
+    newest = superseded(bases).get(name)
+    status = {b["name"]: b.get("status") for b in bases}
+    if newest is not None and status.get(newest) != "frozen":
+        return newest
+    family = next((b["family"] if isinstance(b.get("family"), str) else family_of(name)
+                   for b in bases if b["name"] == name), family_of(name))  # fmt: skip
+    active = [
+        b for b in bases
+        if b["name"] != name and b.get("status") != "frozen"
+        and (b["family"] if isinstance(b.get("family"), str) else family_of(b["name"])) == family
+    ]  # fmt: skip
+    if not active:
+        return None
+    return max(active, key=lambda b: base_date(b) or "")["name"]

@@ -25,7 +25,7 @@ from .errors import RefusedError, RegistryIOError, UsageError, os_error_hint
 from .facts import FactsCache, FileFacts, compute_facts, gather_facts, sha256_file, stat_key, stray_state_finding
 from .gitcheck import published_in
 from .layout import METHODS
-from .lineage import base_date, family_of, superseded
+from .lineage import active_successor, base_date, family_of, superseded
 from .readme import MARKERS as README_MARKERS
 from .readme import apply_bodies, render_bodies, skeleton, update_readme
 from .rules import Finding, Severity, finding
@@ -46,18 +46,34 @@ GITIGNORE = """# transient files of rwkv-registry writes
 .rwkv-registry-tmp-*
 """
 PRECOMMIT = """# Validate the registry before every commit (https://pre-commit.com): run `pre-commit install` once.
-# The hook runs the rwkv-registry found on PATH (`pip install rwkv-registry`: the core, no torch);
-# it is the hook `rwkv-registry-validate` of the project's .pre-commit-hooks.yaml.
+# The hook does not need rwkv-registry on PATH (a GUI git client's PATH may lack your virtualenv): it runs
+# $RWKV_REGISTRY when set (a command: /path/to/venv/bin/rwkv-registry), else the rwkv-registry on PATH, else
+# `python -m rwkv_registry` with the Python that runs pre-commit, when rwkv-registry is installed there (the one
+# `pre-commit install` recorded in .git/hooks/pre-commit). docs/precommit.md says more.
 repos:
   - repo: local
     hooks:
       - id: rwkv-registry-validate
         name: rwkv-registry validate
-        entry: rwkv-registry validate
         language: system
         pass_filenames: false
         require_serial: true
         always_run: true
+        entry: |
+          sh -c '
+          if [ -n "${RWKV_REGISTRY:-}" ]; then exec $RWKV_REGISTRY validate; fi
+          if command -v rwkv-registry >/dev/null 2>&1; then exec rwkv-registry validate; fi
+          py=
+          if [ -r "/proc/$PPID/cmdline" ]; then py=$(tr "\\0" "\\n" < "/proc/$PPID/cmdline" | head -n 1)
+          else py=$(ps -o args= -p "$PPID" 2>/dev/null | cut -d " " -f 1); fi
+          if [ -n "$py" ] && "$py" -c "import rwkv_registry" >/dev/null 2>&1; then
+            exec "$py" -m rwkv_registry validate
+          fi
+          echo "rwkv-registry validate: rwkv-registry is not on PATH, nor installed for the Python running" \\
+            "pre-commit (${py:-not found}): install both in one environment, or set" \\
+            "RWKV_REGISTRY=/path/to/venv/bin/rwkv-registry (docs/precommit.md)" >&2
+          exit 1
+          '
 """
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
@@ -298,6 +314,8 @@ def compute_sums(
 
     Weight files' hashes come from the validation cache (``cache``, else read here) when their stat key matches.
     """
+    from .validate import NOT_SUMMED
+
     staged = staged or {}
     hashes: dict[str, str] = dict(staged_hashes or {})
     # walked from the resolved root: the cache knows each file by the path validate read it at (its resolved root
@@ -333,7 +351,7 @@ def compute_sums(
                     path=rel,
                 ) from e
     for rel, data in staged.items():
-        if rel != SUMS_NAME:
+        if rel not in NOT_SUMMED:
             hashes[rel] = hashlib.sha256(data).hexdigest()
     return format_sums(hashes)
 
@@ -571,12 +589,14 @@ def add_base(
     progress: Callable[[int], None] | None = None,
     today: str | None = None,
     warnings: list[Finding] | None = None,
+    frozen: list[tuple[str, str]] | None = None,
 ) -> dict[str, Any]:
     """Register a base: from its file (hashed, architecture read), or from metadata alone.
 
     ``source_file`` and ``revision`` record where the base came from (default: ``<name>.pth``, no
     revision); everything is published in one transaction. ``warnings``: extended with the warnings ``validate``
-    will report because of the new base (:func:`_base_warnings`), once it is written.
+    will report because of the new base (:func:`_base_warnings`), once it is written. ``frozen``: extended with
+    ``(old base, the newest base of its family)`` for each base this call froze (``freeze_previous``).
     """
     from .atomic import require_reachable, require_registry
 
@@ -676,10 +696,12 @@ def add_base(
         before = superseded(index["bases"][:-1])
         older = superseded(index["bases"])
         _refuse_closing_unpublished(root, index, name, older, before)
+        froze: list[tuple[str, str]] = []
         if freeze_previous:  # old base directories are never touched: freeze what the new base supersedes
             for b in index["bases"]:
                 if b["name"] in older and b.get("status") == "active":
                     b["status"] = "frozen"
+                    froze.append((b["name"], older[b["name"]]))
         _check_index_schema(index, cache.items)
         new_warnings = _base_warnings(root, dict(index, bases=bases_before), index)
         texts = {
@@ -693,6 +715,8 @@ def add_base(
             _publish(root, txn, texts, cache=cache)
     if warnings is not None:
         warnings.extend(new_warnings)
+    if frozen is not None:
+        frozen.extend(froze)
     return index["bases"][-1]
 
 
@@ -855,8 +879,13 @@ def add_entry(
     displaced: list[str] | None = None,
     warnings: list[Finding] | None = None,
     notes: list[str] | None = None,
+    unchanged: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Register a State or MiSS file under ``base``; refuse (registry unchanged) if it does not fit.
+
+    The same add run again (the same file with the same values, at a path an entry records) writes nothing and
+    returns that entry, appended to ``unchanged`` when given; one that differs from the entry is refused, naming
+    each field that differs (``field: old → new``).
 
     A legacy two-file MiSS package (a folder with ``adapter.json`` and ``adapter.pth``, or an ``adapter.pth``
     without ``archive/miss.json`` beside its ``adapter.json``) is checked with the server's rules on its
@@ -956,8 +985,13 @@ def add_entry(
             )
         b = bases[base]
         if b.get("status") == "frozen":
+            active = active_successor(index["bases"], base)
             raise RefusedError(
-                f"base {base!r} is frozen: it gets no new files", hint="Add the weights under the active base."
+                f"base {base!r} is frozen: it gets no new files"
+                + (f"; new weights go under {active!r}, the active base of its family" if active else ""),
+                hint=f"Retrain on {active} and add the weights there (--base {active})."
+                if active
+                else "Add the weights under an active base (`rwkv-registry add-base` registers a new one).",
             )
         newer = superseded(index["bases"]).get(base)
         if newer is not None:
@@ -1031,8 +1065,37 @@ def add_entry(
         train_rel = f"{base}/{method}/{data_version}/train.json"
         for r in (rel, train_rel):  # a link on the way: refused before anything there is read or written
             refuse_unsafe_path(root, r)
-        if any(e["path"] == rel for e in index["entries"]):
-            raise RefusedError(f"{rel} already exists", hint="Published weights never change; use a new name.")
+        registered = next((e for e in index["entries"] if e["path"] == rel), None)
+        if registered is not None and not os.path.lexists(root / rel):
+            raise RefusedError(
+                f"{rel} is registered as entry {registered['id']!r}, but its file is missing (LAY008)",
+                hint=f"Restore it (`git checkout -- {rel}`, `git lfs pull`); a registered entry is never replaced.",
+                path=rel,
+            )
+        if registered is not None:  # the same add again (a rerun before the commit), or another file of that name
+            given = {
+                "id": entry_id,
+                "profile": profile or ("g1k-think" if method == "miss" else "g1k"),
+                "sampling": sampling,
+                "recommended": bool(recommended),
+                "description": description,
+                "adapter_id": (adapter_id or entry_id or registered["id"]) if method == "miss" else None,
+                "step": step,
+                "total_steps": total_steps,
+            }
+            changed = _rerun_differences(root / train_rel, registered, train_obj, group, facts.sha256, given)
+            if not changed:
+                if unchanged is not None:
+                    unchanged.append(registered)
+                return registered
+            raise RefusedError(
+                f"{rel} is already registered as entry {registered['id']!r}, and this add differs from it: "
+                + "; ".join(changed),
+                hint="A registered entry is never replaced (published weights never change): new weights get a new "
+                "name (a State's file name, a MiSS --group) or a new --data-version; to add the same file again, "
+                f"give the values it was registered with (`rwkv-registry show --path {path} {registered['id']}`).",
+                path=rel,
+            )
         if (root / rel).exists():
             raise RefusedError(
                 f"{rel} is already in the layout, but no entry of index.json records it (LAY007)",
@@ -1406,6 +1469,56 @@ def _refuse_train_findings(
         return []
     before = set() if new_file else {(f.code, f.path, f.message) for f in train_findings(train_rel, d, t, others, dirs)}
     return [f for f in warned if (f.code, f.path, f.message) not in before]
+
+
+def _shown(value: Any) -> str:
+    """A value in a ``field: old → new`` line: a sha256 cut to 12 digits, anything else as compact JSON (cut)."""
+    if isinstance(value, str) and re.fullmatch(r"[0-9a-f]{64}", value):
+        return value[:12] + "…"
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    return text if len(text) <= 80 else text[:79] + "…"
+
+
+def _rerun_differences(
+    train_path: Path,
+    registered: dict[str, Any],
+    train: dict[str, Any],
+    group: str | None,
+    sha256: str,
+    given: dict[str, Any],
+) -> list[str]:
+    """How an add of a file at ``registered``'s path differs from that entry: ``field: old → new`` for the file's
+    sha256, each value ``given`` (None: not given, never a difference) and what the train.json records (its shared
+    fields, and a MiSS group's run), empty when the add is the one that made the entry."""
+    from .jsonload import JsonLoadError, load_json_file
+
+    out: list[str] = []
+    old_sha = registered["file"].get("sha256") if isinstance(registered.get("file"), dict) else None
+    if old_sha != sha256:
+        out.append(f"file sha256: {_shown(old_sha)} → {_shown(sha256)}")
+    for key, value in given.items():
+        if value is not None and registered.get(key) != value:
+            out.append(f"{key}: {_shown(registered.get(key))} → {_shown(value)}")
+    try:
+        old_train = load_json_file(train_path)
+    except (JsonLoadError, OSError):
+        old_train = None
+    if not isinstance(old_train, dict):
+        return [*out, f"train.json: {train_path.name} cannot be read to compare"]
+    keys = ["trainer", "method", "data", "hyperparameters", "command", "started", "finished"]
+    for key in keys:
+        if old_train.get(key) != train.get(key):
+            out.append(f"train.json {key}: {_shown(old_train.get(key))} → {_shown(train.get(key))}")
+    if group is not None:
+
+        def run_of(t: dict[str, Any]) -> Any:
+            runs = t.get("runs")
+            listed = runs if isinstance(runs, list) else []
+            return next((r for r in listed if isinstance(r, dict) and r.get("group") == group), None)
+
+        if run_of(old_train) != run_of(train):
+            out.append(f"train.json run {group!r}: {_shown(run_of(old_train))} → {_shown(run_of(train))}")
+    return out
 
 
 def _default_id(index: dict[str, Any], base: dict[str, Any], plain: str) -> str:

@@ -828,6 +828,22 @@ _RULES: tuple[Rule, ...] = (
         "optimizer steps the training ran, which train.json records as hyper-parameter `steps` (a MiSS run's own "
         "`steps` first): fix the one copied wrong.",
     ),
+    Rule(
+        "TRN012",
+        E,
+        "train.json says training finished before it started",
+        "`started` and `finished` (the whole training's, and each run's in `runs`) are when it began and ended, "
+        "RFC 3339 with an offset: one of them was copied wrong, the two are swapped, or an offset is missing or "
+        "wrong (08:00+08:00 is 00:00Z); fix the time in train.json.",
+    ),
+    Rule(
+        "TRN013",
+        W,
+        "train.json key that is no field of it but close to one",
+        "train.json may hold more keys than its schema names (schemas/train.schema.json), so a misspelt field is "
+        "not an error, and what it records is not read where the field is: rename the key to the field named in "
+        'the message, or give a key of your own an "x-" prefix.',
+    ),
     # --- profiles --------------------------------------------------------------------------
     Rule(
         "PRF001",

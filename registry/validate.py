@@ -12,6 +12,7 @@ unchanged registry reads only the small JSON and text files.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import functools
 import gc
 import hashlib
@@ -41,7 +42,7 @@ from .jsonload import is_finite_number, is_integer
 from .layout import METHODS, name_key
 from .rules import MIS013_BY_BASE_EDIT, Finding, Severity, finding
 from .sampling import SAMPLING_PRESETS, did_you_mean
-from .schemas import schema_digest
+from .schemas import misspelt_keys, schema_digest
 from .sums import FORMS as SUMS_FORMS
 from .sums import SIG_NAME, SUMS_NAME, SumsLine, parse_sums
 from .textsafe import clip
@@ -60,7 +61,10 @@ ROOT_FILES = {
     LOCK_NAME,
     JOURNAL_NAME,
 }
-NOT_SUMMED = {SUMS_NAME, SIG_NAME, LOCK_NAME, JOURNAL_NAME}
+# the registry root's housekeeping files: how git and pre-commit treat the repository, no content of it; editing them
+# (the hook's configuration) must not fail the hook, so SHA256SUMS does not list them
+HOUSEKEEPING = frozenset({".gitignore", ".pre-commit-config.yaml"})
+NOT_SUMMED = {SUMS_NAME, SIG_NAME, LOCK_NAME, JOURNAL_NAME, *HOUSEKEEPING}
 WEIGHT_SUFFIXES = (".pth", ".safetensors")
 MAX_TEXT_BYTES = 64 * 2**20  # SHA256SUMS and README.md larger than this are refused unread
 # rwkv_lightning_cuda's kMaxUploadedStateBytes (include/rwkv/server/rwkv_uploaded_state_store.hpp): STA005
@@ -274,7 +278,7 @@ def train_findings(
     dirs: set[str],
     unsure: frozenset[str] = frozenset(),
 ) -> list[Finding]:
-    """The train.json rules (TRN002–TRN008) on ``t``, the train.json at ``rel`` of the data-version
+    """The train.json rules (TRN002–TRN009, TRN011–TRN013) on ``t``, the train.json at ``rel`` of the data-version
     directory ``d``, with the entries recorded under it and the directories ``dirs`` of the registry (only
     the group directories ``d/<group>`` among them count, so the caller may pass just those). ``unsure``: ids of
     entries whose recorded ``miss`` values already disagree with their file (MIS015): TRN008 does not echo them.
@@ -297,6 +301,8 @@ def train_findings(
         out.append(
             finding("TRN006", rel, f"trainer {trainer.get('name')} {trainer.get('version')}: build commit not recorded")
         )
+    out += _time_findings(rel, t)
+    out += [finding("TRN013", rel, f"{where}: {message}") for where, message in misspelt_keys("train", t)]
     data = t["data"] if isinstance(t.get("data"), dict) else {}
     if "version" in data and data.get("version") != version:  # absent: SCH003
         out.append(finding("TRN003", rel, f"data.version is {data.get('version')!r} in directory {version}/"))
@@ -341,6 +347,37 @@ def train_findings(
     else:
         out += _name_findings(rel, t, entries, [])
         out += _step_findings(rel, t, entries, [])
+    return out
+
+
+def _instant(value: Any) -> dt.datetime | None:
+    """An RFC 3339 date-time with its offset (``2026-10-12T08:00:00Z``) as an aware datetime; None for anything
+    else (SCH003 reports a time that is not one)."""
+    if not isinstance(value, str):
+        return None
+    text = value[:-1] + "+00:00" if value[-1:] in ("Z", "z") else value
+    try:
+        when = dt.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else None
+
+
+def _time_findings(rel: str, t: dict[str, Any]) -> list[Finding]:
+    """TRN012: ``finished`` before ``started``, for the whole training and for each run of ``runs``."""
+    out: list[Finding] = []
+    runs = t["runs"] if isinstance(t.get("runs"), list) else []
+    spans = [("", t), *((f"runs[{i}] ({r.get('group')!r}): ", r) for i, r in enumerate(runs) if isinstance(r, dict))]
+    for where, span in spans:
+        started, finished = _instant(span.get("started")), _instant(span.get("finished"))
+        if started is not None and finished is not None and finished < started:
+            out.append(
+                finding(
+                    "TRN012",
+                    rel,
+                    f"{where}finished {clip(str(span['finished']))} is before started {clip(str(span['started']))}",
+                )
+            )
     return out
 
 
@@ -807,6 +844,49 @@ class Validator:
             )
             self.say_which_side_changed()
             self.blame_the_base_edit()
+            self.fold_published_edits()
+            self.quiet_committed_notes()
+
+    def quiet_committed_notes(self) -> None:
+        """TRN006 (no trainer commit recorded) only for a train.json not yet committed: a committed one is
+        published and never changes, so the note could not be acted on and would repeat at every commit (the
+        pre-commit hook). Outside git every train.json's note is reported."""
+        from .gitcheck import as_committed
+
+        notes = [f.path for f in self.findings if f.code == "TRN006"]
+        committed = as_committed(self.root, notes) if notes else None
+        if committed:
+            self.findings = [f for f in self.findings if not (f.code == "TRN006" and f.path in committed)]
+
+    def fold_published_edits(self) -> None:
+        """One finding for one cause: a published file edited (GIT001) no longer has the sha256 (or size) that
+        index.json and SHA256SUMS record, and those findings (HSH001, HSH002, HSH006) of that file are left out; the
+        GIT001 message names them."""
+        edited = {f.path for f in self.findings if f.code == "GIT001"}
+        echoes = {"HSH001": "sha256", "HSH002": "size", "HSH006": "SHA256SUMS"}
+        gone: dict[str, list[str]] = {}
+        kept: list[Finding] = []
+        for f in self.findings:
+            if f.code in echoes and f.path in edited:
+                gone.setdefault(f.path, []).append(f.code)
+            else:
+                kept.append(f)
+        if not gone:
+            return
+        for i, f in enumerate(kept):
+            if f.code == "GIT001" and f.path in gone:
+                codes = sorted(set(gone[f.path]))
+                recorded = " and ".join(echoes[c] for c in codes if c != "HSH006")
+                what = " and ".join(
+                    [
+                        *([f"index.json's {recorded}"] if recorded else []),
+                        *(["SHA256SUMS"] if "HSH006" in codes else []),
+                    ]
+                )
+                kept[i] = finding(
+                    "GIT001", f.path, f"{f.message}; so it no longer matches {what} ({', '.join(codes)})", **f.extra
+                )
+        self.findings = kept
 
     def blame_the_base_edit(self) -> None:
         """MIS013 beside GIT007: when a published base's sha256 was edited in index.json and an adapter's
@@ -1575,6 +1655,16 @@ class Validator:
         line_of: dict[str, int] = {}  # the line of each path's first listing
         again: list[SumsLine] = []  # later listings of a path: `sha256sum -c` checks each of them too
         for line in lines:
+            if line.path in HOUSEKEEPING:  # earlier versions listed them: not checked, a note on the form
+                self.add(
+                    finding(
+                        "HSH007",
+                        SUMS_NAME,
+                        f"line {line.lineno}: {line.path} is listed (as earlier versions did), but housekeeping "
+                        "files of the root are not: its hash is not checked, and `sums` drops the line",
+                    )
+                )
+                continue
             if line.path in NOT_SUMMED:
                 self.add(finding("HSH007", SUMS_NAME, f"line {line.lineno}: {clip(line.path)} should not be listed"))
                 continue

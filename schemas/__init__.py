@@ -237,10 +237,46 @@ def _unknown_keys(err: Any) -> list[tuple[list[Any], str]]:
     for key in inst:
         if key in known or any(re.search(p, key) for p in patterns):
             continue
-        close = difflib.get_close_matches(key, known, n=1)
-        hint = f'did you mean "{close[0]}"?' if close else 'extension keys start with "x-"'
+        close = _near(key, known)
+        hint = f'did you mean "{close}"?' if close else 'extension keys start with "x-"'
         out.append(([*err.absolute_path, key], f"unknown property {_show(key)} ({hint})"))
     return out
+
+
+def _near(key: str, known: list[str], cutoff: float = 0.6) -> str | None:
+    """The known property closest to ``key`` (difflib), if one is close: the "did you mean" of every schema."""
+    close = difflib.get_close_matches(key, known, n=1, cutoff=cutoff)
+    return close[0] if close else None
+
+
+def misspelt_keys(name: str, instance: Any) -> list[tuple[str, str]]:
+    """The keys of ``instance`` that schema ``name`` lets pass as extra data (an object without
+    ``additionalProperties: false``: train.json's top level, its ``runs`` items) but that are close to one of its
+    properties (``finshed``), as ``(json_path, message)`` pairs like :func:`schema_errors`' unknown properties:
+    ``unknown key "finshed" (did you mean "finished"?)``. Extension keys (``x-``) are never reported."""
+    _check_name(name)
+    out: list[tuple[list[Any], str]] = []
+
+    def walk(schema: Any, value: Any, path: list[Any]) -> None:
+        if not isinstance(schema, dict):
+            return
+        props = schema.get("properties")
+        if isinstance(props, dict) and isinstance(value, dict):
+            closed = schema.get("additionalProperties") is False
+            for key, v in value.items():
+                if key in props:
+                    walk(props[key], v, [*path, key])
+                elif not closed and isinstance(key, str) and not key.startswith("x-"):
+                    close = _near(key, list(props), cutoff=0.8)
+                    if close is not None and close not in value:
+                        out.append(([*path, key], f'unknown key {_show(key)} (did you mean "{close}"?)'))
+        items = schema.get("items")
+        if isinstance(items, dict) and isinstance(value, list):
+            for i, v in enumerate(value):
+                walk(items, v, [*path, i])
+
+    walk(_parsed(name), instance, [])
+    return [(_json_path(parts), message) for parts, message in out]
 
 
 def _flatten(errors: Any) -> Any:

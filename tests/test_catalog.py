@@ -369,6 +369,23 @@ def test_list_filter_keeps_what_the_tui_filter_box_keeps(registry: Path, capsys:
     assert "--filter 'method: r4': method: has no value" in err and "hint: Give one after the colon" in err
 
 
+def test_list_filter_refuses_an_unknown_field_with_the_nearest_one(
+    reg: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`methd:miss` matched nothing, silently (a plain word to the filter): a usage error naming the field meant
+    and every field; the TUI's box says the same in its description."""
+    assert main(["list", str(reg), "--filter", "methd:miss"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.splitlines()[0] == "error: --filter 'methd:miss': methd: is not a filter field (did you mean method:?)"
+    assert "hint: The fields are method:, m:, base:, b:, data:, d:, version:, v:, is:;" in err
+    assert main(["list", str(reg), "--filter", "r4 colour:red"]) == 2
+    assert "colour: is not a filter field\n" in capsys.readouterr().err  # nothing near: no suggestion
+    flt = EntryFilter.parse("methd:miss r4")
+    assert "methd: is not a filter field (did you mean method:?)" in flt.describe()
+    assert main(["list", str(reg), "--filter", "m:miss", "--format", "json"]) == 0  # the short keys are fields
+
+
 def test_show_entry_base_and_unknown(scored: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["show", "v2-r4-b", "--path", str(scored), "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)

@@ -480,3 +480,130 @@ def test_retraining_on_a_new_base_gets_free_default_ids(registry: Path, tmp_path
     again = write_state(tmp_path / "again3" / "s1.pth", seed=9)
     with pytest.raises(RefusedError, match="entry id 's1-20261201' exists"):
         add_entry(registry, again, base=new, data_version="v3", train=state_train("v3"))
+
+
+def test_init_says_the_commands_that_come_next(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`init` ends with what to do next, in order: add-base, add, git init (with LFS), pre-commit install, commit;
+    the rwkv-registry lines are ones the parser accepts, naming the new registry."""
+    import shlex
+
+    from rwkv_registry.cli import build_parser
+
+    root = tmp_path / "my reg"
+    assert main(["init", str(root)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"created registry in {root}: ")
+    assert out[1] == "next steps:"
+    commands = [line.split("   # ")[0].strip() for line in out[2:]]
+    q = shlex.quote(str(root))
+    assert [c.split()[0] for c in commands] == ["rwkv-registry", "rwkv-registry", "git", "(cd", "git"]
+    assert [c.split()[1] for c in commands[:2]] == ["add-base", "add"]
+    assert commands[2] == f"git -C {q} init && git -C {q} lfs install"
+    assert commands[3] == f"(cd {q} && pre-commit install)"
+    assert "commit -m" in commands[4]
+    for c in commands[:2]:
+        args = build_parser().parse_args(shlex.split(c)[1:])
+        assert args.path == str(root)
+    # in a git work tree already: no `git init`
+    (tmp_path / "repo" / ".git").mkdir(parents=True)
+    assert main(["init", str(tmp_path / "repo" / "reg")]) == 0
+    out = capsys.readouterr().out
+    assert "pre-commit install" in out and " init &&" not in out
+
+
+def _add_argv(root: Path, src: Path, train: Path, *extra: str, version: str = "v1") -> list[str]:
+    return ["add", str(root), str(src), "--base", TINY_BASE, "--data-version", version, "--train", str(train), *extra]
+
+
+def test_the_same_add_again_says_it_is_registered_and_writes_nothing(
+    reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A rerun of an add (before the commit, say) is no error: the entry is named, exit 0, and the registry is
+    byte for byte what it was; State and MiSS alike."""
+    src = write_state(tmp_path / "in" / "s9.pth", seed=9)
+    train = tmp_path / "in" / "train.json"
+    train.write_text(json.dumps(state_train("v9")))
+    argv = _add_argv(reg, src, train, "--description", "nine", "--recommended", version="v9")
+    assert main(argv) == 0
+    capsys.readouterr()
+    before = snapshot(reg)
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    sha = hashlib.sha256(src.read_bytes()).hexdigest()
+    assert out == (
+        f"already registered: state entry s9 at {TINY_BASE}/state/v9/s9.pth (sha256 {sha[:12]}…), with the same "
+        "values; nothing was written\n"
+    )
+    assert err == ""
+    assert snapshot(reg) == before
+    # a MiSS adapter of the template, added again as it was
+    mf = tmp_path / "src" / "r4-b" / "adapter-final.pth"
+    write_miss(mf, seed=1)
+    mt = tmp_path / "mt.json"
+    mt.write_text(json.dumps(miss_train()))
+    assert main(_add_argv(reg, mf, mt, "--group", "r4-b", version="v2")) == 0
+    assert capsys.readouterr().out.startswith(f"already registered: miss entry v2-r4-b at {TINY_BASE}/miss/v2/r4-b/")
+    assert snapshot(reg) == before
+
+
+def test_an_add_that_differs_from_the_registered_entry_names_each_difference(
+    reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = snapshot(reg)
+    train = tmp_path / "train.json"
+    train.write_text(json.dumps(state_train()))
+    other = write_state(tmp_path / "in" / "s1.pth", seed=5)  # another file of the registered name
+    assert main(_add_argv(reg, other, train, "--recommended")) == 1
+    err = capsys.readouterr().err
+    old = json.loads((reg / "index.json").read_text())["entries"][0]["file"]["sha256"]
+    new = hashlib.sha256(other.read_bytes()).hexdigest()
+    assert err.startswith(
+        f"error: {TINY_BASE}/state/v1/s1.pth is already registered as entry 's1', and this add differs from it: "
+        f"file sha256: {old[:12]}… → {new[:12]}…\n"
+    )
+    assert (
+        "hint: A registered entry is never replaced (published weights never change): new weights get a new name" in err
+    )
+    assert snapshot(reg) == before
+    # the registered file itself, with another description, profile and training record
+    same = tmp_path / "same" / "s1.pth"
+    same.parent.mkdir()
+    same.write_bytes((reg / TINY_BASE / "state" / "v1" / "s1.pth").read_bytes())
+    train.write_text(json.dumps(state_train(hyperparameters={"lr": 0.02, "lr_final": 0.001, "ctx": 4096})))
+    assert main(_add_argv(reg, same, train, "--recommended", "--description", "new words")) == 1
+    line = capsys.readouterr().err.splitlines()[0]
+    assert line.endswith(
+        'differs from it: description: "" → "new words"; train.json hyperparameters: '
+        '{"ctx":4096,"lr":0.01,"lr_final":0.001} → {"ctx":4096,"lr":0.02,"lr_final":0.001}'
+    ), line
+    assert snapshot(reg) == before
+
+
+def test_add_base_says_which_base_it_froze_and_refusals_name_the_active_one(
+    reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    newer = TINY_BASE.replace("20260101", "20260301")
+    arch = "n_layer=2,n_embd=128,vocab_size=65536,ffn_size=512"
+    argv = ["add-base", str(reg), "--name", newer, "--sha256", "b" * 64, "--size", "5", "--arch", arch]
+    assert main([*argv, "--source", "BlinkDL/rwkv7-g1"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"added base {newer} ")
+    assert out[1] == (
+        f"base {TINY_BASE} is now frozen; new weights go under {newer} (old base directories are never touched)"
+    )
+    # an add under the frozen base names the base to use
+    st = write_state(tmp_path / "in" / "s9.pth", seed=9)
+    train = tmp_path / "train.json"
+    train.write_text(json.dumps(state_train("v9")))
+    add = ["add", str(reg), str(st), "--base", TINY_BASE, "--data-version", "v9", "--train", str(train)]
+    assert main(add) == 1
+    err = capsys.readouterr().err
+    assert (
+        f"error: base '{TINY_BASE}' is frozen: it gets no new files; new weights go under '{newer}', the active " in err
+    )
+    assert f"hint: Retrain on {newer} and add the weights there (--base {newer})." in err
+    # a base kept active says nothing of freezing
+    other = TINY_BASE.replace("20260101", "20260401")
+    argv = ["add-base", str(reg), "--name", other, "--sha256", "c" * 64, "--size", "5", "--arch", arch]
+    assert main([*argv, "--source", "BlinkDL/rwkv7-g1", "--keep-previous-active"]) == 0
+    assert "now frozen" not in capsys.readouterr().out

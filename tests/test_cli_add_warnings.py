@@ -154,6 +154,19 @@ def test_add_says_the_note_trn006_a_trainer_without_its_commit(
     assert _printed(capsys.readouterr().err, "note") == set() and _warnings(reg, "info") == before
 
 
+def test_add_says_trn013_a_misspelt_train_json_key(
+    reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = write_state(tmp_path / "in" / "t1.pth", seed=21)
+    train = state_train("v7")
+    train["finshed"] = train.pop("finished")
+    printed = _run(reg, ["add", str(reg), str(src), "--base", TINY_BASE, "--data-version", "v7", "--train",
+                         _train(tmp_path, train)], capsys)  # fmt: skip
+    assert printed == {
+        ("TRN013", f"{TINY_BASE}/state/v7/train.json", '$.finshed: unknown key "finshed" (did you mean "finished"?)')
+    }
+
+
 def test_add_says_prf002_a_state_with_the_thinking_profile(
     reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

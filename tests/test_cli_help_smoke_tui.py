@@ -34,3 +34,45 @@ def test_help_ends_with_an_example_the_parser_accepts(command: str, capsys: pyte
         )
     else:
         assert "q quits" in line and "escape goes back to the tree" in line
+
+
+def _commands() -> dict:
+    import argparse
+
+    p = build_parser()
+    return next(a for a in p._actions if isinstance(a, argparse._SubParsersAction)).choices
+
+
+@pytest.mark.parametrize("command", sorted(_commands()))
+def test_every_command_help_ends_with_one_example_of_itself(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each command's --help ends with one `example: rwkv-registry COMMAND …` line, printed as written, which
+    the command line accepts (words after four spaces and a parenthesis are a remark)."""
+    from rwkv_registry.cli import parse_command_line
+
+    with pytest.raises(SystemExit) as e:
+        main([command, "--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    [line] = [x for x in out.splitlines() if x.startswith("example: ")]
+    assert out.rstrip().endswith(line)
+    words = shlex.split(line.removeprefix("example: ").split("    (")[0])
+    assert words[:2] == ["rwkv-registry", command]
+    args, extra = parse_command_line(build_parser(), words[1:])
+    assert args.command == command and extra == []
+
+
+def test_docs_commands_md_is_generated_from_the_parser() -> None:
+    """docs/commands.md: a section per command with its synopsis and its --help example, in step with the parser.
+    Regenerate: python -c "from rwkv_registry.cli import commands_markdown; print(commands_markdown(), end='')"
+    > docs/commands.md"""
+    from pathlib import Path
+
+    from rwkv_registry.cli import EXAMPLES, commands_markdown
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "commands.md").read_text()
+    assert doc == commands_markdown(), "docs/commands.md is stale: regenerate it (see this test's docstring)"
+    sections = [s.split("\n", 1)[0] for s in doc.split("\n## ")[1:]]
+    assert sections == list(_commands()) and set(EXAMPLES) == set(_commands())
+    for name in sections:
+        body = doc.split(f"\n## {name}\n", 1)[1].split("\n## ", 1)[0]
+        assert f"```\nrwkv-registry {name}" in body and f"```sh\n{EXAMPLES[name]}\n```" in body

@@ -629,6 +629,21 @@ def test_add_refuses_a_trainer_older_than_1_8_1(reg: Path, tmp_path: Path, capsy
     assert snapshot(reg) == before
 
 
+def test_add_refuses_a_train_json_that_finished_before_it_started(
+    reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = snapshot(reg)
+    swapped = state_train("v9", started="2026-10-12T10:00:00Z", finished="2026-10-12T08:00:00Z")
+    assert main(_add_state(reg, tmp_path, "s9.pth", train=swapped)) == 1
+    err = clean_error(capsys.readouterr().err)
+    assert (
+        f"TRN012 {TINY_BASE}/state/v9/train.json: finished 2026-10-12T08:00:00Z is before started 2026-10-12T10:00:00Z"
+        in err
+    )
+    assert "hint: `started` and `finished`" in err
+    assert snapshot(reg) == before
+
+
 @pytest.mark.parametrize("name", ["s3.pt", "S3.PTH", "s3"])
 def test_add_refuses_a_state_name_outside_the_layout(
     name: str, reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -108,8 +108,8 @@ def help_example(capsys: pytest.CaptureFixture[str]) -> str:
         main(["score", "--help"])
     assert e.value.code == 0
     lines = [line.strip() for line in capsys.readouterr().out.splitlines()]
-    [example] = [line for line in lines if line.startswith("rwkv-registry score ")]
-    return example
+    [example] = [line for line in lines if line.startswith("example: rwkv-registry score ")]
+    return example.removeprefix("example: ")
 
 
 def test_the_users_example_from_help_records_the_seed_figures(

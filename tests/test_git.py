@@ -67,6 +67,48 @@ def test_modified_published_file_names_its_commit(repo: Path) -> None:
     assert sha in f.message and "publish v1" in f.message
 
 
+def test_one_tampered_published_weight_is_one_finding(repo: Path, tmp_path: Path) -> None:
+    """The cause once: a published .pth replaced by other bytes (another valid State, so nothing else is wrong
+    with it) is GIT001 alone, naming the hash mismatches it brings (HSH001, HSH006 left out for that file), in the
+    working tree and once staged; the hint is GIT001's."""
+    other = write_state(tmp_path / "other" / "s1.pth", seed=77)  # same name, same size
+    (repo / STATE).write_bytes(other.read_bytes())
+    for stage in (False, True):
+        if stage:
+            git(repo, "add", "-A")
+        report = validate_registry(repo, use_cache=False)
+        [f] = [f for f in report.findings if f.path == STATE]
+        assert f.code == "GIT001"
+        assert f.message.endswith("; so it no longer matches index.json's sha256 and SHA256SUMS (HSH001, HSH006)")
+        assert "publish v1" in f.message
+        assert not report.ok and {g.code for g in report.findings if g.severity == "error"} == {"GIT001"}
+    # index.json edited instead (the file as published): HSH001 is the cause, and says which side changed
+    git(repo, "reset", "-q", "--hard")
+    edit_index(repo, lambda i: i["entries"][0]["file"].update(sha256="0" * 64))
+    found = [(f.code, f.path) for f in validate_registry(repo, use_cache=False).findings if f.path == STATE]
+    assert found == [("HSH001", STATE)]
+
+
+def test_trn006_is_said_for_a_train_json_until_it_is_committed(repo: Path, tmp_path: Path) -> None:
+    """A train.json without the trainer's commit (TRN006, a note) is said while it is new, by `add` and by the
+    validation of the commit that brings it (the pre-commit hook), and not at every later commit: committed, it is
+    published and never changes, so nothing could be done about it."""
+    new_train = f"{TINY_BASE}/state/v5/train.json"
+
+    def notes() -> list[str]:
+        return [f.path for f in validate_registry(repo, use_cache=False).findings if f.code == "TRN006"]
+
+    assert notes() == []  # state/v1/train.json records no commit, and is committed
+    add_entry(
+        repo, write_state(tmp_path / "n1.pth", seed=11), base=TINY_BASE, data_version="v5", train=state_train("v5")
+    )
+    assert notes() == [new_train]  # untracked
+    git(repo, "add", "-A")
+    assert notes() == [new_train]  # staged: what the hook of this commit sees
+    git(repo, "commit", "-q", "-m", "v5")
+    assert notes() == []
+
+
 def test_staged_modification_is_caught(repo: Path) -> None:
     train = repo / TINY_BASE / "state" / "v1" / "train.json"
     train.write_text(train.read_text().replace("4096", "8192"))
@@ -460,8 +502,12 @@ def test_real_pre_commit_refuses_bad_commit_and_accepts_good(repo: Path, tmp_pat
     assert config.read_text() == PRECOMMIT  # as init wrote it
     [hook] = yaml.safe_load(PRECOMMIT)["repos"][0]["hooks"]
     [shipped] = yaml.safe_load((Path(__file__).resolve().parents[1] / ".pre-commit-hooks.yaml").read_text())
-    for key in ("id", "name", "entry", "pass_filenames", "require_serial", "always_run"):
+    for key in ("id", "name", "pass_filenames", "require_serial", "always_run"):
         assert hook[key] == shipped[key], key  # the same hook as the one the project ships
+    # the shipped hook is `language: python`: pre-commit installs rwkv-registry for it and puts it on PATH; init's
+    # `language: system` hook finds it without PATH (docs/precommit.md, tests/test_precommit_hook.py)
+    assert shipped["entry"] == "rwkv-registry validate" and shipped["language"] == "python"
+    assert hook["language"] == "system" and "exec rwkv-registry validate" in hook["entry"]
     bindir = str(Path(sys.executable).parent)  # where rwkv-registry is installed: on PATH, as for a user
     env = {**ENV, "PRE_COMMIT_HOME": str(tmp_path / "pc-home"), "PATH": bindir + os.pathsep + ENV.get("PATH", "")}
     pc = str(Path(sys.executable).parent / "pre-commit")

@@ -161,7 +161,7 @@ def test_a_frozen_base_that_a_newer_one_also_supersedes_is_said_frozen(tmp_path:
     edit_index(root, add_newer)
     (root / TINY_BASE / "state" / "v1" / "notes.txt").write_text("x\n")
     found = [f.message for f in validate_registry(root, use_cache=False).findings if f.code == "GIT003"]
-    assert found == [f"new untracked file under frozen base {TINY_BASE}"]
+    assert found == [f"new untracked file under frozen base {TINY_BASE}; new weights go under {newer}"]
 
 
 def test_a_registry_below_the_top_of_its_repository_reads_its_own_index_at_head(tmp_path: Path) -> None:

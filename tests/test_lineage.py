@@ -99,7 +99,10 @@ def test_git_refuses_new_files_under_a_superseded_base(tmp_path: Path) -> None:
     stray.write_bytes(b"x")
     found = [f for f in validate_registry(root, use_cache=False).findings if f.code == "GIT003"]
     assert [(f.path, f.message) for f in found] == [
-        (f"{TINY_BASE}/state/v1/s9.pth", f"new untracked file under superseded base {TINY_BASE}")
+        (
+            f"{TINY_BASE}/state/v1/s9.pth",
+            f"new untracked file under superseded base {TINY_BASE}; new weights go under {NEWER}",
+        )
     ]
 
 

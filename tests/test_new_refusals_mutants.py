@@ -123,3 +123,12 @@ def test_an_explicit_id_that_is_taken_is_refused_without_the_default_ids_story(
     err = " ".join(capsys.readouterr().err.split())
     assert f"entry id 's1' exists (the entry at {TINY_BASE}/state/v1/s1.pth)" in err
     assert "default id" not in err and "--id s1-2" in err
+
+
+def test_the_housekeeping_files_init_wrote_are_the_demos_until_edited(tmp_path: Path) -> None:
+    """.gitignore and .pre-commit-config.yaml are not in SHA256SUMS: as init wrote them they are the demo's own
+    (replaced), edited they are the user's (refused)."""
+    reg = _earlier_demo(tmp_path)
+    check_tiny_registry_dir(tmp_path)
+    (reg / ".pre-commit-config.yaml").write_text("# my hooks\n")
+    _refused(tmp_path, "it holds files the demo did not write (.pre-commit-config.yaml)")

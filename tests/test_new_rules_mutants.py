@@ -107,12 +107,10 @@ def test_hsh001_git_note_in_a_registry_below_the_repository_root(reg: Path, tmp_
     outer.mkdir()
     root = Path(shutil.move(reg, outer / "registry"))
     publish(outer)
-    p = root / STATE
-    data = bytearray(p.read_bytes())
-    data[-100] ^= 1
-    p.write_bytes(bytes(data))
+    # index.json edited (a published file edited is GIT001 alone, naming HSH001: test_git.py)
+    edit_index(root, lambda i: i["entries"][0]["file"].update(sha256="0" * 64))
     [f] = _findings(root, "HSH001")
-    assert f.message.endswith(f"(git: {STATE} changed since HEAD)")
+    assert f.path == STATE and f.message.endswith("(git: index.json changed since HEAD)")
 
 
 # --- IDX011 / IDX010 -----------------------------------------------------------------------------------

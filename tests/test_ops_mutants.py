@@ -262,13 +262,15 @@ def test_add_refuses_a_base_marked_frozen_by_hand(
     assert snapshot(reg) == before
 
 
-def test_add_of_a_registered_path_whose_file_is_gone_says_published_weights_never_change(
+def test_add_of_a_registered_path_whose_file_is_gone_says_to_restore_it(
     reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (reg / STATE).unlink()
     before = snapshot(reg)
     assert main(_add(reg, tmp_path, "--id", "s1-again", name="s1.pth", version="v1")) == 1
-    assert f"{STATE} already exists" in clean_error(capsys.readouterr().err)
+    err = clean_error(capsys.readouterr().err)
+    assert f"{STATE} is registered as entry 's1', but its file is missing (LAY008)" in err
+    assert f"hint: Restore it (`git checkout -- {STATE}`" in err
     assert snapshot(reg) == before
 
 

@@ -93,3 +93,27 @@ def test_a_malformed_line_is_named_by_its_number(reg: Path, capsys: pytest.Captu
     assert ("HSH003", "SHA256SUMS", f"line 3: '{ZERO[:63]}  short-hash.txt'") in _hsh(reg)
     assert main(["validate", str(reg)]) == 1
     assert "line 3:" in capsys.readouterr().out
+
+
+def test_housekeeping_files_are_not_listed_and_an_old_listing_of_them_still_validates(reg: Path) -> None:
+    """.gitignore and .pre-commit-config.yaml say how git and pre-commit treat the repository: SHA256SUMS does
+    not list them, so editing the hook's configuration does not fail the hook. A SHA256SUMS of an earlier version,
+    which listed them, still validates (a warning per line, the hash unchecked); `sums` drops the lines."""
+    listed = [line.split("  ", 1)[1] for line in _sums(reg)]
+    assert ".gitignore" not in listed and ".pre-commit-config.yaml" not in listed and ".gitattributes" in listed
+    (reg / ".pre-commit-config.yaml").write_text((reg / ".pre-commit-config.yaml").read_text() + "# mine\n")
+    (reg / ".gitignore").write_text("*.tmp\n")
+    assert _hsh(reg) == []
+    old = [f"{hashlib.sha256(b'as it was').hexdigest()}  .gitignore", f"{ZERO}  .pre-commit-config.yaml"]
+    by_path = sorted([*_sums(reg), *old], key=lambda line: line.split("  ", 1)[1].encode())
+    (reg / "SHA256SUMS").write_text("\n".join(by_path) + "\n")
+    report = validate_registry(reg, use_cache=False)
+    assert report.ok
+    lines = {line.split("  ", 1)[1]: n for n, line in enumerate(_sums(reg), 1)}
+    assert _hsh(reg) == [
+        ("HSH007", "SHA256SUMS", f"line {lines[name]}: {name} is listed (as earlier versions did), but housekeeping "
+         "files of the root are not: its hash is not checked, and `sums` drops the line")
+        for name in sorted(lines, key=lines.__getitem__) if name in (".gitignore", ".pre-commit-config.yaml")
+    ]  # fmt: skip
+    assert main(["sums", str(reg)]) == 0
+    assert _hsh(reg) == [] and len(_sums(reg)) == len(lines) - 2

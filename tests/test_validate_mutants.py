@@ -365,7 +365,10 @@ def test_git003_a_staged_new_file_under_a_superseded_base(reg: Path) -> None:
     (reg / V1 / "s9.pth").write_bytes(b"x")
     git(reg, "add", "-A")
     found = [(f.path, f.message) for f in _findings(reg, "GIT003")]
-    assert found == [(f"{V1}/s9.pth", f"new file under superseded base {TINY_BASE} (in the index)")]
+    newer = TINY_BASE.replace("20260101", "20260301")
+    assert found == [
+        (f"{V1}/s9.pth", f"new file under superseded base {TINY_BASE} (in the index); new weights go under {newer}")
+    ]
 
 
 @needs_git

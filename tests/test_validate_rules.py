@@ -515,6 +515,8 @@ CASES: dict[str, Callable[..., None]] = {
     "IDX019": lambda r: edit_index(r, lambda i: i["registry"].update(server="rwkv_lightning v1.8.1-rc1")),
     "IDX020": _entry(MISS_A, lambda e: _set(e, "scores", [_score(), _score(score=52.3, solved=297.0)])),
     "TRN011": lambda r: _total_steps_against_train(r),
+    "TRN012": lambda r: _json_edit(r, STATE_TRAIN, lambda t: t.update(finished="2026-10-12T07:59:59Z")),
+    "TRN013": lambda r: _json_edit(r, STATE_TRAIN, lambda t: t.update(finshed=t.pop("finished"))),
     "PRF001": _entry(MISS_A, lambda e: _set(e, "profile", "g1k")),
     "PRF002": _entry(STATE, lambda e: _set(e, "profile", "g1k-think")),
     "PRF003": _entry(STATE, lambda e: _set(e, "sampling", "g1k-agnet")),
@@ -937,3 +939,42 @@ def test_a_sampling_that_is_no_string_is_the_schemas_not_prf003(reg: Path) -> No
 def test_every_preset_of_presets_go_passes_prf003(reg: Path, preset: str) -> None:
     _entry(STATE, lambda e: _set(e, "sampling", preset))(reg)
     assert "PRF003" not in {f.code for f in validate_registry(reg, use_cache=False).findings}
+
+
+def test_trn012_finished_before_started_overall_and_per_run(reg: Path) -> None:
+    """The whole training's times and each MiSS run's; an offset is read (08:00+08:00 is 00:00Z): the same instant
+    is no error, a time that is not RFC 3339 is SCH003's alone."""
+    _json_edit(
+        reg, STATE_TRAIN, lambda t: t.update(started="2026-10-12T08:00:00+08:00", finished="2026-10-12T00:00:00Z")
+    )
+    _json_edit(reg, MISS_TRAIN, lambda t: t["runs"][1].update(finished="2026-10-12T07:00:00Z"))
+    found = [(f.path, f.message) for f in validate_registry(reg, use_cache=False).findings if f.code == "TRN012"]
+    assert found == [
+        (MISS_TRAIN, "runs[1] ('r4-b'): finished 2026-10-12T07:00:00Z is before started 2026-10-12T08:00:00Z")
+    ]
+    _json_edit(reg, STATE_TRAIN, lambda t: t.update(finished="2026-10-11T23:59:59Z"))
+    _json_edit(reg, MISS_TRAIN, lambda t: t["runs"][1].update(finished="yesterday"))
+    report = validate_registry(reg, use_cache=False)
+    found = [(f.path, f.message) for f in report.findings if f.code == "TRN012"]
+    assert found == [(STATE_TRAIN, "finished 2026-10-11T23:59:59Z is before started 2026-10-12T08:00:00+08:00")]
+    assert any(f.code == "SCH003" and f.path == MISS_TRAIN for f in report.findings)
+
+
+def test_trn013_names_the_field_a_misspelt_key_meant(reg: Path) -> None:
+    """train.json's top level and its runs may hold keys of their own: one close to a field gets the field's name
+    (the "did you mean" of the schema's closed objects, SCH003); an "x-" key, a key far from every field, or a
+    near key beside the field itself are left alone."""
+    _json_edit(reg, MISS_TRAIN, lambda t: t.update(comand=t.pop("command"), notes="mine", **{"x-finshed": 1}))
+    _json_edit(reg, MISS_TRAIN, lambda t: t["runs"][0].update(lr_fianl=t["runs"][0].pop("lr_final")))
+    _json_edit(reg, STATE_TRAIN, lambda t: t.update(commands="both"))
+    report = validate_registry(reg, use_cache=False)
+    found = sorted((f.path, f.message) for f in report.findings if f.code == "TRN013")
+    assert found == [
+        (MISS_TRAIN, '$.comand: unknown key "comand" (did you mean "command"?)'),
+        (MISS_TRAIN, '$.runs[0].lr_fianl: unknown key "lr_fianl" (did you mean "lr_final"?)'),
+    ]
+    assert all(f.severity == "warning" for f in report.findings if f.code == "TRN013")
+    # the schema's own closed objects keep their SCH003 with its "did you mean"
+    _json_edit(reg, STATE_TRAIN, lambda t: t["trainer"].update(comit="47df608"))
+    sch = [f.message for f in validate_registry(reg, use_cache=False).findings if f.code == "SCH003"]
+    assert any('unknown property "comit" (did you mean "commit"?)' in m for m in sch), sch

@@ -90,7 +90,11 @@ def check_tiny_registry_dir(work: Path) -> None:
     """
     from rwkv_registry.atomic import TMP_PREFIX, TRANSIENT_NAMES
     from rwkv_registry.errors import UsageError
+    from rwkv_registry.ops import GITIGNORE, PRECOMMIT
     from rwkv_registry.sums import parse_sums
+
+    # the housekeeping files init wrote, which SHA256SUMS does not list: the demo's while they are as written
+    housekeeping = {".gitignore": GITIGNORE.encode(), ".pre-commit-config.yaml": PRECOMMIT.encode()}
 
     reg = work / "registry"
     hint = (
@@ -125,6 +129,7 @@ def check_tiny_registry_dir(work: Path) -> None:
                     and p.name not in TRANSIENT_NAMES
                     and not p.name.startswith(TMP_PREFIX)
                     and p.relative_to(reg).as_posix() not in listed
+                    and not (p.is_file() and housekeeping.get(p.relative_to(reg).as_posix()) == p.read_bytes())
                 ]
                 if extra:
                     why = "it holds files the demo did not write (" + ", ".join(extra[:3]) + ")"
