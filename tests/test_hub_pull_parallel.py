@@ -59,15 +59,22 @@ def slow_large(hub: FakeHub, monkeypatch: pytest.MonkeyPatch) -> Iterator[Slow]:
     for everything else (and for the large files too once ``enabled`` is False)."""
     real = _hub_sync._fetch_large
     slow = Slow()
+    active = [0]  # large fetches under way: the link turns fast when the last one ends, not the first
+    lock = threading.Lock()
 
     def slowly(*args: Any, **kwargs: Any) -> Any:
-        if slow.enabled:
-            hub.chunk, hub.bandwidth = 1024, SLOW
+        with lock:
+            active[0] += 1
+            if slow.enabled:
+                hub.chunk, hub.bandwidth = 1024, SLOW
         slow.began.append(time.monotonic())
         try:
             return real(*args, **kwargs)
         finally:
-            hub.bandwidth = 0
+            with lock:
+                active[0] -= 1
+                if not active[0]:
+                    hub.bandwidth = 0
 
     monkeypatch.setattr(_hub_sync, "_fetch_large", slowly)
     yield slow
