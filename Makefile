@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 TORCH_SPEC ?= torch==2.13.0
 DEMO_DIR ?= build/demo-registry
 
-.PHONY: venv demo test lint typecheck clean
+.PHONY: venv demo test lint typecheck layers clean
 
 $(VENV)/.stamp: pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -24,7 +24,7 @@ demo: venv
 test: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(MAKE) --no-print-directory typecheck
+	$(MAKE) --no-print-directory layers  # runs typecheck first: both read its tree of links
 	$(PY) -m pytest -q -n 2 --dist loadfile
 
 lint: venv
@@ -40,7 +40,7 @@ BENCH_MODULES := $(patsubst bench/%.py,-m %,$(wildcard bench/*.py))
 typecheck: venv
 	rm -rf $(TYPECHECK_TREE)/rwkv_registry $(TYPECHECK_TREE)/bench $(TYPECHECK_TREE)/tests
 	mkdir -p $(TYPECHECK_TREE)/rwkv_registry
-	ln -s $(CURDIR)/registry/*.py $(TYPECHECK_TREE)/rwkv_registry/
+	ln -s $(CURDIR)/registry/* $(TYPECHECK_TREE)/rwkv_registry/
 	for d in schemas model kernels tui; do ln -s $(CURDIR)/$$d $(TYPECHECK_TREE)/rwkv_registry/$$d; done
 	ln -s $(CURDIR)/bench $(TYPECHECK_TREE)/bench
 	ln -s $(CURDIR)/tests $(TYPECHECK_TREE)/tests
@@ -48,6 +48,11 @@ typecheck: venv
 		--cache-dir $(CURDIR)/build/mypy-cache --follow-imports=silent -p rwkv_registry $(BENCH_MODULES) > mypy.out; rc=$$?; \
 		sed -E -e 's#^rwkv_registry/(schemas|model|kernels|tui)/#\1/#' -e 's#^rwkv_registry/#registry/#' mypy.out; \
 		exit $$rc
+
+# The layers of docs/architecture.md ([tool.importlinter] in pyproject.toml), on the tree of links typecheck builds.
+layers: typecheck
+	cd $(TYPECHECK_TREE) && PYTHONPATH=$(CURDIR)/$(TYPECHECK_TREE) $(CURDIR)/$(VENV)/bin/lint-imports \
+		--config $(CURDIR)/pyproject.toml --no-cache
 
 clean:
 	rm -rf $(VENV) build .pytest_cache

@@ -1,7 +1,7 @@
 """Concurrent writers: two `rwkv-registry` commands on one registry at once, many times.
 
 Each repetition copies a registry holding one base, starts two commands together (the real
-command line, ``python -m rwkv_registry.cli``) and waits for both. Either both succeed, or one is
+command line, ``python -m rwkv_registry.cli.main``) and waits for both. Either both succeed, or one is
 refused cleanly (exit 1 or 2, an ``error:`` line, no traceback). Then the registry must validate,
 index.json must hold every entry whose command succeeded and no other, and nothing may be lost
 or duplicated. With ``held`` the bench holds the write lock while both start, so that both wait
@@ -40,8 +40,8 @@ sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "bench")]
 from crash import ARCH, CLI, machine, write_section  # noqa: E402
 from regtools import TINY_BASE, TINY_SHA, state_train, write_state  # noqa: E402
 
-from rwkv_registry.atomic import registry_lock  # noqa: E402
-from rwkv_registry.validate import validate_registry  # noqa: E402
+from rwkv_registry.engine.validate import validate_registry  # noqa: E402
+from rwkv_registry.fs.atomic import registry_lock  # noqa: E402
 
 OTHER_BASE = "rwkv7-other-20260201-ctx4096"  # another family: adding it freezes nothing
 

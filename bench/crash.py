@@ -1,8 +1,8 @@
 """Crash safety: SIGKILL `init`, `add-base`, `add`, `sums` and `score` at many points; check the registry after each.
 
-Each kill runs the real command line (``python -m rwkv_registry.cli``) on a fresh copy of a
+Each kill runs the real command line (``python -m rwkv_registry.cli.main``) on a fresh copy of a
 "before" registry and kills it either at a named fault point (``RWKV_REGISTRY_FAULT``, see
-:mod:`rwkv_registry.atomic`: every directory created, half of and all of every staged file, the
+:mod:`rwkv_registry.fs.atomic`: every directory created, half of and all of every staged file, the
 journal, every rename) or after a random delay: three in four counted from the moment the write
 begins (the harness polls the registry for the first temporary file; the write lasts a few
 milliseconds, over which the delays are spread), one in four from the start of the command. Then:
@@ -48,10 +48,10 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from regtools import TINY_ARCH, TINY_BASE, TINY_SHA, miss_train, state_train, write_miss, write_state  # noqa: E402
 
-from rwkv_registry.atomic import DIRS_NAME, JOURNAL_NAME, LOCK_NAME, TMP_PREFIX, registry_lock  # noqa: E402
-from rwkv_registry.validate import validate_registry  # noqa: E402
+from rwkv_registry.engine.validate import validate_registry  # noqa: E402
+from rwkv_registry.fs.atomic import DIRS_NAME, JOURNAL_NAME, LOCK_NAME, TMP_PREFIX, registry_lock  # noqa: E402
 
-CLI = [sys.executable, "-m", "rwkv_registry.cli"]
+CLI = [sys.executable, "-m", "rwkv_registry.cli.main"]
 ARCH = ",".join(
     [f"{k}={TINY_ARCH[k]}" for k in ("n_layer", "n_embd", "vocab_size", "head_size", "ffn_size")]
     + [f"lora_{k}={v}" for k, v in TINY_ARCH["lora"].items()]

@@ -37,6 +37,7 @@ def main() -> None:
     p.add_argument("--runs", type=int, default=5)
     args = p.parse_args()
 
+    from rwkv_registry.index.smoke_cases import TINY_CASES, builtin_path, load_cases
     from rwkv_registry.model.profiles import get_profile
     from rwkv_registry.model.smoke import evaluate
     from rwkv_registry.model.smoke.demo import DEMO_THINK_TOKENS
@@ -49,7 +50,6 @@ def main() -> None:
     )
     from rwkv_registry.model.tiny import tiny_config
     from rwkv_registry.model.tokenizer import get_tokenizer
-    from rwkv_registry.smoke_cases import TINY_CASES, builtin_path, load_cases
 
     cfg = tiny_config()
     base = {"name": "tiny", "architecture": {"n_layer": 2, "n_embd": 128, "vocab_size": cfg.vocab_size}}

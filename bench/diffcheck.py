@@ -3,7 +3,7 @@
 For one file (a :class:`diffgen.Sample`, or any bytes), :func:`check` runs
 
 - the tool's reader, the function ``validate`` and ``add`` read weights with
-  (``rwkv_registry.ckpt.open_checkpoint`` over the file's bytes, as ``facts_from_buffer`` calls it);
+  (``rwkv_registry.formats.ckpt.open_checkpoint`` over the file's bytes, as ``facts_from_buffer`` calls it);
 - if the tool accepts the file:
 
   * ``torch-cpu``: ``torch.load(path, weights_only=True, map_location="cpu", mmap=False)`` must
@@ -80,7 +80,7 @@ class ToolRead:
 
 def tool_read(data: bytes) -> ToolRead:
     """The tool's reading of ``data`` (raises CheckpointError when it refuses)."""
-    from rwkv_registry.ckpt import MemorySource, open_checkpoint
+    from rwkv_registry.formats.ckpt import MemorySource, open_checkpoint
 
     with MemorySource(data) as src:
         ck = open_checkpoint(src)
@@ -176,7 +176,7 @@ def check_bytes(data: bytes, path: Path, *, suffix: str = ".pth") -> Outcome:
     try:
         tool = tool_read(data)
     except Exception as exc:
-        from rwkv_registry.errors import CheckpointError
+        from rwkv_registry.core.errors import CheckpointError
 
         if isinstance(exc, CheckpointError):
             return Outcome(False, exc.code, exc.message)

@@ -326,9 +326,9 @@ class Fuzzer:
 
     # checkpoint readers
     def _read(self, data: bytes, oracle: bool = True) -> str:
-        from rwkv_registry.ckpt import open_checkpoint
-        from rwkv_registry.errors import CheckpointError
-        from rwkv_registry.facts import facts_from_buffer
+        from rwkv_registry.core.errors import CheckpointError
+        from rwkv_registry.engine.facts import facts_from_buffer
+        from rwkv_registry.formats.ckpt import open_checkpoint
 
         facts_from_buffer(data)
         try:
@@ -368,8 +368,8 @@ class Fuzzer:
         return self._read(zip_archive(members))
 
     def t_pickle(self, rng: random.Random) -> str:
-        from rwkv_registry._pickle import parse_tensor_pickle
-        from rwkv_registry.errors import CheckpointError
+        from rwkv_registry.core.errors import CheckpointError
+        from rwkv_registry.formats.unpickle import parse_tensor_pickle
 
         try:
             parse_tensor_pickle(random_pickle(rng))
@@ -400,7 +400,7 @@ class Fuzzer:
 
     # JSON
     def t_json(self, rng: random.Random) -> str:
-        from rwkv_registry.jsonload import JsonLoadError, load_json_bytes
+        from rwkv_registry.formats.jsonload import JsonLoadError, load_json_bytes
 
         data = mutate_bytes(rng.choice(self.seeds["json"]), rng)
         try:
@@ -412,10 +412,10 @@ class Fuzzer:
         return "accepted"
 
     def t_index_train(self, rng: random.Random) -> str:
-        from rwkv_registry.errors import RegistryError
-        from rwkv_registry.jsonload import JsonLoadError, load_json_bytes
-        from rwkv_registry.ops import load_index
+        from rwkv_registry.core.errors import RegistryError
+        from rwkv_registry.formats.jsonload import JsonLoadError, load_json_bytes
         from rwkv_registry.schemas import schema_errors
+        from rwkv_registry.store.ops import load_index
 
         which = rng.random() < 0.6
         doc = mutate_json(self.index_json if which else self.train_json, rng)
@@ -436,7 +436,7 @@ class Fuzzer:
         return "refused" if errors else "accepted"
 
     def t_jsoncpp(self, rng: random.Random) -> str:
-        from rwkv_registry.jsoncpp import dumps
+        from rwkv_registry.formats.jsoncpp import dumps
 
         value = random_json(rng)
         if rng.random() < 0.1:
@@ -448,7 +448,7 @@ class Fuzzer:
         return "accepted"
 
     def t_sums(self, rng: random.Random) -> str:
-        from rwkv_registry.sums import format_sums, parse_sums
+        from rwkv_registry.index.sums import format_sums, parse_sums
 
         if rng.random() < 0.7:
             good, bad = parse_sums(mutate_bytes(self.seeds["sums"], rng))
@@ -465,8 +465,8 @@ class Fuzzer:
         return "accepted"
 
     def t_lfs(self, rng: random.Random) -> str:
-        from rwkv_registry.ckpt import sniff_kind
-        from rwkv_registry.lfs import looks_like_lfs_pointer, parse_lfs_pointer
+        from rwkv_registry.formats.ckpt import sniff_kind
+        from rwkv_registry.formats.lfs import looks_like_lfs_pointer, parse_lfs_pointer
 
         data = mutate_bytes(self.seeds["lfs"], rng) if rng.random() < 0.8 else os.urandom(rng.randint(0, 64))
         pointer = parse_lfs_pointer(data)
@@ -476,7 +476,7 @@ class Fuzzer:
         return "accepted" if pointer else "refused"
 
     def t_validate(self, rng: random.Random) -> str:
-        from rwkv_registry.validate import validate_registry
+        from rwkv_registry.engine.validate import validate_registry
 
         which = rng.random() < 0.6
         rel = "index.json" if which else self.seeds["train_rel"]

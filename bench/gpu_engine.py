@@ -1305,7 +1305,7 @@ def _write_text(path: Path, text: str) -> None:
     """Atomically (temporary file, fsync, rename): a process killed at any moment leaves the old file or the
     new one, never a truncated one."""
     bootstrap_package()
-    from rwkv_registry.atomic import atomic_write_bytes
+    from rwkv_registry.fs.atomic import atomic_write_bytes
 
     atomic_write_bytes(path, text.encode())
 
@@ -1471,7 +1471,7 @@ def supervise(argv: list[str], args: argparse.Namespace) -> int:
 
     deadline = time.monotonic() + args.time_limit
     install_interrupt_handlers()
-    bootstrap_package()  # rwkv_registry.atomic for the writes (the package does not import torch)
+    bootstrap_package()  # rwkv_registry.fs.atomic for the writes (the package does not import torch)
     child_dir = Path(tempfile.mkdtemp(prefix="gpu_engine_run_"))
     hung: dict[str, str] = {}
     hung_seconds: dict[str, float] = {}

@@ -44,7 +44,7 @@ build_registry(Path(sys.argv[1]) / "reg", Path(sys.argv[1]), with_miss=False)
 
 _RUN = """
 import sys
-from rwkv_registry.cli import main
+from rwkv_registry.cli.main import main
 try:
     code = main(sys.argv[1:])
 finally:

@@ -40,7 +40,7 @@ def main() -> None:
     if not (root / "notes.txt").exists():
         build(root, args.dirs, args.files)
     import rwkv_registry
-    from rwkv_registry import validate as validate_mod
+    from rwkv_registry.engine import validate as validate_mod
 
     calls = [0]
     real = os.scandir

@@ -1,7 +1,7 @@
 """`rwkv-registry list` (the text table) laid out by hand against every table through rich.
 
 Builds (or takes, ``--registry``) a registry of ``--entries`` N with ``scale_bench.build``, then runs
-``python -m rwkv_registry.cli list PATH`` in a fresh process per run, output to a pipe, at each
+``python -m rwkv_registry.cli.main list PATH`` in a fresh process per run, output to a pipe, at each
 ``--width`` (``COLUMNS``), alternating the two ways so that other load on the machine weighs on both
 alike: ``rich`` (``catalog_render.PLAIN_LIST = False``: every table measured and rendered by rich, as
 before the change) and ``laid out`` (the default). Prints the median wall time and peak RSS of each,
@@ -24,8 +24,8 @@ from crash import machine
 from scale_bench import build, run
 
 CODE = (
-    "import sys; import rwkv_registry.catalog_render as r; r.PLAIN_LIST = {plain}; "
-    "from rwkv_registry.cli import main; sys.exit(main(['list', sys.argv[1]]))"
+    "import sys; import rwkv_registry.catalog.render as r; r.PLAIN_LIST = {plain}; "
+    "from rwkv_registry.cli.main import main; sys.exit(main(['list', sys.argv[1]]))"
 )
 
 

@@ -2,7 +2,7 @@
 
 Registries served: the seed-shaped demo (one 16 MiB State, three 36 MiB MiSS adapters), a "many States" one
 (``--states`` State files of a small base, about 3 MB each), and the same States kept in plain git rather than
-LFS (their download is checked by git blob id). Each pull runs in a child process (`rwkv_registry.cli pull
+LFS (their download is checked by git blob id). Each pull runs in a child process (`rwkv_registry.cli.main pull
 OWNER/REPO DEST`, a fresh cache directory and a fresh DEST each time, as a user pulling for the first time); its
 CPU time (user + sys, from ``os.wait4``) and wall time are recorded. The server runs in this process, so its work
 is not counted.
@@ -63,7 +63,7 @@ spec = importlib.util.spec_from_file_location(
 module = importlib.util.module_from_spec(spec)
 sys.modules["rwkv_registry"] = module
 spec.loader.exec_module(module)
-from rwkv_registry.cli import main
+from rwkv_registry.cli.main import main
 sys.exit(main(sys.argv[2:]))
 """
 
@@ -72,9 +72,9 @@ def many_states(root: Path, tmp: Path, n: int) -> Path:
     """A registry of ``n`` bf16 State files (24 layers × [16, 64, 64], 3.1 MB each) under one base."""
     from regtools import state_train
 
-    from rwkv_registry.arch import parse_arch_option
-    from rwkv_registry.demo import write_synthetic_state
-    from rwkv_registry.ops import add_base, add_entry, init_registry
+    from rwkv_registry.index.arch import parse_arch_option
+    from rwkv_registry.store.demo import write_synthetic_state
+    from rwkv_registry.store.ops import add_base, add_entry, init_registry
 
     init_registry(root, name="tester/many-states")
     arch = parse_arch_option("n_layer=24,n_embd=1024,vocab_size=65536,head_size=64,ffn_size=4096")
@@ -171,8 +171,8 @@ def large_workers(
     alternating."""
     import resource
 
-    from rwkv_registry import _hub_sync
-    from rwkv_registry._hub_remote import connect
+    from rwkv_registry.hub import sync as _hub_sync
+    from rwkv_registry.hub.remote import connect
 
     def cpu() -> float:
         usage = resource.getrusage(resource.RUSAGE_SELF)
@@ -212,7 +212,7 @@ def main() -> None:
     checkouts = [c.resolve() for c in (args.checkout or [REPO])]
     from hub_server import FakeHub, load_registry
 
-    from rwkv_registry.demo import build_demo
+    from rwkv_registry.store.demo import build_demo
 
     tmp = Path(tempfile.mkdtemp(prefix="rwkv-registry-pull-bench-"))
     env = {

@@ -2,7 +2,7 @@
 
 For each N of ``--entries`` (a comma-separated list), a VALID registry is built in a temporary
 directory through the project's own code: ``init_registry`` and ``add_base`` (metadata route) from
-:mod:`rwkv_registry.ops`, State and MiSS files from the demo's builders (``write_synthetic_state``,
+:mod:`rwkv_registry.store.ops`, State and MiSS files from the demo's builders (``write_synthetic_state``,
 ``write_synthetic_miss``: tiny tensors, since hashing cost is measured by ``validate_bench.py``; what
 matters here is counts). ``--bases`` bases in families of up to three dated bases, so that the older
 ones are superseded and frozen by ``add_base`` itself; N entries split 40/60 between State files
@@ -45,7 +45,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from crash import machine  # one machine description for every benchmark's figures
 
-CLI = [sys.executable, "-m", "rwkv_registry.cli"]
+CLI = [sys.executable, "-m", "rwkv_registry.cli.main"]
 ARCH_TEXT = "n_layer=2,n_embd=128,vocab_size=65536"
 STATE_PER_DIR = 10
 MISS_PER_DIR = 5
@@ -121,11 +121,11 @@ def plan_bases(n_bases: int) -> list[tuple[str, int]]:
 
 def build(root: Path, n_entries: int, n_bases: int, n_commits: int, seed: int) -> dict[str, Any]:
     """Write a valid git registry of ``n_entries`` entries; returns build statistics."""
-    from rwkv_registry.arch import parse_arch_option
-    from rwkv_registry.demo import write_synthetic_miss, write_synthetic_state
-    from rwkv_registry.ops import add_base, dump_json, init_registry
-    from rwkv_registry.readme import update_readme
-    from rwkv_registry.sums import format_sums, parse_sums
+    from rwkv_registry.index.arch import parse_arch_option
+    from rwkv_registry.index.readme import update_readme
+    from rwkv_registry.index.sums import format_sums, parse_sums
+    from rwkv_registry.store.demo import write_synthetic_miss, write_synthetic_state
+    from rwkv_registry.store.ops import add_base, dump_json, init_registry
 
     rng = random.Random(seed)
     t0 = time.perf_counter()
@@ -281,7 +281,7 @@ class Cli:
 
     def __init__(self, label: str, python: str, cache: Path) -> None:
         self.label = label
-        self.prefix = [python, "-m", "rwkv_registry.cli"]
+        self.prefix = [python, "-m", "rwkv_registry.cli.main"]
         self.env = {**os.environ, "RWKV_REGISTRY_CACHE_DIR": str(cache)}
 
     def run(self, *args: str, ok: tuple[int, ...] = (0,)) -> tuple[float, float, str, float]:
@@ -294,8 +294,8 @@ def measure(
     """Every per-commit command on the registry at ``root`` (a git work tree, clean), for each of ``clis``;
     the runs of the CLIs alternate, so that a load on the machine weighs on them alike. ``only``: the steps
     to measure (by name, as in the results), the others skipped."""
-    from rwkv_registry.arch import parse_arch_option
-    from rwkv_registry.demo import write_synthetic_state
+    from rwkv_registry.index.arch import parse_arch_option
+    from rwkv_registry.store.demo import write_synthetic_state
 
     index = json.loads((root / "index.json").read_text("utf-8"))
     active = next(b for b in index["bases"] if b["status"] == "active")["name"]

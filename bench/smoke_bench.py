@@ -82,7 +82,7 @@ def random_base(arch: dict[str, int], device: str, dtype: Any, seed: int = 0) ->
 
 def case_set(n: int) -> Any:
     """The built-in cases cycled to ``n`` (ids made unique)."""
-    from rwkv_registry.smoke_cases import CaseSet, load_cases
+    from rwkv_registry.index.smoke_cases import CaseSet, load_cases
 
     base = load_cases()
     cases = [

@@ -76,7 +76,7 @@ CURSOR_MOVES = 50
 CHILD = r"""
 import asyncio, json, os, sys, threading, time
 
-from rwkv_registry.catalog import EntryFilter
+from rwkv_registry.catalog.entries import EntryFilter
 from rwkv_registry.tui.app import RegistryApp
 
 FILTER_TERM, PALETTE_TERM, MOVES, WAIT_REPORT = sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5] == "1"
@@ -506,7 +506,7 @@ def worker_start(n: int, repeat: int) -> dict[str, float]:
     import resource
     import time
 
-    from rwkv_registry.catalog import Catalog
+    from rwkv_registry.catalog.entries import Catalog
     from rwkv_registry.tui.validation_process import ValidationProcess
 
     with tempfile.TemporaryDirectory(prefix="rwkv-tui-worker-") as tmp:

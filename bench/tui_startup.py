@@ -56,12 +56,12 @@ def build(root: Path, n_entries: int) -> Path:
     """Write a registry of ``n_entries`` entries directly (a few seconds)."""
     import io
 
-    from rwkv_registry.arch import miss_target_shape
-    from rwkv_registry.demo import synthetic_bf16, write_synthetic_state
-    from rwkv_registry.miss import MISS_TARGETS, write_miss_file
-    from rwkv_registry.ops import compute_sums, dump_json, empty_index
-    from rwkv_registry.pthwrite import RawTensor
-    from rwkv_registry.readme import skeleton, update_readme
+    from rwkv_registry.checks.miss import MISS_TARGETS, write_miss_file
+    from rwkv_registry.formats.pthwrite import RawTensor
+    from rwkv_registry.index.arch import miss_target_shape
+    from rwkv_registry.index.readme import skeleton, update_readme
+    from rwkv_registry.store.demo import synthetic_bf16, write_synthetic_state
+    from rwkv_registry.store.ops import compute_sums, dump_json, empty_index
 
     root.mkdir(parents=True)
     tmp = root.parent / "src"
@@ -245,7 +245,7 @@ def first_paint(path: Path, cache: Path) -> dict[str, Any]:
 async def interactions(path: Path) -> dict[str, float]:
     """In-process: open the biggest data version (tree work on the UI thread); build an entry's
     details again (what the details worker does; unchanged files are not read again)."""
-    from rwkv_registry.catalog import NodeRef
+    from rwkv_registry.catalog.entries import NodeRef
     from rwkv_registry.tui.app import RegistryApp
     from rwkv_registry.tui.widgets.details import build_sections
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from crash import machine  # one machine description for every benchmark's figures
 
-CLI = [sys.executable, "-m", "rwkv_registry.cli"]
+CLI = [sys.executable, "-m", "rwkv_registry.cli.main"]
 
 
 def timed(cmd: list[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> float:

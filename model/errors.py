@@ -1,12 +1,12 @@
 """Exceptions of the model package.
 
-All subclass the core's :class:`rwkv_registry.errors.RegistryError`, so the CLI maps them to a
+All subclass the core's :class:`rwkv_registry.core.errors.RegistryError`, so the CLI maps them to a
 one-line message, a hint and an exit code like every other error of the project.
 """
 
 from __future__ import annotations
 
-from rwkv_registry.errors import RegistryError
+from rwkv_registry.core.errors import RegistryError
 
 
 class ModelError(RegistryError, ValueError):

@@ -17,7 +17,7 @@ from typing import Literal
 
 import torch
 
-from rwkv_registry.errors import UsageError
+from rwkv_registry.core.errors import UsageError
 from rwkv_registry.model.decode import Decoder
 from rwkv_registry.model.profiles import PromptProfile, SamplingPreset
 from rwkv_registry.model.rwkv7 import RWKV7

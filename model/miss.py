@@ -29,9 +29,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from rwkv_registry.jsonload import is_finite_number
+from rwkv_registry.checks.miss import MANIFEST_ENTRY, MISS_TARGETS, TENSOR_SOURCES, tensor_name
+from rwkv_registry.formats.jsonload import is_finite_number
 from rwkv_registry.kernels.miss import MissTerm, miss_term_
-from rwkv_registry.miss import MANIFEST_ENTRY, MISS_TARGETS, TENSOR_SOURCES, tensor_name
 from rwkv_registry.model.errors import WeightsFormatError
 from rwkv_registry.model.loading import torch_load_dict
 from rwkv_registry.model.wkv import elementwise_backend

@@ -13,7 +13,7 @@ The G1 chat format (FORMATS §6; No-22-Github/RWKV-Agent ``internal/inference/pr
   tokenizer merges ``>`` with the text after it, so the model writes it (its output opens with ``>``;
   :meth:`PromptProfile.reconstruct` puts the prefix back, as RWKV-Agent's ``reconstructOutput`` does).
 
-The sampling presets are RWKV-Agent's ``internal/samplingpreset/presets.go`` (:mod:`rwkv_registry.sampling`).
+The sampling presets are RWKV-Agent's ``internal/samplingpreset/presets.go`` (:mod:`rwkv_registry.index.sampling`).
 ``docs/profiles.md`` embeds :func:`profiles_markdown`; a test keeps the two equal.
 """
 
@@ -23,8 +23,8 @@ import enum
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from rwkv_registry.errors import UsageError
-from rwkv_registry.sampling import SAMPLING_PRESETS, SamplingPreset, did_you_mean, unknown_sampling_hint
+from rwkv_registry.core.errors import UsageError
+from rwkv_registry.index.sampling import SAMPLING_PRESETS, SamplingPreset, did_you_mean, unknown_sampling_hint
 
 __all__ = [
     "PROFILES",

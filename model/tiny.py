@@ -18,12 +18,12 @@ from pathlib import Path
 
 import torch
 
-from rwkv_registry.atomic import atomic_write_bytes
-from rwkv_registry.miss import tensor_name, write_miss_file
+from rwkv_registry.checks.miss import tensor_name, write_miss_file
+from rwkv_registry.formats.pthwrite import RawTensor
+from rwkv_registry.fs.atomic import atomic_write_bytes
 from rwkv_registry.model.config import RWKV7Config
 from rwkv_registry.model.loading import sha256_file, torch_load_dict
 from rwkv_registry.model.miss import TARGET_MODULES
-from rwkv_registry.pthwrite import RawTensor
 
 
 @dataclass(frozen=True)
@@ -215,7 +215,7 @@ def make_tiny_miss(
 ) -> Path:
     """Write a random MiSS package for ``base_path`` with the registry's writer.
 
-    Uses :func:`rwkv_registry.miss.write_miss_file` (the rwkv_lightning_cuda single-file layout
+    Uses :func:`rwkv_registry.checks.miss.write_miss_file` (the rwkv_lightning_cuda single-file layout
     with the embedded manifest). ``base_fingerprint`` defaults to the sha256 of ``base_path``.
     """
     cfg = read_config(base_path)

@@ -3,12 +3,12 @@
 The core (this package) never imports torch or textual, so ``rwkv-registry validate`` and the
 pre-commit hook start fast. Usage from Python::
 
-    from rwkv_registry.validate import validate_registry
+    from rwkv_registry.engine.validate import validate_registry
     report = validate_registry("path/to/registry")
     for f in report.findings:
         print(f.code, f.severity, f.path, f.message)
 
-    from rwkv_registry.ckpt import open_checkpoint          # safe, pickle-free reader
+    from rwkv_registry.formats.ckpt import open_checkpoint          # safe, pickle-free reader
     ck = open_checkpoint("adapter-final.pth")
     print(ck.tensors["blocks.0.att.key.weight.D"].shape, ck.miss_manifest_bytes is not None)
 

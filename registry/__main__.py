@@ -2,7 +2,7 @@
 
 import sys
 
-from ._entry import run
+from rwkv_registry.cli.entry import run
 
 if __name__ == "__main__":
     sys.exit(run())

@@ -8,7 +8,7 @@ The schema files are written by hand (nothing generates them); edit them directl
 
 ``jsonschema`` is imported on first validation only: importing this module stays cheap. Usage::
 
-    from rwkv_registry.jsonload import load_json_file
+    from rwkv_registry.formats.jsonload import load_json_file
     from rwkv_registry.schemas import schema_errors
 
     for path, message in schema_errors("index", load_json_file("index.json")):
@@ -29,7 +29,7 @@ from collections.abc import MutableMapping
 from importlib import resources
 from typing import Any
 
-from rwkv_registry.jsonload import load_json_bytes
+from rwkv_registry.formats.jsonload import load_json_bytes
 
 __all__ = ["SCHEMA_BASE_URI", "SCHEMA_NAMES", "load_schema", "schema_digest", "schema_errors", "schema_id"]
 

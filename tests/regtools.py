@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
 from pathlib import Path
 from typing import Any
 
-from rwkv_registry.miss import MISS_TARGETS
+from rwkv_registry.checks.miss import MISS_TARGETS
 
 TINY_ARCH: dict[str, Any] = {
     "n_layer": 2,
@@ -79,8 +80,8 @@ def write_miss(
     **kw: Any,
 ) -> dict[str, Any]:
     """A MiSS package through the registry's writer (the trainer's layout)."""
-    from rwkv_registry.miss import write_miss_file
-    from rwkv_registry.pthwrite import RawTensor
+    from rwkv_registry.checks.miss import write_miss_file
+    from rwkv_registry.formats.pthwrite import RawTensor
 
     tensors = {}
     for layer in range(arch["n_layer"]):
@@ -133,7 +134,7 @@ def miss_train(version: str = "v2", groups: tuple[str, ...] = ("r4-a", "r4-b"), 
 
 def build_registry(root: Path, tmp: Path, *, with_miss: bool = True) -> Path:
     """A small valid registry: one tiny base, one State, two MiSS adapters."""
-    from rwkv_registry.ops import add_base, add_entry, init_registry
+    from rwkv_registry.store.ops import add_base, add_entry, init_registry
 
     init_registry(root, name="test/registry")
     add_base(root, name=TINY_BASE, source="BlinkDL/rwkv7-g1", sha256=TINY_SHA, size=1234, arch=dict(TINY_ARCH))
@@ -165,7 +166,7 @@ def edit_index(root: Path, fn: Any) -> None:
 
 def resum(root: Path) -> None:
     """SHA256SUMS of the files as they are, however damaged (``sums --force``): tests break one rule at a time."""
-    from rwkv_registry.ops import write_sums
+    from rwkv_registry.store.ops import write_sums
 
     write_sums(root, check_index=False)
 
@@ -219,8 +220,28 @@ def hold_lock(root: str, ready: Any, seconds: float) -> None:
     setting ``ready`` once it has it."""
     import time
 
-    from rwkv_registry.atomic import registry_lock
+    from rwkv_registry.fs.atomic import registry_lock
 
     with registry_lock(root):
         ready.set()
         time.sleep(seconds)
+
+
+GIT_ENV = {  # git as the tests run it: no user's configuration, a fixed author
+    **os.environ,
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@e",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@e",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+def git_publish(root: Path, message: str = "publish v1") -> Path:
+    """Make ``root`` a git repository with everything in it committed: its published state."""
+    import subprocess
+
+    for args in (("init", "-q", "-b", "main"), ("add", "-A"), ("commit", "-q", "-m", message)):
+        subprocess.run(["git", *args], cwd=root, env=GIT_ENV, check=True, capture_output=True)
+    return root

@@ -1,4 +1,4 @@
-"""More checks of registry/atomic.py that a mutation audit found no test for (after test_atomic_mutants.py).
+"""More checks of registry/fs/atomic.py that a mutation audit found no test for (after test_atomic_mutants.py).
 
 A crash test cannot see a missing fsync (the page cache survives a SIGKILL; only a power cut loses it), so the
 order of fsyncs and renames is checked by recording the calls. Each test kills at least one hand-made mutant of
@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from rwkv_registry import atomic
-from rwkv_registry.atomic import (
+from rwkv_registry.core.errors import RegistryIOError, UsageError
+from rwkv_registry.fs import atomic
+from rwkv_registry.fs.atomic import (
     DIRS_NAME,
     JOURNAL_NAME,
     LOCK_NAME,
@@ -25,7 +26,6 @@ from rwkv_registry.atomic import (
     recover,
     require_registry,
 )
-from rwkv_registry.errors import RegistryIOError, UsageError
 
 
 def _record_io(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
@@ -143,7 +143,7 @@ def test_a_transaction_left_without_commit_leaves_nothing(tmp_path: Path) -> Non
 def test_an_interrupted_init_in_a_git_clone_is_still_one(tmp_path: Path) -> None:
     """A22: ``.git`` beside the transient files of a killed ``init`` (a registry made in a fresh clone) made the
     directory 'not a registry', so recover refused to clean it; A30: ``list``/``show`` (strict) still refuse it."""
-    from rwkv_registry.cli import main
+    from rwkv_registry.cli.main import main
 
     (tmp_path / ".git").mkdir()
     (tmp_path / LOCK_NAME).write_text("")
@@ -157,7 +157,7 @@ def test_an_interrupted_init_in_a_git_clone_is_still_one(tmp_path: Path) -> None
 def test_a_link_to_a_directory_where_a_file_is_written_is_refused_as_a_link(tmp_path: Path) -> None:
     """A05: ``_refuse_directory`` without ``not final.is_symlink()`` took a symbolic link to a directory for a
     directory (an I/O error, exit 2, 'remove the directory'), where it is a link the write refuses to replace."""
-    from rwkv_registry.errors import RefusedError
+    from rwkv_registry.core.errors import RefusedError
 
     (tmp_path / "index.json").write_text("{}")
     (tmp_path / "elsewhere").mkdir()

@@ -1,4 +1,4 @@
-"""Checks of registry/atomic.py that a mutation audit found no test for.
+"""Checks of registry/fs/atomic.py that a mutation audit found no test for.
 
 Each test kills at least one hand-made mutant of atomic.py that the rest of the suite let live
 (named in its docstring): a write that fails or is interrupted must leave nothing behind and the
@@ -13,9 +13,9 @@ from typing import ClassVar
 
 import pytest
 
-from rwkv_registry import atomic
-from rwkv_registry.atomic import TMP_PREFIX, atomic_write_bytes
-from rwkv_registry.errors import RegistryIOError
+from rwkv_registry.core.errors import RegistryIOError
+from rwkv_registry.fs import atomic
+from rwkv_registry.fs.atomic import TMP_PREFIX, atomic_write_bytes
 
 
 def _temps(d: Path) -> list[str]:
@@ -46,9 +46,9 @@ def test_an_index_json_alone_above_is_no_registry_for_init(tmp_path: Path) -> No
     """A06: registry_around took any directory holding an index.json for a registry, so init refused a
     directory inside a project whose own index.json (a web page's, say) has neither SHA256SUMS nor README.md
     beside it; with one of them beside it, it is a registry and init still refuses."""
-    from rwkv_registry.cli import main
-    from rwkv_registry.errors import UsageError
-    from rwkv_registry.ops import init_registry
+    from rwkv_registry.cli.main import main
+    from rwkv_registry.core.errors import UsageError
+    from rwkv_registry.store.ops import init_registry
 
     (tmp_path / "index.json").write_text("{}")
     main_rc = main(["init", str(tmp_path / "weights")])
@@ -64,8 +64,8 @@ def test_an_index_json_linking_to_the_registry_itself_is_not_called_outside(
 ) -> None:
     """A07: index_link_outside without its ``target == top`` case took a link to the registry's own directory
     for one leaving it, and readme refused it as LAY005 ('outside the registry'), which it is not."""
-    from rwkv_registry.atomic import index_link_outside
-    from rwkv_registry.cli import main
+    from rwkv_registry.cli.main import main
+    from rwkv_registry.fs.atomic import index_link_outside
 
     root = tmp_path / "r"
     assert main(["init", str(root)]) == 0
@@ -84,8 +84,8 @@ def test_only_a_directory_of_nothing_but_transient_files_passes_for_an_interrupt
 ) -> None:
     """A10: an empty directory, A11: one holding any transient file among others, taken for a killed init (so
     a write command would take its lock and recover there) instead of 'not a registry'."""
-    from rwkv_registry.atomic import require_registry
-    from rwkv_registry.errors import UsageError
+    from rwkv_registry.core.errors import UsageError
+    from rwkv_registry.fs.atomic import require_registry
 
     for name in names:
         (tmp_path / name).write_text("")
@@ -131,7 +131,7 @@ def test_a_blocked_writer_waits_its_timeout_in_all_saying_so_once_past_the_notic
     waited the whole timeout again (notice + timeout in all)."""
     import filelock
 
-    from rwkv_registry.errors import LockedError
+    from rwkv_registry.core.errors import LockedError
 
     (tmp_path / "index.json").write_text("{}")
     monkeypatch.setattr(filelock, "FileLock", _BusyLock)

@@ -1,4 +1,4 @@
-"""A third mutation audit of registry/atomic.py: locking, journal recovery, stamps and temporary-file cleanup.
+"""A third mutation audit of registry/fs/atomic.py: locking, journal recovery, stamps and temporary-file cleanup.
 
 Hand-made mutants (B-numbered, not those of test_atomic_mutants.py / test_atomic_more_mutants.py), run against
 test_atomic_mutants.py, test_atomic_more_mutants.py, test_crash.py, test_stale_read.py, test_stale_read_mutants.py,
@@ -33,8 +33,9 @@ from pathlib import Path
 
 import pytest
 
-from rwkv_registry import atomic
-from rwkv_registry.atomic import (
+from rwkv_registry.core.errors import RegistryIOError
+from rwkv_registry.fs import atomic
+from rwkv_registry.fs.atomic import (
     DIRS_NAME,
     JOURNAL_NAME,
     LOCK_NAME,
@@ -44,7 +45,6 @@ from rwkv_registry.atomic import (
     recover,
     registry_lock,
 )
-from rwkv_registry.errors import RegistryIOError
 
 
 def _names(d: Path) -> list[str]:

@@ -25,10 +25,10 @@ from ckpt_hostile import Entry, checkpoint_entries, simple_pickle
 from evil_cases import torch_members, zip_archive
 from rss_probe import MB, probe
 
-from rwkv_registry.ckpt import open_checkpoint
-from rwkv_registry.errors import CheckpointError, RefusedError
-from rwkv_registry.jsonload import JsonLoadError, JsonTooLargeError, load_json_bytes, read_json_bytes
-from rwkv_registry.ops import load_index
+from rwkv_registry.core.errors import CheckpointError, RefusedError
+from rwkv_registry.formats.ckpt import open_checkpoint
+from rwkv_registry.formats.jsonload import JsonLoadError, JsonTooLargeError, load_json_bytes, read_json_bytes
+from rwkv_registry.store.ops import load_index
 
 EXTRA_RSS = 200 * MB
 
@@ -218,7 +218,7 @@ def test_descriptor_sized_gap_without_the_flag_is_refused() -> None:
 
 def test_size_check_reads_nothing_big(tmp_path: Path) -> None:
     """The 100,000-entry archive is refused from its end record: a FileSource reads a few bytes."""
-    from rwkv_registry.ckpt import FileSource
+    from rwkv_registry.formats.ckpt import FileSource
 
     path = tmp_path / "many.pth"
     BOMBS["entries-100k"].write(path)
@@ -249,7 +249,7 @@ def test_index_declaring_a_huge_base_is_checked_in_bounded_time(
 
 def test_huge_sums_and_readme_are_refused_unread(tmp_path: Path) -> None:
     """SHA256SUMS and README.md beyond 64 MiB give a finding by size, without being read (sparse files)."""
-    from rwkv_registry.validate import MAX_TEXT_BYTES, validate_registry
+    from rwkv_registry.engine.validate import MAX_TEXT_BYTES, validate_registry
 
     root = build_registry(tmp_path / "reg", tmp_path, with_miss=False)
     for name in ("SHA256SUMS", "README.md"):

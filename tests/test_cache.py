@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from regtools import TINY_ARCH, TINY_BASE
 
-from rwkv_registry import facts
-from rwkv_registry.facts import racy
-from rwkv_registry.validate import validate_registry
+from rwkv_registry.engine import facts
+from rwkv_registry.engine.facts import racy
+from rwkv_registry.engine.validate import validate_registry
 
 STATE = f"{TINY_BASE}/state/v1/s1.pth"
 
@@ -69,7 +69,7 @@ def test_cached_facts_share_their_big_lists_and_read_back_unchanged(registry: Pa
     import json
     from dataclasses import asdict
 
-    from rwkv_registry.facts import FactsCache, FileFacts, compute_facts
+    from rwkv_registry.engine.facts import FactsCache, FileFacts, compute_facts
 
     weights = sorted(p for p in registry.rglob("*.pth"))
     computed = {str(p): compute_facts(p) for p in weights}
@@ -158,7 +158,7 @@ def test_remembered_verdicts_give_the_findings_of_a_cold_run(reg: Path) -> None:
 def test_remembered_verdicts_are_used_and_keyed_by_the_code(reg: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The README verdict is read from the cache (a planted lie is believed), under a key that holds the code's
     digest: with other code (another digest), the lie is not believed."""
-    from rwkv_registry import validate as v
+    from rwkv_registry.engine import validate as v
 
     assert validate_registry(reg).ok
     cache = next(Path(os.environ["RWKV_REGISTRY_CACHE_DIR"]).glob("validate-*.json"))
@@ -236,7 +236,7 @@ def test_smoke_hash_cache_skips_racy_files(tmp_path: Path, monkeypatch: pytest.M
 def _report_json(root: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> dict[str, object]:
     """`validate --format json` as a user gets it, without its stats (time, hits and bytes hashed differ)."""
     from rwkv_registry import schemas
-    from rwkv_registry.cli import main
+    from rwkv_registry.cli.main import main
 
     schemas._ITEM_MEMO.clear()  # this process's memo would answer in place of the cache
     capsys.readouterr()
@@ -262,7 +262,7 @@ def test_writes_and_edits_in_a_git_registry_give_the_findings_of_a_cold_run(
 
     from regtools import edit_index, state_train, write_state
 
-    from rwkv_registry.ops import add_entry, update_index
+    from rwkv_registry.store.ops import add_entry, update_index
 
     env = {**os.environ, "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
 
@@ -315,10 +315,10 @@ def test_the_hook_after_an_add_checks_no_entry_against_the_schema_again(reg: Pat
 
     from regtools import state_train, write_state
 
-    from rwkv_registry.ops import add_entry
+    from rwkv_registry.store.ops import add_entry
 
     probe = (
-        "import sys, json\nfrom rwkv_registry.cli import main\n"
+        "import sys, json\nfrom rwkv_registry.cli.main import main\n"
         "code = main(['validate', sys.argv[1], '--format', 'json'])\n"
         "print('JSONSCHEMA=' + json.dumps('jsonschema' in sys.modules))\n"
     )
@@ -336,7 +336,16 @@ def test_the_hook_after_an_add_checks_no_entry_against_the_schema_again(reg: Pat
         report["counts"]
         == json.loads(
             subprocess.run(
-                [sys.executable, "-m", "rwkv_registry.cli", "validate", str(reg), "--format", "json", "--no-cache"],
+                [
+                    sys.executable,
+                    "-m",
+                    "rwkv_registry.cli.main",
+                    "validate",
+                    str(reg),
+                    "--format",
+                    "json",
+                    "--no-cache",
+                ],
                 capture_output=True,
                 text=True,
             ).stdout
@@ -398,8 +407,8 @@ def test_a_shared_miss_target_list_is_checked_against_each_architecture(registry
     is checked again, and MIS014 is what a fresh run says."""
     from regtools import TINY_ARCH
 
-    from rwkv_registry.facts import FactsCache, FileFacts, gather_facts
-    from rwkv_registry.validate import Validator
+    from rwkv_registry.engine.facts import FactsCache, FileFacts, gather_facts
+    from rwkv_registry.engine.validate import Validator
 
     rel = f"{TINY_BASE}/miss/v2/r4-a/adapter-final.pth"
     got, _ = gather_facts({rel: registry / rel}, FactsCache(registry, enabled=False))
@@ -430,7 +439,7 @@ def test_facts_read_before_a_move_are_cached_only_for_the_same_unwritten_file(tm
     the file was written since (same size, mtime put back) or another file took its place."""
     from regtools import write_state
 
-    from rwkv_registry.facts import FactsCache, compute_facts, stat_key
+    from rwkv_registry.engine.facts import FactsCache, compute_facts, stat_key
 
     def read(path: Path) -> tuple[list, facts.FileFacts, int]:
         started = time.time_ns() - 10 * facts._SECOND_NS  # clear of the racy window on any clock
@@ -463,7 +472,7 @@ def test_facts_read_before_a_move_are_cached_only_for_the_same_unwritten_file(tm
 def test_the_collector_is_paused_for_the_run_and_restored(registry: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import gc
 
-    from rwkv_registry import validate
+    from rwkv_registry.engine import validate
 
     seen: list[bool] = []
     walk = validate.Validator.walk
@@ -489,7 +498,7 @@ def test_the_collector_is_paused_for_the_run_and_restored(registry: Path, monkey
     # the writes that read the whole index too: add, here
     from regtools import state_train, write_state
 
-    from rwkv_registry import ops
+    from rwkv_registry.store import ops
 
     compute = ops.compute_facts
     monkeypatch.setattr(ops, "compute_facts", lambda p: (seen.append(gc.isenabled()), compute(p))[1])
@@ -507,8 +516,9 @@ def test_the_hook_after_an_add_judges_neither_the_index_nor_the_readme_again(
     issue 26 it made a README that could not be regenerated the same, RDM002; it is now written escaped)."""
     from regtools import state_train, write_state
 
-    from rwkv_registry import jsonload, readme
-    from rwkv_registry.ops import add_entry
+    from rwkv_registry.formats import jsonload
+    from rwkv_registry.index import readme
+    from rwkv_registry.store.ops import add_entry
 
     validate_registry(reg)
     strict, render = jsonload.load_json_bytes, readme.render_bodies
@@ -542,9 +552,9 @@ def test_writes_use_the_index_verdict_only_for_the_bytes_it_was_given(reg: Path,
     very bytes; bytes changed since (here, a duplicate key) are judged again and refused with the loader's words."""
     from regtools import state_train, write_state
 
-    from rwkv_registry import jsonload
-    from rwkv_registry.errors import RefusedError
-    from rwkv_registry.ops import add_entry, load_index
+    from rwkv_registry.core.errors import RefusedError
+    from rwkv_registry.formats import jsonload
+    from rwkv_registry.store.ops import add_entry, load_index
 
     validate_registry(reg)
     calls: list[object] = []
@@ -567,7 +577,7 @@ def test_writes_after_a_validation_check_no_known_entry_against_the_schema(
     cache's schema results: only what changed (here the rest of the index: a base more) meets jsonschema, not
     every entry again (which made add-base 2.5 times slower at 4,000 entries when this process had no results)."""
     from rwkv_registry import schemas
-    from rwkv_registry.ops import add_base, update_index
+    from rwkv_registry.store.ops import add_base, update_index
 
     validate_registry(reg)
     checked: list[object] = []
@@ -592,8 +602,8 @@ def test_writes_given_a_relative_path_take_the_weights_facts_from_the_cache(
     add-base at 4,000 entries). Its SHA256SUMS is the one written from the absolute path."""
     from regtools import state_train, write_state
 
-    from rwkv_registry.ops import add_base, add_entry, write_sums
-    from rwkv_registry.rules import Finding
+    from rwkv_registry.core.rules import Finding
+    from rwkv_registry.store.ops import add_base, add_entry, write_sums
 
     validate_registry(reg)
     monkeypatch.chdir(reg.parent)
@@ -627,8 +637,8 @@ def test_sums_take_the_cached_hash_only_under_the_files_own_stat_key(
 ) -> None:
     """compute_sums asks the cache for a weight file's sha256 alone (FactsCache.sha256_of, not its whole facts): the
     hash of get()'s facts, under the same stat key only; a file changed since it was cached is read again."""
-    from rwkv_registry.facts import FactsCache, stat_key
-    from rwkv_registry.ops import compute_sums
+    from rwkv_registry.engine.facts import FactsCache, stat_key
+    from rwkv_registry.store.ops import compute_sums
 
     validate_registry(reg)
     cold = compute_sums(reg, cache=FactsCache(reg, enabled=False))
@@ -652,11 +662,12 @@ def test_sums_take_the_cached_hash_only_under_the_files_own_stat_key(
 
 
 def test_the_code_digest_covers_the_writer_that_records_verdicts(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`add` (rwkv_registry.ops) records verdicts on the files it wrote: its source is part of the code digest, read
+    """`add` (rwkv_registry.store.ops) records verdicts on the files it wrote: its source is part of the code digest,
+    read
     beside validate.py (a validation does not import it)."""
     import sys
 
-    from rwkv_registry import validate as v
+    from rwkv_registry.engine import validate as v
 
     v.code_digest.cache_clear()
     first = v.code_digest()
@@ -669,7 +680,10 @@ def test_the_code_digest_covers_the_writer_that_records_verdicts(monkeypatch: py
         monkeypatch.undo()
         v.code_digest.cache_clear()
     assert v.code_digest() == first
-    probe = "import sys, rwkv_registry.validate as v; v.code_digest(); print('rwkv_registry.ops' in sys.modules)"
+    probe = (
+        "import sys, rwkv_registry.engine.validate as v; v.code_digest(); "
+        "print('rwkv_registry.store.ops' in sys.modules)"
+    )
     import subprocess
 
     assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.strip() == "False"
@@ -683,8 +697,8 @@ def test_facts_and_blob_id_from_one_read_equal_the_two_reads(tmp_path: Path, siz
 
     from regtools import write_state
 
-    from rwkv_registry.facts import compute_facts, compute_facts_and_blob_id
-    from rwkv_registry.gitcheck import git_blob_id
+    from rwkv_registry.checks.git import git_blob_id
+    from rwkv_registry.engine.facts import compute_facts, compute_facts_and_blob_id
 
     files = [write_state(tmp_path / "s.pth", seed=3)] if size == 0 else []
     odd = tmp_path / f"odd-{size}.bin"
@@ -725,7 +739,7 @@ def test_smoke_hash_cache_write_that_fails_leaves_no_temporary_file(
     assert [f.name for f in cache.iterdir()] == [hashcache.CACHE_NAME]
 
 
-# --- the cache is keyed by the checking code (rwkv_registry.codekey) ------------------------------------------
+# --- the cache is keyed by the checking code (rwkv_registry.core.codekey) ------------------------------------------
 
 
 def _plant_sha256(sha: str) -> None:
@@ -737,14 +751,14 @@ def _plant_sha256(sha: str) -> None:
     path.write_text(json.dumps(data))
 
 
-@pytest.mark.parametrize("module", ["miss.py", "facts.py", "ckpt.py", "_pickle.py", "miss.schema.json"])
+@pytest.mark.parametrize("module", ["miss.py", "facts.py", "ckpt.py", "unpickle.py", "miss.schema.json"])
 def test_facts_cached_by_other_checking_code_are_not_trusted(
     registry: Path, monkeypatch: pytest.MonkeyPatch, module: str
 ) -> None:
     """Facts cached by one version of the code that decides them are read again by another: an edit of miss.py
     (the MiSS rules), facts.py, the readers or a schema changes the digest the cache is stamped with. The planted
     lie (every file's sha256) is believed under the same code, and not once the code differs."""
-    from rwkv_registry import codekey
+    from rwkv_registry.core import codekey
 
     assert validate_registry(registry).ok
     _plant_sha256("0" * 64)
@@ -766,15 +780,15 @@ def test_the_digest_covers_every_module_computing_facts_or_verdicts_loads(regist
     import subprocess
     import sys
 
-    from rwkv_registry.codekey import deciding_files
+    from rwkv_registry.core.codekey import deciding_files
 
     weights = sorted(str(p) for p in registry.rglob("*.pth"))
     probe = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from rwkv_registry.facts import compute_facts\n"
-        "from rwkv_registry import validate\n"
-        "from rwkv_registry.misspkg import package_facts\n"
+        "from rwkv_registry.engine.facts import compute_facts\n"
+        "from rwkv_registry.engine import validate\n"
+        "from rwkv_registry.engine.misspkg import package_facts\n"
         "for p in sys.argv[1:]:\n"
         "    compute_facts(p)\n"
         "package_facts(Path(sys.argv[-1]), Path(sys.argv[-1]))\n"
@@ -785,7 +799,7 @@ def test_the_digest_covers_every_module_computing_facts_or_verdicts_loads(regist
     done = subprocess.run([sys.executable, "-c", probe, *weights], capture_output=True, text=True, check=True)
     loaded = set(done.stdout.split())
     covered = {name for name, _ in deciding_files()}
-    assert "rwkv_registry.miss" in loaded and loaded <= covered, sorted(loaded - covered)
+    assert "rwkv_registry.checks.miss" in loaded and loaded <= covered, sorted(loaded - covered)
 
 
 def test_a_verdict_cached_before_an_edit_of_a_miss_check_is_recomputed_after_it(tmp_path: Path) -> None:
@@ -816,7 +830,7 @@ def test_a_verdict_cached_before_an_edit_of_a_miss_check_is_recomputed_after_it(
         f"sys.path.insert(0, {str(pkg)!r})\n"
         "import rwkv_registry\n"
         f"assert rwkv_registry.__file__.startswith({str(pkg)!r}), rwkv_registry.__file__\n"
-        "from rwkv_registry.validate import validate_registry\n"
+        "from rwkv_registry.engine.validate import validate_registry\n"
         "r = validate_registry(sys.argv[1])\n"
         "print(r.stats['cache_hits'])\n"
         "print('\\n'.join(f.message for f in r.findings if f.code == 'MIS003'))\n"
@@ -834,7 +848,7 @@ def test_a_verdict_cached_before_an_edit_of_a_miss_check_is_recomputed_after_it(
     assert hits == 0 and "(unsupported adapter format)" in before
     hits, again = run()
     assert hits == 3 and again == before  # cached: the adapter is not read again
-    miss_py = pkg / "rwkv_registry" / "miss.py"
+    miss_py = pkg / "rwkv_registry" / "checks" / "miss.py"
     miss_py.write_text(miss_py.read_text().replace("(unsupported adapter format)", "(EDITED RULE)"))
     hits, after = run()
     assert hits == 0 and "(EDITED RULE)" in after and "(unsupported adapter format)" not in after

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from regtools import TINY_BASE, TINY_SHA, build_registry, edit_index, miss_train, write_miss
 
-from rwkv_registry.catalog import (
+from rwkv_registry.catalog.entries import (
     Catalog,
     EntryFilter,
     FindingIndex,
@@ -21,15 +21,15 @@ from rwkv_registry.catalog import (
     version_prefix,
     worst_status,
 )
-from rwkv_registry.catalog_render import (
+from rwkv_registry.catalog.render import (
     BarChart,
     fold_same,
 )
-from rwkv_registry.cli import main
-from rwkv_registry.errors import RegistryError, UsageError
-from rwkv_registry.ops import update_index
-from rwkv_registry.rules import finding
-from rwkv_registry.validate import validate_registry
+from rwkv_registry.cli.main import main
+from rwkv_registry.core.errors import RegistryError, UsageError
+from rwkv_registry.core.rules import finding
+from rwkv_registry.engine.validate import validate_registry
+from rwkv_registry.store.ops import update_index
 
 STATE_PATH = f"{TINY_BASE}/state/v1/s1.pth"
 MISS_A = f"{TINY_BASE}/miss/v2/r4-a/adapter-final.pth"
@@ -180,14 +180,14 @@ def test_train_json_is_cached_by_stat(registry: Path) -> None:
 
 def test_miss_summary_reads_only_the_header(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = build_registry(tmp_path / "reg", tmp_path, with_miss=False)
-    from rwkv_registry.ops import add_entry
+    from rwkv_registry.store.ops import add_entry
 
     big = tmp_path / "big" / "adapter-final.pth"
     manifest = write_miss(big, rank=64, alpha=128, seed=3)
     train = miss_train(groups=("r64",), hyperparameters={"rank": 64, "alpha": 128, "ctx": 4096})  # TRN008
     add_entry(root, big, base=TINY_BASE, data_version="v2", train=train, group="r64")
-    import rwkv_registry.ckpt as ckpt
-    import rwkv_registry.facts as facts
+    import rwkv_registry.engine.facts as facts
+    import rwkv_registry.formats.ckpt as ckpt
 
     monkeypatch.setattr(facts, "compute_facts", lambda *_a, **_k: pytest.fail("the catalogue must not hash"))
     read = []
@@ -268,7 +268,7 @@ def test_bar_chart_scales_to_its_width() -> None:
 
     from rich.console import Console
 
-    from rwkv_registry.catalog import Bar
+    from rwkv_registry.catalog.entries import Bar
 
     chart = BarChart(
         "exam",
@@ -424,8 +424,8 @@ def test_tui_command_refuses_a_missing_directory(tmp_path: Path, capsys: pytest.
 
 PROBE = """
 import sys, json
-from rwkv_registry.cli import main
-from rwkv_registry.errors import RegistryError, UsageError
+from rwkv_registry.cli.main import main
+from rwkv_registry.core.errors import RegistryError, UsageError
 codes = [main(["list", sys.argv[1], "--format", "json"]), main(["show", "v2-r4-a", "--path", sys.argv[1]])]
 codes.append(main(["show", "--path", sys.argv[1]]))
 print("RESULT=" + json.dumps({"codes": codes, "textual": "textual" in sys.modules, "torch": "torch" in sys.modules}))
@@ -465,7 +465,7 @@ def test_show_renders_categories_run_scores_and_stacking(registry: Path, capsys:
 
 def test_schema_findings_of_an_entry_belong_to_that_entry(registry: Path) -> None:
     """SCH002 names the entry by its position ($.entries[N]); the TUI must still mark that entry."""
-    from rwkv_registry.catalog import Catalog, FindingIndex
+    from rwkv_registry.catalog.entries import Catalog, FindingIndex
 
     def edit(index: dict) -> None:
         index["entries"][1]["miss"] = "nope"
@@ -529,7 +529,7 @@ def test_list_table_laid_out_by_hand_is_what_rich_prints(
 ) -> None:
     """`list` pads rows itself instead of having rich lay out each one (docs/scale.md); the bytes
     must be those rich prints, at any width, whatever the cells hold."""
-    import rwkv_registry.catalog_render as render
+    import rwkv_registry.catalog.render as render
 
     root = _list_registry(tmp_path / "reg", 60)
     monkeypatch.setenv("COLUMNS", str(width))
@@ -558,10 +558,10 @@ def test_a_time_with_an_offset_and_one_without_give_no_duration(
 ) -> None:
     """train.json's started with an offset and finished without one (or a run's) made `show` and the
     TUI's Train tab crash: subtracting an offset-naive from an offset-aware datetime raises TypeError."""
-    from rwkv_registry.catalog import _duration
+    from rwkv_registry.catalog.entries import duration_text
 
-    assert _duration("2026-10-12T08:00:00Z", "2026-10-12T09:00:00") == ""
-    assert _duration("2026-10-12T08:00:00", "2026-10-12T09:30:00") == "1 h 30 min"  # both without: comparable
+    assert duration_text("2026-10-12T08:00:00Z", "2026-10-12T09:00:00") == ""
+    assert duration_text("2026-10-12T08:00:00", "2026-10-12T09:30:00") == "1 h 30 min"  # both without: comparable
     path = registry / TINY_BASE / "miss" / "v2" / "train.json"
     train = json.loads(path.read_text())
     train["finished"] = "2026-10-12T10:00:00"
@@ -664,7 +664,7 @@ def test_show_without_an_id_prints_the_registry_itself(
 def test_show_without_an_id_of_an_empty_registry_and_a_broken_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from rwkv_registry.ops import init_registry
+    from rwkv_registry.store.ops import init_registry
 
     init_registry(tmp_path / "r", name="o/r")
     assert main(["show", "--path", str(tmp_path / "r")]) == 0

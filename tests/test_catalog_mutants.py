@@ -1,4 +1,4 @@
-"""Tests written against hand-made mutants of `registry/catalog.py` and `registry/catalog_render.py`
+"""Tests written against hand-made mutants of `registry/catalog/entries.py` and `registry/catalog/render.py`
 (what `list`, `show` and the TUI display) that the rest of the suite let live. Each test names the
 mutants it kills (C/R: the first audit; M/N: the second); the audits are described in docs/tui.md's Tests
 section."""
@@ -13,15 +13,15 @@ from typing import Any
 import pytest
 from regtools import TINY_BASE, edit_index
 
-from rwkv_registry.catalog import (
+from rwkv_registry.catalog.entries import (
     Bar,
     Catalog,
     EntryFilter,
     FindingIndex,
     MissSummary,
     TrainInfo,
-    _data_text,
-    _duration,
+    data_text,
+    duration_text,
     human_size,
     natural_key,
     num,
@@ -30,7 +30,7 @@ from rwkv_registry.catalog import (
     status_of_findings,
     summarize_manifest,
 )
-from rwkv_registry.catalog_render import (
+from rwkv_registry.catalog.render import (
     BarChart,
     fold_same,
     render_comparison,
@@ -40,8 +40,8 @@ from rwkv_registry.catalog_render import (
     render_smoke,
     render_train,
 )
-from rwkv_registry.cli import main
-from rwkv_registry.rules import finding
+from rwkv_registry.cli.main import main
+from rwkv_registry.core.rules import finding
 
 MISS_A = f"{TINY_BASE}/miss/v2/r4-a/adapter-final.pth"
 
@@ -66,7 +66,7 @@ def score(value: float, date: str, **over: Any) -> dict[str, Any]:
 
 
 def test_value_helpers() -> None:
-    """num/human_size/short_size/natural_key/score_text/_data_text (C05 C06 C07 C13 C14 C15 C92)."""
+    """num/human_size/short_size/natural_key/score_text/data_text (C05 C06 C07 C13 C14 C15 C92)."""
     assert num(True) == "True" and num(None) == "—" and num(44.0) == "44" and num(2e-05) == "2e-05"
     assert num(52.2) == "52.2" and num(7) == "7"
     assert human_size(1023) == "1023 bytes" and human_size(1024) == "1,024 bytes (1.0 KiB)"
@@ -77,19 +77,23 @@ def test_value_helpers() -> None:
     assert score_text({"score": 41, "unit": "points", "total": 60}) == "41/60"
     assert score_text({"score": 9.0, "unit": "points"}) == "9.0"  # as recorded: a mean keeps its .0
     assert score_text({"score": 9, "unit": "points"}) == "9"
-    assert _data_text({"data": {"version": "v1", "rows": 0}}) == "v1 · 0 rows"
+    assert data_text({"data": {"version": "v1", "rows": 0}}) == "v1 · 0 rows"
     sha = "ab" * 32
-    assert _data_text({"data": {"version": "v1", "sha256": sha}}, full=False) == f"v1 · sha256 {sha[:8]}…"
+    assert data_text({"data": {"version": "v1", "sha256": sha}}, full=False) == f"v1 · sha256 {sha[:8]}…"
 
 
 def test_duration() -> None:
     """Zero minutes, the one-hour boundary, a negative span, bad text (C16 C17)."""
     t0 = "2026-10-12T08:00:00Z"
-    assert _duration(t0, t0) == "0 min"
-    assert _duration(t0, "2026-10-12T08:59:00Z") == "59 min"
-    assert _duration(t0, "2026-10-12T09:00:00Z") == "1 h 00 min"
-    assert _duration(t0, "2026-10-12T10:05:00+00:00") == "2 h 05 min"
-    assert _duration("2026-10-12T09:00:00Z", t0) == "" and _duration("nope", t0) == "" and _duration(None, t0) == ""
+    assert duration_text(t0, t0) == "0 min"
+    assert duration_text(t0, "2026-10-12T08:59:00Z") == "59 min"
+    assert duration_text(t0, "2026-10-12T09:00:00Z") == "1 h 00 min"
+    assert duration_text(t0, "2026-10-12T10:05:00+00:00") == "2 h 05 min"
+    assert (
+        duration_text("2026-10-12T09:00:00Z", t0) == ""
+        and duration_text("nope", t0) == ""
+        and duration_text(None, t0) == ""
+    )
 
 
 def test_status_of_findings() -> None:
@@ -205,7 +209,7 @@ def test_train_rel_and_run_of(reg: Path) -> None:
 
 def test_miss_summary_moves_to_the_validation_cache(reg: Path) -> None:
     """A summary read from the header is replaced by the validation cache once a validation ran (C68)."""
-    from rwkv_registry.validate import validate_registry
+    from rwkv_registry.engine.validate import validate_registry
 
     cat = Catalog(reg)
     assert cat.miss_summary(cat.entry("v2-r4-a")).source == "header"  # type: ignore[union-attr]
@@ -439,7 +443,7 @@ def test_manifest_content_version_must_be_text() -> None:
 
 def test_train_changes_counts_lines_on_one_side_only() -> None:
     """Lines only in A or only in B differ too (M33)."""
-    from rwkv_registry.catalog import Comparison
+    from rwkv_registry.catalog.entries import Comparison
 
     cmp = Comparison({}, {}, train_rows=[("=", "a", "a"), ("-", "b", ""), ("+", "", "c"), ("~", "d", "e")])
     assert cmp.train_changes == 3
@@ -474,7 +478,7 @@ def test_catalog_tolerates_id_less_entries_duplicate_paths_and_unknown_bases(reg
 
 def test_a_version_node_holds_only_its_version(reg: Path) -> None:
     """A data-version node's directory and entries are its own version's, not its method's (M12 M50)."""
-    from rwkv_registry.catalog import NodeRef
+    from rwkv_registry.catalog.entries import NodeRef
 
     edit_index(reg, lambda index: index["entries"].append(dict(index["entries"][1], id="v3-x", data={"version": "v3"})))
     cat = Catalog(reg)
@@ -556,14 +560,14 @@ def test_describe_names_the_base_sha_and_only_the_bases_own_entries(reg: Path) -
     base_sha = cat.base(TINY_BASE)["sha256"]  # type: ignore[index]
     assert cat.describe(cat.entry("s1"))["base"]["sha256"] == base_sha != cat.entry("s1")["file"]["sha256"]
     assert cat.describe_base(cat.base(TINY_BASE))["entries"] == ["s1", "v2-r4-a", "v2-r4-b"]  # type: ignore[arg-type]
-    from rwkv_registry.catalog_render import render_base_info
+    from rwkv_registry.catalog.render import render_base_info
 
     assert "entries 3 (1 State, 2 MiSS)" in flat(plain(render_base_info(cat, cat.base(TINY_BASE) or {})))
 
 
 def test_side_by_side_of_blocks_of_different_lengths() -> None:
     """A replaced block longer on one side ends in one-sided rows (M75)."""
-    from rwkv_registry.catalog import side_by_side
+    from rwkv_registry.catalog.entries import side_by_side
 
     assert side_by_side(["x", "a", "b"], ["x", "c"]) == [("=", "x", "x"), ("~", "a", "c"), ("-", "b", "")]
     assert side_by_side(["a"], ["c", "d"]) == [("~", "a", "c"), ("+", "", "d")]
@@ -572,7 +576,7 @@ def test_side_by_side_of_blocks_of_different_lengths() -> None:
 def test_bar_chart_labels_and_fractions() -> None:
     """A long label is cut to ``max_label`` cells ending in ``…``; a bar ends in a partial block; values
     are right-justified (N07 N08 N09 N11)."""
-    from rwkv_registry.catalog_render import _fit
+    from rwkv_registry.catalog.render import _fit
 
     assert _fit("abcdef", 4) == "abc…" and _fit("abcd", 4) == "abcd" and _fit("ab", 0) == "…"
     long = "x" * 30
@@ -593,7 +597,7 @@ def test_entry_info_marks_a_base_missing_from_the_index(reg: Path) -> None:
 def test_train_miss_and_score_details(reg: Path) -> None:
     """Seed 000: the exact build commit was not recorded (``commit: null`` says so); targets per layer;
     a points score's solved/total is its value, not repeated as a detail (N17 N21 N23)."""
-    from rwkv_registry.catalog_render import _scores_table
+    from rwkv_registry.catalog.render import _scores_table
 
     info = TrainInfo("t/train.json", {"trainer": {"name": "rwkv_state_tune", "version": "1.8.1", "commit": None}})
     assert "rwkv_state_tune 1.8.1 (build commit not recorded)" in plain(render_train(info))
@@ -608,7 +612,7 @@ def test_train_miss_and_score_details(reg: Path) -> None:
 def test_base_size_not_recorded_and_context_after_a_change(reg: Path) -> None:
     """A base added by its sha256 alone has a null size: ``not recorded``; ``context`` keeps as many
     unchanged lines after a change as before it (N29 N41)."""
-    from rwkv_registry.catalog_render import render_base_info
+    from rwkv_registry.catalog.render import render_base_info
 
     cat = Catalog(reg)
     b = dict(cat.base(TINY_BASE) or {}, size=None)
@@ -649,7 +653,7 @@ def test_entry_known_issues_are_labelled_once(reg: Path) -> None:
 def test_train_times_final_lr_and_base_revision(reg: Path) -> None:
     """The finished row carries the duration, a run its final learning rate, a base source its revision
     (N19 N20 N30)."""
-    from rwkv_registry.catalog_render import render_base_info
+    from rwkv_registry.catalog.render import render_base_info
 
     t = {
         "started": "2026-10-12T08:00:00Z",
@@ -668,7 +672,7 @@ def test_train_times_final_lr_and_base_revision(reg: Path) -> None:
 
 def test_an_unknown_status_never_outranks_a_known_one() -> None:
     """G01: a status outside STATUSES ranks below every known one."""
-    from rwkv_registry.catalog import worst_status
+    from rwkv_registry.catalog.entries import worst_status
 
     assert worst_status(["ok", "stale"]) == "ok" and worst_status(["stale", "warning"]) == "warning"
     assert worst_status(["stale"]) == "unchecked"
@@ -676,7 +680,7 @@ def test_an_unknown_status_never_outranks_a_known_one() -> None:
 
 def test_score_delta_is_rounded_to_what_was_recorded() -> None:
     """G36: 52.2 - 46.0 is 6.2, not 6.200000000000003."""
-    from rwkv_registry.catalog import ScoreDelta
+    from rwkv_registry.catalog.entries import ScoreDelta
 
     d = ScoreDelta("exam", "percent", score(46.0, "2026-10-01"), score(52.2, "2026-10-01"))
     assert d.delta == 6.2 and json.dumps(d.delta) == "6.2"
@@ -725,7 +729,7 @@ def test_two_states_compare_without_a_rank_alpha_row(reg: Path) -> None:
 
 def test_a_fingerprint_against_a_base_without_sha256_is_unknown(reg: Path) -> None:
     """G76 (N22): no sha256 recorded for the base: the fingerprint is not checked, not called a mismatch."""
-    from rwkv_registry.catalog import fingerprint_matches
+    from rwkv_registry.catalog.entries import fingerprint_matches
 
     summary = MissSummary(base_fingerprint="ab" * 32)
     assert fingerprint_matches(summary, {"name": "b"}) is None
@@ -755,7 +759,7 @@ def test_a_comparison_lists_benchmarks_only_the_second_entry_has(reg: Path) -> N
 
 def test_node_prefixes_skip_empty_parts() -> None:
     """G16: a base node's directory is the base name, the registry's is empty."""
-    from rwkv_registry.catalog import NodeRef
+    from rwkv_registry.catalog.entries import NodeRef
 
     assert NodeRef("base", base="b").prefix == "b" and NodeRef("registry").prefix == ""
     assert NodeRef("version", base="b", method="miss", version="v2").prefix == "b/miss/v2"
@@ -775,16 +779,16 @@ def test_usage_json_and_labels_of_odd_entries(reg: Path, tmp_path: Path) -> None
     """G52 G62 G73 G75 G77 G80: a nameless base makes no tree node; a MiSS without adapter_id registers
     under its id; the data line shows the full sha256 unless shortened; only true is recommended; the
     train label abbreviates the base; a directory given as the base file is named as such."""
-    from rwkv_registry.catalog import check_base_path
-    from rwkv_registry.errors import UsageError
+    from rwkv_registry.catalog.entries import check_base_path
+    from rwkv_registry.core.errors import UsageError
 
     edit_index(reg, lambda index: index["bases"].append({"status": "active"}))
     cat = Catalog(reg)
     assert "" not in cat.base_names()
     assert "--adapter-id v9 " in cat.usage({"method": "miss", "id": "v9", "path": "b/miss/v9/g/a.pth"}).command
     sha = "ab" * 32
-    assert _data_text({"data": {"version": "v1", "sha256": sha}}) == f"v1 · sha256 {sha}"
-    assert _data_text({"data": {"version": "v1", "sha256": sha}}, full=False) == "v1 · sha256 abababab…"
+    assert data_text({"data": {"version": "v1", "sha256": sha}}) == f"v1 · sha256 {sha}"
+    assert data_text({"data": {"version": "v1", "sha256": sha}}, full=False) == "v1 · sha256 abababab…"
     assert cat.entry_summary({"id": "x", "recommended": "yes"})["recommended"] is False
     a, b = cat.entry("v2-r4-a"), cat.entry("v2-r4-b")
     assert all(label.startswith("…/miss/") for label in cat.compare(a, b).train_labels)
@@ -815,7 +819,7 @@ def test_a_filter_of_one_base_or_one_warning_status_keeps_only_those(reg: Path, 
 
 
 def test_an_entry_node_holds_its_entry_and_a_base_node_only_its_base_s(reg: Path) -> None:
-    from rwkv_registry.catalog import NodeRef
+    from rwkv_registry.catalog.entries import NodeRef
 
     ghost = "rwkv7-ghost-20260101-ctx4096"
     edit_index(reg, lambda index: index["entries"].insert(0, dict(index["entries"][0], id="ghostly", base=ghost)))
@@ -851,7 +855,7 @@ def test_a_score_of_another_benchmark_listed_first_does_not_hide_the_rest(reg: P
 
 
 def test_base_info_shows_the_base_s_notes_and_each_known_issue(reg: Path) -> None:
-    from rwkv_registry.catalog_render import render_base_info
+    from rwkv_registry.catalog.render import render_base_info
 
     cat = Catalog(reg)
     b = dict(cat.base(TINY_BASE) or {}, notes="spring mix", known_issues=["slow tokenizer", "no fp16"])
@@ -860,7 +864,7 @@ def test_base_info_shows_the_base_s_notes_and_each_known_issue(reg: Path) -> Non
 
 
 def test_registry_info_shows_the_registry_s_title_and_description(reg: Path) -> None:
-    from rwkv_registry.catalog_render import render_registry_info
+    from rwkv_registry.catalog.render import render_registry_info
 
     edit_index(reg, lambda index: index["registry"].update(title="Spring States", description="States for chat"))
     text = flat(plain(render_registry_info(Catalog(reg))))
@@ -924,8 +928,8 @@ def test_each_run_of_a_train_json_shows_its_own_duration(reg: Path) -> None:
 
 
 def test_base_info_shows_the_vocabulary_and_a_group_its_entries_descriptions(reg: Path) -> None:
-    from rwkv_registry.catalog import NodeRef
-    from rwkv_registry.catalog_render import render_base_info, render_group_info
+    from rwkv_registry.catalog.entries import NodeRef
+    from rwkv_registry.catalog.render import render_base_info, render_group_info
 
     edit_index(reg, lambda index: index["entries"][0].update(description="the chat State"))
     cat = Catalog(reg)
@@ -947,7 +951,7 @@ def test_a_comparison_separates_its_three_tables_by_a_blank_line(reg: Path) -> N
 
 
 def test_a_scores_table_heads_its_detail_column(reg: Path) -> None:
-    from rwkv_registry.catalog_render import _scores_table
+    from rwkv_registry.catalog.render import _scores_table
 
     text = flat(plain(_scores_table([score(52.5, "2026-01-05")])))
     assert text.startswith("benchmark date score detail "), text

@@ -31,15 +31,15 @@ from conformance.lightning_cpp import lightning_bytes, write_lightning
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rwkv_registry.ckpt import (
+from rwkv_registry.core.errors import CheckpointError, RegistryIOError
+from rwkv_registry.core.rules import RULES
+from rwkv_registry.formats.ckpt import (
     Checkpoint,
     FileSource,
     MemorySource,
     open_checkpoint,
     sniff_kind,
 )
-from rwkv_registry.errors import CheckpointError, RegistryIOError
-from rwkv_registry.rules import RULES
 
 OID = "ab" * 32
 
@@ -723,8 +723,8 @@ def test_count_nonfinite_is_numpys_count(dtype, n, route, monkeypatch):
     below _NUMPY_FROM, numpy from there)."""
     import numpy as np
 
-    from rwkv_registry import facts
-    from rwkv_registry.facts import count_nonfinite
+    from rwkv_registry.engine import facts
+    from rwkv_registry.engine.facts import count_nonfinite
 
     monkeypatch.setattr(facts, "_NUMPY_FROM", 0 if route == "numpy" else 1 << 30)
 

@@ -21,10 +21,10 @@ from regtools import (
     write_tiny_base,
 )
 
-from rwkv_registry.cli import main
-from rwkv_registry.errors import RefusedError
+from rwkv_registry.cli.main import main
+from rwkv_registry.core.errors import RefusedError
+from rwkv_registry.engine.validate import validate_registry
 from rwkv_registry.schemas import schema_errors
-from rwkv_registry.validate import validate_registry
 
 
 def snapshot(root: Path) -> dict[str, str]:
@@ -36,7 +36,7 @@ def snapshot(root: Path) -> dict[str, str]:
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "rwkv_registry.cli", *args], capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "rwkv_registry.cli.main", *args], capture_output=True, text=True)
 
 
 def test_validate_exit_codes_and_json(registry: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -74,8 +74,8 @@ _TRICKY = [
 
 
 def _report(texts: list[str], target: str = "/tmp/some registry [x]") -> Any:
-    from rwkv_registry.rules import Finding, Severity
-    from rwkv_registry.validate import Report
+    from rwkv_registry.core.rules import Finding, Severity
+    from rwkv_registry.engine.validate import Report
 
     findings = [Finding(f"R{i:03d}", list(Severity)[i % 3], t or "p", t, t[::-1]) for i, t in enumerate(texts)]
     return Report(target, findings, {"files": 12, "bytes_hashed": 3_456_789, "cache_hits": 7, "elapsed_s": 0.1234})
@@ -86,7 +86,7 @@ def _rich_text(report: Any, width: int) -> str:
 
     from rich.console import Console
 
-    from rwkv_registry.cli import print_report
+    from rwkv_registry.cli.main import print_report
 
     buf = io.StringIO()
     print_report(report, Console(file=buf, highlight=False, soft_wrap=True, width=width))
@@ -97,7 +97,7 @@ def _rich_text(report: Any, width: int) -> str:
 def test_plain_text_report_is_what_rich_prints(width: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Piped, `validate` prints its text report without rich (not imported: 25-50 ms of a warm run); the bytes
     are rich's, line by line, for every text rich would print unchanged; the rest still goes through rich."""
-    from rwkv_registry.cli import _plain_report
+    from rwkv_registry.cli.main import _plain_report
 
     for var in ("FORCE_COLOR", "TTY_COMPATIBLE"):
         monkeypatch.delenv(var, raising=False)
@@ -128,8 +128,8 @@ def test_a_writes_line_is_what_rich_prints(width: int, monkeypatch: pytest.Monke
 
     from rich.console import Console
 
-    from rwkv_registry import cli
-    from rwkv_registry.textsafe import printable
+    from rwkv_registry.cli import main as cli
+    from rwkv_registry.core.textsafe import printable
 
     for var in ("FORCE_COLOR", "TTY_COMPATIBLE"):
         monkeypatch.delenv(var, raising=False)
@@ -162,7 +162,7 @@ def test_a_writes_line_is_what_rich_prints(width: int, monkeypatch: pytest.Monke
 def test_piped_text_report_imports_no_rich(registry: Path) -> None:
     (registry / "stray.txt").write_text("x")
     probe = (
-        "import sys\nfrom rwkv_registry.cli import main\ncode = main(['validate', sys.argv[1]])\n"
+        "import sys\nfrom rwkv_registry.cli.main import main\ncode = main(['validate', sys.argv[1]])\n"
         "sys.stderr.write('RICH=%s' % any(m.startswith('rich') for m in sys.modules))\nraise SystemExit(code)\n"
     )
     env = {k: v for k, v in __import__("os").environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
@@ -280,7 +280,7 @@ def test_add_base_by_metadata_without_a_size(tmp_path: Path, capsys: pytest.Capt
 
 def test_add_state_and_miss_through_cli(tmp_path: Path) -> None:
     root = tmp_path / "reg"
-    from rwkv_registry.ops import add_base, init_registry
+    from rwkv_registry.store.ops import add_base, init_registry
 
     init_registry(root)
     add_base(root, name=TINY_BASE, source="BlinkDL/rwkv7-g1", sha256="c" * 64, size=1, arch=dict(TINY_ARCH))
@@ -425,7 +425,7 @@ def test_sums_write_and_check(registry: Path) -> None:
 
 
 def test_rules_doc_is_generated_from_the_code() -> None:
-    from rwkv_registry.rules import rules_markdown
+    from rwkv_registry.core.rules import rules_markdown
 
     doc = Path(__file__).resolve().parents[1] / "docs" / "rules.md"
     assert doc.read_text() == rules_markdown(), "run: rwkv-registry rules --markdown > docs/rules.md"
@@ -438,8 +438,8 @@ def test_build_registry_helper_is_valid(tmp_path: Path) -> None:
 
 def test_add_base_reads_only_headers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The architecture comes from the pickle and zip directory: a tiny part of the file is read."""
-    import rwkv_registry.ckpt as ckpt
-    from rwkv_registry.ops import read_base_architecture
+    import rwkv_registry.formats.ckpt as ckpt
+    from rwkv_registry.store.ops import read_base_architecture
 
     base = write_tiny_base(tmp_path / "b.pth", n_layer=4, n_embd=256, vocab=65536, ffn=1024)
     sources: list = []
@@ -461,7 +461,7 @@ def test_add_base_reads_only_headers(tmp_path: Path, monkeypatch: pytest.MonkeyP
 def test_retraining_on_a_new_base_gets_free_default_ids(registry: Path, tmp_path: Path) -> None:
     """Seed 000's workflow: the same data retrained on a newer base. The default ids (a State's file stem,
     `<data version>-<group>` for MiSS) are taken by the old base's entries, so the new ones get the base's date."""
-    from rwkv_registry.ops import add_base, add_entry
+    from rwkv_registry.store.ops import add_base, add_entry
 
     new = "rwkv7-tiny-20261201-ctx4096"
     add_base(registry, name=new, source="BlinkDL/rwkv7-g1", sha256="d" * 64, size=1234, arch=dict(TINY_ARCH))
@@ -487,7 +487,7 @@ def test_init_says_the_commands_that_come_next(tmp_path: Path, capsys: pytest.Ca
     the rwkv-registry lines are ones the parser accepts, naming the new registry."""
     import shlex
 
-    from rwkv_registry.cli import build_parser
+    from rwkv_registry.cli.main import build_parser
 
     root = tmp_path / "my reg"
     assert main(["init", str(root)]) == 0

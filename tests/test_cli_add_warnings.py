@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from regtools import TINY_BASE, miss_train, state_train, write_miss, write_state
 
-from rwkv_registry.cli import main
-from rwkv_registry.rules import Finding
-from rwkv_registry.validate import validate_registry
+from rwkv_registry.cli.main import main
+from rwkv_registry.core.rules import Finding
+from rwkv_registry.engine.validate import validate_registry
 
 STATE = f"{TINY_BASE}/state/v1/s1.pth"
 OTHER = "rwkv7-other-20260301-ctx4096"  # another family: never supersedes the tiny base
@@ -204,7 +204,7 @@ def _score(**more: Any) -> dict[str, Any]:
 
 
 def _add_scored(reg: Path, tmp_path: Path, name: str, seed: int, scores: list[dict[str, Any]]) -> list[Finding]:
-    from rwkv_registry.ops import add_entry
+    from rwkv_registry.store.ops import add_entry
 
     warned: list[Finding] = []
     src = write_state(tmp_path / "in" / name, seed=seed)
@@ -324,8 +324,8 @@ def test_add_base_does_not_read_a_train_json_linked_out_of_the_registry(
 
 
 def test_add_base_says_idx013_of_its_scores(reg: Path) -> None:
-    from rwkv_registry.arch import parse_arch_option
-    from rwkv_registry.ops import add_base
+    from rwkv_registry.index.arch import parse_arch_option
+    from rwkv_registry.store.ops import add_base
 
     def add(name: str, sha: str, scores: list[dict[str, Any]]) -> list[Finding]:
         warned: list[Finding] = []
@@ -361,9 +361,9 @@ def test_add_and_add_base_refuse_scores_that_validate_calls_errors(
 ) -> None:
     """Scores given from Python that validate would report as an error (IDX008) are refused with the code,
     the registry left byte-identical: add never writes what validate then fails."""
-    from rwkv_registry.arch import parse_arch_option
-    from rwkv_registry.errors import RefusedError
-    from rwkv_registry.ops import add_base
+    from rwkv_registry.core.errors import RefusedError
+    from rwkv_registry.index.arch import parse_arch_option
+    from rwkv_registry.store.ops import add_base
 
     before = _bytes_of(reg)
     with pytest.raises(RefusedError, match=r"^IDX008: entry 's3', exam 2026-10-17: ") as e:
@@ -377,8 +377,8 @@ def test_add_and_add_base_refuse_scores_that_validate_calls_errors(
 
 
 def test_add_refuses_a_step_beyond_total_steps(reg: Path, tmp_path: Path) -> None:
-    from rwkv_registry.errors import RefusedError
-    from rwkv_registry.ops import add_entry
+    from rwkv_registry.core.errors import RefusedError
+    from rwkv_registry.store.ops import add_entry
 
     before = _bytes_of(reg)
     src = write_state(tmp_path / "in" / "s3.pth", seed=3)
@@ -398,7 +398,7 @@ def _report_order(reg: Path, new: list[tuple[str, str, str]]) -> list[tuple[str,
 
 def test_add_says_its_warnings_in_validate_s_report_order(reg: Path, tmp_path: Path) -> None:
     """PRF002 (its file's path) is found before IDX009/IDX013 (index.json), and reported after them."""
-    from rwkv_registry.ops import add_entry
+    from rwkv_registry.store.ops import add_entry
 
     warned: list[Finding] = []
     src = write_state(tmp_path / "in" / "s3.pth", seed=3)
@@ -415,8 +415,8 @@ def test_add_says_its_warnings_in_validate_s_report_order(reg: Path, tmp_path: P
 
 def test_add_base_by_metadata_without_arch_is_refused(reg: Path) -> None:
     """The Python API too (the CLI checks its options first): a base by name and sha256 needs its architecture."""
-    from rwkv_registry.errors import UsageError
-    from rwkv_registry.ops import add_base
+    from rwkv_registry.core.errors import UsageError
+    from rwkv_registry.store.ops import add_base
 
     before = (reg / "index.json").read_bytes()
     with pytest.raises(UsageError, match="give --name, --sha256 and --arch"):
@@ -429,7 +429,7 @@ def test_add_base_reads_on_past_a_train_json_too_large_to_read(
 ) -> None:
     """A train.json over the size limit (validate: SCH001, nothing read) listed before one that names the new base's
     file: the second one's TRN010 is said all the same."""
-    from rwkv_registry.jsonload import DEFAULT_MAX_BYTES
+    from rwkv_registry.formats.jsonload import DEFAULT_MAX_BYTES
 
     _add_state_naming_other(reg, tmp_path, capsys)
     big = reg / TINY_BASE / "state" / "a-big"
@@ -447,7 +447,7 @@ def test_add_base_reads_a_train_json_of_exactly_the_size_limit(
     The limit is lowered to the padded train.json's 1 MiB (every other JSON file is smaller)."""
     from regtools import resum
 
-    from rwkv_registry import jsonload
+    from rwkv_registry.formats import jsonload
 
     _add_state_naming_other(reg, tmp_path, capsys)
     path = reg / TINY_BASE / "state" / "v3" / "train.json"

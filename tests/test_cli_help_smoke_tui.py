@@ -6,7 +6,7 @@ import shlex
 
 import pytest
 
-from rwkv_registry.cli import build_parser, main
+from rwkv_registry.cli.main import build_parser, main
 
 EXAMPLES = {
     "smoke": "rwkv-registry smoke . v141b-s1224 --base-file rwkv7-g1k-7.2b-20260930-ctx25600.pth --record",
@@ -47,7 +47,7 @@ def _commands() -> dict:
 def test_every_command_help_ends_with_one_example_of_itself(command: str, capsys: pytest.CaptureFixture[str]) -> None:
     """Each command's --help ends with one `example: rwkv-registry COMMAND …` line, printed as written, which
     the command line accepts (words after four spaces and a parenthesis are a remark)."""
-    from rwkv_registry.cli import parse_command_line
+    from rwkv_registry.cli.main import parse_command_line
 
     with pytest.raises(SystemExit) as e:
         main([command, "--help"])
@@ -63,11 +63,11 @@ def test_every_command_help_ends_with_one_example_of_itself(command: str, capsys
 
 def test_docs_commands_md_is_generated_from_the_parser() -> None:
     """docs/commands.md: a section per command with its synopsis and its --help example, in step with the parser.
-    Regenerate: python -c "from rwkv_registry.cli import commands_markdown; print(commands_markdown(), end='')"
+    Regenerate: python -c "from rwkv_registry.cli.main import commands_markdown; print(commands_markdown(), end='')"
     > docs/commands.md"""
     from pathlib import Path
 
-    from rwkv_registry.cli import EXAMPLES, commands_markdown
+    from rwkv_registry.cli.main import EXAMPLES, commands_markdown
 
     doc = (Path(__file__).resolve().parents[1] / "docs" / "commands.md").read_text()
     assert doc == commands_markdown(), "docs/commands.md is stale: regenerate it (see this test's docstring)"

@@ -1,7 +1,7 @@
 """Tests written against the mutants of the CLI mutation audit that the other tests let through.
 
-registry/cli.py (exit codes, stdout/stderr, messages, defaults), registry/sums.py (the
-``sha256sum -c`` format), registry/lineage.py, registry/jsoncpp.py and registry/demo.py (its
+registry/cli/main.py (exit codes, stdout/stderr, messages, defaults), registry/index/sums.py (the
+``sha256sum -c`` format), registry/index/lineage.py, registry/formats/jsoncpp.py and registry/store/demo.py (its
 fidelity to the seed README, seeds/000).
 """
 
@@ -15,11 +15,12 @@ from typing import Any
 import pytest
 from regtools import TINY_SHA
 
-from rwkv_registry import atomic, cli
-from rwkv_registry.cli import build_parser, main
-from rwkv_registry.jsoncpp import dumps
-from rwkv_registry.lineage import family_of, superseded
-from rwkv_registry.sums import format_sums, parse_sums
+from rwkv_registry.cli import main as cli
+from rwkv_registry.cli.main import build_parser, main
+from rwkv_registry.formats.jsoncpp import dumps
+from rwkv_registry.fs import atomic
+from rwkv_registry.index.lineage import family_of, superseded
+from rwkv_registry.index.sums import format_sums, parse_sums
 
 H = "ab" * 32
 
@@ -120,7 +121,8 @@ def test_demo_exit_code_is_the_worst_of_validation_and_smoke(
     import sys
     import types
 
-    from rwkv_registry import demo, validate
+    from rwkv_registry.engine import validate
+    from rwkv_registry.store import demo
 
     report = types.SimpleNamespace(
         ok=ok,
@@ -149,7 +151,7 @@ def test_smoke_think_tokens_must_be_positive(registry: Path, capsys: pytest.Capt
 def test_smoke_think_tokens_are_bounded(registry: Path, capsys: pytest.CaptureFixture[str], n: str) -> None:
     """A thinking budget of a billion tokens would decode for days (every case, twice, entry and base): refused
     before anything runs, naming the option, the bound and why; the bound itself is accepted by the check."""
-    from rwkv_registry.cli import MAX_THINK_TOKENS, check_think_tokens
+    from rwkv_registry.cli.main import MAX_THINK_TOKENS, check_think_tokens
 
     code = main(["smoke", str(registry), "x", "--base-file", "b.pth", "--think-tokens", n])
     err = " ".join(capsys.readouterr().err.split())
@@ -322,7 +324,7 @@ def _seed_text() -> str | None:
 
 @pytest.fixture(scope="module")
 def demo_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from rwkv_registry.demo import build_demo
+    from rwkv_registry.store.demo import build_demo
 
     return build_demo(tmp_path_factory.mktemp("demo") / "demo", log=lambda _m: None)
 
@@ -418,8 +420,8 @@ class _RangeBytes(bytes):
 def test_remote_headers_call_a_file_state_as_the_local_facts_do(
     names: list[str], method: str | None, tmp_path: Path
 ) -> None:
-    from rwkv_registry._hub_facts import header_facts
-    from rwkv_registry.pthwrite import RawTensor, write_pth
+    from rwkv_registry.formats.pthwrite import RawTensor, write_pth
+    from rwkv_registry.hub.facts import header_facts
 
     path = tmp_path / "w.pth"
     write_pth(path, {n: RawTensor("bfloat16", (2, 2, 2), bytes(16)) for n in names}, layout="torch")
@@ -430,8 +432,8 @@ def test_remote_headers_call_a_file_state_as_the_local_facts_do(
 
 
 def test_demo_without_force_never_replaces_an_earlier_demo(demo_root: Path) -> None:
-    from rwkv_registry.demo import build_demo
-    from rwkv_registry.errors import UsageError
+    from rwkv_registry.core.errors import UsageError
+    from rwkv_registry.store.demo import build_demo
 
     before = {p: p.stat().st_mtime_ns for p in demo_root.rglob("*")}
     with pytest.raises(UsageError) as e:
@@ -441,8 +443,8 @@ def test_demo_without_force_never_replaces_an_earlier_demo(demo_root: Path) -> N
 
 
 def test_demo_force_never_replaces_a_fresh_registry_of_another_name(tmp_path: Path) -> None:
-    from rwkv_registry.demo import build_demo
-    from rwkv_registry.errors import UsageError
+    from rwkv_registry.core.errors import UsageError
+    from rwkv_registry.store.demo import build_demo
 
     reg = tmp_path / "mine"
     assert main(["init", str(reg), "--name", "me/mine"]) == 0

@@ -25,8 +25,10 @@ from typing import Any
 import pytest
 from regtools import TINY_BASE, TINY_SHA, edit_index, hold_lock, miss_train, state_train, write_miss, write_state
 
-from rwkv_registry import atomic
-from rwkv_registry.atomic import (
+from rwkv_registry.cli.main import build_parser, main
+from rwkv_registry.core.errors import RegistryIOError, UsageError
+from rwkv_registry.fs import atomic
+from rwkv_registry.fs.atomic import (
     JOURNAL_NAME,
     LOCK_NAME,
     TMP_PREFIX,
@@ -35,8 +37,6 @@ from rwkv_registry.atomic import (
     registry_lock,
     require_registry,
 )
-from rwkv_registry.cli import build_parser, main
-from rwkv_registry.errors import RegistryIOError, UsageError
 
 ARCH = "n_layer=2,n_embd=128,vocab_size=65536,ffn_size=512"
 
@@ -64,7 +64,7 @@ def _sigint_as_at_a_terminal() -> None:
 
 def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "rwkv_registry.cli", *args],
+        [sys.executable, "-m", "rwkv_registry.cli.main", *args],
         capture_output=True,
         text=True,
         env={**os.environ, **(env or {})},
@@ -113,7 +113,7 @@ def test_a_failed_init_leaves_no_directory(tmp_path: Path, monkeypatch: pytest.M
     def fail(*args: Any, **kwargs: Any) -> None:
         raise RegistryIOError("disk full (simulated)")
 
-    monkeypatch.setattr("rwkv_registry.ops._publish", fail)
+    monkeypatch.setattr("rwkv_registry.store.ops._publish", fail)
     assert main(["init", str(tmp_path / "new")]) == 2
     assert not (tmp_path / "new").exists()
 
@@ -472,7 +472,7 @@ def test_readme_hint_warns_that_reset_drops_the_text(reg: Path, capsys: pytest.C
 def _smoke_in_subprocess(*argv: str) -> tuple[int, bool, str]:
     """(exit code, whether torch was imported, stderr) of ``main(["smoke", *argv])`` in a fresh process."""
     code = (
-        "import sys; from rwkv_registry.cli import main; rc = main(sys.argv[1:]); "
+        "import sys; from rwkv_registry.cli.main import main; rc = main(sys.argv[1:]); "
         "print(json.dumps([rc, 'torch' in sys.modules]))"
     )
     out = subprocess.run([sys.executable, "-c", "import json; " + code, "smoke", *argv], capture_output=True, text=True)
@@ -494,7 +494,7 @@ def test_smoke_refuses_bad_input_without_importing_torch(reg: Path, tmp_path: Pa
 def test_smoke_record_on_a_read_only_registry_fails_before_evaluating(
     reg: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import rwkv_registry.cli as cli
+    import rwkv_registry.cli.main as cli
 
     base = tmp_path / "base.pth"
     base.write_bytes(b"x")
@@ -523,7 +523,7 @@ def test_smoke_record_on_a_read_only_registry_fails_before_evaluating(
 
 
 def test_smoke_on_a_toy_base_uses_the_tiny_cases(reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from rwkv_registry.cli import _smoke_precheck
+    from rwkv_registry.cli.main import _smoke_precheck
 
     base = tmp_path / "base.pth"
     base.write_bytes(b"x")
@@ -541,7 +541,7 @@ def test_smoke_on_a_toy_base_uses_the_tiny_cases(reg: Path, tmp_path: Path, caps
 
 
 def test_toy_base_detection() -> None:
-    from rwkv_registry import smoke_cases as cases
+    from rwkv_registry.index import smoke_cases as cases
 
     assert cases.is_toy_base({"architecture": {"n_embd": 128}})
     assert not cases.is_toy_base({"architecture": {"n_embd": 768}})  # RWKV-7 0.1B, the smallest release
@@ -563,7 +563,7 @@ def test_add_recommended_says_which_entry_lost_the_mark(reg: Path, add_inputs: l
 
 
 def test_add_entry_reports_displaced_ids_only_for_marked_entries(reg: Path, tmp_path: Path) -> None:
-    from rwkv_registry.ops import add_entry, load_index
+    from rwkv_registry.store.ops import add_entry, load_index
 
     train = state_train("v9")
     displaced: list[str] = []
@@ -688,7 +688,7 @@ def test_add_refuses_a_sampling_preset_presets_go_does_not_define(
         main(["add", "--help"])
     helped = " ".join(capsys.readouterr().out.split())
     assert "presets.go: greedy, g1k-agent, g1k-agent-fast, g1k-stable, backend" in helped
-    from rwkv_registry.ops import add_entry
+    from rwkv_registry.store.ops import add_entry
 
     with pytest.raises(UsageError, match=r"--sampling 'G1K-agent' .* give one of greedy, g1k-agent") as e:
         add_entry(reg, write_state(tmp_path / "s7.pth"), base=TINY_BASE, data_version="v9", train=state_train("v9"),
@@ -701,7 +701,7 @@ def test_add_refuses_a_sampling_preset_presets_go_does_not_define(
 def test_add_accepts_every_preset_of_presets_go(
     preset: str, reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from rwkv_registry.validate import validate_registry
+    from rwkv_registry.engine.validate import validate_registry
 
     assert main(_add_state(reg, tmp_path, "s9.pth", "--sampling", preset)) == 0
     index = json.loads((reg / "index.json").read_text())
@@ -741,8 +741,8 @@ def test_add_with_path_and_file_swapped_says_so(reg: Path, tmp_path: Path, capsy
 
 
 def test_add_to_a_base_kept_active_explains_why_it_is_refused(reg: Path, tmp_path: Path) -> None:
-    from rwkv_registry.errors import RefusedError
-    from rwkv_registry.ops import add_base, add_entry
+    from rwkv_registry.core.errors import RefusedError
+    from rwkv_registry.store.ops import add_base, add_entry
 
     newer = TINY_BASE.replace("20260101", "20260301")
     add_base(reg, name=newer, source="a/b", sha256="6" * 64, size=1, arch=_tiny_arch(), freeze_previous=False)
@@ -759,7 +759,7 @@ def _tiny_arch() -> dict[str, Any]:
 def test_writes_warn_that_the_signature_went_stale(
     reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from rwkv_registry.signing import generate_keypair
+    from rwkv_registry.store.signing import generate_keypair
 
     key = tmp_path / "keys" / "k"
     key.parent.mkdir()
@@ -915,7 +915,7 @@ def test_readme_reads_readme_once_and_keeps_an_edit_saved_meanwhile(
 ) -> None:
     """`readme` judges "unchanged" on the bytes it rendered from, not on a second read: README.md saved in an editor
     while it runs is neither reported as "updated" nor overwritten with the text read before the edit."""
-    from rwkv_registry import ops
+    from rwkv_registry.store import ops
 
     readme = reg / "README.md"
     edited = readme.read_bytes() + b"\nSaved by hand while readme ran.\n"
@@ -955,7 +955,7 @@ def test_a_fifo_in_the_registry_is_refused_without_waiting(reg: Path, tmp_path: 
     for args in commands:
         try:
             p = subprocess.run(
-                [sys.executable, "-m", "rwkv_registry.cli", *args], capture_output=True, text=True, timeout=60
+                [sys.executable, "-m", "rwkv_registry.cli.main", *args], capture_output=True, text=True, timeout=60
             )
         except subprocess.TimeoutExpired:
             pytest.fail(f"{args[0]} waits on the FIFO {where}")
@@ -1005,7 +1005,7 @@ def test_an_index_json_linked_outside_the_registry_is_refused(
     """validate reports LAY005 for it; list and show did show the other file's registry, and add-base, sums and
     readme read it and replaced the link by a file. Each now refuses (exit 1, as validate fails), naming LAY005,
     and nothing is written: neither the registry nor the file the link points to changes."""
-    from rwkv_registry.catalog import Catalog
+    from rwkv_registry.catalog.entries import Catalog
 
     outside = tmp_path / "elsewhere" / "index.json"
     outside.parent.mkdir()
@@ -1052,7 +1052,7 @@ def test_an_empty_path_is_refused_not_read_as_the_current_directory(
 ) -> None:
     """`rwkv-registry init "$DIR"` with DIR unset: pathlib reads "" as ".", so init wrote a registry into the current
     directory (and demo --force would replace an earlier demo there). An empty path is a usage error instead."""
-    from rwkv_registry.cli import main
+    from rwkv_registry.cli.main import main
 
     monkeypatch.chdir(tmp_path)
     assert main(argv) == 2
@@ -1073,8 +1073,8 @@ def test_a_missing_input_file_is_named_with_the_fix(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
 ) -> None:
     """Each of these said only 'no such file' / 'cannot read it', without the hint every message gives."""
-    from rwkv_registry.cli import main
-    from rwkv_registry.ops import init_registry
+    from rwkv_registry.cli.main import main
+    from rwkv_registry.store.ops import init_registry
 
     init_registry(tmp_path / "reg")
     argv = [a.replace("REG", str(tmp_path / "reg")).replace("NOPE", str(tmp_path / "nope")) for a in argv]

@@ -24,10 +24,10 @@ from typing import Any
 import pytest
 from regtools import TINY_BASE, miss_train, write_miss
 
-from rwkv_registry import atomic
-from rwkv_registry.atomic import LOCK_NAME
-from rwkv_registry.cli import main
-from rwkv_registry.validate import validate_registry
+from rwkv_registry.cli.main import main
+from rwkv_registry.engine.validate import validate_registry
+from rwkv_registry.fs import atomic
+from rwkv_registry.fs.atomic import LOCK_NAME
 
 B16 = "App harness; inference backend of 2026-10-16"
 B17 = "App harness; inference backend of 2026-10-17"
@@ -512,7 +512,7 @@ def test_a_score_recorded_wrong_by_hand_does_not_block_a_new_one(reg: Path, caps
     and the old warning stays as it was."""
     from regtools import edit_index, resum
 
-    from rwkv_registry.ops import write_readme
+    from rwkv_registry.store.ops import write_readme
 
     wrong = {"benchmark": "bfcl", "date": "2026-10-13", "score": 50.0, "unit": "percent", "solved": 41, "total": 60,
              "runs": 3, "backend": None, "note": None, "report": None}  # fmt: skip
@@ -557,10 +557,10 @@ def _sigint_as_at_a_terminal() -> None:
 
 
 def _interrupt_at(point: str, reg: Path) -> subprocess.CompletedProcess[str]:
-    """`score` with Ctrl-C (SIGINT) sent at write fault point ``point`` (rwkv_registry.atomic)."""
+    """`score` with Ctrl-C (SIGINT) sent at write fault point ``point`` (rwkv_registry.fs.atomic)."""
     argv = ["score", str(reg), "s1", *RUN, "--score", "46.9", "--runs", "2"]
     env = {**os.environ, atomic.FAULT_ENV: point, atomic.FAULT_SIGNAL_ENV: "INT"}
-    return subprocess.run([sys.executable, "-m", "rwkv_registry.cli", *argv], capture_output=True, text=True, env=env,
+    return subprocess.run([sys.executable, "-m", "rwkv_registry", *argv], capture_output=True, text=True, env=env,
                           preexec_fn=_sigint_as_at_a_terminal)  # fmt: skip
 
 
@@ -647,8 +647,8 @@ def test_the_seed_scores_section_as_commands(
     unit, solved, total, runs, comparison), and validate finds what it found on the demo."""
     import re
 
-    from rwkv_registry.demo import build_demo
-    from rwkv_registry.ops import update_index
+    from rwkv_registry.store.demo import build_demo
+    from rwkv_registry.store.ops import update_index
 
     text = (Path(__file__).resolve().parents[1] / "docs" / "scores.md").read_text()
     block = text.split("<!-- seed-scores:begin -->\n```sh\n", 1)[1].split("```\n<!-- seed-scores:end -->", 1)[0]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rwkv_registry.cli import build_parser, main, parse_command_line
+from rwkv_registry.cli.main import build_parser, main, parse_command_line
 
 # each command's other arguments (PATH aside), enough for the parser
 OTHERS = {

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from rwkv_registry.cli import main
-from rwkv_registry.compare import compare, mcnemar_exact, results_file, results_from_json
-from rwkv_registry.errors import UsageError
+from rwkv_registry.catalog.compare import compare, mcnemar_exact, results_file, results_from_json
+from rwkv_registry.cli.main import main
+from rwkv_registry.core.errors import UsageError
 
 
 @pytest.mark.parametrize(

@@ -21,8 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 import crash as harness
 
-from rwkv_registry.atomic import DIRS_NAME, JOURNAL_NAME, TMP_PREFIX, Transaction, recover, registry_lock
-from rwkv_registry.errors import RegistryIOError
+from rwkv_registry.core.errors import RegistryIOError
+from rwkv_registry.fs.atomic import DIRS_NAME, JOURNAL_NAME, TMP_PREFIX, Transaction, recover, registry_lock
 
 KILLS = [
     ("init", "written-2"),

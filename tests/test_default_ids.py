@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from regtools import TINY_BASE, miss_train, write_miss
 
-from rwkv_registry.cli import main
-from rwkv_registry.validate import validate_registry
+from rwkv_registry.cli.main import main
+from rwkv_registry.engine.validate import validate_registry
 
 
 def _add_miss(reg: Path, tmp_path: Path, version: str, seed: int, *extra: str) -> list[str]:

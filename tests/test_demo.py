@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from rwkv_registry.demo import build_demo
-from rwkv_registry.errors import UsageError
+from rwkv_registry.core.errors import UsageError
+from rwkv_registry.store.demo import build_demo
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +80,7 @@ def test_force_refuses_what_the_demo_did_not_write(demo: Path, change: Callable[
 
 
 def test_cli_force_on_a_pulled_copy_of_the_real_repository_exits_2(demo: Path) -> None:
-    from rwkv_registry.cli import main
+    from rwkv_registry.cli.main import main
 
     _replace_a_weight(demo)  # a copy of the real repository: its index names the demo's, its weights differ
     before = tree(demo)
@@ -89,8 +89,8 @@ def test_cli_force_on_a_pulled_copy_of_the_real_repository_exits_2(demo: Path) -
 
 
 def test_ctrl_c_while_the_demo_registry_is_written_says_incomplete_and_force_rebuilds(tmp_path, monkeypatch, capsys):
-    import rwkv_registry.demo as demo_mod
-    from rwkv_registry.cli import main
+    import rwkv_registry.store.demo as demo_mod
+    from rwkv_registry.cli.main import main
 
     calls = []
     real = demo_mod.write_synthetic_miss
@@ -112,8 +112,8 @@ def test_ctrl_c_while_the_demo_registry_is_written_says_incomplete_and_force_reb
 
 
 def test_ctrl_c_while_the_complete_demo_registry_is_validated_says_complete(tmp_path, monkeypatch, capsys):
-    import rwkv_registry.validate as validate_mod
-    from rwkv_registry.cli import main
+    import rwkv_registry.engine.validate as validate_mod
+    from rwkv_registry.cli.main import main
 
     def interrupted(*a, **k):
         raise KeyboardInterrupt

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rwkv_registry import ops
+from rwkv_registry.store import ops
 
 
 def _reference(value: Any) -> bytes:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from rwkv_registry import ops
+from rwkv_registry.store import ops
 
 
 def _reference(value: Any) -> bytes:

@@ -11,7 +11,7 @@ from types import ModuleType
 
 import pytest
 
-from rwkv_registry import _entry
+from rwkv_registry.cli import entry as _entry
 
 
 class _InterruptImport:
@@ -27,15 +27,15 @@ class _InterruptImport:
 
 
 def test_ctrl_c_while_importing_the_cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.delitem(sys.modules, "rwkv_registry.cli", raising=False)
-    monkeypatch.setattr(sys, "meta_path", [_InterruptImport("rwkv_registry.cli"), *sys.meta_path])
+    monkeypatch.delitem(sys.modules, "rwkv_registry.cli.main", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [_InterruptImport("rwkv_registry.cli.main"), *sys.meta_path])
     assert _entry.run(["validate", "."]) == 130
     err = capsys.readouterr().err
     assert err == "interrupted before the command started: nothing was done\n"
 
 
 def test_ctrl_c_while_parsing_arguments(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    from rwkv_registry import cli
+    from rwkv_registry.cli import main as cli
 
     def interrupted() -> None:
         raise KeyboardInterrupt
@@ -58,7 +58,7 @@ def test_python_dash_m_runs_the_cli() -> None:
 def test_every_flag_of_every_command_says_what_it_does() -> None:
     import argparse
 
-    from rwkv_registry.cli import build_parser
+    from rwkv_registry.cli.main import build_parser
 
     silent = []
     for action in build_parser()._actions:
@@ -92,8 +92,8 @@ def test_add_choices_are_the_schema_enums() -> None:
     presets.go, which the schema lists as its examples (one list would drift)."""
     import argparse
 
-    from rwkv_registry.cli import build_parser
-    from rwkv_registry.sampling import SAMPLING_PRESETS
+    from rwkv_registry.cli.main import build_parser
+    from rwkv_registry.index.sampling import SAMPLING_PRESETS
     from rwkv_registry.schemas import load_schema
 
     entry = load_schema("index")["$defs"]["entry"]["properties"]

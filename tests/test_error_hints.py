@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from rwkv_registry.errors import CheckpointError, RegistryError
-from rwkv_registry.jsonload import JsonLoadError, JsonTooLargeError
-from rwkv_registry.rules import RULES
+from rwkv_registry.core.errors import CheckpointError, RegistryError
+from rwkv_registry.core.rules import RULES
+from rwkv_registry.formats.jsonload import JsonLoadError, JsonTooLargeError
 
 ROOT = Path(__file__).resolve().parent.parent
 SCANNED = ("registry", "model", "tui", "kernels")
@@ -181,7 +181,7 @@ def test_every_checkpoint_error_code_is_a_rule_with_a_hint() -> None:
 
 
 def _fails(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    from rwkv_registry.cli import main
+    from rwkv_registry.cli.main import main
 
     code = main(argv)
     out, err = capsys.readouterr()
@@ -189,7 +189,7 @@ def _fails(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, st
 
 
 def test_cli_prints_the_hint_of_a_bad_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from rwkv_registry.cli import main
+    from rwkv_registry.cli.main import main
 
     reg = tmp_path / "reg"
     assert main(["init", str(reg)]) == 0
@@ -255,13 +255,13 @@ def test_cli_prints_the_fix_of_an_os_error(
 def test_os_error_hint_by_errno(number: str, words: str) -> None:
     import errno
 
-    from rwkv_registry.errors import os_error_hint
+    from rwkv_registry.core.errors import os_error_hint
 
     assert words in os_error_hint(OSError(getattr(errno, number), "x"), "/r")
 
 
 def test_an_integer_too_long_to_parse_gets_the_number_fix_not_the_syntax_one() -> None:
-    from rwkv_registry.jsonload import load_json_bytes
+    from rwkv_registry.formats.jsonload import load_json_bytes
 
     with pytest.raises(JsonLoadError) as caught:
         load_json_bytes(b'{"n": ' + b"7" * 5000 + b"}", path="train.json")

@@ -1,11 +1,11 @@
-"""Checks of registry/facts.py's racy-clean rule that a mutation audit found no test for.
+"""Checks of registry/engine/facts.py's racy-clean rule that a mutation audit found no test for.
 
 Each test kills a hand-made mutant (named in its docstring) that tests/test_cache.py let live.
 """
 
 from __future__ import annotations
 
-from rwkv_registry.facts import RACY_COARSE_NS, racy
+from rwkv_registry.engine.facts import RACY_COARSE_NS, racy
 
 SECOND = 10**9
 

@@ -1,4 +1,5 @@
-"""registry/fsio.py: the FIFO-safe, bounded opener shared by every reader (JSON, README.md, weight files' heads)."""
+"""registry/core/fsio.py: the FIFO-safe, bounded opener shared by every reader (JSON, README.md, weight files'
+heads)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ PKG = Path(rwkv_registry.__file__).resolve().parent
 
 
 def test_open_regular_reads_a_file_and_refuses_a_fifo_at_once(tmp_path: Path) -> None:
-    from rwkv_registry.fsio import open_regular
+    from rwkv_registry.core.fsio import open_regular
 
     p = tmp_path / "README.md"
     p.write_bytes(b"hello")
@@ -31,13 +32,14 @@ def test_open_regular_reads_a_file_and_refuses_a_fifo_at_once(tmp_path: Path) ->
 def test_readers_of_non_json_files_do_not_take_the_opener_from_jsonload() -> None:
     """open_regular and read_at_most live in fsio; jsonload uses them, and the JSON loader is not where
     README.md, SHA256SUMS or a weight file's head are opened from."""
-    for name in ("ops.py", "facts.py", "validate.py"):
+    for name in ("store/ops.py", "engine/facts.py", "engine/validate.py"):
         tree = ast.parse((PKG / name).read_text("utf-8"))
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module in ("jsonload", "rwkv_registry.jsonload"):
+            if isinstance(node, ast.ImportFrom) and node.module in ("jsonload", "rwkv_registry.formats.jsonload"):
                 taken = {a.name for a in node.names}
                 assert not taken & {"open_regular", "read_at_most"}, (name, taken)
-    from rwkv_registry import fsio, jsonload
+    from rwkv_registry.core import fsio
+    from rwkv_registry.formats import jsonload
 
     assert jsonload.read_at_most is fsio.read_at_most  # still importable from jsonload (tests, callers)
 
@@ -45,7 +47,7 @@ def test_readers_of_non_json_files_do_not_take_the_opener_from_jsonload() -> Non
 def test_open_regular_closes_what_it_refuses(tmp_path: Path) -> None:
     """A refused FIFO or directory leaves no file descriptor open (kills the mutant without os.close in the
     refusal path: each refusal leaked one)."""
-    from rwkv_registry.fsio import open_regular
+    from rwkv_registry.core.fsio import open_regular
 
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
@@ -62,7 +64,7 @@ def test_open_regular_closes_what_it_refuses(tmp_path: Path) -> None:
 def test_open_regular_without_following_links_refuses_a_link_and_reads_the_file(tmp_path: Path) -> None:
     """``follow_symlinks=False`` (the stale-read check's content hash): a link in place of the file is refused
     (ELOOP), the file itself read as before; the default still follows the link."""
-    from rwkv_registry.fsio import open_regular
+    from rwkv_registry.core.fsio import open_regular
 
     target = tmp_path / "index.json"
     target.write_bytes(b"{}")
@@ -82,8 +84,8 @@ def test_the_stale_read_hash_is_sha256_file_of_a_regular_file_only(tmp_path: Pat
     larger than a read step), None for a link, a FIFO (not opened: it would block), a directory or no file."""
     import hashlib
 
-    from rwkv_registry.atomic import _content_sha256
-    from rwkv_registry.facts import sha256_file
+    from rwkv_registry.core.fsio import sha256_file
+    from rwkv_registry.fs.atomic import _content_sha256
 
     data = os.urandom((1 << 20) + 3)
     p = tmp_path / "README.md"

@@ -22,15 +22,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from regtools import TINY_BASE, build_registry, write_miss
 
-from rwkv_registry._pickle import parse_tensor_pickle
-from rwkv_registry.ckpt import open_checkpoint, sniff_kind
-from rwkv_registry.errors import CheckpointError, RegistryError
-from rwkv_registry.facts import facts_from_buffer
-from rwkv_registry.jsoncpp import dumps
-from rwkv_registry.jsonload import JsonLoadError, load_json_bytes
-from rwkv_registry.lfs import looks_like_lfs_pointer, parse_lfs_pointer
+from rwkv_registry.core.errors import CheckpointError, RegistryError
+from rwkv_registry.engine.facts import facts_from_buffer
+from rwkv_registry.formats.ckpt import open_checkpoint, sniff_kind
+from rwkv_registry.formats.jsoncpp import dumps
+from rwkv_registry.formats.jsonload import JsonLoadError, load_json_bytes
+from rwkv_registry.formats.lfs import looks_like_lfs_pointer, parse_lfs_pointer
+from rwkv_registry.formats.unpickle import parse_tensor_pickle
+from rwkv_registry.index.sums import format_sums, parse_sums
 from rwkv_registry.schemas import schema_errors
-from rwkv_registry.sums import format_sums, parse_sums
 
 FAST = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SLOW = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -349,7 +349,7 @@ def small_registry(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_load_index_on_mutated_index_json(small_registry: Path, tmp_path: Path) -> None:
-    from rwkv_registry.ops import load_index
+    from rwkv_registry.store.ops import load_index
 
     seed = (small_registry / "index.json").read_bytes()
     root = tmp_path / "r"
@@ -388,7 +388,7 @@ def json_mutants(draw: st.DrawFn, doc: Any) -> Any:
 def test_validate_never_crashes_on_schema_invalid_json(small_registry: Path, tmp_path: Path) -> None:
     import shutil
 
-    from rwkv_registry.validate import validate_registry
+    from rwkv_registry.engine.validate import validate_registry
 
     index = json.loads((small_registry / "index.json").read_text())
     train_rel = f"{TINY_BASE}/state/v1/train.json"
@@ -461,8 +461,8 @@ def test_entry_marked_as_directory_is_refused() -> None:
 
 def test_miss_manifest_with_non_list_targets(tmp_path: Path) -> None:
     """facts.py took len() of any truthy `targets` (TypeError on a number)."""
-    from rwkv_registry.ckpt import open_checkpoint as open_ckpt
-    from rwkv_registry.pthwrite import RawTensor, write_pth
+    from rwkv_registry.formats.ckpt import open_checkpoint as open_ckpt
+    from rwkv_registry.formats.pthwrite import RawTensor, write_pth
 
     seed = _miss_seed(tmp_path)
     ck = open_ckpt(seed)

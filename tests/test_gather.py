@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from regtools import TINY_ARCH
 
-from rwkv_registry import facts
-from rwkv_registry.demo import write_synthetic_state
-from rwkv_registry.facts import FactsCache, FileFacts, GatherCancelled, gather_facts, stat_key
+from rwkv_registry.engine import facts
+from rwkv_registry.engine.facts import FactsCache, FileFacts, GatherCancelled, gather_facts, stat_key
+from rwkv_registry.store.demo import write_synthetic_state
 
 
 def _files(tmp_path: Path, n: int) -> dict[str, Path]:

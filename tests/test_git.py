@@ -12,34 +12,32 @@ import time
 from pathlib import Path
 
 import pytest
-from regtools import TINY_ARCH, TINY_BASE, TINY_SHA, build_registry, edit_index, resum, state_train, write_state
+from regtools import (
+    GIT_ENV,
+    TINY_ARCH,
+    TINY_BASE,
+    TINY_SHA,
+    build_registry,
+    edit_index,
+    git_publish,
+    resum,
+    state_train,
+    write_state,
+)
 
-from rwkv_registry.ops import add_entry
-from rwkv_registry.validate import validate_registry
+from rwkv_registry.engine.validate import validate_registry
+from rwkv_registry.store.ops import add_entry
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
 STATE = f"{TINY_BASE}/state/v1/s1.pth"
-ENV = {
-    **os.environ,
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@e",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@e",
-    "GIT_CONFIG_GLOBAL": "/dev/null",
-    "GIT_CONFIG_NOSYSTEM": "1",
-}
+ENV = GIT_ENV
 
 
 def git(root: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=root, env=ENV, check=True, capture_output=True, text=True).stdout
 
 
-def publish(root: Path, message: str = "publish v1") -> Path:
-    """Make ``root`` a git repository with everything in it committed (the published state)."""
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", message)
-    return root
+publish = git_publish  # ``root`` as a git repository with everything in it committed (the published state)
 
 
 @pytest.fixture
@@ -129,7 +127,7 @@ def test_new_file_under_frozen_base(repo: Path, tmp_path: Path) -> None:
     git(repo, "clean", "-qfd")
     edit_index(repo, lambda i: i["bases"][0].update(status="frozen"))
     resum(repo)
-    from rwkv_registry.ops import write_readme
+    from rwkv_registry.store.ops import write_readme
 
     write_readme(repo)
     git(repo, "commit", "-qam", "freeze")
@@ -138,7 +136,7 @@ def test_new_file_under_frozen_base(repo: Path, tmp_path: Path) -> None:
 
 
 def _freeze_and_commit(repo: Path) -> None:
-    from rwkv_registry.ops import write_readme
+    from rwkv_registry.store.ops import write_readme
 
     edit_index(repo, lambda i: i["bases"][0].update(status="frozen"))
     resum(repo)
@@ -149,7 +147,7 @@ def _freeze_and_commit(repo: Path) -> None:
 def test_reopening_a_frozen_base_is_refused_before_it_takes_files(repo: Path, tmp_path: Path) -> None:
     """Two steps: a commit that only sets a frozen base active again, then one that adds files under it. Each
     commit alone passed GIT003 (the second's baseline says active); GIT005 stops the first."""
-    from rwkv_registry.ops import write_readme
+    from rwkv_registry.store.ops import write_readme
 
     _freeze_and_commit(repo)
     assert "GIT005" not in codes(repo)  # frozen and committed: nothing to say
@@ -170,7 +168,7 @@ def test_reopening_a_frozen_base_is_refused_before_it_takes_files(repo: Path, tm
 def _rewrite_base(repo: Path, **values: object) -> None:
     """Edit the base's record in index.json as a careless user would, then bring SHA256SUMS and the README in step
     (so that only the history can tell)."""
-    from rwkv_registry.ops import write_readme
+    from rwkv_registry.store.ops import write_readme
 
     def edit(index: dict) -> None:
         base = index["bases"][0]
@@ -210,7 +208,7 @@ def test_mis013_caused_by_a_base_edit_blames_the_edit(tmp_path: Path) -> None:
     """Editing a MiSS base's sha256 made MIS013 fire beside GIT007 with the hint "move the adapter", which blamed
     the adapter; its fingerprint is the published sha256, so the finding now names the edit (GIT007) as the
     cause. An adapter whose fingerprint is neither keeps the usual hint."""
-    from rwkv_registry.rules import MIS013_BY_BASE_EDIT, RULES
+    from rwkv_registry.core.rules import MIS013_BY_BASE_EDIT, RULES
 
     root = publish(build_registry(tmp_path / "reg", tmp_path))
     _rewrite_base(root, sha256="1" * 64)
@@ -242,7 +240,7 @@ def test_git007_size_and_file_name_and_what_may_change(repo: Path) -> None:
 def test_git007_a_size_filled_in_and_a_base_nothing_relies_on(tmp_path: Path) -> None:
     """A base registered by metadata without its size may have it filled in; a base without weights or scores may
     have a mistyped sha256 corrected (nothing was trained or measured on it)."""
-    from rwkv_registry.ops import add_base, init_registry
+    from rwkv_registry.store.ops import add_base, init_registry
 
     root = tmp_path / "reg"
     init_registry(root, name="test/registry")
@@ -267,8 +265,8 @@ def test_since_a_commit_a_shallow_clone_lacks_is_a_usage_error(repo: Path, tmp_p
     """In a depth-1 clone (a CI checkout), HEAD~1 resolves to the parent's id but its object is absent: the
     comparison cannot be made, so --since fails (exit 2) saying how to fetch it, not "OK" with a GIT004
     warning that a CI job would pass."""
-    from rwkv_registry.cli import main
-    from rwkv_registry.errors import UsageError
+    from rwkv_registry.cli.main import main
+    from rwkv_registry.core.errors import UsageError
 
     p = repo / STATE
     data = bytearray(p.read_bytes())
@@ -292,8 +290,8 @@ def test_git_unavailable_is_an_error_in_a_work_tree_a_warning_outside(
     and CI fail), not the GIT004 warning that a copy outside every work tree gets."""
     import git as gitpython
 
-    from rwkv_registry import gitcheck
-    from rwkv_registry.cli import main
+    from rwkv_registry.checks import git as gitcheck
+    from rwkv_registry.cli.main import main
 
     with monkeypatch.context() as m:  # an ordinary clone, found without GitPython: no git on PATH
         m.setenv("PATH", str(tmp_path / "no-bin"))
@@ -345,8 +343,8 @@ def test_plain_route_finds_what_gitpython_finds(tmp_path: Path, monkeypatch: pyt
     """validate finds an ordinary clone without GitPython (its import is a fifth of a warm run): every finding,
     message and order is what GitPython's route gives, for GIT001, GIT002 and GIT003 (staged and untracked), in a
     registry at the top of its repository or below it; a linked worktree (.git is a file) goes GitPython's way."""
-    from rwkv_registry import gitcheck
-    from rwkv_registry.ops import write_readme
+    from rwkv_registry.checks import git as gitcheck
+    from rwkv_registry.store.ops import write_readme
 
     outer = tmp_path / "outer"
     root = build_registry(outer / "reg" if layout == "subdirectory" else outer, tmp_path, with_miss=False)
@@ -383,15 +381,15 @@ def test_git_commands_run_ahead_give_the_same_findings_and_run_once(
     in place, every command runs once, and the main thread runs none that the background one ran."""
     import threading
 
-    from rwkv_registry import gitcheck
-    from rwkv_registry.validate import Validator
+    from rwkv_registry.checks import git as gitcheck
+    from rwkv_registry.engine.validate import Validator
 
     outer = tmp_path / "outer"
     root = build_registry(outer / "reg" if case == "subdirectory" else outer, tmp_path, with_miss=False)
     publish(outer)
     edit_index(root, lambda i: i["bases"][0].update(status="frozen"))
     resum(root)
-    from rwkv_registry.ops import write_readme
+    from rwkv_registry.store.ops import write_readme
 
     write_readme(root)
     git(outer, "commit", "-qam", "freeze")
@@ -424,7 +422,7 @@ def test_git_commands_run_ahead_give_the_same_findings_and_run_once(
 
 
 def test_no_repository_reads_the_same_on_both_routes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from rwkv_registry import gitcheck
+    from rwkv_registry.checks import git as gitcheck
 
     root = build_registry(tmp_path / "reg", tmp_path, with_miss=False)
     if any((d / ".git").exists() for d in root.resolve().parents):
@@ -440,7 +438,7 @@ def test_no_repository_reads_the_same_on_both_routes(tmp_path: Path, monkeypatch
 
 
 def test_plain_route_says_what_git_says_when_it_fails(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from rwkv_registry import gitcheck
+    from rwkv_registry.checks import git as gitcheck
 
     (repo / ".git" / "index").write_bytes(b"not an index")  # git diff --cached fails: GIT006 with git's words
     found = [f for f in validate_registry(repo, use_cache=False).findings if f.code.startswith("GIT")]
@@ -454,8 +452,8 @@ def test_corrupt_object_store_is_an_error(repo: Path, monkeypatch: pytest.Monkey
     """Inside a git work tree whose HEAD commit git cannot read (its object lost from the store), immutability
     cannot be checked: GIT006, an error (the pre-commit hook fails), not a silent pass as if nothing were
     committed yet, nor a traceback from GitPython."""
-    from rwkv_registry import gitcheck
-    from rwkv_registry.cli import main
+    from rwkv_registry.checks import git as gitcheck
+    from rwkv_registry.cli.main import main
 
     head = git(repo, "rev-parse", "HEAD").strip()
     loose = repo / ".git" / "objects" / head[:2] / head[2:]
@@ -474,7 +472,7 @@ def test_corrupt_object_store_is_an_error(repo: Path, monkeypatch: pytest.Monkey
 def test_a_clone_owned_by_another_user_is_git006_with_the_safe_directory_fix(repo: Path) -> None:
     """git refuses a repository another user owns ('dubious ownership', as in CI containers): immutability cannot
     be checked, so GIT006, an error whose hint gives the safe.directory command (not a pass, nor only git's words)."""
-    from rwkv_registry.rules import RULES
+    from rwkv_registry.core.rules import RULES
 
     owner = os.stat(repo).st_uid
     subprocess.run(["chown", "-R", "65534", str(repo)], check=True)
@@ -496,7 +494,7 @@ def test_real_pre_commit_refuses_bad_commit_and_accepts_good(repo: Path, tmp_pat
     """pre-commit runs the hook that `rwkv-registry init` configured, with the installed rwkv-registry."""
     import yaml
 
-    from rwkv_registry.ops import PRECOMMIT
+    from rwkv_registry.store.ops import PRECOMMIT
 
     config = repo / ".pre-commit-config.yaml"
     assert config.read_text() == PRECOMMIT  # as init wrote it
@@ -534,7 +532,7 @@ def test_real_pre_commit_refuses_bad_commit_and_accepts_good(repo: Path, tmp_pat
 def test_unfreezing_in_the_same_change_does_not_open_a_frozen_base(repo: Path, tmp_path: Path) -> None:
     edit_index(repo, lambda i: i["bases"][0].update(status="frozen"))
     resum(repo)
-    from rwkv_registry.ops import write_readme
+    from rwkv_registry.store.ops import write_readme
 
     write_readme(repo)
     git(repo, "commit", "-qam", "freeze")
@@ -549,7 +547,7 @@ def test_unfreezing_in_the_same_change_does_not_open_a_frozen_base(repo: Path, t
 def _add_base_by_metadata(root: Path, name: str, **kw: object) -> dict:
     from regtools import TINY_ARCH
 
-    from rwkv_registry.ops import add_base
+    from rwkv_registry.store.ops import add_base
 
     sha = hashlib.sha256(name.encode()).hexdigest()
     return add_base(root, name=name, source="BlinkDL/rwkv7-g1", sha256=sha, size=1, arch=dict(TINY_ARCH), **kw)
@@ -560,7 +558,7 @@ def _tree(root: Path) -> dict[str, bytes]:
 
 
 def test_add_base_superseding_uncommitted_weights_asks_for_a_commit_first(repo: Path, tmp_path: Path) -> None:
-    from rwkv_registry.errors import RefusedError
+    from rwkv_registry.core.errors import RefusedError
 
     newer = TINY_BASE.replace("20260101", "20260301")
     st = write_state(tmp_path / "new" / "s5.pth", seed=5)
@@ -613,7 +611,7 @@ def test_a_clone_with_core_autocrlf_keeps_every_hash(repo: Path, tmp_path: Path)
 
 def test_which_side_changed_with_more_paths_than_a_command_line_holds(repo: Path) -> None:
     # HSH001 on tens of thousands of files: the paths are not passed to git (E2BIG past ARG_MAX, 2 MiB on Linux)
-    from rwkv_registry.gitcheck import changed_since_head
+    from rwkv_registry.checks.git import changed_since_head
 
     (repo / "index.json").write_bytes((repo / "index.json").read_bytes() + b"\n")
     many = [f"{TINY_BASE}/state/v1/{'x' * 100}-{i}.pth" for i in range(30_000)]  # about 4 MB of arguments
@@ -627,7 +625,7 @@ def test_which_side_changed_with_more_paths_than_a_command_line_holds(repo: Path
 def test_since_asks_git_where_a_file_was_committed_only_for_findings(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from rwkv_registry import gitcheck
+    from rwkv_registry.checks import git as gitcheck
 
     first = git(repo, "rev-parse", "HEAD").strip()
     for i in range(5):  # new weights under the active base, committed: no finding, no `git log` per file
@@ -651,7 +649,7 @@ def test_since_asks_git_where_a_file_was_committed_only_for_findings(
 def test_since_over_a_freeze_spares_files_committed_while_the_base_was_open(repo: Path, tmp_path: Path) -> None:
     """--since REV over a range in which weights were added and then their base frozen: those weights were
     committed while the base was open (GIT003 reported every one of them); one committed after the freeze is not."""
-    from rwkv_registry.ops import write_readme
+    from rwkv_registry.store.ops import write_readme
 
     first = git(repo, "rev-parse", "HEAD").strip()
     src = write_state(tmp_path / "early.pth", seed=21)
@@ -688,8 +686,8 @@ def test_head_bases_from_the_memo_give_the_findings_of_a_cold_run(
     """After index.json changed (the pre-commit hook after an `add`), HEAD's bases come from the validation cache,
     recorded under the blob's git id by the run that validated those bytes, instead of `git show` and a parse of
     the whole index: GIT005 and GIT003 (both decided by HEAD's bases) as a run without the cache says them."""
-    from rwkv_registry import gitcheck
-    from rwkv_registry.ops import write_readme
+    from rwkv_registry.checks import git as gitcheck
+    from rwkv_registry.store.ops import write_readme
 
     edit_index(repo, lambda i: i["bases"][0].update(status="frozen"))
     resum(repo)
@@ -718,8 +716,8 @@ def test_without_the_bytes_or_a_memo_head_is_read_with_one_git_command(
 ) -> None:
     """check_git without the index bytes and a memo (add-base's check before it freezes a base) asks git for
     HEAD's index.json once (`git show`), not first for its blob id, which nothing could answer for."""
-    from rwkv_registry import gitcheck
-    from rwkv_registry.gitcheck import check_git
+    from rwkv_registry.checks import git as gitcheck
+    from rwkv_registry.checks.git import check_git
 
     asked: list[str] = []
     real = gitcheck._PlainRepo.blob_id
@@ -778,7 +776,7 @@ def test_a_marked_file_equal_to_its_published_lfs_pointer_is_not_an_edit(repo: P
     git(repo, "commit", "-qam", "as LFS publishes it")
     git(repo, "update-index", "--assume-unchanged", p.relative_to(repo).as_posix())
     p.write_bytes(real)  # what `git lfs pull` puts in place of the pointer
-    from rwkv_registry.gitcheck import check_git
+    from rwkv_registry.checks.git import check_git
 
     assert not [f for f in check_git(repo, None) if f.code.startswith("GIT")]
     p.write_bytes(real.replace(b"4096", b"8192"))

@@ -1,7 +1,8 @@
 """Our reading of .gitattributes against git's own (``git check-attr filter``), side by side on generated files:
 last match wins, ``-filter`` and ``!filter``, ``filter=lfs`` overridden later, ``**``, directory patterns, macros
 (``binary``, user macros, macros where git refuses them), CRLF lines, comments, quoted patterns, negative patterns,
-invalid attribute names, over-long lines, nested .gitattributes files. Whatever git says, registry/gitattr.py says;
+invalid attribute names, over-long lines, nested .gitattributes files. Whatever git says,
+registry/formats/gitattr.py says;
 and ``validate`` reports LFS002 for a weight file whose ``filter`` git does not make ``lfs``."""
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from rwkv_registry.gitattr import filter_of
-from rwkv_registry.validate import validate_registry
+from rwkv_registry.engine.validate import validate_registry
+from rwkv_registry.formats.gitattr import filter_of
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is the oracle of these tests")
 

@@ -1,4 +1,4 @@
-"""Checks of registry/gitcheck.py that a mutation audit found no test for.
+"""Checks of registry/checks/git.py that a mutation audit found no test for.
 
 Each test kills at least one hand-made mutant of gitcheck.py that the rest of the suite (tests/test_git.py)
 let live (named in its docstring).
@@ -13,9 +13,9 @@ import pytest
 from regtools import TINY_BASE, build_registry, edit_index, resum
 from test_git import git
 
-from rwkv_registry.gitcheck import git_blob_id
-from rwkv_registry.ops import write_readme
-from rwkv_registry.validate import validate_registry
+from rwkv_registry.checks.git import git_blob_id
+from rwkv_registry.engine.validate import validate_registry
+from rwkv_registry.store.ops import write_readme
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
 
@@ -70,7 +70,7 @@ def test_a_git_dir_variable_makes_a_work_tree_around_any_folder(
 ) -> None:
     """GIT_DIR (or GIT_WORK_TREE, ...) names a repository: git missing is then GIT006, not the GIT004 warning, even
     with no .git above the folder (kills the mutant without the environment check in _work_tree_around)."""
-    from rwkv_registry import gitcheck
+    from rwkv_registry.checks import git as gitcheck
 
     for v in gitcheck._GIT_ENV:
         monkeypatch.delenv(v, raising=False)

@@ -19,19 +19,19 @@ from regtools import (
     TINY_BASE,
     build_registry,
     edit_index,
+    git_publish,
     resum,
     state_train,
     write_state,
     write_tiny_base,
 )
 
-from rwkv_registry._hub_sync import _protected
-from rwkv_registry.atomic import LOCK_NAME
-from rwkv_registry.cli import main
-from rwkv_registry.errors import RefusedError, UsageError
-from rwkv_registry.hub import add_base_from_hub, pull_registry, push_registry, validate_hub
-from rwkv_registry.ops import add_base, add_entry, read_base_architecture
-from rwkv_registry.validate import validate_registry
+from rwkv_registry.cli.main import main
+from rwkv_registry.core.errors import RefusedError, UsageError
+from rwkv_registry.engine.validate import validate_registry
+from rwkv_registry.fs.atomic import LOCK_NAME
+from rwkv_registry.hub.commands import add_base_from_hub, pull_registry, push_registry, validate_hub
+from rwkv_registry.store.ops import add_base, add_entry, read_base_architecture
 
 STATE = f"{TINY_BASE}/state/v1/s1.pth"
 MISS_A = f"{TINY_BASE}/miss/v2/r4-a/adapter-final.pth"
@@ -128,7 +128,7 @@ def test_manifest_rules_run_on_range_reads(hub: FakeHub, tiny: Path, tmp_path: P
 
     reg = copy(tiny, tmp_path / "reg")
     write_miss(reg / MISS_A, base_sha="cd" * 32)
-    from rwkv_registry.facts import compute_facts
+    from rwkv_registry.engine.facts import compute_facts
 
     facts = compute_facts(reg / MISS_A)
     edit_index(
@@ -154,7 +154,7 @@ def test_content_version_needs_full(hub: FakeHub, tiny: Path, tmp_path: Path) ->
     pos = data.index(b"PK\x03\x04", 1)  # second entry: data/1 of the lightning writer, a D tensor
     data[pos - 10] ^= 0x01  # one bit of a D value: content_version no longer matches the manifest
     (reg / MISS_A).write_bytes(bytes(data))
-    from rwkv_registry.facts import compute_facts
+    from rwkv_registry.engine.facts import compute_facts
 
     facts = compute_facts(reg / MISS_A)
     edit_index(
@@ -191,7 +191,7 @@ def test_bytes_fetched_counts_exactly_what_the_server_sent(hub: FakeHub, tiny: P
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from rwkv_registry.demo import build_demo
+    from rwkv_registry.store.demo import build_demo
 
     return build_demo(tmp_path_factory.mktemp("demo") / "reg", log=lambda m: None)
 
@@ -200,8 +200,8 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_a_server_ignoring_range_never_makes_us_download_weights(hub: FakeHub, demo: Path) -> None:
     """The demo's weights (16 and 36 MiB) are larger than WHOLE_READ_BYTES: a storage answering 200 with the whole
     file is an error naming the file and what came (exit 2; before, LAY010 on each), with their bodies not read."""
-    from rwkv_registry._hub_http import RangeIgnored
-    from rwkv_registry._hub_remote import connect
+    from rwkv_registry.hub.remote import connect
+    from rwkv_registry.hub.transport import RangeIgnored
 
     repo_id = new_repo(hub, demo)
     hub.ignore_range = True
@@ -248,7 +248,7 @@ def test_cli_validate_hf_json_report_and_errors(hub: FakeHub, tiny: Path, capsys
 
 
 def test_validate_hf_checks_signatures(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
-    from rwkv_registry.signing import generate_keypair, sign_registry
+    from rwkv_registry.store.signing import generate_keypair, sign_registry
 
     reg = copy(tiny, tmp_path / "reg")
     key, pub, _ = generate_keypair(tmp_path / "k.key")
@@ -271,7 +271,7 @@ def test_tree_listing_pagination_is_followed(tiny: Path) -> None:
 
 
 def test_add_base_from_hub_reads_metadata_and_headers_only(hub: FakeHub, tmp_path: Path) -> None:
-    from rwkv_registry.ops import init_registry
+    from rwkv_registry.store.ops import init_registry
 
     name = "rwkv7-tiny-20260301-ctx4096"
     base_file = write_tiny_base(tmp_path / f"{name}.pth", vocab=65536)  # 33 MB of zeros
@@ -294,7 +294,7 @@ def test_add_base_from_hub_reads_metadata_and_headers_only(hub: FakeHub, tmp_pat
 
 
 def test_add_base_from_hub_errors(hub: FakeHub, tmp_path: Path) -> None:
-    from rwkv_registry.ops import init_registry
+    from rwkv_registry.store.ops import init_registry
 
     reg = tmp_path / "reg"
     init_registry(reg)
@@ -382,7 +382,7 @@ def test_push_never_changes_published_weights(hub: FakeHub, tiny: Path, tmp_path
     # replace a published State by other bytes, and make the local copy consistent (it validates)
     other = write_state(tmp_path / "other" / "s1.pth", seed=9)
     shutil.copy(other, reg / STATE)
-    from rwkv_registry.facts import compute_facts
+    from rwkv_registry.engine.facts import compute_facts
 
     f = compute_facts(reg / STATE)
     edit_index(
@@ -396,7 +396,7 @@ def test_push_never_changes_published_weights(hub: FakeHub, tiny: Path, tmp_path
     reg2 = copy(tiny, tmp_path / "reg2")
     (reg2 / STATE).unlink()
     edit_index(reg2, lambda d: d.update(entries=[e for e in d["entries"] if e["path"] != STATE]))
-    from rwkv_registry.ops import write_readme
+    from rwkv_registry.store.ops import write_readme
 
     write_readme(reg2)
     resum(reg2)
@@ -406,26 +406,99 @@ def test_push_never_changes_published_weights(hub: FakeHub, tiny: Path, tmp_path
     assert hub.head(repo_id) == head
 
 
-def test_frozen_bases_get_no_change_addition_or_deletion(hub: FakeHub, tiny: Path) -> None:
-    from rwkv_registry._hub_remote import RemoteEntry, RemoteRepo
+TRAIN = f"{TINY_BASE}/state/v1/train.json"
 
-    old, new = "rwkv7-x-20260101", "rwkv7-x-20260201"
-    index = {"bases": [{"name": old, "status": "frozen"}, {"name": new, "status": "active"}]}
-    remote = RemoteRepo(None, "o/r", "main", "0" * 40, "http://h", None)  # type: ignore[arg-type]
-    for p in (f"{old}/state/v1/train.json", f"{old}/state/v1/a.pth", f"{new}/state/v1/train.json", "LICENSE"):
-        remote.files[p] = RemoteEntry(p, 1, "x", None)
-    assert _protected([f"{old}/state/v1/train.json"], [], remote, index, {}) != []
-    assert _protected([f"{old}/state/v2/b.pth"], [], remote, index, {}) != []  # new file, frozen base
-    assert _protected([], [f"{old}/state/v1/train.json"], remote, {}, index) != []  # frozen in the remote index
-    assert _protected([f"{new}/state/v1/train.json", f"{new}/state/v2/c.pth"], ["LICENSE"], remote, index, {}) == []
-    assert _protected([], [f"{old}/state/v1/a.pth"], remote, {"bases": [{"name": old}]}, {}) != []
-    assert _protected([], ["model.safetensors"], remote, {}, {}) != []  # weights are never deleted
-    # nothing published under a base is ever deleted, active base or not
-    assert _protected([], [f"{new}/state/v1/train.json"], remote, index, {}) != []
-    # superseded (a newer base of the family exists) closes a base even while its status says active
-    active = {"bases": [{"name": old, "status": "active"}, {"name": new, "status": "active"}]}
-    assert _protected([f"{old}/state/v2/b.pth"], [], remote, active, {}) != []
-    assert _protected([f"{new}/state/v2/b.pth"], [], remote, active, {}) == []
+
+def _set_status(root: Path, status: str) -> None:
+    from rwkv_registry.store.ops import write_readme
+
+    edit_index(root, lambda d: [b.update(status=status) for b in d["bases"]])
+    write_readme(root)
+    resum(root)
+
+
+def _edit_train(root: Path, tmp: Path) -> None:
+    train = root / TRAIN
+    train.write_bytes(train.read_bytes().replace(b"T08:00:00Z", b"T07:00:00Z", 1))
+    resum(root)
+
+
+def _replace_state(root: Path, tmp: Path) -> None:
+    from rwkv_registry.engine.facts import compute_facts
+
+    shutil.copy(write_state(tmp / "other" / "s1.pth", seed=9), root / STATE)
+    f = compute_facts(root / STATE)
+    edit_index(
+        root,
+        lambda d: [e.update(file={"sha256": f.sha256, "size": f.size}) for e in d["entries"] if e["path"] == STATE],
+    )
+    resum(root)
+
+
+def _delete_state(root: Path, tmp: Path) -> None:
+    from rwkv_registry.store.ops import write_readme
+
+    (root / STATE).unlink()
+    edit_index(root, lambda d: d.update(entries=[e for e in d["entries"] if e["path"] != STATE]))
+    write_readme(root)
+    resum(root)
+
+
+def _add_under(root: Path, tmp: Path) -> None:
+    """New weights under the base (reopened for the add, then its published status again)."""
+    status = json.loads((root / "index.json").read_text())["bases"][0]["status"]
+    _set_status(root, "active")
+    add_entry(
+        root, write_state(tmp / "new" / "s3.pth", seed=3), base=TINY_BASE, data_version="v3", train=state_train("v3")
+    )
+    _set_status(root, status)
+
+
+def _gitkeep(root: Path, tmp: Path) -> None:
+    (root / TINY_BASE / "state" / ".gitkeep").write_bytes(b"")
+    resum(root)
+
+
+IMMUTABILITY_CASES = {
+    # name: (base status when published, the change, the rule it breaks or None)
+    "train.json of an active base edited": ("active", _edit_train, "GIT001"),
+    "a published State replaced": ("active", _replace_state, "GIT001"),
+    "a published State deleted": ("active", _delete_state, "GIT002"),
+    "new weights under an active base": ("active", _add_under, None),
+    "new weights under a frozen base": ("frozen", _add_under, "GIT003"),
+    "an empty .gitkeep under a frozen base": ("frozen", _gitkeep, None),
+    "a frozen base unfrozen": ("frozen", lambda root, tmp: _set_status(root, "active"), "GIT005"),
+}
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
+@pytest.mark.parametrize("case", list(IMMUTABILITY_CASES))
+def test_push_refuses_exactly_what_validate_refuses_in_a_git_clone(
+    hub: FakeHub, tiny: Path, tmp_path: Path, case: str
+) -> None:
+    """One immutability policy: the same change to a published registry, committed in a git clone and validated,
+    or pushed over the Hub's copy, breaks the same rule (or none, and the push goes ahead)."""
+    status, change, code = IMMUTABILITY_CASES[case]
+    published = copy(tiny, tmp_path / "published")
+    (published / TINY_BASE / "state" / ".gitkeep").unlink()  # so that one can be added
+    _set_status(published, status)
+    repo_id = new_repo(hub, published)
+    head = hub.head(repo_id)
+
+    clone = git_publish(copy(published, tmp_path / "clone"))
+    change(clone, tmp_path / "c")
+    git_codes = {f.code for f in validate_registry(clone, use_cache=False).findings if f.code.startswith("GIT")}
+    assert git_codes == ({code} if code else set())
+
+    local = copy(published, tmp_path / "local")
+    change(local, tmp_path / "l")
+    assert validate_registry(local, use_cache=False).ok  # what the push validates first
+    if code is None:
+        assert push_registry(local, repo_id, log=lambda m: None).commit == hub.head(repo_id) != head
+        return
+    with pytest.raises(RefusedError, match=rf"\b{code}\b") as refused:
+        push_registry(local, repo_id, log=lambda m: None)
+    assert "push refused" in refused.value.message and hub.head(repo_id) == head
 
 
 def test_push_to_a_missing_repo_or_branch_is_a_clear_error(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
@@ -475,7 +548,7 @@ def test_pull_one_base_checks_the_others_by_metadata(hub: FakeHub, tiny: Path, t
 
 
 def test_credentials_in_the_endpoint_never_reach_a_message() -> None:
-    from rwkv_registry._hub_remote import hub_error
+    from rwkv_registry.hub.remote import hub_error
 
     err = hub_error(
         OSError("GET http://user:hunter2@hub.local/api failed"), "o/r", None, "http://user:hunter2@hub.local"
@@ -491,7 +564,7 @@ def test_an_interrupted_pull_leaves_path_as_it_was_and_the_next_one_resumes(
     fetches none of them again."""
     import huggingface_hub
 
-    from rwkv_registry._hub_sync import PullInterrupted
+    from rwkv_registry.hub.sync import PullInterrupted
 
     repo_id = new_repo(hub, tiny)
     real = huggingface_hub.snapshot_download
@@ -533,7 +606,7 @@ def test_push_to_a_malformed_repo_id_is_refused_before_validation(
     tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A typo in --repo is named at once: validating a registry of many GB first would cost the user minutes."""
-    from rwkv_registry import _hub_sync
+    from rwkv_registry.hub import sync as _hub_sync
 
     def validate_not_expected(*a: object, **k: object) -> None:
         raise AssertionError("validated before the repository id was checked")
@@ -572,7 +645,7 @@ def test_a_repository_with_every_file_in_lfs_validates(hub: FakeHub, tiny: Path,
 
 def _signed(tiny: Path, tmp_path: Path, name: str = "reg", *, trust: bool = False) -> tuple[Path, Path, Path]:
     """A copy of the tiny registry signed by a new key: (registry, private key, public key)."""
-    from rwkv_registry.signing import generate_keypair, sign_registry
+    from rwkv_registry.store.signing import generate_keypair, sign_registry
 
     reg = copy(tiny, tmp_path / name)
     key, pub, _ = generate_keypair(tmp_path / f"{name}.key")
@@ -588,7 +661,7 @@ def _nothing_pulled(tmp_path: Path, dest: str) -> None:
 def test_pull_pubkey_takes_the_right_key_and_refuses_another(
     hub: FakeHub, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from rwkv_registry.signing import generate_keypair
+    from rwkv_registry.store.signing import generate_keypair
 
     reg, _, pub = _signed(tiny, tmp_path)
     _, other, _ = generate_keypair(tmp_path / "other.key")
@@ -615,7 +688,7 @@ def test_pull_pubkey_takes_the_right_key_and_refuses_another(
 def test_pull_pubkey_refuses_a_registry_re_signed_by_an_attacker(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
     """The Hub serves a changed train.json with SHA256SUMS re-signed by another key that index.json now trusts:
     the pulled registry validates against its own keys (the gap --pubkey closes), not against the publisher's."""
-    from rwkv_registry.signing import generate_keypair, sign_registry
+    from rwkv_registry.store.signing import generate_keypair, sign_registry
 
     reg, _, publisher = _signed(tiny, tmp_path, trust=True)
     attacked = copy(reg, tmp_path / "attacked")
@@ -653,7 +726,7 @@ def test_pull_pubkey_refuses_files_that_the_signed_sums_do_not_match(
 
 
 def test_pull_one_base_with_pubkey_checks_the_weights_left_on_the_hub(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
-    from rwkv_registry.signing import generate_keypair, sign_registry
+    from rwkv_registry.store.signing import generate_keypair, sign_registry
 
     reg = copy(tiny, tmp_path / "reg")
     other = "rwkv7-tiny-20260401-ctx4096"

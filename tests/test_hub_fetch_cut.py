@@ -1,4 +1,4 @@
-"""A connection cut in the middle of a body read by ``Fetcher.get`` (registry/_hub_http.py): ``validate hf://`` (its
+"""A connection cut in the middle of a body read by ``Fetcher.get`` (registry/hub/transport.py): ``validate hf://`` (its
 small files, Range reads of the weights, ``--full``'s MiSS download) and ``push``/``pull --base`` (the Hub's
 index.json), against the Hub look-alike (tests/hub_server.py).
 
@@ -19,8 +19,8 @@ from hub_server import FakeHub
 from regtools import TINY_BASE
 from test_hub import MISS_A, STATE, new_repo
 
-from rwkv_registry._hub_http import DownloadCut, Fetcher
-from rwkv_registry.cli import main
+from rwkv_registry.cli.main import main
+from rwkv_registry.hub.transport import DownloadCut, Fetcher
 
 hub = test_hub.hub
 hub_env = test_hub.hub_env

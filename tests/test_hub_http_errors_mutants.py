@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from rwkv_registry._hub_http import (
+from rwkv_registry.hub.transport import (
     LocalWriteError,
     RemoteStatusError,
     error_reason,

@@ -1,7 +1,7 @@
 """Tests from a mutation audit of the Hub modules (push, pull, validate hf://, Range reads) and a
 hostile look-alike Hub: content that disagrees with the tree listing, wrong sizes and ranges, unsafe
 paths, truncated downloads, a tampered signature. Each test here failed on at least one mutant of
-registry/hub.py, _hub_sync.py, _hub_remote.py, _hub_http.py or _hub_facts.py, or on a real bug.
+registry/hub/commands.py, _hub_sync.py, _hub_remote.py, _hub_http.py or _hub_facts.py, or on a real bug.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from hub_server import FakeHub
 from regtools import TINY_BASE, resum
 from test_hub import copy, errors, new_repo
 
-from rwkv_registry.errors import RefusedError, RegistryIOError, UsageError
-from rwkv_registry.hub import pull_registry, push_registry, validate_hub
-from rwkv_registry.validate import validate_registry
+from rwkv_registry.core.errors import RefusedError, RegistryIOError, UsageError
+from rwkv_registry.engine.validate import validate_registry
+from rwkv_registry.hub.commands import pull_registry, push_registry, validate_hub
 
 STATE = f"{TINY_BASE}/state/v1/s1.pth"
 TRAIN = f"{TINY_BASE}/state/v1/train.json"
@@ -45,7 +45,7 @@ def test_small_lfs_file_served_with_other_bytes_is_refused(hub: FakeHub, tiny: P
     fix the validator read the served bytes but took their sha256 from the listing: a signed, tampered
     train.json validated clean.
     """
-    from rwkv_registry.signing import generate_keypair, sign_registry
+    from rwkv_registry.store.signing import generate_keypair, sign_registry
 
     reg = copy(tiny, tmp_path / "reg")
     (reg / ".gitattributes").write_text("* filter=lfs diff=lfs merge=lfs -text\n")
@@ -66,7 +66,7 @@ def test_small_lfs_file_served_with_other_bytes_is_refused(hub: FakeHub, tiny: P
 def test_plain_git_file_served_with_other_bytes_is_refused(
     hub: FakeHub, tiny: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from rwkv_registry.cli import main
+    from rwkv_registry.cli.main import main
 
     repo_id = new_repo(hub, tiny)
     index = (tiny / "index.json").read_bytes()
@@ -94,16 +94,17 @@ def quiet(message: str) -> None:
 
 
 def test_push_uploads_a_plain_git_file_changed_at_the_same_size(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
-    """train.json and SHA256SUMS keep their sizes: only the git blob id tells that they changed."""
+    """README.md (its hand-written part) and SHA256SUMS keep their sizes: only the git blob id tells that they
+    changed."""
     reg = copy(tiny, tmp_path / "reg")
     repo_id = new_repo(hub, reg)
-    train = reg / TRAIN
-    train.write_bytes(train.read_bytes().replace(b"T08:00:00Z", b"T07:00:00Z", 1))
+    readme = reg / "README.md"
+    readme.write_bytes(readme.read_bytes().replace(b"Light weights", b"Small weights", 1))
     resum(reg)
     assert validate_registry(reg, use_cache=False).ok
     result = push_registry(reg, repo_id, log=quiet)
-    assert sorted(result.uploaded) == ["SHA256SUMS", TRAIN]
-    assert hub.files(repo_id)[TRAIN] == train.read_bytes()
+    assert sorted(result.uploaded) == ["README.md", "SHA256SUMS"]
+    assert hub.files(repo_id)["README.md"] == readme.read_bytes()
 
 
 def test_push_from_a_git_clone_never_publishes_dot_git(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
@@ -133,24 +134,21 @@ def _frozen_on_the_hub_only(hub: FakeHub, tiny: Path, tmp_path: Path) -> tuple[P
 
 
 def test_push_honours_a_base_frozen_in_the_remote_index_only(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
-    """The local index says active, the Hub's says frozen: a change under that base is refused."""
+    """The local index says active, the Hub's says frozen: new weights under that base are refused (GIT003)."""
+    from regtools import state_train, write_state
+
+    from rwkv_registry.store.ops import add_entry
+
     reg, repo_id, head = _frozen_on_the_hub_only(hub, tiny, tmp_path)
-    train = reg / TRAIN
-    train.write_bytes(train.read_bytes().replace(b"T08:00:00Z", b"T07:00:00Z", 1))
-    resum(reg)
-    with pytest.raises(RefusedError, match=f"{TRAIN} would change on the Hub \\(base {TINY_BASE} is frozen\\)"):
+    new = add_entry(
+        reg, write_state(tmp_path / "s3.pth", seed=3), base=TINY_BASE, data_version="v3", train=state_train("v3")
+    )
+    assert validate_registry(reg, use_cache=False).ok
+    with pytest.raises(
+        RefusedError, match=f"{new['path']} would be added under the frozen base {TINY_BASE} \\(GIT003\\)"
+    ):
         push_registry(reg, repo_id, log=quiet)
     assert hub.head(repo_id) == head
-    # the same rule in the unit: frozen in the remote index alone is enough
-    from rwkv_registry._hub_remote import RemoteEntry, RemoteRepo
-    from rwkv_registry._hub_sync import _protected
-
-    remote = RemoteRepo(None, "o/r", "main", "0" * 40, "http://h", None)  # type: ignore[arg-type]
-    remote.files[TRAIN] = RemoteEntry(TRAIN, 1, "x", None)
-    active = {"bases": [{"name": TINY_BASE, "status": "active"}]}
-    frozen = {"bases": [{"name": TINY_BASE, "status": "frozen"}]}
-    assert _protected([TRAIN], [], remote, active, frozen) != []
-    assert _protected([TRAIN], [], remote, active, active) == []
 
 
 def test_push_deletes_a_stray_root_file_even_when_nothing_else_changed(
@@ -227,8 +225,8 @@ def wrong_answer(
     LAY010 finding "cannot read" whose hint is about local permissions) naming ``path`` (None: any weight file, the
     first of those read in parallel to get it); the CLI says it with exit 2. Returns the error and the CLI's
     stderr."""
-    from rwkv_registry._hub_http import WRONG_ANSWER_HINT, WrongAnswerError
-    from rwkv_registry.cli import main
+    from rwkv_registry.cli.main import main
+    from rwkv_registry.hub.transport import WRONG_ANSWER_HINT, WrongAnswerError
 
     with pytest.raises(WrongAnswerError) as e:
         validate_hub(f"hf://{repo_id}")
@@ -309,8 +307,8 @@ def test_a_range_answer_of_the_wrong_length_is_a_remote_error(
 ) -> None:
     """Short by one byte, or megabytes too long: an error naming what was asked and what came, and a long answer is
     not read to its end."""
-    from rwkv_registry._hub_http import WrongAnswerError
-    from rwkv_registry._hub_remote import connect
+    from rwkv_registry.hub.remote import connect
+    from rwkv_registry.hub.transport import WrongAnswerError
 
     repo_id = new_repo(hub, tiny)
 
@@ -373,8 +371,8 @@ def test_a_storage_ignoring_range_on_a_large_file_is_a_remote_error(
 ) -> None:
     """A file larger than WHOLE_READ_BYTES is never downloaded by accident: the error says what was asked and what
     came, exit 2, no finding."""
-    from rwkv_registry import _hub_http
-    from rwkv_registry._hub_http import RangeIgnored
+    from rwkv_registry.hub import transport as _hub_http
+    from rwkv_registry.hub.transport import RangeIgnored
 
     monkeypatch.setattr(_hub_http, "WHOLE_READ_BYTES", 1024)
     repo_id = new_repo(hub, tiny)
@@ -392,7 +390,7 @@ def test_a_storage_ignoring_range_on_a_large_file_is_a_remote_error(
 def test_a_storage_error_status_is_a_hub_error(hub: FakeHub, tiny: Path) -> None:
     """An error status of the storage is no finding against the repository (before: LAY010, "cannot read", whose fix
     is local permissions) but an error naming the status: tests/test_hub_remote_errors.py for each status."""
-    from rwkv_registry._hub_http import RemoteStatusError
+    from rwkv_registry.hub.transport import RemoteStatusError
 
     repo_id = new_repo(hub, tiny)
 
@@ -443,7 +441,7 @@ def test_a_pulled_file_other_than_the_listing_is_refused_and_nothing_is_kept(
 ) -> None:
     """Before the fix pull kept whatever snapshot_download received (huggingface_hub checks only the size the
     resolve answer gives): the files landed in PATH and only the validation afterwards (exit 1) spoke of them."""
-    from rwkv_registry.cli import main
+    from rwkv_registry.cli.main import main
 
     repo_id = new_repo(hub, tiny)
     entry = hub.repos[repo_id].commits[hub.head(repo_id)][path]
@@ -513,7 +511,7 @@ def test_pull_one_base_brings_every_small_file_even_in_lfs(hub: FakeHub, tiny: P
     """With `* filter=lfs` the other base's train.json sits in LFS too: only weights stay on the Hub."""
     from regtools import TINY_ARCH, state_train, write_state
 
-    from rwkv_registry.ops import add_base, add_entry
+    from rwkv_registry.store.ops import add_base, add_entry
 
     reg = copy(tiny, tmp_path / "reg")
     other = "rwkv7-tiny-20260401-ctx4096"
@@ -571,7 +569,7 @@ def test_pull_downloads_the_commit_it_listed_even_if_the_branch_moves(
 
 @pytest.mark.parametrize("repo_id", ["a..b/c", "a/b..c", "a--b/c", "a/b--c", "a/b/c", "-a/b", "a/"])
 def test_repository_ids_the_hub_would_refuse_are_usage_errors(repo_id: str) -> None:
-    from rwkv_registry._hub_remote import check_repo_id
+    from rwkv_registry.hub.remote import check_repo_id
 
     with pytest.raises(UsageError, match="is not a Hugging Face repository id"):
         check_repo_id(repo_id)
@@ -581,8 +579,8 @@ def test_repository_ids_the_hub_would_refuse_are_usage_errors(repo_id: str) -> N
 def test_no_write_can_start_while_a_push_uploads(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
     """Before the fix push took no lock: an `add` started after its validation could change the files
     it was uploading, and a tree that never validated went to the Hub."""
-    from rwkv_registry.atomic import registry_lock
-    from rwkv_registry.errors import LockedError
+    from rwkv_registry.core.errors import LockedError
+    from rwkv_registry.fs.atomic import registry_lock
 
     reg = copy(tiny, tmp_path / "reg")
     repo_id = new_repo(hub)
@@ -658,7 +656,7 @@ def test_validate_hf_reads_one_commit_while_the_branch_moves(hub: FakeHub, tiny:
 
 @pytest.mark.parametrize("target", ["hf://a/b@", "a/b", "hf://a", "hf://a/b/c"])
 def test_malformed_hf_targets_are_usage_errors(target: str) -> None:
-    from rwkv_registry._hub_remote import parse_hf_target
+    from rwkv_registry.hub.remote import parse_hf_target
 
     with pytest.raises(UsageError):
         parse_hf_target(target)
@@ -673,13 +671,12 @@ def test_push_never_unfreezes_a_base(hub: FakeHub, tiny: Path, tmp_path: Path) -
         push_registry(reg, repo_id, log=quiet)
     assert hub.head(repo_id) == head
 
-    from rwkv_registry._hub_remote import RemoteRepo
-    from rwkv_registry._hub_sync import _protected
+    from rwkv_registry.store.ops import write_readme
 
-    remote = RemoteRepo(None, "o/r", "main", "0" * 40, "http://h", None)  # type: ignore[arg-type]
-    frozen = {"bases": [{"name": TINY_BASE, "status": "frozen"}]}
-    assert _protected(["index.json"], [], remote, frozen, frozen) == []  # stays frozen: fine
-    assert _protected(["index.json"], [], remote, {"bases": [{"name": TINY_BASE}]}, frozen) != []
+    (reg / "index.json").write_bytes(hub.files(repo_id)["index.json"])  # frozen here too: it may go ahead
+    write_readme(reg)
+    resum(reg)
+    assert push_registry(reg, repo_id, log=quiet).commit == hub.head(repo_id) != head
 
 
 def test_push_never_changes_a_published_base_s_identity(hub: FakeHub, tmp_path: Path) -> None:
@@ -688,7 +685,7 @@ def test_push_never_changes_a_published_base_s_identity(hub: FakeHub, tmp_path: 
     it was not trained on."""
     from regtools import build_registry
 
-    from rwkv_registry.ops import write_readme
+    from rwkv_registry.store.ops import write_readme
 
     reg = build_registry(tmp_path / "reg", tmp_path, with_miss=False)
     repo_id = new_repo(hub, reg)
@@ -772,8 +769,8 @@ def test_an_empty_remote_weight_reads_as_the_local_one_does(hub: FakeHub, tiny: 
 def test_full_downloads_are_deleted_once_read(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
     """--full downloads each MiSS file into the work directory and deletes it once read (disk use stays
     one file per thread, not the sum of all adapters)."""
-    from rwkv_registry._hub_remote import connect
-    from rwkv_registry.hub import HubValidator
+    from rwkv_registry.hub.commands import HubValidator
+    from rwkv_registry.hub.remote import connect
 
     repo_id = new_repo(hub, tiny)
     work = tmp_path / "work"
@@ -813,7 +810,7 @@ def test_a_path_listed_as_file_and_folder_is_refused(hub: FakeHub, tiny: Path, t
 def test_trouble_while_walking_is_an_error_never_a_traceback(
     hub: FakeHub, tiny: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from rwkv_registry.hub import HubValidator
+    from rwkv_registry.hub.commands import HubValidator
 
     repo_id = new_repo(hub, tiny)
 
@@ -828,7 +825,7 @@ def test_trouble_while_walking_is_an_error_never_a_traceback(
 def test_pull_refuses_two_revisions(
     hub: FakeHub, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from rwkv_registry.cli import main
+    from rwkv_registry.cli.main import main
 
     repo_id = new_repo(hub, tiny)
     assert main(["pull", f"hf://{repo_id}@main", str(tmp_path / "d"), "--revision", "other"]) == 2
@@ -840,7 +837,7 @@ def test_a_non_weight_lfs_file_too_big_to_fetch_is_checked_by_its_metadata(
     hub: FakeHub, tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An LFS file over the small-file bound is not downloaded: its listed sha256 still meets SHA256SUMS."""
-    import rwkv_registry.hub as hub_module
+    import rwkv_registry.hub.commands as hub_module
 
     reg = copy(tiny, tmp_path / "reg")
     (reg / ".gitattributes").write_text("*.json filter=lfs diff=lfs merge=lfs -text\n*.pth filter=lfs -text\n")
@@ -869,8 +866,8 @@ def base_on_hub(hub: FakeHub, tmp_path: Path) -> tuple[str, str, bytes]:
 def test_from_hub_takes_the_paths_info_of_the_file_asked_for(
     hub: FakeHub, base_on_hub: tuple[str, str, bytes], tmp_path: Path
 ) -> None:
-    from rwkv_registry.hub import add_base_from_hub
-    from rwkv_registry.ops import init_registry
+    from rwkv_registry.hub.commands import add_base_from_hub
+    from rwkv_registry.store.ops import init_registry
 
     repo_id, file, _ = base_on_hub
     reg = tmp_path / "reg"
@@ -891,8 +888,8 @@ def test_from_hub_reads_the_commit_it_records(
     hub: FakeHub, base_on_hub: tuple[str, str, bytes], tmp_path: Path
 ) -> None:
     """The branch moves right after it is resolved: sha256 and size are those of the recorded commit."""
-    from rwkv_registry.hub import add_base_from_hub
-    from rwkv_registry.ops import init_registry
+    from rwkv_registry.hub.commands import add_base_from_hub
+    from rwkv_registry.store.ops import init_registry
 
     repo_id, file, data = base_on_hub
     first = hub.head(repo_id)
@@ -916,7 +913,7 @@ def test_from_hub_reads_the_commit_it_records(
 
 @pytest.mark.parametrize("spec", ["a/b/../x.pth", "a/b/./x.pth", "a/b//x.pth", "a/b/x/", "a/b@v1/../x.pth"])
 def test_from_hub_file_paths_stay_inside_the_repository(spec: str) -> None:
-    from rwkv_registry.hub import parse_hub_file
+    from rwkv_registry.hub.commands import parse_hub_file
 
     with pytest.raises(UsageError):
         parse_hub_file(spec)
@@ -926,7 +923,7 @@ def test_from_hub_file_paths_stay_inside_the_repository(spec: str) -> None:
 
 
 def test_an_lfs_pointer_oid_with_trailing_characters_is_malformed() -> None:
-    from rwkv_registry.lfs import parse_lfs_pointer
+    from rwkv_registry.formats.lfs import parse_lfs_pointer
 
     oid = "4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393"
     good = f"version https://git-lfs.github.com/spec/v1\noid sha256:{oid}\nsize 12\n".encode()
@@ -936,7 +933,7 @@ def test_an_lfs_pointer_oid_with_trailing_characters_is_malformed() -> None:
 
 
 def test_an_lfs_pointer_first_line_must_be_exact() -> None:
-    from rwkv_registry.lfs import parse_lfs_pointer
+    from rwkv_registry.formats.lfs import parse_lfs_pointer
 
     good = b"version https://git-lfs.github.com/spec/v1\noid sha256:" + b"ab" * 32 + b"\nsize 12\n"
     assert parse_lfs_pointer(good) is not None
@@ -946,7 +943,7 @@ def test_an_lfs_pointer_first_line_must_be_exact() -> None:
 
 def test_an_lfs_pointer_is_under_1024_bytes() -> None:
     """The spec's bound: 1023 bytes parse, 1024 do not."""
-    from rwkv_registry.lfs import MAX_POINTER_SIZE, parse_lfs_pointer
+    from rwkv_registry.formats.lfs import MAX_POINTER_SIZE, parse_lfs_pointer
 
     head = b"version https://git-lfs.github.com/spec/v1\noid sha256:" + b"ab" * 32 + b"\nsize 12\nx-pad "
     for total, ok in ((MAX_POINTER_SIZE - 1, True), (MAX_POINTER_SIZE, False)):
@@ -956,7 +953,7 @@ def test_an_lfs_pointer_is_under_1024_bytes() -> None:
 
 
 def test_lfs_pointer_keys_values_and_encoding() -> None:
-    from rwkv_registry.lfs import looks_like_lfs_pointer, parse_lfs_pointer
+    from rwkv_registry.formats.lfs import looks_like_lfs_pointer, parse_lfs_pointer
 
     good = b"version https://git-lfs.github.com/spec/v1\noid sha256:" + b"ab" * 32 + b"\nsize 12\n"
     assert parse_lfs_pointer(good + b"x-ext-0.a value\n") is not None
@@ -1026,7 +1023,7 @@ def test_a_central_directory_outside_the_file_reads_as_locally(
 
 
 def test_coalesce_clips_merges_close_ranges_and_never_shrinks_one() -> None:
-    from rwkv_registry._hub_http import _coalesce
+    from rwkv_registry.hub.transport import _coalesce
 
     assert _coalesce([(-5, 3), (8, 20)], 10, gap=0) == [(0, 3), (8, 10)]  # clipped to the file
     assert _coalesce([(0, 10), (14, 20)], 100, gap=4) == [(0, 20)]  # 4 bytes apart: one request
@@ -1042,9 +1039,9 @@ def test_the_prefetch_plan_is_made_by_the_one_zip_reader(tmp_path: Path) -> None
     reader's own reads over the Range source need no further request."""
     from ckpt_hostile import write_sparse_zip64
 
-    from rwkv_registry._hub_http import Fetcher, RemoteFile
-    from rwkv_registry._zipread import read_zip
-    from rwkv_registry.ckpt import FileSource
+    from rwkv_registry.formats.ckpt import FileSource
+    from rwkv_registry.formats.zipread import read_zip
+    from rwkv_registry.hub.transport import Fetcher, RemoteFile
 
     path = tmp_path / "big.pth"
     size = write_sparse_zip64(path, 2_200_000_000)
@@ -1073,8 +1070,8 @@ def test_the_prefetch_plan_is_made_by_the_one_zip_reader(tmp_path: Path) -> None
 
 
 def test_a_remote_read_past_the_end_is_refused_before_any_request() -> None:
-    from rwkv_registry._hub_http import Fetcher, RemoteFile
-    from rwkv_registry.errors import CheckpointError
+    from rwkv_registry.core.errors import CheckpointError
+    from rwkv_registry.hub.transport import Fetcher, RemoteFile
 
     fetcher = Fetcher("http://127.0.0.1:9")  # nothing listens: a request would fail differently
     source = RemoteFile(fetcher, "http://127.0.0.1:9/blob", 10)
@@ -1137,7 +1134,7 @@ def test_pull_refuses_the_leftovers_of_an_interrupted_write(
 ) -> None:
     """Before the fix they were pulled, validation said LAY012 "run `rwkv-registry recover`", and recover rolled
     the Hub's journal forward: here its index.json over the pulled one."""
-    from rwkv_registry.atomic import JOURNAL_NAME, TMP_PREFIX
+    from rwkv_registry.fs.atomic import JOURNAL_NAME, TMP_PREFIX
 
     repo_id = new_repo(hub, tiny)
     tmp = f"{TMP_PREFIX}0a1b2c-index.json"
@@ -1170,7 +1167,7 @@ def test_pull_one_base_takes_names_with_glob_characters_literally(hub: FakeHub, 
     pattern, matched only 'notes1.md', was not downloaded, and the one-base pull failed."""
     from regtools import TINY_ARCH
 
-    from rwkv_registry.ops import add_base
+    from rwkv_registry.store.ops import add_base
 
     reg = copy(tiny, tmp_path / "reg")
     other = "rwkv7-tiny-20260401-ctx4096"
@@ -1183,7 +1180,7 @@ def test_pull_one_base_takes_names_with_glob_characters_literally(hub: FakeHub, 
 
 
 def test_names_that_only_look_like_a_git_folder_are_listed_safely() -> None:
-    from rwkv_registry._hub_remote import _safe_remote_path
+    from rwkv_registry.hub.remote import _safe_remote_path
 
     for path in (".gitattributes", "base/state/.gitkeep", ".github/workflows/ci.yml", "x.git/y", "git~10", "a.git"):
         assert _safe_remote_path(path), path
@@ -1208,7 +1205,7 @@ def test_a_push_refused_for_many_files_names_the_first_three(hub: FakeHub, tiny:
 
     from regtools import edit_index
 
-    from rwkv_registry.ops import write_readme
+    from rwkv_registry.store.ops import write_readme
 
     reg = copy(tiny, tmp_path / "reg")
     repo_id = new_repo(hub, reg)
@@ -1232,7 +1229,7 @@ def test_a_push_of_a_directory_without_index_json_is_refused_by_validation(
     hub: FakeHub, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """No registry there: validation's refusal (exit 1), no lock file created, nothing sent."""
-    from rwkv_registry.cli import main
+    from rwkv_registry.cli.main import main
 
     repo_id = new_repo(hub, tiny)
     head = hub.head(repo_id)
@@ -1254,7 +1251,7 @@ def test_a_push_where_the_lock_file_cannot_be_created_goes_on_without_it(
     import errno
     import os
 
-    from rwkv_registry.atomic import LOCK_NAME
+    from rwkv_registry.fs.atomic import LOCK_NAME
 
     reg = copy(tiny, tmp_path / "reg")
     repo_id = new_repo(hub, reg)

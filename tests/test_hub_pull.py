@@ -18,9 +18,10 @@ from hub_server import FakeHub
 from regtools import TINY_BASE
 from test_hub import errors, new_repo
 
-from rwkv_registry import _hub_sync, facts, validate
-from rwkv_registry.errors import RegistryIOError
-from rwkv_registry.hub import pull_registry
+from rwkv_registry.core.errors import RegistryIOError
+from rwkv_registry.engine import facts, validate
+from rwkv_registry.hub import sync as _hub_sync
+from rwkv_registry.hub.commands import pull_registry
 
 STATE = f"{TINY_BASE}/state/v1/s1.pth"
 
@@ -174,8 +175,8 @@ def test_a_case_only_name_clash_names_both_paths(
     downloaded" without naming the file X clashes with (and a folder clash read as a listing that changed)."""
     import huggingface_hub
 
-    from rwkv_registry.cli import main
-    from rwkv_registry.errors import RegistryIOError
+    from rwkv_registry.cli.main import main
+    from rwkv_registry.core.errors import RegistryIOError
 
     repo_id = new_repo(hub, tiny)
     hub.commit_files(repo_id, {n: f"{n}\n".encode() for n in names})
@@ -213,7 +214,7 @@ def _refused_cleanly(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, argv: list[str], before: list[Path], *needles: str
 ) -> str:
     """``rwkv-registry pull`` exits 2 with every needle in its message, no traceback, and tmp_path as before."""
-    from rwkv_registry.cli import main
+    from rwkv_registry.cli.main import main
 
     assert main(argv) == 2
     err = capsys.readouterr().err
@@ -344,7 +345,7 @@ def test_a_path_that_cannot_be_written_is_refused_before_any_request(
     """PATH (or the directory that holds it, where the download is staged) on a read-only mount or without write
     permission: refused before anything is downloaded. Before, the whole download ran and then failed (on its first
     file, or at the final move, leaving the staging directory behind)."""
-    from rwkv_registry.cli import main
+    from rwkv_registry.cli.main import main
 
     repo_id = new_repo(hub, tiny)
     parent = tmp_path / "ro"
@@ -374,7 +375,7 @@ def test_a_path_filled_by_another_command_during_the_pull_is_never_overwritten(
     (rename() replaces) and the pull validated clean."""
     import huggingface_hub
 
-    from rwkv_registry.errors import RegistryIOError
+    from rwkv_registry.core.errors import RegistryIOError
 
     repo_id = new_repo(hub, tiny)
     dest = tmp_path / "dest"
@@ -598,7 +599,7 @@ def test_a_kept_file_altered_or_cut_short_is_fetched_again(
     """What an interrupted pull left is never trusted: a kept file whose bytes changed since (same size, mtime put
     back), one cut short, and one the listing does not name are dropped; those two are fetched again, nothing
     else. The CLI's message of the interrupted pull says that rerunning it resumes (exit 130)."""
-    from rwkv_registry.cli import main
+    from rwkv_registry.cli.main import main
 
     repo_id = new_repo(hub, tiny)
     files = hub.files(repo_id)
@@ -630,7 +631,7 @@ def test_a_push_whose_commit_landed_behind_an_error_answer_reports_it(
     user to pull and redo the change."""
     import shutil
 
-    from rwkv_registry.cli import main
+    from rwkv_registry.cli.main import main
 
     repo_id = new_repo(hub)
     reg = tmp_path / "reg"
@@ -658,7 +659,7 @@ def test_a_push_refused_by_a_server_error_says_nothing_was_committed(
 
     from hub_server import _Reply
 
-    from rwkv_registry.cli import main
+    from rwkv_registry.cli.main import main
 
     repo_id = new_repo(hub)
     reg = tmp_path / "reg"
@@ -684,7 +685,7 @@ def test_validate_hf_names_the_file_the_hub_failed_to_serve(
 ) -> None:
     """A 500 on a small file of `validate hf://`. Before, "error: cannot fetch http://…/resolve/<commit>/index.json:
     Server error …" and no hint."""
-    from rwkv_registry.cli import main
+    from rwkv_registry.cli.main import main
 
     repo_id = new_repo(hub, tiny)
     monkeypatch.setattr(time, "sleep", lambda seconds: None)  # huggingface_hub's back-off between its 5 retries
@@ -751,7 +752,7 @@ def test_ctrl_c_while_the_kept_files_are_checked_keeps_them(
 ) -> None:
     """Checking what an interrupted pull kept reads every file (gigabytes, for a real registry): Ctrl-C then says, as
     during the download, where the files are and that the same pull resumes, and the next pull still keeps them."""
-    from rwkv_registry._hub_sync import PullInterrupted
+    from rwkv_registry.hub.sync import PullInterrupted
 
     repo_id = new_repo(hub, tiny)
     files = hub.files(repo_id)
@@ -836,7 +837,7 @@ def test_a_commit_of_the_same_paths_with_other_bytes_behind_an_error_answer_is_n
 
     from hub_server import _Reply
 
-    from rwkv_registry.cli import main
+    from rwkv_registry.cli.main import main
 
     repo_id = new_repo(hub)
     reg = tmp_path / "reg"
@@ -867,7 +868,7 @@ def test_two_files_missing_from_the_download_are_counted_and_a_missing_parent_is
     for two); a PATH whose parent directory does not exist is refused before any download."""
     import huggingface_hub
 
-    from rwkv_registry.errors import RegistryIOError, UsageError
+    from rwkv_registry.core.errors import RegistryIOError, UsageError
 
     repo_id = new_repo(hub, tiny)
     with pytest.raises(UsageError, match=r"the directory .*no-such-folder does not exist"):
@@ -896,7 +897,7 @@ def test_a_second_push_whose_commit_landed_behind_an_error_answer_reports_it(
 
     from regtools import resum
 
-    from rwkv_registry.cli import main
+    from rwkv_registry.cli.main import main
 
     repo_id = new_repo(hub)
     reg = tmp_path / "reg"

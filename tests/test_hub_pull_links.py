@@ -13,7 +13,7 @@ from hub_server import FakeHub
 from test_hub import new_repo
 from test_hub_pull import same_tree
 
-from rwkv_registry.cli import main
+from rwkv_registry.cli.main import main
 
 hub = test_hub.hub
 hub_env = test_hub.hub_env

@@ -22,9 +22,10 @@ from hub_server import FakeHub
 from test_hub import new_repo
 from test_hub_pull import quiet, same_tree
 
-from rwkv_registry import _hub_resume, _hub_sync
-from rwkv_registry.cli import main
-from rwkv_registry.hub import pull_registry
+from rwkv_registry.cli.main import main
+from rwkv_registry.hub import resume as _hub_resume
+from rwkv_registry.hub import sync as _hub_sync
+from rwkv_registry.hub.commands import pull_registry
 
 hub = test_hub.hub
 hub_env = test_hub.hub_env

@@ -1,4 +1,4 @@
-"""`pull` continues a file cut short with an HTTP Range request (registry/_hub_resume.py), against the Hub
+"""`pull` continues a file cut short with an HTTP Range request (registry/hub/resume.py), against the Hub
 look-alike: the bytes received stay in the staging directory, tied to the commit, path, size and digest, and the
 next run of the same pull fetches only the rest, then checks the whole file against the listing.
 
@@ -17,9 +17,10 @@ from hub_server import FakeHub
 from test_hub import new_repo
 from test_hub_pull import STATE, plain_git_repo, quiet, same_tree
 
-from rwkv_registry import _hub_http, _hub_resume
-from rwkv_registry.errors import RegistryIOError
-from rwkv_registry.hub import pull_registry
+from rwkv_registry.core.errors import RegistryIOError
+from rwkv_registry.hub import resume as _hub_resume
+from rwkv_registry.hub import transport as _hub_http
+from rwkv_registry.hub.commands import pull_registry
 
 hub = test_hub.hub
 hub_env = test_hub.hub_env
@@ -77,8 +78,8 @@ def stop_in_state(hub: FakeHub, repo_id: str, dest: Path, capsys: pytest.Capture
     """A first pull (the CLI) whose download of STATE is cut at half: exit 2, naming the file and how to resume.
     Returns the staging directory and the half. The large files are fetched one at a time in that pull, so that the
     others (before STATE in sorted order) are complete when it stops: STATE's is the one partial file."""
-    from rwkv_registry import _hub_sync
-    from rwkv_registry.cli import main
+    from rwkv_registry.cli.main import main
+    from rwkv_registry.hub import sync as _hub_sync
 
     size = len(hub.files(repo_id)[STATE])
     half = size // 2
@@ -299,7 +300,7 @@ def test_a_storage_serving_other_bytes_is_refused_after_one_whole_fetch(
 ) -> None:
     """The storage serves other bytes than the listing's, every time: the continued file fails, the whole one too;
     the pull is refused (exit 2) saying so, nothing is kept (bytes not to be trusted), and no third fetch."""
-    from rwkv_registry.cli import main
+    from rwkv_registry.cli.main import main
 
     repo_id = new_repo(hub, tiny)
     dest = tmp_path / "dest"

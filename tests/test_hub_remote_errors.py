@@ -22,10 +22,11 @@ import test_hub
 from hub_server import FakeHub
 from test_hub import MISS_A, STATE, new_repo
 
-from rwkv_registry import _hub_http, _hub_resume
-from rwkv_registry._hub_http import Fetcher, LocalWriteError, RemoteStatusError
-from rwkv_registry.cli import main
-from rwkv_registry.hub import validate_hub
+from rwkv_registry.cli.main import main
+from rwkv_registry.hub import resume as _hub_resume
+from rwkv_registry.hub import transport as _hub_http
+from rwkv_registry.hub.commands import validate_hub
+from rwkv_registry.hub.transport import Fetcher, LocalWriteError, RemoteStatusError
 
 hub = test_hub.hub
 hub_env = test_hub.hub_env

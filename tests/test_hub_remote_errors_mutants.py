@@ -26,9 +26,9 @@ from hub_server import FakeHub
 from test_hub import MISS_A, new_repo
 from test_hub_remote_errors import _blob, _cut_miss, _download, _miss_gets, _start
 
-from rwkv_registry import _hub_resume
-from rwkv_registry.cli import main
-from rwkv_registry.hub import validate_hub
+from rwkv_registry.cli.main import main
+from rwkv_registry.hub import resume as _hub_resume
+from rwkv_registry.hub.commands import validate_hub
 
 hub = test_hub_remote_errors.hub
 hub_env = test_hub_remote_errors.hub_env
@@ -54,8 +54,8 @@ def test_full_a_whole_download_with_wrong_bytes_is_a_transfer_error_fetched_once
     """A MiSS adapter downloaded whole (no cut) by ``--full`` whose bytes are not the listing's LFS sha256: the
     transfer's fault, said as such (exit 2, the file, both sha256), with one request and nothing fetched again.
     Before, the bytes were judged as the file's: an HSH001 (index hash mismatch) blaming a sound registry."""
-    from rwkv_registry.errors import RegistryIOError
-    from rwkv_registry.hub import validate_hub
+    from rwkv_registry.core.errors import RegistryIOError
+    from rwkv_registry.hub.commands import validate_hub
 
     repo_id = new_repo(hub, tiny)
     blob = _blob(hub, repo_id, MISS_A)

@@ -1,4 +1,4 @@
-"""Mutation audit of registry/_hub_resume.py and Fetcher.resume: cases the Range tests (test_hub_pull_range.py)
+"""Mutation audit of registry/hub/resume.py and Fetcher.resume: cases the Range tests (test_hub_pull_range.py)
 left open, each killing a hand-made mutant that survived them (named in each test)."""
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ from test_hub import new_repo
 from test_hub_pull import STATE, quiet, same_tree
 from test_hub_pull_range import cut_at, is_state, state_gets, stop_in_state
 
-from rwkv_registry import _hub_http, _hub_resume
-from rwkv_registry._hub_remote import RemoteRepo
-from rwkv_registry.errors import RegistryIOError
-from rwkv_registry.hub import pull_registry
+from rwkv_registry.core.errors import RegistryIOError
+from rwkv_registry.hub import resume as _hub_resume
+from rwkv_registry.hub import transport as _hub_http
+from rwkv_registry.hub.commands import pull_registry
+from rwkv_registry.hub.remote import RemoteRepo
 
 hub = test_hub.hub
 hub_env = test_hub.hub_env
@@ -386,7 +387,7 @@ def test_validate_full_counts_the_continuation_requests(hub: FakeHub, tiny: Path
     download cut mid-file included (kills the mutant of Fetcher.resume not counting its request)."""
     from test_hub import MISS_A
 
-    from rwkv_registry.hub import validate_hub
+    from rwkv_registry.hub.commands import validate_hub
 
     repo_id = new_repo(hub, tiny)
     blob = hub.repos[repo_id].commits[hub.head(repo_id)][MISS_A]

@@ -11,7 +11,7 @@ from regtools import build_registry
 
 PROBE = """
 import sys, json
-from rwkv_registry.cli import main
+from rwkv_registry.cli.main import main
 code = main(["validate", sys.argv[1], "--format", "json"])
 heavy = sorted(m for m in ("torch", "textual", "triton", "numpy", "git") if m in sys.modules)
 print("MODULES=" + json.dumps(heavy))
@@ -51,9 +51,11 @@ def test_validate_reading_a_new_small_state_file_imports_no_numpy(tmp_path: Path
 def test_importing_every_core_module_keeps_torch_out() -> None:
     code = (
         "import importlib, pkgutil, sys, rwkv_registry\n"
-        "for m in pkgutil.iter_modules(rwkv_registry.__path__):\n"
-        "    if not m.ispkg:\n"
-        "        importlib.import_module('rwkv_registry.' + m.name)\n"
+        "seen = 0\n"
+        "for m in pkgutil.walk_packages(rwkv_registry.__path__, 'rwkv_registry.'):\n"
+        "    if m.name != 'rwkv_registry.__main__':\n"
+        "        importlib.import_module(m.name); seen += 1\n"
+        "assert seen > 40, seen\n"
         "bad = [m for m in ('torch', 'textual') if m in sys.modules]\n"
         "print(bad); raise SystemExit(1 if bad else 0)\n"
     )
@@ -72,7 +74,7 @@ class NotInstalled:
         return None
 
 sys.meta_path.insert(0, NotInstalled())
-from rwkv_registry.cli import main
+from rwkv_registry.cli.main import main
 raise SystemExit(main(sys.argv[1:]))
 """
 

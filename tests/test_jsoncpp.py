@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rwkv_registry.jsoncpp import dumps
+from rwkv_registry.formats.jsoncpp import dumps
 
 
 @pytest.mark.parametrize(
@@ -120,7 +120,7 @@ def test_strings_escape_as_code_point_by_code_point() -> None:
     """Plain printable ASCII is written as it is (the fast path); every other string code point by code point: each
     code point below U+0800, samples above, alone and inside printable ASCII, give what the per-code-point walk
     gives."""
-    from rwkv_registry.jsoncpp import _string
+    from rwkv_registry.formats.jsoncpp import _string
 
     points = [*range(0x800), 0xD7FF, 0xE000, 0xFFFF, 0x10000, 0x1F600, 0x10FFFF]
     texts = ["", "r16-lr2e-5-e2", "a b~", "0" * 64]
@@ -130,6 +130,6 @@ def test_strings_escape_as_code_point_by_code_point() -> None:
 
 @given(st.text())
 def test_any_string_escapes_as_code_point_by_code_point(s: str) -> None:
-    from rwkv_registry.jsoncpp import _string
+    from rwkv_registry.formats.jsoncpp import _string
 
     assert _string(s) == _string_by_code_point(s)

@@ -1,4 +1,4 @@
-"""Tests of rwkv_registry.jsonload: strict, bounded JSON loading."""
+"""Tests of rwkv_registry.formats.jsonload: strict, bounded JSON loading."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rwkv_registry.errors import RegistryError
-from rwkv_registry.jsonload import JsonLoadError, load_json_bytes, load_json_file
+from rwkv_registry.core.errors import RegistryError
+from rwkv_registry.formats.jsonload import JsonLoadError, load_json_bytes, load_json_file
 
 
 def refused(data: bytes, **kw) -> JsonLoadError:
@@ -267,7 +267,7 @@ def test_depth_scan_matches_real_depth(value):
 
 
 def _scan_refuses(text: str, max_depth: int) -> bool:
-    from rwkv_registry.jsonload import _check_depth
+    from rwkv_registry.formats.jsonload import _check_depth
 
     try:
         _check_depth(text, max_depth, "f.json")
@@ -279,7 +279,7 @@ def _scan_refuses(text: str, max_depth: int) -> bool:
 @settings(max_examples=500, deadline=None)
 @given(text=st.text(st.sampled_from('[]{}"\\ a0é:,'), max_size=60), max_depth=st.integers(0, 6))
 def test_depth_prefilter_never_passes_what_the_scan_refuses(text, max_depth):
-    from rwkv_registry.jsonload import _depth_surely_within
+    from rwkv_registry.formats.jsonload import _depth_surely_within
 
     surely = _depth_surely_within(text.encode(), max_depth)
     refuses = _scan_refuses(text, max_depth)
@@ -295,7 +295,7 @@ def test_depth_prefilter_never_passes_what_the_scan_refuses(text, max_depth):
     )
 )
 def test_big_number_prefilter_is_the_regex(parts):
-    from rwkv_registry.jsonload import _BIG_NUMBER_RE, _big_number_possible
+    from rwkv_registry.formats.jsonload import _BIG_NUMBER_RE, _big_number_possible
 
     text = "".join(parts)
     assert _big_number_possible(text.encode()) == bool(_BIG_NUMBER_RE.search(text))
@@ -316,7 +316,7 @@ def test_read_at_most_is_read_of_the_limit_whatever_the_stat_said() -> None:
     """The size from fstat only sizes the first read: a file that grew or shrank since gives what read(limit) gives."""
     import io
 
-    from rwkv_registry.jsonload import read_at_most
+    from rwkv_registry.formats.jsonload import read_at_most
 
     for actual in (0, 1, 2, 5, 9, 10, 11, 50):
         data = bytes(range(actual))
@@ -330,7 +330,7 @@ def test_read_at_most_is_read_of_the_limit_whatever_the_stat_said() -> None:
 
 def test_read_json_bytes_refuses_an_oversize_file_unread_naming_it(tmp_path: Path) -> None:
     """By its stat size (a sparse file: nothing is read), naming ``display`` or else the path."""
-    from rwkv_registry.jsonload import JsonTooLargeError, read_json_bytes
+    from rwkv_registry.formats.jsonload import JsonTooLargeError, read_json_bytes
 
     p = tmp_path / "big.json"
     with open(p, "wb") as fh:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rwkv_registry.lfs import LfsPointer, looks_like_lfs_pointer, parse_lfs_pointer
+from rwkv_registry.formats.lfs import LfsPointer, looks_like_lfs_pointer, parse_lfs_pointer
 
 OID = "4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393"
 GOOD = f"version https://git-lfs.github.com/spec/v1\noid sha256:{OID}\nsize 12345\n".encode()

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from regtools import TINY_ARCH, TINY_BASE, build_registry, miss_train, write_miss
 
-from rwkv_registry.errors import RefusedError, UsageError
-from rwkv_registry.lineage import base_date, family_of, superseded
-from rwkv_registry.ops import add_base, add_entry, load_index
-from rwkv_registry.validate import validate_registry
+from rwkv_registry.core.errors import RefusedError, UsageError
+from rwkv_registry.engine.validate import validate_registry
+from rwkv_registry.index.lineage import base_date, family_of, superseded
+from rwkv_registry.store.ops import add_base, add_entry, load_index
 
 NEWER = TINY_BASE.replace("20260101", "20260301")
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from regtools import TINY_BASE, state_train, write_state
 
-from rwkv_registry.cli import main
-from rwkv_registry.signing import generate_keypair
+from rwkv_registry.cli.main import main
+from rwkv_registry.store.signing import generate_keypair
 
 NEW_BASE = ["--name", "rwkv7-other-20260301-ctx4096", "--sha256", "7" * 64, "--size", "1234",
             "--source", "BlinkDL/rwkv7-g1", "--arch", "n_layer=2,n_embd=128,vocab_size=65536,ffn_size=512"]  # fmt: skip

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from rwkv_registry.cli import main
+from rwkv_registry.cli.main import main
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 

@@ -1,4 +1,4 @@
-"""Checks of registry/miss.py that a mutation audit found no test for.
+"""Checks of registry/checks/miss.py that a mutation audit found no test for.
 
 Each test kills at least one hand-made mutant of miss.py that the rest of the suite let live (named
 in its docstring). The suite checks bfloat16 adapters through validate; these pin what only a
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from rwkv_registry.miss import build_manifest, scan_values, write_miss_file
+from rwkv_registry.checks.miss import build_manifest, scan_values, write_miss_file
 
 
 def _f16(*bits: int) -> bytes:
@@ -48,7 +48,7 @@ def test_the_writer_refuses_a_d_tensor_whose_second_size_is_not_the_rank() -> No
 def test_the_writer_refuses_a_tensor_of_another_dtype_than_the_package(tmp_path: Path) -> None:
     """M36: without write_miss_file's dtype check, float16 D bytes were written in a package whose manifest
     says bfloat16 (another content, the same content_version rules): nothing is written."""
-    from rwkv_registry.pthwrite import RawTensor
+    from rwkv_registry.formats.pthwrite import RawTensor
 
     name = "blocks.0.att.key.weight.D"
     dest = tmp_path / "adapter-final.pth"
@@ -74,7 +74,7 @@ def test_the_writer_refuses_a_tensor_that_is_no_miss_target(name: str) -> None:
 
 def test_a_value_of_80_characters_is_quoted_whole_and_a_longer_one_cut() -> None:
     """M38: _short cut a repr of exactly its limit (80 characters) too."""
-    from rwkv_registry.miss import check_manifest
+    from rwkv_registry.checks.miss import check_manifest
 
     def message(target: str) -> str:
         findings, _ = check_manifest({"targets": [{"layer": 0, "target": target}]}, "a.pth")

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from regtools import TINY_BASE, codes, miss_train, state_train, write_miss, write_state
 
-from rwkv_registry.cli import main
-from rwkv_registry.validate import validate_registry
+from rwkv_registry.cli.main import main
+from rwkv_registry.engine.validate import validate_registry
 
 V1 = f"{TINY_BASE}/state/v1"
 NFC = unicodedata.normalize("NFC", "café.pth")

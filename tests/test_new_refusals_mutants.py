@@ -1,7 +1,7 @@
 """Checks of the last round's refusals that a mutation audit found no test for.
 
 ``demo --smoke`` replacing only a ``<PATH>-smoke/registry`` it wrote (model/smoke/demo.py), empty path arguments
-(registry/cli.py). Each test kills at least one hand-made mutant (named in its docstring) that the rest of the
+(registry/cli/main.py). Each test kills at least one hand-made mutant (named in its docstring) that the rest of the
 suite let live.
 """
 
@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from rwkv_registry.atomic import TMP_PREFIX
-from rwkv_registry.cli import main
-from rwkv_registry.errors import UsageError
+from rwkv_registry.cli.main import main
+from rwkv_registry.core.errors import UsageError
+from rwkv_registry.fs.atomic import TMP_PREFIX
 from rwkv_registry.model.smoke.demo import check_tiny_registry_dir
-from rwkv_registry.ops import init_registry
+from rwkv_registry.store.ops import init_registry
 
 
 def _earlier_demo(work: Path) -> Path:

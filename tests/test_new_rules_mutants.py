@@ -13,11 +13,11 @@ import pytest
 from regtools import TINY_BASE, all_codes, edit_index, resum, state_train, write_state
 from test_validate_rules import MISS_A, STATE, _same_base_file_twice
 
-from rwkv_registry.errors import RefusedError, UsageError
-from rwkv_registry.ops import add_entry, write_sums
-from rwkv_registry.rules import Finding
-from rwkv_registry.sums import parse_sums
-from rwkv_registry.validate import validate_registry
+from rwkv_registry.core.errors import RefusedError, UsageError
+from rwkv_registry.core.rules import Finding
+from rwkv_registry.engine.validate import validate_registry
+from rwkv_registry.index.sums import parse_sums
+from rwkv_registry.store.ops import add_entry, write_sums
 
 V1 = f"{TINY_BASE}/state/v1"
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from regtools import TINY_BASE
 
-from rwkv_registry.cli import main
-from rwkv_registry.rules import RULES
-from rwkv_registry.validate import validate_registry
+from rwkv_registry.cli.main import main
+from rwkv_registry.core.rules import RULES
+from rwkv_registry.engine.validate import validate_registry
 
 
 def _found(root: Path) -> list[tuple[str, str]]:

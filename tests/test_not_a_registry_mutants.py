@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from regtools import TINY_BASE
 
-from rwkv_registry import validate as validate_mod
-from rwkv_registry.validate import validate_registry
+from rwkv_registry.engine import validate as validate_mod
+from rwkv_registry.engine.validate import validate_registry
 
 
 def _codes(root: Path) -> list[str]:

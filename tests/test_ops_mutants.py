@@ -1,4 +1,4 @@
-"""Cases that a mutation audit of the write commands (registry/ops.py, atomic.py, readme.py) found untested.
+"""Cases that a mutation audit of the write commands (registry/store/ops.py, atomic.py, readme.py) found untested.
 Each pins a behaviour a user sees (exit code, refusal message, files left byte-identical, what index.json,
 README.md and SHA256SUMS hold) that some plausible bug changed while every other test still passed."""
 
@@ -12,9 +12,9 @@ import pytest
 from regtools import DATA_SHA, TINY_BASE, edit_index, miss_train, state_train, write_miss, write_state
 from test_cli_robustness import ARCH, clean_error, snapshot
 
-from rwkv_registry.cli import main
-from rwkv_registry.errors import RefusedError, UsageError
-from rwkv_registry.ops import add_base, add_entry
+from rwkv_registry.cli.main import main
+from rwkv_registry.core.errors import RefusedError, UsageError
+from rwkv_registry.store.ops import add_base, add_entry
 
 STATE = f"{TINY_BASE}/state/v1/s1.pth"
 
@@ -84,13 +84,13 @@ def test_init_refuses_a_directory_holding_only_a_gitignore(tmp_path: Path, capsy
 def test_a_failed_init_keeps_the_empty_directory_it_did_not_create(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from rwkv_registry.errors import RegistryIOError
+    from rwkv_registry.core.errors import RegistryIOError
 
     def fail(*args: Any, **kwargs: Any) -> None:
         raise RegistryIOError("disk full (simulated)")
 
     (tmp_path / "mine").mkdir()
-    monkeypatch.setattr("rwkv_registry.ops._publish", fail)
+    monkeypatch.setattr("rwkv_registry.store.ops._publish", fail)
     assert main(["init", str(tmp_path / "mine")]) == 2
     assert (tmp_path / "mine").is_dir()
 
@@ -312,8 +312,8 @@ def test_add_refuses_a_train_json_whose_alpha_is_not_the_adapters(
 def test_a_staged_copy_that_differs_from_the_checked_file_is_refused(
     reg: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from rwkv_registry.atomic import Transaction
-    from rwkv_registry.errors import RegistryIOError
+    from rwkv_registry.core.errors import RegistryIOError
+    from rwkv_registry.fs.atomic import Transaction
 
     copy = Transaction.copy_file
 
@@ -357,7 +357,7 @@ def test_recommended_moves_only_within_its_base_and_method(reg: Path, tmp_path: 
 
 
 def test_update_index_refuses_an_edit_that_breaks_the_schema_and_writes_nothing(reg: Path) -> None:
-    from rwkv_registry.ops import update_index
+    from rwkv_registry.store.ops import update_index
 
     before = snapshot(reg)
     with pytest.raises(RefusedError, match=r"the new index\.json would not follow its schema"):
@@ -368,7 +368,7 @@ def test_update_index_refuses_an_edit_that_breaks_the_schema_and_writes_nothing(
 
 
 def test_readme_uses_the_registry_title_when_rebuilt(reg: Path) -> None:
-    from rwkv_registry.ops import update_index
+    from rwkv_registry.store.ops import update_index
 
     update_index(reg, lambda index: index["registry"].update(title="Tiny weights"))
     assert main(["readme", str(reg), "--reset"]) == 0
@@ -412,7 +412,7 @@ def test_readme_rows_follow_index_order_with_paths_relative_to_the_base(reg: Pat
 
 
 def test_readme_shows_scores_issues_and_unpublished_weights_under_their_own_base(reg: Path) -> None:
-    from rwkv_registry.ops import update_index
+    from rwkv_registry.store.ops import update_index
 
     other = "rwkv7-other-20270101-ctx4096"
     assert main(_meta(reg, name=other)) == 0
@@ -502,8 +502,8 @@ def test_every_file_is_fsynced_before_its_rename_and_its_directory_after(
 def test_a_failed_atomic_write_leaves_no_temporary_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 
-    from rwkv_registry.atomic import atomic_write_bytes
-    from rwkv_registry.errors import RegistryIOError
+    from rwkv_registry.core.errors import RegistryIOError
+    from rwkv_registry.fs.atomic import atomic_write_bytes
 
     def fail(src: Any, dst: Any) -> None:
         raise OSError(28, "No space left on device")
@@ -523,8 +523,8 @@ def test_a_blocked_writer_waits_its_timeout_in_all(
 
     from filelock import FileLock
 
-    from rwkv_registry import atomic
-    from rwkv_registry.errors import LockedError
+    from rwkv_registry.core.errors import LockedError
+    from rwkv_registry.fs import atomic
 
     monkeypatch.setattr(atomic, "_stderr_is_terminal", lambda: True)
     monkeypatch.setattr(atomic, "WAIT_NOTICE_TTY_S", 0.4)
@@ -567,7 +567,7 @@ def test_add_takes_a_file_whose_only_findings_are_warnings(reg: Path, tmp_path: 
     (MIS017, a warning: the server uses the manifest's scale) is accepted, and validate then warns."""
     from test_validate_rules import custom_miss
 
-    from rwkv_registry.validate import validate_registry
+    from rwkv_registry.engine.validate import validate_registry
 
     f = tmp_path / "in" / "r4-c" / "adapter-final.pth"
     f.parent.mkdir(parents=True)
@@ -610,7 +610,7 @@ def test_add_refuses_another_trainer_or_data_in_a_miss_directory(
 
 def test_recover_never_looks_inside_dot_git(reg: Path) -> None:
     """Mutant: the temporary-file sweep walked into `.git` and deleted whatever matched the prefix there."""
-    from rwkv_registry.atomic import TMP_PREFIX, recover
+    from rwkv_registry.fs.atomic import TMP_PREFIX, recover
 
     (reg / ".git").mkdir()
     kept = reg / ".git" / f"{TMP_PREFIX}keep"
@@ -625,8 +625,8 @@ def test_a_journal_that_cannot_be_written_rolls_the_write_back(
 ) -> None:
     """Mutant: the transaction marked journaled before its journal was written: a journal write that failed (a full
     disk) left the staged temporary files behind, since rollback thought the write rolled forward."""
-    from rwkv_registry import atomic
-    from rwkv_registry.errors import RegistryIOError
+    from rwkv_registry.core.errors import RegistryIOError
+    from rwkv_registry.fs import atomic
 
     real = atomic._atomic_write
 
@@ -649,7 +649,7 @@ def test_atomic_write_bytes_fsyncs_the_directory_after_its_rename(
     name); inside a commit the root's fsync right after the journal hid it, but `compare`'s result files rely on it."""
     import os
 
-    from rwkv_registry.atomic import atomic_write_bytes
+    from rwkv_registry.fs.atomic import atomic_write_bytes
 
     events: list[str] = []
     fsync, replace = os.fsync, os.replace
@@ -698,7 +698,7 @@ def test_after_an_add_and_an_edit_validate_checks_only_the_edited_entry_against_
     edited afterwards (its verdict no longer applies), the next validate checks the edited entry against the schema
     and not the added one (mutation audit: journaling the entries known before instead went unnoticed)."""
     from rwkv_registry import schemas
-    from rwkv_registry.validate import validate_registry
+    from rwkv_registry.engine.validate import validate_registry
 
     validate_registry(reg)  # the cache knows the registry
     add_entry(

@@ -6,7 +6,7 @@ import errno
 
 import pytest
 
-from rwkv_registry.errors import os_error_hint
+from rwkv_registry.core.errors import os_error_hint
 
 
 @pytest.mark.parametrize(

@@ -49,7 +49,7 @@ def test_a_giant_name_makes_no_giant_output(reg: Path, case: str) -> None:
     make, code = CASES[case]
     make(reg)
     for fmt in ("text", "json"):
-        run = subprocess.run([sys.executable, "-m", "rwkv_registry.cli", "validate", str(reg), "--format", fmt],
+        run = subprocess.run([sys.executable, "-m", "rwkv_registry.cli.main", "validate", str(reg), "--format", fmt],
                              capture_output=True, text=True)  # fmt: skip
         assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr[-500:]
         assert len(run.stdout) < 8000, f"{fmt}: {len(run.stdout):,} characters"

@@ -37,7 +37,7 @@ pytestmark = pytest.mark.skipif(not _can_drop(), reason="permission bits cannot 
 
 def run_cli(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*_PREFIX, sys.executable, "-m", "rwkv_registry.cli", *map(str, args)],
+        [*_PREFIX, sys.executable, "-m", "rwkv_registry.cli.main", *map(str, args)],
         capture_output=True,
         text=True,
         cwd=cwd,

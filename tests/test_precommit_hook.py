@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from rwkv_registry.cli import main
-from rwkv_registry.ops import PRECOMMIT
+from rwkv_registry.cli.main import main
+from rwkv_registry.store.ops import PRECOMMIT
 
 pytestmark = pytest.mark.skipif(
     shutil.which("git") is None or importlib.util.find_spec("pre_commit") is None,

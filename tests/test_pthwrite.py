@@ -11,10 +11,10 @@ import pytest
 import torch
 from conformance.lightning_cpp import lightning_bytes
 
-from rwkv_registry import pthwrite
-from rwkv_registry.ckpt import open_checkpoint
-from rwkv_registry.errors import CheckpointError, UsageError
-from rwkv_registry.pthwrite import RawTensor, write_pth
+from rwkv_registry.core.errors import CheckpointError, UsageError
+from rwkv_registry.formats import pthwrite
+from rwkv_registry.formats.ckpt import open_checkpoint
+from rwkv_registry.formats.pthwrite import RawTensor, write_pth
 
 
 def raw(t: torch.Tensor) -> RawTensor:

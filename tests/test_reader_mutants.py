@@ -1,6 +1,6 @@
 """Checks of the safe reader that a mutation audit found no test for.
 
-Each test pins one check of registry/_pickle.py, _zipread.py, ckpt.py, sums.py or lfs.py that
+Each test pins one check of registry/formats/unpickle.py, _zipread.py, ckpt.py, sums.py or lfs.py that
 could be broken (an off-by-one, a dropped comparison) with the rest of the suite still passing.
 Where torch reads the same bytes, the test says what torch does with them.
 """
@@ -14,11 +14,11 @@ import pytest
 import torch
 from ckpt_hostile import Entry, build_zip, checkpoint_entries, safetensors_bytes, simple_pickle, with_pickle
 
-from rwkv_registry._pickle import MAX_DEPTH, parse_tensor_pickle
-from rwkv_registry.ckpt import MemorySource, open_checkpoint
-from rwkv_registry.errors import CheckpointError
-from rwkv_registry.lfs import LFS_VERSION_LINE, LfsPointer, parse_lfs_pointer
-from rwkv_registry.sums import format_sums, parse_sums
+from rwkv_registry.core.errors import CheckpointError
+from rwkv_registry.formats.ckpt import MemorySource, open_checkpoint
+from rwkv_registry.formats.lfs import LFS_VERSION_LINE, LfsPointer, parse_lfs_pointer
+from rwkv_registry.formats.unpickle import MAX_DEPTH, parse_tensor_pickle
+from rwkv_registry.index.sums import format_sums, parse_sums
 
 # --- pickle builders ---------------------------------------------------------------------------
 

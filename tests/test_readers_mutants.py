@@ -18,18 +18,13 @@ from typing import Any
 import pytest
 from regtools import TINY_ARCH, TINY_BASE
 
-from rwkv_registry import pthwrite
-from rwkv_registry.arch import (
-    architecture_from_shapes,
-    default_lora_widths,
-    miss_target_shape,
-    parse_arch_option,
-    state_shape,
-)
-from rwkv_registry.errors import RegistryIOError, UsageError
-from rwkv_registry.facts import FactsCache, compute_facts, sha256_file, stat_key
-from rwkv_registry.jsoncpp import dumps
-from rwkv_registry.jsonload import (
+from rwkv_registry.core.errors import RegistryIOError, UsageError
+from rwkv_registry.core.fsio import sha256_file
+from rwkv_registry.engine.facts import FactsCache, compute_facts, stat_key
+from rwkv_registry.engine.validate import validate_registry
+from rwkv_registry.formats import pthwrite
+from rwkv_registry.formats.jsoncpp import dumps
+from rwkv_registry.formats.jsonload import (
     JsonLoadError,
     is_finite_number,
     is_integer,
@@ -37,9 +32,15 @@ from rwkv_registry.jsonload import (
     load_json_file,
     read_json_bytes,
 )
-from rwkv_registry.lineage import base_date, family_of, superseded
-from rwkv_registry.pthwrite import RawTensor, write_pth
-from rwkv_registry.validate import validate_registry
+from rwkv_registry.formats.pthwrite import RawTensor, write_pth
+from rwkv_registry.index.arch import (
+    architecture_from_shapes,
+    default_lora_widths,
+    miss_target_shape,
+    parse_arch_option,
+    state_shape,
+)
+from rwkv_registry.index.lineage import base_date, family_of, superseded
 
 STATE = f"{TINY_BASE}/state/v1/s1.pth"
 
@@ -187,7 +188,7 @@ def test_a_file_is_read_with_a_bound_even_if_it_grew_since_stat(tmp_path: Path, 
     # asks for stat's size + 1 (read(n) allocates n bytes first); only a file that grew is read on, to the limit.
     import builtins
 
-    from rwkv_registry import jsonload
+    from rwkv_registry.formats import jsonload
 
     p = tmp_path / "x.json"
     p.write_bytes(b"[1]")
@@ -367,8 +368,8 @@ def test_architecture_refuses_tensors_of_the_wrong_rank(name: str, shape: tuple[
 
 
 def test_add_base_of_a_file_with_a_one_dimensional_r_k_is_refused_cleanly(tmp_path: Path, capsys: Any) -> None:
-    from rwkv_registry.cli import main
-    from rwkv_registry.ops import init_registry
+    from rwkv_registry.cli.main import main
+    from rwkv_registry.store.ops import init_registry
 
     init_registry(tmp_path / "reg", name="test/registry")
     base = tmp_path / "rwkv7-odd-20260101.pth"
@@ -405,7 +406,7 @@ def test_arch_option_defaults_and_given_values() -> None:
     arch = parse_arch_option("n_layer=2,n_embd=128,vocab_size=10,lora_decay=64")
     assert arch["ffn_size"] == 4 * 128 and arch["n_head"] == 2  # A19
     assert arch["lora"]["decay"] == 64  # A20
-    from rwkv_registry.arch import _arch_maxima
+    from rwkv_registry.index.arch import _arch_maxima
 
     tops = _arch_maxima()
     top = parse_arch_option(f"n_layer={tops['n_layer']},n_embd=128,vocab_size={tops['vocab_size']}")  # A16
@@ -663,7 +664,7 @@ def test_a_cache_of_another_version_is_not_trusted(registry: Path, version: Any)
 def test_a_file_changed_while_it_is_read_is_not_cached(registry: Path, monkeypatch: Any) -> None:
     # the stat after reading differs from the one before: the facts are not remembered (and the next run,
     # whose stat differs too, reads the file again)
-    import rwkv_registry.facts as facts_mod
+    import rwkv_registry.engine.facts as facts_mod
 
     p = registry / STATE
     real = facts_mod.compute_facts
@@ -698,7 +699,7 @@ def test_two_registries_keep_their_own_warm_caches(registry: Path, tmp_path: Pat
 def test_entries_of_deleted_files_are_dropped(registry: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # F14, F17: a removed file's entry leaves the cache (a "gone" journal line, read back), and its blobs leave the
     # cache file when it is rewritten
-    from rwkv_registry import facts
+    from rwkv_registry.engine import facts
 
     validate_registry(registry)
     for p in sorted(registry.rglob("adapter-final.pth")):
@@ -883,7 +884,7 @@ def test_a_state_is_what_the_server_counts_as_one(tmp_path: Path) -> None:
 @pytest.mark.parametrize("over", [0, 1])
 def test_manifest_size_limit_is_inclusive(tmp_path: Path, over: int) -> None:
     # F24: a miss.json of exactly MANIFEST_MAX_BYTES is read; one byte more is MIS002
-    from rwkv_registry.miss import MANIFEST_MAX_BYTES
+    from rwkv_registry.checks.miss import MANIFEST_MAX_BYTES
 
     head = b'{"method": "miss", "pad": "'
     manifest = head + b"x" * (MANIFEST_MAX_BYTES + over - len(head) - 2) + b'"}'
@@ -907,7 +908,7 @@ def test_a_manifest_target_without_a_tensor(tmp_path: Path) -> None:
     # F26, F38: one more target than tensors (a target the manifest check refuses): MIS009, no content_version
     from regtools import write_miss
 
-    from rwkv_registry.ckpt import open_checkpoint
+    from rwkv_registry.formats.ckpt import open_checkpoint
 
     src = tmp_path / "src.pth"
     manifest = write_miss(src)
@@ -927,7 +928,7 @@ def test_legacy_float16_adapter_gets_a_content_version(tmp_path: Path) -> None:
     # F27: content_version is recomputed for fp16 adapters too (FORMATS §4: bf16, or legacy fp16)
     from regtools import bf16_bytes, target_shape
 
-    from rwkv_registry.miss import MISS_TARGETS, write_miss_file
+    from rwkv_registry.checks.miss import MISS_TARGETS, write_miss_file
 
     tensors = {}
     for layer in range(TINY_ARCH["n_layer"]):
@@ -947,7 +948,7 @@ def test_legacy_float16_adapter_gets_a_content_version(tmp_path: Path) -> None:
 
 def test_cached_schema_errors_are_keyed_by_schema_digest_and_name(registry: Path, monkeypatch: Any) -> None:
     # V01, V02
-    import rwkv_registry.validate as validate_mod
+    import rwkv_registry.engine.validate as validate_mod
 
     validate_registry(registry)
     path = _cache_file()

@@ -22,7 +22,7 @@ from conformance.miss_adapter_cpp import export_input, trainer_targets
 from conformance.miss_tune_adapter import save_adapter_pth
 from regtools import miss_train, state_train, write_tiny_base
 
-from rwkv_registry.cli import build_parser
+from rwkv_registry.cli.main import build_parser
 
 sys.path.insert(0, str(Path(__file__).parent / "conformance"))  # the State writers import their helpers by name
 from state_tune_writer import state_tune_bytes
@@ -58,7 +58,7 @@ def test_every_command_has_its_line_in_the_readme() -> None:
 
 
 def test_the_pre_commit_snippet_is_what_init_writes(tmp_path: Path) -> None:
-    from rwkv_registry.cli import main
+    from rwkv_registry.cli.main import main
 
     assert main(["init", str(tmp_path / "reg")]) == 0
     written = (tmp_path / "reg" / ".pre-commit-config.yaml").read_text()

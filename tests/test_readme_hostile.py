@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from regtools import TINY_BASE, edit_index, resum, state_train, write_state
 
-from rwkv_registry.cli import main
-from rwkv_registry.readme import BASES_BEGIN, BASES_END, SECTIONS_BEGIN, SECTIONS_END
-from rwkv_registry.validate import validate_registry
+from rwkv_registry.cli.main import main
+from rwkv_registry.engine.validate import validate_registry
+from rwkv_registry.index.readme import BASES_BEGIN, BASES_END, SECTIONS_BEGIN, SECTIONS_END
 
 
 @pytest.mark.parametrize("marker", [BASES_BEGIN, BASES_END, SECTIONS_BEGIN, SECTIONS_END])

@@ -1,4 +1,4 @@
-"""Checks of registry/readme.py that a mutation audit found no test for.
+"""Checks of registry/index/readme.py that a mutation audit found no test for.
 
 ``validate`` renders the README's generated regions with the same functions that ``add`` and ``readme`` write
 them with, so a change of the rendering passes every validation test: these tests read the rendered text itself.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rwkv_registry.readme import (
+from rwkv_registry.index.readme import (
     BASES_BEGIN,
     BASES_END,
     SECTIONS_BEGIN,

@@ -1,4 +1,5 @@
-"""The safetensors reader's bounds (registry/ckpt.py ``_safetensors_header``): a header of up to 8 MiB and 16,384
+"""The safetensors reader's bounds
+(registry/formats/ckpt.py ``_safetensors_header``): a header of up to 8 MiB and 16,384
 tensors is read; one byte or one tensor more is PTH012, with a hint saying why (a State's header is a few KB; the
 safetensors library itself allows 100 MB, which costs three times that in Python)."""
 
@@ -11,9 +12,9 @@ from pathlib import Path
 import pytest
 from ckpt_hostile import safetensors_bytes
 
-from rwkv_registry.ckpt import MAX_SAFETENSORS_HEADER, MAX_SAFETENSORS_TENSORS, MemorySource, open_checkpoint
-from rwkv_registry.errors import CheckpointError
-from rwkv_registry.validate import validate_registry
+from rwkv_registry.core.errors import CheckpointError
+from rwkv_registry.engine.validate import validate_registry
+from rwkv_registry.formats.ckpt import MAX_SAFETENSORS_HEADER, MAX_SAFETENSORS_TENSORS, MemorySource, open_checkpoint
 
 
 def _empty(n: int) -> bytes:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from rwkv_registry import schemas
-from rwkv_registry.miss import MISS_TARGETS
+from rwkv_registry.checks.miss import MISS_TARGETS
 from rwkv_registry.schemas import SCHEMA_NAMES, load_schema, schema_digest, schema_errors
 
 BASE = "rwkv7-g1k-7.2b-20260930-ctx25600"
@@ -1013,7 +1013,7 @@ def test_schema_files_are_strict_json_on_disk():
     # Each schema file parses with the strict loader (no duplicate keys) and is the package's data.
     from importlib import resources
 
-    from rwkv_registry.jsonload import load_json_bytes
+    from rwkv_registry.formats.jsonload import load_json_bytes
 
     folder = resources.files("rwkv_registry.schemas")
     files = sorted(p.name for p in folder.iterdir() if p.name.endswith(".schema.json"))
@@ -1048,7 +1048,7 @@ def test_validation_touches_no_network(monkeypatch):
 
 def test_import_is_light():
     code = (
-        "import sys, rwkv_registry.schemas, rwkv_registry.jsonload; "
+        "import sys, rwkv_registry.schemas, rwkv_registry.formats.jsonload; "
         "print(sorted(m for m in ('jsonschema', 'referencing', 'torch', 'textual') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -1173,7 +1173,7 @@ def test_memo_key_tells_equal_values_of_other_types_apart():
 def test_the_index_schema_lists_every_sampling_preset_as_its_examples() -> None:
     """entries[].sampling is any string to the schema (validate's PRF003 judges the name, with a did-you-mean); its
     examples and description name the presets RWKV-Agent's presets.go defines, the table the tool uses."""
-    from rwkv_registry.sampling import SAMPLING_PRESETS
+    from rwkv_registry.index.sampling import SAMPLING_PRESETS
 
     prop = load_schema("index")["$defs"]["entry"]["properties"]["sampling"]
     assert prop["type"] == "string" and "enum" not in prop

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from regtools import TINY_BASE, edit_index, miss_train, write_miss
 
-from rwkv_registry.errors import RefusedError
-from rwkv_registry.ops import add_entry
-from rwkv_registry.validate import validate_registry
+from rwkv_registry.core.errors import RefusedError
+from rwkv_registry.engine.validate import validate_registry
+from rwkv_registry.store.ops import add_entry
 
 STATE = f"{TINY_BASE}/state/v1/s1.pth"
 MISS_A = f"{TINY_BASE}/miss/v2/r4-a/adapter-final.pth"
@@ -249,7 +249,7 @@ def test_idx017_a_score_of_another_export_and_a_state_with_a_version(reg: Path) 
         f"entry 'v2-r4-a', exam 2026-10-17: measured on the adapter registered as content_version {'5' * 64}, "
         f"but this entry's file is {own}",
     ]
-    from rwkv_registry.rules import RULES
+    from rwkv_registry.core.rules import RULES
 
     assert str(RULES["IDX017"].severity) == "error"
 
@@ -275,7 +275,7 @@ def test_readme_scores_show_the_registered_content_version(reg: Path) -> None:
     """Before the fix the README's scores table left out a score's content_version (IDX017's field), so a reader
     could not tell which export was measured. The row now shows it; validate renders with the same code, so a README
     not regenerated after recording it is RDM002, and regenerated it is clean."""
-    from rwkv_registry.ops import write_readme
+    from rwkv_registry.store.ops import write_readme
 
     own = _own_version(reg)
     assert _findings(reg, "RDM002", miss=[_score(content_version=own)], state=[_score(content_version=None)]) == [
@@ -411,7 +411,7 @@ def _miss_entry(group: str, rank: int = 16) -> dict[str, Any]:
 
 
 def _names(entries: list[dict[str, Any]], runs: list[dict[str, Any]] | None = None, **hyper: Any) -> list[str]:
-    from rwkv_registry.validate import train_findings
+    from rwkv_registry.engine.validate import train_findings
 
     method = entries[0]["method"]
     t: dict[str, Any] = {"method": method, "hyperparameters": hyper}
@@ -465,7 +465,7 @@ def test_add_shows_the_warnings_its_entry_brings_and_no_earlier_ones(
     """`add` runs the train.json rules before writing: an error refuses, and a warning (TRN009 here) is shown once
     the entry is written (exit 0), as `validate` would report it. A later entry of the same directory that brings
     no warning of its own does not repeat its sibling's."""
-    from rwkv_registry.cli import main
+    from rwkv_registry.cli.main import main
 
     train = tmp_path / "train.json"
     train.write_text(json.dumps(miss_train("v3", groups=("r4-lr3e-5", "r4-lr2e-5"))))

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from rwkv_registry.facts import FactsCache, stat_key
-from rwkv_registry.ops import compute_sums
-from rwkv_registry.validate import validate_registry
+from rwkv_registry.engine.facts import FactsCache, stat_key
+from rwkv_registry.engine.validate import validate_registry
+from rwkv_registry.store.ops import compute_sums
 
 
 def _weights(reg: Path) -> list[str]:

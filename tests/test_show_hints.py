@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from rwkv_registry import cli
-from rwkv_registry.cli import main
-from rwkv_registry.errors import RefusedError, UsageError
-from rwkv_registry.rules import RULES
-from rwkv_registry.validate import validate_registry
+from rwkv_registry.cli import main as cli
+from rwkv_registry.cli.main import main
+from rwkv_registry.core.errors import RefusedError, UsageError
+from rwkv_registry.core.rules import RULES
+from rwkv_registry.engine.validate import validate_registry
 
 
 def _entries(reg: Path) -> list[dict[str, object]]:

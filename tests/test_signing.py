@@ -17,11 +17,11 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from rwkv_registry.cli import main
-from rwkv_registry.errors import RefusedError, UsageError
-from rwkv_registry.rules import RULES
-from rwkv_registry.signing import SIG_NAME, generate_keypair, sign_registry
-from rwkv_registry.validate import validate_registry
+from rwkv_registry.cli.main import main
+from rwkv_registry.core.errors import RefusedError, UsageError
+from rwkv_registry.core.rules import RULES
+from rwkv_registry.engine.validate import validate_registry
+from rwkv_registry.store.signing import SIG_NAME, generate_keypair, sign_registry
 
 
 @pytest.fixture
@@ -253,7 +253,7 @@ def test_keygen_names_what_is_wrong_with_the_path(tmp_path: Path) -> None:
 
 
 def test_verify_names_a_directory_where_the_signature_belongs(reg: Path, keys: tuple[Path, Path]) -> None:
-    from rwkv_registry.cli import main
+    from rwkv_registry.cli.main import main
 
     _, pub = keys
     (reg / SIG_NAME).mkdir()

@@ -1,4 +1,4 @@
-"""Tests from a mutation audit of registry/signing.py: each failed on at least one mutant that the
+"""Tests from a mutation audit of registry/store/signing.py: each failed on at least one mutant that the
 signing tests let through (a field of SHA256SUMS.sig not checked, a group-readable key accepted, a
 key file overwritten in a race, a public key decoded leniently...), or on a real bug."""
 
@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 import test_signing
 
-from rwkv_registry.cli import main
-from rwkv_registry.errors import RefusedError, UsageError
-from rwkv_registry.signing import SIG_NAME, generate_keypair, parse_public_key, read_signature, sign_registry
-from rwkv_registry.validate import validate_registry
+from rwkv_registry.cli.main import main
+from rwkv_registry.core.errors import RefusedError, UsageError
+from rwkv_registry.engine.validate import validate_registry
+from rwkv_registry.store.signing import SIG_NAME, generate_keypair, parse_public_key, read_signature, sign_registry
 
 keys = test_signing.keys  # the same fixture: a fresh Ed25519 key pair
 sig_codes = test_signing.sig_codes
@@ -162,7 +162,7 @@ def test_keygen_on_a_read_only_file_system_is_an_io_error(tmp_path: Path, monkey
     """Only an existing file is 'already exists'; any other failure to create the key says what it was."""
     import errno
 
-    from rwkv_registry.errors import RegistryIOError
+    from rwkv_registry.core.errors import RegistryIOError
 
     real_open = os.open
 
@@ -253,7 +253,7 @@ def test_keygen_leaves_no_private_key_when_the_public_one_cannot_be_written(
 ) -> None:
     import errno
 
-    from rwkv_registry.errors import RegistryIOError
+    from rwkv_registry.core.errors import RegistryIOError
 
     real_open = os.open
 
@@ -344,7 +344,7 @@ def test_sig002_of_a_signature_made_by_another_key_over_the_same_sums(reg: Path,
 
 
 def test_unreadable_trusted_keys_in_the_index_are_skipped(keys: tuple[Path, Path]) -> None:
-    from rwkv_registry.signing import index_keys
+    from rwkv_registry.store.signing import index_keys
 
     _, pub = keys
     good = parse_public_key(pub.read_text())

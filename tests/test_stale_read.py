@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from regtools import TINY_ARCH, TINY_BASE, edit_index, state_train, write_state
 
-from rwkv_registry import atomic
-from rwkv_registry.cli import main
-from rwkv_registry.errors import RefusedError
-from rwkv_registry.ops import add_base, add_entry, update_index, write_readme
+from rwkv_registry.cli.main import main
+from rwkv_registry.core.errors import RefusedError
+from rwkv_registry.fs import atomic
+from rwkv_registry.store.ops import add_base, add_entry, update_index, write_readme
 
 
 def _snapshot(root: Path) -> dict[str, bytes]:

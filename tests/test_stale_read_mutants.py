@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from rwkv_registry import atomic
-from rwkv_registry.errors import RefusedError
+from rwkv_registry.core.errors import RefusedError
+from rwkv_registry.fs import atomic
 
 FIELDS = ["st_dev", "st_ino", "st_size", "st_mtime_ns", "st_ctime_ns"]
 
@@ -109,7 +109,7 @@ def test_a_stat_that_fails_otherwise_is_an_error_not_an_absent_file(tmp_path: Pa
     """Only a missing file (or a file where a directory was expected) is 'absent': any other failure to stat it
     (here a name too long) is an error naming the path, never taken as 'no file' (which would let a write
     proceed over a file the command could not look at)."""
-    from rwkv_registry.errors import RegistryIOError
+    from rwkv_registry.core.errors import RegistryIOError
 
     long_name = "n" * 300
     with pytest.raises(RegistryIOError, match="cannot stat") as info:

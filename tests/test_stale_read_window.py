@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from regtools import TINY_BASE, state_train, write_state
 
-from rwkv_registry import atomic
-from rwkv_registry.atomic import JOURNAL_NAME, LOCK_NAME, Transaction
-from rwkv_registry.cli import main
-from rwkv_registry.errors import RefusedError
+from rwkv_registry.cli.main import main
+from rwkv_registry.core.errors import RefusedError
+from rwkv_registry.fs import atomic
+from rwkv_registry.fs.atomic import JOURNAL_NAME, LOCK_NAME, Transaction
 
 EDIT = b"# saved by an editor meanwhile\n"
 STAT_FIELDS = ["st_dev", "st_ino", "st_size", "st_mtime_ns", "st_ctime_ns"]
@@ -203,7 +203,7 @@ def test_add_checks_before_it_copies_the_weight_file(
 ) -> None:
     """An edit saved while add prepared the write (here: while it rendered README.md) stops it before the weight
     file, possibly gigabytes, is copied, not after."""
-    from rwkv_registry import ops
+    from rwkv_registry.store import ops
 
     readme = reg / "README.md"
     edited = readme.read_bytes() + b"\nSaved by hand.\n"

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from regtools import hold_lock
 
-from rwkv_registry.atomic import JOURNAL_NAME, TMP_PREFIX, Transaction, atomic_write_bytes, recover, registry_lock
-from rwkv_registry.errors import LockedError
-from rwkv_registry.sums import format_sums, parse_sums
+from rwkv_registry.core.errors import LockedError
+from rwkv_registry.fs.atomic import JOURNAL_NAME, TMP_PREFIX, Transaction, atomic_write_bytes, recover, registry_lock
+from rwkv_registry.index.sums import format_sums, parse_sums
 
 
 def test_format_is_sorted_and_parses_back() -> None:
@@ -53,7 +53,7 @@ def test_sums_parse_rejects_an_escape_sha256sum_rejects(name: str, tmp_path: Pat
 
 def test_validate_reports_an_escape_sha256sum_rejects_as_hsh003(registry: Path) -> None:
     """The same rule through validate: a SHA256SUMS line ``sha256sum -c`` calls improperly formatted is HSH003."""
-    from rwkv_registry.validate import validate_registry
+    from rwkv_registry.engine.validate import validate_registry
 
     with (registry / "SHA256SUMS").open("a") as f:
         f.write("\\" + "ab" * 32 + "  a\\qb\n")
@@ -142,7 +142,7 @@ def test_second_writer_fails_cleanly_when_lock_held(tmp_path: Path) -> None:
 
 def _registry_files_by_os_walk(root: Path) -> dict[str, Path]:
     """What ops._registry_files returned when it was written with os.walk (the reference of the test below)."""
-    from rwkv_registry.validate import NOT_SUMMED
+    from rwkv_registry.engine.validate import NOT_SUMMED
 
     out: dict[str, Path] = {}
     for dirpath, dirnames, filenames in os.walk(root):
@@ -159,7 +159,7 @@ def _registry_files_by_os_walk(root: Path) -> dict[str, Path]:
 
 
 def test_registry_files_are_what_os_walk_gave(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from rwkv_registry.ops import _registry_files
+    from rwkv_registry.store.ops import _registry_files
 
     root = tmp_path / "reg"
     for rel in (
@@ -184,7 +184,7 @@ def test_registry_files_are_what_os_walk_gave(tmp_path: Path, monkeypatch: pytes
     got_here = _registry_files(Path("."))
     assert [(k, Path(v)) for k, v in got_here.items()] == list(_registry_files_by_os_walk(Path(".")).items())
     # recover's search for temporary files walks the same way (os.walk's order, unsorted; not under .git)
-    from rwkv_registry.atomic import DIRS_NAME, _temp_files
+    from rwkv_registry.fs.atomic import DIRS_NAME, _temp_files
 
     for rel in (DIRS_NAME, f"b/{DIRS_NAME}", f".git/{TMP_PREFIX}z", f"b/.git/{TMP_PREFIX}w", f"a/{TMP_PREFIX}v/x"):
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -209,8 +209,8 @@ def test_a_write_walks_the_tree_once_and_a_commit_drops_the_walk_kept(
     """registry_lock's recover walks the tree and keeps the listing; compute_sums under the lock lists it instead of
     walking again, with the very files a fresh walk gives; once a transaction commits, the listing is dropped (the
     files it renamed in are not in it), and so is it when the lock is released."""
-    from rwkv_registry import atomic
-    from rwkv_registry.ops import _registry_files, compute_sums
+    from rwkv_registry.fs import atomic
+    from rwkv_registry.store.ops import _registry_files, compute_sums
 
     walks: list[str] = []
     real = atomic.tree_files

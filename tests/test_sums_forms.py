@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from rwkv_registry.cli import main
-from rwkv_registry.sums import parse_sums
-from rwkv_registry.validate import validate_registry
+from rwkv_registry.cli.main import main
+from rwkv_registry.engine.validate import validate_registry
+from rwkv_registry.index.sums import parse_sums
 
 A = b"hello\n"
 H = hashlib.sha256(A).hexdigest()

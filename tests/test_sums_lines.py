@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from rwkv_registry.cli import main
-from rwkv_registry.ops import write_sums
-from rwkv_registry.validate import validate_registry
+from rwkv_registry.cli.main import main
+from rwkv_registry.engine.validate import validate_registry
+from rwkv_registry.store.ops import write_sums
 
 ZERO = "0" * 64
 

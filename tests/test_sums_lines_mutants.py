@@ -8,7 +8,7 @@ from pathlib import Path
 
 from test_sums_lines import ZERO, _hsh, _sums
 
-from rwkv_registry.validate import validate_registry
+from rwkv_registry.engine.validate import validate_registry
 
 
 def _readme_line(lines: list[str]) -> int:

@@ -23,7 +23,7 @@ def _run(*args: str, colour: bool = False) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "NO_COLOR", "TTY_COMPATIBLE")}
     if colour:
         env["FORCE_COLOR"] = "1"  # rich then writes colour codes, and takes its own path through the text
-    return subprocess.run([sys.executable, "-m", "rwkv_registry.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "rwkv_registry.cli.main", *args], capture_output=True, text=True,
                           env=env, encoding="utf-8")  # fmt: skip
 
 

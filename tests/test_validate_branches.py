@@ -28,11 +28,11 @@ from regtools import (
 )
 from test_validate_rules import MISS_A, MISS_TRAIN, STATE, custom_miss, refresh
 
-from rwkv_registry.errors import RefusedError
-from rwkv_registry.miss import TargetSpec, check_against_base, check_manifest
-from rwkv_registry.ops import add_entry, write_readme
-from rwkv_registry.rules import Finding
-from rwkv_registry.validate import validate_registry
+from rwkv_registry.checks.miss import TargetSpec, check_against_base, check_manifest
+from rwkv_registry.core.errors import RefusedError
+from rwkv_registry.core.rules import Finding
+from rwkv_registry.engine.validate import validate_registry
+from rwkv_registry.store.ops import add_entry, write_readme
 
 CODES = ("IDX001", "LAY004", "LAY006", "TRN004", "HSH007", "SCH004", "RDM001", "MIS003", "MIS007", "MIS008", "MIS014")
 
@@ -56,7 +56,7 @@ def test_clean_registry_reports_none_of_these(registry_template: Path) -> None:
     assert not found & set(CODES), sorted(found & set(CODES))
 
 
-# --- registry/validate.py ----------------------------------------------------------------------------
+# --- registry/engine/validate.py ----------------------------------------------------------------------------
 
 
 def test_idx001_base_listed_twice(reg: Path) -> None:
@@ -149,7 +149,7 @@ def test_rdm001_readme_not_utf8(reg: Path) -> None:
     assert message.startswith("cannot read README.md as UTF-8:")
 
 
-# --- registry/miss.py ----------------------------------------------------------------------------------
+# --- registry/checks/miss.py ----------------------------------------------------------------------------------
 
 
 def _set_target(i: int, key: str, value: Any) -> Callable[[dict[str, Any]], None]:
@@ -281,7 +281,7 @@ def test_mis014_layer_beyond_base_in_registry(reg: Path) -> None:
     assert len(messages) == 6 and all("layer 2 but the base has 2 layers" in m for m in messages)
 
 
-# --- registry/gitcheck.py ---------------------------------------------------------------------------
+# --- registry/checks/git.py ---------------------------------------------------------------------------
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
@@ -303,7 +303,7 @@ def test_git003_staged_new_file_under_frozen_base(tmp_path: Path) -> None:
     assert where(root, "GIT003") == {rel: [f"new file under frozen base {TINY_BASE} (in the index)"]}
 
 
-# --- registry/ops.py: add refusals -----------------------------------------------------------------
+# --- registry/store/ops.py: add refusals -----------------------------------------------------------------
 
 
 def snapshot(root: Path) -> dict[str, bytes | None]:
@@ -359,7 +359,7 @@ def test_add_refusal_changes_nothing(case: str, reg: Path, tmp_path: Path) -> No
 
 def test_validating_a_folder_inside_a_registry_names_the_root(reg: Path) -> None:
     """`validate REG/<base>` is a usage error pointing at the registry root, not a list of false findings."""
-    from rwkv_registry.errors import UsageError
+    from rwkv_registry.core.errors import UsageError
 
     with pytest.raises(UsageError, match="lies inside the registry at") as e:
         validate_registry(reg / TINY_BASE)

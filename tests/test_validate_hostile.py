@@ -31,9 +31,9 @@ from regtools import (
     state_train,
 )
 
-from rwkv_registry.miss import MISS_TARGETS
-from rwkv_registry.ops import add_base, add_entry, init_registry, write_readme
-from rwkv_registry.validate import validate_registry
+from rwkv_registry.checks.miss import MISS_TARGETS
+from rwkv_registry.engine.validate import validate_registry
+from rwkv_registry.store.ops import add_base, add_entry, init_registry, write_readme
 
 STATE = f"{TINY_BASE}/state/v1/s1.pth"
 MISS_A = f"{TINY_BASE}/miss/v2/r4-a/adapter-final.pth"
@@ -55,7 +55,7 @@ def plant(root: Path, rel: str, data: bytes) -> None:
 
 def run_validate_subprocess(root: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "rwkv_registry.cli", "validate", str(root), "--format", "json"],
+        [sys.executable, "-m", "rwkv_registry.cli.main", "validate", str(root), "--format", "json"],
         capture_output=True,
         text=True,
     )
@@ -145,7 +145,7 @@ def test_nan_inf_or_huge_in_d(tmp_path: Path, bits: bytes) -> None:
     bad = tmp_path / "bad" / "adapter-final.pth"
     bad.parent.mkdir()
     write_lightning(bad, tensors, json.dumps(manifest).encode())
-    from rwkv_registry.errors import RefusedError
+    from rwkv_registry.core.errors import RefusedError
 
     with pytest.raises(RefusedError, match="MIS010"):
         add_entry(root, bad, base=TINY_BASE, data_version="v2", train=miss_train(), group="r4-a")
@@ -244,7 +244,7 @@ def test_tiny_random_base_end_to_end(tmp_path: Path) -> None:
     assert report.ok, [(x.code, x.message) for x in report.findings]
     other = make_tiny_base(tmp_path / "other.pth", seed=9)
     wrong = make_tiny_miss(tmp_path / "w" / "adapter-final.pth", other, seed=5)
-    from rwkv_registry.errors import RefusedError
+    from rwkv_registry.core.errors import RefusedError
 
     with pytest.raises(RefusedError, match="MIS013"):
         add_entry(root, wrong, base=b["name"], data_version="v2", train=miss_train(groups=("r4-b",)), group="r4-b")

@@ -27,8 +27,8 @@ from test_validate_rules import (
     refresh,
 )
 
-from rwkv_registry.rules import Finding
-from rwkv_registry.validate import validate_registry
+from rwkv_registry.core.rules import Finding
+from rwkv_registry.engine.validate import validate_registry
 
 
 def _findings(root: Path, code: str | None = None) -> list[Finding]:
@@ -60,7 +60,7 @@ def test_safe_rel_is_the_component_test() -> None:
     characters over ``/``, ``.``, ``a`` and a backslash, and for a few longer ones."""
     import itertools
 
-    from rwkv_registry.validate import _safe_rel
+    from rwkv_registry.index.layout import safe_rel as _safe_rel
 
     def by_parts(path: object) -> bool:
         if not isinstance(path, str) or not path or path.startswith("/") or "\\" in path:
@@ -219,7 +219,7 @@ def test_idx008_boundaries_that_are_consistent(reg: Path) -> None:
 
 def test_idx004_recommended_is_counted_per_base(reg: Path, tmp_path: Path) -> None:
     """Mutant: recommended entries counted per method across bases; each base has its own recommended State."""
-    from rwkv_registry.ops import add_base, add_entry
+    from rwkv_registry.store.ops import add_base, add_entry
 
     other = "rwkv7-other-20260101-ctx4096"
     add_base(reg, name=other, source="BlinkDL/rwkv7-g1", sha256="7" * 64, size=1234, arch=dict(TINY_ARCH))
@@ -278,7 +278,7 @@ def test_trn004_groups_of_a_sibling_version_with_a_longer_name_are_not_counted(r
 
 def test_a_date_at_the_end_of_the_name_is_the_base_date() -> None:
     """Mutant: the date had to be followed by `-` (a name ending in its date fell back to `added`)."""
-    from rwkv_registry.lineage import base_date, family_of
+    from rwkv_registry.index.lineage import base_date, family_of
 
     assert family_of("rwkv7-g1-20260101") == "rwkv7-g1"
     assert base_date({"name": "rwkv7-g1-20260101", "added": "2026-05-05"}) == "20260101"
@@ -286,7 +286,7 @@ def test_a_date_at_the_end_of_the_name_is_the_base_date() -> None:
 
 def test_the_first_date_of_the_name_is_the_base_date() -> None:
     """Mutant: a greedy family match took the last date of a name holding two."""
-    from rwkv_registry.lineage import base_date, family_of
+    from rwkv_registry.index.lineage import base_date, family_of
 
     name = "rwkv7-g1-20250101-ft-20260101-ctx4096"
     assert family_of(name) == "rwkv7-g1"
@@ -295,7 +295,7 @@ def test_the_first_date_of_the_name_is_the_base_date() -> None:
 
 def test_the_recorded_family_decides_what_supersedes_what() -> None:
     """Mutant: the family always derived from the name, ignoring the base's own `family` field."""
-    from rwkv_registry.lineage import superseded
+    from rwkv_registry.index.lineage import superseded
 
     bases = [
         {"name": "rwkv7-a-20250101", "family": "rwkv7-g1"},
@@ -320,8 +320,8 @@ def _base_shapes(n_head: int = 2, n_embd: int = 128, layers: tuple[int, ...] = (
 
 def test_architecture_from_shapes_refuses_heads_that_do_not_make_n_embd() -> None:
     """Mutant: the n_head x head_size == n_embd check dropped (a State's shape [H, 64, 64] depends on it)."""
-    from rwkv_registry.arch import architecture_from_shapes
-    from rwkv_registry.errors import UsageError
+    from rwkv_registry.core.errors import UsageError
+    from rwkv_registry.index.arch import architecture_from_shapes
 
     assert architecture_from_shapes(_base_shapes())["n_head"] == 2
     with pytest.raises(UsageError, match=r"r_k is \[3, 64\] but n_embd is 128"):
@@ -331,8 +331,8 @@ def test_architecture_from_shapes_refuses_heads_that_do_not_make_n_embd() -> Non
 def test_arch_option_refuses_a_head_size_other_than_64() -> None:
     """Mutant: the head_size == 64 check of --arch dropped (n_head then defaults to n_embd / head_size, consistent,
     and a State of [H, 32, 32] would be expected)."""
-    from rwkv_registry.arch import parse_arch_option
-    from rwkv_registry.errors import UsageError
+    from rwkv_registry.core.errors import UsageError
+    from rwkv_registry.index.arch import parse_arch_option
 
     assert parse_arch_option("n_layer=2,n_embd=128,vocab_size=1000,head_size=64")["n_head"] == 2
     with pytest.raises(UsageError, match="head_size=32: RWKV-7 heads are 64 wide"):
@@ -415,7 +415,7 @@ def test_git001_in_a_registry_below_the_repository_root(reg: Path, tmp_path: Pat
 def test_parse_sums_accepts_what_sha256sum_writes() -> None:
     """Mutants: binary-mode lines (`*`) refused; 65 hex digits accepted; comments called malformed; `./` kept;
     upper-case hex kept; `\\n` escapes of a `\\`-marked line not decoded."""
-    from rwkv_registry.sums import parse_sums
+    from rwkv_registry.index.sums import parse_sums
 
     h = "ab" * 32
     data = (
@@ -439,8 +439,8 @@ def test_parse_sums_accepts_what_sha256sum_writes() -> None:
 
 def test_readme_cells_escape_the_pipe(reg: Path) -> None:
     """Mutant: a `|` in a description written raw into the table (it splits the row into more columns)."""
-    from rwkv_registry.ops import load_index
-    from rwkv_registry.readme import render_sections
+    from rwkv_registry.index.readme import render_sections
+    from rwkv_registry.store.ops import load_index
 
     _entry(STATE, lambda e: _set(e, "description", "fast | small"))(reg)
     assert "| fast \\| small (recommended) |" in render_sections(load_index(reg))
@@ -448,8 +448,8 @@ def test_readme_cells_escape_the_pipe(reg: Path) -> None:
 
 def test_readme_markers_out_of_order_are_missing_markers(reg: Path) -> None:
     """Mutant: the end marker searched from the start of the text, so that an end before its begin was used."""
-    from rwkv_registry.ops import load_index
-    from rwkv_registry.readme import BASES_BEGIN, BASES_END, SECTIONS_BEGIN, SECTIONS_END, update_readme
+    from rwkv_registry.index.readme import BASES_BEGIN, BASES_END, SECTIONS_BEGIN, SECTIONS_END, update_readme
+    from rwkv_registry.store.ops import load_index
 
     text = f"{BASES_END}\n{BASES_BEGIN}\n{SECTIONS_BEGIN}\n{SECTIONS_END}\n"
     assert update_readme(text, load_index(reg)) is None
@@ -470,7 +470,7 @@ def manifest(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 def _manifest_codes(manifest: dict[str, Any], **edit: Any) -> list[tuple[str, str]]:
-    from rwkv_registry.miss import check_manifest
+    from rwkv_registry.checks.miss import check_manifest
 
     m = json.loads(json.dumps(manifest)) | edit
     return [(f.code, f.message) for f in check_manifest(m, "a.pth")[0] if f.code != "MIS008"]
@@ -528,7 +528,7 @@ def test_manifest_target_shape_is_two_positive_sizes(manifest: dict[str, Any], i
 @pytest.mark.parametrize(("out", "in_features"), [(129, 128), (128, 129)], ids=["out", "in"])
 def test_mis014_out_and_in_sizes_are_each_compared(out: int, in_features: int) -> None:
     """Mutants: only one of the two sizes compared with the base (the rule table changes both at once)."""
-    from rwkv_registry.miss import TargetSpec, check_against_base
+    from rwkv_registry.checks.miss import TargetSpec, check_against_base
 
     spec = TargetSpec(0, "att.key.weight", "blocks.0.att.key.weight.D", in_features, (out, 4))
     found = check_against_base([spec], TINY_ARCH, "a.pth")
@@ -540,7 +540,7 @@ def test_mis014_out_and_in_sizes_are_each_compared(out: int, in_features: int) -
 
 def test_scan_values_limits() -> None:
     """Mutants: bf16 65280 (0x477F, the largest value within ±65504) counted as too big; fp16 Inf missed."""
-    from rwkv_registry.miss import scan_values
+    from rwkv_registry.checks.miss import scan_values
 
     assert scan_values(bytes.fromhex("7f47"), "bfloat16") == (0, None)
     assert scan_values(bytes.fromhex("8047"), "bfloat16") == (1, 65536.0)
@@ -694,8 +694,8 @@ def test_readme_lists_each_adapter_content_version(reg: Path) -> None:
     """Mutant: the `Adapter | content_version` table dropped from the per-base section (validate renders the
     README with the same code, so RDM002 cannot see it): seed 000 publishes what the server answers on
     registration, and users compare it by eye."""
-    from rwkv_registry.ops import load_index
-    from rwkv_registry.readme import render_sections
+    from rwkv_registry.index.readme import render_sections
+    from rwkv_registry.store.ops import load_index
 
     index = load_index(reg)
     text = render_sections(index)
@@ -723,7 +723,7 @@ def test_mis010_a_bad_value_in_a_later_tensor(reg: Path) -> None:
     """Mutant: only the first target's D values scanned; the rule table poisons the first tensor."""
     from test_validate_rules import _replace_miss
 
-    from rwkv_registry.pthwrite import RawTensor
+    from rwkv_registry.formats.pthwrite import RawTensor
 
     def poison_last(tensors: dict[str, Any]) -> None:
         name = list(tensors)[-1]
@@ -737,7 +737,7 @@ def test_mis010_a_bad_value_in_a_later_tensor(reg: Path) -> None:
 
 
 def _embedded_manifest(path: Path) -> dict[str, Any]:
-    from rwkv_registry.ckpt import open_checkpoint
+    from rwkv_registry.formats.ckpt import open_checkpoint
 
     raw = open_checkpoint(path.read_bytes()).miss_manifest
     assert raw is not None
@@ -757,8 +757,8 @@ def test_mis011_a_content_version_differing_only_in_its_last_digit(reg: Path) ->
 def test_readme_lists_a_shared_train_json_once(reg: Path) -> None:
     """Mutant: one `training parameters` row per entry instead of per train.json: the two MiSS runs of v2 share
     miss/v2/train.json, which was listed twice."""
-    from rwkv_registry.ops import load_index
-    from rwkv_registry.readme import render_sections
+    from rwkv_registry.index.readme import render_sections
+    from rwkv_registry.store.ops import load_index
 
     rows = [r for r in render_sections(load_index(reg)).splitlines() if "| training parameters |" in r]
     assert [r.split(" | ")[0] for r in rows] == ["| miss/v2/train.json", "| state/v1/train.json"]

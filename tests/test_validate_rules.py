@@ -28,10 +28,10 @@ from regtools import (
     write_state,
 )
 
-from rwkv_registry import jsoncpp
-from rwkv_registry.miss import MISS_TARGETS, content_version
-from rwkv_registry.rules import RULES
-from rwkv_registry.validate import validate_registry
+from rwkv_registry.checks.miss import MISS_TARGETS, content_version
+from rwkv_registry.core.rules import RULES
+from rwkv_registry.engine.validate import validate_registry
+from rwkv_registry.formats import jsoncpp
 
 STATE = f"{TINY_BASE}/state/v1/s1.pth"
 MISS_A = f"{TINY_BASE}/miss/v2/r4-a/adapter-final.pth"
@@ -49,7 +49,7 @@ def refresh(root: Path, rel: str) -> None:
                 e["file"] = {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
                 if e["method"] == "miss":
                     try:
-                        from rwkv_registry.ckpt import open_checkpoint
+                        from rwkv_registry.formats.ckpt import open_checkpoint
 
                         ck = open_checkpoint(data)
                         if ck.miss_manifest:
@@ -58,7 +58,7 @@ def refresh(root: Path, rel: str) -> None:
                         pass
 
     edit_index(root, fn)
-    from rwkv_registry.ops import write_readme
+    from rwkv_registry.store.ops import write_readme
 
     write_readme(root)
     resum(root)
@@ -74,7 +74,7 @@ def custom_miss(
     rank: int = 4,
 ) -> None:
     """A MiSS package with a hand-edited manifest or tensors (content_version fixed unless asked)."""
-    from rwkv_registry.pthwrite import RawTensor, write_pth
+    from rwkv_registry.formats.pthwrite import RawTensor, write_pth
 
     tensors: dict[str, Any] = {}
     targets = []
@@ -215,7 +215,7 @@ def _sums_reverse(root: Path) -> None:
 
 
 def _miss_tensor_dtype(tensors: dict) -> None:
-    from rwkv_registry.pthwrite import RawTensor
+    from rwkv_registry.formats.pthwrite import RawTensor
 
     name = next(iter(tensors))
     t = tensors[name]
@@ -223,13 +223,13 @@ def _miss_tensor_dtype(tensors: dict) -> None:
 
 
 def _miss_extra_tensor(tensors: dict) -> None:
-    from rwkv_registry.pthwrite import RawTensor
+    from rwkv_registry.formats.pthwrite import RawTensor
 
     tensors["blocks.0.att.extra.D"] = RawTensor("bfloat16", (4, 4), bf16_bytes(16, 1))
 
 
 def _miss_nan(tensors: dict) -> None:
-    from rwkv_registry.pthwrite import RawTensor
+    from rwkv_registry.formats.pthwrite import RawTensor
 
     name = next(iter(tensors))
     t = tensors[name]
@@ -289,7 +289,7 @@ def _miss_other_arch(root: Path) -> None:
 
 
 def _miss_no_manifest(root: Path) -> None:
-    from rwkv_registry.pthwrite import RawTensor, write_pth
+    from rwkv_registry.formats.pthwrite import RawTensor, write_pth
 
     write_pth(
         root / MISS_A,
@@ -300,7 +300,7 @@ def _miss_no_manifest(root: Path) -> None:
 
 
 def _unreadable(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import rwkv_registry.facts as facts
+    import rwkv_registry.engine.facts as facts
 
     real = facts.compute_facts
 
@@ -351,7 +351,7 @@ def _same_bytes_twice(root: Path) -> None:
         index["entries"].append(e)
 
     edit_index(root, add)
-    from rwkv_registry.ops import write_readme
+    from rwkv_registry.store.ops import write_readme
 
     write_readme(root)
     resum(root)
@@ -385,7 +385,7 @@ def _state_named_for_another_step(root: Path) -> None:
     """A State whose name says step 5 registered (add only warns) with step 7."""
     from regtools import state_train
 
-    from rwkv_registry.ops import add_entry
+    from rwkv_registry.store.ops import add_entry
 
     src = write_state(root.parent / "src-trn009" / "v1b-s5.pth", seed=3)
     add_entry(root, src, base=TINY_BASE, data_version="v1", train=state_train(), step=7, total_steps=10)

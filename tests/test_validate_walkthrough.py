@@ -20,10 +20,10 @@ import pytest
 from regtools import TINY_BASE, edit_index, hold_lock, resum
 from test_validate_rules import MISS_A, STATE, _same_base_file_twice, _same_bytes_twice
 
-from rwkv_registry.errors import RefusedError
-from rwkv_registry.ops import check_sums, write_readme
-from rwkv_registry.rules import RULES, Finding
-from rwkv_registry.validate import validate_registry
+from rwkv_registry.core.errors import RefusedError
+from rwkv_registry.core.rules import RULES, Finding
+from rwkv_registry.engine.validate import validate_registry
+from rwkv_registry.store.ops import check_sums, write_readme
 
 
 def _findings(root: Path, code: str | None = None, **kw: Any) -> list[Finding]:
@@ -334,7 +334,7 @@ def test_hsh001_in_git_says_index_json_changed(reg: Path) -> None:
 def test_add_beside_a_run_group_of_the_wrong_type_is_refused_not_a_crash(reg: Path, tmp_path: Path) -> None:
     from regtools import miss_train, write_miss
 
-    from rwkv_registry.ops import add_entry
+    from rwkv_registry.store.ops import add_entry
 
     train = next(reg.rglob("miss/*/train.json"))
     t = json.loads(train.read_text())

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from regtools import TINY_BASE, state_train, write_state
 
-from rwkv_registry import atomic
-from rwkv_registry.atomic import JOURNAL_NAME, LOCK_NAME, TMP_PREFIX, Transaction, recover
-from rwkv_registry.cli import main
-from rwkv_registry.errors import RefusedError
+from rwkv_registry.cli.main import main
+from rwkv_registry.core.errors import RefusedError
+from rwkv_registry.fs import atomic
+from rwkv_registry.fs.atomic import JOURNAL_NAME, LOCK_NAME, TMP_PREFIX, Transaction, recover
 
 NEW_BASE = "rwkv7-other-20260301-ctx4096"
 ADD_BASE = ["--name", NEW_BASE, "--sha256", "7" * 64, "--size", "1234", "--source", "BlinkDL/rwkv7-g1",

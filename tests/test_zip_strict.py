@@ -3,9 +3,9 @@ its own rule, and what the producers really write is still accepted.
 
 The other readers are the oracle: torch.load (miniz; run here on the files) and rwkv_lightning_cuda's PthArchive
 (src/io/pth_archive.cpp: the last end-record signature, exact names, the first zip64 field), whose rules are
-cited in registry/_zipread.py. Hostile archives are built here byte by byte (struct) or from real torch.save
+cited in registry/formats/zipread.py. Hostile archives are built here byte by byte (struct) or from real torch.save
 output; accepted ones come from torch.save itself and from tests/conformance/lightning_cpp.py (written from
-src/io/pth_writer.cpp and src/state_tuning/state_checkpoint.cpp), never from registry/pthwrite.py.
+src/io/pth_writer.cpp and src/state_tuning/state_checkpoint.cpp), never from registry/formats/pthwrite.py.
 """
 
 from __future__ import annotations
@@ -43,10 +43,10 @@ from evil_cases import (
 from lightning_cpp import lightning_bytes, lightning_pickle
 from lightning_cpp import write_zip as lightning_zip
 
-from rwkv_registry._hub_http import Fetcher, RemoteFile
-from rwkv_registry.ckpt import open_checkpoint
-from rwkv_registry.errors import CheckpointError
-from rwkv_registry.rules import RULES
+from rwkv_registry.core.errors import CheckpointError
+from rwkv_registry.core.rules import RULES
+from rwkv_registry.formats.ckpt import open_checkpoint
+from rwkv_registry.hub.transport import Fetcher, RemoteFile
 
 STATE_NAME = "blocks.0.att.time_state"
 
@@ -516,8 +516,8 @@ def test_version_45_is_accepted_only_on_a_zip64_entry(tmp_path: Path) -> None:
     4 GiB layout, refused on big/data.pkl, which has none."""
     from ckpt_hostile import write_sparse_zip64
 
-    from rwkv_registry._zipread import read_central_directory
-    from rwkv_registry.ckpt import FileSource
+    from rwkv_registry.formats.ckpt import FileSource
+    from rwkv_registry.formats.zipread import read_central_directory
 
     path = tmp_path / "big.pth"
     write_sparse_zip64(path, 2_200_000_000)
@@ -625,8 +625,8 @@ def test_local_zip64_values_disagreeing_with_the_directory_are_refused(tmp_path:
     field must give the directory's size (big/data/0) and header offset (big/data/1)."""
     from ckpt_hostile import write_sparse_zip64
 
-    from rwkv_registry._zipread import read_central_directory
-    from rwkv_registry.ckpt import FileSource
+    from rwkv_registry.formats.ckpt import FileSource
+    from rwkv_registry.formats.zipread import read_central_directory
 
     path = tmp_path / "big.pth"
     write_sparse_zip64(path, 2_200_000_000)

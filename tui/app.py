@@ -23,8 +23,8 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
-from rwkv_registry.catalog import Catalog
-from rwkv_registry.textsafe import printable
+from rwkv_registry.catalog.entries import Catalog
+from rwkv_registry.core.textsafe import printable
 from rwkv_registry.tui.commands import RegistryCommands
 from rwkv_registry.tui.keymap import load_keymap
 from rwkv_registry.tui.screens.main import MainScreen
@@ -55,7 +55,7 @@ class RegistryApp(App[None]):
         timeout: float | None = None,
         markup: bool = True,
     ) -> None:
-        """Textual's notification, its text shown through :func:`~rwkv_registry.textsafe.printable`: a message may
+        """Textual's notification, its text shown through :func:`~rwkv_registry.core.textsafe.printable`: a message may
         quote registry text (an entry id, a path, a validation error), whose control sequences must not reach the
         terminal."""
         super().notify(
@@ -158,8 +158,8 @@ class RegistryApp(App[None]):
 def cmd_tui(args: argparse.Namespace) -> int:
     """``rwkv-registry tui [PATH]``. A folder inside a registry (a base directory, say) is refused as ``validate``
     refuses it, naming the registry's root to open instead."""
-    from rwkv_registry.atomic import registry_around
-    from rwkv_registry.errors import UsageError
+    from rwkv_registry.core.errors import UsageError
+    from rwkv_registry.fs.atomic import registry_around
 
     root = Path(args.path)
     if root.is_dir() and not (root / "index.json").exists():

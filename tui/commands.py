@@ -11,7 +11,7 @@ from functools import partial
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from rwkv_registry.catalog import METHOD_LABEL, Catalog
+from rwkv_registry.catalog.entries import METHOD_LABEL, Catalog
 from rwkv_registry.tui.screens.main import MainScreen
 
 GO_TO_LIMIT = 20  # the best-matching ``Go to <entry>`` hits listed for a search

@@ -6,9 +6,9 @@ from typing import Any
 
 from textual.message import Message
 
-from rwkv_registry.catalog import NodeRef
+from rwkv_registry.catalog.entries import NodeRef
+from rwkv_registry.engine.validate import Report
 from rwkv_registry.tui.validation import CheckedFile
-from rwkv_registry.validate import Report
 
 
 class ValidationPlanned(Message):

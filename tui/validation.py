@@ -1,7 +1,7 @@
 """Validation that reports each weight file as soon as its facts are known.
 
-:func:`live_validate` runs every rule of :func:`rwkv_registry.validate.validate_registry` and
-returns the same :class:`~rwkv_registry.validate.Report`; on the way it calls ``on_file`` once per
+:func:`live_validate` runs every rule of :func:`rwkv_registry.engine.validate.validate_registry` and
+returns the same :class:`~rwkv_registry.engine.validate.Report`; on the way it calls ``on_file`` once per
 weight file (cached files first, then each file as its hash completes, biggest first across
 threads), so the TUI can mark entries before the whole run ends. ``should_stop`` is polled
 between files and before each rule step: a newer run on demand makes the old one stop early. The browser runs
@@ -16,9 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from rwkv_registry.facts import FileCallback, FileFacts, GatherCancelled, gather_facts
-from rwkv_registry.rules import RULES
-from rwkv_registry.validate import Report, Tree, Validator, before_validation, run_validator
+from rwkv_registry.core.rules import RULES
+from rwkv_registry.engine.facts import FileCallback, FileFacts, GatherCancelled, gather_facts
+from rwkv_registry.engine.validate import Report, Tree, Validator, before_validation, run_validator
 
 ValidationCancelled = GatherCancelled  # a newer validation (or quitting) stopped this one
 PROGRESS_EVERY_S = 0.1  # files checked are handed to the UI thread at most this often (and with the last file)
@@ -94,7 +94,7 @@ def preliminary_status(entry: dict[str, Any] | None, facts: FileFacts | OSError)
 
 class LiveValidator(Validator):
     """A :class:`Validator` whose fact collection reports every file as it completes and can be stopped: the
-    walk and the scheduling are :func:`~rwkv_registry.facts.gather_facts`', as for ``validate``."""
+    walk and the scheduling are :func:`~rwkv_registry.engine.facts.gather_facts`', as for ``validate``."""
 
     def __init__(
         self,
@@ -152,10 +152,10 @@ def live_validate(
     between_steps: Callable[[], object] = lambda: None,
     use_cache: bool = True,
 ) -> Report:
-    """Validate like :func:`~rwkv_registry.validate.validate_registry` (the same checks first, the same report
+    """Validate like :func:`~rwkv_registry.engine.validate.validate_registry` (the same checks first, the same report
     order), reporting each weight file as it completes; ``between_steps()`` is called before each rule step.
     Raises :class:`ValidationCancelled` when ``should_stop()`` turns true (polled between files and rule steps), and
-    :class:`~rwkv_registry.errors.UsageError` when ``root`` is no directory (deleted while the browser runs)."""
+    :class:`~rwkv_registry.core.errors.UsageError` when ``root`` is no directory (deleted while the browser runs)."""
     path, early = before_validation(root)
     if early is not None:
         return early

@@ -11,7 +11,7 @@ main module (multiprocessing's ``spawn`` imported it again in the child, so a sc
 (:func:`child_main`), which runs :func:`~rwkv_registry.tui.validation.live_validate` and sends back, in this
 order: ``("plan", n)``, ``("files", [CheckedFile, …])`` in :class:`~rwkv_registry.tui.validation.FileBatcher`'s
 batches, then one of ``("done", Report)``, ``("failed", message, hint)`` (the registry is gone: the
-:class:`~rwkv_registry.errors.RegistryError` of ``validate``) or ``("crash", text)`` (anything else, an import
+:class:`~rwkv_registry.core.errors.RegistryError` of ``validate``) or ``("crash", text)`` (anything else, an import
 error included). The parent reads them in a thread (:meth:`ValidationProcess.receive`); a process that dies
 without a last message (killed, out of memory) reads as ``("died", text)``.
 
@@ -90,7 +90,7 @@ def child_main(root: str, by_path: dict[str, dict[str, Any]], use_cache: bool, c
             stop.set()
 
     try:
-        from rwkv_registry.errors import RegistryError
+        from rwkv_registry.core.errors import RegistryError
         from rwkv_registry.tui.validation import (
             CheckedFile,
             FileBatcher,

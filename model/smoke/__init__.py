@@ -8,7 +8,7 @@ Usage::
     report = build_report(result)          # dict, valid against schemas/smoke-report.schema.json
     report["verdict"], report["comparison"]["p_value"]
 
-Modules, one concept each (the case-file format itself is ``rwkv_registry.smoke_cases``,
+Modules, one concept each (the case-file format itself is ``rwkv_registry.index.smoke_cases``,
 torch-free, so the CLI checks ``--cases`` before importing torch): ``casegen`` (the shipped case files'
 source), ``prompt`` (RWKV-Agent's tool-call prompt), ``scoring`` (one call against its case),
 ``engine`` (batched runs), ``evaluate`` (checks, loading, both sides twice), ``report`` (JSON,
@@ -18,8 +18,8 @@ verdict, index record, text), ``hashcache`` (cached sha256), ``cli`` (the comman
 
 from __future__ import annotations
 
+from rwkv_registry.index.smoke_cases import load_cases
 from rwkv_registry.model.smoke.evaluate import run_smoke
 from rwkv_registry.model.smoke.report import build_report, render
-from rwkv_registry.smoke_cases import load_cases
 
 __all__ = ["build_report", "load_cases", "render", "run_smoke"]

@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rwkv_registry.index.smoke_cases import DEFAULT_CASES, TINY_CASES
 from rwkv_registry.model.smoke.prompt import fenced_call
-from rwkv_registry.smoke_cases import DEFAULT_CASES, TINY_CASES
 
 
 def _s(desc: str, **extra: Any) -> dict[str, Any]:

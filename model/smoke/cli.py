@@ -15,10 +15,10 @@ import argparse
 import sys
 from typing import Any
 
-from rwkv_registry.cli import check_think_tokens
+from rwkv_registry.cli.main import check_think_tokens
+from rwkv_registry.core.textsafe import json_text
 from rwkv_registry.model.smoke.evaluate import Settings, run_smoke
 from rwkv_registry.model.smoke.report import append_record, build_report, recordable, render, smoke_record
-from rwkv_registry.textsafe import json_text
 
 
 class RichProgress:

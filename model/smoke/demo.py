@@ -17,8 +17,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from rwkv_registry.index.smoke_cases import TINY_CASES, builtin_path
 from rwkv_registry.model.smoke.train_tiny import TinyWeights, TrainConfig, build_tiny_weights
-from rwkv_registry.smoke_cases import TINY_CASES, builtin_path
 
 TINY_REGISTRY_NAME = "demo/tiny-smoke"
 STATE_ID = "tiny-state-v1"
@@ -88,10 +88,10 @@ def check_tiny_registry_dir(work: Path) -> None:
     whose index.json names :data:`TINY_REGISTRY_NAME`, with no entry but the demo's two, no git repository,
     and no file outside its SHA256SUMS (its lock and interrupted-write files aside).
     """
-    from rwkv_registry.atomic import TMP_PREFIX, TRANSIENT_NAMES
-    from rwkv_registry.errors import UsageError
-    from rwkv_registry.ops import GITIGNORE, PRECOMMIT
-    from rwkv_registry.sums import parse_sums
+    from rwkv_registry.core.errors import UsageError
+    from rwkv_registry.fs.atomic import TMP_PREFIX, TRANSIENT_NAMES
+    from rwkv_registry.index.sums import parse_sums
+    from rwkv_registry.store.ops import GITIGNORE, PRECOMMIT
 
     # the housekeeping files init wrote, which SHA256SUMS does not list: the demo's while they are as written
     housekeeping = {".gitignore": GITIGNORE.encode(), ".pre-commit-config.yaml": PRECOMMIT.encode()}
@@ -165,8 +165,8 @@ def build_tiny_registry(work: Path, weights: TinyWeights, config: TrainConfig | 
     """
     import hashlib
 
-    from rwkv_registry.ops import add_base, add_entry, init_registry
-    from rwkv_registry.smoke_cases import load_cases
+    from rwkv_registry.index.smoke_cases import load_cases
+    from rwkv_registry.store.ops import add_base, add_entry, init_registry
 
     config = config or TrainConfig()
     root = work / "registry"
@@ -225,9 +225,9 @@ def run_demo_smoke(root: Path, *, console: Any, work_dir: Path | None = None, we
     """
     from rich.markup import escape
 
+    from rwkv_registry.engine.validate import validate_registry
     from rwkv_registry.model.smoke.evaluate import Settings, run_smoke
     from rwkv_registry.model.smoke.report import append_record, build_report, recordable, render, smoke_record
-    from rwkv_registry.validate import validate_registry
 
     root = Path(root)
     work = work_dir or smoke_work_dir(root)

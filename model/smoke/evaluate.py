@@ -3,7 +3,7 @@
 :func:`run_smoke` is what ``rwkv-registry smoke`` calls. Steps:
 
 1. read ``index.json``; find the entry and its base record (unknown entry: :class:`UsageError`);
-   without a case file, a toy base (:func:`~rwkv_registry.smoke_cases.is_toy_base`) gets
+   without a case file, a toy base (:func:`~rwkv_registry.index.smoke_cases.is_toy_base`) gets
    the tiny case set, the others the built-in tool-calling set;
 2. hash the base file (cached by stat key) and compare with the base record's sha256; a mismatch
    stops with both hashes named (exit 2), before anything is loaded; the entry file is checked
@@ -28,9 +28,10 @@ from typing import Any, Protocol
 
 import torch
 
-from rwkv_registry.catalog import check_base_path, find_entry
-from rwkv_registry.cli import MAX_THINK_TOKENS
-from rwkv_registry.errors import RegistryError, UsageError, os_error_hint
+from rwkv_registry.catalog.entries import check_base_path, find_entry
+from rwkv_registry.cli.main import MAX_THINK_TOKENS
+from rwkv_registry.core.errors import RegistryError, UsageError, os_error_hint
+from rwkv_registry.index.smoke_cases import TINY_CASES, Case, CaseSet, builtin_path, is_toy_base, load_cases
 from rwkv_registry.model.errors import ModelError
 from rwkv_registry.model.profiles import get_profile
 from rwkv_registry.model.rwkv7 import RWKV7
@@ -40,7 +41,6 @@ from rwkv_registry.model.smoke.prompt import CALL_STOPS, STOP_TOKENS, THINK_STOP
 from rwkv_registry.model.smoke.scoring import CallScore, call_prefix_ok, score_call
 from rwkv_registry.model.state import StateWeights
 from rwkv_registry.model.tokenizer import get_tokenizer
-from rwkv_registry.smoke_cases import TINY_CASES, Case, CaseSet, builtin_path, is_toy_base, load_cases
 
 
 class BrokenEntryError(RegistryError):

@@ -1,10 +1,10 @@
 """sha256 of big files (a 14 GB base), cached by stat key like ``validate``'s facts cache.
 
 The cache is one JSON file, ``smoke-sha256.json``, in the user cache directory
-(:func:`rwkv_registry.facts.cache_dir`, ``RWKV_REGISTRY_CACHE_DIR`` overrides it). An entry is
+(:func:`rwkv_registry.engine.facts.cache_dir`, ``RWKV_REGISTRY_CACHE_DIR`` overrides it). An entry is
 used only when the file's stat key (device, inode, path, size, mtime and ctime in ns) is
 unchanged, so an edited file is always hashed again; a file with recent whole-second times is not
-cached (:func:`rwkv_registry.facts.racy`). A cache that cannot be read or written
+cached (:func:`rwkv_registry.engine.facts.racy`). A cache that cannot be read or written
 only costs time.
 """
 
@@ -16,9 +16,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from rwkv_registry.atomic import atomic_write_bytes
-from rwkv_registry.facts import cache_dir, racy, stat_key
-from rwkv_registry.ops import hash_file
+from rwkv_registry.engine.facts import cache_dir, racy, stat_key
+from rwkv_registry.fs.atomic import atomic_write_bytes
+from rwkv_registry.store.ops import hash_file
 
 CACHE_NAME = "smoke-sha256.json"
 _MAX_ENTRIES = 256
@@ -51,7 +51,7 @@ def _write(data: dict[str, dict[str, object]]) -> None:
 def cached_sha256(path: str | Path, *, progress: Callable[[int], None] | None = None) -> tuple[str, bool]:
     """``(sha256, from_cache)`` of ``path``; hashes (calling ``progress(n_bytes)``) on a miss.
 
-    Raises :class:`rwkv_registry.errors.RegistryIOError` when the file cannot be read.
+    Raises :class:`rwkv_registry.core.errors.RegistryIOError` when the file cannot be read.
     """
     p = Path(path).resolve()
     started = time.time_ns()

@@ -30,9 +30,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rwkv_registry.index.smoke_cases import Case
 from rwkv_registry.model.profiles import ROLES, PromptProfile, ThinkingMode, clean_text
 from rwkv_registry.model.tokenizer import RWKVTokenizer
-from rwkv_registry.smoke_cases import Case
 
 DEFAULT_INSTRUCTION = (
     "You are an agent on the user's computer. Call exactly one tool per turn, answering with one fenced call: "

@@ -27,10 +27,10 @@ import math
 from typing import Any
 
 from rwkv_registry import __version__
-from rwkv_registry.compare import mcnemar_exact
+from rwkv_registry.index.smoke_cases import CATEGORY_TITLES
+from rwkv_registry.index.stats import mcnemar_exact
 from rwkv_registry.model.smoke.evaluate import SideRun, SmokeResult
 from rwkv_registry.model.smoke.prompt import CALL_OPENER
-from rwkv_registry.smoke_cases import CATEGORY_TITLES
 
 REPORT_KIND = "rwkv-registry-smoke"
 REPORT_FORMAT = 1
@@ -268,7 +268,7 @@ def smoke_record(report: dict[str, Any]) -> dict[str, Any]:
 
 def append_record(root: Any, entry_id: str, record: dict[str, Any]) -> None:
     """Append ``record`` to the entry's ``smoke`` list through the core's atomic, locked write path."""
-    from rwkv_registry.ops import update_index
+    from rwkv_registry.store.ops import update_index
 
     def edit(index: dict[str, Any]) -> None:
         for e in index["entries"]:

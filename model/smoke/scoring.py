@@ -24,8 +24,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from rwkv_registry.index.smoke_cases import NO_TOOL, Case
 from rwkv_registry.model.smoke.prompt import CALL_OPENER
-from rwkv_registry.smoke_cases import NO_TOOL, Case
 
 
 @dataclass(frozen=True)

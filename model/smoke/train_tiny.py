@@ -54,8 +54,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from rwkv_registry.atomic import atomic_write_bytes
-from rwkv_registry.miss import tensor_name
+from rwkv_registry.checks.miss import tensor_name
+from rwkv_registry.fs.atomic import atomic_write_bytes
+from rwkv_registry.index.smoke_cases import TINY_CASES, Case, builtin_path, load_cases
 from rwkv_registry.model.config import RWKV7Config
 from rwkv_registry.model.miss import TARGET_MODULES
 from rwkv_registry.model.profiles import get_profile
@@ -64,7 +65,6 @@ from rwkv_registry.model.smoke.prompt import ANSWER_PREFIX, THINK_CLOSE, PromptB
 from rwkv_registry.model.state import LayerState, RWKV7State, StateWeights
 from rwkv_registry.model.tiny import save_tensors, tiny_base_tensors, tiny_config
 from rwkv_registry.model.tokenizer import get_tokenizer
-from rwkv_registry.smoke_cases import TINY_CASES, Case, builtin_path, load_cases
 
 BASE_NAME = "rwkv7-tiny-demo.pth"
 STATE_NAME = "tiny-state.pth"
@@ -109,7 +109,13 @@ class TinyWeights:
 # OMP_NUM_THREADS and PYTHONHASHSEED did not, 2026-11-30)
 NUMERIC_ENV = ("MKL_CBWR",)
 # registry modules the training runs: the MiSS file format and its writer, the case loader
-REGISTRY_SOURCES = ("miss.py", "pthwrite.py", "_pickle.py", "ckpt.py", "smoke_cases.py")
+REGISTRY_SOURCES = (
+    "checks/miss.py",
+    "formats/pthwrite.py",
+    "formats/unpickle.py",
+    "formats/ckpt.py",
+    "index/smoke_cases.py",
+)
 
 
 def key_sources() -> list[tuple[str, Path]]:
@@ -419,10 +425,10 @@ def train_miss(
 def _write_miss(
     path: Path, d_tensors: dict[str, torch.Tensor], base_path: Path, config: TrainConfig, cfg: RWKV7Config
 ) -> None:
-    from rwkv_registry.miss import write_miss_file
+    from rwkv_registry.checks.miss import write_miss_file
+    from rwkv_registry.formats.pthwrite import RawTensor
     from rwkv_registry.model.loading import sha256_file
     from rwkv_registry.model.tiny import miss_in_out
-    from rwkv_registry.pthwrite import RawTensor
 
     tensors = {}
     for name, t in d_tensors.items():
@@ -558,14 +564,14 @@ def _claimed(manifest: Path) -> set[str]:
 
 
 def check_weights_dir(out_dir: str | Path) -> None:
-    """Refuse (:class:`~rwkv_registry.errors.UsageError`, exit 2) when :func:`build_tiny_weights` would replace
+    """Refuse (:class:`~rwkv_registry.core.errors.UsageError`, exit 2) when :func:`build_tiny_weights` would replace
     or delete in ``out_dir`` a file the demo did not write.
 
     It writes :data:`WRITTEN` and :data:`MANIFEST` there; a file of one of those names is the demo's only
     when a manifest of the demo's (:func:`_claimed`) lists it. Anything else (a user's ``tiny-state.pth``,
     a ``manifest.json`` of another tool, a link, a folder) is left as it is.
     """
-    from rwkv_registry.errors import UsageError
+    from rwkv_registry.core.errors import UsageError
 
     out = Path(out_dir)
     hint = (
@@ -678,7 +684,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 1:
         print("usage: python -m rwkv_registry.model.smoke.train_tiny OUT_DIR", file=sys.stderr)
         return 2
-    from rwkv_registry.errors import RegistryError
+    from rwkv_registry.core.errors import RegistryError
 
     try:
         w = build_tiny_weights(args[0], log=print)

@@ -21,7 +21,7 @@ exporter call), each in an anonymous namespace:
   directory offset, comment 0). It throws "checkpoint exceeds non-ZIP64 limits" when an entry or the output
   so far passes 4 GiB (no zip64 ever) and "too many checkpoint entries" past 65535 entries.
 
-Nothing here comes from ``rwkv_registry`` (``registry/pthwrite.py`` is the project's own writer; these files
+Nothing here comes from ``rwkv_registry`` (``registry/formats/pthwrite.py`` is the project's own writer; these files
 check it, not the reverse).
 """
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from regtools import TINY_ARCH, TINY_SHA, state_train
 
-from rwkv_registry.cli import main
+from rwkv_registry.cli.main import main
 
 BASE = "rwkv7-tiny-20260101-ctx4096"
 
@@ -45,7 +45,7 @@ def arch_of(n_layer: int, n_embd: int) -> dict[str, Any]:
 
 
 def fresh_registry(root: Path, arch: dict[str, Any] | None = None) -> Path:
-    from rwkv_registry.ops import add_base, init_registry
+    from rwkv_registry.store.ops import add_base, init_registry
 
     init_registry(root, name="test/state-conformance")
     add_base(root, name=BASE, source="BlinkDL/rwkv7-g1", sha256=TINY_SHA, size=1234, arch=dict(arch or TINY_ARCH))

@@ -1,4 +1,4 @@
-"""``registry/jsoncpp.py`` against the real JsonCpp, on thousands of generated JSON texts.
+"""``registry/formats/jsoncpp.py`` against the real JsonCpp, on thousands of generated JSON texts.
 
 The MiSS ``content_version`` is SHA-256 over the manifest as rwkv_lightning_cuda writes it back
 (Alic-Li/rwkv_lightning_cuda ``src/miss/adapter.cpp``: a default ``Json::CharReaderBuilder`` reads it,
@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from rwkv_registry.jsoncpp import dumps
-from rwkv_registry.jsonload import JsonLoadError, load_json_bytes
+from rwkv_registry.formats.jsoncpp import dumps
+from rwkv_registry.formats.jsonload import JsonLoadError, load_json_bytes
 
 PROBE_SOURCE = Path(__file__).with_name("jsoncpp_probe.cpp")
 HEADERS = (Path("/usr/include/jsoncpp/json/json.h"), Path("/usr/include/json/json.h"))

@@ -34,8 +34,8 @@ from conformance.miss_tune_checkpoint import PARTS, checkpoint
 from conformance.miss_tune_package import save_package
 from regtools import TINY_ARCH, TINY_BASE, TINY_SHA, miss_train
 
-from rwkv_registry.cli import main
-from rwkv_registry.validate import validate_registry
+from rwkv_registry.cli.main import main
+from rwkv_registry.engine.validate import validate_registry
 
 LAYERS, CHANNELS, FFN = TINY_ARCH["n_layer"], TINY_ARCH["n_embd"], TINY_ARCH["ffn_size"]
 GROUP = "r4-a"
@@ -100,7 +100,7 @@ def edited(
 @pytest.fixture
 def reg(tmp_path: Path) -> Path:
     """A registry with the tiny base only (regtools' architecture and sha256)."""
-    from rwkv_registry.ops import add_base, init_registry
+    from rwkv_registry.store.ops import add_base, init_registry
 
     root = tmp_path / "reg"
     init_registry(root, name="test/registry")
@@ -159,7 +159,7 @@ def published_as(reg: Path, data: bytes, tmp_path: Path, capsys: pytest.CaptureF
     as a careless publisher would): what `validate` says of the file itself."""
     from regtools import edit_index, resum
 
-    from rwkv_registry.ops import write_readme
+    from rwkv_registry.store.ops import write_readme
 
     rc, _, err = add(reg, put(tmp_path, adapter(), "good.pth"), capsys)
     assert rc == 0, err
@@ -214,11 +214,12 @@ def test_an_adapter_written_by_rwkv_miss_tune_is_added_and_validates(
 @pytest.mark.parametrize("bf16", [True, False], ids=["bf16", "fp16"])
 @pytest.mark.parametrize(("rank", "alpha"), [(4, 8.0), (96, 32.0), (3, 0.1)])
 def test_the_registry_writer_writes_the_bytes_rwkv_miss_tune_writes(bf16: bool, rank: int, alpha: float) -> None:
-    """rwkv_registry.miss.write_miss_file (the demo's, the smoke trainer's, the tiny factory's) and save_adapter_pth
+    """rwkv_registry.checks.miss.write_miss_file
+    (the demo's, the smoke trainer's, the tiny factory's) and save_adapter_pth
     give the same bytes for the same D values: alpha a float32 written as a real (32.0, 0.10000000149011612), scale
     the float32 alpha_ / rank_ widened (0.3333333432674408 for 32 / 96), names with .D, the C++ zip and pickle."""
-    from rwkv_registry.miss import write_miss_file
-    from rwkv_registry.pthwrite import RawTensor
+    from rwkv_registry.checks.miss import write_miss_file
+    from rwkv_registry.formats.pthwrite import RawTensor
 
     ts = trainer_targets(LAYERS, CHANNELS, FFN, rank)
     data = d_data(ts, bf16=bf16)
@@ -527,7 +528,7 @@ def test_a_legacy_training_checkpoint_with_its_checkpoint_json(
     meta.write_text(json_styled(data))
     rc, _, err = add(reg, pth, capsys)
     assert rc == 1 and "(and 1 more: MIS022)" in err, err
-    from rwkv_registry.misspkg import checkpoint_facts
+    from rwkv_registry.engine.misspkg import checkpoint_facts
 
     found = checkpoint_facts(pth, meta).content_findings("training.pth")
     mis022 = [f.message for f in found if f.code == "MIS022"]
@@ -626,7 +627,7 @@ def test_a_payload_over_the_staging_budget_is_a_warning_naming_the_variable(
     """adapter_cache(): RWKV_ADAPTER_STAGING_MIB defaults to 128 MiB; a 144 MiB D payload registers, then fails at
     its first request ("adapter exceeds pinned staging budget"). add accepts it with a warning that names the
     budget and the variable; validate keeps the warning (exit 0)."""
-    from rwkv_registry.ops import add_base, init_registry
+    from rwkv_registry.store.ops import add_base, init_registry
 
     arch = dict(TINY_ARCH, n_layer=1, n_embd=8192, n_head=128, ffn_size=32768)
     root = tmp_path / "big"
@@ -656,7 +657,7 @@ def test_a_payload_over_the_staging_budget_is_a_warning_naming_the_variable(
 def test_each_default_budget_is_named_with_what_the_server_does(mib: int, names: list[str]) -> None:
     """The three defaults of adapter_cache() (1 GiB RAM: registration refused; 512 MiB GPU and 128 MiB staging:
     the first use fails), each named with its variable and the server's message, at one byte over."""
-    from rwkv_registry.miss import budget_findings
+    from rwkv_registry.checks.miss import budget_findings
 
     found = budget_findings((mib - 1 << 20) + 1, "a.pth") if mib > 128 else budget_findings(128 << 20, "a.pth")
     assert [f.code for f in found] == (["MIS020"] if names else [])
@@ -667,9 +668,9 @@ def test_each_default_budget_is_named_with_what_the_server_does(mib: int, names:
 
 
 def test_the_ported_json_writers_match_the_registrys_serializer() -> None:
-    """The compact JsonCpp port here and rwkv_registry.jsoncpp agree on a manifest's tricky values (the two were
+    """The compact JsonCpp port here and rwkv_registry.formats.jsoncpp agree on a manifest's tricky values (the two were
     written apart: this one from json_writer.cpp, that one from FORMATS §4)."""
-    from rwkv_registry import jsoncpp
+    from rwkv_registry.formats import jsoncpp
 
     value = {"b": 1.0, "a": [1, "é/\u0001"], "c": {"z": 0.1, "y": None, "x": True}, "big": 2**63, "neg": -(2**63)}
     assert json_compact(value) == jsoncpp.dumps(value)
@@ -719,7 +720,7 @@ def test_the_registrys_fp32_to_16_bit_rounding_is_the_servers() -> None:
     checkpoint can be refused."""
     from conformance.pth_tensor_cpp import float_to_bf16_bits, float_to_f16_bits
 
-    from rwkv_registry.miss import server_bf16_bits, server_f16_bits
+    from rwkv_registry.checks.miss import server_bf16_bits, server_f16_bits
 
     x = _floats()
     finite = np.isfinite(x)
@@ -757,7 +758,7 @@ def test_alpha_is_finite_as_the_float32_the_server_reads(
 ) -> None:
     """load_package: ``!m["alpha"].isNumeric() || !std::isfinite(m["alpha"].asFloat())``: FLT_MAX itself loads,
     FLT_MAX + half an ulp (which rounds to Inf, to even) does not; an integer is numeric, a boolean or string is not."""
-    from rwkv_registry.miss import float32_finite
+    from rwkv_registry.checks.miss import float32_finite
 
     assert float32_finite(value) is ok
     _, _, err = add(reg, put(tmp_path, edited(lambda m: m.update(alpha=value))), capsys, alpha=8.0)
@@ -786,10 +787,10 @@ def test_a_legacy_folder_is_read_from_its_adapter_json_even_when_its_pth_embeds_
 
 
 class _HubFile:
-    """A file as the Hub's Range reads serve it to the header path (rwkv_registry._hub_facts.header_facts)."""
+    """A file as the Hub's Range reads serve it to the header path (rwkv_registry.hub.facts.header_facts)."""
 
     def __init__(self, data: bytes) -> None:
-        from rwkv_registry.ckpt import MemorySource
+        from rwkv_registry.formats.ckpt import MemorySource
 
         self._source = MemorySource(data)
         self.size = self._source.size
@@ -816,8 +817,8 @@ class _HubFile:
 def test_the_hub_header_path_applies_the_same_rules(tmp_path: Path, case: str) -> None:
     """`validate hf://…` reads a MiSS file's headers only: it reaches the same findings as a local read, but for
     those that need the values (MIS010, MIS011)."""
-    from rwkv_registry._hub_facts import header_facts
-    from rwkv_registry.facts import facts_from_buffer
+    from rwkv_registry.engine.facts import facts_from_buffer
+    from rwkv_registry.hub.facts import header_facts
 
     data = _checkpoint(tmp_path)[0].read_bytes() if case == "training" else REFUSED[case][0]()
     local = facts_from_buffer(data)

@@ -5,7 +5,7 @@ Base ``rwkv7-g1k-7.2b-20260930-ctx25600`` registered by metadata with its real s
 ``rwkv_state_tune`` writes at step 1224 (:mod:`state_tune_writer`, ``state-step-00001224.pth``, renamed as the
 user did); the three MiSS adapters ``miss/v2.1/r16-lr{1,2,3}e-5-e2/adapter-final.pth`` are what ``rwkv_miss_tune``
 writes (:mod:`conformance.miss_tune_adapter`, rank 16, alpha 32, ``base_fingerprint`` the base's sha256). The
-train.json files are the seed's (:mod:`rwkv_registry.demo`'s ``STATE_TRAIN``, ``MISS_TRAIN``). Everything goes
+train.json files are the seed's (:mod:`rwkv_registry.store.demo`'s ``STATE_TRAIN``, ``MISS_TRAIN``). Everything goes
 through ``init``, ``add-base`` and ``add`` as the user would type them; ``validate`` must then be clean.
 """
 
@@ -23,7 +23,7 @@ from conformance.miss_tune_adapter import save_adapter_pth
 from state_registry import run, runtime_values
 from state_tune_writer import write_state_tune
 
-from rwkv_registry.demo import BASE, BASE_SHA256, MISS_ENTRIES, MISS_TRAIN, REGISTRY_NAME, STATE_TRAIN
+from rwkv_registry.store.demo import BASE, BASE_SHA256, MISS_ENTRIES, MISS_TRAIN, REGISTRY_NAME, STATE_TRAIN
 
 LAYERS, EMBD = 2, 128
 STATE = f"{BASE}/state/v1.41/v141b-s1224.pth"

@@ -21,8 +21,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import diffcheck  # noqa: E402
 
-from rwkv_registry.ckpt import open_checkpoint  # noqa: E402
-from rwkv_registry.errors import CheckpointError  # noqa: E402
+from rwkv_registry.core.errors import CheckpointError  # noqa: E402
+from rwkv_registry.formats.ckpt import open_checkpoint  # noqa: E402
 
 
 def _file(shape: list[int], dtype: str = "F32", data: bytes = b"") -> bytes:

@@ -103,15 +103,15 @@ def peak_rss() -> int | None:
 
 
 def _validate(path: str) -> dict:
-    from rwkv_registry.validate import validate_registry
+    from rwkv_registry.engine.validate import validate_registry
 
     report = validate_registry(path, use_cache=False)
     return {"ok": report.ok, "findings": [[f.code, f.path, f.message] for f in report.findings]}
 
 
 def _open(path: str) -> dict:
-    from rwkv_registry.ckpt import open_checkpoint
-    from rwkv_registry.errors import CheckpointError
+    from rwkv_registry.core.errors import CheckpointError
+    from rwkv_registry.formats.ckpt import open_checkpoint
 
     try:
         with open_checkpoint(path) as ck:
@@ -121,7 +121,7 @@ def _open(path: str) -> dict:
 
 
 def _json(path: str) -> dict:
-    from rwkv_registry.jsonload import JsonLoadError, load_json_file
+    from rwkv_registry.formats.jsonload import JsonLoadError, load_json_file
 
     try:
         load_json_file(path)

@@ -2,7 +2,7 @@
 
 Each case is built in a fresh temporary directory, then:
 
-- ours: :func:`rwkv_registry.ckpt.open_checkpoint` (the code and message of the refusal);
+- ours: :func:`rwkv_registry.formats.ckpt.open_checkpoint` (the code and message of the refusal);
 - ``torch.load(weights_only=True)`` in a child process: loaded or refused (exception), and
   whether the marker appeared (the payload ran);
 - ``torch.load(weights_only=False)`` in a child process, in a throw-away directory: whether
@@ -29,8 +29,8 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 from evil_cases import CASES, Case, marker_for, write_case  # noqa: E402
 from rss_probe import probe  # noqa: E402
 
-from rwkv_registry.ckpt import open_checkpoint  # noqa: E402
-from rwkv_registry.errors import CheckpointError  # noqa: E402
+from rwkv_registry.core.errors import CheckpointError  # noqa: E402
+from rwkv_registry.formats.ckpt import open_checkpoint  # noqa: E402
 
 DOCS = HERE.parents[1] / "docs" / "security.md"
 
@@ -92,8 +92,8 @@ def row(n: int, case: Case) -> tuple[str, dict[str, object]]:
 HEADER = """# Security: what `validate` does with hostile weight files
 
 A registry validator is a security boundary: people run it on files from strangers before a
-server loads them. The safe reader (`registry/ckpt.py`, `registry/_zipread.py`,
-`registry/_pickle.py`) never unpickles: it reads the zip container with every offset checked,
+server loads them. The safe reader (`registry/formats/ckpt.py`, `registry/formats/zipread.py`,
+`registry/formats/unpickle.py`) never unpickles: it reads the zip container with every offset checked,
 interprets `data.pkl` with an allow-list of opcodes and globals (the four constructions torch
 and rwkv_lightning_cuda write), and refuses anything else with a rule code. It executes nothing,
 so a payload cannot run, whatever it is.
@@ -147,7 +147,7 @@ index.json) are measured in `tests/test_bounds.py`; figures in `docs/reliability
 
 A file two zip readers read differently passes a validator that reads it one way and a loader that reads it the
 other. The review behind issue 26 found such files: `validate` checked one archive and `torch.load` loaded another.
-The reader (`registry/_zipread.py`, one parser for local files and for the Hub's Range reads: the Hub's prefetch
+The reader (`registry/formats/zipread.py`, one parser for local files and for the Hub's Range reads: the Hub's prefetch
 plan is made by `read_central_directory` over the Range source) now accepts exactly the container the two
 producers write and refuses every file that torch's miniz, rwkv_lightning_cuda's `PthArchive` or Python's `zipfile`
 could read otherwise. What the other readers do was read in their source: miniz 3.0.2 as vendored by pytorch
@@ -396,7 +396,7 @@ ISSUE_26_CLASSES: list[tuple[str, str, str, str]] = [
 
 def issue26_table() -> str:
     """The markdown table of :data:`ISSUE_26_CLASSES` (no torch needed: the test rebuilds it)."""
-    from rwkv_registry.rules import RULES
+    from rwkv_registry.core.rules import RULES
 
     lines = ["| class | rule | what the rule says | corpus case | test |", "|---|---|---|---|---|"]
     for what, code, case, test in ISSUE_26_CLASSES:
@@ -442,7 +442,7 @@ checked with `lstat` just before the write, which leaves the window between that
 not write in a registry: it fills a staging directory it created itself, from a listing whose paths are checked
 (see "The Hub as an adversary"). Reads (`validate`, `list`) never follow a link out of the registry (LAY005).
 
-**Code:** `registry/atomic.py` (`open_registry_dir`, `RegistryDir`, `refuse_unsafe_path`, `Transaction._tmp_for`,
+**Code:** `registry/fs/atomic.py` (`open_registry_dir`, `RegistryDir`, `refuse_unsafe_path`, `Transaction._tmp_for`,
 `_recover`, `_refuse_lock_link`). **Test:** `tests/test_write_confinement.py` (a link at the new and the existing
 version directory, at `state/`, at the base directory, a link inside the registry, a link swapped in right after
 the directory is made, `..` and friends, the lock file as a link, a journal through a link).
@@ -453,7 +453,8 @@ the directory is made, `..` and friends, the lock file as a link, a journal thro
 matching line, so a later `*.pth -filter` (or `!filter`, a macro, a deeper `.gitattributes`) turned LFS off and
 `validate` was silent: the weights went into git itself, which the Hub refuses or serves without an LFS sha256.
 
-**What the tool does now.** `registry/gitattr.py` implements git's attribute lookup for `filter` (git's `attr.c`,
+**What the tool does now.** `registry/formats/gitattr.py` implements git's attribute lookup for `filter`
+(git's `attr.c`,
 `dir.c`, `wildmatch.c`; the rules are listed in its docstring): every `.gitattributes` of the tree, deeper over
 shallower, later lines over earlier ones, `-filter`/`!filter`/`filter=…`, macros (`binary`, user macros, refused
 below the top), `**` and anchored patterns, trailing-`/` directory patterns (never a file), quoted patterns,
@@ -464,7 +465,7 @@ filter: unset, from .gitattributes line 7)"*) and then about every weight file o
 A `.gitattributes` over 1 MiB is not read; LFS002 says so. `$GIT_DIR/info/attributes` and the user's and system's
 files are not read: a clone does not get them.
 
-**Code:** `registry/gitattr.py`, `Validator.check_gitattributes`. **Test:** `tests/test_gitattributes.py`: our
+**Code:** `registry/formats/gitattr.py`, `Validator.check_gitattributes`. **Test:** `tests/test_gitattributes.py`: our
 reading against `git check-attr --stdin -z filter` (git 2.39.5 here, configuration isolated) on 14 paths, for each
 of 70 kinds of line before and after `filter=lfs`, line endings, BOM and NUL, nested files and macros, and 250
 generated files of 1 to 6 lines over 1 to 3 directories; the two `validate` tests fail with the old check.
@@ -486,7 +487,7 @@ notification through `RegistryApp.notify`). `--format json` stays exact JSON: `t
 value with the characters `json.dumps(ensure_ascii=False)` leaves raw (C1, format characters, separators, lone
 surrogates) as `\uXXXX`.
 
-**Code:** `registry/textsafe.py`, `registry/cli.py`, `registry/catalog_render.py`, `tui/`. **Test:**
+**Code:** `registry/core/textsafe.py`, `registry/cli/main.py`, `registry/catalog/render.py`, `tui/`. **Test:**
 `tests/test_terminal_escapes.py` (list, show, show of the registry, plain and with colour forced; JSON round trip;
 a hostile file name in `validate`; a trainer version in `add`'s TRN006 note; an error message),
 `tests/tui/test_tui_escapes.py` (the compositor's output, as the terminal would receive it).
@@ -500,7 +501,8 @@ right after `add`.
 **What the tool does now.** The rendered regions escape any text that starts like a marker
 (`&lt;!-- rwkv-registry:`, which Markdown shows as the same text); index.json keeps the description as given.
 
-**Code:** `registry/readme.py` (`render_bodies`, `_defused`). **Test:** `tests/test_readme_hostile.py` (each of the
+**Code:** `registry/index/readme.py` (`render_bodies`, `_defused`).
+**Test:** `tests/test_readme_hostile.py` (each of the
 four markers in an `add --description`, then `readme` twice: README.md byte-identical, no RDM001/RDM002; markers in
 known issues).
 
@@ -538,8 +540,9 @@ HSH001/HSH006 (they count in the resident set; the reader alone reads 16 bytes o
 the file's bytes and text (20 MB each) and the parsed lines; the torch pickle with a 20 MB tensor name
 (`tests/test_output_bounds.py`) peaks at 114 MB with a 2.1 KB report (20.9 MB before).
 
-**Code:** `registry/textsafe.py` (`clip`), `registry/ckpt.py` (`_safetensors_header`), `registry/rules.py`,
-`registry/errors.py`. **Test:** `tests/test_output_bounds.py` (each giant name: text and JSON output under 8 KB),
+**Code:** `registry/core/textsafe.py` (`clip`), `registry/formats/ckpt.py` (`_safetensors_header`),
+`registry/core/rules.py`,
+`registry/core/errors.py`. **Test:** `tests/test_output_bounds.py` (each giant name: text and JSON output under 8 KB),
 `tests/test_safetensors_bounds.py` (the bounds exactly, the `:` count in bounded memory), the bombs
 `safetensors-spaces-99mb`, `safetensors-200k-empty`, `sums-path-20mb` in `tests/malicious/bombs.py` (peak within
 200 MB of the baseline, `tests/test_bounds.py`).
@@ -558,7 +561,8 @@ checks the Hub's listing the same way. Every writer refuses to create such a twi
 by the transaction for each new file and directory): `add` of `S1.pth` beside `s1.pth`, a MiSS group `R4-A` beside
 `r4-a`.
 
-**Code:** `registry/layout.py`, `registry/validate.py`, `registry/atomic.py`. **Test:** `tests/test_name_twins.py`.
+**Code:** `registry/index/layout.py`, `registry/engine/validate.py`, `registry/fs/atomic.py`.
+**Test:** `tests/test_name_twins.py`.
 """
 FOOTER += OUTSIDE_THE_WEIGHTS  # no braces in it: FOOTER.format leaves it as it is
 

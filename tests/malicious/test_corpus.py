@@ -21,10 +21,10 @@ from evil_cases import CASES, good_archive, marker_for, write_case
 from regtools import TINY_BASE
 from rss_probe import MB, probe
 
-from rwkv_registry.ckpt import open_checkpoint
-from rwkv_registry.errors import CheckpointError
-from rwkv_registry.facts import compute_facts
-from rwkv_registry.rules import RULES
+from rwkv_registry.core.errors import CheckpointError
+from rwkv_registry.core.rules import RULES
+from rwkv_registry.engine.facts import compute_facts
+from rwkv_registry.formats.ckpt import open_checkpoint
 
 STATE = f"{TINY_BASE}/state/v1/s1.pth"
 EXTRA_RSS = 100 * MB  # over the validation of the clean registry

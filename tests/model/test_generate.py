@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from rwkv_registry.errors import UsageError
+from rwkv_registry.core.errors import UsageError
 from rwkv_registry.model import RWKV7, generate, get_profile, get_sampling, get_tokenizer, load_state_weights
 
 PROMPTS = ["User: hi\n\nAssistant:", "Un prompt un peu plus long, en français, avec 中文.", '{"a": 1}']

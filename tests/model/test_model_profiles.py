@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rwkv_registry.errors import UsageError
+from rwkv_registry.core.errors import UsageError
 from rwkv_registry.model import PROFILES, SAMPLING_PRESETS, Message, get_profile, get_sampling
 from rwkv_registry.model.profiles import PromptProfile, ThinkingMode, clean_text, profiles_markdown
 

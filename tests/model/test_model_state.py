@@ -167,7 +167,7 @@ def test_lfs_pointer_state_is_refused(tmp_path: Path) -> None:
 
 def test_state_written_by_the_trainer_layout_loads(model: RWKV7, tmp_path: Path) -> None:
     """rwkv_lightning_cuda's own zip writer (unaligned storages, protocol-2 plain dict) reads the same."""
-    pthwrite = pytest.importorskip("rwkv_registry.pthwrite")
+    pthwrite = pytest.importorskip("rwkv_registry.formats.pthwrite")
     g = torch.Generator().manual_seed(8)
     tensors = {f"blocks.{i}.att.time_state": torch.randn(2, 64, 64, generator=g) for i in range(2)}
     raw = {k: pthwrite.RawTensor("float32", (2, 64, 64), v.numpy().tobytes()) for k, v in tensors.items()}

@@ -55,8 +55,8 @@ def test_miss_bytes_are_deterministic(tmp_path: Path, tiny_base: Path) -> None:
 def test_miss_file_passes_the_registry_checks(tmp_path: Path, tiny_base: Path) -> None:
     import json
 
-    from rwkv_registry.ckpt import open_checkpoint
-    from rwkv_registry.miss import check_manifest
+    from rwkv_registry.checks.miss import check_manifest
+    from rwkv_registry.formats.ckpt import open_checkpoint
     from rwkv_registry.model.tiny import make_tiny_miss
 
     path = make_tiny_miss(tmp_path / "adapter-final.pth", tiny_base, rank=4, seed=5)

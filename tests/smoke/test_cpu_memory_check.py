@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rwkv_registry.errors import UsageError
+from rwkv_registry.core.errors import UsageError
 from rwkv_registry.model.smoke import evaluate
 
 BASE = {"name": "b", "architecture": {"n_embd": 64, "n_layer": 2, "vocab_size": 100}}

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from rwkv_registry.cli import main
-from rwkv_registry.demo import build_demo
-from rwkv_registry.errors import UsageError
+from rwkv_registry.cli.main import main
+from rwkv_registry.core.errors import UsageError
+from rwkv_registry.index.smoke_cases import DEFAULT_CASES, TINY_CASES, builtin_path, load_cases
 from rwkv_registry.model.profiles import get_profile
 from rwkv_registry.model.smoke import evaluate
 from rwkv_registry.model.smoke.prompt import PromptBuilder
 from rwkv_registry.model.tokenizer import get_tokenizer
-from rwkv_registry.smoke_cases import DEFAULT_CASES, TINY_CASES, builtin_path, load_cases
+from rwkv_registry.store.demo import build_demo
 
 ARCH_72B = {"n_layer": 32, "n_embd": 4096, "vocab_size": 65536, "ffn_size": 16384}
 BIG = {"name": "big", "architecture": ARCH_72B}

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from rwkv_registry.errors import UsageError
+from rwkv_registry.core.errors import UsageError
+from rwkv_registry.index.smoke_cases import TINY_CASES, builtin_path, load_cases
 from rwkv_registry.model.profiles import get_profile
 from rwkv_registry.model.smoke import evaluate
 from rwkv_registry.model.smoke.prompt import PromptBuilder
 from rwkv_registry.model.tokenizer import get_tokenizer
-from rwkv_registry.smoke_cases import TINY_CASES, builtin_path, load_cases
 
 TINY = {"name": "tiny", "architecture": {"n_layer": 2, "n_embd": 128, "vocab_size": 65536, "ffn_size": 512}}
 

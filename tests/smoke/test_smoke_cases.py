@@ -9,13 +9,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rwkv_registry.errors import UsageError
+from rwkv_registry.core.errors import UsageError
+from rwkv_registry.index.smoke_cases import CATEGORIES, DEFAULT_CASES, NO_TOOL, TINY_CASES, builtin_path, load_cases
 from rwkv_registry.model import get_profile, get_tokenizer
 from rwkv_registry.model.smoke import casegen
 from rwkv_registry.model.smoke.prompt import CALL_OPENER, PromptBuilder, expected_completion, render_text
 from rwkv_registry.model.smoke.scoring import parse_call, score_call, values_match
 from rwkv_registry.schemas import schema_errors
-from rwkv_registry.smoke_cases import CATEGORIES, DEFAULT_CASES, NO_TOOL, TINY_CASES, builtin_path, load_cases
 
 TOOLS = [
     {
@@ -411,7 +411,7 @@ def test_json_prefix_scanner_refuses_raw_control_characters_in_strings(ctrl):
 
 def test_a_huge_case_line_is_refused_with_the_limit() -> None:
     """A 5 MB message never finished; a case line is capped, toolset lines are not."""
-    from rwkv_registry.smoke_cases import MAX_CASE_LINE, builtin_path, parse_cases
+    from rwkv_registry.index.smoke_cases import MAX_CASE_LINE, builtin_path, parse_cases
 
     toolset, case = builtin_path("tiny_cases.jsonl").read_text().splitlines()[:2]
     big = json.loads(case)

@@ -1,4 +1,4 @@
-"""Mutation audit of registry/smoke_cases.py (the case-file format): the checks test_smoke_cases.py left open.
+"""Mutation audit of registry/index/smoke_cases.py (the case-file format): the checks test_smoke_cases.py left open.
 
 Hand-made mutants, one small change each, run against test_smoke_cases.py and test_toy_base_detection:
 
@@ -33,11 +33,11 @@ from pathlib import Path
 import pytest
 from test_smoke_cases import TOOLS, case_line, write_jsonl
 
-from rwkv_registry import smoke_cases
-from rwkv_registry.errors import UsageError
+from rwkv_registry.core.errors import UsageError
+from rwkv_registry.index import smoke_cases
+from rwkv_registry.index.smoke_cases import MAX_CASE_LINE, NO_TOOL, TOY_WIDTH, is_toy_base, load_cases, parse_cases
 from rwkv_registry.model import get_profile, get_tokenizer
 from rwkv_registry.model.smoke.prompt import PromptBuilder, render_text
-from rwkv_registry.smoke_cases import MAX_CASE_LINE, NO_TOOL, TOY_WIDTH, is_toy_base, load_cases, parse_cases
 
 
 def test_a_base_as_wide_as_the_toy_limit_is_no_toy() -> None:

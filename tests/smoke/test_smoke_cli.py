@@ -18,14 +18,14 @@ import pytest
 import torch
 from regtools import edit_index
 
-from rwkv_registry.cli import main
-from rwkv_registry.compare import results_from_json
+from rwkv_registry.catalog.compare import results_from_json
+from rwkv_registry.cli.main import main
+from rwkv_registry.engine.validate import validate_registry
+from rwkv_registry.index.smoke_cases import TINY_CASES, builtin_path, load_cases
 from rwkv_registry.model.smoke.demo import MISS_ID, STATE_ID, build_tiny_registry
 from rwkv_registry.model.tiny import make_tiny_base
-from rwkv_registry.ops import write_sums
 from rwkv_registry.schemas import schema_errors
-from rwkv_registry.smoke_cases import TINY_CASES, builtin_path, load_cases
-from rwkv_registry.validate import validate_registry
+from rwkv_registry.store.ops import write_sums
 
 pytestmark = pytest.mark.slow
 TINY = str(builtin_path(TINY_CASES))
@@ -331,8 +331,8 @@ def test_entry_file_changed_since_registration_exits_2(capsys, copy, tiny_weight
 def test_a_base_too_big_for_the_cpus_memory_is_refused_before_hashing(capsys, registry, tiny_weights, monkeypatch):
     """Without a GPU a 7.2B base would be hashed (14 GB), then copied to fp32 (28 GB) until the kernel kills the
     process with no message: refused at once instead (exit 2), naming both sizes and the fix."""
-    from rwkv_registry.demo import ARCH_72B
     from rwkv_registry.model.smoke import evaluate
+    from rwkv_registry.store.demo import ARCH_72B
 
     def no_hash(*a, **k):
         raise AssertionError("the base was hashed before the memory check")

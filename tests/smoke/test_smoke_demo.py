@@ -9,10 +9,10 @@ from dataclasses import replace
 
 import pytest
 
-from rwkv_registry.cli import main
+from rwkv_registry.cli.main import main
+from rwkv_registry.engine.validate import validate_registry
 from rwkv_registry.model.smoke.demo import MISS_ID, STATE_ID
 from rwkv_registry.model.smoke.train_tiny import TrainConfig, build_tiny_weights, cache_key
-from rwkv_registry.validate import validate_registry
 
 
 @pytest.mark.slow
@@ -60,7 +60,7 @@ def test_training_is_deterministic_and_cached(tmp_path):
 def test_demo_smoke_never_deletes_what_it_did_not_write(tmp_path, kind, capsys):
     """`demo PATH --smoke` rebuilds `<PATH>-smoke/registry`: a folder there that the demo did not write is refused
     (exit 2) before anything is written, and left as it was."""
-    from rwkv_registry.ops import init_registry
+    from rwkv_registry.store.ops import init_registry
 
     work = tmp_path / "mine-smoke"
     reg = work / "registry"
@@ -84,7 +84,7 @@ def test_demo_smoke_never_deletes_what_it_did_not_write(tmp_path, kind, capsys):
 
 def test_an_earlier_tiny_demo_registry_may_be_replaced(tmp_path):
     from rwkv_registry.model.smoke.demo import check_tiny_registry_dir
-    from rwkv_registry.ops import init_registry
+    from rwkv_registry.store.ops import init_registry
 
     init_registry(tmp_path / "registry", name="demo/tiny-smoke")
     check_tiny_registry_dir(tmp_path)  # no error: the demo wrote every file there
@@ -138,7 +138,7 @@ def _tree(root) -> dict[str, bytes | str]:
 def test_tiny_weights_never_replace_a_file_the_demo_did_not_write(tmp_path, fake_parts, name):
     """A file of one of the names the tiny weights are written under, with no manifest of the demo's listing it,
     is refused (UsageError naming it) and left as it was."""
-    from rwkv_registry.errors import UsageError
+    from rwkv_registry.core.errors import UsageError
 
     out = tmp_path / "w"
     _user_file(out, name)

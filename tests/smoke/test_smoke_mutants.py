@@ -20,10 +20,11 @@ from typing import ClassVar
 import pytest
 import torch
 
-from rwkv_registry.catalog import find_entry
-from rwkv_registry.cli import main
-from rwkv_registry.compare import compare, mcnemar_exact, results_file, results_from_json
-from rwkv_registry.errors import UsageError
+from rwkv_registry.catalog.compare import compare, mcnemar_exact, results_file, results_from_json
+from rwkv_registry.catalog.entries import find_entry
+from rwkv_registry.cli.main import main
+from rwkv_registry.core.errors import UsageError
+from rwkv_registry.index.smoke_cases import TINY_CASES, Case, builtin_path, is_toy_base
 from rwkv_registry.model.rwkv7 import RWKV7
 from rwkv_registry.model.smoke import evaluate
 from rwkv_registry.model.smoke.demo import MISS_ID, STATE_ID, build_tiny_registry
@@ -43,7 +44,6 @@ from rwkv_registry.model.smoke.scoring import CallScore, score_call
 from rwkv_registry.model.tiny import make_tiny_base
 from rwkv_registry.model.tokenizer import get_tokenizer
 from rwkv_registry.schemas import schema_errors
-from rwkv_registry.smoke_cases import TINY_CASES, Case, builtin_path, is_toy_base
 
 pytestmark = pytest.mark.slow
 TINY = builtin_path(TINY_CASES)

@@ -22,9 +22,10 @@ import pytest
 import torch
 from wkv_inputs import wkv_inputs
 
-from rwkv_registry.errors import UsageError
+from rwkv_registry.checks.miss import tensor_name
+from rwkv_registry.core.errors import UsageError
+from rwkv_registry.index.smoke_cases import DEFAULT_CASES, TINY_CASES, builtin_path, load_cases
 from rwkv_registry.kernels.wkv7 import wkv7_naive
-from rwkv_registry.miss import tensor_name
 from rwkv_registry.model import RWKV7, get_profile, get_tokenizer
 from rwkv_registry.model.miss import TARGET_MODULES, MissAdapter, load_miss
 from rwkv_registry.model.smoke import casegen, train_tiny
@@ -40,7 +41,6 @@ from rwkv_registry.model.smoke.train_tiny import (
     training_batch,
 )
 from rwkv_registry.model.tiny import miss_in_out, save_tensors, tiny_base_tensors, tiny_config
-from rwkv_registry.smoke_cases import DEFAULT_CASES, TINY_CASES, builtin_path, load_cases
 
 # ---------------------------------------------------------------------------------- casegen
 
@@ -123,6 +123,7 @@ def test_cache_key_follows_the_model_and_smoke_sources_not_their_location(tmp_pa
     shutil.copytree(kernels_dir, tmp_path / "kernels", ignore=shutil.ignore_patterns("__pycache__"))
     (tmp_path / "registry").mkdir()
     for name in train_tiny.REGISTRY_SOURCES:
+        (tmp_path / "registry" / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(registry_dir / name, tmp_path / "registry" / name)
     config = TrainConfig()
     key = cache_key(config)
@@ -135,8 +136,8 @@ def test_cache_key_follows_the_model_and_smoke_sources_not_their_location(tmp_pa
         copy / "smoke" / "prompt.py",
         tmp_path / "kernels" / "timemix" / "reference.py",  # the element-wise ops the training runs
         tmp_path / "kernels" / "lora" / "reference.py",
-        tmp_path / "registry" / "pthwrite.py",  # writes the MiSS file
-        tmp_path / "registry" / "smoke_cases.py",  # reads the case file
+        tmp_path / "registry" / "formats" / "pthwrite.py",  # writes the MiSS file
+        tmp_path / "registry" / "index" / "smoke_cases.py",  # reads the case file
     )
     for edited in edits:
         original = edited.read_bytes()
@@ -366,7 +367,7 @@ def test_a_truncated_or_changed_cached_file_is_trained_again(tmp_path, fake_trai
 
 def test_save_tensors_replaces_a_file_atomically(tmp_path, monkeypatch):
     """A write that fails before its rename (here: fsync) leaves the old file whole and no temporary file."""
-    from rwkv_registry.errors import RegistryIOError
+    from rwkv_registry.core.errors import RegistryIOError
 
     path = save_tensors(tmp_path / "s.pth", {"a": torch.zeros(3)})
     old = path.read_bytes()

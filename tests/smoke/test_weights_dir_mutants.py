@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rwkv_registry.errors import UsageError
+from rwkv_registry.core.errors import UsageError
 from rwkv_registry.model.smoke.train_tiny import MANIFEST, WRITER, WRITTEN, check_weights_dir
 
 

@@ -22,7 +22,7 @@ RELEASE = "RWKV_TEST_RELEASE"  # a file: each read waits until it exists
 def slow_reads(root: str, by_path: dict[str, dict[str, Any]], use_cache: bool, conn: Connection) -> None:
     """``child_main`` with one reading thread, whose every weight file read is logged to $RWKV_TEST_READS and
     waits (up to 30 s) for the file $RWKV_TEST_RELEASE (a "huge file")."""
-    import rwkv_registry.facts as facts
+    import rwkv_registry.engine.facts as facts
 
     real = facts.compute_facts
     reads, release = Path(os.environ[READS]), Path(os.environ[RELEASE])

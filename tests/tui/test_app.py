@@ -27,14 +27,14 @@ from tui_helpers import (
     wait_until,
 )
 
-from rwkv_registry.catalog import EntryFilter, NodeRef
+from rwkv_registry.catalog.entries import EntryFilter, NodeRef
+from rwkv_registry.engine.validate import validate_registry
 from rwkv_registry.tui.app import RegistryApp
 from rwkv_registry.tui.messages import FilesChecked, ValidationFinished
 from rwkv_registry.tui.screens.compare import CompareScreen
 from rwkv_registry.tui.screens.main import MainScreen
 from rwkv_registry.tui.validation_process import child_main
 from rwkv_registry.tui.widgets.registry_tree import RegistryTree
-from rwkv_registry.validate import validate_registry
 
 SIZE = (100, 30)
 
@@ -339,7 +339,7 @@ async def test_validation_never_blocks_navigation(
     small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_thread: None
 ) -> None:
     monkeypatch.setenv("RWKV_REGISTRY_CACHE_DIR", str(tmp_path / "fresh-cache"))  # every file gets read
-    import rwkv_registry.facts as facts
+    import rwkv_registry.engine.facts as facts
 
     release = threading.Event()
     real = facts.compute_facts
@@ -365,7 +365,7 @@ async def test_validation_never_blocks_navigation(
 
 def _slow_reads(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, list[str]]:
     """Every weight file read waits until the test sets the event (a "huge file"); the paths read, in order."""
-    import rwkv_registry.facts as facts
+    import rwkv_registry.engine.facts as facts
 
     release = threading.Event()
     reads: list[str] = []
@@ -432,7 +432,7 @@ async def test_validation_waits_while_the_ui_is_busy(
     """The validation threads start no file (and no rule step) while the App says its UI is busy (a key just
     pressed, the event loop late): their Python code would take the GIL from the UI thread. Once it is not,
     the run goes on and ends with every file."""
-    import rwkv_registry.facts as facts
+    import rwkv_registry.engine.facts as facts
 
     monkeypatch.setenv("RWKV_REGISTRY_CACHE_DIR", str(tmp_path / "fresh-cache"))  # every file gets read
     monkeypatch.setattr("rwkv_registry.tui.screens.main.YIELD_AT_MOST_S", 60.0)
@@ -895,7 +895,7 @@ async def test_smoke_records_are_shown(small: Path) -> None:
 
 @run_async
 async def test_empty_registry_and_missing_index(tmp_path: Path) -> None:
-    from rwkv_registry.ops import init_registry
+    from rwkv_registry.store.ops import init_registry
 
     init_registry(tmp_path / "empty", name="test/empty")
     app = RegistryApp(str(tmp_path / "empty"), keymap={})
@@ -913,7 +913,7 @@ async def test_empty_registry_and_missing_index(tmp_path: Path) -> None:
 
 @run_async
 async def test_frozen_base_is_marked(small: Path) -> None:
-    from rwkv_registry.ops import update_index
+    from rwkv_registry.store.ops import update_index
 
     update_index(small, lambda index: index["bases"][0].update(status="frozen"))
     app = RegistryApp(str(small), validate_on_start=False, keymap={})
@@ -931,7 +931,7 @@ async def test_frozen_base_is_marked(small: Path) -> None:
 @run_async
 async def test_text_from_index_json_is_never_read_as_markup(small: Path) -> None:
     """A description holding '[/]' crashed the first paint; '[bold]…[/]' was swallowed. Both show as written."""
-    from rwkv_registry.ops import update_index
+    from rwkv_registry.store.ops import update_index
 
     def edit(index: dict) -> None:
         index["registry"]["description"] = "Weights [/] for agents"
@@ -950,7 +950,7 @@ async def test_text_from_index_json_is_never_read_as_markup(small: Path) -> None
 @run_async
 async def test_a_long_base_name_gives_way_to_its_tag_and_count(small: Path) -> None:
     """In a narrow tree the name is cut with … so that [frozen] and the entry count stay visible."""
-    from rwkv_registry.ops import add_base
+    from rwkv_registry.store.ops import add_base
 
     newer = BASE.replace("2026", "2027", 1)
     assert newer != BASE
@@ -1017,7 +1017,7 @@ async def test_a_registry_deleted_while_browsing(small: Path) -> None:
 @run_async
 async def test_a_write_in_progress_leaves_entries_unchecked(small: Path) -> None:
     """LAY013 is the whole report while another command writes: no entry was checked, so none is marked ✓."""
-    from rwkv_registry.atomic import registry_lock
+    from rwkv_registry.fs.atomic import registry_lock
 
     app = RegistryApp(str(small), keymap={})
     with registry_lock(small):
@@ -1072,7 +1072,7 @@ def test_tui_in_a_folder_of_a_registry_names_its_root(
     the command that opens the registry's root; it used to open a browser whose only finding suggested `validate`."""
     from regtools import TINY_BASE
 
-    from rwkv_registry.cli import main
+    from rwkv_registry.cli.main import main
 
     opened: list[str] = []
     monkeypatch.setattr(RegistryApp, "run", lambda self, *a, **k: opened.append("run"))

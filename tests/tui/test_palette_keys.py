@@ -11,7 +11,7 @@ from pathlib import Path
 
 from textual.fuzzy import Matcher
 
-from rwkv_registry.catalog import Catalog
+from rwkv_registry.catalog.entries import Catalog
 from rwkv_registry.tui.commands import GoToKeys, go_to_keys, subsequence_pattern
 
 ALPHABET = "ag3-v2.0s1rR4_ \\[]^$*+?()|{}İıßKK"  # regex specials, a space, case pairs and letters lower() changes

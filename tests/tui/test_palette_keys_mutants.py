@@ -17,7 +17,7 @@ from pathlib import Path
 
 from test_palette_keys import _fuzzy_hits, _write_index
 
-from rwkv_registry.catalog import Catalog
+from rwkv_registry.catalog.entries import Catalog
 from rwkv_registry.tui.commands import GoToKeys
 
 

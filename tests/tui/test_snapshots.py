@@ -28,7 +28,7 @@ def _colour(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from rwkv_registry.demo import build_demo
+    from rwkv_registry.store.demo import build_demo
 
     return build_demo(tmp_path_factory.mktemp("demo") / "registry", log=lambda _m: None)
 
@@ -76,7 +76,7 @@ def test_demo_train_100x30(snap_compare, demo: Path) -> None:
 
 
 def test_empty_registry_80x24(snap_compare, tmp_path: Path) -> None:
-    from rwkv_registry.ops import init_registry
+    from rwkv_registry.store.ops import init_registry
 
     init_registry(tmp_path / "empty", name="test/empty", title="An empty registry")
     assert snap_compare(make_app(tmp_path / "empty"), terminal_size=(80, 24), run_before=prepare())

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from tui_helpers import MISS_IDS, STATE_ID, break_registry, build_small, miss_path
 
-from rwkv_registry.catalog import Catalog
-from rwkv_registry.facts import FileFacts, compute_facts
+from rwkv_registry.catalog.entries import Catalog
+from rwkv_registry.engine.facts import FileFacts, compute_facts
+from rwkv_registry.engine.validate import validate_registry
 from rwkv_registry.tui.keymap import load_keymap
 from rwkv_registry.tui.validation import ValidationCancelled, live_validate, preliminary_status
-from rwkv_registry.validate import validate_registry
 
 
 @pytest.fixture
@@ -94,7 +94,7 @@ def test_live_validation_never_caches_a_racily_clean_file(registry: Path, monkey
     the old bytes' verdict. It now reads files through gather_facts."""
     import time
 
-    from rwkv_registry import facts
+    from rwkv_registry.engine import facts
 
     tick = time.time_ns() // 10**9 * 10**9
     real = facts.stat_key
@@ -116,7 +116,7 @@ def test_live_validation_never_caches_a_racily_clean_file(registry: Path, monkey
 def test_live_validation_waits_for_a_write_in_progress_like_validate(broken: Path) -> None:
     """Under a running writer's lock, `validate` reports LAY013 and nothing else (the tree is half-written); the
     TUI's validation used to run every rule on it anyway."""
-    from rwkv_registry.atomic import registry_lock
+    from rwkv_registry.fs.atomic import registry_lock
 
     with registry_lock(broken):
         expected = validate_registry(broken, use_cache=False)
@@ -146,7 +146,7 @@ def test_live_validation_gives_validates_order(broken: Path) -> None:
 def test_live_validation_of_a_deleted_registry_is_refused_like_validate(broken: Path) -> None:
     import shutil
 
-    from rwkv_registry.errors import UsageError
+    from rwkv_registry.core.errors import UsageError
 
     shutil.rmtree(broken)
     with pytest.raises(UsageError, match="does not exist"):
@@ -200,8 +200,8 @@ def test_a_stopped_live_validation_keeps_what_it_read_for_the_next_run(broken: P
 
 def test_a_live_validator_with_the_default_hooks_runs_to_the_end(broken: Path) -> None:
     """LiveValidator used on its own (no should_stop, no between_steps): a whole validation, as validate's."""
+    from rwkv_registry.engine.validate import run_validator
     from rwkv_registry.tui.validation import LiveValidator
-    from rwkv_registry.validate import run_validator
 
     files: list[str] = []
     report = run_validator(LiveValidator(broken, on_file=lambda rel, _f: files.append(rel), use_cache=False), broken)

@@ -15,8 +15,8 @@ from regtools import DATA_SHA, TINY_ARCH
 from regtools import TINY_BASE as BASE
 from regtools import TINY_SHA as BASE_SHA
 
-from rwkv_registry.demo import write_synthetic_miss, write_synthetic_state
-from rwkv_registry.ops import add_base, add_entry, init_registry, update_index
+from rwkv_registry.store.demo import write_synthetic_miss, write_synthetic_state
+from rwkv_registry.store.ops import add_base, add_entry, init_registry, update_index
 
 NAME = "test/tui-registry"
 STATE_ID = "s1"

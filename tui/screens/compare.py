@@ -15,15 +15,15 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 from textual.worker import get_current_worker
 
-from rwkv_registry.catalog import (
+from rwkv_registry.catalog.entries import (
     Catalog,
     Comparison,
 )
-from rwkv_registry.catalog_render import (
+from rwkv_registry.catalog.render import (
     render_comparison,
 )
-from rwkv_registry.errors import RegistryError
-from rwkv_registry.textsafe import printable, printable_renderable
+from rwkv_registry.core.errors import RegistryError
+from rwkv_registry.core.textsafe import printable, printable_renderable
 
 
 class CompareScreen(Screen[None]):

@@ -22,8 +22,9 @@ from textual.timer import Timer
 from textual.widgets import Footer, Header, Input, Tree
 from textual.worker import Worker, WorkerState, get_current_worker
 
-from rwkv_registry.catalog import Catalog, EntryFilter, FindingIndex, NodeRef, status_of_findings, worst_status
-from rwkv_registry.errors import RegistryError
+from rwkv_registry.catalog.entries import Catalog, EntryFilter, FindingIndex, NodeRef, status_of_findings, worst_status
+from rwkv_registry.core.errors import RegistryError
+from rwkv_registry.engine.validate import Report
 from rwkv_registry.tui.latest_job import LatestJob
 from rwkv_registry.tui.messages import (
     DetailsFailed,
@@ -45,7 +46,6 @@ from rwkv_registry.tui.widgets.details import TABS, DetailsPane, build_sections,
 from rwkv_registry.tui.widgets.filter_input import FilterInput
 from rwkv_registry.tui.widgets.registry_tree import RegistryTree
 from rwkv_registry.tui.widgets.status_bar import StatusBar
-from rwkv_registry.validate import Report
 
 NARROW = 80  # below this many columns the tree sits above the details instead of beside them
 FILTER_DEBOUNCE_S = 0.15  # typed text filters the tree once the keys pause this long
@@ -344,7 +344,9 @@ class MainScreen(Screen[None]):
                 self.validation_note = note
                 return False
             self.validation_pid = proc.pid
-            busy = False  # as last told to the child
+            busy = self._ui_busy()  # as last told to the child: busy already, it pauses before its first step
+            if busy:
+                proc.set_busy(True)
             held: list[CheckedFile] = []  # files checked, not handed to the UI while it is busy
             wake_r, wake_w = socket.socketpair()  # the UI thread wakes this thread as it turns busy (App.on_busy)
             wake_r.setblocking(False)

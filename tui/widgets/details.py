@@ -19,13 +19,13 @@ from textual.style import Style
 from textual.visual import RenderOptions, RichVisual, Visual
 from textual.widgets import ContentSwitcher, Static, TabbedContent, TabPane
 
-from rwkv_registry.catalog import (
+from rwkv_registry.catalog.entries import (
     STATUS_MARK,
     Catalog,
     FindingIndex,
     NodeRef,
 )
-from rwkv_registry.catalog_render import (
+from rwkv_registry.catalog.render import (
     render_base_info,
     render_entry_info,
     render_findings,
@@ -36,7 +36,7 @@ from rwkv_registry.catalog_render import (
     render_smoke,
     render_train,
 )
-from rwkv_registry.textsafe import printable_renderable
+from rwkv_registry.core.textsafe import printable_renderable
 
 TABS = (("info", "Info"), ("train", "Train"), ("miss", "MiSS"), ("scores", "Scores"), ("checks", "Checks"))
 

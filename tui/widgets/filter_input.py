@@ -7,7 +7,7 @@ from typing import ClassVar
 from textual.binding import Binding, BindingType
 from textual.widgets import Input
 
-from rwkv_registry.catalog import EntryFilter
+from rwkv_registry.catalog.entries import EntryFilter
 
 
 class FilterInput(Input):

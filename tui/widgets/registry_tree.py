@@ -8,7 +8,7 @@ from rich.text import Text
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
-from rwkv_registry.catalog import (
+from rwkv_registry.catalog.entries import (
     FROZEN_TAG,
     METHOD_LABEL,
     RECOMMENDED_MARK,
@@ -19,13 +19,13 @@ from rwkv_registry.catalog import (
     NodeRef,
     worst_status,
 )
-from rwkv_registry.textsafe import printable
+from rwkv_registry.core.textsafe import printable
 
 Grouped = dict[str, dict[str, dict[str, list[dict[str, Any]]]]]
 
 
 class RegistryTree(Tree[NodeRef]):
-    """Lazily loaded tree of a :class:`~rwkv_registry.catalog.Catalog`.
+    """Lazily loaded tree of a :class:`~rwkv_registry.catalog.entries.Catalog`.
 
     A node's children are created the first time it is expanded, so a registry of thousands of
     entries mounts with one node per base. Each label starts with a status mark (``·`` not

@@ -6,8 +6,8 @@ from rich.text import Text
 from textual import events
 from textual.widgets import Static
 
-from rwkv_registry.catalog import SEVERITY_MARK, SEVERITY_STYLE
-from rwkv_registry.textsafe import printable
+from rwkv_registry.catalog.entries import SEVERITY_MARK, SEVERITY_STYLE
+from rwkv_registry.core.textsafe import printable
 
 
 def _plural(n: int, word: str) -> str:

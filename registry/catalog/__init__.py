@@ -1,0 +1,1 @@
+"""Reading a registry for people: entries, list/show rendering, scores, comparisons."""

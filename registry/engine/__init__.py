@@ -1,0 +1,1 @@
+"""The validation run: walks a tree once, gathers facts through the cache, applies every rule, reports."""

@@ -1,0 +1,2206 @@
+"""``rwkv-registry validate``: every rule of :mod:`rwkv_registry.core.rules` on a registry directory.
+
+>>> report = validate_registry("path/to/registry")          # doctest: +SKIP
+>>> report.ok, report.counts                                # doctest: +SKIP
+(True, {'error': 0, 'warning': 0, 'info': 2})
+
+Weight files are read once each, in parallel threads, and their facts cached outside the tree
+(:mod:`rwkv_registry.engine.facts`); JSON Schema results are cached by content hash. A warm run on an
+unchanged registry reads only the small JSON and text files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import functools
+import gc
+import hashlib
+import json
+import math
+import os
+import re
+import stat
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from rwkv_registry import __version__
+from rwkv_registry.core.codekey import code_digest  # the verdict keys' and the facts cache's: the code deciding them
+from rwkv_registry.core.errors import UsageError
+from rwkv_registry.fs.atomic import JOURNAL_NAME, LOCK_NAME, TMP_PREFIX, registry_around, require_directory, within
+from rwkv_registry.index.arch import state_shape
+
+if TYPE_CHECKING:
+    from rwkv_registry.checks.git import GitAhead
+from rwkv_registry.core.fsio import read_at_most, sha256_file
+from rwkv_registry.core.rules import MIS013_BY_BASE_EDIT, Finding, Severity, finding
+from rwkv_registry.core.textsafe import clip
+from rwkv_registry.engine.facts import (
+    FactsCache,
+    FileFacts,
+    gather_facts,
+    stray_state_finding,
+    time_state_name,
+)
+from rwkv_registry.formats.jsonload import is_finite_number, is_integer
+from rwkv_registry.index.layout import (
+    METHODS,
+    VERSION_DIR,
+    WEIGHT_SUFFIXES,
+    layout_ok,
+    misplaced,
+    name_key,
+    safe_rel,
+)
+from rwkv_registry.index.sampling import SAMPLING_PRESETS, did_you_mean
+from rwkv_registry.index.sums import FORMS as SUMS_FORMS
+from rwkv_registry.index.sums import SIG_NAME, SUMS_NAME, SumsLine, parse_sums
+from rwkv_registry.schemas import misspelt_keys, schema_digest
+
+ROOT_FILES = {
+    "index.json",
+    SUMS_NAME,
+    SIG_NAME,
+    "README.md",
+    ".gitattributes",
+    ".gitignore",
+    ".pre-commit-config.yaml",
+    "LICENSE",
+    "LICENSE.md",
+    "LICENSE.txt",
+    LOCK_NAME,
+    JOURNAL_NAME,
+}
+# the registry root's housekeeping files: how git and pre-commit treat the repository, no content of it; editing them
+# (the hook's configuration) must not fail the hook, so SHA256SUMS does not list them
+HOUSEKEEPING = frozenset({".gitignore", ".pre-commit-config.yaml"})
+NOT_SUMMED = {SUMS_NAME, SIG_NAME, LOCK_NAME, JOURNAL_NAME, *HOUSEKEEPING}
+MAX_TEXT_BYTES = 64 * 2**20  # SHA256SUMS and README.md larger than this are refused unread
+# rwkv_lightning_cuda's kMaxUploadedStateBytes (include/rwkv/server/rwkv_uploaded_state_store.hpp): STA005
+STATE_UPLOAD_MAX_BYTES = 512 * 1024 * 1024
+MIN_TRAINER = "1.8.1"  # rwkv_lightning_cuda with the `segments` mask (commit 47df608)
+# Vocabulary files known offline -> the embedding rows (vocab_size) of a model using them. The RWKV world vocabulary
+# has 65529 tokens (ids 1..65529, 0 ends a text), padded to 65536 rows in every G1 base (FORMATS §2, §6).
+KNOWN_VOCABS = {"rwkv_vocab_v20230424.txt": 65536}
+MIN_SERVER = "1.8.1"  # rwkv_lightning with State upload and /v1/adapters (seed 000)
+# registry.server: the first version after the server's name ("rwkv_lightning >= v1.8.1", "rwkv-lightning 1.9.0")
+_SERVER_VERSION = re.compile(
+    r"rwkv[_-]lightning(?:[_-]cuda)?\b[^0-9\n]{0,40}?(?<![\w.])(v?\d+\.\d+\.\d+\S*)", re.IGNORECASE
+)
+LIGHTNING_TRAINERS = ("rwkv_state_tune", "rwkv_miss_tune")
+
+
+@dataclass
+class Report:
+    """Findings of one validation run, with counts and stats."""
+
+    target: str
+    findings: list[Finding] = field(default_factory=list)
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        c = Counter(str(f.severity) for f in self.findings)
+        return {s.value: c.get(s.value, 0) for s in Severity}
+
+    @property
+    def ok(self) -> bool:
+        return self.counts["error"] == 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tool": {"name": "rwkv-registry", "version": __version__},
+            "target": self.target,
+            "ok": self.ok,
+            "counts": self.counts,
+            "findings": [f.to_json() for f in self.findings],
+            "stats": {
+                "files": self.stats.get("files", 0),
+                "bytes_hashed": self.stats.get("bytes_hashed", 0),
+                "cache_hits": self.stats.get("cache_hits", 0),
+                "elapsed_s": round(self.stats.get("elapsed_s", 0.0), 4),
+                "bytes_fetched": self.stats.get("bytes_fetched"),
+            },
+        }
+
+
+@dataclass
+class Tree:
+    """What the walk found: files by relative POSIX path (their absolute paths, as strings: a Path per file was
+    a twentieth of a warm run at 4,000 entries), and every directory."""
+
+    files: dict[str, str] = field(default_factory=dict)
+    dirs: set[str] = field(default_factory=set)
+    empty_dirs: list[str] = field(default_factory=list)
+    unreadable: set[str] = field(default_factory=set)  # directories that could not be listed (LAY010)
+    special: set[str] = field(default_factory=set)  # FIFOs, sockets, devices (LAY015)
+    links: set[str] = field(default_factory=set)  # symbolic links to files inside the registry: not in SHA256SUMS
+
+
+def _file_kind(entry: os.DirEntry[str]) -> str:
+    """What a directory entry that is neither a regular file nor a directory is: ``a FIFO``, ``a socket``, …"""
+    try:
+        mode = entry.stat(follow_symlinks=False).st_mode
+    except OSError:
+        return "a special file"
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device")):
+        if test(mode):
+            return name
+    return "a block device" if stat.S_ISBLK(mode) else "a special file"
+
+
+_REGISTRY_MARKERS = frozenset({"index.json", "README.md", SUMS_NAME, SIG_NAME})
+
+
+def _marks_a_registry(top: str) -> bool:
+    """Whether an entry named ``top`` at the root, of any kind, makes it a registry, damaged or not (a registry
+    file, or a file of an interrupted write): the one name test of :meth:`Validator.not_a_registry` and
+    :meth:`Validator.plainly_not_a_registry`, with :data:`METHODS` one level below."""
+    return top in _REGISTRY_MARKERS or top.startswith(".rwkv-registry")
+
+
+def _holds_a_method_directory(directory: str) -> bool:
+    """Whether ``directory`` has an entry named ``state`` or ``miss``, of any kind (what makes a directory at the
+    root a base directory for :meth:`Validator.not_a_registry`); False when it cannot be listed."""
+    try:
+        with os.scandir(directory) as entries:
+            return any(entry.name in METHODS for entry in entries)
+    except OSError:
+        return False
+
+
+def case_twins(names: list[str], rel: str) -> list[Finding]:
+    """LAY017 for each name of one directory ``rel`` ("" for the root; ``names`` sorted) that differs from an earlier
+    one only in letter case or Unicode normalization (:func:`~rwkv_registry.index.layout.name_key`): one file on macOS
+    and Windows. The local walk's check, and the Hub validator's on its listing."""
+    out: list[Finding] = []
+    if len(names) < 2:
+        return out
+    first: dict[str, str] = {}
+    for name in names:
+        if not rel and name == ".git":
+            continue
+        other = first.setdefault(name_key(name), name)
+        if other != name:
+            out.append(
+                finding(
+                    "LAY017",
+                    f"{rel}/{name}" if rel else name,
+                    f"{clip(name)!r} and {clip(other)!r} differ only in letter case or Unicode normalization: "
+                    "on macOS and Windows they are one file",
+                )
+            )
+    return out
+
+
+def walk_tree(root: Path, out: list[Finding]) -> Tree:
+    tree = Tree()
+    # relative paths as strings ("" for the root): no PurePosixPath per entry (a tenth of a warm run at 4,000)
+    stack = [(os.fspath(root), "")]
+    while stack:
+        directory, rel = stack.pop()
+        try:
+            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        except OSError as e:
+            out.append(finding("LAY010", rel or ".", f"cannot list the directory: {e.strerror}"))
+            tree.unreadable.add(rel)
+            continue
+        if rel and not entries:
+            tree.empty_dirs.append(rel)
+        if len(entries) > 1:
+            out.extend(case_twins([e.name for e in entries], rel))
+        for entry in entries:
+            r = f"{rel}/{entry.name}" if rel else entry.name
+            if not rel and entry.name == ".git":
+                continue
+            link = entry.is_symlink()
+            if link and not within(root, entry.path):
+                out.append(finding("LAY005", r, f"symbolic link to {os.readlink(entry.path)} leaves the registry"))
+                continue
+            try:
+                if entry.is_dir():
+                    tree.dirs.add(r)
+                    if not link:
+                        stack.append((entry.path, r))
+                elif entry.is_file():
+                    tree.files[r] = entry.path
+                    if link:
+                        tree.links.add(r)
+                else:
+                    out.append(finding("LAY015", r, f"{_file_kind(entry)}, not a regular file or directory"))
+                    tree.special.add(r)
+            except OSError as e:
+                out.append(finding("LAY010", r, f"cannot stat: {e.strerror}"))
+    return tree
+
+
+_SEMVER = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(.*)$", re.DOTALL)
+_DESCRIBE = re.compile(r"^-\d+-g[0-9a-f]{4,40}(?:-dirty)?$")  # git describe: v1.8.1-3-g47df608
+
+
+def older_than(text: str, minimum: str) -> bool | None:
+    """Is version ``text`` older than ``minimum``? PEP 440 (``packaging.version``): a pre-release or development
+    release of 1.8.1 (``1.8.1-rc1``, ``1.8.1rc1``, ``1.8.1.dev3``) is older than 1.8.1; a post-release or a local
+    version (``1.8.1.post1``, ``1.8.1+cu128``) is not. A version PEP 440 cannot parse but that starts with three
+    numbers follows semver: a ``-`` suffix is a pre-release (``1.8.1-rc.1.x`` is older than 1.8.1), except git
+    describe's ``-N-gHASH`` (commits after the tag); any other suffix is ignored. None when ``text`` is no version
+    at all (nothing to compare)."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(text.strip()) < Version(minimum)
+    except InvalidVersion:
+        pass
+    m = _SEMVER.match(text.strip())
+    if m is None:
+        return None
+    have = tuple(int(x) for x in m.groups()[:3])
+    want = Version(minimum).release
+    rest = m.group(4)
+    return have < want or (have == want and rest.startswith("-") and not _DESCRIBE.match(rest))
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal, numbers within float rounding (a scale of 2.0 written as 2 or 2.0000000001)."""
+    if is_finite_number(a) and is_finite_number(b):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+    return bool(a == b)
+
+
+def train_findings(
+    rel: str,
+    d: str,
+    t: dict[str, Any],
+    entries: list[dict[str, Any]],
+    dirs: set[str],
+    unsure: frozenset[str] = frozenset(),
+) -> list[Finding]:
+    """The train.json rules (TRN002–TRN009, TRN011–TRN013) on ``t``, the train.json at ``rel`` of the data-version
+    directory ``d``, with the entries recorded under it and the directories ``dirs`` of the registry (only
+    the group directories ``d/<group>`` among them count, so the caller may pass just those). ``unsure``: ids of
+    entries whose recorded ``miss`` values already disagree with their file (MIS015): TRN008 does not echo them.
+    ``add`` runs them on the train.json a new entry would leave, before anything is written."""
+    out: list[Finding] = []
+    _base, method, version = d.split("/")
+    if "method" in t and t.get("method") != method:  # absent: SCH003
+        out.append(finding("TRN005", rel, f"method is {t.get('method')!r} in {method}/"))
+    trainer = t["trainer"] if isinstance(t.get("trainer"), dict) else {}
+    if trainer.get("name") in LIGHTNING_TRAINERS and older_than(str(trainer.get("version", "")), MIN_TRAINER):
+        out.append(
+            finding("TRN002", rel, f"trainer {trainer.get('name')} {trainer.get('version')} is older than 1.8.1")
+        )
+    expected = {"state": "rwkv_state_tune", "miss": "rwkv_miss_tune"}.get(method)
+    if trainer.get("name") in LIGHTNING_TRAINERS and trainer.get("name") != expected:
+        out.append(
+            finding("TRN007", rel, f"trainer is {trainer.get('name')}, but {method}/ weights are trained by {expected}")
+        )
+    if trainer and trainer.get("commit") is None:
+        out.append(
+            finding("TRN006", rel, f"trainer {trainer.get('name')} {trainer.get('version')}: build commit not recorded")
+        )
+    out += _time_findings(rel, t)
+    out += [finding("TRN013", rel, f"{where}: {message}") for where, message in misspelt_keys("train", t)]
+    data = t["data"] if isinstance(t.get("data"), dict) else {}
+    if "version" in data and data.get("version") != version:  # absent: SCH003
+        out.append(finding("TRN003", rel, f"data.version is {data.get('version')!r} in directory {version}/"))
+    for e in entries:
+        ed = e["data"] if isinstance(e.get("data"), dict) else {}
+        for key in ("version", "sha256", "rows"):
+            if key in data and key in ed and ed.get(key) != data.get(key):  # absent in the entry: SCH002
+                out.append(
+                    finding(
+                        "TRN003",
+                        rel,
+                        f"data.{key} is {data.get(key)!r}, entry {e.get('id')!r} records {ed.get(key)!r}",
+                    )
+                )
+    if method == "miss":
+        hyper = t["hyperparameters"] if isinstance(t.get("hyperparameters"), dict) else {}
+        for key in ("rank", "alpha"):
+            want = hyper.get(key)
+            if not is_finite_number(want):
+                continue
+            for e in entries:
+                if e.get("id") in unsure:
+                    continue
+                got = e["miss"].get(key) if isinstance(e.get("miss"), dict) else None
+                if is_finite_number(got) and got != want:
+                    out.append(
+                        finding(
+                            "TRN008",
+                            rel,
+                            f"hyperparameters.{key} is {want!r}, entry {e.get('id')!r} (its miss.json) has {got!r}",
+                        )
+                    )
+        runs = t["runs"] if isinstance(t.get("runs"), list) else []
+        out += _name_findings(rel, t, entries, runs, unsure)
+        out += _step_findings(rel, t, entries, runs)
+        groups_run = {r["group"] for r in runs if isinstance(r, dict) and isinstance(r.get("group"), str)}
+        groups_disk = {p.split("/")[3] for p in dirs if p.startswith(d + "/") and p.count("/") == 3}
+        for g in sorted(groups_disk - groups_run):
+            out.append(finding("TRN004", rel, f"group {g}/ has no run in train.json"))
+        for g in sorted(str(x) for x in groups_run - groups_disk):
+            out.append(finding("TRN004", rel, f"run {g!r} has no group directory {d}/{g}/"))
+    else:
+        out += _name_findings(rel, t, entries, [])
+        out += _step_findings(rel, t, entries, [])
+    return out
+
+
+def _instant(value: Any) -> dt.datetime | None:
+    """An RFC 3339 date-time with its offset (``2026-10-12T08:00:00Z``) as an aware datetime; None for anything
+    else (SCH003 reports a time that is not one)."""
+    if not isinstance(value, str):
+        return None
+    text = value[:-1] + "+00:00" if value[-1:] in ("Z", "z") else value
+    try:
+        when = dt.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else None
+
+
+def _time_findings(rel: str, t: dict[str, Any]) -> list[Finding]:
+    """TRN012: ``finished`` before ``started``, for the whole training and for each run of ``runs``."""
+    out: list[Finding] = []
+    runs = t["runs"] if isinstance(t.get("runs"), list) else []
+    spans = [("", t), *((f"runs[{i}] ({r.get('group')!r}): ", r) for i, r in enumerate(runs) if isinstance(r, dict))]
+    for where, span in spans:
+        started, finished = _instant(span.get("started")), _instant(span.get("finished"))
+        if started is not None and finished is not None and finished < started:
+            out.append(
+                finding(
+                    "TRN012",
+                    rel,
+                    f"{where}finished {clip(str(span['finished']))} is before started {clip(str(span['started']))}",
+                )
+            )
+    return out
+
+
+def _step_findings(rel: str, t: dict[str, Any], entries: list[dict[str, Any]], runs: list[Any]) -> list[Finding]:
+    """TRN011: an entry's ``total_steps`` (seed 000: "第 1224 步（共 1374 步）", "2 epoch 共 1378 步") against the
+    step count its train.json records: the MiSS group's run ``steps``, else the shared hyper-parameter ``steps``
+    (or ``total_steps``). Nothing is said where either is not recorded."""
+    out: list[Finding] = []
+    hyper = t["hyperparameters"] if isinstance(t.get("hyperparameters"), dict) else {}
+    key = "steps" if "steps" in hyper else "total_steps"
+    by_group = {r["group"]: r for r in runs if isinstance(r, dict) and isinstance(r.get("group"), str)}
+    for e in entries:
+        total = e.get("total_steps")
+        if not is_integer(total):
+            continue
+        run = by_group.get(e.get("group")) if e.get("method") == "miss" else None
+        if run and "steps" in run:
+            steps, where = run["steps"], f"run {e.get('group')!r} steps"
+        else:
+            steps, where = hyper.get(key), f"hyperparameters.{key}"
+        if is_integer(steps) and steps != total:
+            out.append(
+                finding(
+                    "TRN011", rel, f"entry {e.get('id')!r} records total_steps {total}, train.json {where} is {steps}"
+                )
+            )
+    return out
+
+
+_NAME_RANK = re.compile(r"(?:^|-)r([0-9]+)(?=-|$)")
+_NAME_LR = re.compile(r"(?:^|-)lr([0-9]+(?:\.[0-9]+)?(?:e-?[0-9]+)?)(?=-|$)")
+_NAME_EPOCHS = re.compile(r"(?:^|-)e([0-9]+)(?=-|$)")
+_NAME_STEP = re.compile(r"-s([0-9]+)$")
+
+
+@functools.lru_cache(maxsize=4096)
+def _group_named(group: str) -> tuple[str | None, str | None, str | None]:
+    """The rank, lr and epochs a MiSS group name says (the digits, or None): the same few names recur over
+    thousands of entries."""
+    found = (_NAME_RANK.search(group), _NAME_LR.search(group), _NAME_EPOCHS.search(group))
+    rank, lr, epochs = (m.group(1) if m else None for m in found)
+    return rank, lr, epochs
+
+
+def _name_findings(
+    rel: str, t: dict[str, Any], entries: list[dict[str, Any]], runs: list[Any], unsure: frozenset[str] = frozenset()
+) -> list[Finding]:
+    """TRN009: what a MiSS group name (r16-lr2e-5-e2) or a State file name (v141b-s1224) says, against the
+    records: the adapter's rank in index.json (not for ``unsure`` entries, whose record MIS015 already calls
+    wrong), its run's lr and epochs in train.json, the State entry's step."""
+    out: list[Finding] = []
+    hyper = t["hyperparameters"] if isinstance(t.get("hyperparameters"), dict) else {}
+    by_group = {r["group"]: r for r in runs if isinstance(r, dict) and isinstance(r.get("group"), str)}
+    for e in entries:
+        if e.get("method") == "miss" and isinstance(e.get("group"), str):
+            g: str = e["group"]
+            run = by_group.get(g, {})
+            miss = e["miss"] if isinstance(e.get("miss"), dict) else {}
+            epochs = run.get("epochs", hyper.get("epochs"))
+            rank, lr, epochs_named = _group_named(g)
+            said = [
+                (
+                    "rank",
+                    rank,
+                    None if e.get("id") in unsure else miss.get("rank"),
+                    "index.json miss.rank",
+                ),
+                ("lr", lr, run.get("lr"), f"its run in {rel}"),
+                ("epochs", epochs_named, epochs, f"{rel}"),
+            ]
+            what = f"group {g}/"
+        elif e.get("method") == "state" and isinstance(e.get("path"), str):
+            stem = e["path"].rsplit("/", 1)[-1].rsplit(".", 1)[0]
+            m = _NAME_STEP.search(stem)
+            said = [("step", m.group(1) if m else None, e.get("step"), "index.json")]
+            what = f"State {stem}"
+        else:
+            continue
+        for key, digits, got, where in said:
+            if digits is None or not is_finite_number(got):
+                continue
+            named = float(digits)
+            if not math.isclose(named, got, rel_tol=1e-9, abs_tol=0.0):
+                out.append(
+                    finding(
+                        "TRN009",
+                        rel,
+                        f"{what} says {key} {digits}, but {where} records {key} {got!r} (entry {e.get('id')!r})",
+                    )
+                )
+    return out
+
+
+def data_version_findings(items: list[dict[str, Any]]) -> list[Finding]:
+    """IDX016 on ``items`` (entries, then unpublished weights, in index.json order): the first item recording another
+    sha256 or row count for a (method, data version) than the first one of it. The slots do not meet, so ``add`` may
+    pass only the items of its entry's method and data version."""
+    out: list[Finding] = []
+    first: dict[tuple[Any, Any, str], tuple[Any, Any]] = {}  # (method, version, key) -> (value, id)
+    told: set[tuple[Any, Any, str]] = set()
+    for x in items:
+        data = x.get("data")
+        if not isinstance(data, dict) or not isinstance(data.get("version"), str):
+            continue  # SCH002
+        for key in ("sha256", "rows"):
+            value = data.get(key)
+            if value is None:
+                continue  # not recorded (an unpublished weight's): nothing to compare
+            slot = (x.get("method"), data["version"], key)
+            if slot not in first:
+                first[slot] = (value, x.get("id"))
+            elif first[slot][0] != value and slot not in told:
+                told.add(slot)
+                out.append(
+                    finding(
+                        "IDX016",
+                        "index.json",
+                        f"{x.get('method')} data {data['version']}: {first[slot][1]!r} records {key} "
+                        f"{first[slot][0]!r}, {x.get('id')!r} records {value!r}",
+                    )
+                )
+    return out
+
+
+def adapter_slot(e: Any) -> tuple[Any, str] | None:
+    """(base, adapter id) a MiSS entry registers under on the inference server (``adapter_id``, else its ``id``):
+    two entries with one slot are IDX012. None for a State entry, or an adapter id that is not a string."""
+    if not isinstance(e, dict) or e.get("method") != "miss":
+        return None
+    aid = e.get("adapter_id", e.get("id"))
+    return (e.get("base"), aid) if isinstance(aid, str) else None
+
+
+def _names_file(command: str, file: str) -> bool:
+    """``file`` appears in ``command`` as a whole path component (``--model x/f.pth``, ``--model=f.pth``)."""
+    if file not in command:  # the usual case, without a regular expression
+        return False
+    return re.search(r"(?:^|[\s/='\"])" + re.escape(file) + r"(?=$|[\s'\"])", command) is not None
+
+
+def base_files(bases: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """``{base name: its file name}`` of the bases that record one (``source.file``): what TRN010 looks for."""
+    return {
+        n: b["source"]["file"]
+        for n, b in bases.items()
+        if isinstance(b.get("source"), dict) and isinstance(b["source"].get("file"), str)
+    }
+
+
+def train_command_findings(rel: str, base: str, t: dict[str, Any], files: dict[str, str]) -> list[Finding]:
+    """TRN010 on the train.json ``t`` at ``rel`` under ``base``: its command line names another registered base's file
+    (``files``: :func:`base_files`), or a dated RWKV base file no base records, and not this base's."""
+    command = t.get("command")
+    if not isinstance(command, str):
+        return []  # SCH003
+    own = files.get(base, base + ".pth")
+    if _names_file(command, own) or _names_file(command, base + ".pth"):  # its directory's name: IDX006's, not ours
+        return []
+    # source.file is the path in the base's Hub repository (IDX006 compares its last component): a command may name
+    # the file in another folder, and the dated names found below are last components
+    names = {file.rpartition("/")[2] for file in files.values()}
+    out = [
+        finding("TRN010", rel, f"the command line names {file} (base {name!r}), not this base's file {own}")
+        for name, file in sorted(files.items())
+        if name != base and (_names_file(command, file) or _names_file(command, file.rpartition("/")[2]))
+    ]
+    # a dated RWKV base file that no base records: trained on a base not registered here (a newer one, say)
+    for file in sorted({m.group(1) for m in _BASE_FILE.finditer(command)} - names):
+        out.append(
+            finding(
+                "TRN010",
+                rel,
+                f"the command line names the base file {file} (not registered), not this base's file {own}",
+            )
+        )
+    return out
+
+
+# A dated RWKV base file named in a command line (rwkv7-g1k-7.2b-20260930-ctx25600.pth), as a whole path component
+_BASE_FILE = re.compile(
+    r"(?:^|[\s/='\"])(rwkv[0-9A-Za-z._-]*?-(?:19|20)[0-9]{6}(?:-[0-9A-Za-z._-]*)?\.pth)(?=$|[\s'\"])", re.I
+)
+
+
+def same_bytes_finding(
+    path: str, entry: dict[str, Any], sha256: str, other: str, other_entry: dict[str, Any]
+) -> Finding:
+    """IDX011: the file of ``entry`` at ``path`` holds the bytes (``sha256``) of ``other_entry``'s at ``other``, which
+    comes first in index.json."""
+    return finding(
+        "IDX011",
+        path,
+        f"entry {entry.get('id')!r} holds the same bytes (sha256 {sha256[:12]}…) as entry {other_entry.get('id')!r} "
+        f"at {other}",
+    )
+
+
+class Validator:
+    """One validation run. Use :func:`validate_registry`."""
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        use_cache: bool,
+        since: str | None,
+        progress: Callable[[str, int], None] | None = None,
+        cache: FactsCache | None = None,
+    ) -> None:
+        self.root = root
+        self.since = since
+        self.progress = progress
+        # ``cache``: one already opened for ``root`` (``pull`` seeds it with the facts its download check read)
+        self.cache = cache if cache is not None else FactsCache(root, enabled=use_cache)
+        self.findings: list[Finding] = []
+        self.index: dict[str, Any] | None = None
+        self.bases: dict[str, dict[str, Any]] = {}
+        self.entries_by_path: dict[str, dict[str, Any]] = {}
+        self.ids: set[str] = set()  # entry and unpublished ids
+        self.small_hashes: dict[str, str] = {}
+        # sha256 and git's (SHA-1) blob id of the bytes index.json was parsed from: check_git compares HEAD's
+        self.index_ids: tuple[str | None, str | None] = (None, None)
+        self.stats: dict[str, Any] = {}
+        self.trusted_keys: list[str] = []
+        self.invalid_json: set[str] = set()  # JSON files that failed their schema (rules on them guarded)
+        self.sums_listed: dict[str, str] = {}  # SHA256SUMS: path -> sha256 (first listing)
+        self.file_sha: dict[str, str] = {}  # sha256 of every summable file on disk, from check_sums
+        self.sums_gone: dict[str, Finding] = {}  # HSH005 findings by the listed path
+        self.schema_digest: str | None = None
+        # id of a MiSS target list -> (that list, the architecture it fits): check_miss checks it once
+        self.fitted_targets: dict[int, tuple[list[dict[str, Any]], dict[str, Any]]] = {}
+        self.legacy_folders: set[str] = set()  # <base>/miss/<version>/<group> holding adapter.json + adapter.pth
+        self.base_files: dict[str, str] | None = None  # base_files(self.bases), once per run (check_train_command)
+        self.git_ahead: GitAhead | None = None  # check_history's git commands, started early (start_history)
+
+    def add(self, f: Finding) -> None:
+        self.findings.append(f)
+
+    # --- JSON ---------------------------------------------------------------------------------
+    def load_json(self, rel: str, schema: str, code: str) -> Any:
+        """Parse a JSON file and check it against a schema; schema errors are cached by content."""
+        from rwkv_registry.formats.jsonload import JsonLoadError, load_json_bytes, read_json_bytes
+
+        try:
+            data = read_json_bytes(os.path.join(self.root, rel))  # refuses an oversize file by stat, unread
+        except OSError as e:
+            self.add(finding("LAY010", rel, f"cannot read: {e.strerror}"))
+            return None
+        self.small_hashes[rel] = hashlib.sha256(data).hexdigest()
+        if rel == "index.json":
+            from rwkv_registry.checks.git import git_blob_id
+
+            self.index_ids = (self.small_hashes[rel], git_blob_id(data))
+        if self.schema_digest is None:  # read once per run, not once per JSON file
+            self.schema_digest = f"{schema_digest()}:{code_digest()}"
+        key = json_verdict_key(schema, self.small_hashes[rel], self.schema_digest)
+        errors = self.cache.get_json(key)
+        if errors is not None:
+            # These bytes passed the strict loader (this code) before: no duplicate key, no NaN, no lone surrogate,
+            # nothing deeper than the limit or beyond a double. json.loads gives the same value, without the
+            # loader's scans (a third of a warm run's time at 4,000 entries).
+            try:
+                value = json.loads(data.decode("utf-8"))
+            except ValueError:  # only if the cache lies (edited by hand): the strict loader says why
+                errors = None
+        if errors is None:
+            try:
+                value = load_json_bytes(data, path=rel)
+            except JsonLoadError as e:
+                self.add(finding("SCH001", rel, str(e)))
+                return None
+            from rwkv_registry.schemas import schema_errors
+
+            memo = self.cache.items if self.cache.enabled else None  # index.json entries, by content
+            errors = [list(e) for e in schema_errors(schema, value, memo=memo)]
+            self.cache.put_json(key, errors)
+        for json_path, message in errors:
+            self.add(finding(code, rel, f"{json_path}: {message}", json_path=json_path))
+        if errors:
+            self.invalid_json.add(rel)
+            return _Invalid(value)
+        return value
+
+    # --- the run --------------------------------------------------------------------------------
+    def run(self) -> None:
+        """All rules. Subclasses (the Hub validator) override :meth:`walk`, :meth:`collect_facts`
+        and :meth:`check_history` to validate a tree that is not a local directory."""
+        from rwkv_registry.checks.signatures import (
+            check_signatures,  # SIG001–SIG004 (cryptography loads only when keys exist)
+        )
+
+        t0 = time.perf_counter()
+        tops = self.plainly_not_a_registry()
+        if tops is not None:  # decided from the root's entries: a wrong path is not walked
+            self.findings = [self.lay016([name for name, _ in tops])]
+            self.stats["files"] = sum(1 for _, is_file in tops if is_file)
+            self.stats["elapsed_s"] = time.perf_counter() - t0
+            return
+        tree = self.walk()
+        if self.not_a_registry(tree):
+            self.stats["files"] = len(tree.files)
+            self.stats["elapsed_s"] = time.perf_counter() - t0
+            return
+        self.guarded(self.load_index, tree)
+        self.start_history()
+        self.guarded(self.check_layout, tree)
+        self.guarded(self.check_license, tree)
+        self.guarded(self.check_server)
+        weights = self.weight_files(tree)
+        facts = self.collect_facts(tree, weights)
+        self.guarded(self.check_entries, tree, weights, facts)
+        self.guarded(self.check_legacy_packages, tree)
+        self.guarded(self.check_train_files, tree, weights)
+        self.check_sums(tree, facts)
+        self.fold_moves(tree)
+        self.findings += check_signatures(self.root, set(tree.files), self.index, self.trusted_keys)
+        if "index.json" in self.invalid_json:
+            self.add(finding("SCH005", "README.md", "README rules skipped until index.json follows its schema"))
+        else:
+            self.guarded(self.check_readme, tree)
+        self.check_gitattributes(tree)
+        self.guarded(self.check_history)
+        self.drop_unseen_echoes(tree)
+        self.cache.save(live=tree.files.values())
+        self.stats["files"] = len(tree.files)
+        self.stats["elapsed_s"] = time.perf_counter() - t0
+
+    def not_a_registry(self, tree: Tree) -> bool:
+        """Is the tree plainly no registry (an empty directory, a wrong path): nothing at its root that a registry
+        or a write into one leaves (index.json, README.md, SHA256SUMS, SHA256SUMS.sig, a file of an interrupted
+        write), in any form (a file, a directory, a link, a FIFO), and no directory holding ``state`` or ``miss``?
+        Then the one finding is LAY016, instead of each missing file's own (SCH004 twice, RDM001, LFS002 twice)
+        and whatever else lies there (LAY001 for every file of, say, a home directory). A registry that is merely
+        damaged (index.json gone but README.md there, …) keeps its detailed findings; so does a root that cannot
+        be listed (LAY010)."""
+        if "" in tree.unreadable or any(m in tree.files for m in _REGISTRY_MARKERS):
+            return False  # the usual case, decided without going through the tree
+        seen = [*tree.files, *tree.dirs, *tree.special, *(f.path for f in self.findings)]  # LAY005: links out
+        for rel in seen:
+            top, _, below = rel.partition("/")
+            if _marks_a_registry(top) or below in METHODS:
+                return False
+        self.findings = [self.lay016(sorted({r.partition("/")[0] for r in seen}))]
+        return True
+
+    def plainly_not_a_registry(self) -> list[tuple[str, bool]] | None:
+        """:meth:`not_a_registry` decided before the walk, from the root's entries and the names in its directories
+        alone (all that decides it): the root's entries but ``.git``, sorted, each with whether it is a regular file,
+        when the root is plainly no registry; else None (a registry, damaged or not, or a root that cannot be
+        listed: walked). A wrong path (a home directory, a disk) is then not walked to its last file before the
+        one finding. Only for this class's own walk (the Hub validator's tree is not a local directory)."""
+        if type(self).walk is not Validator.walk:
+            return None
+        tops: list[tuple[str, bool]] = []
+        try:
+            with os.scandir(self.root) as entries:
+                for entry in entries:
+                    name = entry.name
+                    if name == ".git":
+                        continue
+                    if _marks_a_registry(name):
+                        return None
+                    try:
+                        is_dir = entry.is_dir(follow_symlinks=False)
+                        is_file = entry.is_file() and not (entry.is_symlink() and not within(self.root, entry.path))
+                    except OSError:
+                        is_dir = is_file = False
+                    if is_dir and _holds_a_method_directory(entry.path):
+                        return None
+                    tops.append((name, is_file))
+        except OSError:
+            return None  # LAY010 from the walk
+        return sorted(tops)
+
+    def lay016(self, tops: list[str]) -> Finding:
+        """LAY016 for a root holding ``tops`` (its entries, sorted)."""
+        where = "it is empty" if not tops else f"it holds {len(tops)} other entr{'y' if len(tops) == 1 else 'ies'}"
+        where += f" ({', '.join(repr(t) for t in tops[:3])}{', …' if len(tops) > 3 else ''})" if tops else ""
+        return finding(
+            "LAY016",
+            ".",
+            f"{self.root} is not a registry: no index.json, README.md, SHA256SUMS or base directory "
+            f"(<base>/state, <base>/miss) at its root; {where}",
+        )
+
+    def drop_unseen_echoes(self, tree: Tree) -> None:
+        """What was never seen is reported once, by its cause: a directory that cannot be listed (LAY010; unless it
+        is the root) or a FIFO, socket or device in place of a file (LAY015, never opened). The findings that would
+        call what lies there missing or empty (LAY008, TRN001 for its train.json, HSH005 "cannot be read" for a
+        listed one, README.md's RDM001, SHA256SUMS's SCH004, .gitattributes' LFS002, …) are echoes of that cause,
+        dropped."""
+        prefixes = () if "" in tree.unreadable else tuple(f"{d}/" for d in tree.unreadable)
+        if not prefixes and not tree.special:
+            return
+
+        def unseen(rel: str) -> bool:
+            return rel in tree.special or rel.startswith(prefixes)
+
+        echoes = {id(f) for rel, f in self.sums_gone.items() if unseen(rel)}
+        self.findings = [
+            f
+            for f in self.findings
+            if f.code in ("LAY010", "LAY015")
+            or not (
+                id(f) in echoes
+                or unseen(f.path)
+                or (
+                    f.code == "TRN001"  # "has no train.json": not seen, not missing
+                    and ((prefixes and f.path in tree.unreadable) or f"{f.path}/train.json" in tree.special)
+                )
+            )
+        ]
+
+    def guarded(self, step: Callable[..., object], *args: Any) -> None:
+        """Run a rule step; on a JSON file that broke its schema, rules that cannot read it are
+        skipped (SCH005) instead of crashing. Without schema errors, an exception is a bug: raised."""
+        try:
+            step(*args)
+        except (TypeError, AttributeError, KeyError, ValueError, IndexError) as e:
+            if not self.invalid_json:
+                raise
+            where = sorted(self.invalid_json)
+            self.add(
+                finding(
+                    "SCH005",
+                    where[0],
+                    f"rules of {step.__name__} skipped: {', '.join(where)} "
+                    f"does not follow its schema ({type(e).__name__})",
+                )
+            )
+
+    def walk(self) -> Tree:
+        """Every file and directory of the registry (symlinks checked, never followed out)."""
+        return walk_tree(self.root, self.findings)
+
+    def collect_facts(self, tree: Tree, weights: list[str]) -> dict[str, FileFacts | OSError]:
+        """Facts of the weight files: cached, else read once each in parallel threads."""
+        facts, stats = gather_facts({r: tree.files[r] for r in weights}, self.cache, progress=self.progress)
+        self.stats.update(stats)
+        return facts
+
+    def start_history(self) -> None:
+        """Start the git commands of :meth:`check_history` now, in the background (:class:`~.gitcheck.GitAhead`),
+        when it will run them against HEAD (index.json read, no ``--since``) and is this class's own (the Hub
+        validator's has no clone)."""
+        if self.index is None or self.since or type(self).check_history is not Validator.check_history:
+            return
+        from rwkv_registry.checks.git import GitAhead
+
+        self.git_ahead = GitAhead.start(self.root)
+
+    def check_history(self) -> None:
+        """Git immutability (GIT001–GIT006)."""
+        if self.index is not None or self.since:
+            from rwkv_registry.checks.git import check_git
+
+            ids = self.index_ids if self.index is not None else (None, None)
+            self.findings += check_git(
+                self.root,
+                self.index,
+                self.since,
+                index_sha256=ids[0],
+                index_blob_id=ids[1],
+                memo=self.cache,
+                ahead=self.git_ahead,
+            )
+            self.say_which_side_changed()
+            self.blame_the_base_edit()
+            self.fold_published_edits()
+            self.quiet_committed_notes()
+
+    def quiet_committed_notes(self) -> None:
+        """TRN006 (no trainer commit recorded) only for a train.json not yet committed: a committed one is
+        published and never changes, so the note could not be acted on and would repeat at every commit (the
+        pre-commit hook). Outside git every train.json's note is reported."""
+        from rwkv_registry.checks.git import as_committed
+
+        notes = [f.path for f in self.findings if f.code == "TRN006"]
+        committed = as_committed(self.root, notes) if notes else None
+        if committed:
+            self.findings = [f for f in self.findings if not (f.code == "TRN006" and f.path in committed)]
+
+    def fold_published_edits(self) -> None:
+        """One finding for one cause: a published file edited (GIT001) no longer has the sha256 (or size) that
+        index.json and SHA256SUMS record, and those findings (HSH001, HSH002, HSH006) of that file are left out; the
+        GIT001 message names them."""
+        edited = {f.path for f in self.findings if f.code == "GIT001"}
+        echoes = {"HSH001": "sha256", "HSH002": "size", "HSH006": "SHA256SUMS"}
+        gone: dict[str, list[str]] = {}
+        kept: list[Finding] = []
+        for f in self.findings:
+            if f.code in echoes and f.path in edited:
+                gone.setdefault(f.path, []).append(f.code)
+            else:
+                kept.append(f)
+        if not gone:
+            return
+        for i, f in enumerate(kept):
+            if f.code == "GIT001" and f.path in gone:
+                codes = sorted(set(gone[f.path]))
+                recorded = " and ".join(echoes[c] for c in codes if c != "HSH006")
+                what = " and ".join(
+                    [
+                        *([f"index.json's {recorded}"] if recorded else []),
+                        *(["SHA256SUMS"] if "HSH006" in codes else []),
+                    ]
+                )
+                kept[i] = finding(
+                    "GIT001", f.path, f"{f.message}; so it no longer matches {what} ({', '.join(codes)})", **f.extra
+                )
+        self.findings = kept
+
+    def blame_the_base_edit(self) -> None:
+        """MIS013 beside GIT007: when a published base's sha256 was edited in index.json and an adapter's
+        fingerprint is the sha256 the base was published with, the edit (not the adapter) caused the mismatch;
+        the finding says so and its hint points at GIT007 instead of telling to move the adapter."""
+        edited = {
+            f.extra.get("base"): f.extra.get("sha256_then")
+            for f in self.findings
+            if f.code == "GIT007" and isinstance(f.extra.get("sha256_then"), str)
+        }
+        if not edited:
+            return
+        for i, f in enumerate(self.findings):
+            name = f.extra.get("base")
+            if f.code != "MIS013" or name not in edited or f.extra.get("base_fingerprint") != edited[name]:
+                continue
+            self.findings[i] = finding(
+                "MIS013",
+                f.path,
+                f"{f.message}; it is the sha256 base {name} was published with: the edit of index.json (GIT007) "
+                "caused this, not the adapter",
+                hint=MIS013_BY_BASE_EDIT,
+                **f.extra,
+            )
+
+    def say_which_side_changed(self) -> None:
+        """HSH001 in a git clone: tell whether the file or index.json differs from HEAD."""
+        from rwkv_registry.checks.git import changed_since_head
+
+        hsh = [f for f in self.findings if f.code == "HSH001"]
+        changed = changed_since_head(self.root, [*{f.path for f in hsh}, "index.json"]) if hsh else None
+        if changed is None:
+            return
+        for i, f in enumerate(self.findings):
+            if f.code != "HSH001":
+                continue
+            which = [p for p in (f.path, "index.json") if p in changed]
+            note = (
+                f"git: {' and '.join(which)} changed since HEAD"
+                if which
+                else "git: both are as committed in HEAD (the mismatch was committed)"
+            )
+            self.findings[i] = finding("HSH001", f.path, f"{f.message} ({note})", **f.extra)
+
+    def load_index(self, tree: Tree) -> dict[str, Any] | None:
+        if "index.json" not in tree.files:
+            self.add(finding("SCH004", "index.json", "index.json is missing"))
+            return None
+        value = self.load_json("index.json", "index", "SCH002")
+        if isinstance(value, _Invalid):
+            value = value.value
+        if not isinstance(value, dict):
+            return None
+        self.index = value
+        seen_bases: set[str] = set()
+        base_shas: dict[str, str] = {}
+        for b in value.get("bases", []) if isinstance(value.get("bases"), list) else []:
+            if not isinstance(b, dict) or not isinstance(b.get("name"), str):
+                continue
+            if b["name"] in seen_bases:
+                self.add(finding("IDX001", "index.json", f"base {b['name']!r} is listed twice"))
+            elif isinstance(b.get("sha256"), str):
+                sha = b["sha256"].lower()
+                if sha in base_shas:
+                    self.add(
+                        finding(
+                            "IDX010",
+                            "index.json",
+                            f"bases {base_shas[sha]!r} and {b['name']!r} both record sha256 {sha}: one base file "
+                            "registered twice",
+                        )
+                    )
+                base_shas.setdefault(sha, b["name"])
+            seen_bases.add(b["name"])
+            self.bases[b["name"]] = b
+        ids: set[Any] = set()  # as recorded, strings or not (self.ids keeps the strings)
+        for e in value.get("entries", []) if isinstance(value.get("entries"), list) else []:
+            if not isinstance(e, dict):
+                continue
+            eid, path = e.get("id"), e.get("path")
+            if eid in ids:
+                self.add(finding("IDX001", "index.json", f"entry id {eid!r} is used twice"))
+            ids.add(eid)
+            if not safe_rel(path):
+                self.add(finding("LAY006", "index.json", f"entry {eid!r}: path {path!r} is not a safe relative path"))
+                continue
+            if e.get("train") is not None and not safe_rel(e.get("train")):
+                self.add(
+                    finding(
+                        "LAY006", "index.json", f"entry {eid!r}: train {e.get('train')!r} is not a safe relative path"
+                    )
+                )
+            if path in self.entries_by_path:
+                self.add(
+                    finding(
+                        "IDX005",
+                        path,
+                        f"entries {self.entries_by_path[path].get('id')!r} and {eid!r} both record this path",
+                    )
+                )
+                continue
+            self.entries_by_path[path] = e
+            if "base" in e and e.get("base") not in self.bases:  # absent: SCH002
+                self.add(
+                    finding(
+                        "IDX002",
+                        "index.json",
+                        f"entry {eid!r} refers to base {e.get('base')!r}, which index.json does not list",
+                    )
+                )
+        for u in value.get("unpublished", []) if isinstance(value.get("unpublished"), list) else []:
+            if not isinstance(u, dict):
+                continue
+            uid = u.get("id")
+            if uid in ids:
+                self.add(
+                    finding("IDX001", "index.json", f"unpublished id {uid!r} is also used by an entry or listed twice")
+                )
+            ids.add(uid)
+            if "base" in u and u.get("base") not in self.bases:  # absent: SCH002
+                self.add(
+                    finding(
+                        "IDX002",
+                        "index.json",
+                        f"unpublished weight {uid!r} refers to base {u.get('base')!r}, which index.json does not list",
+                    )
+                )
+        self.ids = {i for i in ids if isinstance(i, str)}
+        self.guarded(self.check_bases)
+        self.guarded(self.check_adapter_ids, value)
+        self.guarded(self.check_data_versions, value)
+        self.guarded(self.check_scores, value)
+        return value
+
+    def check_data_versions(self, index: dict[str, Any]) -> None:
+        """IDX016: one (method, data version) with two sha256 or row counts, across bases and unpublished weights."""
+        items = [x for key in ("entries", "unpublished") for x in (index.get(key) or []) if isinstance(x, dict)]
+        self.findings += data_version_findings(items)
+
+    def check_adapter_ids(self, index: dict[str, Any]) -> None:
+        """IDX012: two MiSS entries of one base register under the same adapter id (:func:`adapter_slot`)."""
+        seen: dict[tuple[Any, str], Any] = {}
+        for e in index["entries"] if isinstance(index.get("entries"), list) else []:
+            key = adapter_slot(e)
+            if key is None:
+                continue  # not a MiSS entry, or SCH002
+            aid = key[1]
+            if key in seen and seen[key] == e.get("id"):
+                continue  # one id used twice: IDX001 says so
+            if key in seen:
+                self.add(
+                    finding(
+                        "IDX012",
+                        "index.json",
+                        f"entries {seen[key]!r} and {e.get('id')!r} of base {e.get('base')!r} both register as "
+                        f"adapter {aid!r}",
+                    )
+                )
+            else:
+                seen[key] = e.get("id")
+
+    def check_bases(self) -> None:
+        """IDX006 (directory name = base file name without .pth), IDX007 (superseded but active), IDX018
+        (vocabulary file against the embedding's row count)."""
+        from rwkv_registry.index.lineage import superseded
+
+        for name, b in self.bases.items():
+            vocab, arch = b.get("vocab"), b.get("architecture")
+            rows = arch.get("vocab_size") if isinstance(arch, dict) else None
+            known = KNOWN_VOCABS.get(PurePosixPath(vocab).name) if isinstance(vocab, str) else None
+            if known is not None and is_integer(rows) and rows != known:
+                self.add(
+                    finding(
+                        "IDX018",
+                        "index.json",
+                        f"base {name!r} records vocabulary {vocab!r} ({known} embedding rows), "
+                        f"but its architecture has vocab_size {rows}",
+                    )
+                )
+            file = (b.get("source") or {}).get("file") if isinstance(b.get("source"), dict) else None
+            if isinstance(file, str) and PurePosixPath(file).stem != name:
+                self.add(
+                    finding(
+                        "IDX006",
+                        "index.json",
+                        f"base {name!r} comes from file {file!r}: its directory must be {PurePosixPath(file).stem!r}",
+                    )
+                )
+        for name, newer in sorted(superseded(self.bases.values()).items()):
+            if self.bases[name].get("status") == "active":
+                self.add(
+                    finding(
+                        "IDX007",
+                        "index.json",
+                        f"base {name!r} is superseded by {newer!r} (same family, newer) but its status is active",
+                    )
+                )
+
+    def check_scores(self, index: dict[str, Any], only: Callable[[dict[str, Any]], bool] | None = None) -> None:
+        """IDX008 (solved <= total, run scores, steps, comparison targets), IDX009 (p-values), IDX013 (score
+        arithmetic), IDX014 (paired comparison against another run), IDX017 (the adapter a score measured), IDX020
+        (two scores of one run).
+        ``only``: check just the bases, entries and
+        unpublished weights it accepts (``add``: the new entry, and those compared against it)."""
+        from rwkv_registry.index.stats import mcnemar_exact
+
+        known = self.ids | set(self.bases)
+        owners: list[tuple[str, dict[str, Any]]] = [(f"base {n!r}", b) for n, b in self.bases.items()]
+        for kind, key in (("entry", "entries"), ("unpublished weight", "unpublished")):
+            items = index[key] if isinstance(index.get(key), list) else []
+            owners += [(f"{kind} {x.get('id')!r}", x) for x in items if isinstance(x, dict)]
+        by_id: dict[str, dict[str, Any]] = dict(self.bases)
+        by_id.update({x["id"]: x for _, x in owners if isinstance(x.get("id"), str)})
+        for who, item in owners:
+            if only is not None and not only(item):
+                continue
+            below = item.get("on_top_of")
+            if isinstance(below, str) and (below not in self.ids or below == item.get("id")):
+                self.add(
+                    finding(
+                        "IDX008", "index.json", f"{who}: on_top_of {below!r} is no other entry or unpublished weight"
+                    )
+                )
+            step, total_steps = item.get("step"), item.get("total_steps")
+            if is_integer(step) and is_integer(total_steps) and step > total_steps:
+                self.add(finding("IDX008", "index.json", f"{who}: step {step} is beyond total_steps {total_steps}"))
+            runs: set[tuple[str, ...]] = set()
+            for sc in item.get("scores") or [] if isinstance(item.get("scores"), list) else []:
+                if isinstance(sc, dict):
+                    where = f"{who}, {sc.get('benchmark')} {sc.get('date')}"
+                    self.check_score(where, sc, known, mcnemar_exact)
+                    self.check_score_version(where, sc, item)
+                    self.check_score_sums(where, sc)
+                    self.check_comparison_run(where, sc, by_id)
+                    if score_run(sc) in runs:
+                        backend = sc.get("backend") or "backend not recorded"
+                        self.add(finding("IDX020", "index.json", f"{where}: a second score of that run ({backend})"))
+                    runs.add(score_run(sc))
+
+    def check_score_version(self, who: str, sc: dict[str, Any], item: dict[str, Any]) -> None:
+        """IDX017: the content_version the server registered when a score was measured (seed 000: "三个版本号与
+        2026-10-17 跑分时端点上登记的一致") is the entry's file's; a State or a base has none to record."""
+        cv = sc.get("content_version")
+        if not isinstance(cv, str):
+            return  # null or absent: not recorded (a wrong type is SCH002)
+        if item.get("method") == "miss":
+            rec = item.get("miss")
+            own = rec.get("content_version") if isinstance(rec, dict) else None
+            if isinstance(own, str) and own != cv:  # an unpublished adapter has no file to compare with
+                self.add(
+                    finding(
+                        "IDX017",
+                        "index.json",
+                        f"{who}: measured on the adapter registered as content_version {cv}, "
+                        f"but this entry's file is {own}",
+                    )
+                )
+        else:
+            what = "a State" if item.get("method") == "state" else "a base"
+            self.add(finding("IDX017", "index.json", f"{who}: records content_version {cv}, but {what} has none"))
+
+    def check_score_sums(self, who: str, sc: dict[str, Any]) -> None:
+        """IDX013: the headline against solved/total, the mean of the run scores, and whole-benchmark categories."""
+        score, unit, solved, total = sc.get("score"), sc.get("unit"), sc.get("solved"), sc.get("total")
+        if not is_finite_number(score):
+            return  # SCH002
+        if is_finite_number(solved) and is_integer(total) and total > 0:
+            if unit == "percent":
+                expected, tol = 100 * solved / total, _rounding(score) + 100 * _rounding(solved) / total
+            elif unit == "points":
+                expected, tol = float(solved), _rounding(score) + _rounding(solved)
+            else:
+                expected, tol = float(score), 0.0  # unknown unit: SCH002
+            if abs(score - expected) > tol + 1e-9:
+                self.add(
+                    finding(
+                        "IDX013",
+                        "index.json",
+                        f"{who}: score {_shown(score, unit)} but solved {solved:g} of {total} gives {expected:.4g}",
+                    )
+                )
+        runs = sc.get("run_scores")
+        if isinstance(runs, list) and runs and all(is_finite_number(r) for r in runs):
+            mean = math.fsum(runs) / len(runs)
+            if abs(score - mean) > _rounding(score) + max(_rounding(r) for r in runs) + 1e-9:
+                self.add(
+                    finding(
+                        "IDX013",
+                        "index.json",
+                        f"{who}: score {_shown(score, unit)} but its run scores "
+                        f"{', '.join(f'{r:g}' for r in runs)} average {mean:.4g}",
+                    )
+                )
+        cats = (
+            [c for c in (sc.get("by_category") or {}).values() if isinstance(c, dict)]
+            if isinstance(sc.get("by_category"), dict)
+            else []
+        )
+        if not cats or not is_integer(total) or not all(is_integer(c.get("total")) for c in cats):
+            return
+        cat_total = sum(c["total"] for c in cats)
+        if cat_total > total:
+            self.add(
+                finding(
+                    "IDX013", "index.json", f"{who}: the categories hold {cat_total} questions, the total is {total}"
+                )
+            )
+        elif (
+            cat_total == total
+            and is_finite_number(solved)
+            and all(is_finite_number(c.get("solved")) for c in cats)
+            and abs(math.fsum(c["solved"] for c in cats) - solved)
+            > _rounding(solved) + sum(_rounding(c["solved"]) for c in cats) + 1e-9
+        ):
+            self.add(
+                finding(
+                    "IDX013",
+                    "index.json",
+                    f"{who}: the categories solve {math.fsum(c['solved'] for c in cats):g} of {total}, "
+                    f"the score says {solved:g}",
+                )
+            )
+
+    def check_comparison_run(self, who: str, sc: dict[str, Any], by_id: dict[str, dict[str, Any]]) -> None:
+        """IDX014: a paired comparison against a weight whose scores on that benchmark are of another run."""
+        comp = sc.get("comparison")
+        against = comp.get("against") if isinstance(comp, dict) else None
+        other = by_id.get(against) if isinstance(against, str) else None
+        if other is None or not isinstance(other.get("scores"), list):
+            return  # unknown target: IDX008
+        same_bench = [s for s in other["scores"] if isinstance(s, dict) and s.get("benchmark") == sc.get("benchmark")]
+        if not same_bench:
+            return  # the other weight's score on it is not recorded: nothing to compare with
+        if not any(s.get("date") == sc.get("date") and s.get("backend") == sc.get("backend") for s in same_bench):
+            runs = "; ".join(f"{s.get('date')} ({s.get('backend') or 'backend not recorded'})" for s in same_bench)
+            self.add(
+                finding(
+                    "IDX014",
+                    "index.json",
+                    f"{who}: compared question by question against {against!r}, whose "
+                    f"{sc.get('benchmark')} scores are of {runs}, not of {sc.get('date')} "
+                    f"({sc.get('backend') or 'backend not recorded'})",
+                )
+            )
+
+    def check_score(self, who: str, sc: dict[str, Any], known: set[str], mcnemar: Callable[[int, int], float]) -> None:
+        def over(solved: Any, total: Any, what: str) -> None:
+            if is_finite_number(solved) and is_finite_number(total) and solved > total:
+                self.add(finding("IDX008", "index.json", f"{who}: {what}solved {solved} of {total}"))
+
+        over(sc.get("solved"), sc.get("total"), "")
+        categories = sc["by_category"] if isinstance(sc.get("by_category"), dict) else {}
+        for name, cat in categories.items():
+            if isinstance(cat, dict):
+                over(cat.get("solved"), cat.get("total"), f"category {name!r}: ")
+        run_scores, runs = sc.get("run_scores"), sc.get("runs")
+        if isinstance(run_scores, list) and is_integer(runs) and len(run_scores) != runs:
+            self.add(finding("IDX008", "index.json", f"{who}: {len(run_scores)} run scores for {runs} runs"))
+        comp = sc.get("comparison")
+        if not isinstance(comp, dict):
+            return
+        if isinstance(comp.get("against"), str) and comp["against"] not in known:
+            self.add(
+                finding(
+                    "IDX008",
+                    "index.json",
+                    f"{who}: compared against {comp['against']!r}, which is no entry, unpublished weight or base",
+                )
+            )
+        wins, losses, p = comp.get("wins"), comp.get("losses"), comp.get("p_value")
+        if (
+            is_integer(wins)
+            and is_integer(losses)
+            and is_finite_number(sc.get("total"))
+            and wins + losses > sc["total"]
+        ):
+            self.add(
+                finding("IDX008", "index.json", f"{who}: +{wins}/-{losses} differ on more than {sc['total']} questions")
+            )
+        if is_integer(wins) and is_integer(losses) and is_finite_number(p):
+            exact = mcnemar(wins, losses)
+            if abs(p - exact) > max(0.005, 0.25 * exact):
+                self.add(
+                    finding(
+                        "IDX009",
+                        "index.json",
+                        f"{who}: p_value {p:g} for +{wins}/-{losses}; the exact two-sided McNemar test "
+                        f"gives {exact:.2g}",
+                    )
+                )
+
+    def check_license(self, tree: Tree) -> None:
+        """IDX015: a LICENSE file while index.json says no licence is chosen (seed 000: "本仓库尚未指定许可证")."""
+        registry = self.index.get("registry") if self.index is not None else None
+        if not isinstance(registry, dict) or "license" not in registry or registry["license"] is not None:
+            return  # absent or unreadable: SCH002
+        for name in sorted(n for n in ("LICENSE", "LICENSE.md", "LICENSE.txt") if n in tree.files):
+            self.add(finding("IDX015", name, f"{name} exists, but index.json records registry.license null"))
+
+    def check_server(self) -> None:
+        """IDX019: registry.server names rwkv_lightning with a version older than v1.8.1 (seed 000: "需要支持 State
+        上传和 /v1/adapters 的 rwkv_lightning 推理服务（v1.8.1 及以后）"). Free text: only a version written after
+        the name rwkv_lightning is compared, as TRN002 compares trainer versions; no version, nothing to say."""
+        registry = self.index.get("registry") if self.index is not None else None
+        server = registry.get("server") if isinstance(registry, dict) else None
+        m = _SERVER_VERSION.search(server) if isinstance(server, str) else None
+        if m is None:
+            return
+        version = m.group(1).rstrip(".,;:)")
+        if older_than(version, MIN_SERVER):
+            self.add(finding("IDX019", "index.json", f"registry.server {server!r}: {version} is older than 1.8.1"))
+
+    def check_layout(self, tree: Tree) -> None:
+        base_dirs = {d for d in tree.dirs if "/" not in d}
+        if self.index is None or not isinstance(self.index.get("bases"), list):
+            base_dirs = set()  # index.json unreadable (SCH001/SCH002/SCH004 say so): no verdict on the directories
+        for name in sorted(base_dirs - set(self.bases)):
+            self.add(finding("LAY002", name, f"directory {name}/ is not a base in index.json"))
+        for name in sorted(set(self.bases) - base_dirs):
+            self.add(finding("LAY003", name, f"base {name!r} has no directory {name}/"))
+        for rel in tree.files:
+            name = _basename(rel)
+            if name.startswith(TMP_PREFIX) or rel == JOURNAL_NAME:
+                self.add(finding("LAY012", rel, "temporary file or journal of an interrupted write"))
+                continue
+            parts = rel.split("/")
+            if len(parts) == 1:
+                if rel not in ROOT_FILES:
+                    self.add(finding("LAY001", rel, f"{rel} is not a known registry file"))
+                continue
+            if parts[0] not in self.bases:
+                continue  # LAY002 covers the whole directory
+            folder = _legacy_folder_of(parts, tree)
+            if folder is not None:
+                self.legacy_folders.add(folder)  # MIS021, with the server's verdict (check_legacy_packages)
+            elif not layout_ok(parts):
+                self.add(finding("LAY004", rel, misplaced(parts)))
+        for d in tree.dirs:
+            parts = d.split("/")
+            if len(parts) == 3 and parts[1] in METHODS and not VERSION_DIR.match(parts[2]):
+                self.add(finding("LAY004", d, f"data-version directory {parts[2]!r} must look like v1.41"))
+            elif len(parts) == 2 and parts[0] in self.bases and parts[1] not in METHODS:
+                self.add(finding("LAY004", d, "a base directory holds only state/ and miss/"))
+        for d in tree.empty_dirs:
+            self.add(finding("LAY011", d, "empty directory"))
+
+    def check_legacy_packages(self, tree: Tree) -> None:
+        """MIS021: a legacy two-file MiSS package (``<group>/adapter.json`` + ``adapter.pth``) inside the registry,
+        which the layout does not publish; it is judged by the server's rules all the same (the user wants to know
+        whether the old adapter loads): its findings follow, on its adapter.pth. Not cached (a rare sight)."""
+        from rwkv_registry.engine.misspkg import ADAPTER_JSON, ADAPTER_PTH, package_facts
+
+        for folder in sorted(self.legacy_folders):
+            pth, manifest = tree.files[f"{folder}/{ADAPTER_PTH}"], tree.files[f"{folder}/{ADAPTER_JSON}"]
+            try:
+                facts = package_facts(Path(pth), Path(manifest))
+            except OSError as e:
+                self.add(finding("LAY010", f"{folder}/{ADAPTER_PTH}", f"cannot read: {e.strerror or e}"))
+                continue
+            content = facts.content_findings(f"{folder}/{ADAPTER_PTH}")
+            errors = [f for f in content if f.severity == Severity.ERROR]
+            verdict = (
+                f"the server would refuse it ({len(errors)} finding(s) on {ADAPTER_PTH} say why)"
+                if errors
+                else f"the server would load it (content_version {facts.content_version})"
+            )
+            self.add(
+                finding(
+                    "MIS021",
+                    folder,
+                    f"a legacy two-file MiSS package ({ADAPTER_JSON} + {ADAPTER_PTH}), not the published form "
+                    f"adapter-final.pth; {verdict}",
+                )
+            )
+            self.findings += content
+
+    def weight_files(self, tree: Tree) -> list[str]:
+        """Weight files in allowed places (others got LAY004)."""
+        out = []
+        for rel in tree.files:
+            parts = rel.split("/")
+            if parts[0] in self.bases and layout_ok(parts) and rel.endswith(WEIGHT_SUFFIXES):
+                out.append(rel)
+        return out
+
+    def check_entries(self, tree: Tree, weights: list[str], facts: dict[str, FileFacts | OSError]) -> None:
+        for rel in weights:
+            if rel not in self.entries_by_path:
+                self.add(finding("LAY007", rel, "no entry in index.json records this file"))
+        recommended: Counter[tuple[str, str]] = Counter()
+        for path, e in self.entries_by_path.items():
+            eid = e.get("id")
+            parts = path.split("/")
+            method = e.get("method")
+            expected_len = 5 if method == "miss" else 4
+            # a field that is absent is SCH002's: compared only when present, never shown as None
+            fields = {"base": e.get("base"), "method": method, "data": (e.get("data") or {}).get("version")}
+            if method == "miss":
+                fields["group"] = e.get("group")
+            if (
+                len(parts) != expected_len
+                or ("base" in e and parts[0] != e.get("base"))
+                or ("method" in e and parts[1] != method)
+                or (fields["data"] is not None and parts[2] != fields["data"])
+                or (method == "miss" and (parts[3] != e.get("group") or parts[4] != "adapter-final.pth"))
+            ):
+                shown = ", ".join(f"{k} {v}" for k, v in fields.items() if v is not None)
+                self.add(finding("LAY009", path, f"entry {eid!r} ({shown}) does not match its path"))
+            train = e.get("train")
+            if isinstance(train, str) and train != "/".join([*parts[:3], "train.json"]):
+                self.add(
+                    finding(
+                        "LAY009",
+                        path,
+                        f"entry {eid!r}: train {train!r} is not the train.json of its data-version directory",
+                    )
+                )
+            if e.get("recommended") is True:
+                recommended[(str(e.get("base")), str(method))] += 1
+            self.findings += profile_findings(path, e)
+            if path not in tree.files:
+                self.add(finding("LAY008", path, f"entry {eid!r}: the file does not exist"))
+                continue
+            f = facts.get(path)
+            if isinstance(f, OSError):
+                self.add(finding("LAY010", path, f"cannot read: {f.strerror or f}"))
+                continue
+            if f is None:
+                continue  # in a place outside the layout: LAY004 already
+            self.check_file(path, e, f)
+        self.check_same_bytes(facts)
+        for (base, method), n in recommended.items():
+            if n > 1:
+                self.add(
+                    finding("IDX004", "index.json", f"{n} entries of base {base} and method {method} are recommended")
+                )
+
+    def check_same_bytes(self, facts: dict[str, FileFacts | OSError]) -> None:
+        """IDX011: two entries whose files hold the same bytes (LFS pointers are not the bytes: LFS001)."""
+        first: dict[str, str] = {}
+        for path in self.entries_by_path:  # index.json order: the later entry is the copy
+            f = facts.get(path)
+            if not isinstance(f, FileFacts) or f.kind == "lfs-pointer":
+                continue
+            if f.sha256 in first:
+                other = first[f.sha256]
+                self.add(
+                    same_bytes_finding(path, self.entries_by_path[path], f.sha256, other, self.entries_by_path[other])
+                )
+            else:
+                first[f.sha256] = path
+
+    def check_file(self, path: str, e: dict[str, Any], f: FileFacts) -> None:
+        content = f.content_findings(path)
+        if f.kind == "lfs-pointer":  # only `git lfs pull` helps: the hash and size findings would blame the file
+            self.findings += content
+            return
+        rec = e["file"] if isinstance(e.get("file"), dict) else {}
+        want_sha, want_size = rec.get("sha256"), rec.get("size")
+        # a missing or mistyped record is a schema finding (SCH002), not a hash or size mismatch
+        if isinstance(want_sha, str) and want_sha != f.sha256:
+            self.add(finding("HSH001", path, f"sha256 is {f.sha256}, index.json records {want_sha}"))
+        if is_integer(want_size) and want_size != f.size:
+            self.add(finding("HSH002", path, f"size is {f.size} bytes, index.json records {want_size}"))
+        self.findings += content
+        if f.kind == "unknown":
+            return
+        if any(x.code.startswith("PTH") for x in content):
+            return
+        method = e.get("method")
+        if method == "miss" and f.method is None and any(t[0].endswith(".D") for t in f.tensors):
+            self.add(finding("MIS001", path, "the file holds D tensors but no archive/miss.json manifest"))
+            return
+        stray = stray_state_finding(f, path) if method == "state" else None
+        if stray is not None:
+            self.add(stray)
+            return
+        if f.method != method:
+            self.add(
+                finding(
+                    "IDX003",
+                    path,
+                    f"index.json says {method}, the file holds "
+                    f"{'a ' + f.method if f.method else 'neither a State nor a MiSS adapter'}",
+                )
+            )
+            return
+        base = self.bases.get(str(e.get("base")))
+        arch = (base or {}).get("architecture") if isinstance(base, dict) else None
+        if method == "state":
+            self.check_state(path, f, arch)
+        elif method == "miss":
+            self.check_miss(path, e, f, base, arch)
+
+    def check_state(self, path: str, f: FileFacts, arch: dict[str, Any] | None) -> None:
+        """The State rules, as rwkv_lightning_cuda applies them (Alic-Li/rwkv_lightning_cuda): on upload
+        (``src/server/rwkv_uploaded_state_store.cpp``, ``UploadedStateStore::upload`` and ``validate_state_pth``)
+        and when a request loads the State on the running base (``src/backend/rwkv7_fast_v4.cu``,
+        ``ModelBackend::load_state_from_pth``); docs/state-files.md lists each check beside ours."""
+        if f.size > STATE_UPLOAD_MAX_BYTES:  # upload: "uploaded state file exceeds the 512 MiB limit"
+            self.add(
+                finding(
+                    "STA005", path, f"{f.size} bytes; the server refuses State uploads over {STATE_UPLOAD_MAX_BYTES}"
+                )
+            )
+        if f.kind == "safetensors":  # upload: PthArchive::open, "invalid state PTH"
+            self.add(finding("STA007", path, "a safetensors file: the server's State upload opens torch .pth archives"))
+        states = [t for t in f.tensors if time_state_name(t[0])]
+        others = [t for t in f.tensors if not time_state_name(t[0])]  # validate_state_pth skips them
+        if others:
+            shown = sorted({t[0] for t in others}, key=lambda n: (len(n), n))[:3]
+            self.add(finding("STA006", path, f"{len(others)} tensor(s) besides the time states: {shown}"))
+        for name, dtype, _shape in others:
+            if dtype not in ("bfloat16", "float32"):  # parse_pth_tensor_records: BFloat16Storage, FloatStorage only
+                self.add(finding("STA003", path, f"{name} is {dtype}: the server's reader takes bfloat16 and float32"))
+        names = [t[0] for t in states]
+        if len(set(names)) != len(names):  # upload: "duplicate state tensor"
+            self.add(finding("STA001", path, "a tensor name appears twice"))
+        for name, dtype, _shape in states:  # upload and load: "invalid shape or dtype for state tensor"
+            if dtype not in ("bfloat16", "float32"):
+                self.add(finding("STA003", path, f"{clip(name)} is {dtype}"))
+        if not isinstance(arch, dict):
+            return
+        n_layer = arch.get("n_layer")
+        want = (  # at most 3 names more than the file holds (the message shows 3): bounded, n_layer may be 2**31
+            [f"blocks.{i}.att.time_state" for i in range(min(n_layer, len(names) + 3))]
+            if isinstance(n_layer, int)
+            else []
+        )
+        if sorted(names) != sorted(want):
+            missing = sorted(set(want) - set(names), key=len)[:3]
+            extra = [clip(n) for n in sorted(set(names) - set(want), key=len)[:3]]  # a 20 MB name: 200 characters
+            self.add(
+                finding(
+                    "STA001",
+                    path,
+                    f"{len(names)} state tensors for a {n_layer}-layer base"
+                    + (f"; missing {missing}" if missing else "")
+                    + (f"; unexpected {extra}" if extra else ""),
+                )
+            )
+        try:
+            shape = list(state_shape(arch))
+        except (KeyError, TypeError, ValueError):
+            return
+        for name, _dtype, got in states:  # load: the shape must be [heads, head_size, head_size] of the base
+            if list(got) != shape:
+                self.add(
+                    finding("STA002", path, f"{clip(name)} has shape {list(got)}, the base needs {shape} [H, V, K]")
+                )
+                break
+
+    def check_miss(
+        self, path: str, e: dict[str, Any], f: FileFacts, base: dict[str, Any] | None, arch: dict[str, Any] | None
+    ) -> None:
+        manifest = f.manifest if isinstance(f.manifest, dict) else None
+        if manifest is None:
+            return
+        rec = e["miss"] if isinstance(e.get("miss"), dict) else {}
+        embedded = manifest.get("content_version")
+        if "content_version" in rec and rec.get("content_version") != embedded:  # absent: SCH002 says so
+            self.add(
+                finding(
+                    "MIS012",
+                    path,
+                    f"index.json records content_version {rec.get('content_version')}, the file embeds {embedded}",
+                )
+            )
+        for key in ("rank", "alpha", "scale", "dtype"):
+            # equal values are the same (_same's first test is closeness, its last equality): only others are asked
+            if key in rec and rec.get(key) != manifest.get(key) and not _same(rec.get(key), manifest.get(key)):
+                self.add(
+                    finding(
+                        "MIS015", path, f"index.json {key} is {rec.get(key)!r}, the manifest says {manifest.get(key)!r}"
+                    )
+                )
+        if (
+            isinstance(base, dict)
+            and isinstance(base.get("sha256"), str)
+            and manifest.get("base_fingerprint") != base.get("sha256")
+        ):
+            self.add(
+                finding(
+                    "MIS013",
+                    path,
+                    f"base_fingerprint {manifest.get('base_fingerprint')} is not the "
+                    f"sha256 of base {base.get('name')} ({base.get('sha256')})",
+                    base=base.get("name"),
+                    base_fingerprint=manifest.get("base_fingerprint"),
+                )
+            )
+        if isinstance(arch, dict):
+            # Adapters of one base and rank share their cached target list (the cache's blobs): a list that fitted
+            # this very architecture object already fits again. Both are held, so their ids stay theirs this run.
+            fitted = self.fitted_targets.get(id(f.targets))
+            if fitted is not None and fitted[0] is f.targets and fitted[1] is arch:
+                return
+            from rwkv_registry.checks.miss import TargetSpec, check_against_base
+
+            specs = [
+                TargetSpec(t["layer"], t["target"], t["tensor"], t["in_features"], tuple(t["shape"])) for t in f.targets
+            ]
+            try:
+                misfits = check_against_base(specs, arch, path)
+            except (KeyError, TypeError, ValueError):
+                return
+            self.findings += misfits
+            if not misfits:
+                self.fitted_targets[id(f.targets)] = (f.targets, arch)
+
+    def check_train_files(self, tree: Tree, weights: list[str]) -> None:
+        version_dirs: dict[str, list[dict[str, Any]]] = {}
+        for rel in weights:
+            version_dirs.setdefault("/".join(rel.split("/")[:3]), [])
+        for path, e in self.entries_by_path.items():
+            parts = path.split("/")
+            if len(parts) >= 4:
+                version_dirs.setdefault("/".join(parts[:3]), []).append(e)
+        for d in tree.dirs:
+            parts = d.split("/")
+            if len(parts) == 3 and parts[0] in self.bases and parts[1] in METHODS:
+                version_dirs.setdefault(d, [])
+        group_dirs: dict[str, set[str]] = {}  # data-version directory -> its group directories, for TRN004
+        mis015 = {f.path for f in self.findings if f.code == "MIS015"}  # an index record that is wrong: no TRN008 echo
+        for p in tree.dirs:
+            if p.count("/") == 3:
+                group_dirs.setdefault(p.rsplit("/", 1)[0], set()).add(p)
+        for d, entries in sorted(version_dirs.items()):
+            rel = f"{d}/train.json"
+            if d not in tree.dirs:
+                continue  # the directory itself is gone: its entries' LAY008 (or the base's LAY003) says so
+            if rel not in tree.files:
+                self.add(finding("TRN001", d, f"{d}/ has no train.json"))
+                continue
+            value = self.load_json(rel, "train", "SCH003")
+            if isinstance(value, _Invalid):
+                value = value.value
+            if not isinstance(value, dict):
+                continue
+            unsure = frozenset(str(e.get("id")) for e in entries if e.get("path") in mis015)
+            self.findings.extend(train_findings(rel, d, value, entries, group_dirs.get(d, set()), unsure))
+            self.check_train_command(rel, d.split("/")[0], value)
+
+    def check_train_command(self, rel: str, base: str, t: dict[str, Any]) -> None:
+        """TRN010: the command line names another registered base's file, and not this base's."""
+        if self.base_files is None:  # the bases do not change during a run: their files are listed once
+            self.base_files = base_files(self.bases)
+        self.findings += train_command_findings(rel, base, t, self.base_files)
+
+    def check_sums(self, tree: Tree, facts: dict[str, FileFacts | OSError]) -> None:
+        if SUMS_NAME not in tree.files:
+            self.add(finding("SCH004", SUMS_NAME, "SHA256SUMS is missing"))
+            return
+        try:
+            data = _read_bounded(tree.files[SUMS_NAME], MAX_TEXT_BYTES)
+        except OSError as e:
+            self.add(finding("LAY010", SUMS_NAME, f"cannot read: {e.strerror}"))
+            return
+        if data is None:
+            self.add(finding("HSH003", SUMS_NAME, f"larger than {MAX_TEXT_BYTES >> 20} MiB: not read"))
+            return
+        lines, bad = parse_sums(data)
+        for lineno, text in bad:
+            self.add(finding("HSH003", SUMS_NAME, f"line {lineno}: {text!r}"))
+        listed: dict[str, str] = {}
+        line_of: dict[str, int] = {}  # the line of each path's first listing
+        again: list[SumsLine] = []  # later listings of a path: `sha256sum -c` checks each of them too
+        for line in lines:
+            if line.path in HOUSEKEEPING:  # earlier versions listed them: not checked, a note on the form
+                self.add(
+                    finding(
+                        "HSH007",
+                        SUMS_NAME,
+                        f"line {line.lineno}: {line.path} is listed (as earlier versions did), but housekeeping "
+                        "files of the root are not: its hash is not checked, and `sums` drops the line",
+                    )
+                )
+                continue
+            if line.path in NOT_SUMMED:
+                self.add(finding("HSH007", SUMS_NAME, f"line {line.lineno}: {clip(line.path)} should not be listed"))
+                continue
+            if line.path in listed:  # whatever its mode: `*name` (binary) and `name` (text) are one file
+                self.add(
+                    finding(
+                        "HSH007",
+                        SUMS_NAME,
+                        f"line {line.lineno}: {clip(line.path)} listed twice (first on line {line_of[line.path]})",
+                    )
+                )
+                again.append(line)
+                continue
+            listed[line.path] = line.sha256
+            line_of[line.path] = line.lineno
+        # what `sums` lists (ops._registry_files): a link is read through as its target, which is listed itself
+        expected = {
+            r
+            for r in tree.files
+            if r not in NOT_SUMMED and r not in tree.links and not _basename(r).startswith(TMP_PREFIX)
+        }
+        actual: dict[str, str] = {}
+        for rel in sorted(expected):
+            f = facts.get(rel)
+            if isinstance(f, FileFacts):
+                actual[rel] = f.sha256
+            elif rel in self.small_hashes:
+                actual[rel] = self.small_hashes[rel]
+            elif f is None:
+                try:
+                    actual[rel] = sha256_file(tree.files[rel])[0]
+                except OSError:
+                    continue
+        self.sums_listed, self.file_sha = listed, actual
+        for rel in sorted(expected - set(listed)):
+            self.add(finding("HSH004", rel, "not listed in SHA256SUMS"))
+        for rel in sorted(set(listed) - expected):
+            try:
+                p = self.root / rel
+                why = (
+                    "is a symbolic link (never followed)"
+                    if p.is_symlink()
+                    else "is not a regular file (LAY015)"
+                    if os.path.lexists(p)
+                    else "does not exist"
+                )
+            except OSError as e:  # a directory above it without permission: LAY010 names it
+                why = f"cannot be read ({e.strerror or e})"
+            self.sums_gone[rel] = finding("HSH005", SUMS_NAME, f"lists {clip(rel)}, which {why}")
+            self.add(self.sums_gone[rel])
+        for rel in sorted(set(listed) & set(actual)):
+            f = facts.get(rel)
+            if isinstance(f, FileFacts) and f.kind == "lfs-pointer":
+                continue  # LFS001 says `git lfs pull`; the pointer's own hash is not the file's
+            if listed[rel] != actual[rel]:
+                self.add(
+                    finding(
+                        "HSH006", rel, f"sha256 is {actual[rel]}, SHA256SUMS line {line_of[rel]} says {listed[rel]}"
+                    )
+                )
+        for line in again:  # a later listing with another hash fails `sha256sum -c` as the first one would
+            f = facts.get(line.path)
+            if isinstance(f, FileFacts) and f.kind == "lfs-pointer":
+                continue
+            if line.path in actual and line.sha256 != actual[line.path] and line.sha256 != listed[line.path]:
+                self.add(
+                    finding(
+                        "HSH006",
+                        line.path,
+                        f"sha256 is {actual[line.path]}, SHA256SUMS line {line.lineno} says {line.sha256}",
+                    )
+                )
+        # first listings, in path byte order; a name that is no UTF-8 was parsed with surrogateescape
+        by_bytes = sorted(listed, key=lambda p: p.encode("utf-8", "surrogateescape"))
+        if not bad and list(listed) != by_bytes:
+            self.add(finding("HSH007", SUMS_NAME, "lines are not sorted by path"))
+        crlf = [line.lineno for line in lines if line.crlf]
+        if crlf:  # sha256sum -c accepts them: one note on the form, not one error per line
+            self.add(finding("HSH007", SUMS_NAME, f"{len(crlf)} line(s) end in CR LF (first: line {crlf[0]}), not LF"))
+        for form, how in SUMS_FORMS.items():  # read and checked as sha256sum -c does: one note on the form each
+            at = [line.lineno for line in lines if line.form == form]
+            if at:
+                self.add(
+                    finding("HSH007", SUMS_NAME, f"{len(at)} line(s) {how} (first: line {at[0]}), not `<hex>  <path>`")
+                )
+
+    def fold_moves(self, tree: Tree) -> None:
+        """LAY014: recorded files that are missing while unrecorded files with the same sha256 sit elsewhere
+        (a renamed directory or file). One finding per renamed directory replaces the per-file findings
+        (LAY007, LAY008, HSH004, HSH005, and the findings on the moved copies), and LAY002/LAY003 of a
+        renamed base directory."""
+        want: dict[str, str] = {}  # recorded path missing on disk -> its recorded sha256
+        for rel, sha in self.sums_listed.items():
+            if rel not in tree.files:
+                want[rel] = sha
+        for rel, e in self.entries_by_path.items():
+            rec = e.get("file")
+            if rel not in tree.files and isinstance(rec, dict) and isinstance(rec.get("sha256"), str):
+                want.setdefault(rel, rec["sha256"].lower())
+        if not want:
+            return
+        by_sha: dict[str, list[str]] = {}
+        for rel, sha in self.file_sha.items():
+            if rel not in self.entries_by_path and (rel not in self.sums_listed or rel.endswith(WEIGHT_SUFFIXES)):
+                by_sha.setdefault(sha, []).append(rel)
+        groups: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        used: set[str] = set()
+
+        def common_tail(old: str, new: str) -> int:
+            """Trailing path components the two share, leaving at least one of each (the renamed part)."""
+            a, b = old.split("/"), new.split("/")
+            n = 0
+            while n < min(len(a), len(b)) - 1 and a[-1 - n] == b[-1 - n]:
+                n += 1
+            return n
+
+        def best_tail(old: str) -> int:
+            return max((common_tail(old, c) for c in by_sha.get(want[old], [])), default=-1)
+
+        # best matches first, so that a weaker candidate does not take a file a better one needs
+        for old in sorted(want, key=lambda o: (-best_tail(o), o)):
+            old_parts = old.split("/")
+            cands = sorted(
+                (c for c in by_sha.get(want[old], []) if c not in used),
+                key=lambda c, o=old: common_tail(o, c),  # type: ignore[misc]  # mypy cannot type a lambda's default
+                reverse=True,
+            )
+            if not cands or (len(cands) > 1 and common_tail(old, cands[0]) == common_tail(old, cands[1])):
+                continue  # none, or no best match: not guessed
+            new = cands[0]
+            used.add(new)
+            k = common_tail(old, new)
+            new_parts = new.split("/")
+            key = ("/".join(old_parts[: len(old_parts) - k]), "/".join(new_parts[: len(new_parts) - k]))
+            groups.setdefault(key, []).append((old, new))
+        if not groups:
+            return
+        drop_paths: set[str] = set()
+        drop: set[int] = set()
+        for (old_p, new_p), pairs in sorted(groups.items()):
+            drop_paths.update(p for pair in pairs for p in pair)
+            drop.update(id(self.sums_gone[o]) for o, _ in pairs if o in self.sums_gone)
+            if "/" not in new_p and "/" not in old_p:  # a base directory renamed: LAY002 + LAY003 are this
+                drop.update(id(f) for f in self.findings if (f.code, f.path) in (("LAY002", new_p), ("LAY003", old_p)))
+            if len(pairs) == 1 and (old_p, new_p) == pairs[0] and old_p not in self.sums_listed:
+                # only index.json knows the old path: its entry's path was edited, or the file moved
+                message = (
+                    f"index.json records {old_p}, which is missing; {new_p} holds the same bytes "
+                    "(was the entry's path edited, or the file moved?)"
+                )
+            elif len(pairs) == 1 and (old_p, new_p) == pairs[0]:
+                message = f"{old_p} is missing and {new_p} holds the same bytes: moved or renamed?"
+            else:
+                message = (
+                    f"{old_p}/ looks renamed to {new_p}/ ({len(pairs)} recorded file(s) missing there, found here "
+                    "with the same sha256)"
+                )
+            self.add(finding("LAY014", new_p, message, moved_from=old_p))
+        self.findings = [
+            f for f in self.findings if id(f) not in drop and not (f.path in drop_paths and f.code in _MOVE_NOISE)
+        ]
+
+    def check_readme(self, tree: Tree) -> None:
+        from rwkv_registry.index.readme import render_bodies
+
+        if "README.md" not in tree.files:
+            self.add(finding("RDM001", "README.md", "README.md is missing: `rwkv-registry readme PATH` writes it"))
+            return
+        try:
+            data = _read_bounded(tree.files["README.md"], MAX_TEXT_BYTES)
+            if data is None:
+                self.add(
+                    finding(
+                        "RDM001",
+                        "README.md",
+                        f"larger than {MAX_TEXT_BYTES >> 20} MiB: not read; shorten it, or rebuild it with "
+                        "`rwkv-registry readme PATH --reset`",
+                    )
+                )
+                return
+            text = data.decode("utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            self.add(finding("RDM001", "README.md", f"cannot read README.md as UTF-8: {e}; save it as UTF-8"))
+            return
+        if self.index is None:
+            return
+        # The verdict depends only on the README's bytes, index.json's bytes (self.index is their parse) and the
+        # renderer's code: remembered by all three, the README (1.1 MB at 4,000 entries) is not rendered again.
+        key = None
+        if "index.json" in self.small_hashes and self.schema_digest is not None:
+            key = readme_verdict_key(
+                hashlib.sha256(data).hexdigest(), self.small_hashes["index.json"], self.schema_digest
+            )
+        verdict = self.cache.get_json(key) if key else None
+        if verdict not in ("same", "differs", "markers"):
+            verdict = readme_verdict(text, render_bodies(self.index))
+            if key:
+                self.cache.put_json(key, verdict)
+        if verdict == "markers":
+            from rwkv_registry.index.readme import MARKERS
+
+            gone = [m for pair in MARKERS for m in pair if m not in text]
+            self.add(
+                finding(
+                    "RDM001",
+                    "README.md",
+                    f"the generated-section markers are missing ({', '.join(gone) or 'out of order'}); "
+                    "`rwkv-registry readme PATH` refuses until they are back: restore them, or run "
+                    "`rwkv-registry readme PATH --reset` (drops your own text)",
+                )
+            )
+        elif verdict == "differs":
+            self.add(finding("RDM002", "README.md", "the bases table or the per-base sections differ from index.json"))
+
+    def check_gitattributes(self, tree: Tree) -> None:
+        """LFS002: a weight file that git would not give ``filter=lfs``, read as git reads .gitattributes (every
+        one of the tree, last match wins, macros, …: :mod:`~rwkv_registry.formats.gitattr`, tested against ``git
+        check-attr``). Asked first of a new file of each weight suffix in the layout (a finding on .gitattributes),
+        then of each weight file there (a finding on the file, when the first question passed)."""
+        from rwkv_registry.core.fsio import open_regular
+        from rwkv_registry.formats.gitattr import MAX_READ, filter_of
+
+        attrs: dict[str, bytes] = {}
+        for rel in sorted(r for r in tree.files if r == ".gitattributes" or r.endswith("/.gitattributes")):
+            try:
+                with open_regular(tree.files[rel]) as fh:
+                    data = read_at_most(fh, os.fstat(fh.fileno()).st_size, MAX_READ + 1)
+            except OSError:
+                data = b""
+            if len(data) > MAX_READ:
+                self.add(
+                    finding(
+                        "LFS002",
+                        rel,
+                        f"more than {MAX_READ:,} bytes: too large to be read, so no weight file is known to be routed "
+                        "through Git LFS",
+                    )
+                )
+                return
+            attrs[rel.rpartition("/")[0]] = data
+        for suffix in WEIGHT_SUFFIXES:
+            probe = filter_of(attrs, f"{_PROBE_BASE}/state/v1/new{suffix}")
+            if probe.value != "lfs":
+                self.add(finding("LFS002", ".gitattributes", f"*{suffix} files are not routed through Git LFS" + (
+                    f" (git gives them filter: {probe.shown()}, from {probe.source} line {probe.lineno})"
+                    if probe.source else "")))  # fmt: skip
+                continue
+            for rel in sorted(r for r in tree.files if r.endswith(suffix)):
+                got = filter_of(attrs, rel)
+                if got.value != "lfs":
+                    why = (
+                        f"git gives it filter: {got.shown()}, from {got.source} line {got.lineno}"
+                        if got.source
+                        else "no line of .gitattributes gives it filter=lfs"
+                    )
+                    self.add(finding("LFS002", rel, f"not routed through Git LFS: {why}"))
+
+
+_PROBE_BASE = "rwkv7-new-20990101-ctx4096"  # a base directory name of the layout, for a weight file not there yet
+
+
+# findings on the two paths of a moved file that only say "it moved": LAY014 replaces them
+_MOVE_NOISE = frozenset({"LAY007", "LAY008", "HSH004", "TRN003", "TRN006"})
+
+
+def profile_findings(path: str, e: dict[str, Any]) -> list[Finding]:
+    """PRF001 (a MiSS entry with profile g1k), PRF002 (a State entry with profile g1k-think) and PRF003 (a sampling
+    preset RWKV-Agent does not define; a sampling that is no string is the schema's, SCH002) of the entry ``e`` at
+    ``path``."""
+    out = []
+    method, profile, sampling = e.get("method"), e.get("profile"), e.get("sampling")
+    if method == "miss" and profile == "g1k":
+        out.append(finding("PRF001", path, f"entry {e.get('id')!r} is MiSS with profile g1k"))
+    if method == "state" and profile == "g1k-think":
+        out.append(finding("PRF002", path, f"entry {e.get('id')!r} is a State with profile g1k-think"))
+    if isinstance(sampling, str) and sampling not in SAMPLING_PRESETS:
+        near = did_you_mean(sampling).rstrip()
+        out.append(
+            finding(
+                "PRF003",
+                path,
+                f"entry {e.get('id')!r}: sampling {sampling!r} is not a preset of RWKV-Agent's presets.go"
+                + (f" ({near[0].lower()}{near[1:]})" if near else ""),
+            )
+        )
+    return out
+
+
+def bases_findings(bases: list[dict[str, Any]]) -> list[Finding]:
+    """IDX006, IDX007 and IDX018 (:meth:`Validator.check_bases`) on the bases of an index.json that follows its
+    schema."""
+    v = Validator(Path("."), use_cache=False, since=None)  # no tree walked: only the base rules run
+    v.bases = {b["name"]: b for b in bases}
+    v.check_bases()
+    return v.findings
+
+
+def score_run(sc: dict[str, Any]) -> tuple[str, ...]:
+    """The run a score is of: its benchmark, date and backend (IDX020: one score per run of a weight; IDX014
+    pairs a comparison with the other weight's score of the same run). Values of a wrong type (SCH002) are
+    their ``repr``, so that the key is always hashable."""
+    return tuple(v if isinstance(v, str) else repr(v) for v in (sc.get("benchmark"), sc.get("date"), sc.get("backend")))
+
+
+def score_findings(index: dict[str, Any], only: Callable[[dict[str, Any]], bool]) -> list[Finding]:
+    """The score rules (IDX008, IDX009, IDX013, IDX014, IDX017, IDX020) on the bases, entries and unpublished weights of
+    ``index`` (one that follows its schema, as ``add`` holds) that ``only`` accepts, as ``validate`` gives them."""
+    v = Validator(Path("."), use_cache=False, since=None)  # no tree walked: only the score rules run
+    v.bases = {b["name"]: b for b in index["bases"]}
+    items = [x for key in ("entries", "unpublished") for x in index.get(key) or []]
+    v.ids = {x["id"] for x in items if isinstance(x.get("id"), str)}
+    v.check_scores(index, only)
+    return v.findings
+
+
+class _Invalid:
+    """A parsed JSON value that failed its schema (rules still look at what they can)."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+def json_verdict_key(schema: str, sha256: str, digests: str | None = None) -> str:
+    """The validation cache's key for a JSON file's verdict (strict loader, then schema ``schema``): its bytes'
+    sha256, the schema files' and the code's digests."""
+    return f"{schema}:{sha256}:{digests or f'{schema_digest()}:{code_digest()}'}"
+
+
+def json_verdict(schema: str, data: bytes, rel: str) -> tuple[str, list[list[str]]] | None:
+    """(cache key, schema errors) of the JSON file ``rel`` holding ``data``, exactly as :meth:`Validator.load_json`
+    remembers them; None when the strict loader refuses the bytes (nothing to remember then)."""
+    from rwkv_registry.formats.jsonload import JsonLoadError, load_json_bytes
+    from rwkv_registry.schemas import schema_errors
+
+    try:
+        value = load_json_bytes(data, path=rel)
+    except JsonLoadError:
+        return None
+    return json_verdict_key(schema, hashlib.sha256(data).hexdigest()), [list(e) for e in schema_errors(schema, value)]
+
+
+def readme_verdict(text: str, bodies: tuple[str, str]) -> str:
+    """What :meth:`Validator.check_readme` concludes of the README ``text`` given the generated regions' bodies
+    rendered from index.json (:func:`rwkv_registry.index.readme.render_bodies`): ``"markers"`` (RDM001), ``"differs"``
+    (RDM002) or ``"same"``. ``add`` records it for the README and index.json it wrote, with the bodies it wrote."""
+    from rwkv_registry.index.readme import apply_bodies
+
+    new = apply_bodies(text, bodies)
+    return "markers" if new is None else "same" if new == text else "differs"
+
+
+def readme_verdict_key(readme_sha256: str, index_sha256: str, digests: str | None = None) -> str:
+    """The validation cache's key for :func:`readme_verdict` on the README and index.json of these sha256s, with
+    the schema files' and the code's digests (as :func:`json_verdict_key`)."""
+    return f"readme:{readme_sha256}:{index_sha256}:{digests or f'{schema_digest()}:{code_digest()}'}"
+
+
+def _shown(score: float, unit: Any) -> str:
+    return f"{score:g}{'%' if unit == 'percent' else ''}"
+
+
+def _rounding(x: float) -> float:
+    """Half a unit of the last decimal a recorded number shows (0 for an integer): the rounding it may carry."""
+    if is_integer(x):
+        return 0.0
+    text = repr(float(x))
+    if "e" in text or "." not in text:
+        return 0.0
+    return 0.5 * 10 ** -len(text.split(".")[1])
+
+
+def _basename(rel: str) -> str:
+    """``PurePosixPath(rel).name`` without building a path object (thousands per run)."""
+    name = rel[rel.rfind("/") + 1 :]
+    return name if name and name != "." else PurePosixPath(rel).name
+
+
+def _legacy_folder_of(parts: list[str], tree: Tree) -> str | None:
+    """The folder ``<base>/miss/<version>/<group>`` when ``parts`` is its ``adapter.json`` or ``adapter.pth`` and the
+    folder holds both (a legacy two-file MiSS package: MIS021), else None."""
+    if len(parts) != 5 or parts[1] != "miss" or parts[4] not in ("adapter.json", "adapter.pth"):
+        return None
+    folder = "/".join(parts[:4])
+    both = f"{folder}/adapter.json" in tree.files and f"{folder}/adapter.pth" in tree.files
+    return folder if both else None
+
+
+def write_in_progress(root: Path) -> bool:
+    """Is the registry's write lock (:data:`~rwkv_registry.fs.atomic.LOCK_NAME`) held by a live process?
+
+    The lock is an ``flock`` that the kernel drops when its process dies, so a lock file left by a killed
+    writer reads as free. Probed with a shared, non-blocking ``flock`` on a read-only descriptor: nothing is
+    created or written (validate works on read-only copies), and the probe never waits."""
+    try:
+        import fcntl
+    except ImportError:  # not a POSIX system: filelock uses another mechanism there; no verdict
+        return False
+    try:
+        fd = os.open(root / LOCK_NAME, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return False  # no lock file (or unreadable): nobody is writing through rwkv-registry
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # closing drops the probe's own shared lock
+    return False
+
+
+def _read_bounded(path: str | os.PathLike[str], limit: int) -> bytes | None:
+    """The file's bytes, or None when it is larger than ``limit`` (decided by stat, never read)."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size > limit:
+            return None
+        return read_at_most(f, size, limit + 1)
+
+
+def validate_registry(
+    path: str | os.PathLike[str],
+    *,
+    use_cache: bool = True,
+    since: str | None = None,
+    progress: Callable[[str, int], None] | None = None,
+    trusted_keys: list[str] | None = None,
+    cache: FactsCache | None = None,
+) -> Report:
+    """Run every rule on the registry at ``path``. Raises :class:`UsageError` if it is not a directory.
+    ``cache``: a facts cache already opened for ``path`` (instead of the user cache's, or none with ``use_cache``
+    False)."""
+    root, early = before_validation(path)
+    if early is not None:
+        return early
+    with collector_paused():
+        v = Validator(root, use_cache=use_cache, since=since, progress=progress, cache=cache)
+        v.trusted_keys = list(trusted_keys or [])
+        report = run_validator(v, path)
+        del v  # its index, cache and facts are freed here by their reference counts, unscanned by the collector
+    return report
+
+
+def before_validation(path: str | os.PathLike[str]) -> tuple[Path, Report | None]:
+    """What :func:`validate_registry` checks before any rule (shared with the TUI's live validation): the
+    resolved root, and the report to give instead of running the rules (LAY013 while a write is in progress), if
+    any. Raises :class:`UsageError` when ``path`` is no directory (absent, or deleted since), or a directory
+    without index.json inside a registry."""
+    root = Path(path)
+    require_directory(root)
+    root = root.resolve()
+    if not (root / "index.json").exists():
+        outer = registry_around(root)
+        if outer is not None:
+            raise UsageError(
+                f"{path}: no index.json here; it lies inside the registry at {outer}",
+                hint=f"Validate the registry's root: rwkv-registry validate {outer}",
+            )
+    if write_in_progress(root):
+        # a half-written tree gives temporary files (LAY012 "run recover") and half-made directories
+        # (TRN001): none of it is wrong, and recover must not run under a live writer
+        where = f"lock {LOCK_NAME} is held by a running rwkv-registry command"
+        return root, Report(str(path), [finding("LAY013", LOCK_NAME, f"a write is in progress ({where})")], {})
+    return root, None
+
+
+def run_validator(v: Validator, path: str | os.PathLike[str]) -> Report:
+    """Run ``v`` (made for the root :func:`before_validation` gave) and report its findings in report order."""
+    v.run()
+    sort_findings(v.findings)
+    return Report(str(path), v.findings, v.stats)
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector paused for the block (as it was before, after it); also a decorator.
+
+    A validation run builds hundreds of thousands of objects that live until its end (index.json, the cache,
+    the facts of every file) and no garbage cycles worth collecting in between: each automatic collection
+    that their allocation triggers scans them again, for nothing (a twelfth of a warm run at 4,000 entries).
+    The writes that read the whole index (``add``, ``add-base``, ``readme``) are run the same way. Objects are
+    still freed by their reference counts as usual; a cycle made meanwhile is collected after."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+_SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+_DIGITS = re.compile(r"(\d+)")
+
+
+def sort_findings(findings: list[Finding]) -> None:
+    """Report order, in place: errors first, then by path, code and message, numbers in a message
+    compared as numbers ("line 2" before "line 10")."""
+
+    def key(f: Finding) -> tuple[Any, ...]:
+        parts = _DIGITS.split(f.message)
+        natural = tuple((0, int(p), "") if i % 2 else (1, 0, p) for i, p in enumerate(parts))
+        return (_SEVERITY_ORDER[str(f.severity)], f.path, f.code, natural)
+
+    findings.sort(key=key)
+
+
+def sums_findings(root: Path) -> list[Finding]:
+    """The SHA256SUMS rules alone (HSH003–HSH007, and SCH004 of its lines) for the registry at ``root``, walked
+    and hashed as ``validate`` does (the facts cache included): what ``sums --check`` reports."""
+    v = Validator(root, use_cache=True, since=None)
+    tree = walk_tree(root, v.findings)
+    weights = [r for r in tree.files if r.endswith(WEIGHT_SUFFIXES)]
+    facts, _ = gather_facts({r: tree.files[r] for r in weights}, v.cache)
+    v.check_sums(tree, facts)
+    v.cache.save()
+    return [f for f in v.findings if f.code.startswith(("HSH", "SCH004"))]
+
+
+def entry_file_findings(display: str, entry: dict[str, Any], facts: FileFacts, bases: dict[str, Any]) -> list[Finding]:
+    """The per-file rules of ``validate`` (shapes against the base, the MiSS manifest, hashes) for one weight file
+    recorded as ``entry`` against ``bases``, with no tree walked: what ``add`` checks before a file enters."""
+    v = Validator(Path("."), use_cache=False, since=None)
+    v.bases = dict(bases)
+    v.check_file(display, entry, facts)
+    return v.findings
+
+
+def listed_sums_findings(root: Path, files: dict[str, str], facts: dict[str, FileFacts | OSError]) -> list[Finding]:
+    """The SHA256SUMS rules of ``validate`` for ``root``'s SHA256SUMS against a listing (``files``: relative path to
+    local path) whose hashes ``facts`` already hold (a Hub listing's LFS sha256, say): nothing else is read."""
+    v = Validator(root, use_cache=False, since=None)
+    v.check_sums(Tree(files=files), facts)
+    return v.findings

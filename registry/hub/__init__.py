@@ -1,0 +1,1 @@
+"""The Hugging Face Hub: listings, ranged downloads, resume, push and pull behind the validation gate."""

@@ -1,0 +1,1 @@
+"""The registry's records: the layout grammar, SHA256SUMS, lineage, sampling presets, architectures, README."""

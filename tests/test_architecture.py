@@ -1,0 +1,97 @@
+"""The architecture of docs/architecture.md, as a newcomer relies on it: no private name crosses a module, the
+layers are import-linter contracts with no exception listed, and every package of the core says what it is.
+
+The contracts themselves are checked by `make layers` (part of `make test`): import-linter needs the tree of links
+that mypy reads, which `make typecheck` builds."""
+
+from __future__ import annotations
+
+import ast
+import tomllib
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SOURCES = ("registry", "model", "tui", "kernels")
+
+
+def _modules() -> list[Path]:
+    return sorted(p for d in SOURCES for p in (REPO / d).rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _crossings(path: Path) -> list[str]:
+    """``from rwkv_registry.X import _name`` and ``module._name`` (a module of the project imported by name)."""
+    tree = ast.parse(path.read_text("utf-8"))
+    out: list[str] = []
+    modules: set[str] = set()  # local names bound to modules of the project
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("rwkv_registry")):
+            for alias in node.names:
+                if _private(alias.name):
+                    out.append(f"{path.relative_to(REPO)}:{node.lineno} imports {alias.name} from {node.module}")
+                else:
+                    modules.add(alias.asname or alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("rwkv_registry") and alias.asname:
+                    modules.add(alias.asname)
+    for node in ast.walk(tree):
+        attr = isinstance(node, ast.Attribute) and _private(node.attr) and isinstance(node.value, ast.Name)
+        if attr and node.value.id in modules:  # type: ignore[attr-defined]
+            out.append(f"{path.relative_to(REPO)}:{node.lineno} uses {node.value.id}.{node.attr}")  # type: ignore[attr-defined]
+    return out
+
+
+def test_no_private_name_is_imported_across_modules() -> None:
+    """A name that starts with ``_`` is its module's own: another module that needs it gets a public one."""
+    found = [c for p in _modules() for c in _crossings(p)]
+    assert not found, "\n".join(found)
+
+
+def test_the_check_of_private_names_catches_both_forms(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "from rwkv_registry.engine.validate import _walk\n"
+        "from rwkv_registry.hub import sync\n"
+        "sync._protected('x')\n"
+        "from rwkv_registry.index.layout import layout_ok\n"
+    )
+    found = [c.split(" ", 1)[1] for c in _crossings_at(probe)]
+    assert found == ["imports _walk from rwkv_registry.engine.validate", "uses sync._protected"]
+
+
+def _crossings_at(path: Path) -> list[str]:
+    global REPO
+    saved, REPO = REPO, path.parent
+    try:
+        return _crossings(path)
+    finally:
+        REPO = saved
+
+
+def test_the_layers_are_contracts_without_exceptions() -> None:
+    config = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))["tool"]["importlinter"]
+    contracts = config["contracts"]
+    kinds = {c["type"] for c in contracts}
+    assert {"layers", "forbidden", "acyclic_siblings"} <= kinds
+    assert not [c["name"] for c in contracts if c.get("ignore_imports")]
+    layers = next(c["layers"] for c in contracts if c["type"] == "layers" and "rwkv_registry.core" in c["layers"])
+    packages = {p.name for p in (REPO / "registry").iterdir() if (p / "__init__.py").exists()}
+    named = {part.strip().removeprefix("rwkv_registry.") for layer in layers for part in layer.split("|")}
+    assert packages <= named, sorted(packages - named)  # a new package of the core takes its place in a layer
+
+
+@pytest.mark.parametrize(
+    "package", sorted(p.name for p in (REPO / "registry").iterdir() if (p / "__init__.py").exists())
+)
+def test_every_package_of_the_core_says_what_it_is(package: str) -> None:
+    doc = ast.get_docstring(ast.parse((REPO / "registry" / package / "__init__.py").read_text("utf-8")))
+    assert doc and len(doc) > 40
+    assert f"`{package}/`" in (REPO / "docs" / "architecture.md").read_text("utf-8") or package in (
+        REPO / "docs" / "architecture.md"
+    ).read_text("utf-8")
