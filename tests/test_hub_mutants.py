@@ -769,12 +769,12 @@ def test_an_empty_remote_weight_reads_as_the_local_one_does(hub: FakeHub, tiny: 
 def test_full_downloads_are_deleted_once_read(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
     """--full downloads each MiSS file into the work directory and deletes it once read (disk use stays
     one file per thread, not the sum of all adapters)."""
-    from rwkv_registry.hub.commands import HubValidator
+    from rwkv_registry.hub.commands import hub_validator
     from rwkv_registry.hub.remote import connect
 
     repo_id = new_repo(hub, tiny)
     work = tmp_path / "work"
-    v = HubValidator(connect(repo_id), tmp_path / "mirror", full=True, workdir=work)
+    v = hub_validator(connect(repo_id), tmp_path / "mirror", full=True, workdir=work)
     v.run()
     assert not [f for f in v.findings if str(f.severity) == "error"]
     assert v.stats["bytes_hashed"] == sum(p.stat().st_size for p in tiny.rglob("adapter-final.pth"))
@@ -810,14 +810,14 @@ def test_a_path_listed_as_file_and_folder_is_refused(hub: FakeHub, tiny: Path, t
 def test_trouble_while_walking_is_an_error_never_a_traceback(
     hub: FakeHub, tiny: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from rwkv_registry.hub.commands import HubValidator
+    from rwkv_registry.hub.commands import HubSnapshot
 
     repo_id = new_repo(hub, tiny)
 
-    def full_disk(self: object) -> None:
+    def full_disk(self: object, findings: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(HubValidator, "walk", full_disk)
+    monkeypatch.setattr(HubSnapshot, "walk", full_disk)
     with pytest.raises(RegistryIOError, match="No space left on device"):
         validate_hub(f"hf://{repo_id}")
 

@@ -236,8 +236,13 @@ def test_add_to_a_version_ignores_entries_of_a_longer_version_name(reg: Path, tm
     """Adding to v1 reads the entries under v1/, not those under v10/ (whose data.version differs)."""
     add_entry(reg, write_state(tmp_path / "a" / "s10.pth", seed=10), base=TINY_BASE, data_version="v10",
               train=state_train("v10"))  # fmt: skip
-    add_entry(reg, write_state(tmp_path / "b" / "s11.pth", seed=11), base=TINY_BASE, data_version="v1",
-              train=state_train("v1"))  # fmt: skip
+    added = add_entry(reg, write_state(tmp_path / "b" / "s11.pth", seed=11), base=TINY_BASE, data_version="v1",
+                      train=state_train("v1"))  # fmt: skip
+    assert added["path"] == f"{TINY_BASE}/state/v1/s11.pth"
+    by_path = {e["path"]: e for e in json.loads((reg / "index.json").read_text())["entries"]}
+    assert by_path[f"{TINY_BASE}/state/v10/s10.pth"]["data"]["version"] == "v10"  # left as it was
+    assert by_path[added["path"]]["data"]["version"] == "v1"
+    assert validate_registry(reg, use_cache=False).ok
 
 
 def test_sums_refuses_a_missing_registered_file_as_lay008(reg: Path) -> None:

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from rwkv_registry.core.rules import RULES
 from rwkv_registry.engine.facts import FileCallback, FileFacts, GatherCancelled, gather_facts
-from rwkv_registry.engine.validate import Report, Tree, Validator, before_validation, run_validator
+from rwkv_registry.engine.validate import Report, Snapshot, Tree, Validator, before_validation, run_validator
 
 ValidationCancelled = GatherCancelled  # a newer validation (or quitting) stopped this one
 PROGRESS_EVERY_S = 0.1  # files checked are handed to the UI thread at most this often (and with the last file)
@@ -92,9 +92,10 @@ def preliminary_status(entry: dict[str, Any] | None, facts: FileFacts | OSError)
     return "error" if "error" in severities else "warning" if "warning" in severities else "ok"
 
 
-class LiveValidator(Validator):
-    """A :class:`Validator` whose fact collection reports every file as it completes and can be stopped: the
-    walk and the scheduling are :func:`~rwkv_registry.engine.facts.gather_facts`', as for ``validate``."""
+class LiveSnapshot(Snapshot):
+    """The local tree, whose weight files' facts are reported each as it completes (cached ones first) and whose
+    reading stops when ``should_stop()`` turns true: the walk and the scheduling are
+    :func:`~rwkv_registry.engine.facts.gather_facts`', as for ``validate``."""
 
     def __init__(
         self,
@@ -103,27 +104,15 @@ class LiveValidator(Validator):
         on_file: FileCallback,
         on_plan: Callable[[int], object] | None = None,
         should_stop: Callable[[], bool] = lambda: False,
-        between_steps: Callable[[], object] = lambda: None,
-        use_cache: bool = True,
         workers: int | None = None,
     ) -> None:
-        super().__init__(root, use_cache=use_cache, since=None)
+        super().__init__(root)
         self.on_file = on_file
         self.on_plan = on_plan
         self.should_stop = should_stop
-        self.between_steps = between_steps
         self.workers = workers
 
-    def guarded(self, step: Callable[..., object], *args: Any) -> None:
-        """Each rule step after ``between_steps()``, and only while ``should_stop()`` is false: a run stopped
-        after its files were read keeps them (appended to the cache's journal) and starts no further step."""
-        self.between_steps()
-        if self.should_stop():
-            self.cache.save_additions()
-            raise ValidationCancelled
-        super().guarded(step, *args)
-
-    def collect_facts(self, tree: Tree, weights: list[str]) -> dict[str, FileFacts | OSError]:
+    def facts(self, tree: Tree, weights: list[str], v: Validator) -> dict[str, FileFacts | OSError]:
         """Cached facts first, then the other files read in parallel, each reported when done. A stopped run
         keeps what it read (appended to the cache's journal), so a later run reads only the rest."""
         if self.on_plan is not None:
@@ -131,16 +120,40 @@ class LiveValidator(Validator):
         try:
             facts, stats = gather_facts(
                 {r: tree.files[r] for r in weights},
-                self.cache,
+                v.cache,
                 workers=self.workers,
                 on_file=self.on_file,
                 should_stop=self.should_stop,
             )
         except GatherCancelled:
-            self.cache.save_additions()  # the run that replaced this one may be writing the cache file
+            v.cache.save_additions()  # the run that replaced this one may be writing the cache file
             raise
-        self.stats.update(stats)
+        v.stats.update(stats)
         return facts
+
+
+def live_validator(
+    root: Path,
+    *,
+    on_file: FileCallback,
+    on_plan: Callable[[int], object] | None = None,
+    should_stop: Callable[[], bool] = lambda: False,
+    between_steps: Callable[[], object] = lambda: None,
+    use_cache: bool = True,
+    workers: int | None = None,
+) -> Validator:
+    """A :class:`Validator` of ``root`` that reports every weight file as it completes (:class:`LiveSnapshot`) and
+    can be stopped: before each rule step ``between_steps()`` is called, then, once ``should_stop()`` is true, what
+    was read is kept (appended to the cache's journal) and :class:`ValidationCancelled` raised."""
+
+    def before_step(v: Validator) -> None:
+        between_steps()
+        if should_stop():
+            v.cache.save_additions()
+            raise ValidationCancelled
+
+    snapshot = LiveSnapshot(root, on_file=on_file, on_plan=on_plan, should_stop=should_stop, workers=workers)
+    return Validator(root, use_cache=use_cache, since=None, snapshot=snapshot, before_step=before_step)
 
 
 def live_validate(
@@ -159,7 +172,7 @@ def live_validate(
     path, early = before_validation(root)
     if early is not None:
         return early
-    v = LiveValidator(
+    v = live_validator(
         path,
         on_file=on_file,
         on_plan=on_plan,

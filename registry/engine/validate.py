@@ -576,8 +576,37 @@ def same_bytes_finding(
     )
 
 
+class Snapshot:
+    """What one validation reads (a :class:`Validator`'s ``snapshot``): here the local tree at ``root``, walked once
+    (:func:`walk_tree`), its weight files' facts cached or read in parallel threads (:func:`gather_facts`). Another
+    source says how to list and how to read, as a subclass: a Hub repository at one commit
+    (:class:`rwkv_registry.hub.commands.HubSnapshot`), a pulled copy whose skipped weights are known by the Hub's
+    metadata (``hub/sync.py``), a run that reports each file as it completes (``tui/validation.py``). The rules stay
+    the Validator's, whatever the source."""
+
+    history = True  # git's history can be asked (GIT001–GIT007); a Hub repository keeps its own
+    reads_legacy_packages = (
+        True  # a legacy package's adapter.pth is here to be read (MIS021 gives the server's verdict)
+    )
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def walk(self, findings: list[Finding]) -> Tree:
+        """Every file and directory (symlinks checked, never followed out); findings of the walk go to ``findings``."""
+        return walk_tree(self.root, findings)
+
+    def facts(self, tree: Tree, weights: list[str], v: Validator) -> dict[str, FileFacts | OSError]:
+        """Facts of the weight files ``weights`` of ``tree``: from ``v.cache``, else read once each in parallel
+        threads (``v.progress`` told of each); what it measured goes to ``v.stats``."""
+        facts, stats = gather_facts({r: tree.files[r] for r in weights}, v.cache, progress=v.progress)
+        v.stats.update(stats)
+        return facts
+
+
 class Validator:
-    """One validation run. Use :func:`validate_registry`."""
+    """One validation run. Use :func:`validate_registry`. ``snapshot``: what it reads (the local tree at ``root`` by
+    default); ``before_step(v)``: called before each rule step (the browser's, to yield and to stop)."""
 
     def __init__(
         self,
@@ -587,8 +616,12 @@ class Validator:
         since: str | None,
         progress: Callable[[str, int], None] | None = None,
         cache: FactsCache | None = None,
+        snapshot: Snapshot | None = None,
+        before_step: Callable[[Validator], object] | None = None,
     ) -> None:
         self.root = root
+        self.snapshot = snapshot if snapshot is not None else Snapshot(root)
+        self.before_step = before_step
         self.since = since
         self.progress = progress
         # ``cache``: one already opened for ``root`` (``pull`` seeds it with the facts its download check read)
@@ -729,8 +762,9 @@ class Validator:
         alone (all that decides it): the root's entries but ``.git``, sorted, each with whether it is a regular file,
         when the root is plainly no registry; else None (a registry, damaged or not, or a root that cannot be
         listed: walked). A wrong path (a home directory, a disk) is then not walked to its last file before the
-        one finding. Only for this class's own walk (the Hub validator's tree is not a local directory)."""
-        if type(self).walk is not Validator.walk:
+        one finding. Only for a snapshot walked as the local tree is (a Hub repository's is no local directory;
+        a pulled copy's skipped weights are not on disk)."""
+        if type(self.snapshot).walk is not Snapshot.walk:
             return None
         tops: list[tuple[str, bool]] = []
         try:
@@ -795,6 +829,8 @@ class Validator:
     def guarded(self, step: Callable[..., object], *args: Any) -> None:
         """Run a rule step; on a JSON file that broke its schema, rules that cannot read it are
         skipped (SCH005) instead of crashing. Without schema errors, an exception is a bug: raised."""
+        if self.before_step is not None:
+            self.before_step(self)
         try:
             step(*args)
         except (TypeError, AttributeError, KeyError, ValueError, IndexError) as e:
@@ -811,27 +847,27 @@ class Validator:
             )
 
     def walk(self) -> Tree:
-        """Every file and directory of the registry (symlinks checked, never followed out)."""
-        return walk_tree(self.root, self.findings)
+        """Every file and directory of the snapshot."""
+        return self.snapshot.walk(self.findings)
 
     def collect_facts(self, tree: Tree, weights: list[str]) -> dict[str, FileFacts | OSError]:
-        """Facts of the weight files: cached, else read once each in parallel threads."""
-        facts, stats = gather_facts({r: tree.files[r] for r in weights}, self.cache, progress=self.progress)
-        self.stats.update(stats)
-        return facts
+        """Facts of the weight files, as the snapshot reads them."""
+        return self.snapshot.facts(tree, weights, self)
 
     def start_history(self) -> None:
         """Start the git commands of :meth:`check_history` now, in the background (:class:`~.gitcheck.GitAhead`),
         when it will run them against HEAD (index.json read, no ``--since``) and is this class's own (the Hub
         validator's has no clone)."""
-        if self.index is None or self.since or type(self).check_history is not Validator.check_history:
+        if self.index is None or self.since or not self.snapshot.history:
             return
         from rwkv_registry.checks.git import GitAhead
 
         self.git_ahead = GitAhead.start(self.root)
 
     def check_history(self) -> None:
-        """Git immutability (GIT001–GIT006)."""
+        """Git immutability (GIT001–GIT006); none for a snapshot without git's history (the Hub keeps its own)."""
+        if not self.snapshot.history:
+            return
         if self.index is not None or self.since:
             from rwkv_registry.checks.git import check_git
 
@@ -1342,6 +1378,18 @@ class Validator:
         whether the old adapter loads): its findings follow, on its adapter.pth. Not cached (a rare sight)."""
         from rwkv_registry.engine.misspkg import ADAPTER_JSON, ADAPTER_PTH, package_facts
 
+        if not self.snapshot.reads_legacy_packages:  # a Hub listing: its adapter.pth (LFS) is not downloaded
+            for folder in sorted(self.legacy_folders):
+                self.add(
+                    finding(
+                        "MIS021",
+                        folder,
+                        f"a legacy two-file MiSS package ({ADAPTER_JSON} + {ADAPTER_PTH}), not the published form "
+                        f"adapter-final.pth; its {ADAPTER_PTH} is not downloaded here: `rwkv-registry pull` it and "
+                        "validate the copy for the server's verdict",
+                    )
+                )
+            return
         for folder in sorted(self.legacy_folders):
             pth, manifest = tree.files[f"{folder}/{ADAPTER_PTH}"], tree.files[f"{folder}/{ADAPTER_JSON}"]
             try:

@@ -35,6 +35,7 @@ from rwkv_registry.engine.validate import (
     MAX_TEXT_BYTES,
     WEIGHT_SUFFIXES,
     Report,
+    Snapshot,
     Tree,
     Validator,
     case_twins,
@@ -52,8 +53,9 @@ from rwkv_registry.hub.remote import (
 from rwkv_registry.hub.sync import pull_registry, push_registry
 
 __all__ = [
-    "HubValidator",
+    "HubSnapshot",
     "add_base_from_hub",
+    "hub_validator",
     "parse_hub_file",
     "pull_registry",
     "push_registry",
@@ -63,21 +65,25 @@ __all__ = [
 WORKERS = 8
 
 
-class HubValidator(Validator):
-    """:class:`~rwkv_registry.engine.validate.Validator` over a Hub repository pinned at one commit.
+class HubSnapshot(Snapshot):
+    """A Hub repository pinned at one commit, as a :class:`~rwkv_registry.engine.validate.Validator` reads it.
 
     ``mirror`` is an empty scratch directory that receives the small files; weight files are never
     written there (their facts come from metadata and Range reads). ``workdir`` receives the
-    ``full`` downloads, one at a time per thread, each deleted once read.
+    ``full`` downloads, one at a time per thread, each deleted once read. The Hub keeps its own history (no
+    GIT rules), and a legacy package's adapter.pth is not downloaded (MIS021 says so).
     """
 
+    history = False
+    reads_legacy_packages = False
+
     def __init__(self, remote: RemoteRepo, mirror: Path, *, full: bool = False, workdir: Path | None = None) -> None:
-        super().__init__(mirror, use_cache=False, since=None)
+        super().__init__(mirror)
         self.remote = remote
         self.full = full
         self.work = workdir or mirror.parent / f"{mirror.name}-work"
 
-    def walk(self) -> Tree:
+    def walk(self, findings: list[Finding]) -> Tree:
         """The remote tree; every file but the weights is downloaded into the mirror (a small file may sit
         in LFS too, when .gitattributes routes everything there)."""
         small = sorted(
@@ -102,26 +108,10 @@ class HubValidator(Validator):
             parent, _, name = p.rpartition("/")
             by_dir.setdefault(parent, set()).add(name)
         for parent in sorted(by_dir):
-            self.findings.extend(case_twins(sorted(by_dir[parent]), parent))
+            findings.extend(case_twins(sorted(by_dir[parent]), parent))
         return tree
 
-    def check_legacy_packages(self, tree: Tree) -> None:
-        """MIS021 for each legacy two-file MiSS package on the Hub; its adapter.pth (LFS) is not downloaded, so the
-        server's verdict on it is left to a local validation."""
-        from rwkv_registry.core.rules import finding
-
-        for folder in sorted(self.legacy_folders):
-            self.add(
-                finding(
-                    "MIS021",
-                    folder,
-                    "a legacy two-file MiSS package (adapter.json + adapter.pth), not the published form "
-                    "adapter-final.pth; its adapter.pth is not downloaded here: `rwkv-registry pull` it and validate "
-                    "the copy for the server's verdict",
-                )
-            )
-
-    def collect_facts(self, tree: Tree, weights: list[str]) -> dict[str, FileFacts | OSError]:
+    def facts(self, tree: Tree, weights: list[str], v: Validator) -> dict[str, FileFacts | OSError]:
         """Weights in LFS: metadata + Range reads (``--full``: MiSS downloaded); plain git files: read locally."""
         from rwkv_registry.hub.facts import metadata_facts, remote_weight_facts
         from rwkv_registry.hub.transport import DownloadCut, LocalWriteError
@@ -165,17 +155,21 @@ class HubValidator(Validator):
             for rel, result, n in pool.map(one, remote_weights):
                 results[rel] = result
                 hashed += n
-                if self.progress:
-                    self.progress(rel, n)
+                if v.progress:
+                    v.progress(rel, n)
         # other LFS files: their sha256 is known from the metadata (SHA256SUMS needs it)
         for rel, entry in self.remote.files.items():
             if rel not in results and entry.lfs_sha256 is not None:
                 results[rel] = metadata_facts(entry.size, entry.lfs_sha256)
-        self.stats.update({"bytes_hashed": hashed, "cache_hits": 0})
+        v.stats.update({"bytes_hashed": hashed, "cache_hits": 0})
         return results
 
-    def check_history(self) -> None:
-        """Git history rules do not apply to a remote repository (the Hub keeps its own history)."""
+
+def hub_validator(remote: RemoteRepo, mirror: Path, *, full: bool = False, workdir: Path | None = None) -> Validator:
+    """A :class:`~rwkv_registry.engine.validate.Validator` of ``remote`` (:class:`HubSnapshot`'s arguments)."""
+    return Validator(
+        mirror, use_cache=False, since=None, snapshot=HubSnapshot(remote, mirror, full=full, workdir=workdir)
+    )
 
 
 def validate_hub(
@@ -196,7 +190,7 @@ def validate_hub(
     repo_id, revision = parse_hf_target(target)
     remote = connect(repo_id, revision, endpoint=endpoint, token=token)
     with tempfile.TemporaryDirectory(prefix="rwkv-registry-hub-") as tmp:
-        v = HubValidator(remote, Path(tmp) / "mirror", full=full, workdir=Path(tmp) / "work")
+        v = hub_validator(remote, Path(tmp) / "mirror", full=full, workdir=Path(tmp) / "work")
         v.trusted_keys = list(trusted_keys or [])
         try:
             v.run()

@@ -39,6 +39,7 @@ from typing import Any
 
 from rwkv_registry.core.errors import LockedError, RefusedError, RegistryError, RegistryIOError, UsageError
 from rwkv_registry.core.fsio import sha256_file
+from rwkv_registry.core.rules import Finding
 from rwkv_registry.engine.facts import (
     FactsCache,
     FileFacts,
@@ -50,6 +51,7 @@ from rwkv_registry.engine.facts import (
 from rwkv_registry.engine.validate import (
     WEIGHT_SUFFIXES,
     Report,
+    Snapshot,
     Tree,
     Validator,
     listed_sums_findings,
@@ -409,15 +411,15 @@ def _commit_error(e: Exception, remote: RemoteRepo, revision: str, parent: str) 
 # --- pull ---------------------------------------------------------------------------------------------------
 
 
-class _PartialValidator(Validator):
+class _PulledSnapshot(Snapshot):
     """A pulled registry whose skipped weight files are known only by the Hub's metadata."""
 
-    def __init__(self, root: Path, skipped: dict[str, RemoteEntry], cache: FactsCache | None = None) -> None:
-        super().__init__(root, use_cache=True, since=None, cache=cache)
+    def __init__(self, root: Path, skipped: dict[str, RemoteEntry]) -> None:
+        super().__init__(root)
         self.skipped = skipped
 
-    def walk(self) -> Tree:
-        tree = super().walk()
+    def walk(self, findings: list[Finding]) -> Tree:
+        tree = super().walk(findings)
         for rel in self.skipped:
             tree.files[rel] = str(self.root / rel)
             parent = PurePosixPath(rel).parent
@@ -427,10 +429,10 @@ class _PartialValidator(Validator):
         tree.empty_dirs = [d for d in tree.empty_dirs if not any(r.startswith(d + "/") for r in self.skipped)]
         return tree
 
-    def collect_facts(self, tree: Tree, weights: list[str]) -> dict[str, FileFacts | OSError]:
+    def facts(self, tree: Tree, weights: list[str], v: Validator) -> dict[str, FileFacts | OSError]:
         from rwkv_registry.hub.facts import metadata_facts
 
-        facts = super().collect_facts(tree, [w for w in weights if w not in self.skipped])
+        facts = super().facts(tree, [w for w in weights if w not in self.skipped], v)
         for rel, entry in self.skipped.items():
             assert entry.lfs_sha256 is not None
             facts[rel] = metadata_facts(entry.size, entry.lfs_sha256)
@@ -624,7 +626,7 @@ def pull_registry(
         cache = _seeded_cache(dest, read)  # each weight file was hashed and read once, by the check: not again
         if not skipped:
             return validate_registry(path, trusted_keys=keys, cache=cache)
-        v = _PartialValidator(dest, skipped, cache)
+        v = Validator(dest, use_cache=True, since=None, cache=cache, snapshot=_PulledSnapshot(dest, skipped))
         v.trusted_keys = keys
         v.run()
         sort_findings(v.findings)

@@ -199,12 +199,12 @@ def test_a_stopped_live_validation_keeps_what_it_read_for_the_next_run(broken: P
 
 
 def test_a_live_validator_with_the_default_hooks_runs_to_the_end(broken: Path) -> None:
-    """LiveValidator used on its own (no should_stop, no between_steps): a whole validation, as validate's."""
+    """live_validator used on its own (no should_stop, no between_steps): a whole validation, as validate's."""
     from rwkv_registry.engine.validate import run_validator
-    from rwkv_registry.tui.validation import LiveValidator
+    from rwkv_registry.tui.validation import live_validator
 
     files: list[str] = []
-    report = run_validator(LiveValidator(broken, on_file=lambda rel, _f: files.append(rel), use_cache=False), broken)
+    report = run_validator(live_validator(broken, on_file=lambda rel, _f: files.append(rel), use_cache=False), broken)
     assert len(files) == 3 and as_rows(report) == as_rows(validate_registry(broken, use_cache=False))
 
 
