@@ -411,7 +411,7 @@ def _miss_entry(group: str, rank: int = 16) -> dict[str, Any]:
 
 
 def _names(entries: list[dict[str, Any]], runs: list[dict[str, Any]] | None = None, **hyper: Any) -> list[str]:
-    from rwkv_registry.engine.validate import train_findings
+    from rwkv_registry.checks.train import train_findings
 
     method = entries[0]["method"]
     t: dict[str, Any] = {"method": method, "hyperparameters": hyper}

@@ -737,7 +737,8 @@ def _base_warnings(root: Path, before: dict[str, Any], after: dict[str, Any]) ->
     names the new base's file and not its own base's: only those whose bytes hold the name are parsed), IDX009,
     IDX013 and IDX014 (its scores, and comparisons against it). The others cannot change: no entry, file or
     directory but the new base's ``.gitkeep`` placeholders is written."""
-    from rwkv_registry.engine.validate import base_files, bases_findings, sort_findings, train_command_findings
+    from rwkv_registry.checks.train import base_files, train_command_findings
+    from rwkv_registry.engine.validate import bases_findings, sort_findings
     from rwkv_registry.formats.jsonload import JsonLoadError, load_json_bytes, read_json_bytes
 
     new = after["bases"][-1]
@@ -1362,14 +1363,9 @@ def _entry_warnings(
     bytes), IDX016 (its data records against the others of its method and data version), IDX009, IDX013 and IDX014
     (its scores, and comparisons against it). Not IDX004 (``--recommended`` takes the mark), IDX007 and LAY011 (no
     base or directory changes), IDX015 (no licence changes), HSH007 (SHA256SUMS is written canonical)."""
-    from rwkv_registry.engine.validate import (
-        base_files,
-        data_version_findings,
-        profile_findings,
-        same_bytes_finding,
-        sort_findings,
-        train_command_findings,
-    )
+    from rwkv_registry.checks.profiles import profile_findings
+    from rwkv_registry.checks.train import base_files, train_command_findings
+    from rwkv_registry.engine.validate import data_version_findings, same_bytes_finding, sort_findings
 
     entry = index["entries"][-1]
     others = index["entries"][:-1]
@@ -1456,7 +1452,7 @@ def _refuse_train_findings(
     (``t``, its train.json): refuse when they give an error. Returns the warnings and notes (TRN006) the new entry
     brings (those not given without it), for ``add`` to show: ``validate`` would report them after the write.
     ``new_file``: there is no train.json yet, so validate reported none of its findings before."""
-    from rwkv_registry.engine.validate import train_findings
+    from rwkv_registry.checks.train import train_findings
 
     d = train_rel.rsplit("/", 1)[0]
     try:
@@ -1701,11 +1697,12 @@ def write_sums(path: str | os.PathLike[str], *, check_index: bool = True) -> byt
             ) from e
         problems = _sums_problems(root, data) if check_index else []
         if problems:
-            code, message, fix = problems[0]
+            first = problems[0]
             more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
             raise RefusedError(
-                f"SHA256SUMS not written: {code} {message}{more}",
-                hint=f"{fix} Run `rwkv-registry validate {path}` to see every problem; `--force` to write anyway.",
+                f"SHA256SUMS not written: {first.code} {first.message}{more}",
+                hint=f"{first.hint} Run `rwkv-registry validate {path}` to see every problem; `--force` to write "
+                "anyway.",
                 path=SUMS_NAME,
             )
         stale = _signature_goes_stale(root, data)
@@ -1716,9 +1713,11 @@ def write_sums(path: str | os.PathLike[str], *, check_index: bool = True) -> byt
     return data
 
 
-def _sums_problems(root: Path, sums: bytes) -> list[tuple[str, str, str]]:
-    """Why ``sums`` must not be written: (rule code, message, fix) for an index.json that cannot be parsed
-    or breaks its schema, and for each registered file that is missing or differs from index.json."""
+def _sums_problems(root: Path, sums: bytes) -> list[Finding]:
+    """Why ``sums`` must not be written, as findings of the rules ``validate`` would report (their hints are the
+    catalogue's, but for index.json, which must be fixed first): an index.json that cannot be parsed (SCH001) or
+    breaks its schema (SCH002), and each registered file that is missing (LAY008) or differs from index.json
+    (HSH002, HSH001). Messages name the files in full."""
     from rwkv_registry.formats.jsonload import JsonLoadError, load_json_file
     from rwkv_registry.index.sums import parse_sums
     from rwkv_registry.schemas import schema_errors, schema_summary
@@ -1727,44 +1726,35 @@ def _sums_problems(root: Path, sums: bytes) -> list[tuple[str, str, str]]:
     try:
         index = load_json_file(index_path, display=str(index_path))
     except JsonLoadError as e:
-        return [("SCH001", e.message, "Fix index.json first.")]
+        return [finding("SCH001", "index.json", e.message, hint="Fix index.json first.")]
     errors = schema_errors("index", index, memo=FactsCache(root).items)
     if errors:
         shown = schema_summary(errors)
         return [
-            (
+            finding(
                 "SCH002",
+                "index.json",
                 f"{index_path} does not follow its schema ({len(errors)} error(s)): {shown}",
-                "Fix index.json first (restore it with `git checkout -- index.json` if it was edited by mistake).",
+                hint="Fix index.json first (restore it with `git checkout -- index.json` if it was edited by mistake).",
             )
         ]
     hashes = {line.path: line.sha256 for line in parse_sums(sums)[0]}
-    changed = (
-        "Either the file changed after it was registered or index.json was edited since: restore whichever "
-        "is wrong (`git status` / `git diff` show which changed; `git checkout -- PATH` restores it)."
-    )
-    out: list[tuple[str, str, str]] = []
+    out: list[Finding] = []
     for entry in index["entries"]:
         rel, rec = entry["path"], entry["file"]
         shown_path = root / rel
         if rel not in hashes:
-            out.append(
-                (
-                    "LAY008",
-                    f"{shown_path}: the file of entry {entry.get('id')!r} is missing",
-                    "Restore the file (`git checkout -- PATH`, `git lfs pull`) or remove the entry from index.json.",
-                )
-            )
+            out.append(finding("LAY008", rel, f"{shown_path}: the file of entry {entry.get('id')!r} is missing"))
             continue
         try:
             size: int | None = shown_path.stat().st_size
         except OSError:
             size = None
         if size != rec["size"]:
-            out.append(("HSH002", f"{shown_path}: {size} bytes, but index.json records {rec['size']}", changed))
+            out.append(finding("HSH002", rel, f"{shown_path}: {size} bytes, but index.json records {rec['size']}"))
         elif hashes[rel] != rec["sha256"].lower():
             out.append(
-                ("HSH001", f"{shown_path}: sha256 is {hashes[rel]}, but index.json records {rec['sha256']}", changed)
+                finding("HSH001", rel, f"{shown_path}: sha256 is {hashes[rel]}, but index.json records {rec['sha256']}")
             )
     return out
 
