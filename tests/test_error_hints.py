@@ -8,13 +8,14 @@ empty string. A few classes supply their own hint (listed in ``SELF_HINTED``, ea
 from __future__ import annotations
 
 import ast
+import errno
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from rwkv_registry.core.errors import CheckpointError, RegistryError
+from rwkv_registry.core.errors import CheckpointError, RegistryError, os_error_hint
 from rwkv_registry.core.rules import RULES
 from rwkv_registry.formats.jsonload import JsonLoadError, JsonTooLargeError
 
@@ -268,3 +269,24 @@ def test_an_integer_too_long_to_parse_gets_the_number_fix_not_the_syntax_one() -
     assert "digits" in caught.value.message  # Python's own limit, hit before the range check
     assert caught.value.hint.startswith("Write numbers within ±1.7e308")
     assert caught.value.hint != RULES["SCH001"].hint
+
+
+@pytest.mark.parametrize(
+    ("code", "says"),
+    [
+        (errno.ENOSPC, "Free some space (or quota) on the disk that holds /w/x"),
+        (errno.EDQUOT, "Free some space (or quota) on the disk that holds /w/x"),
+        (errno.EACCES, "Check the permissions of /w/x and of the directories above it"),
+        (errno.EPERM, "Check the permissions of /w/x and of the directories above it"),
+        (errno.EROFS, "/w/x is on a read-only file system"),
+        (errno.ENOENT, "/w/x (or a directory above it) is missing or was moved"),
+        (errno.ENOTDIR, "/w/x (or a directory above it) is missing or was moved"),
+        (errno.ENAMETOOLONG, "A name on the path is too long for the file system"),
+        (errno.EISDIR, "/w/x is a directory: give a file."),
+        (errno.EIO, "Check that /w/x is reachable and the disk is healthy"),
+        (None, "Check that /w/x is reachable and the disk is healthy"),
+    ],
+)
+def test_each_errno_gets_its_fix(code: int | None, says: str) -> None:
+    e = OSError(code, "message") if code is not None else OSError("no errno")
+    assert os_error_hint(e, "/w/x").startswith(says)

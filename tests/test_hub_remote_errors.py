@@ -15,6 +15,7 @@ import errno
 import os
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -26,7 +27,16 @@ from rwkv_registry.cli.main import main
 from rwkv_registry.hub import resume as _hub_resume
 from rwkv_registry.hub import transport as _hub_http
 from rwkv_registry.hub.commands import validate_hub
-from rwkv_registry.hub.transport import Fetcher, LocalWriteError, RemoteStatusError
+from rwkv_registry.hub.transport import (
+    Fetcher,
+    LocalWriteError,
+    RemoteStatusError,
+    error_reason,
+    error_status,
+    public_url,
+    status_hint,
+    write_hint,
+)
 
 hub = test_hub.hub
 hub_env = test_hub.hub_env
@@ -294,3 +304,128 @@ def test_full_an_error_status_to_the_continuation_is_a_hub_error(
     text = out.out + out.err
     assert "Traceback" not in text and "cannot write" not in text and "Free space" not in text, text
     assert "HTTP 403" in text and _hub_http.status_hint(403)[:40] in text, text
+
+
+def test_full_continues_a_file_of_exactly_the_resumable_size(
+    hub: FakeHub, tiny: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo_id = new_repo(hub, tiny)
+    size = _blob(hub, repo_id, MISS_A).size
+    monkeypatch.setattr(_hub_resume, "RESUMABLE_BYTES", size)  # "RESUMABLE_BYTES or more"
+    hub.log.clear()
+    with hub.rewriting(_cut_miss(hub, repo_id, size // 3)):
+        assert main(["validate", f"hf://{repo_id}", "--full"]) == 0, capsys.readouterr()
+    assert [g["range"] for g in _miss_gets(hub, repo_id)] == [f"bytes=0-{size - 1}", f"bytes={size // 3}-"]
+
+
+def test_full_a_whole_download_with_wrong_bytes_is_a_transfer_error_fetched_once(
+    hub: FakeHub, tiny: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A MiSS adapter downloaded whole (no cut) by ``--full`` whose bytes are not the listing's LFS sha256: the
+    transfer's fault, said as such (exit 2, the file, both sha256), with one request and nothing fetched again.
+    Before, the bytes were judged as the file's: an HSH001 (index hash mismatch) blaming a sound registry."""
+    from rwkv_registry.core.errors import RegistryIOError
+    from rwkv_registry.hub.commands import validate_hub
+
+    repo_id = new_repo(hub, tiny)
+    blob = _blob(hub, repo_id, MISS_A)
+
+    def hook(server: str, method: str, path: str, status: int, body: bytes, headers: dict[str, str]) -> tuple:
+        ours = method == "GET" and server == "cdn" and path.endswith("/" + blob.sha256) and status in (200, 206)
+        if ours and _download(headers, blob.size) and _start(headers) == 0:
+            return status, body[:-1] + bytes([body[-1] ^ 0xFF]), headers
+        return status, body, headers
+
+    hub.log.clear()
+    with hub.rewriting(hook):
+        with pytest.raises(RegistryIOError) as e:
+            validate_hub(f"hf://{repo_id}", full=True)
+        assert [g["range"] for g in _miss_gets(hub, repo_id)] == [f"bytes=0-{blob.size - 1}"]
+        assert e.value.message.startswith(f"{repo_id}@{hub.head(repo_id)[:12]}: {MISS_A}: the Hub served ")
+        assert f"its tree listing says {blob.sha256[:12]}" in e.value.message and e.value.path == MISS_A
+        capsys.readouterr()
+        assert main(["validate", f"hf://{repo_id}", "--full"]) == 2
+    err = capsys.readouterr()
+    assert "HSH001" not in err.out + err.err and "whose sha256 is" in err.err, err
+
+
+def test_full_a_continuation_answered_416_fetches_the_file_whole_once(
+    hub: FakeHub, tiny: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The storage answers 416 to the Range request continuing a cut download (it holds fewer bytes than were
+    received): the file is fetched once more from its first byte, without a Range header, and validates clean
+    (H03: the 416 not caught, exit 2; H04: asked again from the same offset, a second 416)."""
+    monkeypatch.setattr(_hub_resume, "RESUMABLE_BYTES", 20_000)
+    repo_id = new_repo(hub, tiny)
+    blob = _blob(hub, repo_id, MISS_A)
+    cut = _cut_miss(hub, repo_id, blob.size // 3)
+
+    def refuse_continuation(
+        server: str, method: str, path: str, status: int, body: bytes, headers: dict[str, str]
+    ) -> tuple:
+        ours = method == "GET" and server == "cdn" and path.endswith("/" + blob.sha256)
+        if ours and status == 206 and _start(headers) > 0 and _download(headers, blob.size):
+            return 416, b"", {"Content-Length": "0", "Content-Range": f"bytes */{blob.size}"}
+        return cut(server, method, path, status, body, headers)
+
+    hub.log.clear()
+    with hub.rewriting(refuse_continuation):
+        report = validate_hub(f"hf://{repo_id}", full=True)
+    assert report.ok, [(f.code, f.path, f.message) for f in report.findings]
+    assert [g["range"] for g in _miss_gets(hub, repo_id)] == [
+        f"bytes=0-{blob.size - 1}",
+        f"bytes={blob.size // 3}-",
+        None,
+    ]
+    miss = sum(len(b) for r, b in hub.files(repo_id).items() if "/miss/" in r and r.endswith(".pth"))
+    assert report.stats["bytes_hashed"] == miss
+
+
+SIGNED = "https://cdn.example/repo/blob?X-Amz-Signature=secret#frag"
+
+
+def test_a_status_error_names_the_url_without_its_query_and_the_status() -> None:
+    e = RemoteStatusError(SIGNED, 403, "Forbidden", hint="h")
+    assert str(e.message) == "https://cdn.example/repo/blob: the server answered HTTP 403 Forbidden"
+    assert e.status == 403 and e.url == "https://cdn.example/repo/blob" and e.path == e.url and e.hint == "h"
+    assert "secret" not in str(e)
+    unknown = RemoteStatusError(SIGNED, None, "HfHubHTTPError", hint="h")
+    assert "answered an error status HfHubHTTPError" in unknown.message and unknown.status is None
+
+
+def test_a_local_write_error_says_the_destination_and_the_os_error() -> None:
+    e = LocalWriteError("/tmp/x.pth", OSError(errno.ENOSPC, "No space left on device"), hint=write_hint("/tmp/x.pth"))
+    assert e.message == "cannot write the download to /tmp/x.pth: No space left on device"
+    assert e.errno == errno.ENOSPC and e.path == "/tmp/x.pth" and "/tmp/x.pth" in (e.hint or "")
+    bare = LocalWriteError("/d", OSError("disk gone"), hint="h")
+    assert bare.message == "cannot write the download to /d: disk gone" and bare.errno is None
+
+
+@pytest.mark.parametrize(
+    ("status", "says"),
+    [
+        (401, "refused access"),
+        (403, "refused access"),
+        (404, "is not served"),
+        (410, "is not served"),
+        (429, "rate-limiting"),
+        (500, "failed this request after its retries"),
+        (None, "failed this request after its retries"),
+    ],
+)
+def test_each_status_gets_its_hint(status: int | None, says: str) -> None:
+    assert says in status_hint(status)
+
+
+def test_status_and_reason_are_read_from_the_response() -> None:
+    e = Exception("x")
+    e.response = SimpleNamespace(status_code=404, reason_phrase="Not Found")  # type: ignore[attr-defined]
+    assert error_status(e) == 404 and error_reason(e) == "Not Found"
+    odd = ValueError("x")
+    odd.response = SimpleNamespace(status_code="404", reason_phrase="")  # type: ignore[attr-defined]
+    assert error_status(odd) is None and error_reason(odd) == "ValueError"
+    assert error_status(KeyError()) is None and error_reason(KeyError()) == "KeyError"
+
+
+def test_public_url_drops_the_query_and_the_fragment() -> None:
+    assert public_url(SIGNED) == "https://cdn.example/repo/blob"

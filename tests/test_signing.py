@@ -10,6 +10,7 @@ import base64
 import hashlib
 import json
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from rwkv_registry.cli.main import main
 from rwkv_registry.core.errors import RefusedError, UsageError
 from rwkv_registry.core.rules import RULES
 from rwkv_registry.engine.validate import validate_registry
-from rwkv_registry.store.signing import SIG_NAME, generate_keypair, sign_registry
+from rwkv_registry.store.signing import SIG_NAME, generate_keypair, parse_public_key, read_signature, sign_registry
 
 
 @pytest.fixture
@@ -271,3 +272,345 @@ def test_sign_trust_of_a_second_key_does_not_warn_of_the_signature_it_replaces(
     assert main(["sign", str(reg), "--key", str(keys[1]), "--trust"]) == 0  # index.json and SHA256SUMS change
     assert "no longer matches" not in capsys.readouterr().err
     assert main(["validate", str(reg)]) == 0
+
+
+def _edit_sig(reg: Path, **fields: object) -> None:
+    doc = json.loads((reg / SIG_NAME).read_text())
+    doc.update(fields)
+    (reg / SIG_NAME).write_text(json.dumps(doc))
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"format": "rwkv-registry-signature/2"},
+        {"signed_file": "index.json"},
+        {"key_id": "ABCDEF0123456789"},  # upper case
+        {"key_id": "abcdef012345678"},  # 15 digits
+        {"key_id": 12},
+        {"signature": "not base64!"},
+    ],
+    ids=lambda f: "-".join(f"{k}={v}" for k, v in f.items()),
+)
+def test_every_field_of_the_signature_file_is_checked(
+    reg: Path, keys: tuple[Path, Path], fields: dict[str, object]
+) -> None:
+    key, pub = keys
+    sign_registry(reg, key)
+    _edit_sig(reg, **fields)
+    assert sig_codes(validate_registry(reg, trusted_keys=[str(pub)])) == ["SIG004"]
+
+
+def test_a_signature_file_over_64_kib_is_malformed(reg: Path, keys: tuple[Path, Path]) -> None:
+    key, pub = keys
+    sign_registry(reg, key)
+    doc = json.loads((reg / SIG_NAME).read_text())
+    doc["comment"] = "x" * 70_000  # the signature itself still verifies
+    (reg / SIG_NAME).write_text(json.dumps(doc))
+    assert sig_codes(validate_registry(reg, trusted_keys=[str(pub)])) == ["SIG004"]
+
+
+def test_a_signature_without_sha256sums_covers_nothing(reg: Path, keys: tuple[Path, Path]) -> None:
+    key, pub = keys
+    sign_registry(reg, key)
+    (reg / "SHA256SUMS").unlink()
+    report = validate_registry(reg, trusted_keys=[str(pub)])
+    assert "SIG002" in sig_codes(report)
+    assert "covers nothing" in next(f.message for f in report.findings if f.code == "SIG002")
+
+
+@pytest.mark.parametrize("mode", [0o640, 0o604, 0o660, 0o700 | 0o004])
+def test_a_private_key_readable_by_group_or_others_is_refused(reg: Path, keys: tuple[Path, Path], mode: int) -> None:
+    key, _ = keys
+    os.chmod(key, mode)
+    with pytest.raises(RefusedError, match=f"readable by other users \\(mode {mode:04o}\\)"):
+        sign_registry(reg, key)
+    assert not (reg / SIG_NAME).exists()
+    os.chmod(key, 0o400)  # owner-only, read-only: fine
+    sign_registry(reg, key)
+
+
+def test_keygen_never_overwrites_a_key_created_meanwhile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The existence check and the write are two steps: O_EXCL keeps a key created in between."""
+    key = tmp_path / "k.key"
+    real_exists = Path.exists
+
+    def race(self: Path, *args: object, **kwargs: object) -> bool:
+        if self == key and not real_exists(self):
+            key.write_bytes(b"someone else's key")  # appears right after the check
+            return False
+        return real_exists(self)
+
+    monkeypatch.setattr(Path, "exists", race)
+    with pytest.raises(UsageError, match="already exists"):
+        generate_keypair(key)
+    assert key.read_bytes() == b"someone else's key" and not Path(str(key) + ".pub").exists()
+
+
+def test_keygen_writes_0600_whatever_the_umask(tmp_path: Path) -> None:
+    old = os.umask(0)
+    try:
+        key, pub, _ = generate_keypair(tmp_path / "k.key")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600 and stat.S_IMODE(pub.stat().st_mode) == 0o644
+
+
+def test_keygen_names_an_unusable_path_instead_of_reporting_a_bug(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before the fix a file name over the system's limit gave 'unexpected OSError ... this is a bug'."""
+    long = tmp_path / ("k" * 300)
+    for key in (long, long / "x"):
+        with pytest.raises(UsageError, match="File name too long"):
+            generate_keypair(key)
+        assert main(["keygen", str(key)]) == 2
+        err = capsys.readouterr().err
+        assert "cannot use" in err and "bug" not in err
+
+
+def test_a_foreign_pub_file_lends_no_comment(reg: Path, tmp_path: Path) -> None:
+    """KEY.pub beside KEY but of another key: the signature's comment is not taken from it."""
+    key, _, _ = generate_keypair(tmp_path / "a.key", comment="mine")
+    _, other_pub, _ = generate_keypair(tmp_path / "b.key", comment="someone else")
+    Path(str(key) + ".pub").write_text(other_pub.read_text())
+    sign_registry(reg, key)
+    assert read_signature((reg / SIG_NAME).read_bytes()).comment == ""
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ed25519 !!!notbase64!!!",
+        "ed25519 " + base64.b64encode(b"\1" * 31).decode(),
+        "ed25519 " + base64.b64encode(b"\1" * 33).decode(),
+        base64.b64encode(b"\1" * 16).decode(),
+        "ed25519 " + base64.b64encode(b"\1" * 32).decode()[:-1],  # padding cut
+    ],
+)
+def test_public_keys_of_the_wrong_length_or_encoding_are_refused(text: str) -> None:
+    with pytest.raises(UsageError):
+        parse_public_key(text)
+    assert len(parse_public_key("ed25519 " + base64.b64encode(b"\1" * 32).decode() + " c").raw) == 32
+
+
+def test_verify_reports_the_files_as_well_when_sha256sums_changed(
+    reg: Path, keys: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SIG002 (SHA256SUMS edited) still lets verify say which files disagree with it."""
+    key, pub = keys
+    sign_registry(reg, key)
+    sums = (reg / "SHA256SUMS").read_text().splitlines(keepends=True)
+    _, name = sums[0].split("  ", 1)
+    sums[0] = f"{'0' * 64}  {name}"
+    (reg / "SHA256SUMS").write_text("".join(sums))
+    assert main(["verify", str(reg), "--pubkey", str(pub)]) == 1
+    out = capsys.readouterr().out
+    assert "SIG002" in out and "HSH006" in out and name.strip() in out
+
+
+def test_keygen_on_a_read_only_file_system_is_an_io_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only an existing file is 'already exists'; any other failure to create the key says what it was."""
+    import errno
+
+    from rwkv_registry.core.errors import RegistryIOError
+
+    real_open = os.open
+
+    def read_only(path: object, flags: int, *args: object) -> int:
+        if str(path).endswith("k.key") and flags & os.O_CREAT:
+            raise OSError(errno.EROFS, "Read-only file system")
+        return real_open(path, flags, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", read_only)
+    with pytest.raises(RegistryIOError, match=r"cannot create .*Read-only file system"):
+        generate_keypair(tmp_path / "k.key")
+    assert not (tmp_path / "k.key").exists()
+
+
+# --- third audit (mut4): each test below failed on a mutant that the tests above let live ----------------
+
+
+def test_a_public_key_without_comment_is_one_line_without_a_trailing_space(tmp_path: Path) -> None:
+    _, pub, public = generate_keypair(tmp_path / "k.key")
+    assert pub.read_text() == f"ed25519 {public.b64}\n"
+    assert parse_public_key(pub.read_text()).comment == ""
+
+
+def test_ed25519_without_a_key_is_a_usage_error(tmp_path: Path, reg: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(UsageError, match="without a key"):
+        parse_public_key("ed25519\n")
+    pub = tmp_path / "empty.pub"
+    pub.write_text("ed25519 \n")
+    assert main(["validate", str(reg), "--pubkey", str(pub)]) == 2
+    assert "without a key" in capsys.readouterr().err
+
+
+def test_a_pem_public_key_of_another_algorithm_is_refused_by_name() -> None:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    pem = (
+        ec.generate_private_key(ec.SECP256R1())
+        .public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
+    with pytest.raises(UsageError, match="not an Ed25519 key"):
+        parse_public_key(pem.decode("ascii"), "ec.pub")
+
+
+def test_a_bare_base64_public_key_is_accepted(tmp_path: Path, reg: Path, keys: tuple[Path, Path]) -> None:
+    key, pub = keys
+    public = parse_public_key(pub.read_text())
+    bare = tmp_path / "bare.pub"
+    bare.write_text(public.b64 + "\n")
+    assert parse_public_key(bare.read_text()).raw == public.raw
+    sign_registry(reg, key)
+    assert sig_codes(validate_registry(reg, trusted_keys=[str(bare)])) == []
+
+
+def test_signing_with_the_public_half_says_so(reg: Path, keys: tuple[Path, Path]) -> None:
+    _, pub = keys
+    with pytest.raises(UsageError, match="this is a public key; signing needs the private key"):
+        sign_registry(reg, pub)
+    assert not (reg / SIG_NAME).exists()
+
+
+def test_a_private_key_of_another_algorithm_is_refused_by_name(reg: Path, tmp_path: Path) -> None:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    key = tmp_path / "ec.key"
+    key.write_bytes(
+        ec.generate_private_key(ec.SECP256R1()).private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    key.chmod(0o600)
+    with pytest.raises(UsageError, match="not an Ed25519 key"):
+        sign_registry(reg, key)
+    assert not (reg / SIG_NAME).exists()
+
+
+def test_a_comment_with_a_carriage_return_is_refused(tmp_path: Path) -> None:
+    for comment in ("a\rb", "a\nb"):
+        with pytest.raises(UsageError, match="one line"):
+            generate_keypair(tmp_path / "k.key", comment=comment)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_keygen_leaves_no_private_key_when_the_public_one_cannot_be_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    from rwkv_registry.core.errors import RegistryIOError
+
+    real_open = os.open
+
+    def no_pub(path: object, flags: int, *args: object) -> int:
+        if str(path).endswith(".pub") and flags & os.O_CREAT:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_open(path, flags, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", no_pub)
+    with pytest.raises(RegistryIOError, match="No space left"):
+        generate_keypair(tmp_path / "k.key")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("field", ["format", "algorithm", "key_id", "signature"])
+def test_a_signature_file_missing_a_required_field_is_malformed(reg: Path, keys: tuple[Path, Path], field: str) -> None:
+    key, pub = keys
+    sign_registry(reg, key)
+    doc = json.loads((reg / SIG_NAME).read_text())
+    del doc[field]
+    (reg / SIG_NAME).write_text(json.dumps(doc))
+    assert sig_codes(validate_registry(reg, trusted_keys=[str(pub)])) == ["SIG004"]
+
+
+def test_sig002_says_what_sha256sums_was_when_signed(reg: Path, keys: tuple[Path, Path]) -> None:
+    key, pub = keys
+    sign_registry(reg, key)
+    signed = json.loads((reg / SIG_NAME).read_text())
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", signed["created"])  # UTC, to the second
+    with (reg / "SHA256SUMS").open("a") as f:
+        f.write("\n")
+    [sig002] = [f for f in validate_registry(reg, trusted_keys=[str(pub)]).findings if f.code == "SIG002"]
+    assert f"signed when its sha256 was {signed['sha256'][:12]}" in sig002.message
+
+
+def test_verify_names_the_signer_s_comment(
+    reg: Path, keys: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    key, pub = keys
+    sign_registry(reg, key)
+    assert main(["verify", str(reg), "--pubkey", str(pub)]) == 0
+    assert "(release key)" in capsys.readouterr().out
+
+
+def test_sign_over_an_index_that_is_not_an_object_is_refused_cleanly(
+    reg: Path, keys: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    key, _ = keys
+    (reg / "index.json").write_text("[1]\n")
+    assert main(["sign", str(reg), "--key", str(key)]) == 1
+    err = capsys.readouterr().err
+    assert "SHA256SUMS does not match" in err and "bug" not in err
+    assert not (reg / SIG_NAME).exists()
+
+
+def test_cli_sign_trust_records_the_key(reg: Path, keys: tuple[Path, Path]) -> None:
+    key, pub = keys
+    assert main(["sign", str(reg), "--key", str(key), "--trust"]) == 0
+    trusted = json.loads((reg / "index.json").read_text())["signing"]["trusted_keys"]
+    assert [k["public_key"] for k in trusted] == [parse_public_key(pub.read_text()).b64]
+    assert sig_codes(validate_registry(reg)) == []
+
+
+@pytest.mark.parametrize("doc", ["[]", '"text"', "null", "7"])
+def test_a_signature_file_that_is_not_an_object_is_malformed(reg: Path, keys: tuple[Path, Path], doc: str) -> None:
+    _, pub = keys
+    (reg / SIG_NAME).write_text(doc)
+    assert sig_codes(validate_registry(reg, trusted_keys=[str(pub)])) == ["SIG004"]
+    assert sig_codes(validate_registry(reg)) == ["SIG004"]  # malformed whether or not keys are trusted
+
+
+def test_a_signature_is_not_judged_when_no_key_is_trusted(reg: Path, keys: tuple[Path, Path]) -> None:
+    key, _ = keys
+    sign_registry(reg, key)
+    assert sig_codes(validate_registry(reg)) == []
+
+
+def test_sig002_of_a_signature_made_by_another_key_over_the_same_sums(reg: Path, keys: tuple[Path, Path]) -> None:
+    key, pub = keys
+    sign_registry(reg, key)
+    doc = json.loads((reg / SIG_NAME).read_text())
+    raw = bytearray(base64.b64decode(doc["signature"]))
+    raw[0] ^= 1
+    doc["signature"] = base64.b64encode(bytes(raw)).decode()
+    (reg / SIG_NAME).write_text(json.dumps(doc))
+    [sig002] = [f for f in validate_registry(reg, trusted_keys=[str(pub)]).findings if f.code == "SIG002"]
+    assert "or the signature was not made by this key" in sig002.message and "signed when" not in sig002.message
+
+
+def test_unreadable_trusted_keys_in_the_index_are_skipped(keys: tuple[Path, Path]) -> None:
+    from rwkv_registry.store.signing import index_keys
+
+    _, pub = keys
+    good = parse_public_key(pub.read_text())
+    items = [{"public_key": 5}, {"public_key": None}, "text", {"public_key": good.b64, "comment": 3}]
+    assert [k.raw for k in index_keys({"signing": {"trusted_keys": items}})] == [good.raw]
+
+
+def test_a_key_inside_the_registry_is_refused_whatever_the_path_given(
+    reg: Path, keys: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key, _ = keys
+    inside = reg / "signing.key"
+    inside.write_bytes(key.read_bytes())
+    inside.chmod(0o600)
+    monkeypatch.chdir(reg.parent)
+    with pytest.raises(RefusedError, match="inside the registry being signed"):
+        sign_registry(reg.name, inside)
+    assert not (reg / SIG_NAME).exists()

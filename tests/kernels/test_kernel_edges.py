@@ -13,6 +13,8 @@ import itertools
 import pytest
 import torch
 
+from rwkv_registry.kernels.norm_units import in_norm_units
+
 pytest.importorskip("triton")
 
 from wkv7_helpers import (
@@ -528,3 +530,21 @@ def test_norm_units_without_a_branch_as_on_cuda_and_under_compile(
     factor = got[2:].to(F64) / x[2:].to(F64)
     assert torch.equal(factor, factor[:, :1].expand_as(factor))  # one exact factor per row
     assert torch.equal(torch.frexp(factor)[0], torch.full_like(factor, 0.5))  # a power of two
+
+
+@pytest.mark.parametrize("compiling", [False, True], ids=["cpu-shortcut", "no-branch"])
+def test_the_units_are_per_slice_along_dim(compiling: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """N03: ``dim`` picks the slices: along dim 0 only the column holding huge values is scaled, by a power of two
+    that brings its largest |value| to [2^49, 2^51); the ordinary columns are unchanged (times exactly 1)."""
+    if compiling:
+        monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randn(40, 4, generator=gen, dtype=F64)
+    x[:, 2] *= 1e25
+    got = in_norm_units(x, dim=0)
+    assert torch.equal(got[:, [0, 1, 3]], x[:, [0, 1, 3]])
+    top = float(got[:, 2].abs().max())
+    assert 2.0**49 <= top < 2.0**51
+    factor = got[:, 2] / x[:, 2]
+    assert torch.equal(factor, factor[:1].expand_as(factor))
+    assert float(torch.frexp(factor[:1])[0]) == 0.5  # a power of two

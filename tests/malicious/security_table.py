@@ -321,7 +321,7 @@ rwkv_lightning_cuda does not see (the 43 files left in `extra-member`), is PTH01
 ## The Hub as an adversary
 
 `validate hf://`, `pull` and `add-base --from-hub` read from a server they cannot trust more than the
-files it serves (`docs/hub.md`). What they hold to, each pinned by a test in `tests/test_hub_mutants.py`
+files it serves (`docs/hub.md`). What they hold to, each pinned by a test in `tests/test_hub.py`
 against a hostile variant of the local test Hub:
 
 - one commit: the revision is resolved once and everything is read at that commit, even if the branch

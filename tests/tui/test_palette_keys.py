@@ -64,3 +64,16 @@ def test_the_keys_are_built_again_when_index_json_changes(tmp_path: Path) -> Non
     second = go_to_keys(cat)
     assert second is not first
     assert [second.ids[i] for i in second.narrow("b")] == ["b-1", "b-2"]
+
+
+def test_a_backspace_brings_back_the_matches_of_the_shorter_query(tmp_path: Path) -> None:
+    """Typing, then deleting (backspace) and typing something else: every step lists exactly what the fuzzy matcher
+    scores, the entries the longer query had dropped included."""
+    ids = [f"2026-v{v}.{d}-{m}{k}" for v in (1, 2) for d in range(10) for m in ("s", "r4-g") for k in range(12)]
+    _write_index(tmp_path, ids)
+    keys = GoToKeys(Catalog(tmp_path))
+    candidates = [f"Go to {i}" for i in ids]
+    steps = ("v2", "v2.", "v2.1", "v2.1-r", "v2.1-", "v2.1", "v2.1-s", "v2.1-", "v2")
+    for typed in steps:
+        assert keys.narrow(typed) == _fuzzy_hits(typed, candidates), typed
+    assert len(keys.narrow("v2.1-")) > len(keys.narrow("v2.1-s")) > 0
