@@ -84,6 +84,19 @@ def copy(root: Path, dest: Path) -> Path:
     return dest
 
 
+OTHER_BASE = "rwkv7-tiny-20260401-ctx4096"
+
+
+def with_other_base(tiny: Path, tmp_path: Path, *, state: bool = True) -> Path:
+    """A copy of ``tiny`` with a second base, OTHER_BASE, holding one State (o1.pth) unless ``state`` is False."""
+    reg = copy(tiny, tmp_path / "reg")
+    add_base(reg, name=OTHER_BASE, source="BlinkDL/rwkv7-g1", sha256="7" * 64, size=1234, arch=dict(TINY_ARCH))
+    if state:
+        o1 = write_state(tmp_path / "src" / "o1.pth", seed=11)
+        add_entry(reg, o1, base=OTHER_BASE, data_version="v1", train=state_train())
+    return reg
+
+
 def errors(report: object) -> list[str]:
     return sorted({f.code for f in report.findings if str(f.severity) == "error"})  # type: ignore[attr-defined]
 
@@ -530,11 +543,7 @@ def test_pull_downloads_and_validates(
 
 
 def test_pull_one_base_checks_the_others_by_metadata(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
-    reg = copy(tiny, tmp_path / "reg")
-    other = "rwkv7-tiny-20260401-ctx4096"
-    add_base(reg, name=other, source="BlinkDL/rwkv7-g1", sha256="7" * 64, size=1234, arch=dict(TINY_ARCH))
-    st = write_state(tmp_path / "src" / "o1.pth", seed=11)
-    add_entry(reg, st, base=other, data_version="v1", train=state_train())
+    reg, other = with_other_base(tiny, tmp_path), OTHER_BASE
     repo_id = new_repo(hub, reg)
     report = pull_registry(repo_id, tmp_path / "one", base=other, log=lambda m: None)
     assert report.ok, [(f.code, f.path) for f in report.findings]
@@ -730,12 +739,7 @@ def test_pull_pubkey_refuses_files_that_the_signed_sums_do_not_match(
 def test_pull_one_base_with_pubkey_checks_the_weights_left_on_the_hub(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
     from rwkv_registry.store.signing import generate_keypair, sign_registry
 
-    reg = copy(tiny, tmp_path / "reg")
-    other = "rwkv7-tiny-20260401-ctx4096"
-    add_base(reg, name=other, source="BlinkDL/rwkv7-g1", sha256="7" * 64, size=1234, arch=dict(TINY_ARCH))
-    add_entry(
-        reg, write_state(tmp_path / "src" / "o1.pth", seed=11), base=other, data_version="v1", train=state_train()
-    )
+    reg, other = with_other_base(tiny, tmp_path), OTHER_BASE
     key, pub, _ = generate_keypair(tmp_path / "k.key")
     sign_registry(reg, key)
     repo_id = new_repo(hub, reg)
@@ -1248,16 +1252,7 @@ def test_a_download_holding_a_file_the_listing_does_not_name_is_refused(
 
 def test_pull_one_base_brings_every_small_file_even_in_lfs(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
     """With `* filter=lfs` the other base's train.json sits in LFS too: only weights stay on the Hub."""
-    from regtools import TINY_ARCH, state_train, write_state
-
-    from rwkv_registry.store.ops import add_base, add_entry
-
-    reg = copy(tiny, tmp_path / "reg")
-    other = "rwkv7-tiny-20260401-ctx4096"
-    add_base(reg, name=other, source="BlinkDL/rwkv7-g1", sha256="7" * 64, size=1234, arch=dict(TINY_ARCH))
-    add_entry(
-        reg, write_state(tmp_path / "src" / "o1.pth", seed=11), base=other, data_version="v1", train=state_train()
-    )
+    reg, other = with_other_base(tiny, tmp_path), OTHER_BASE
     (reg / ".gitattributes").write_text("* filter=lfs diff=lfs merge=lfs -text\n")
     resum(reg)
     repo_id = new_repo(hub, reg)
@@ -1904,13 +1899,7 @@ def test_pull_refuses_a_file_where_huggingface_hub_keeps_its_download_metadata(
 def test_pull_one_base_takes_names_with_glob_characters_literally(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:
     """snapshot_download's allow_patterns are fnmatch patterns: before the fix a listed 'notes[1].md' was its own
     pattern, matched only 'notes1.md', was not downloaded, and the one-base pull failed."""
-    from regtools import TINY_ARCH
-
-    from rwkv_registry.store.ops import add_base
-
-    reg = copy(tiny, tmp_path / "reg")
-    other = "rwkv7-tiny-20260401-ctx4096"
-    add_base(reg, name=other, source="BlinkDL/rwkv7-g1", sha256="7" * 64, size=1234, arch=dict(TINY_ARCH))
+    reg, other = with_other_base(tiny, tmp_path, state=False), OTHER_BASE
     repo_id = new_repo(hub, reg)
     hub.commit_files(repo_id, {"notes[1].md": b"literal\n", "notes1.md": b"matched by the pattern\n"})
     pull_registry(repo_id, tmp_path / "one", base=other, log=quiet)
