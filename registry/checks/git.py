@@ -24,7 +24,6 @@ import os
 import re
 import subprocess
 import threading
-from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -36,6 +35,7 @@ from rwkv_registry.index.published import (
     bases_by_name,
     change_code,
     closed_bases,
+    empty_under,
     reopened,
 )
 
@@ -534,7 +534,7 @@ def _check_repo(
     bases_then = bases_by_name(baseline_index)
     # closed at the baseline or now: unfreezing a base in the same change does not open it
     closed = closed_bases(bases_then, bases_now)
-    empty = _empty_in(root)
+    empty = empty_under(root)
     known = set(bases_now) | set(bases_then)
 
     closed_by_commit: dict[str, dict[Any, str]] = {}
@@ -749,18 +749,6 @@ def _committed_in(repo: Any, path: str, baseline: str, since: str | None) -> tup
         return f"in a commit after --since {since}", None
     sha, _, words = log.partition(" ")
     return f"in {_commit_words(words)}, after --since {since}", sha
-
-
-def _empty_in(root: Path) -> Callable[[str], bool]:
-    """Whether the file at a registry-relative path under ``root`` is empty (an unreadable one is not)."""
-
-    def empty(rel: str) -> bool:
-        try:
-            return (root / rel).stat().st_size == 0
-        except OSError:
-            return False
-
-    return empty
 
 
 def _index_at(

@@ -82,6 +82,7 @@ from rwkv_registry.index.published import (
     bases_by_name,
     change_code,
     closed_bases,
+    empty_under,
     reopened,
 )
 
@@ -180,12 +181,7 @@ def _protected(
     remote_bases, local_bases = bases_by_name(remote_index), bases_by_name(local_index)
     known = set(remote_bases) | set(local_bases)
     closed = closed_bases(remote_bases, local_bases)
-
-    def empty(rel: str) -> bool:
-        try:
-            return (root / rel).stat().st_size == 0
-        except OSError:
-            return False
+    empty = empty_under(root)
 
     def closed_note(rel: str) -> str:
         base = base_dir(rel, known)
@@ -197,9 +193,8 @@ def _protected(
         if code == "GIT001":
             problems.append(f"{rel} would change on the Hub ({code}: published files never change{closed_note(rel)})")
         elif code == "GIT003":
-            problems.append(
-                f"{rel} would be added under the {closed[base_dir(rel, known)]} base {base_dir(rel, known)} ({code})"
-            )
+            base = base_dir(rel, known)
+            problems.append(f"{rel} would be added under the {closed[base]} base {base} ({code})")
     for name, _ in reopened(remote_bases, local_bases):  # a frozen base stays frozen (GIT005)
         problems.append(f"index.json would unfreeze the base {name} (GIT005: it is frozen on the Hub)")
     for name, what in base_identity_changes(remote_bases, local_bases, local_index):  # GIT007

@@ -18,6 +18,7 @@ and ``add-base`` (before they write, :mod:`rwkv_registry.store.ops`) and by ``pu
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from rwkv_registry.index.layout import METHODS
@@ -52,6 +53,19 @@ def placeholder_name(rel: str) -> bool:
     """``<base>/state/.gitkeep`` or ``<base>/miss/.gitkeep``: a placeholder when it is also empty."""
     parts = rel.split("/")
     return len(parts) == 3 and parts[1] in METHODS and parts[2] == ".gitkeep"
+
+
+def empty_under(root: Path) -> Callable[[str], bool]:
+    """``empty(rel)`` for :func:`change_code`: whether the file at registry-relative ``rel`` under ``root`` is empty
+    (one that cannot be stat'ed is not)."""
+
+    def empty(rel: str) -> bool:
+        try:
+            return (root / rel).stat().st_size == 0
+        except OSError:
+            return False
+
+    return empty
 
 
 def change_code(
