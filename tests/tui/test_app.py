@@ -644,7 +644,8 @@ async def test_a_killed_validation_process_is_reported_not_awaited(
         main = app.main
         await wait_until(pilot, lambda: main.validation_pid is not None and main.files_total == 1, timeout=20)
         os.kill(main.validation_pid, signal.SIGKILL)
-        await wait_until(pilot, lambda: not main.validating)
+        # App.notify posts a message: the notification comes a moment after the state that causes it
+        await wait_until(pilot, lambda: not main.validating and len(app._notifications) > 0)
         assert str(main.status_bar.render()).startswith("validation failed") and _gone(main.validation_pid, 5)
         text = " ".join(n.message for n in app._notifications)
         assert "killed by SIGKILL" in text and "Press v to validate again" in text
@@ -664,7 +665,11 @@ async def test_a_validation_process_that_cannot_import_the_rules_is_reported(
     monkeypatch.setattr("rwkv_registry.tui.screens.main.VALIDATION_TARGET", broken_install)
     app = RegistryApp(str(small), keymap={})
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: app.main.validation_pid is not None and not app.main.validating, timeout=20)
+        await wait_until(  # App.notify posts a message: the notification comes a moment after the state
+            pilot,
+            lambda: app.main.validation_pid is not None and not app.main.validating and len(app._notifications) > 0,
+            timeout=20,
+        )
         assert str(app.main.status_bar.render()).startswith("validation failed")
         text = " ".join(n.message for n in app._notifications)
         assert "The validation process failed" in text and "ModuleNotFoundError" in text
