@@ -598,6 +598,16 @@ def _answer_ranged(hub: FakeHub, repo_id: str, change: Any) -> Any:
     return hook
 
 
+def _refused_before_appending(hub: FakeHub, repo_id: str, dest: Path, staging: Path, half: int, change: Any) -> None:
+    """The continued pull, its Range answers rewritten by ``change``, is refused for its Content-Range, and the
+    partial file still holds the ``half`` bytes kept: nothing of the answer was appended."""
+    with hub.rewriting(_answer_ranged(hub, repo_id, change)), pytest.raises(RegistryIOError) as e:
+        pull_registry(repo_id, dest, log=quiet)
+    assert f"does not answer bytes {half}-" in e.value.message, e.value.message
+    (part,) = (staging / _hub_resume.PARTIAL_DIR).glob("*.part")
+    assert part.stat().st_size == half
+
+
 def test_a_range_answer_for_other_bytes_is_refused(
     hub: FakeHub, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -612,11 +622,7 @@ def test_a_range_answer_for_other_bytes_is_refused(
     def from_zero(body: bytes, headers: dict[str, str], size: int) -> tuple[bytes, dict[str, str]]:
         return whole, {**headers, "Content-Range": f"bytes 0-{size - 1}/{size}", "Content-Length": str(size)}
 
-    with hub.rewriting(_answer_ranged(hub, repo_id, from_zero)), pytest.raises(RegistryIOError) as e:
-        pull_registry(repo_id, dest, log=quiet)
-    assert f"does not answer bytes {half}-" in e.value.message, e.value.message
-    (part,) = (staging / _hub_resume.PARTIAL_DIR).glob("*.part")
-    assert part.stat().st_size == half
+    _refused_before_appending(hub, repo_id, dest, staging, half, from_zero)
 
 
 def test_a_range_answer_one_byte_too_long_is_refused_at_that_byte(
@@ -715,11 +721,7 @@ def test_a_range_answer_naming_another_end_or_total_is_refused(
         text = span.format(half=half, last=size - 1, short=size - 2, size=size, more=size + 1)
         return body, {**headers, "Content-Range": text}
 
-    with hub.rewriting(_answer_ranged(hub, repo_id, other)), pytest.raises(RegistryIOError) as e:
-        pull_registry(repo_id, dest, log=quiet)
-    assert f"does not answer bytes {half}-" in e.value.message, e.value.message
-    (part,) = (staging / _hub_resume.PARTIAL_DIR).glob("*.part")
-    assert part.stat().st_size == half
+    _refused_before_appending(hub, repo_id, dest, staging, half, other)
 
 
 def test_a_whole_answer_cut_before_the_bytes_kept_drops_the_stale_rest(
