@@ -18,11 +18,13 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from rwkv_registry.checks.signatures import parse_public_key, read_signature
 from rwkv_registry.cli.main import main
 from rwkv_registry.core.errors import RefusedError, UsageError
 from rwkv_registry.core.rules import RULES
 from rwkv_registry.engine.validate import validate_registry
-from rwkv_registry.store.signing import SIG_NAME, generate_keypair, parse_public_key, read_signature, sign_registry
+from rwkv_registry.index.sums import SIG_NAME
+from rwkv_registry.store.signing import generate_keypair, sign_registry
 
 
 @pytest.fixture
@@ -595,7 +597,7 @@ def test_sig002_of_a_signature_made_by_another_key_over_the_same_sums(reg: Path,
 
 
 def test_unreadable_trusted_keys_in_the_index_are_skipped(keys: tuple[Path, Path]) -> None:
-    from rwkv_registry.store.signing import index_keys
+    from rwkv_registry.checks.signatures import index_keys
 
     _, pub = keys
     good = parse_public_key(pub.read_text())

@@ -451,7 +451,7 @@ def pull_registry(
     Before anything lands in ``path``, every downloaded file is checked against the Hub's tree listing
     (:meth:`RemoteRepo.check_served`, the check of ``validate hf://``), and with ``trusted_keys``
     (public key files, ``--pubkey``) the signature of SHA256SUMS must verify under those keys only and
-    SHA256SUMS must match every file (:func:`rwkv_registry.store.signing.check_signatures` and the HSH rules
+    SHA256SUMS must match every file (:func:`rwkv_registry.checks.signatures.check_signatures` and the HSH rules
     of ``validate``). A failure raises (:class:`RegistryIOError`, :class:`RefusedError`) and leaves
     ``path`` as it was. Without ``trusted_keys`` the validation trusts index.json's keys, as ``validate``.
     """
@@ -1186,7 +1186,7 @@ def _seeded_cache(dest: Path, read: dict[str, _Read]) -> FactsCache:
 
 def _check_trust(remote: RemoteRepo, staging: Path, digests: dict[str, str], keys: list[str]) -> None:
     """``pull --pubkey``: SHA256SUMS.sig must verify under ``keys`` only (the SIG rules of ``validate``,
-    :func:`~rwkv_registry.store.signing.check_signatures`), and SHA256SUMS must match every file of the listing
+    :func:`~rwkv_registry.checks.signatures.check_signatures`), and SHA256SUMS must match every file of the listing
     (the HSH rules of ``validate``): the downloaded bytes by their ``digests``, the weights a one-base pull
     leaves on the Hub by their LFS sha256. Raises :class:`RefusedError` on any error."""
     from rwkv_registry.checks.signatures import check_signatures

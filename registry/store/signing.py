@@ -14,15 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from rwkv_registry.checks.signatures import (
-    PUB_PREFIX,
     SIG_FORMAT,
     PublicKey,
-    Signature,
-    SignatureFormatError,
     check_signatures,
     index_keys,
-    key_id,
-    load_public_key,
     parse_public_key,
     read_signature,
 )
@@ -31,22 +26,11 @@ from rwkv_registry.fs.atomic import registry_around, require_directory
 from rwkv_registry.index.sums import SIG_NAME, SUMS_NAME
 
 __all__ = [
-    "PUB_PREFIX",
-    "SIG_FORMAT",
-    "PublicKey",
-    "Signature",
-    "SignatureFormatError",
-    "check_signatures",
     "cmd_keygen",
     "cmd_sign",
     "cmd_verify",
     "generate_keypair",
-    "index_keys",
-    "key_id",
     "load_private_key",
-    "load_public_key",
-    "parse_public_key",
-    "read_signature",
     "sign_registry",
     "signature_document",
 ]
