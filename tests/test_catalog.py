@@ -44,9 +44,9 @@ from rwkv_registry.catalog.render import (
     render_smoke,
     render_train,
 )
+from rwkv_registry.checks.catalogue import finding
 from rwkv_registry.cli.main import main
 from rwkv_registry.core.errors import RegistryError, UsageError
-from rwkv_registry.core.rules import finding
 from rwkv_registry.engine.validate import validate_registry
 from rwkv_registry.store.ops import update_index
 

@@ -31,8 +31,8 @@ from conformance.lightning_cpp import lightning_bytes, write_lightning
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from rwkv_registry.checks.catalogue import RULES
 from rwkv_registry.core.errors import CheckpointError, RegistryIOError
-from rwkv_registry.core.rules import RULES
 from rwkv_registry.formats.ckpt import (
     Checkpoint,
     FileSource,

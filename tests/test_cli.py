@@ -432,7 +432,7 @@ def test_sums_write_and_check(registry: Path) -> None:
 
 
 def test_rules_doc_is_generated_from_the_code() -> None:
-    from rwkv_registry.core.rules import rules_markdown
+    from rwkv_registry.checks.catalogue import rules_markdown
 
     doc = Path(__file__).resolve().parents[1] / "docs" / "rules.md"
     assert doc.read_text() == rules_markdown(), "run: rwkv-registry rules --markdown > docs/rules.md"

@@ -1,4 +1,5 @@
-"""`rwkv-registry rules --where CODE`: the modules that check a rule (with lines) and the test files that test it."""
+"""`rwkv-registry rules --where CODE`: the module that defines a rule, the modules that check it (with lines) and the
+test files that test it."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from rwkv_registry.checks.catalogue import RULES, family_module
 from rwkv_registry.cli import rules as where
 from rwkv_registry.cli.main import main
-from rwkv_registry.core.rules import RULES
 
 
 def _where(capsys: pytest.CaptureFixture[str], *words: str) -> tuple[int, str, str]:
@@ -23,6 +24,7 @@ def _where(capsys: pytest.CaptureFixture[str], *words: str) -> tuple[int, str, s
 def _sections(out: str) -> tuple[list[str], list[str]]:
     """The indented lines under "checked in:" and under "tested in:" of one rule's block."""
     lines = out.splitlines()
+    assert lines[1] == "defined in:" and lines[3] == "checked in:"
     checked = lines[lines.index("checked in:") + 1 : lines.index("tested in:")]
     tested = lines[lines.index("tested in:") + 1 :]
     return [x.strip() for x in checked], [x.strip() for x in tested]
@@ -39,7 +41,11 @@ def test_where_mis003_names_the_miss_checks_first_and_a_test_file(capsys: pytest
     assert lines == sorted(lines) and lines
     source = (where.PACKAGE_DIR / "checks" / "miss.py").read_text().splitlines()
     assert all('"MIS003"' in source[n - 1] for n in lines)
-    assert not any(x.startswith("registry/core/rules.py") for x in checked)  # the definition is no check
+    defined = out.splitlines()[2].strip()
+    assert defined.startswith("registry/checks/miss.py: ")  # Rule("MIS003", ...), beside its checks
+    line = int(defined.split(": ", 1)[1])
+    assert source[line - 1].strip() == '"MIS003",' and source[line - 2].strip() == "Rule("
+    assert line not in lines  # the definition is no check
     assert tested and all(x.startswith("tests/") and x.endswith(".py") for x in tested)
     assert "tests/test_validate_rules.py" in tested
 
@@ -53,6 +59,7 @@ def test_where_takes_several_codes(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0
     blocks = out.rstrip("\n").split("\n\n")
     assert [b.split()[0] for b in blocks] == ["MIS003", "LAY001", "SCH001"]  # in order, once each
+    assert all("\ndefined in:\n  registry/" in b for b in blocks)
     assert all("\nchecked in:\n  registry/" in b and "\ntested in:\n  tests/" in b for b in blocks)
 
 
@@ -71,15 +78,18 @@ def test_where_does_not_combine_with_markdown(capsys: pytest.CaptureFixture[str]
     assert "--markdown" in capsys.readouterr().err
 
 
-def test_every_rule_is_checked_by_some_module(capsys: pytest.CaptureFixture[str]) -> None:
-    """A code that no module but core/rules.py names is a rule nothing can emit (a dead rule)."""
+def test_every_rule_is_defined_once_and_checked_by_some_module(capsys: pytest.CaptureFixture[str]) -> None:
+    """A code that no module names but its definition is a rule nothing can emit (a dead rule); each is defined
+    in the module of its family, the one that the catalogue takes it from."""
     assert main(["rules", "--where", *RULES, "--format", "json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert [r["code"] for r in report] == list(RULES)
-    unchecked = [r["code"] for r in report if not [p for p in r["checked_in"] if p["path"] != "registry/core/rules.py"]]
+    unchecked = [r["code"] for r in report if not r["checked_in"]]
     assert unchecked == [], f"rules no module checks: {unchecked}"
     for r in report:
         assert all(p["path"].startswith("registry/") and p["lines"] for p in r["checked_in"])
+        module = family_module(r["code"]).removeprefix("rwkv_registry.").replace(".", "/")
+        assert r["defined_in"]["path"] == f"registry/{module}.py" and len(r["defined_in"]["lines"]) == 1, r
 
 
 def test_plain_rules_output_is_unchanged(capsys: pytest.CaptureFixture[str]) -> None:
@@ -101,7 +111,7 @@ def test_the_scan_reads_constants_in_any_expression_and_skips_the_definition(tmp
     package = _package(
         tmp_path,
         {
-            "core/rules.py": 'RULES = (Rule("MIS003", E, "t", "h"),)\nSEE = "MIS003"\n',
+            "checks/miss.py": 'RULES = Rulebook(Rule("MIS003", E, "t", "h"))\nSEE = "MIS003"\n',
             "a.py": 'finding("MIS003", p, m)\nCODES = {"x": "MIS003"}\ncode = "MIS003" if x else "LAY001"\n',
             "b.py": 'Finding(code="MIS003")\n"see MIS003 in the docs"\n',
             "c.py": 'x = ("MIS003",)\n',
@@ -113,8 +123,10 @@ def test_the_scan_reads_constants_in_any_expression_and_skips_the_definition(tmp
         where.Place("registry/a.py", (1, 2, 3)),  # most occurrences first
         where.Place("registry/b.py", (1,)),  # ties by path; a longer string naming it is no occurrence
         where.Place("registry/c.py", (1,)),
-        where.Place("registry/core/rules.py", (2,)),  # its use beside the table counts, Rule("MIS003", ...) not
+        where.Place("registry/checks/miss.py", (2,)),  # its use beside the table counts, Rule("MIS003", ...) not
     )
+    assert where.defined_in("MIS003", package) == where.Place("registry/checks/miss.py", (1,))
+    assert where.defined_in("LAY001", package) is None
 
 
 def test_outside_a_source_checkout_the_tests_are_not_looked_for(tmp_path: Path) -> None:
@@ -132,7 +144,9 @@ def test_outside_a_source_checkout_the_tests_are_not_looked_for(tmp_path: Path) 
     assert item.tested_in == ("tests/test_a.py",)
 
 
-def test_where_imports_no_module_it_scans() -> None:
+def test_where_reads_the_checks_without_running_them() -> None:
+    """The catalogue is imported (each family's rules sit in its module); the modules that run the checks and the
+    writers (the engine, the store, the Hub, the TUI) and torch are only scanned."""
     probe = (
         "import contextlib, io, json, sys\n"
         "from rwkv_registry.cli.main import main\n"
@@ -143,5 +157,6 @@ def test_where_imports_no_module_it_scans() -> None:
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     loaded = set(json.loads(out))
-    assert not loaded & {"torch", "textual", "rwkv_registry.checks.miss", "rwkv_registry.formats.zipread"}
-    assert not any(m.startswith(("rwkv_registry.checks", "rwkv_registry.engine", "rwkv_registry.tui")) for m in loaded)
+    assert "rwkv_registry.checks.catalogue" in loaded and not loaded & {"torch", "textual"}
+    later = ("rwkv_registry.engine", "rwkv_registry.store", "rwkv_registry.hub", "rwkv_registry.tui", "rwkv_registry.model")
+    assert not any(m.startswith(later) for m in loaded)

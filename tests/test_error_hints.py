@@ -15,16 +15,16 @@ from pathlib import Path
 
 import pytest
 
+from rwkv_registry.checks.catalogue import RULES
 from rwkv_registry.core.errors import CheckpointError, RegistryError, os_error_hint
-from rwkv_registry.core.rules import RULES
 from rwkv_registry.formats.jsonload import JsonLoadError, JsonTooLargeError
+from rwkv_registry.formats.rules import refusal
 
 ROOT = Path(__file__).resolve().parent.parent
 SCANNED = ("registry", "model", "tui", "kernels")
 
 # Classes whose constructor fills the hint itself when the caller gives none.
 SELF_HINTED = {
-    "CheckpointError": "the hint of its rule (rules.py), from the code it is given",
     "JsonLoadError": "the SCH001 fix by default",
     "JsonTooLargeError": "its own fix (check that this is the right file)",
 }
@@ -124,7 +124,7 @@ def test_the_check_finds_an_error_without_a_hint() -> None:
         "    err = Deeper('built, raised later', **kw)\n"
         "    raise UsageError('fine', hint='Do this.')\n"
         "    raise Deeper(f'fine {e}', hint=e.hint or 'Do that.')\n"
-        "    raise CheckpointError('PTH001', 'its rule gives the hint')\n"
+        "    raise refusal('PTH001', 'its rule gives the hint')\n"
         "    raise ValueError('not ours')\n"
     )
     sites = unhinted({"x.py": ast.parse(src)})
@@ -146,7 +146,7 @@ def test_the_scan_sees_the_error_classes_of_every_package() -> None:
 @pytest.mark.parametrize(
     "error",
     [
-        CheckpointError("PTH001", "file is empty"),
+        refusal("PTH001", "file is empty"),
         JsonLoadError("a.json", "Expecting value", line=1, col=1),
         JsonTooLargeError("a.json", 10**9, 64 * 2**20),
     ],
@@ -156,20 +156,24 @@ def test_self_hinted_classes_fill_the_hint(error: RegistryError) -> None:
     assert error.hint.strip()
 
 
-def test_a_checkpoint_error_takes_its_rules_hint_unless_given_one() -> None:
-    assert CheckpointError("LFS001", "a pointer").hint == RULES["LFS001"].hint
-    assert CheckpointError("PTH001", "it shrank", hint="Wait for the writer.").hint == "Wait for the writer."
+def test_a_readers_refusal_takes_its_rules_hint_unless_given_one() -> None:
+    e = refusal("LFS001", "a pointer")
+    assert isinstance(e, CheckpointError) and e.code == "LFS001" and e.hint == RULES["LFS001"].hint
+    assert refusal("PTH001", "it shrank", hint="Wait for the writer.").hint == "Wait for the writer."
+    assert refusal("MIS002", "too large", hint=RULES["MIS002"].hint).code == "MIS002"  # another family's: given
+    with pytest.raises(KeyError):
+        refusal("MIS002", "too large")  # a code of no reader rule, and no fix given: a bug, not a silent blank
 
 
 _RULE_CODE = re.compile(r"^[A-Z]{3}\d{3}$")
 
 
 def test_every_checkpoint_error_code_is_a_rule_with_a_hint() -> None:
-    """CheckpointError(code, ...) and the readers' _fail(code, ...) name rules of rules.py, whose hint they carry."""
+    """The readers' refusal(code, ...) and _fail(code, ...) name rules of the catalogue, whose hint they carry."""
     codes: dict[str, str] = {}
     for path, tree in parse_tree(("registry", "model")).items():
         for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and _name(node.func) in ("CheckpointError", "_fail") and node.args:
+            if isinstance(node, ast.Call) and _name(node.func) in ("refusal", "_fail") and node.args:
                 first = node.args[0]
                 if isinstance(first, ast.Constant) and isinstance(first.value, str) and _RULE_CODE.match(first.value):
                     codes.setdefault(first.value, f"{path}:{node.lineno}")

@@ -209,7 +209,8 @@ def test_mis013_caused_by_a_base_edit_blames_the_edit(tmp_path: Path) -> None:
     """Editing a MiSS base's sha256 made MIS013 fire beside GIT007 with the hint "move the adapter", which blamed
     the adapter; its fingerprint is the published sha256, so the finding now names the edit (GIT007) as the
     cause. An adapter whose fingerprint is neither keeps the usual hint."""
-    from rwkv_registry.core.rules import MIS013_BY_BASE_EDIT, RULES
+    from rwkv_registry.checks.catalogue import RULES
+    from rwkv_registry.checks.miss import MIS013_BY_BASE_EDIT
 
     root = publish(build_registry(tmp_path / "reg", tmp_path))
     _rewrite_base(root, sha256="1" * 64)
@@ -473,7 +474,7 @@ def test_corrupt_object_store_is_an_error(repo: Path, monkeypatch: pytest.Monkey
 def test_a_clone_owned_by_another_user_is_git006_with_the_safe_directory_fix(repo: Path) -> None:
     """git refuses a repository another user owns ('dubious ownership', as in CI containers): immutability cannot
     be checked, so GIT006, an error whose hint gives the safe.directory command (not a pass, nor only git's words)."""
-    from rwkv_registry.core.rules import RULES
+    from rwkv_registry.checks.catalogue import RULES
 
     owner = os.stat(repo).st_uid
     subprocess.run(["chown", "-R", "65534", str(repo)], check=True)

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from regtools import TINY_BASE
 
+from rwkv_registry.checks.catalogue import RULES
 from rwkv_registry.cli.main import main
-from rwkv_registry.core.rules import RULES
 from rwkv_registry.engine import validate as validate_mod
 from rwkv_registry.engine.validate import validate_registry
 

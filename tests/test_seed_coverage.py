@@ -249,7 +249,7 @@ def test_idx017_a_score_of_another_export_and_a_state_with_a_version(reg: Path) 
         f"entry 'v2-r4-a', exam 2026-10-17: measured on the adapter registered as content_version {'5' * 64}, "
         f"but this entry's file is {own}",
     ]
-    from rwkv_registry.core.rules import RULES
+    from rwkv_registry.checks.catalogue import RULES
 
     assert str(RULES["IDX017"].severity) == "error"
 

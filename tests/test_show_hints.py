@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from rwkv_registry.checks.catalogue import RULES
 from rwkv_registry.cli import main as cli
 from rwkv_registry.cli.main import main
 from rwkv_registry.core.errors import RefusedError, UsageError
-from rwkv_registry.core.rules import RULES
 from rwkv_registry.engine.validate import validate_registry
 
 

@@ -18,10 +18,10 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from rwkv_registry.checks.catalogue import RULES
 from rwkv_registry.checks.signatures import parse_public_key, read_signature
 from rwkv_registry.cli.main import main
 from rwkv_registry.core.errors import RefusedError, UsageError
-from rwkv_registry.core.rules import RULES
 from rwkv_registry.engine.validate import validate_registry
 from rwkv_registry.index.sums import SIG_NAME
 from rwkv_registry.store.signing import generate_keypair, sign_registry

@@ -32,9 +32,10 @@ from regtools import (
     write_state,
 )
 
+from rwkv_registry.checks.catalogue import RULES
 from rwkv_registry.checks.miss import MISS_TARGETS, build_manifest, content_version, scan_values, write_miss_file
 from rwkv_registry.core.errors import RefusedError, UsageError
-from rwkv_registry.core.rules import RULES, Finding
+from rwkv_registry.core.rules import Finding
 from rwkv_registry.engine.validate import validate_registry
 from rwkv_registry.formats import jsoncpp
 from rwkv_registry.index.sums import parse_sums

@@ -20,8 +20,9 @@ import pytest
 from regtools import TINY_BASE, edit_index, hold_lock, resum
 from test_validate_rules import MISS_A, STATE, _same_base_file_twice, _same_bytes_twice
 
+from rwkv_registry.checks.catalogue import RULES
 from rwkv_registry.core.errors import RefusedError
-from rwkv_registry.core.rules import RULES, Finding
+from rwkv_registry.core.rules import Finding
 from rwkv_registry.engine.validate import validate_registry
 from rwkv_registry.store.ops import check_sums, write_readme
 

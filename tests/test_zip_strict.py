@@ -43,8 +43,8 @@ from evil_cases import (
 from lightning_cpp import lightning_bytes, lightning_pickle
 from lightning_cpp import write_zip as lightning_zip
 
+from rwkv_registry.checks.catalogue import RULES
 from rwkv_registry.core.errors import CheckpointError
-from rwkv_registry.core.rules import RULES
 from rwkv_registry.formats.ckpt import open_checkpoint
 from rwkv_registry.hub.transport import Fetcher, RemoteFile
 

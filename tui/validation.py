@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from rwkv_registry.core.rules import RULES
+from rwkv_registry.checks.catalogue import RULES
 from rwkv_registry.engine.facts import FileCallback, FileFacts, GatherCancelled, gather_facts
 from rwkv_registry.engine.validate import Report, Snapshot, Tree, Validator, before_validation, run_validator
 

@@ -33,8 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rwkv_registry.checks.catalogue import RULES
 from rwkv_registry.core.errors import RegistryError, UsageError
-from rwkv_registry.core.rules import RULES, Finding
+from rwkv_registry.core.rules import Finding
 from rwkv_registry.fs.atomic import index_link_outside
 from rwkv_registry.index.layout import METHODS
 from rwkv_registry.index.readme import recorded_num

@@ -28,7 +28,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from rwkv_registry.core.errors import UsageError
-from rwkv_registry.core.rules import Finding, finding
+from rwkv_registry.core.rules import E, Finding, Rule, Rulebook, W
 from rwkv_registry.index.lineage import active_successor
 from rwkv_registry.index.published import (
     base_identity_changes,
@@ -38,6 +38,66 @@ from rwkv_registry.index.published import (
     empty_under,
     reopened,
 )
+
+# --- the rules ----------------------------------------------------------------------------------------------------
+
+RULES = Rulebook(
+    Rule(
+        "GIT001",
+        E,
+        "published file modified",
+        "Files under a base directory never change once committed; restore it "
+        "(`git checkout HEAD -- PATH`) and publish the new weights under a new name or data version.",
+    ),
+    Rule(
+        "GIT002",
+        E,
+        "published file deleted",
+        "Old base directories are never touched; restore it with `git checkout HEAD -- PATH`.",
+    ),
+    Rule(
+        "GIT003",
+        E,
+        "new file under a frozen or superseded base",
+        "A frozen base, or one that a newer base of its family has superseded, gets no new files (its empty "
+        ".gitkeep placeholders aside); add the weights under the newest base.",
+    ),
+    Rule(
+        "GIT004",
+        W,
+        "git history unavailable",
+        "Immutability could not be checked; run inside a git clone with git installed.",
+    ),
+    Rule(
+        "GIT005",
+        E,
+        "frozen base reopened",
+        "A frozen base stays frozen once committed (reopened, its old directory could take new files in a later "
+        'commit): set its status back to "frozen" in index.json, and train on the newest base of its family '
+        "(`rwkv-registry add-base` for a new one).",
+    ),
+    Rule(
+        "GIT006",
+        E,
+        "git history unreadable in a git work tree",
+        "The registry is in a git work tree, but git cannot read its history, so immutability (GIT001–GIT003, "
+        "GIT005, GIT007) was not checked: install git or put it on PATH (`git --version`); give the user running "
+        "validate read access to .git (`ls -l .git/objects`); when "
+        "git says 'dubious ownership' (a clone owned by another user, as in CI containers), mark it safe with "
+        "`git config --global --add safe.directory PATH`; or repair the object store (`git fsck`; clone the "
+        "repository again if objects are missing).",
+    ),
+    Rule(
+        "GIT007",
+        E,
+        "identity of a published base changed",
+        "A base's sha256, size and file name say which base file its weights were trained on (a State loads on "
+        "any base of its size, so nothing else checks it): once committed they never change. Restore the "
+        "recorded values in index.json (`git diff index.json` shows them); a different base file is a new base: "
+        "`rwkv-registry add-base` with that file, and retrain the weights on it.",
+    ),
+)
+finding = RULES.finding
 
 
 def _split_z(out: str) -> list[str]:

@@ -29,11 +29,181 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
-from rwkv_registry.core.rules import Finding, finding
+from rwkv_registry.core.rules import E, Finding, Rule, Rulebook, W
 from rwkv_registry.core.textsafe import clip
 from rwkv_registry.formats import jsoncpp
+from rwkv_registry.formats.ckpt import MANIFEST_TOO_LARGE_HINT
 from rwkv_registry.formats.jsonload import is_finite_number
 from rwkv_registry.index.arch import miss_target_shape
+
+# --- the rules ----------------------------------------------------------------------------------------------------
+
+RULES = Rulebook(
+    # Each rule is one refusal of rwkv_lightning_cuda's loader (Alic-Li/rwkv_lightning_cuda src/miss/adapter.cpp
+    # load_package, quoted in the title or the message); docs/miss.md maps every server rule to its code and test.
+    Rule(
+        "MIS001",
+        E,
+        "MiSS adapter without archive/miss.json (PTH has no embedded MiSS metadata)",
+        "Export the adapter with rwkv_miss_tune's single-file writer, which embeds the manifest as the zip entry "
+        "archive/miss.json (the only name the server looks up); a legacy adapter.json + adapter.pth folder is "
+        "published with `rwkv-registry add REGISTRY FOLDER …`, which embeds its adapter.json.",
+    ),
+    Rule(
+        "MIS002",
+        E,
+        "MiSS manifest larger than 8 MiB (adapter manifest too large)",
+        MANIFEST_TOO_LARGE_HINT,  # the reader refuses such a manifest unread (formats/ckpt.py)
+    ),
+    Rule(
+        "MIS003",
+        E,
+        "miss.json invalid (unsupported adapter format, invalid/duplicate adapter target, adapter target name "
+        "mismatch)",
+        'The manifest must be UTF-8 JSON with format_version 1, method "miss", dtype "bfloat16" or "float16", '
+        'layout "modulo_rank_zero_pad", kind "inference_adapter", and per target name "blocks.L.<target>.D" (the '
+        "tensor's name with its .D suffix), layer 0…1023, in_features and shape [out, rank] (1…2^20) as "
+        "schemas/miss.schema.json says; re-export the adapter with rwkv_miss_tune rather than editing it.",
+    ),
+    Rule(
+        "MIS004",
+        E,
+        "MiSS rank out of range (invalid adapter metadata)",
+        "Write rank as a JSON integer 1…1024 (the server's limit), the second size of every D tensor; re-export.",
+    ),
+    Rule(
+        "MIS005",
+        E,
+        "MiSS alpha or scale not a finite float32 (invalid adapter metadata)",
+        "Write alpha and scale as JSON numbers (not strings or booleans) that are finite as float32, the type the "
+        "server reads them as (|x| < 3.4e38); scale = alpha / rank.",
+    ),
+    Rule(
+        "MIS006",
+        E,
+        "MiSS hash field is not 64 hex characters (invalid adapter metadata)",
+        "base_fingerprint is the sha256 of the base file, content_version the adapter's digest: both 64 lower-case "
+        "hex characters; re-export the adapter with rwkv_miss_tune.",
+    ),
+    Rule(
+        "MIS007",
+        E,
+        "MiSS targets empty or duplicated (invalid adapter metadata, invalid/duplicate adapter target)",
+        "List each (layer, target) once in targets, and at least one; re-export the adapter.",
+    ),
+    Rule(
+        "MIS008",
+        E,
+        "MiSS target tensor missing or of the wrong dtype or shape (adapter tensor shape/dtype mismatch)",
+        "Each target needs a tensor blocks.L.<target>.D of the manifest's dtype and shape [out, rank] (in a "
+        "training checkpoint, blocks.L.<target>.D.master in float32); re-export the adapter with rwkv_miss_tune.",
+    ),
+    Rule(
+        "MIS009",
+        E,
+        "MiSS tensor count differs from the target count (adapter tensor count mismatch)",
+        "An adapter holds exactly one D tensor per target and nothing else (a training checkpoint 4 per target and "
+        "initial_state); remove the extra tensors or list them in targets, and re-export.",
+    ),
+    Rule(
+        "MIS010",
+        E,
+        "MiSS value non-finite or beyond ±65504 (nonfinite adapter weight, adapter weight overflows FP16, adapter "
+        "cannot be represented by the FP16 inference runtime)",
+        "The server refuses NaN, Inf and |x| > 65504; training diverged: publish an earlier checkpoint's adapter, or "
+        "retrain with a lower learning rate.",
+    ),
+    Rule(
+        "MIS011",
+        E,
+        "content_version does not match the file (adapter content digest mismatch)",
+        "The embedded content_version is not the sha256 of the manifest and D values; re-export the "
+        "adapter, never edit miss.json by hand.",
+    ),
+    Rule(
+        "MIS012",
+        E,
+        "content_version differs from index.json",
+        "index.json must record the content_version embedded in the file; fix index.json (re-run add).",
+    ),
+    Rule(
+        "MIS013",
+        E,
+        "base_fingerprint is not the sha256 of the base holding the file",
+        "The adapter was trained on another base file; the server refuses it. Move it under the base it "
+        "was trained on, or retrain on this base. When GIT007 fires for the base and the fingerprint is its "
+        "published sha256, the edit of index.json is the cause: restore the sha256 instead.",
+    ),
+    Rule(
+        "MIS014",
+        E,
+        "MiSS target does not fit the base architecture",
+        "Target out/in sizes must match the base (n_embd, ffn size); the adapter was made for another model size: "
+        "add it under the base it was trained on.",
+    ),
+    Rule(
+        "MIS015",
+        E,
+        "index.json MiSS fields differ from the manifest",
+        "rank, alpha, scale and dtype in index.json must equal the manifest; re-run `rwkv-registry add`.",
+    ),
+    Rule(
+        "MIS016",
+        E,
+        "unknown MiSS target (invalid/duplicate adapter target)",
+        "Targets are att.receptance|key|value|output.weight, ffn.key.weight and ffn.value.weight of layers 0…L-1; "
+        "remove the others from targets and re-export.",
+    ),
+    Rule(
+        "MIS017",
+        W,
+        "MiSS scale is not alpha / rank",
+        "The server uses the manifest's scale; re-export if alpha or rank was edited.",
+    ),
+    Rule(
+        "MIS018",
+        E,
+        "a rwkv_miss_tune training checkpoint (training.pth), not the inference adapter",
+        "Publish the adapter-final.pth that rwkv_miss_tune writes when training ends, not checkpoint-N/training.pth: "
+        "the checkpoint is for resuming (fp32 masters, gradients, Adam moments: 8 times the adapter's bytes).",
+    ),
+    Rule(
+        "MIS019",
+        E,
+        'miss.json tensor_source is not "D" or "master" (unsupported adapter tensor source)',
+        'Remove tensor_source (an adapter\'s default is "D") or write "D"; only a training checkpoint says "master".',
+    ),
+    Rule(
+        "MIS020",
+        W,
+        "MiSS D payload over the server's default adapter budgets",
+        "Start the server with a larger RWKV_ADAPTER_RAM_MIB (default 1024), RWKV_ADAPTER_GPU_MIB (512) or "
+        "RWKV_ADAPTER_STAGING_MIB (128), in MiB, or train with a smaller rank or fewer targets.",
+    ),
+    Rule(
+        "MIS021",
+        E,
+        "legacy two-file MiSS package (adapter.json + adapter.pth) inside the registry",
+        "Publish it with `rwkv-registry add REGISTRY FOLDER …` from outside the registry: add checks it with the "
+        "server's rules and writes the single-file adapter-final.pth (same tensors and content_version, its "
+        "adapter.json embedded); then delete the folder.",
+    ),
+    Rule(
+        "MIS022",
+        E,
+        "checkpoint.json of a legacy training checkpoint refused by the server (invalid legacy MiSS checkpoint)",
+        'The server needs kind "miss_training_checkpoint", tensor_digest the sha256 of training.pth, and config '
+        "rank, alpha and base_fingerprint; keep the checkpoint.json the trainer wrote beside its training.pth.",
+    ),
+)
+finding = RULES.finding
+
+# MIS013's hint when GIT007 shows that the base's sha256, not the adapter, changed (engine/validate.py,
+# Validator.blame_the_base_edit)
+MIS013_BY_BASE_EDIT = (
+    "The adapter is where it belongs: its base's sha256 was changed in index.json after it was published (see "
+    "GIT007). Restore the published sha256 (`git diff index.json`); do not move or retrain the adapter."
+)
 
 MISS_TARGETS = (  # adapter.cpp target_names, in TargetCount order
     "att.receptance.weight",

@@ -8,8 +8,35 @@ from __future__ import annotations
 
 from typing import Any
 
-from rwkv_registry.core.rules import Finding, finding
+from rwkv_registry.core.rules import E, Finding, Rule, Rulebook, W
 from rwkv_registry.index.sampling import SAMPLING_PRESETS, did_you_mean
+
+# --- the rules ----------------------------------------------------------------------------------------------------
+
+RULES = Rulebook(
+    Rule(
+        "PRF001",
+        E,
+        "MiSS entry with a non-thinking prompt profile",
+        "MiSS adapters were trained with thinking and must run with profile g1k-think (without it they score "
+        "clearly worse).",
+    ),
+    Rule(
+        "PRF002",
+        W,
+        "State entry with a thinking prompt profile",
+        "State files were trained without thinking; use profile g1k.",
+    ),
+    Rule(
+        "PRF003",
+        E,
+        "entry names a sampling preset RWKV-Agent does not define",
+        "An entry's `sampling` must be a preset of RWKV-Agent's internal/samplingpreset/presets.go: greedy, "
+        "g1k-agent, g1k-agent-fast, g1k-stable or backend (docs/profiles.md lists their values; the weights of "
+        "seed 000 were scored with g1k-agent, the default of `add --sampling`). Fix the name in index.json.",
+    ),
+)
+finding = RULES.finding
 
 
 def profile_findings(path: str, e: dict[str, Any]) -> list[Finding]:

@@ -33,8 +33,39 @@ from pathlib import Path
 from typing import Any
 
 from rwkv_registry.core.errors import UsageError
-from rwkv_registry.core.rules import Finding, finding
+from rwkv_registry.core.rules import E, Finding, Rule, Rulebook
 from rwkv_registry.index.sums import SIG_NAME, SUMS_NAME
+
+# --- the rules ----------------------------------------------------------------------------------------------------
+
+RULES = Rulebook(
+    Rule(
+        "SIG001",
+        E,
+        "SHA256SUMS is not signed although keys are trusted",
+        "Sign it with `rwkv-registry sign PATH --key KEY`, or drop the trusted keys if the registry is not signed.",
+    ),
+    Rule(
+        "SIG002",
+        E,
+        "signature does not verify: SHA256SUMS changed after signing",
+        "Find out who changed SHA256SUMS and why; if the change is yours, run `rwkv-registry sums PATH` "
+        "and sign again with `rwkv-registry sign PATH --key KEY`.",
+    ),
+    Rule(
+        "SIG003",
+        E,
+        "SHA256SUMS signed by an untrusted key",
+        "Sign with a trusted key, or trust this key (`rwkv-registry sign PATH --key KEY --trust`, or --pubkey).",
+    ),
+    Rule(
+        "SIG004",
+        E,
+        "SHA256SUMS.sig malformed or truncated",
+        "Sign again with `rwkv-registry sign PATH --key KEY` (it rewrites SHA256SUMS.sig).",
+    ),
+)
+finding = RULES.finding
 
 __all__ = [
     "PUB_PREFIX",

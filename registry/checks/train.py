@@ -13,10 +13,103 @@ import math
 import re
 from typing import Any
 
-from rwkv_registry.core.rules import Finding, finding
+from rwkv_registry.core.rules import E, Finding, N, Rule, Rulebook, W
 from rwkv_registry.core.textsafe import clip
 from rwkv_registry.formats.jsonload import is_finite_number, is_integer
 from rwkv_registry.schemas import misspelt_keys
+
+# --- the rules ----------------------------------------------------------------------------------------------------
+
+RULES = Rulebook(
+    Rule(
+        "TRN001",
+        E,
+        "data-version directory without train.json",
+        "Write train.json beside the weights (trainer, version, hyper-parameters, command, data sha256).",
+    ),
+    Rule(
+        "TRN002",
+        E,
+        "rwkv_lightning_cuda trainer (rwkv_state_tune, rwkv_miss_tune) older than v1.8.1",
+        "Builds before v1.8.1 (commit 47df608, `segments` mask) put loss on the whole prompt; retrain with "
+        "v1.8.1 or later.",
+    ),
+    Rule(
+        "TRN003",
+        E,
+        "train.json data version or sha256 disagrees with the entries",
+        "data.version, data.sha256 and data.rows must equal the entries of that directory and its name.",
+    ),
+    Rule(
+        "TRN004",
+        E,
+        "MiSS group without its run in train.json, or run without group",
+        "train.json `runs` lists one item per group sub-folder, with its learning rates and times.",
+    ),
+    Rule(
+        "TRN005",
+        E,
+        "train.json method differs from its directory",
+        '`method` is "state" under state/ and "miss" under miss/.',
+    ),
+    Rule("TRN006", N, "trainer build commit not recorded", "Record trainer.commit for new training runs."),
+    Rule(
+        "TRN007",
+        E,
+        "trainer does not match the method",
+        "A State is trained with rwkv_state_tune and a MiSS adapter with rwkv_miss_tune; fix trainer.name, or "
+        "move the weights under the right method.",
+    ),
+    Rule(
+        "TRN008",
+        E,
+        "train.json rank or alpha differs from the MiSS adapters of its directory",
+        "hyperparameters.rank and .alpha must be those the adapters were trained with (their miss.json, which "
+        "index.json records): fix train.json, or the adapters come from another run.",
+    ),
+    Rule(
+        "TRN009",
+        W,
+        "weight name states a rank, learning rate, epoch count or step that its records contradict",
+        "Names like r16-lr2e-5-e2 (MiSS group) or v141b-s1224 (State, step 1224) are read by users choosing a file: "
+        "they must agree with the adapter's rank (index.json miss.rank), its run's lr and epochs in train.json, and "
+        "the entry's step; rename the weights before they are published, or fix the record that was copied wrong.",
+    ),
+    Rule(
+        "TRN010",
+        W,
+        "train.json command line names another base's file",
+        "The command line of a train.json under one base names another base's file (registered or not) and not "
+        "its own: the weights were trained on that file, or copied from its directory without retraining (a State "
+        "then loads but is not valid; a MiSS adapter is refused). Retrain on this base and record the command "
+        "that did so.",
+    ),
+    Rule(
+        "TRN011",
+        W,
+        "an entry's total_steps differs from the step count of its train.json",
+        "index.json total_steps (the State's \"step 1224 of 1374\", a MiSS run's step count) is the number of "
+        "optimizer steps the training ran, which train.json records as hyper-parameter `steps` (a MiSS run's own "
+        "`steps` first): fix the one copied wrong.",
+    ),
+    Rule(
+        "TRN012",
+        E,
+        "train.json says training finished before it started",
+        "`started` and `finished` (the whole training's, and each run's in `runs`) are when it began and ended, "
+        "RFC 3339 with an offset: one of them was copied wrong, the two are swapped, or an offset is missing or "
+        "wrong (08:00+08:00 is 00:00Z); fix the time in train.json.",
+    ),
+    Rule(
+        "TRN013",
+        W,
+        "train.json key that is no field of it but close to one",
+        "train.json may hold more keys than its schema names (schemas/train.schema.json), so a misspelt field is "
+        "not an error, and what it records is not read where the field is: rename the key to the field named in "
+        'the message, or give a key of your own an "x-" prefix.',
+    ),
+)
+finding = RULES.finding
 
 MIN_TRAINER = "1.8.1"  # rwkv_lightning_cuda with the `segments` mask (commit 47df608)
 LIGHTNING_TRAINERS = ("rwkv_state_tune", "rwkv_miss_tune")

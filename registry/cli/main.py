@@ -440,7 +440,7 @@ def _demo_interrupted(path: str, report: Any, smoke: str | None) -> str:
 
 
 def cmd_rules(args: argparse.Namespace) -> int:
-    from rwkv_registry.core.rules import RULES, rules_markdown
+    from rwkv_registry.checks.catalogue import RULES, rules_markdown
 
     if args.where:  # where each rule is checked and tested: rwkv_registry.cli.rules
         from rwkv_registry.cli import rules as where

@@ -3,7 +3,8 @@
 The package's own source files (found beside this module, under the directory of ``rwkv_registry``'s
 ``__init__.py``) are read with :mod:`ast`, never imported: every string constant equal to a rule code is a place
 the rule is checked (``finding("MIS003", ...)``, ``Finding("MIS003", ...)``, a code in a dict, a tuple or a
-conditional expression alike), except the rule's definition in ``core/rules.py``. In a source checkout (a
+conditional expression alike), except the rule's definition, ``Rule("MIS003", ...)`` in its family's module
+(``checks/<family>.py``), which is shown first. In a source checkout (a
 ``tests/`` directory and ``pyproject.toml`` beside the package directory) the test files that mention the code
 are listed too.
 """
@@ -18,12 +19,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from rwkv_registry.checks.catalogue import RULES
 from rwkv_registry.core.errors import UsageError
-from rwkv_registry.core.rules import RULES, Rule
+from rwkv_registry.core.rules import Rule
 
 # the directory of the package rwkv_registry (registry/ in a source checkout): this module is rwkv_registry.cli.rules
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
-_DEFINITIONS = Path("core") / "rules.py"  # the table of rules, relative to the package directory
 
 
 @dataclass(frozen=True)
@@ -37,10 +38,11 @@ class Place:
 
 @dataclass(frozen=True)
 class RuleWhere:
-    """Where one rule is checked (primary module first) and tested; ``tested_in`` is None outside a source
-    checkout (no ``tests/`` beside the package)."""
+    """Where one rule is defined, checked (primary module first) and tested; ``tested_in`` is None outside a
+    source checkout (no ``tests/`` beside the package)."""
 
     rule: Rule
+    defined_in: Place | None
     checked_in: tuple[Place, ...]
     tested_in: tuple[str, ...] | None
 
@@ -49,6 +51,9 @@ class RuleWhere:
             "code": self.rule.code,
             "severity": str(self.rule.severity),
             "title": self.rule.title,
+            "defined_in": None
+            if self.defined_in is None
+            else {"path": self.defined_in.path, "lines": list(self.defined_in.lines)},
             "checked_in": [{"path": p.path, "lines": list(p.lines)} for p in self.checked_in],
             "tested_in": None if self.tested_in is None else list(self.tested_in),
         }
@@ -87,7 +92,7 @@ def resolve_codes(words: Iterable[str]) -> list[str]:
 
 
 def _definition_nodes(tree: ast.Module) -> set[int]:
-    """``id()`` of the constants that define a code in core/rules.py: the first argument of each ``Rule(...)``."""
+    """``id()`` of the constants that define a code: the first argument of each ``Rule(...)``."""
     out: set[int] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Rule" and node.args:
@@ -95,23 +100,23 @@ def _definition_nodes(tree: ast.Module) -> set[int]:
     return out
 
 
-def code_occurrences(source: str, codes: Iterable[str], *, skip_definitions: bool = False) -> dict[str, list[int]]:
+def code_occurrences(source: str, codes: Iterable[str], *, definitions: bool = False) -> dict[str, list[int]]:
     """The line of each string constant of ``source`` equal to one of ``codes``, by code (a line once per
-    occurrence, in order). ``skip_definitions``: leave out ``Rule("CODE", ...)`` (the table in core/rules.py).
-    A source that does not parse has none."""
+    occurrence, in order): those of the checks, or (``definitions``) only those that define a rule,
+    ``Rule("CODE", ...)``. A source that does not parse has none."""
     wanted = set(codes)
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return {}
-    skip = _definition_nodes(tree) if skip_definitions else set()
+    defining = _definition_nodes(tree)
     found: dict[str, list[int]] = {}
     for node in ast.walk(tree):
         if (
             isinstance(node, ast.Constant)
             and isinstance(node.value, str)
             and node.value in wanted
-            and id(node) not in skip
+            and (id(node) in defining) == definitions
         ):
             found.setdefault(node.value, []).append(node.lineno)
     return {code: sorted(lines) for code, lines in found.items()}
@@ -122,8 +127,9 @@ def _python_files(top: Path) -> list[Path]:
 
 
 @cache
-def _package_index(package: Path) -> dict[str, dict[str, list[int]]]:
-    """Every rule code's occurrences in the package's modules: code → {shown path → lines}."""
+def _package_index(package: Path, definitions: bool = False) -> dict[str, dict[str, list[int]]]:
+    """Every rule code's occurrences in the package's modules (or, ``definitions``, its ``Rule("CODE", ...)``):
+    code → {shown path → lines}."""
     index: dict[str, dict[str, list[int]]] = {}
     for path in _python_files(package):
         rel = path.relative_to(package)
@@ -132,9 +138,15 @@ def _package_index(package: Path) -> dict[str, dict[str, list[int]]]:
         except (OSError, UnicodeDecodeError):
             continue
         shown = (Path(package.name) / rel).as_posix()
-        for code, lines in code_occurrences(source, RULES, skip_definitions=rel == _DEFINITIONS).items():
+        for code, lines in code_occurrences(source, RULES, definitions=definitions).items():
             index.setdefault(code, {})[shown] = lines
     return index
+
+
+def defined_in(code: str, package: Path = PACKAGE_DIR) -> Place | None:
+    """The module of ``package`` whose ``Rule("CODE", ...)`` defines ``code``, and its line; None if none does."""
+    places = sorted(_package_index(package, True).get(code, {}).items())
+    return Place(places[0][0], tuple(places[0][1])) if places else None
 
 
 def checked_in(code: str, package: Path = PACKAGE_DIR) -> tuple[Place, ...]:
@@ -177,15 +189,22 @@ def tested_in(code: str, package: Path = PACKAGE_DIR) -> tuple[str, ...] | None:
 def where(words: Sequence[str], package: Path = PACKAGE_DIR) -> list[RuleWhere]:
     """Where each rule that ``words`` names is checked and tested (:func:`resolve_codes` reads the words)."""
     return [
-        RuleWhere(RULES[code], checked_in(code, package), tested_in(code, package)) for code in resolve_codes(words)
+        RuleWhere(RULES[code], defined_in(code, package), checked_in(code, package), tested_in(code, package))
+        for code in resolve_codes(words)
     ]
 
 
 def render_where(items: Sequence[RuleWhere]) -> str:
-    """The text of ``rules --where``: per rule its ``rules`` line, then "checked in:" and "tested in:"."""
+    """The text of ``rules --where``: per rule its ``rules`` line, then "defined in:", "checked in:" and
+    "tested in:"."""
     blocks = []
     for item in items:
-        lines = [rule_line(item.rule), "checked in:"]
+        lines = [rule_line(item.rule), "defined in:"]
+        if item.defined_in is not None:
+            lines.append(f"  {item.defined_in.path}: {', '.join(map(str, item.defined_in.lines))}")
+        else:
+            lines.append("  (no module defines this code)")
+        lines.append("checked in:")
         if item.checked_in:
             lines += [f"  {p.path}: {', '.join(map(str, p.lines))}" for p in item.checked_in]
         else:

@@ -56,17 +56,13 @@ class LockedError(RegistryError):
 
 
 class CheckpointError(RegistryError, ValueError):
-    """A weight file breaks a rule of the safe reader; ``code`` is the rule code (PTH…, LFS…)."""
+    """A weight file breaks a rule of the safe reader; ``code`` is the rule code (PTH…, LFS…, MIS002). Made by
+    :func:`rwkv_registry.formats.rules.refusal`, which gives the rule's fix as ``hint``."""
 
     exit_code = 1
 
     def __init__(self, code: str, message: str, *, hint: str = "", path: str = "") -> None:
-        from rwkv_registry.core.rules import (
-            RULES,  # the fix is the rule's own (docs/rules.md); rules imports nothing from here
-        )
-
-        rule = RULES.get(code)
-        super().__init__(message, hint=hint or (rule.hint if rule is not None else ""), path=path)
+        super().__init__(message, hint=hint, path=path)
         self.code = code
 
 

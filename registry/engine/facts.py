@@ -23,9 +23,10 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from rwkv_registry.checks.catalogue import RULES, finding
 from rwkv_registry.core.codekey import code_digest
 from rwkv_registry.core.errors import CheckpointError
-from rwkv_registry.core.rules import RULES, Finding, finding
+from rwkv_registry.core.rules import Finding
 from rwkv_registry.core.textsafe import clip
 
 MAX_ITEMS = 50_000  # index.json entries whose schema errors the cache keeps

@@ -34,10 +34,12 @@ from rwkv_registry.index.arch import state_shape
 
 if TYPE_CHECKING:
     from rwkv_registry.checks.git import GitAhead
+from rwkv_registry.checks.catalogue import finding
+from rwkv_registry.checks.miss import MIS013_BY_BASE_EDIT
 from rwkv_registry.checks.profiles import profile_findings
 from rwkv_registry.checks.train import base_files, older_than, train_command_findings, train_findings
 from rwkv_registry.core.fsio import read_at_most, sha256_file
-from rwkv_registry.core.rules import MIS013_BY_BASE_EDIT, Finding, Severity, finding
+from rwkv_registry.core.rules import Finding, Severity
 from rwkv_registry.core.textsafe import clip
 from rwkv_registry.engine.facts import (
     FactsCache,

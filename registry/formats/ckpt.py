@@ -33,9 +33,9 @@ from types import TracebackType
 from typing import Protocol, runtime_checkable
 
 from rwkv_registry.core.errors import CheckpointError, RegistryIOError, UsageError, os_error_hint
-from rwkv_registry.core.rules import RULES
 from rwkv_registry.core.textsafe import clip
 from rwkv_registry.formats.lfs import MAX_POINTER_SIZE, looks_like_lfs_pointer, parse_lfs_pointer
+from rwkv_registry.formats.rules import refusal
 from rwkv_registry.formats.unpickle import DTYPE_ITEMSIZE, parse_tensor_pickle
 from rwkv_registry.formats.zipread import ZipEntry, read_zip
 
@@ -58,6 +58,11 @@ __all__ = [
 
 MAX_DATA_PKL = 64 * 1024 * 1024
 MAX_MISS_MANIFEST = 8 * 1024 * 1024
+# MIS002's fix (checks/miss.py gives it to the rule): the one MiSS rule the reader decides, by the manifest's size
+MANIFEST_TOO_LARGE_HINT = (
+    "The server refuses manifests (archive/miss.json, adapter.json) over 8 MiB; re-export the adapter with "
+    "rwkv_miss_tune, whose manifest lists only the targets."
+)
 MAX_METADATA_ENTRY = 64 * 1024  # byteorder, version, .format_version, ...
 MAX_EXTRA_ENTRY = 64 * 1024 * 1024  # other single-name entries (read for their CRC only)
 MAX_SAFETENSORS_HEADER = 8 * 1024 * 1024  # the safetensors library allows 100_000_000: see _safetensors_header
@@ -124,7 +129,7 @@ class ByteSource(Protocol):
 
 
 def _out_of_range(offset: int, length: int, size: int) -> CheckpointError:
-    return CheckpointError("PTH001", f"read of {length} bytes at offset {offset} is beyond the end ({size} bytes)")
+    return refusal("PTH001", f"read of {length} bytes at offset {offset} is beyond the end ({size} bytes)")
 
 
 class MemorySource:
@@ -185,7 +190,7 @@ class FileSource:
             while got < length:
                 chunk = self._pread(length - got, offset + got)
                 if not chunk:
-                    raise CheckpointError(
+                    raise refusal(
                         "PTH001",
                         f"file ended at {offset + got} while reading (it shrank?)",
                         hint="The file changed while it was read: let whatever writes it finish, then run again.",
@@ -360,8 +365,8 @@ def open_checkpoint(
         if kind == "lfs-pointer":
             pointer = parse_lfs_pointer(head)
             if pointer is None:
-                raise CheckpointError("LFS001", "file starts like a Git LFS pointer (malformed) instead of weights")
-            raise CheckpointError(
+                raise refusal("LFS001", "file starts like a Git LFS pointer (malformed) instead of weights")
+            raise refusal(
                 "LFS001",
                 f"file is a Git LFS pointer (oid sha256:{pointer.oid}, size {pointer.size} bytes), not the weights",
             )
@@ -370,17 +375,16 @@ def open_checkpoint(
         elif kind == "safetensors":
             ckpt = _open_safetensors(source)
         elif source.size == 0:
-            raise CheckpointError("PTH001", "file is empty")
+            raise refusal("PTH001", "file is empty")
         elif path.endswith(".safetensors"):
-            raise CheckpointError("PTH012", f"file does not start with a safetensors header (first bytes {head[:9]!r})")
+            raise refusal("PTH012", f"file does not start with a safetensors header (first bytes {head[:9]!r})")
         else:
-            raise CheckpointError("PTH001", f"not a zip archive nor safetensors (first bytes {head[:8]!r})")
+            raise refusal("PTH001", f"not a zip archive nor safetensors (first bytes {head[:8]!r})")
     except BaseException as exc:
         if owned and isinstance(source, FileSource):
             source.close()
         if isinstance(exc, CheckpointError):
             exc.path = exc.path or path
-            exc.hint = exc.hint or RULES[exc.code].hint
         raise
     ckpt._owns_source = owned
     return ckpt
@@ -395,31 +399,27 @@ def _split_names(names: list[str]) -> tuple[str, list[str]]:
     rel: list[str] = []
     for name in names:
         if name.startswith("/") or re.match(r"[A-Za-z]:", name):
-            raise CheckpointError("PTH008", f"entry {clip(name)!r} has an absolute path")
+            raise refusal("PTH008", f"entry {clip(name)!r} has an absolute path")
         if "\\" in name:
-            raise CheckpointError("PTH008", f"entry {clip(name)!r} contains a backslash")
+            raise refusal("PTH008", f"entry {clip(name)!r} contains a backslash")
         if any(ord(c) < 0x20 or c == "\x7f" for c in name) or len(name) > 1024:
-            raise CheckpointError("PTH008", f"entry {clip(name)!r} contains control characters or is too long")
+            raise refusal("PTH008", f"entry {clip(name)!r} contains control characters or is too long")
         parts = name.split("/")
         if any(p in ("", ".", "..") for p in parts):
-            raise CheckpointError("PTH008", f"entry {clip(name)!r} has an empty, '.' or '..' path component")
+            raise refusal("PTH008", f"entry {clip(name)!r} has an empty, '.' or '..' path component")
         if len(parts) < 2:
-            raise CheckpointError("PTH008", f"entry {clip(name)!r} is not inside a prefix folder")
+            raise refusal("PTH008", f"entry {clip(name)!r} is not inside a prefix folder")
         if prefix is None:
             prefix = parts[0]
         elif parts[0] != prefix:
-            raise CheckpointError(
-                "PTH008", f"entries use several prefix folders: {clip(prefix)!r} and {clip(parts[0])!r}"
-            )
+            raise refusal("PTH008", f"entries use several prefix folders: {clip(prefix)!r} and {clip(parts[0])!r}")
         rel.append(name[len(prefix) + 1 :])
     for name in rel:
         if name in _TORCHSCRIPT_FILES or name.startswith(_TORCHSCRIPT_DIRS):
-            raise CheckpointError(
-                "PTH005", f"entry {clip(f'{prefix}/{name}')} marks a TorchScript archive, not a checkpoint"
-            )
+            raise refusal("PTH005", f"entry {clip(f'{prefix}/{name}')} marks a TorchScript archive, not a checkpoint")
     for name in rel:
         if name == "miss.json" and prefix != _MISS_PREFIX:
-            raise CheckpointError(
+            raise refusal(
                 "PTH019",
                 f"entry {clip(f'{prefix}/{name}')} is a MiSS manifest under another prefix than {_MISS_PREFIX}/: the "
                 f"server reads the manifest only as {_MISS_PREFIX}/miss.json (exact name) and torch never reads it, so "
@@ -427,11 +427,11 @@ def _split_names(names: list[str]) -> tuple[str, list[str]]:
             )
         if name in _MEMBERS or _STORAGE_NAME.match(name):
             continue
-        raise CheckpointError(
+        raise refusal(
             "PTH019", f"entry {clip(f'{prefix}/{name}')} is no member torch.save or rwkv_lightning_cuda writes"
         )
     if "data.pkl" not in rel:
-        raise CheckpointError("PTH001", f"archive has no {clip(prefix or 'archive')}/data.pkl: not a torch checkpoint")
+        raise refusal("PTH001", f"archive has no {clip(prefix or 'archive')}/data.pkl: not a torch checkpoint")
     return prefix or "", rel
 
 
@@ -456,7 +456,7 @@ def _crc32(source: ByteSource, entry: ZipEntry) -> int:
 def _check_crc(source: ByteSource, prefix: str, name: str, entry: ZipEntry) -> None:
     actual = _crc32(source, entry)
     if actual != entry.crc32:
-        raise CheckpointError(
+        raise refusal(
             "PTH002",
             f"entry {prefix}/{name} has CRC-32 {actual:08x}, the directory records {entry.crc32:08x}",
         )
@@ -471,7 +471,7 @@ def _check_metadata(source: ByteSource, prefix: str, rel: dict[str, ZipEntry]) -
         value = bytes(source.read(entry.data_offset, entry.size))
         m = form.match(value)
         if m is None or (name in ("version", ".data/version") and not 1 <= int(m.group(1)) <= MAX_RECORD_VERSION):
-            raise CheckpointError("PTH001", f"entry {prefix}/{name} holds {value[:40]!r}, which torch cannot read")
+            raise refusal("PTH001", f"entry {prefix}/{name} holds {value[:40]!r}, which torch cannot read")
 
 
 def _guess_writer(prefix: str, names: list[str]) -> str:
@@ -506,7 +506,8 @@ def _open_zip(source: ByteSource, verify_crc: str) -> Checkpoint:
             continue
         limit, code = _entry_limit(name)
         if entry.size > limit:
-            raise CheckpointError(code, f"entry {prefix}/{name} holds {entry.size} bytes (limit {limit})")
+            hint = MANIFEST_TOO_LARGE_HINT if code == "MIS002" else ""  # MIS002: a MiSS rule (checks/miss.py)
+            raise refusal(code, f"entry {prefix}/{name} holds {entry.size} bytes (limit {limit})", hint=hint)
     if verify_crc != "none":
         for name, entry in rel.items():
             if not _STORAGE_NAME.match(name):
@@ -514,12 +515,10 @@ def _open_zip(source: ByteSource, verify_crc: str) -> Checkpoint:
     if "byteorder" in rel:
         order = bytes(source.read(rel["byteorder"].data_offset, rel["byteorder"].size))
         if order != b"little":
-            raise CheckpointError("PTH013", f"byteorder entry says {order.decode('latin-1')!r}, not 'little'")
+            raise refusal("PTH013", f"byteorder entry says {order.decode('latin-1')!r}, not 'little'")
     _check_metadata(source, prefix, rel)
     if not any(v in rel for v in _VERSION_RECORDS):
-        raise CheckpointError(
-            "PTH020", f"archive has no {prefix}/version (nor {prefix}/.data/version): torch.load refuses it"
-        )
+        raise refusal("PTH020", f"archive has no {prefix}/version (nor {prefix}/.data/version): torch.load refuses it")
     pkl = rel["data.pkl"]
     parsed = parse_tensor_pickle(source.read(pkl.data_offset, pkl.size))
 
@@ -529,26 +528,26 @@ def _open_zip(source: ByteSource, verify_crc: str) -> Checkpoint:
         storage = ref.storage
         stored = rel.get(f"data/{storage.key}")
         if stored is None:
-            raise CheckpointError(
+            raise refusal(
                 "PTH006",
                 f"tensor {name!r} uses storage {storage.key!r} but the archive has no {prefix}/data/{storage.key}",
             )
         itemsize = DTYPE_ITEMSIZE[storage.dtype]
         if storage.numel * itemsize != stored.size:
-            raise CheckpointError(
+            raise refusal(
                 "PTH006",
                 f"storage {storage.key!r} declares {storage.numel} x {storage.dtype} ({storage.numel * itemsize} "
                 f"bytes) but {prefix}/data/{storage.key} holds {stored.size} bytes",
             )
         if len(ref.shape) > MAX_NDIM:
-            raise CheckpointError("PTH013", f"tensor {name!r} has {len(ref.shape)} dimensions (limit {MAX_NDIM})")
+            raise refusal("PTH013", f"tensor {name!r} has {len(ref.shape)} dimensions (limit {MAX_NDIM})")
         if not _is_contiguous(ref.shape, ref.stride):
-            raise CheckpointError(
+            raise refusal(
                 "PTH013", f"tensor {name!r} of shape {list(ref.shape)} has non-contiguous stride {list(ref.stride)}"
             )
         numel = _numel(ref.shape)
         if ref.storage_offset + numel > storage.numel or ref.storage_offset > storage.numel:
-            raise CheckpointError(
+            raise refusal(
                 "PTH006",
                 f"tensor {name!r} spans elements {ref.storage_offset}..{ref.storage_offset + numel} of storage "
                 f"{storage.key!r}, which has {storage.numel}",
@@ -567,7 +566,7 @@ def _open_zip(source: ByteSource, verify_crc: str) -> Checkpoint:
     for name in rel:
         match = _STORAGE_NAME.match(name)
         if match and match.group(1) not in used:
-            raise CheckpointError("PTH008", f"entry {prefix}/{name} is a storage no tensor uses")
+            raise refusal("PTH008", f"entry {prefix}/{name} is a storage no tensor uses")
     if verify_crc == "all":
         for name, entry in rel.items():
             if _STORAGE_NAME.match(name):
@@ -618,24 +617,24 @@ def _safetensors_header(source: ByteSource) -> tuple[int, _Pairs]:
     is parsed, when it has more ``:`` than that many tensors and 65,536 metadata keys need (each key has one):
     the peak stays under about five times the bound whatever the header holds."""
     if source.size < 8:
-        raise CheckpointError("PTH012", f"file of {source.size} bytes is too short for a safetensors header")
+        raise refusal("PTH012", f"file of {source.size} bytes is too short for a safetensors header")
     (length,) = struct.unpack("<Q", bytes(source.read(0, 8)))
     if length > MAX_SAFETENSORS_HEADER:
-        raise CheckpointError(
+        raise refusal(
             "PTH012",
             f"header length {length:,} exceeds the {MAX_SAFETENSORS_HEADER:,}-byte bound of a State's header",
         )
     if 8 + length > source.size:
-        raise CheckpointError("PTH012", f"header length {length} runs past the end of the file ({source.size} bytes)")
+        raise refusal("PTH012", f"header length {length} runs past the end of the file ({source.size} bytes)")
     raw = bytes(source.read(8, length))
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise CheckpointError("PTH012", f"header is not UTF-8 ({exc.reason} at byte {exc.start})") from None
+        raise refusal("PTH012", f"header is not UTF-8 ({exc.reason} at byte {exc.start})") from None
     del raw  # the text alone from here on
     colons = text.count(":")  # every key of the header has one (a string may hold more: it only counts more)
     if colons > _MAX_COLONS:  # 700,000 keys of plain values in 8 MiB would cost 160 MB parsed: refused unparsed
-        raise CheckpointError(
+        raise refusal(
             "PTH012",
             f"header has {colons:,} ':' (keys), more than {MAX_SAFETENSORS_TENSORS:,} tensors and their metadata "
             f"hold ({_MAX_COLONS:,})",
@@ -652,17 +651,15 @@ def _safetensors_header(source: ByteSource) -> tuple[int, _Pairs]:
     try:
         header = json.loads(text, object_pairs_hook=pairs, parse_constant=_reject_constant)
     except _TooManyObjects:
-        raise CheckpointError(
-            "PTH012", f"header holds more than {MAX_SAFETENSORS_TENSORS:,} objects (tensors)"
-        ) from None
+        raise refusal("PTH012", f"header holds more than {MAX_SAFETENSORS_TENSORS:,} objects (tensors)") from None
     except RecursionError:
-        raise CheckpointError("PTH012", "header JSON nests too deeply") from None
+        raise refusal("PTH012", "header JSON nests too deeply") from None
     except ValueError as exc:
-        raise CheckpointError("PTH012", f"header is not valid JSON: {clip(str(exc))}") from None
+        raise refusal("PTH012", f"header is not valid JSON: {clip(str(exc))}") from None
     if not isinstance(header, _Pairs):
-        raise CheckpointError("PTH012", f"header is a JSON {type(header).__name__}, not an object")
+        raise refusal("PTH012", f"header is a JSON {type(header).__name__}, not an object")
     if sum(1 for key, _ in header if key != "__metadata__") > MAX_SAFETENSORS_TENSORS:
-        raise CheckpointError("PTH012", f"header holds more than {MAX_SAFETENSORS_TENSORS:,} objects (tensors)")
+        raise refusal("PTH012", f"header holds more than {MAX_SAFETENSORS_TENSORS:,} objects (tensors)")
     return length, header
 
 
@@ -692,44 +689,40 @@ def _open_safetensors(source: ByteSource) -> Checkpoint:
     found: list[tuple[int, int, int, TensorInfo]] = []
     for order, (name, info) in enumerate(header):
         if name in seen:
-            raise CheckpointError("PTH007", f"tensor name {clip(name)!r} appears twice in the safetensors header")
+            raise refusal("PTH007", f"tensor name {clip(name)!r} appears twice in the safetensors header")
         seen.add(name)
         if name == "__metadata__":
             if not isinstance(info, _Pairs) or not all(isinstance(v, str) for _, v in info):
-                raise CheckpointError("PTH012", "__metadata__ must be an object of string values")
+                raise refusal("PTH012", "__metadata__ must be an object of string values")
             continue
         if not isinstance(info, _Pairs) or sorted(k for k, _ in info) != ["data_offsets", "dtype", "shape"]:
-            raise CheckpointError(
-                "PTH012", f"entry {clip(name)!r} must be an object with dtype, shape and data_offsets"
-            )
+            raise refusal("PTH012", f"entry {clip(name)!r} must be an object with dtype, shape and data_offsets")
         fields = dict(info)
         dtype, shape, offsets = fields["dtype"], fields["shape"], fields["data_offsets"]
         if not isinstance(dtype, str):
-            raise CheckpointError("PTH012", f"entry {clip(name)!r} has dtype {clip(repr(dtype))}, not a string")
+            raise refusal("PTH012", f"entry {clip(name)!r} has dtype {clip(repr(dtype))}, not a string")
         if dtype not in SAFETENSORS_DTYPES:
-            raise CheckpointError("PTH013", f"tensor {clip(name)!r} has unsupported dtype {clip(dtype)!r}")
+            raise refusal("PTH013", f"tensor {clip(name)!r} has unsupported dtype {clip(dtype)!r}")
         if not _is_uint_list(shape) or len(shape) > MAX_NDIM:
-            raise CheckpointError(
-                "PTH012", f"entry {clip(name)!r} has shape {shape!r:.80}, not a list of non-negative ints"
-            )
+            raise refusal("PTH012", f"entry {clip(name)!r} has shape {shape!r:.80}, not a list of non-negative ints")
         if _shape_overflows(shape, DTYPE_ITEMSIZE[SAFETENSORS_DTYPES[dtype]]):
-            raise CheckpointError(
+            raise refusal(
                 "PTH012",
                 f"tensor {clip(name)!r} has shape {shape!r:.80}, whose size overflows 64 bits (safetensors refuses it)",
             )
         if not _is_uint_list(offsets) or len(offsets) != 2:
-            raise CheckpointError("PTH012", f"entry {clip(name)!r} has data_offsets {offsets!r:.80}, not [begin, end]")
+            raise refusal("PTH012", f"entry {clip(name)!r} has data_offsets {offsets!r:.80}, not [begin, end]")
         begin, end = offsets
         torch_dtype = SAFETENSORS_DTYPES[dtype]
         shape_t = tuple(shape)
         nbytes = _numel(shape_t) * DTYPE_ITEMSIZE[torch_dtype]
         if begin > end or end > data_len:
-            raise CheckpointError(
+            raise refusal(
                 "PTH012",
                 f"tensor {clip(name)!r} data_offsets [{begin}, {end}] fall outside the {data_len}-byte data area",
             )
         if end - begin != nbytes:
-            raise CheckpointError(
+            raise refusal(
                 "PTH012",
                 f"tensor {clip(name)!r} of shape {shape} {dtype} needs {nbytes} bytes, data_offsets give {end - begin}",
             )
@@ -748,14 +741,12 @@ def _open_safetensors(source: ByteSource) -> Checkpoint:
     cursor = 0
     for begin, end, _, info_t in found:
         if begin < cursor:
-            raise CheckpointError(
-                "PTH012", f"tensor {clip(info_t.name)!r} overlaps the tensor before it (offset {begin})"
-            )
+            raise refusal("PTH012", f"tensor {clip(info_t.name)!r} overlaps the tensor before it (offset {begin})")
         if begin > cursor:
-            raise CheckpointError("PTH012", f"{begin - cursor} unused bytes before tensor {clip(info_t.name)!r}")
+            raise refusal("PTH012", f"{begin - cursor} unused bytes before tensor {clip(info_t.name)!r}")
         cursor = end
     if cursor != data_len:
-        raise CheckpointError("PTH012", f"{data_len - cursor} bytes after the last tensor are not described")
+        raise refusal("PTH012", f"{data_len - cursor} bytes after the last tensor are not described")
     return Checkpoint(
         kind="safetensors",
         writer="safetensors",

@@ -31,7 +31,6 @@ from typing import Any, TypeGuard
 
 from rwkv_registry.core.errors import RegistryError
 from rwkv_registry.core.fsio import open_regular, read_at_most
-from rwkv_registry.core.rules import RULES
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -49,7 +48,10 @@ __all__ = [
 DEFAULT_MAX_DEPTH = 64
 DEFAULT_MAX_BYTES = 64 * 2**20
 
-_HINT = RULES["SCH001"].hint  # one fix text for an unparseable JSON file, wherever it is reported
+# SCH001's fix (checks/json_files.py gives it to the rule): one text for an unparseable JSON file, wherever reported
+UNPARSEABLE_JSON_HINT = (
+    "Write UTF-8 JSON without duplicate keys, at most 64 levels deep; `python -m json.tool FILE` shows where it breaks."
+)
 _BIG_NUMBER_HINT = "Write numbers within ±1.7e308; JsonCpp (the server) and most JSON readers cannot hold more."
 
 # A JSON string, matched possessively (no backtracking); an unterminated one runs to the end.
@@ -85,7 +87,13 @@ class JsonLoadError(RegistryError, ValueError):
     """
 
     def __init__(
-        self, path: str, reason: str, *, line: int | None = None, col: int | None = None, hint: str = _HINT
+        self,
+        path: str,
+        reason: str,
+        *,
+        line: int | None = None,
+        col: int | None = None,
+        hint: str = UNPARSEABLE_JSON_HINT,
     ) -> None:
         where = f"line {line} column {col}: " if line is not None and col is not None else ""
         prefix = f"{path}: " if path else ""
@@ -326,7 +334,7 @@ def load_json_bytes(
             text, object_pairs_hook=_pairs_to_dict, parse_constant=_refuse_constant, parse_float=parse_float
         )
     except json.JSONDecodeError as exc:
-        raise JsonLoadError(path, exc.msg, line=exc.lineno, col=exc.colno, hint=_HINT) from None
+        raise JsonLoadError(path, exc.msg, line=exc.lineno, col=exc.colno, hint=UNPARSEABLE_JSON_HINT) from None
     except _DuplicateKey as exc:
         pos = _locate_duplicate(text, exc.key)
         line, col = _line_col(text, pos) if pos is not None else (None, None)
@@ -355,7 +363,7 @@ def load_json_bytes(
         ) from None
     except ValueError as exc:  # e.g. an integer longer than sys.get_int_max_str_digits()
         too_long = "integer string conversion" in str(exc)  # not Python's limit to raise: beyond a double anyway
-        raise JsonLoadError(path, str(exc), hint=_BIG_NUMBER_HINT if too_long else _HINT) from None
+        raise JsonLoadError(path, str(exc), hint=_BIG_NUMBER_HINT if too_long else UNPARSEABLE_JSON_HINT) from None
     if overflowed or _big_number_possible(data):
         big = _out_of_range_number(value)
         if big is not None:

@@ -35,6 +35,7 @@ import struct
 from dataclasses import dataclass
 
 from rwkv_registry.core.errors import CheckpointError
+from rwkv_registry.formats.rules import refusal
 
 __all__ = [
     "DTYPE_ITEMSIZE",
@@ -95,7 +96,7 @@ _GLOBAL_REBUILD = ("torch._utils", "_rebuild_tensor_v2")
 
 
 def _fail(code: str, message: str) -> CheckpointError:
-    return CheckpointError(code, message)
+    return refusal(code, message)
 
 
 @dataclass(frozen=True)

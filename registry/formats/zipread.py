@@ -67,6 +67,7 @@ from typing import Protocol
 
 from rwkv_registry.core.errors import CheckpointError
 from rwkv_registry.core.textsafe import clip
+from rwkv_registry.formats.rules import refusal
 
 __all__ = [
     "DESCRIPTOR_MAX",
@@ -186,7 +187,7 @@ def _q(name: str) -> str:
 
 
 def _fail(code: str, message: str) -> CheckpointError:
-    return CheckpointError(code, message)
+    return refusal(code, message)
 
 
 # --- end records -------------------------------------------------------------------------------

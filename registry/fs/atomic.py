@@ -93,6 +93,13 @@ FAULT_SIGNAL_ENV = "RWKV_REGISTRY_FAULT_SIGNAL"  # "INT": the fault point sends 
 WAIT_NOTICE_TTY_S = 1.0  # a blocked writer says that it waits after this long (stderr is a terminal)
 WAIT_NOTICE_S = 5.0  # ... and after this long when stderr is a pipe or a file (scripts, CI logs)
 MAX_JOURNAL = 16 * 1024 * 1024
+# LAY005's and LAY017's fixes (checks/layout.py gives them to the rules): the writers' refusals say the same
+LINK_OUTSIDE_HINT = "Replace the link by the file itself; nothing in the registry may point outside it."
+CASE_TWIN_HINT = (
+    "Two entries of one directory (`s1.pth` and `S1.pth`, `v1/` and `V1/`, or `é` written as one code point and as "
+    "`e` plus a combining accent) are one file on macOS and Windows: a clone there keeps only one of them, and "
+    "SHA256SUMS no longer matches. Rename or remove one (`git mv`), then run `rwkv-registry sums PATH`."
+)
 
 
 def _log() -> logging.Logger:
@@ -496,13 +503,11 @@ def refuse_case_twin(root: Path, rel: str) -> None:
     except OSError:
         return  # a directory still to be made, or unreadable: nothing there to collide with
     if twin is not None:
-        from rwkv_registry.core.rules import RULES
-
         shown = f"{parent_rel}/{twin}" if parent_rel else twin
         raise RefusedError(
             f"{clip(rel)!r} and {clip(shown)!r} differ only in letter case or Unicode normalization (LAY017): on "
             "macOS and Windows they would be one file; nothing was written",
-            hint=f"Give it another name. {RULES['LAY017'].hint}",
+            hint=f"Give it another name. {CASE_TWIN_HINT}",
             path=clip(rel),
         )
 
@@ -572,14 +577,12 @@ def index_link_outside(root: str | os.PathLike[str]) -> str | None:
 def refuse_index_link(root: str | os.PathLike[str]) -> None:
     """Raise :class:`RefusedError` (exit 1, as ``validate`` fails on it) when index.json is a symbolic link leaving
     the registry (LAY005): nothing is read through it or written."""
-    from rwkv_registry.core.rules import RULES
-
     link = index_link_outside(root)
     if link is not None:
         raise RefusedError(
             f"{os.path.join(root, 'index.json')} is a symbolic link to {link}, outside the registry (LAY005): "
             "not followed (nothing read through it, nothing written)",
-            hint=RULES["LAY005"].hint,
+            hint=LINK_OUTSIDE_HINT,
             path="index.json",
         )
 

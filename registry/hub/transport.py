@@ -461,12 +461,10 @@ class RemoteFile:
     # --- the ByteSource protocol ------------------------------------------------------------------
     def read(self, offset: int, length: int) -> bytes:
         """``length`` bytes at ``offset``, from what was fetched or by one new Range request."""
-        from rwkv_registry.core.errors import CheckpointError
+        from rwkv_registry.formats.rules import refusal
 
         if offset < 0 or length < 0 or offset + length > self.size:
-            raise CheckpointError(
-                "PTH001", f"read of {length} bytes at offset {offset} is beyond the end ({self.size} bytes)"
-            )
+            raise refusal("PTH001", f"read of {length} bytes at offset {offset} is beyond the end ({self.size} bytes)")
         if length == 0:
             return b""
         hit = self._cached(offset, length)

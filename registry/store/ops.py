@@ -20,10 +20,11 @@ from pathlib import Path, PurePosixPath
 from types import EllipsisType
 from typing import Any
 
+from rwkv_registry.checks.catalogue import finding
 from rwkv_registry.checks.git import published_in
 from rwkv_registry.core.errors import RefusedError, RegistryIOError, UsageError, os_error_hint
 from rwkv_registry.core.fsio import sha256_file
-from rwkv_registry.core.rules import Finding, Severity, finding
+from rwkv_registry.core.rules import Finding, Severity
 from rwkv_registry.engine.facts import (
     FactsCache,
     FileFacts,

@@ -396,7 +396,7 @@ ISSUE_26_CLASSES: list[tuple[str, str, str, str]] = [
 
 def issue26_table() -> str:
     """The markdown table of :data:`ISSUE_26_CLASSES` (no torch needed: the test rebuilds it)."""
-    from rwkv_registry.core.rules import RULES
+    from rwkv_registry.checks.catalogue import RULES
 
     lines = ["| class | rule | what the rule says | corpus case | test |", "|---|---|---|---|---|"]
     for what, code, case, test in ISSUE_26_CLASSES:

@@ -21,8 +21,8 @@ from evil_cases import CASES, good_archive, marker_for, write_case
 from regtools import TINY_BASE
 from rss_probe import MB, probe
 
+from rwkv_registry.checks.catalogue import RULES
 from rwkv_registry.core.errors import CheckpointError
-from rwkv_registry.core.rules import RULES
 from rwkv_registry.engine.facts import compute_facts
 from rwkv_registry.formats.ckpt import open_checkpoint
 
