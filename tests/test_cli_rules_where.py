@@ -158,5 +158,11 @@ def test_where_reads_the_checks_without_running_them() -> None:
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     loaded = set(json.loads(out))
     assert "rwkv_registry.checks.catalogue" in loaded and not loaded & {"torch", "textual"}
-    later = ("rwkv_registry.engine", "rwkv_registry.store", "rwkv_registry.hub", "rwkv_registry.tui", "rwkv_registry.model")
+    later = (
+        "rwkv_registry.engine",
+        "rwkv_registry.store",
+        "rwkv_registry.hub",
+        "rwkv_registry.tui",
+        "rwkv_registry.model",
+    )
     assert not any(m.startswith(later) for m in loaded)
