@@ -9,9 +9,10 @@ from the same exact test unless given).
 The score is written by :func:`ops.update_index`, the write ``add`` and ``smoke --record`` use: under the registry
 lock, index.json, the README's generated sections and SHA256SUMS in one journaled transaction. Before anything is
 written, the new score is checked against ``schemas/score.schema.json`` and by validate's own score rules
-(:func:`validate.score_findings`: IDX008, IDX009, IDX013, IDX014, IDX017, IDX020): any finding the new score brings,
-error or warning, on itself or on the scores compared against its weight, refuses the write (exit 1, nothing
-written). A score of the same run (benchmark, date and backend: :func:`validate.score_run`) as one recorded is
+(:func:`rwkv_registry.checks.index.score_findings`: IDX008, IDX009, IDX013, IDX014, IDX017, IDX020): any finding
+the new score brings, error or warning, on itself or on the scores compared against its weight, refuses the write
+(exit 1, nothing written). A score of the same run (benchmark, date and backend:
+:func:`rwkv_registry.checks.index.score_run`) as one recorded is
 refused unless ``--replace``, which replaces it in place.
 
 Scores are data about a weight, not the weight: they live in index.json and the README, at the registry's root,
@@ -411,7 +412,7 @@ def record_score(
     with it. ``replace``: replace the score of the same run (benchmark, date, backend), which must exist.
     ``new_unpublished``: create the unpublished weight ``target`` (``base``, ``method``, ``data_version``,
     ``description``), which must not exist."""
-    from rwkv_registry.engine.validate import score_findings, score_run
+    from rwkv_registry.checks.index import score_findings, score_run
     from rwkv_registry.fs.atomic import require_registry
     from rwkv_registry.store.ops import update_index
 

@@ -35,9 +35,22 @@ from rwkv_registry.index.arch import state_shape
 if TYPE_CHECKING:
     from rwkv_registry.checks.git import GitAhead
 from rwkv_registry.checks.catalogue import finding
+from rwkv_registry.checks.index import (
+    adapter_id_findings,
+    bases_findings,
+    data_version_findings,
+    index_items,
+    license_findings,
+    method_finding,
+    recommended_findings,
+    records,
+    same_bytes_findings,
+    score_findings,
+    server_findings,
+)
 from rwkv_registry.checks.miss import MIS013_BY_BASE_EDIT
 from rwkv_registry.checks.profiles import profile_findings
-from rwkv_registry.checks.train import base_files, older_than, train_command_findings, train_findings
+from rwkv_registry.checks.train import base_files, train_command_findings, train_findings
 from rwkv_registry.core.fsio import read_at_most, sha256_file
 from rwkv_registry.core.rules import Finding, Severity
 from rwkv_registry.core.textsafe import clip
@@ -56,7 +69,6 @@ from rwkv_registry.index.layout import (
     layout_ok,
     misplaced,
     name_key,
-    safe_rel,
 )
 from rwkv_registry.index.sums import FORMS as SUMS_FORMS
 from rwkv_registry.index.sums import SIG_NAME, SUMS_NAME, SumsLine, parse_sums
@@ -83,14 +95,6 @@ NOT_SUMMED = {SUMS_NAME, SIG_NAME, LOCK_NAME, JOURNAL_NAME, *HOUSEKEEPING}
 MAX_TEXT_BYTES = 64 * 2**20  # SHA256SUMS and README.md larger than this are refused unread
 # rwkv_lightning_cuda's kMaxUploadedStateBytes (include/rwkv/server/rwkv_uploaded_state_store.hpp): STA005
 STATE_UPLOAD_MAX_BYTES = 512 * 1024 * 1024
-# Vocabulary files known offline -> the embedding rows (vocab_size) of a model using them. The RWKV world vocabulary
-# has 65529 tokens (ids 1..65529, 0 ends a text), padded to 65536 rows in every G1 base (FORMATS §2, §6).
-KNOWN_VOCABS = {"rwkv_vocab_v20230424.txt": 65536}
-MIN_SERVER = "1.8.1"  # rwkv_lightning with State upload and /v1/adapters (seed 000)
-# registry.server: the first version after the server's name ("rwkv_lightning >= v1.8.1", "rwkv-lightning 1.9.0")
-_SERVER_VERSION = re.compile(
-    r"rwkv[_-]lightning(?:[_-]cuda)?\b[^0-9\n]{0,40}?(?<![\w.])(v?\d+\.\d+\.\d+\S*)", re.IGNORECASE
-)
 
 
 @dataclass
@@ -242,59 +246,6 @@ def _same(a: Any, b: Any) -> bool:
     if is_finite_number(a) and is_finite_number(b):
         return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
     return bool(a == b)
-
-
-def data_version_findings(items: list[dict[str, Any]]) -> list[Finding]:
-    """IDX016 on ``items`` (entries, then unpublished weights, in index.json order): the first item recording another
-    sha256 or row count for a (method, data version) than the first one of it. The slots do not meet, so ``add`` may
-    pass only the items of its entry's method and data version."""
-    out: list[Finding] = []
-    first: dict[tuple[Any, Any, str], tuple[Any, Any]] = {}  # (method, version, key) -> (value, id)
-    told: set[tuple[Any, Any, str]] = set()
-    for x in items:
-        data = x.get("data")
-        if not isinstance(data, dict) or not isinstance(data.get("version"), str):
-            continue  # SCH002
-        for key in ("sha256", "rows"):
-            value = data.get(key)
-            if value is None:
-                continue  # not recorded (an unpublished weight's): nothing to compare
-            slot = (x.get("method"), data["version"], key)
-            if slot not in first:
-                first[slot] = (value, x.get("id"))
-            elif first[slot][0] != value and slot not in told:
-                told.add(slot)
-                out.append(
-                    finding(
-                        "IDX016",
-                        "index.json",
-                        f"{x.get('method')} data {data['version']}: {first[slot][1]!r} records {key} "
-                        f"{first[slot][0]!r}, {x.get('id')!r} records {value!r}",
-                    )
-                )
-    return out
-
-
-def adapter_slot(e: Any) -> tuple[Any, str] | None:
-    """(base, adapter id) a MiSS entry registers under on the inference server (``adapter_id``, else its ``id``):
-    two entries with one slot are IDX012. None for a State entry, or an adapter id that is not a string."""
-    if not isinstance(e, dict) or e.get("method") != "miss":
-        return None
-    aid = e.get("adapter_id", e.get("id"))
-    return (e.get("base"), aid) if isinstance(aid, str) else None
-
-
-def same_bytes_finding(
-    path: str, entry: dict[str, Any], sha256: str, other: str, other_entry: dict[str, Any]
-) -> Finding:
-    """IDX011: the file of ``entry`` at ``path`` holds the bytes (``sha256``) of ``other_entry``'s at ``other``, which
-    comes first in index.json."""
-    return finding(
-        "IDX011",
-        path,
-        f"entry {entry.get('id')!r} holds the same bytes (sha256 {sha256[:12]}…) as entry {other_entry.get('id')!r} "
-        f"at {other}",
-    )
 
 
 class Snapshot:
@@ -701,363 +652,33 @@ class Validator:
         if not isinstance(value, dict):
             return None
         self.index = value
-        seen_bases: set[str] = set()
-        base_shas: dict[str, str] = {}
-        for b in value.get("bases", []) if isinstance(value.get("bases"), list) else []:
-            if not isinstance(b, dict) or not isinstance(b.get("name"), str):
-                continue
-            if b["name"] in seen_bases:
-                self.add(finding("IDX001", "index.json", f"base {b['name']!r} is listed twice"))
-            elif isinstance(b.get("sha256"), str):
-                sha = b["sha256"].lower()
-                if sha in base_shas:
-                    self.add(
-                        finding(
-                            "IDX010",
-                            "index.json",
-                            f"bases {base_shas[sha]!r} and {b['name']!r} both record sha256 {sha}: one base file "
-                            "registered twice",
-                        )
-                    )
-                base_shas.setdefault(sha, b["name"])
-            seen_bases.add(b["name"])
-            self.bases[b["name"]] = b
-        ids: set[Any] = set()  # as recorded, strings or not (self.ids keeps the strings)
-        for e in value.get("entries", []) if isinstance(value.get("entries"), list) else []:
-            if not isinstance(e, dict):
-                continue
-            eid, path = e.get("id"), e.get("path")
-            if eid in ids:
-                self.add(finding("IDX001", "index.json", f"entry id {eid!r} is used twice"))
-            ids.add(eid)
-            if not safe_rel(path):
-                self.add(finding("LAY006", "index.json", f"entry {eid!r}: path {path!r} is not a safe relative path"))
-                continue
-            if e.get("train") is not None and not safe_rel(e.get("train")):
-                self.add(
-                    finding(
-                        "LAY006", "index.json", f"entry {eid!r}: train {e.get('train')!r} is not a safe relative path"
-                    )
-                )
-            if path in self.entries_by_path:
-                self.add(
-                    finding(
-                        "IDX005",
-                        path,
-                        f"entries {self.entries_by_path[path].get('id')!r} and {eid!r} both record this path",
-                    )
-                )
-                continue
-            self.entries_by_path[path] = e
-            if "base" in e and e.get("base") not in self.bases:  # absent: SCH002
-                self.add(
-                    finding(
-                        "IDX002",
-                        "index.json",
-                        f"entry {eid!r} refers to base {e.get('base')!r}, which index.json does not list",
-                    )
-                )
-        for u in value.get("unpublished", []) if isinstance(value.get("unpublished"), list) else []:
-            if not isinstance(u, dict):
-                continue
-            uid = u.get("id")
-            if uid in ids:
-                self.add(
-                    finding("IDX001", "index.json", f"unpublished id {uid!r} is also used by an entry or listed twice")
-                )
-            ids.add(uid)
-            if "base" in u and u.get("base") not in self.bases:  # absent: SCH002
-                self.add(
-                    finding(
-                        "IDX002",
-                        "index.json",
-                        f"unpublished weight {uid!r} refers to base {u.get('base')!r}, which index.json does not list",
-                    )
-                )
-        self.ids = {i for i in ids if isinstance(i, str)}
+        rec, found = records(value)
+        self.findings += found
+        self.bases, self.entries_by_path, self.ids = rec.bases, rec.entries_by_path, rec.ids
         self.guarded(self.check_bases)
         self.guarded(self.check_adapter_ids, value)
         self.guarded(self.check_data_versions, value)
         self.guarded(self.check_scores, value)
         return value
 
+    # --- IDX (checks/index.py) ----------------------------------------------------------------------------------
     def check_data_versions(self, index: dict[str, Any]) -> None:
-        """IDX016: one (method, data version) with two sha256 or row counts, across bases and unpublished weights."""
-        items = [x for key in ("entries", "unpublished") for x in (index.get(key) or []) if isinstance(x, dict)]
-        self.findings += data_version_findings(items)
+        self.findings += data_version_findings(index_items(index))
 
     def check_adapter_ids(self, index: dict[str, Any]) -> None:
-        """IDX012: two MiSS entries of one base register under the same adapter id (:func:`adapter_slot`)."""
-        seen: dict[tuple[Any, str], Any] = {}
-        for e in index["entries"] if isinstance(index.get("entries"), list) else []:
-            key = adapter_slot(e)
-            if key is None:
-                continue  # not a MiSS entry, or SCH002
-            aid = key[1]
-            if key in seen and seen[key] == e.get("id"):
-                continue  # one id used twice: IDX001 says so
-            if key in seen:
-                self.add(
-                    finding(
-                        "IDX012",
-                        "index.json",
-                        f"entries {seen[key]!r} and {e.get('id')!r} of base {e.get('base')!r} both register as "
-                        f"adapter {aid!r}",
-                    )
-                )
-            else:
-                seen[key] = e.get("id")
+        self.findings += adapter_id_findings(index)
 
     def check_bases(self) -> None:
-        """IDX006 (directory name = base file name without .pth), IDX007 (superseded but active), IDX018
-        (vocabulary file against the embedding's row count)."""
-        from rwkv_registry.index.lineage import superseded
+        self.findings += bases_findings(self.bases)
 
-        for name, b in self.bases.items():
-            vocab, arch = b.get("vocab"), b.get("architecture")
-            rows = arch.get("vocab_size") if isinstance(arch, dict) else None
-            known = KNOWN_VOCABS.get(PurePosixPath(vocab).name) if isinstance(vocab, str) else None
-            if known is not None and is_integer(rows) and rows != known:
-                self.add(
-                    finding(
-                        "IDX018",
-                        "index.json",
-                        f"base {name!r} records vocabulary {vocab!r} ({known} embedding rows), "
-                        f"but its architecture has vocab_size {rows}",
-                    )
-                )
-            file = (b.get("source") or {}).get("file") if isinstance(b.get("source"), dict) else None
-            if isinstance(file, str) and PurePosixPath(file).stem != name:
-                self.add(
-                    finding(
-                        "IDX006",
-                        "index.json",
-                        f"base {name!r} comes from file {file!r}: its directory must be {PurePosixPath(file).stem!r}",
-                    )
-                )
-        for name, newer in sorted(superseded(self.bases.values()).items()):
-            if self.bases[name].get("status") == "active":
-                self.add(
-                    finding(
-                        "IDX007",
-                        "index.json",
-                        f"base {name!r} is superseded by {newer!r} (same family, newer) but its status is active",
-                    )
-                )
-
-    def check_scores(self, index: dict[str, Any], only: Callable[[dict[str, Any]], bool] | None = None) -> None:
-        """IDX008 (solved <= total, run scores, steps, comparison targets), IDX009 (p-values), IDX013 (score
-        arithmetic), IDX014 (paired comparison against another run), IDX017 (the adapter a score measured), IDX020
-        (two scores of one run).
-        ``only``: check just the bases, entries and
-        unpublished weights it accepts (``add``: the new entry, and those compared against it)."""
-        from rwkv_registry.index.stats import mcnemar_exact
-
-        known = self.ids | set(self.bases)
-        owners: list[tuple[str, dict[str, Any]]] = [(f"base {n!r}", b) for n, b in self.bases.items()]
-        for kind, key in (("entry", "entries"), ("unpublished weight", "unpublished")):
-            items = index[key] if isinstance(index.get(key), list) else []
-            owners += [(f"{kind} {x.get('id')!r}", x) for x in items if isinstance(x, dict)]
-        by_id: dict[str, dict[str, Any]] = dict(self.bases)
-        by_id.update({x["id"]: x for _, x in owners if isinstance(x.get("id"), str)})
-        for who, item in owners:
-            if only is not None and not only(item):
-                continue
-            below = item.get("on_top_of")
-            if isinstance(below, str) and (below not in self.ids or below == item.get("id")):
-                self.add(
-                    finding(
-                        "IDX008", "index.json", f"{who}: on_top_of {below!r} is no other entry or unpublished weight"
-                    )
-                )
-            step, total_steps = item.get("step"), item.get("total_steps")
-            if is_integer(step) and is_integer(total_steps) and step > total_steps:
-                self.add(finding("IDX008", "index.json", f"{who}: step {step} is beyond total_steps {total_steps}"))
-            runs: set[tuple[str, ...]] = set()
-            for sc in item.get("scores") or [] if isinstance(item.get("scores"), list) else []:
-                if isinstance(sc, dict):
-                    where = f"{who}, {sc.get('benchmark')} {sc.get('date')}"
-                    self.check_score(where, sc, known, mcnemar_exact)
-                    self.check_score_version(where, sc, item)
-                    self.check_score_sums(where, sc)
-                    self.check_comparison_run(where, sc, by_id)
-                    if score_run(sc) in runs:
-                        backend = sc.get("backend") or "backend not recorded"
-                        self.add(finding("IDX020", "index.json", f"{where}: a second score of that run ({backend})"))
-                    runs.add(score_run(sc))
-
-    def check_score_version(self, who: str, sc: dict[str, Any], item: dict[str, Any]) -> None:
-        """IDX017: the content_version the server registered when a score was measured (seed 000: "三个版本号与
-        2026-10-17 跑分时端点上登记的一致") is the entry's file's; a State or a base has none to record."""
-        cv = sc.get("content_version")
-        if not isinstance(cv, str):
-            return  # null or absent: not recorded (a wrong type is SCH002)
-        if item.get("method") == "miss":
-            rec = item.get("miss")
-            own = rec.get("content_version") if isinstance(rec, dict) else None
-            if isinstance(own, str) and own != cv:  # an unpublished adapter has no file to compare with
-                self.add(
-                    finding(
-                        "IDX017",
-                        "index.json",
-                        f"{who}: measured on the adapter registered as content_version {cv}, "
-                        f"but this entry's file is {own}",
-                    )
-                )
-        else:
-            what = "a State" if item.get("method") == "state" else "a base"
-            self.add(finding("IDX017", "index.json", f"{who}: records content_version {cv}, but {what} has none"))
-
-    def check_score_sums(self, who: str, sc: dict[str, Any]) -> None:
-        """IDX013: the headline against solved/total, the mean of the run scores, and whole-benchmark categories."""
-        score, unit, solved, total = sc.get("score"), sc.get("unit"), sc.get("solved"), sc.get("total")
-        if not is_finite_number(score):
-            return  # SCH002
-        if is_finite_number(solved) and is_integer(total) and total > 0:
-            if unit == "percent":
-                expected, tol = 100 * solved / total, _rounding(score) + 100 * _rounding(solved) / total
-            elif unit == "points":
-                expected, tol = float(solved), _rounding(score) + _rounding(solved)
-            else:
-                expected, tol = float(score), 0.0  # unknown unit: SCH002
-            if abs(score - expected) > tol + 1e-9:
-                self.add(
-                    finding(
-                        "IDX013",
-                        "index.json",
-                        f"{who}: score {_shown(score, unit)} but solved {solved:g} of {total} gives {expected:.4g}",
-                    )
-                )
-        runs = sc.get("run_scores")
-        if isinstance(runs, list) and runs and all(is_finite_number(r) for r in runs):
-            mean = math.fsum(runs) / len(runs)
-            if abs(score - mean) > _rounding(score) + max(_rounding(r) for r in runs) + 1e-9:
-                self.add(
-                    finding(
-                        "IDX013",
-                        "index.json",
-                        f"{who}: score {_shown(score, unit)} but its run scores "
-                        f"{', '.join(f'{r:g}' for r in runs)} average {mean:.4g}",
-                    )
-                )
-        cats = (
-            [c for c in (sc.get("by_category") or {}).values() if isinstance(c, dict)]
-            if isinstance(sc.get("by_category"), dict)
-            else []
-        )
-        if not cats or not is_integer(total) or not all(is_integer(c.get("total")) for c in cats):
-            return
-        cat_total = sum(c["total"] for c in cats)
-        if cat_total > total:
-            self.add(
-                finding(
-                    "IDX013", "index.json", f"{who}: the categories hold {cat_total} questions, the total is {total}"
-                )
-            )
-        elif (
-            cat_total == total
-            and is_finite_number(solved)
-            and all(is_finite_number(c.get("solved")) for c in cats)
-            and abs(math.fsum(c["solved"] for c in cats) - solved)
-            > _rounding(solved) + sum(_rounding(c["solved"]) for c in cats) + 1e-9
-        ):
-            self.add(
-                finding(
-                    "IDX013",
-                    "index.json",
-                    f"{who}: the categories solve {math.fsum(c['solved'] for c in cats):g} of {total}, "
-                    f"the score says {solved:g}",
-                )
-            )
-
-    def check_comparison_run(self, who: str, sc: dict[str, Any], by_id: dict[str, dict[str, Any]]) -> None:
-        """IDX014: a paired comparison against a weight whose scores on that benchmark are of another run."""
-        comp = sc.get("comparison")
-        against = comp.get("against") if isinstance(comp, dict) else None
-        other = by_id.get(against) if isinstance(against, str) else None
-        if other is None or not isinstance(other.get("scores"), list):
-            return  # unknown target: IDX008
-        same_bench = [s for s in other["scores"] if isinstance(s, dict) and s.get("benchmark") == sc.get("benchmark")]
-        if not same_bench:
-            return  # the other weight's score on it is not recorded: nothing to compare with
-        if not any(s.get("date") == sc.get("date") and s.get("backend") == sc.get("backend") for s in same_bench):
-            runs = "; ".join(f"{s.get('date')} ({s.get('backend') or 'backend not recorded'})" for s in same_bench)
-            self.add(
-                finding(
-                    "IDX014",
-                    "index.json",
-                    f"{who}: compared question by question against {against!r}, whose "
-                    f"{sc.get('benchmark')} scores are of {runs}, not of {sc.get('date')} "
-                    f"({sc.get('backend') or 'backend not recorded'})",
-                )
-            )
-
-    def check_score(self, who: str, sc: dict[str, Any], known: set[str], mcnemar: Callable[[int, int], float]) -> None:
-        def over(solved: Any, total: Any, what: str) -> None:
-            if is_finite_number(solved) and is_finite_number(total) and solved > total:
-                self.add(finding("IDX008", "index.json", f"{who}: {what}solved {solved} of {total}"))
-
-        over(sc.get("solved"), sc.get("total"), "")
-        categories = sc["by_category"] if isinstance(sc.get("by_category"), dict) else {}
-        for name, cat in categories.items():
-            if isinstance(cat, dict):
-                over(cat.get("solved"), cat.get("total"), f"category {name!r}: ")
-        run_scores, runs = sc.get("run_scores"), sc.get("runs")
-        if isinstance(run_scores, list) and is_integer(runs) and len(run_scores) != runs:
-            self.add(finding("IDX008", "index.json", f"{who}: {len(run_scores)} run scores for {runs} runs"))
-        comp = sc.get("comparison")
-        if not isinstance(comp, dict):
-            return
-        if isinstance(comp.get("against"), str) and comp["against"] not in known:
-            self.add(
-                finding(
-                    "IDX008",
-                    "index.json",
-                    f"{who}: compared against {comp['against']!r}, which is no entry, unpublished weight or base",
-                )
-            )
-        wins, losses, p = comp.get("wins"), comp.get("losses"), comp.get("p_value")
-        if (
-            is_integer(wins)
-            and is_integer(losses)
-            and is_finite_number(sc.get("total"))
-            and wins + losses > sc["total"]
-        ):
-            self.add(
-                finding("IDX008", "index.json", f"{who}: +{wins}/-{losses} differ on more than {sc['total']} questions")
-            )
-        if is_integer(wins) and is_integer(losses) and is_finite_number(p):
-            exact = mcnemar(wins, losses)
-            if abs(p - exact) > max(0.005, 0.25 * exact):
-                self.add(
-                    finding(
-                        "IDX009",
-                        "index.json",
-                        f"{who}: p_value {p:g} for +{wins}/-{losses}; the exact two-sided McNemar test "
-                        f"gives {exact:.2g}",
-                    )
-                )
+    def check_scores(self, index: dict[str, Any]) -> None:
+        self.findings += score_findings(index, bases=self.bases, ids=self.ids)
 
     def check_license(self, tree: Tree) -> None:
-        """IDX015: a LICENSE file while index.json says no licence is chosen (seed 000: "本仓库尚未指定许可证")."""
-        registry = self.index.get("registry") if self.index is not None else None
-        if not isinstance(registry, dict) or "license" not in registry or registry["license"] is not None:
-            return  # absent or unreadable: SCH002
-        for name in sorted(n for n in ("LICENSE", "LICENSE.md", "LICENSE.txt") if n in tree.files):
-            self.add(finding("IDX015", name, f"{name} exists, but index.json records registry.license null"))
+        self.findings += license_findings(self.index, (r for r in tree.files if "/" not in r))
 
     def check_server(self) -> None:
-        """IDX019: registry.server names rwkv_lightning with a version older than v1.8.1 (seed 000: "需要支持 State
-        上传和 /v1/adapters 的 rwkv_lightning 推理服务（v1.8.1 及以后）"). Free text: only a version written after
-        the name rwkv_lightning is compared, as TRN002 compares trainer versions; no version, nothing to say."""
-        registry = self.index.get("registry") if self.index is not None else None
-        server = registry.get("server") if isinstance(registry, dict) else None
-        m = _SERVER_VERSION.search(server) if isinstance(server, str) else None
-        if m is None:
-            return
-        version = m.group(1).rstrip(".,;:)")
-        if older_than(version, MIN_SERVER):
-            self.add(finding("IDX019", "index.json", f"registry.server {server!r}: {version} is older than 1.8.1"))
+        self.findings += server_findings(self.index)
 
     def check_layout(self, tree: Tree) -> None:
         base_dirs = {d for d in tree.dirs if "/" not in d}
@@ -1148,7 +769,6 @@ class Validator:
         for rel in weights:
             if rel not in self.entries_by_path:
                 self.add(finding("LAY007", rel, "no entry in index.json records this file"))
-        recommended: Counter[tuple[str, str]] = Counter()
         for path, e in self.entries_by_path.items():
             eid = e.get("id")
             parts = path.split("/")
@@ -1176,8 +796,6 @@ class Validator:
                         f"entry {eid!r}: train {train!r} is not the train.json of its data-version directory",
                     )
                 )
-            if e.get("recommended") is True:
-                recommended[(str(e.get("base")), str(method))] += 1
             self.findings += profile_findings(path, e)
             if path not in tree.files:
                 self.add(finding("LAY008", path, f"entry {eid!r}: the file does not exist"))
@@ -1190,26 +808,12 @@ class Validator:
                 continue  # in a place outside the layout: LAY004 already
             self.check_file(path, e, f)
         self.check_same_bytes(facts)
-        for (base, method), n in recommended.items():
-            if n > 1:
-                self.add(
-                    finding("IDX004", "index.json", f"{n} entries of base {base} and method {method} are recommended")
-                )
+        self.findings += recommended_findings(self.entries_by_path.values())
 
     def check_same_bytes(self, facts: dict[str, FileFacts | OSError]) -> None:
-        """IDX011: two entries whose files hold the same bytes (LFS pointers are not the bytes: LFS001)."""
-        first: dict[str, str] = {}
-        for path in self.entries_by_path:  # index.json order: the later entry is the copy
-            f = facts.get(path)
-            if not isinstance(f, FileFacts) or f.kind == "lfs-pointer":
-                continue
-            if f.sha256 in first:
-                other = first[f.sha256]
-                self.add(
-                    same_bytes_finding(path, self.entries_by_path[path], f.sha256, other, self.entries_by_path[other])
-                )
-            else:
-                first[f.sha256] = path
+        """IDX011 (LFS pointers are not the bytes: LFS001)."""
+        shas = {p: f.sha256 for p, f in facts.items() if isinstance(f, FileFacts) and f.kind != "lfs-pointer"}
+        self.findings += same_bytes_findings(self.entries_by_path, shas)
 
     def check_file(self, path: str, e: dict[str, Any], f: FileFacts) -> None:
         content = f.content_findings(path)
@@ -1236,15 +840,9 @@ class Validator:
         if stray is not None:
             self.add(stray)
             return
-        if f.method != method:
-            self.add(
-                finding(
-                    "IDX003",
-                    path,
-                    f"index.json says {method}, the file holds "
-                    f"{'a ' + f.method if f.method else 'neither a State nor a MiSS adapter'}",
-                )
-            )
+        wrong = method_finding(path, method, f.method)  # IDX003
+        if wrong is not None:
+            self.add(wrong)
             return
         base = self.bases.get(str(e.get("base")))
         arch = (base or {}).get("architecture") if isinstance(base, dict) else None
@@ -1702,33 +1300,6 @@ _PROBE_BASE = "rwkv7-new-20990101-ctx4096"  # a base directory name of the layou
 _MOVE_NOISE = frozenset({"LAY007", "LAY008", "HSH004", "TRN003", "TRN006"})
 
 
-def bases_findings(bases: list[dict[str, Any]]) -> list[Finding]:
-    """IDX006, IDX007 and IDX018 (:meth:`Validator.check_bases`) on the bases of an index.json that follows its
-    schema."""
-    v = Validator(Path("."), use_cache=False, since=None)  # no tree walked: only the base rules run
-    v.bases = {b["name"]: b for b in bases}
-    v.check_bases()
-    return v.findings
-
-
-def score_run(sc: dict[str, Any]) -> tuple[str, ...]:
-    """The run a score is of: its benchmark, date and backend (IDX020: one score per run of a weight; IDX014
-    pairs a comparison with the other weight's score of the same run). Values of a wrong type (SCH002) are
-    their ``repr``, so that the key is always hashable."""
-    return tuple(v if isinstance(v, str) else repr(v) for v in (sc.get("benchmark"), sc.get("date"), sc.get("backend")))
-
-
-def score_findings(index: dict[str, Any], only: Callable[[dict[str, Any]], bool]) -> list[Finding]:
-    """The score rules (IDX008, IDX009, IDX013, IDX014, IDX017, IDX020) on the bases, entries and unpublished weights of
-    ``index`` (one that follows its schema, as ``add`` holds) that ``only`` accepts, as ``validate`` gives them."""
-    v = Validator(Path("."), use_cache=False, since=None)  # no tree walked: only the score rules run
-    v.bases = {b["name"]: b for b in index["bases"]}
-    items = [x for key in ("entries", "unpublished") for x in index.get(key) or []]
-    v.ids = {x["id"] for x in items if isinstance(x.get("id"), str)}
-    v.check_scores(index, only)
-    return v.findings
-
-
 class _Invalid:
     """A parsed JSON value that failed its schema (rules still look at what they can)."""
 
@@ -1769,20 +1340,6 @@ def readme_verdict_key(readme_sha256: str, index_sha256: str, digests: str | Non
     """The validation cache's key for :func:`readme_verdict` on the README and index.json of these sha256s, with
     the schema files' and the code's digests (as :func:`json_verdict_key`)."""
     return f"readme:{readme_sha256}:{index_sha256}:{digests or f'{schema_digest()}:{code_digest()}'}"
-
-
-def _shown(score: float, unit: Any) -> str:
-    return f"{score:g}{'%' if unit == 'percent' else ''}"
-
-
-def _rounding(x: float) -> float:
-    """Half a unit of the last decimal a recorded number shows (0 for an integer): the rounding it may carry."""
-    if is_integer(x):
-        return 0.0
-    text = repr(float(x))
-    if "e" in text or "." not in text:
-        return 0.0
-    return 0.5 * 10 ** -len(text.split(".")[1])
 
 
 def _basename(rel: str) -> str:

@@ -738,14 +738,16 @@ def _base_warnings(root: Path, before: dict[str, Any], after: dict[str, Any]) ->
     names the new base's file and not its own base's: only those whose bytes hold the name are parsed), IDX009,
     IDX013 and IDX014 (its scores, and comparisons against it). The others cannot change: no entry, file or
     directory but the new base's ``.gitkeep`` placeholders is written."""
+    from rwkv_registry.checks.index import bases_findings
     from rwkv_registry.checks.train import base_files, train_command_findings
-    from rwkv_registry.engine.validate import bases_findings, sort_findings
+    from rwkv_registry.engine.validate import sort_findings
     from rwkv_registry.formats.jsonload import JsonLoadError, load_json_bytes, read_json_bytes
 
     new = after["bases"][-1]
     name = new["name"]
-    prior = {_seen(f) for f in bases_findings(before["bases"])}
-    out = [f for f in bases_findings(after["bases"]) if f.severity == Severity.WARNING and _seen(f) not in prior]
+    prior = {_seen(f) for f in bases_findings({b["name"]: b for b in before["bases"]})}
+    now = bases_findings({b["name"]: b for b in after["bases"]})
+    out = [f for f in now if f.severity == Severity.WARNING and _seen(f) not in prior]
     files_before = base_files({b["name"]: b for b in before["bases"]})
     files_after = base_files({b["name"]: b for b in after["bases"]})
     needle = name.encode()  # in the file name, which JSON writes as it is (unless \u-escaped)
@@ -904,8 +906,8 @@ def add_entry(
     appended to ``displaced`` when one is given, read under the same lock as the write. ``warnings``: extended
     with the warnings, and the notes (info: TRN006), that ``validate`` will report because of the new entry.
     """
+    from rwkv_registry.checks.index import adapter_slot
     from rwkv_registry.engine.validate import (
-        adapter_slot,
         json_verdict,
         json_verdict_key,
         readme_verdict,
@@ -1324,7 +1326,7 @@ def _new_score_warnings(
     An error among them (IDX008: solved over total, run scores that are not one per run, a comparison against an
     unknown weight, more wins and losses than questions, a step beyond total_steps) is refused with its code
     (:class:`RefusedError`): ``add`` never writes an index.json that ``validate`` then fails."""
-    from rwkv_registry.engine.validate import score_findings
+    from rwkv_registry.checks.index import score_findings
 
     if not item.get("scores") and "total_steps" not in item:
         return []  # nothing to check, nor to compare with (IDX014 needs its scores on the benchmark)
@@ -1364,9 +1366,10 @@ def _entry_warnings(
     bytes), IDX016 (its data records against the others of its method and data version), IDX009, IDX013 and IDX014
     (its scores, and comparisons against it). Not IDX004 (``--recommended`` takes the mark), IDX007 and LAY011 (no
     base or directory changes), IDX015 (no licence changes), HSH007 (SHA256SUMS is written canonical)."""
+    from rwkv_registry.checks.index import data_version_findings, same_bytes_finding
     from rwkv_registry.checks.profiles import profile_findings
     from rwkv_registry.checks.train import base_files, train_command_findings
-    from rwkv_registry.engine.validate import data_version_findings, same_bytes_finding, sort_findings
+    from rwkv_registry.engine.validate import sort_findings
 
     entry = index["entries"][-1]
     others = index["entries"][:-1]
