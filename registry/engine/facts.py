@@ -16,7 +16,6 @@ import hashlib
 import json
 import mmap
 import os
-import re
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from rwkv_registry.checks.catalogue import RULES, finding
+from rwkv_registry.checks.state import holds_a_state, time_state_name
 from rwkv_registry.core.codekey import code_digest
 from rwkv_registry.core.errors import CheckpointError
 from rwkv_registry.core.rules import Finding
@@ -32,26 +32,6 @@ from rwkv_registry.core.textsafe import clip
 MAX_ITEMS = 50_000  # index.json entries whose schema errors the cache keeps
 _JOURNAL_MAX = 8 << 20  # bytes of the journal read back (FactsCache.journal); beyond, ignored
 _JOURNAL_APPEND_MAX = 1 << 20  # a save appends to the journal up to this size, then rewrites the cache file
-_STATE_NAME = re.compile(r"^blocks\.(\d+)\.att\.time_state$")
-_WHOLE_MODEL = frozenset({"emb.weight", "head.weight"})
-
-
-def time_state_name(name: str) -> bool:
-    """Whether rwkv_lightning_cuda counts ``name`` as a State tensor: ``blocks.`` + something + ``.att.time_state``
-    (Alic-Li/rwkv_lightning_cuda ``src/server/rwkv_uploaded_state_store.cpp``, ``is_time_state_tensor``). Whether
-    the something is a layer number is the State rules' question (STA001), as it is the server's next one."""
-    return len(name) > 22 and name.startswith("blocks.") and name.endswith(".att.time_state")
-
-
-def holds_a_state(names: Iterable[str]) -> bool:
-    """A file without a MiSS manifest is a State when it holds a time-state tensor (:func:`time_state_name`), as
-    the server's upload check has it (``validate_state_pth``: the other tensors are skipped), unless it is a whole
-    model (``emb.weight`` and ``head.weight``: a base, or a State merged into one) or holds MiSS ``.D`` tensors
-    (an adapter without its manifest, MIS001)."""
-    names = list(names)
-    if not any(time_state_name(n) for n in names):
-        return False
-    return not (set(names) >= _WHOLE_MODEL or any(n.endswith(".D") for n in names))
 
 
 def cache_version() -> list[str]:
@@ -205,18 +185,6 @@ def checkpoint_facts(facts: FileFacts, ck: Any) -> None:
     elif holds_a_state(ck.tensors):
         facts.method = "state"
         _state_facts(facts, ck)
-
-
-def stray_state_finding(facts: FileFacts, path: str) -> Finding | None:
-    """STA001 for a file that is neither method but holds ``blocks.N.att.time_state`` tensors beside others that
-    make it no State (:func:`holds_a_state`: a whole model, or MiSS ``.D`` tensors), naming up to three of the
-    others; else None."""
-    names = [t[0] for t in facts.tensors]
-    others = [n for n in names if not _STATE_NAME.match(n)]
-    if facts.method is not None or not others or len(others) == len(names):
-        return None
-    shown = [clip(n) for n in sorted(set(others), key=lambda n: (len(n), n))[:3]]  # a 20 MB name: 200 characters
-    return finding("STA001", path, f"{len(names) - len(others)} state tensors and others besides: unexpected {shown}")
 
 
 # Which bytes of a little-endian float hold the bits of its exponent, and which of them: a float is NaN or

@@ -30,7 +30,6 @@ from rwkv_registry import __version__
 from rwkv_registry.core.codekey import code_digest  # the verdict keys' and the facts cache's: the code deciding them
 from rwkv_registry.core.errors import UsageError
 from rwkv_registry.fs.atomic import JOURNAL_NAME, LOCK_NAME, TMP_PREFIX, registry_around, require_directory, within
-from rwkv_registry.index.arch import state_shape
 
 if TYPE_CHECKING:
     from rwkv_registry.checks.git import GitAhead
@@ -50,6 +49,7 @@ from rwkv_registry.checks.index import (
 )
 from rwkv_registry.checks.miss import MIS013_BY_BASE_EDIT
 from rwkv_registry.checks.profiles import profile_findings
+from rwkv_registry.checks.state import state_findings, stray_state_finding
 from rwkv_registry.checks.train import base_files, train_command_findings, train_findings
 from rwkv_registry.core.fsio import read_at_most, sha256_file
 from rwkv_registry.core.rules import Finding, Severity
@@ -58,8 +58,6 @@ from rwkv_registry.engine.facts import (
     FactsCache,
     FileFacts,
     gather_facts,
-    stray_state_finding,
-    time_state_name,
 )
 from rwkv_registry.formats.jsonload import is_finite_number, is_integer
 from rwkv_registry.index.layout import (
@@ -94,7 +92,6 @@ HOUSEKEEPING = frozenset({".gitignore", ".pre-commit-config.yaml"})
 NOT_SUMMED = {SUMS_NAME, SIG_NAME, LOCK_NAME, JOURNAL_NAME, *HOUSEKEEPING}
 MAX_TEXT_BYTES = 64 * 2**20  # SHA256SUMS and README.md larger than this are refused unread
 # rwkv_lightning_cuda's kMaxUploadedStateBytes (include/rwkv/server/rwkv_uploaded_state_store.hpp): STA005
-STATE_UPLOAD_MAX_BYTES = 512 * 1024 * 1024
 
 
 @dataclass
@@ -836,7 +833,7 @@ class Validator:
         if method == "miss" and f.method is None and any(t[0].endswith(".D") for t in f.tensors):
             self.add(finding("MIS001", path, "the file holds D tensors but no archive/miss.json manifest"))
             return
-        stray = stray_state_finding(f, path) if method == "state" else None
+        stray = stray_state_finding(path, f.method, [t[0] for t in f.tensors]) if method == "state" else None
         if stray is not None:
             self.add(stray)
             return
@@ -852,62 +849,7 @@ class Validator:
             self.check_miss(path, e, f, base, arch)
 
     def check_state(self, path: str, f: FileFacts, arch: dict[str, Any] | None) -> None:
-        """The State rules, as rwkv_lightning_cuda applies them (Alic-Li/rwkv_lightning_cuda): on upload
-        (``src/server/rwkv_uploaded_state_store.cpp``, ``UploadedStateStore::upload`` and ``validate_state_pth``)
-        and when a request loads the State on the running base (``src/backend/rwkv7_fast_v4.cu``,
-        ``ModelBackend::load_state_from_pth``); docs/state-files.md lists each check beside ours."""
-        if f.size > STATE_UPLOAD_MAX_BYTES:  # upload: "uploaded state file exceeds the 512 MiB limit"
-            self.add(
-                finding(
-                    "STA005", path, f"{f.size} bytes; the server refuses State uploads over {STATE_UPLOAD_MAX_BYTES}"
-                )
-            )
-        if f.kind == "safetensors":  # upload: PthArchive::open, "invalid state PTH"
-            self.add(finding("STA007", path, "a safetensors file: the server's State upload opens torch .pth archives"))
-        states = [t for t in f.tensors if time_state_name(t[0])]
-        others = [t for t in f.tensors if not time_state_name(t[0])]  # validate_state_pth skips them
-        if others:
-            shown = sorted({t[0] for t in others}, key=lambda n: (len(n), n))[:3]
-            self.add(finding("STA006", path, f"{len(others)} tensor(s) besides the time states: {shown}"))
-        for name, dtype, _shape in others:
-            if dtype not in ("bfloat16", "float32"):  # parse_pth_tensor_records: BFloat16Storage, FloatStorage only
-                self.add(finding("STA003", path, f"{name} is {dtype}: the server's reader takes bfloat16 and float32"))
-        names = [t[0] for t in states]
-        if len(set(names)) != len(names):  # upload: "duplicate state tensor"
-            self.add(finding("STA001", path, "a tensor name appears twice"))
-        for name, dtype, _shape in states:  # upload and load: "invalid shape or dtype for state tensor"
-            if dtype not in ("bfloat16", "float32"):
-                self.add(finding("STA003", path, f"{clip(name)} is {dtype}"))
-        if not isinstance(arch, dict):
-            return
-        n_layer = arch.get("n_layer")
-        want = (  # at most 3 names more than the file holds (the message shows 3): bounded, n_layer may be 2**31
-            [f"blocks.{i}.att.time_state" for i in range(min(n_layer, len(names) + 3))]
-            if isinstance(n_layer, int)
-            else []
-        )
-        if sorted(names) != sorted(want):
-            missing = sorted(set(want) - set(names), key=len)[:3]
-            extra = [clip(n) for n in sorted(set(names) - set(want), key=len)[:3]]  # a 20 MB name: 200 characters
-            self.add(
-                finding(
-                    "STA001",
-                    path,
-                    f"{len(names)} state tensors for a {n_layer}-layer base"
-                    + (f"; missing {missing}" if missing else "")
-                    + (f"; unexpected {extra}" if extra else ""),
-                )
-            )
-        try:
-            shape = list(state_shape(arch))
-        except (KeyError, TypeError, ValueError):
-            return
-        for name, _dtype, got in states:  # load: the shape must be [heads, head_size, head_size] of the base
-            if list(got) != shape:
-                self.add(
-                    finding("STA002", path, f"{clip(name)} has shape {list(got)}, the base needs {shape} [H, V, K]")
-                )
-                break
+        self.findings += state_findings(path, f.size, f.kind, f.tensors, arch)
 
     def check_miss(
         self, path: str, e: dict[str, Any], f: FileFacts, base: dict[str, Any] | None, arch: dict[str, Any] | None

@@ -22,6 +22,7 @@ from typing import Any
 
 from rwkv_registry.checks.catalogue import finding
 from rwkv_registry.checks.git import published_in
+from rwkv_registry.checks.state import stray_state_finding
 from rwkv_registry.core.errors import RefusedError, RegistryIOError, UsageError, os_error_hint
 from rwkv_registry.core.fsio import sha256_file
 from rwkv_registry.core.rules import Finding, Severity
@@ -31,7 +32,6 @@ from rwkv_registry.engine.facts import (
     compute_facts,
     gather_facts,
     stat_key,
-    stray_state_finding,
 )
 from rwkv_registry.engine.validate import collector_paused
 from rwkv_registry.fs.atomic import TMP_PREFIX, Transaction, read_stamps, refuse_unsafe_path, registry_lock, within
@@ -849,7 +849,7 @@ def check_weight_file(facts: FileFacts, base: dict[str, Any], display: str) -> l
     method = facts.method
     if method is None:  # unreadable (empty, truncated, not a zip...) says so first
         broken = [f for f in facts.content_findings(display) if f.severity == Severity.ERROR]
-        stray = stray_state_finding(facts, display)
+        stray = stray_state_finding(display, facts.method, [t[0] for t in facts.tensors])
         if stray is not None and not broken:
             return [stray]
         return broken or [
