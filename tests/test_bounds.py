@@ -249,7 +249,8 @@ def test_index_declaring_a_huge_base_is_checked_in_bounded_time(
 
 def test_huge_sums_and_readme_are_refused_unread(tmp_path: Path) -> None:
     """SHA256SUMS and README.md beyond 64 MiB give a finding by size, without being read (sparse files)."""
-    from rwkv_registry.engine.validate import MAX_TEXT_BYTES, validate_registry
+    from rwkv_registry.core.fsio import MAX_TEXT_BYTES
+    from rwkv_registry.engine.validate import validate_registry
 
     root = build_registry(tmp_path / "reg", tmp_path, with_miss=False)
     for name in ("SHA256SUMS", "README.md"):

@@ -790,13 +790,14 @@ def test_the_digest_covers_every_module_computing_facts_or_verdicts_loads(regist
         "import sys\n"
         "from pathlib import Path\n"
         "from rwkv_registry.engine.facts import compute_facts\n"
+        "from rwkv_registry.checks.readme import readme_verdict\n"
         "from rwkv_registry.engine import validate\n"
         "from rwkv_registry.engine.misspkg import package_facts\n"
         "for p in sys.argv[1:]:\n"
         "    compute_facts(p)\n"
         "package_facts(Path(sys.argv[-1]), Path(sys.argv[-1]))\n"
         "validate.json_verdict('train', b'{}', 'train.json')\n"
-        "validate.readme_verdict('text', ('a', 'b'))\n"
+        "readme_verdict('text', ('a', 'b'))\n"
         "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] == 'rwkv_registry')))\n"
     )
     done = subprocess.run([sys.executable, "-c", probe, *weights], capture_output=True, text=True, check=True)

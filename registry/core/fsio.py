@@ -44,6 +44,18 @@ def read_at_most(fh: BinaryIO, size: int, limit: int) -> bytes:
     return data
 
 
+MAX_TEXT_BYTES = 64 * 2**20  # SHA256SUMS and README.md larger than this are refused unread
+
+
+def read_bounded(path: str | os.PathLike[str], limit: int = MAX_TEXT_BYTES) -> bytes | None:
+    """The file's bytes, or None when it is larger than ``limit`` (decided by stat, never read)."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size > limit:
+            return None
+        return read_at_most(f, size, limit + 1)
+
+
 def sha256_file(
     path: str | os.PathLike[str], progress: Callable[[int], None] | None = None, *, follow_symlinks: bool = True
 ) -> tuple[str, int]:

@@ -49,9 +49,10 @@ from rwkv_registry.checks.index import (
 )
 from rwkv_registry.checks.miss import MIS013_BY_BASE_EDIT
 from rwkv_registry.checks.profiles import profile_findings
+from rwkv_registry.checks.readme import readme_findings
 from rwkv_registry.checks.state import state_findings, stray_state_finding
 from rwkv_registry.checks.train import base_files, train_command_findings, train_findings
-from rwkv_registry.core.fsio import read_at_most, sha256_file
+from rwkv_registry.core.fsio import MAX_TEXT_BYTES, read_at_most, read_bounded, sha256_file
 from rwkv_registry.core.rules import Finding, Severity
 from rwkv_registry.core.textsafe import clip
 from rwkv_registry.engine.facts import (
@@ -90,7 +91,6 @@ ROOT_FILES = {
 # (the hook's configuration) must not fail the hook, so SHA256SUMS does not list them
 HOUSEKEEPING = frozenset({".gitignore", ".pre-commit-config.yaml"})
 NOT_SUMMED = {SUMS_NAME, SIG_NAME, LOCK_NAME, JOURNAL_NAME, *HOUSEKEEPING}
-MAX_TEXT_BYTES = 64 * 2**20  # SHA256SUMS and README.md larger than this are refused unread
 # rwkv_lightning_cuda's kMaxUploadedStateBytes (include/rwkv/server/rwkv_uploaded_state_store.hpp): STA005
 
 
@@ -953,7 +953,7 @@ class Validator:
             self.add(finding("SCH004", SUMS_NAME, "SHA256SUMS is missing"))
             return
         try:
-            data = _read_bounded(tree.files[SUMS_NAME], MAX_TEXT_BYTES)
+            data = read_bounded(tree.files[SUMS_NAME], MAX_TEXT_BYTES)
         except OSError as e:
             self.add(finding("LAY010", SUMS_NAME, f"cannot read: {e.strerror}"))
             return
@@ -1140,56 +1140,13 @@ class Validator:
         ]
 
     def check_readme(self, tree: Tree) -> None:
-        from rwkv_registry.index.readme import render_bodies
-
-        if "README.md" not in tree.files:
-            self.add(finding("RDM001", "README.md", "README.md is missing: `rwkv-registry readme PATH` writes it"))
-            return
-        try:
-            data = _read_bounded(tree.files["README.md"], MAX_TEXT_BYTES)
-            if data is None:
-                self.add(
-                    finding(
-                        "RDM001",
-                        "README.md",
-                        f"larger than {MAX_TEXT_BYTES >> 20} MiB: not read; shorten it, or rebuild it with "
-                        "`rwkv-registry readme PATH --reset`",
-                    )
-                )
-                return
-            text = data.decode("utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            self.add(finding("RDM001", "README.md", f"cannot read README.md as UTF-8: {e}; save it as UTF-8"))
-            return
-        if self.index is None:
-            return
-        # The verdict depends only on the README's bytes, index.json's bytes (self.index is their parse) and the
-        # renderer's code: remembered by all three, the README (1.1 MB at 4,000 entries) is not rendered again.
-        key = None
-        if "index.json" in self.small_hashes and self.schema_digest is not None:
-            key = readme_verdict_key(
-                hashlib.sha256(data).hexdigest(), self.small_hashes["index.json"], self.schema_digest
-            )
-        verdict = self.cache.get_json(key) if key else None
-        if verdict not in ("same", "differs", "markers"):
-            verdict = readme_verdict(text, render_bodies(self.index))
-            if key:
-                self.cache.put_json(key, verdict)
-        if verdict == "markers":
-            from rwkv_registry.index.readme import MARKERS
-
-            gone = [m for pair in MARKERS for m in pair if m not in text]
-            self.add(
-                finding(
-                    "RDM001",
-                    "README.md",
-                    f"the generated-section markers are missing ({', '.join(gone) or 'out of order'}); "
-                    "`rwkv-registry readme PATH` refuses until they are back: restore them, or run "
-                    "`rwkv-registry readme PATH --reset` (drops your own text)",
-                )
-            )
-        elif verdict == "differs":
-            self.add(finding("RDM002", "README.md", "the bases table or the per-base sections differ from index.json"))
+        self.findings += readme_findings(
+            tree.files.get("README.md"),
+            self.index,
+            index_sha256=self.small_hashes.get("index.json"),
+            digests=self.schema_digest,
+            memo=self.cache,
+        )
 
     def check_gitattributes(self, tree: Tree) -> None:
         """LFS002: a weight file that git would not give ``filter=lfs``, read as git reads .gitattributes (every
@@ -1268,22 +1225,6 @@ def json_verdict(schema: str, data: bytes, rel: str) -> tuple[str, list[list[str
     return json_verdict_key(schema, hashlib.sha256(data).hexdigest()), [list(e) for e in schema_errors(schema, value)]
 
 
-def readme_verdict(text: str, bodies: tuple[str, str]) -> str:
-    """What :meth:`Validator.check_readme` concludes of the README ``text`` given the generated regions' bodies
-    rendered from index.json (:func:`rwkv_registry.index.readme.render_bodies`): ``"markers"`` (RDM001), ``"differs"``
-    (RDM002) or ``"same"``. ``add`` records it for the README and index.json it wrote, with the bodies it wrote."""
-    from rwkv_registry.index.readme import apply_bodies
-
-    new = apply_bodies(text, bodies)
-    return "markers" if new is None else "same" if new == text else "differs"
-
-
-def readme_verdict_key(readme_sha256: str, index_sha256: str, digests: str | None = None) -> str:
-    """The validation cache's key for :func:`readme_verdict` on the README and index.json of these sha256s, with
-    the schema files' and the code's digests (as :func:`json_verdict_key`)."""
-    return f"readme:{readme_sha256}:{index_sha256}:{digests or f'{schema_digest()}:{code_digest()}'}"
-
-
 def _basename(rel: str) -> str:
     """``PurePosixPath(rel).name`` without building a path object (thousands per run)."""
     name = rel[rel.rfind("/") + 1 :]
@@ -1323,15 +1264,6 @@ def write_in_progress(root: Path) -> bool:
     finally:
         os.close(fd)  # closing drops the probe's own shared lock
     return False
-
-
-def _read_bounded(path: str | os.PathLike[str], limit: int) -> bytes | None:
-    """The file's bytes, or None when it is larger than ``limit`` (decided by stat, never read)."""
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if size > limit:
-            return None
-        return read_at_most(f, size, limit + 1)
 
 
 def validate_registry(

@@ -29,10 +29,10 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from rwkv_registry.core.errors import CheckpointError, RefusedError, RegistryError, UsageError
+from rwkv_registry.core.fsio import MAX_TEXT_BYTES
 from rwkv_registry.core.rules import Finding
 from rwkv_registry.engine.facts import FileFacts, compute_facts
 from rwkv_registry.engine.validate import (
-    MAX_TEXT_BYTES,
     WEIGHT_SUFFIXES,
     Report,
     Snapshot,

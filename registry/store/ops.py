@@ -907,12 +907,8 @@ def add_entry(
     with the warnings, and the notes (info: TRN006), that ``validate`` will report because of the new entry.
     """
     from rwkv_registry.checks.index import adapter_slot
-    from rwkv_registry.engine.validate import (
-        json_verdict,
-        json_verdict_key,
-        readme_verdict,
-        readme_verdict_key,
-    )
+    from rwkv_registry.checks.readme import readme_verdict, readme_verdict_key
+    from rwkv_registry.engine.validate import json_verdict, json_verdict_key
     from rwkv_registry.formats.jsonload import JsonLoadError, load_json_file
     from rwkv_registry.fs.atomic import require_reachable, require_registry
     from rwkv_registry.schemas import schema_errors, schema_summary
