@@ -142,7 +142,7 @@ def test_second_writer_fails_cleanly_when_lock_held(tmp_path: Path) -> None:
 
 def _registry_files_by_os_walk(root: Path) -> dict[str, Path]:
     """What ops._registry_files returned when it was written with os.walk (the reference of the test below)."""
-    from rwkv_registry.engine.validate import NOT_SUMMED
+    from rwkv_registry.checks.sums import NOT_SUMMED
 
     out: dict[str, Path] = {}
     for dirpath, dirnames, filenames in os.walk(root):

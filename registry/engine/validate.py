@@ -51,8 +51,9 @@ from rwkv_registry.checks.miss import MIS013_BY_BASE_EDIT
 from rwkv_registry.checks.profiles import profile_findings
 from rwkv_registry.checks.readme import readme_findings
 from rwkv_registry.checks.state import state_findings, stray_state_finding
+from rwkv_registry.checks.sums import NOT_SUMMED, entry_hash_findings, sums_file_findings
 from rwkv_registry.checks.train import base_files, train_command_findings, train_findings
-from rwkv_registry.core.fsio import MAX_TEXT_BYTES, read_at_most, read_bounded, sha256_file
+from rwkv_registry.core.fsio import read_at_most, sha256_file
 from rwkv_registry.core.rules import Finding, Severity
 from rwkv_registry.core.textsafe import clip
 from rwkv_registry.engine.facts import (
@@ -60,7 +61,7 @@ from rwkv_registry.engine.facts import (
     FileFacts,
     gather_facts,
 )
-from rwkv_registry.formats.jsonload import is_finite_number, is_integer
+from rwkv_registry.formats.jsonload import is_finite_number
 from rwkv_registry.index.layout import (
     METHODS,
     VERSION_DIR,
@@ -69,8 +70,7 @@ from rwkv_registry.index.layout import (
     misplaced,
     name_key,
 )
-from rwkv_registry.index.sums import FORMS as SUMS_FORMS
-from rwkv_registry.index.sums import SIG_NAME, SUMS_NAME, SumsLine, parse_sums
+from rwkv_registry.index.sums import SIG_NAME, SUMS_NAME
 from rwkv_registry.schemas import schema_digest
 
 ROOT_FILES = {
@@ -89,8 +89,6 @@ ROOT_FILES = {
 }
 # the registry root's housekeeping files: how git and pre-commit treat the repository, no content of it; editing them
 # (the hook's configuration) must not fail the hook, so SHA256SUMS does not list them
-HOUSEKEEPING = frozenset({".gitignore", ".pre-commit-config.yaml"})
-NOT_SUMMED = {SUMS_NAME, SIG_NAME, LOCK_NAME, JOURNAL_NAME, *HOUSEKEEPING}
 # rwkv_lightning_cuda's kMaxUploadedStateBytes (include/rwkv/server/rwkv_uploaded_state_store.hpp): STA005
 
 
@@ -817,13 +815,9 @@ class Validator:
         if f.kind == "lfs-pointer":  # only `git lfs pull` helps: the hash and size findings would blame the file
             self.findings += content
             return
-        rec = e["file"] if isinstance(e.get("file"), dict) else {}
-        want_sha, want_size = rec.get("sha256"), rec.get("size")
-        # a missing or mistyped record is a schema finding (SCH002), not a hash or size mismatch
-        if isinstance(want_sha, str) and want_sha != f.sha256:
-            self.add(finding("HSH001", path, f"sha256 is {f.sha256}, index.json records {want_sha}"))
-        if is_integer(want_size) and want_size != f.size:
-            self.add(finding("HSH002", path, f"size is {f.size} bytes, index.json records {want_size}"))
+        self.findings += entry_hash_findings(
+            path, e["file"] if isinstance(e.get("file"), dict) else {}, f.sha256, f.size
+        )
         self.findings += content
         if f.kind == "unknown":
             return
@@ -949,50 +943,12 @@ class Validator:
         self.findings += train_command_findings(rel, base, t, self.base_files)
 
     def check_sums(self, tree: Tree, facts: dict[str, FileFacts | OSError]) -> None:
+        """The SHA256SUMS rules (:func:`~rwkv_registry.checks.sums.sums_file_findings`) against what ``sums`` would
+        list (``ops._registry_files``: a link is read through as its target, which is listed itself), hashed from
+        the facts, the small files already read, or read now."""
         if SUMS_NAME not in tree.files:
-            self.add(finding("SCH004", SUMS_NAME, "SHA256SUMS is missing"))
+            self.findings += sums_file_findings(None, self.root, (), {}, ()).findings
             return
-        try:
-            data = read_bounded(tree.files[SUMS_NAME], MAX_TEXT_BYTES)
-        except OSError as e:
-            self.add(finding("LAY010", SUMS_NAME, f"cannot read: {e.strerror}"))
-            return
-        if data is None:
-            self.add(finding("HSH003", SUMS_NAME, f"larger than {MAX_TEXT_BYTES >> 20} MiB: not read"))
-            return
-        lines, bad = parse_sums(data)
-        for lineno, text in bad:
-            self.add(finding("HSH003", SUMS_NAME, f"line {lineno}: {text!r}"))
-        listed: dict[str, str] = {}
-        line_of: dict[str, int] = {}  # the line of each path's first listing
-        again: list[SumsLine] = []  # later listings of a path: `sha256sum -c` checks each of them too
-        for line in lines:
-            if line.path in HOUSEKEEPING:  # earlier versions listed them: not checked, a note on the form
-                self.add(
-                    finding(
-                        "HSH007",
-                        SUMS_NAME,
-                        f"line {line.lineno}: {line.path} is listed (as earlier versions did), but housekeeping "
-                        "files of the root are not: its hash is not checked, and `sums` drops the line",
-                    )
-                )
-                continue
-            if line.path in NOT_SUMMED:
-                self.add(finding("HSH007", SUMS_NAME, f"line {line.lineno}: {clip(line.path)} should not be listed"))
-                continue
-            if line.path in listed:  # whatever its mode: `*name` (binary) and `name` (text) are one file
-                self.add(
-                    finding(
-                        "HSH007",
-                        SUMS_NAME,
-                        f"line {line.lineno}: {clip(line.path)} listed twice (first on line {line_of[line.path]})",
-                    )
-                )
-                again.append(line)
-                continue
-            listed[line.path] = line.sha256
-            line_of[line.path] = line.lineno
-        # what `sums` lists (ops._registry_files): a link is read through as its target, which is listed itself
         expected = {
             r
             for r in tree.files
@@ -1010,58 +966,10 @@ class Validator:
                     actual[rel] = sha256_file(tree.files[rel])[0]
                 except OSError:
                     continue
-        self.sums_listed, self.file_sha = listed, actual
-        for rel in sorted(expected - set(listed)):
-            self.add(finding("HSH004", rel, "not listed in SHA256SUMS"))
-        for rel in sorted(set(listed) - expected):
-            try:
-                p = self.root / rel
-                why = (
-                    "is a symbolic link (never followed)"
-                    if p.is_symlink()
-                    else "is not a regular file (LAY015)"
-                    if os.path.lexists(p)
-                    else "does not exist"
-                )
-            except OSError as e:  # a directory above it without permission: LAY010 names it
-                why = f"cannot be read ({e.strerror or e})"
-            self.sums_gone[rel] = finding("HSH005", SUMS_NAME, f"lists {clip(rel)}, which {why}")
-            self.add(self.sums_gone[rel])
-        for rel in sorted(set(listed) & set(actual)):
-            f = facts.get(rel)
-            if isinstance(f, FileFacts) and f.kind == "lfs-pointer":
-                continue  # LFS001 says `git lfs pull`; the pointer's own hash is not the file's
-            if listed[rel] != actual[rel]:
-                self.add(
-                    finding(
-                        "HSH006", rel, f"sha256 is {actual[rel]}, SHA256SUMS line {line_of[rel]} says {listed[rel]}"
-                    )
-                )
-        for line in again:  # a later listing with another hash fails `sha256sum -c` as the first one would
-            f = facts.get(line.path)
-            if isinstance(f, FileFacts) and f.kind == "lfs-pointer":
-                continue
-            if line.path in actual and line.sha256 != actual[line.path] and line.sha256 != listed[line.path]:
-                self.add(
-                    finding(
-                        "HSH006",
-                        line.path,
-                        f"sha256 is {actual[line.path]}, SHA256SUMS line {line.lineno} says {line.sha256}",
-                    )
-                )
-        # first listings, in path byte order; a name that is no UTF-8 was parsed with surrogateescape
-        by_bytes = sorted(listed, key=lambda p: p.encode("utf-8", "surrogateescape"))
-        if not bad and list(listed) != by_bytes:
-            self.add(finding("HSH007", SUMS_NAME, "lines are not sorted by path"))
-        crlf = [line.lineno for line in lines if line.crlf]
-        if crlf:  # sha256sum -c accepts them: one note on the form, not one error per line
-            self.add(finding("HSH007", SUMS_NAME, f"{len(crlf)} line(s) end in CR LF (first: line {crlf[0]}), not LF"))
-        for form, how in SUMS_FORMS.items():  # read and checked as sha256sum -c does: one note on the form each
-            at = [line.lineno for line in lines if line.form == form]
-            if at:
-                self.add(
-                    finding("HSH007", SUMS_NAME, f"{len(at)} line(s) {how} (first: line {at[0]}), not `<hex>  <path>`")
-                )
+        pointers = {r for r, f in facts.items() if isinstance(f, FileFacts) and f.kind == "lfs-pointer"}
+        verdict = sums_file_findings(tree.files[SUMS_NAME], self.root, expected, actual, pointers)
+        self.findings += verdict.findings
+        self.sums_listed, self.file_sha, self.sums_gone = verdict.listed, actual, verdict.gone
 
     def fold_moves(self, tree: Tree) -> None:
         """LAY014: recorded files that are missing while unrecorded files with the same sha256 sit elsewhere

@@ -295,7 +295,7 @@ def _registry_files(root: Path) -> dict[str, str]:
     directories, which are not entered), but the sums' own files and temporary files. The walk's entries answer
     without a stat each (``os.walk`` plus a ``Path``, ``relative_to`` and ``is_symlink`` per file cost a sixth of an
     ``add`` at 4,000 entries); each path is the entry's own string (a ``Path`` per file cost another 20 ms)."""
-    from rwkv_registry.engine.validate import NOT_SUMMED
+    from rwkv_registry.checks.sums import NOT_SUMMED
     from rwkv_registry.fs.atomic import tree_listing
 
     out: dict[str, str] = {}
@@ -322,7 +322,7 @@ def compute_sums(
 
     Weight files' hashes come from the validation cache (``cache``, else read here) when their stat key matches.
     """
-    from rwkv_registry.engine.validate import NOT_SUMMED
+    from rwkv_registry.checks.sums import NOT_SUMMED
 
     staged = staged or {}
     hashes: dict[str, str] = dict(staged_hashes or {})
