@@ -2,8 +2,29 @@
 
 from __future__ import annotations
 
-from rwkv_registry.core.rules import E, Rule, Rulebook, W
-from rwkv_registry.fs.atomic import CASE_TWIN_HINT, LINK_OUTSIDE_HINT
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+from rwkv_registry.core.rules import E, Finding, Rule, Rulebook, W
+from rwkv_registry.core.textsafe import clip
+from rwkv_registry.fs.atomic import CASE_TWIN_HINT, JOURNAL_NAME, LINK_OUTSIDE_HINT, LOCK_NAME, TMP_PREFIX
+from rwkv_registry.index.layout import METHODS, VERSION_DIR, layout_ok, misplaced, name_key
+from rwkv_registry.index.sums import SIG_NAME, SUMS_NAME
+
+ROOT_FILES = {
+    "index.json",
+    SUMS_NAME,
+    SIG_NAME,
+    "README.md",
+    ".gitattributes",
+    ".gitignore",
+    ".pre-commit-config.yaml",
+    "LICENSE",
+    "LICENSE.md",
+    "LICENSE.txt",
+    LOCK_NAME,
+    JOURNAL_NAME,
+}
 
 RULES = Rulebook(
     Rule(
@@ -122,3 +143,176 @@ RULES = Rulebook(
     ),
 )
 finding = RULES.finding
+
+
+def case_twins(names: Sequence[str], rel: str) -> list[Finding]:
+    """LAY017 for each name of one directory ``rel`` ("" for the root; ``names`` sorted) that differs from an earlier
+    one only in letter case or Unicode normalization (:func:`~rwkv_registry.index.layout.name_key`): one file on macOS
+    and Windows. The local walk's check, and the Hub validator's on its listing."""
+    out: list[Finding] = []
+    if len(names) < 2:
+        return out
+    first: dict[str, str] = {}
+    for name in names:
+        if not rel and name == ".git":
+            continue
+        other = first.setdefault(name_key(name), name)
+        if other != name:
+            out.append(
+                finding(
+                    "LAY017",
+                    f"{rel}/{name}" if rel else name,
+                    f"{clip(name)!r} and {clip(other)!r} differ only in letter case or Unicode normalization: "
+                    "on macOS and Windows they are one file",
+                )
+            )
+    return out
+
+
+def _basename(rel: str) -> str:
+    return rel[rel.rfind("/") + 1 :]
+
+
+def legacy_folder_of(parts: Sequence[str], files: Collection[str]) -> str | None:
+    """The folder ``<base>/miss/<version>/<group>`` when ``parts`` is its ``adapter.json`` or ``adapter.pth`` and the
+    folder holds both among ``files`` (a legacy two-file MiSS package: MIS021), else None."""
+    if len(parts) != 5 or parts[1] != "miss" or parts[4] not in ("adapter.json", "adapter.pth"):
+        return None
+    folder = "/".join(parts[:4])
+    both = f"{folder}/adapter.json" in files and f"{folder}/adapter.pth" in files
+    return folder if both else None
+
+
+def layout_findings(
+    files: Collection[str],
+    dirs: Collection[str],
+    empty_dirs: Sequence[str],
+    bases: Collection[str],
+    *,
+    judge_base_dirs: bool = True,
+) -> tuple[list[Finding], set[str]]:
+    """LAY001–LAY004, LAY011 and LAY012 on a tree of ``files`` and ``dirs`` (relative paths), ``empty_dirs`` among
+    them, whose index.json names ``bases``; ``judge_base_dirs`` False when index.json is unreadable (its SCH finding
+    says so): no verdict on which directories are bases. Also the legacy two-file MiSS packages found
+    (:func:`legacy_folder_of`: MIS021 judges them, not LAY004)."""
+    out: list[Finding] = []
+    legacy: set[str] = set()
+    base_dirs = {d for d in dirs if "/" not in d} if judge_base_dirs else set()
+    for name in sorted(base_dirs - set(bases)):
+        out.append(finding("LAY002", name, f"directory {name}/ is not a base in index.json"))
+    for name in sorted(set(bases) - base_dirs):
+        out.append(finding("LAY003", name, f"base {name!r} has no directory {name}/"))
+    for rel in files:
+        if _basename(rel).startswith(TMP_PREFIX) or rel == JOURNAL_NAME:
+            out.append(finding("LAY012", rel, "temporary file or journal of an interrupted write"))
+            continue
+        parts = rel.split("/")
+        if len(parts) == 1:
+            if rel not in ROOT_FILES:
+                out.append(finding("LAY001", rel, f"{rel} is not a known registry file"))
+            continue
+        if parts[0] not in bases:
+            continue  # LAY002 covers the whole directory
+        folder = legacy_folder_of(parts, files)
+        if folder is not None:
+            legacy.add(folder)
+        elif not layout_ok(parts):
+            out.append(finding("LAY004", rel, misplaced(parts)))
+    for d in dirs:
+        parts = d.split("/")
+        if len(parts) == 3 and parts[1] in METHODS and not VERSION_DIR.match(parts[2]):
+            out.append(finding("LAY004", d, f"data-version directory {parts[2]!r} must look like v1.41"))
+        elif len(parts) == 2 and parts[0] in bases and parts[1] not in METHODS:
+            out.append(finding("LAY004", d, "a base directory holds only state/ and miss/"))
+    for d in empty_dirs:
+        out.append(finding("LAY011", d, "empty directory"))
+    return out, legacy
+
+
+def entry_path_findings(path: str, entry: Mapping[str, Any]) -> list[Finding]:
+    """LAY009: the index.json ``entry`` recorded at ``path`` names another base, method, data version or group
+    than its path says, or a ``train`` that is not its data-version directory's train.json. A field that is absent
+    is SCH002's: compared only when present, never shown as None."""
+    out: list[Finding] = []
+    eid = entry.get("id")
+    parts = path.split("/")
+    method = entry.get("method")
+    expected_len = 5 if method == "miss" else 4
+    fields = {"base": entry.get("base"), "method": method, "data": (entry.get("data") or {}).get("version")}
+    if method == "miss":
+        fields["group"] = entry.get("group")
+    if (
+        len(parts) != expected_len
+        or ("base" in entry and parts[0] != entry.get("base"))
+        or ("method" in entry and parts[1] != method)
+        or (fields["data"] is not None and parts[2] != fields["data"])
+        or (method == "miss" and (parts[3] != entry.get("group") or parts[4] != "adapter-final.pth"))
+    ):
+        shown = ", ".join(f"{k} {v}" for k, v in fields.items() if v is not None)
+        out.append(finding("LAY009", path, f"entry {eid!r} ({shown}) does not match its path"))
+    train = entry.get("train")
+    if isinstance(train, str) and train != "/".join([*parts[:3], "train.json"]):
+        out.append(
+            finding(
+                "LAY009", path, f"entry {eid!r}: train {train!r} is not the train.json of its data-version directory"
+            )
+        )
+    return out
+
+
+def _common_tail(old: str, new: str) -> int:
+    """Trailing path components the two share, leaving at least one of each (the renamed part)."""
+    a, b = old.split("/"), new.split("/")
+    n = 0
+    while n < min(len(a), len(b)) - 1 and a[-1 - n] == b[-1 - n]:
+        n += 1
+    return n
+
+
+def find_moves(
+    want: Mapping[str, str], by_sha: Mapping[str, Sequence[str]]
+) -> dict[tuple[str, str], list[tuple[str, str]]]:
+    """LAY014's matching: each missing recorded path of ``want`` (path -> its recorded sha256) paired with the
+    unrecorded file of the same sha256 (``by_sha``) that shares the most trailing path components with it, best
+    matches first so that a weaker candidate does not take a file a better one needs; a tie is not guessed. The
+    pairs are grouped by what was renamed: (old prefix, new prefix) -> [(old path, new path)]."""
+
+    def best_tail(old: str) -> int:
+        return max((_common_tail(old, c) for c in by_sha.get(want[old], [])), default=-1)
+
+    groups: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    used: set[str] = set()
+    for old in sorted(want, key=lambda o: (-best_tail(o), o)):
+        old_parts = old.split("/")
+        cands = sorted(
+            (c for c in by_sha.get(want[old], []) if c not in used),
+            key=lambda c, o=old: _common_tail(o, c),  # type: ignore[misc]  # mypy cannot type a lambda's default
+            reverse=True,
+        )
+        if not cands or (len(cands) > 1 and _common_tail(old, cands[0]) == _common_tail(old, cands[1])):
+            continue  # none, or no best match: not guessed
+        new = cands[0]
+        used.add(new)
+        k = _common_tail(old, new)
+        new_parts = new.split("/")
+        key = ("/".join(old_parts[: len(old_parts) - k]), "/".join(new_parts[: len(new_parts) - k]))
+        groups.setdefault(key, []).append((old, new))
+    return groups
+
+
+def move_finding(old_p: str, new_p: str, pairs: Sequence[tuple[str, str]], *, listed: bool) -> Finding:
+    """LAY014 for the ``pairs`` (old path, new path) of one renamed ``old_p`` -> ``new_p``; ``listed``: whether
+    SHA256SUMS lists the old path (if not, only index.json knows it: the entry's path may have been edited)."""
+    if len(pairs) == 1 and (old_p, new_p) == pairs[0] and not listed:
+        message = (
+            f"index.json records {old_p}, which is missing; {new_p} holds the same bytes "
+            "(was the entry's path edited, or the file moved?)"
+        )
+    elif len(pairs) == 1 and (old_p, new_p) == pairs[0]:
+        message = f"{old_p} is missing and {new_p} holds the same bytes: moved or renamed?"
+    else:
+        message = (
+            f"{old_p}/ looks renamed to {new_p}/ ({len(pairs)} recorded file(s) missing there, found here "
+            "with the same sha256)"
+        )
+    return finding("LAY014", new_p, message, moved_from=old_p)

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from rwkv_registry import __version__
 from rwkv_registry.core.codekey import code_digest  # the verdict keys' and the facts cache's: the code deciding them
 from rwkv_registry.core.errors import UsageError
-from rwkv_registry.fs.atomic import JOURNAL_NAME, LOCK_NAME, TMP_PREFIX, registry_around, require_directory, within
+from rwkv_registry.fs.atomic import LOCK_NAME, TMP_PREFIX, registry_around, require_directory, within
 
 if TYPE_CHECKING:
     from rwkv_registry.checks.git import GitAhead
@@ -47,6 +47,13 @@ from rwkv_registry.checks.index import (
     score_findings,
     server_findings,
 )
+from rwkv_registry.checks.layout import (
+    case_twins,
+    entry_path_findings,
+    find_moves,
+    layout_findings,
+    move_finding,
+)
 from rwkv_registry.checks.miss import MIS013_BY_BASE_EDIT
 from rwkv_registry.checks.profiles import profile_findings
 from rwkv_registry.checks.readme import readme_findings
@@ -55,7 +62,6 @@ from rwkv_registry.checks.sums import NOT_SUMMED, entry_hash_findings, sums_file
 from rwkv_registry.checks.train import base_files, train_command_findings, train_findings
 from rwkv_registry.core.fsio import read_at_most, sha256_file
 from rwkv_registry.core.rules import Finding, Severity
-from rwkv_registry.core.textsafe import clip
 from rwkv_registry.engine.facts import (
     FactsCache,
     FileFacts,
@@ -64,32 +70,11 @@ from rwkv_registry.engine.facts import (
 from rwkv_registry.formats.jsonload import is_finite_number
 from rwkv_registry.index.layout import (
     METHODS,
-    VERSION_DIR,
     WEIGHT_SUFFIXES,
     layout_ok,
-    misplaced,
-    name_key,
 )
 from rwkv_registry.index.sums import SIG_NAME, SUMS_NAME
 from rwkv_registry.schemas import schema_digest
-
-ROOT_FILES = {
-    "index.json",
-    SUMS_NAME,
-    SIG_NAME,
-    "README.md",
-    ".gitattributes",
-    ".gitignore",
-    ".pre-commit-config.yaml",
-    "LICENSE",
-    "LICENSE.md",
-    "LICENSE.txt",
-    LOCK_NAME,
-    JOURNAL_NAME,
-}
-# the registry root's housekeeping files: how git and pre-commit treat the repository, no content of it; editing them
-# (the hook's configuration) must not fail the hook, so SHA256SUMS does not list them
-# rwkv_lightning_cuda's kMaxUploadedStateBytes (include/rwkv/server/rwkv_uploaded_state_store.hpp): STA005
 
 
 @dataclass
@@ -169,30 +154,6 @@ def _holds_a_method_directory(directory: str) -> bool:
             return any(entry.name in METHODS for entry in entries)
     except OSError:
         return False
-
-
-def case_twins(names: list[str], rel: str) -> list[Finding]:
-    """LAY017 for each name of one directory ``rel`` ("" for the root; ``names`` sorted) that differs from an earlier
-    one only in letter case or Unicode normalization (:func:`~rwkv_registry.index.layout.name_key`): one file on macOS
-    and Windows. The local walk's check, and the Hub validator's on its listing."""
-    out: list[Finding] = []
-    if len(names) < 2:
-        return out
-    first: dict[str, str] = {}
-    for name in names:
-        if not rel and name == ".git":
-            continue
-        other = first.setdefault(name_key(name), name)
-        if other != name:
-            out.append(
-                finding(
-                    "LAY017",
-                    f"{rel}/{name}" if rel else name,
-                    f"{clip(name)!r} and {clip(other)!r} differ only in letter case or Unicode normalization: "
-                    "on macOS and Windows they are one file",
-                )
-            )
-    return out
 
 
 def walk_tree(root: Path, out: list[Finding]) -> Tree:
@@ -676,38 +637,15 @@ class Validator:
         self.findings += server_findings(self.index)
 
     def check_layout(self, tree: Tree) -> None:
-        base_dirs = {d for d in tree.dirs if "/" not in d}
-        if self.index is None or not isinstance(self.index.get("bases"), list):
-            base_dirs = set()  # index.json unreadable (SCH001/SCH002/SCH004 say so): no verdict on the directories
-        for name in sorted(base_dirs - set(self.bases)):
-            self.add(finding("LAY002", name, f"directory {name}/ is not a base in index.json"))
-        for name in sorted(set(self.bases) - base_dirs):
-            self.add(finding("LAY003", name, f"base {name!r} has no directory {name}/"))
-        for rel in tree.files:
-            name = _basename(rel)
-            if name.startswith(TMP_PREFIX) or rel == JOURNAL_NAME:
-                self.add(finding("LAY012", rel, "temporary file or journal of an interrupted write"))
-                continue
-            parts = rel.split("/")
-            if len(parts) == 1:
-                if rel not in ROOT_FILES:
-                    self.add(finding("LAY001", rel, f"{rel} is not a known registry file"))
-                continue
-            if parts[0] not in self.bases:
-                continue  # LAY002 covers the whole directory
-            folder = _legacy_folder_of(parts, tree)
-            if folder is not None:
-                self.legacy_folders.add(folder)  # MIS021, with the server's verdict (check_legacy_packages)
-            elif not layout_ok(parts):
-                self.add(finding("LAY004", rel, misplaced(parts)))
-        for d in tree.dirs:
-            parts = d.split("/")
-            if len(parts) == 3 and parts[1] in METHODS and not VERSION_DIR.match(parts[2]):
-                self.add(finding("LAY004", d, f"data-version directory {parts[2]!r} must look like v1.41"))
-            elif len(parts) == 2 and parts[0] in self.bases and parts[1] not in METHODS:
-                self.add(finding("LAY004", d, "a base directory holds only state/ and miss/"))
-        for d in tree.empty_dirs:
-            self.add(finding("LAY011", d, "empty directory"))
+        found, self.legacy_folders = layout_findings(
+            tree.files,
+            tree.dirs,
+            tree.empty_dirs,
+            self.bases,
+            # index.json unreadable (SCH001/SCH002/SCH004 say so): no verdict on the directories
+            judge_base_dirs=self.index is not None and isinstance(self.index.get("bases"), list),
+        )
+        self.findings += found
 
     def check_legacy_packages(self, tree: Tree) -> None:
         """MIS021: a legacy two-file MiSS package (``<group>/adapter.json`` + ``adapter.pth``) inside the registry,
@@ -766,31 +704,7 @@ class Validator:
                 self.add(finding("LAY007", rel, "no entry in index.json records this file"))
         for path, e in self.entries_by_path.items():
             eid = e.get("id")
-            parts = path.split("/")
-            method = e.get("method")
-            expected_len = 5 if method == "miss" else 4
-            # a field that is absent is SCH002's: compared only when present, never shown as None
-            fields = {"base": e.get("base"), "method": method, "data": (e.get("data") or {}).get("version")}
-            if method == "miss":
-                fields["group"] = e.get("group")
-            if (
-                len(parts) != expected_len
-                or ("base" in e and parts[0] != e.get("base"))
-                or ("method" in e and parts[1] != method)
-                or (fields["data"] is not None and parts[2] != fields["data"])
-                or (method == "miss" and (parts[3] != e.get("group") or parts[4] != "adapter-final.pth"))
-            ):
-                shown = ", ".join(f"{k} {v}" for k, v in fields.items() if v is not None)
-                self.add(finding("LAY009", path, f"entry {eid!r} ({shown}) does not match its path"))
-            train = e.get("train")
-            if isinstance(train, str) and train != "/".join([*parts[:3], "train.json"]):
-                self.add(
-                    finding(
-                        "LAY009",
-                        path,
-                        f"entry {eid!r}: train {train!r} is not the train.json of its data-version directory",
-                    )
-                )
+            self.findings += entry_path_findings(path, e)
             self.findings += profile_findings(path, e)
             if path not in tree.files:
                 self.add(finding("LAY008", path, f"entry {eid!r}: the file does not exist"))
@@ -990,36 +904,7 @@ class Validator:
         for rel, sha in self.file_sha.items():
             if rel not in self.entries_by_path and (rel not in self.sums_listed or rel.endswith(WEIGHT_SUFFIXES)):
                 by_sha.setdefault(sha, []).append(rel)
-        groups: dict[tuple[str, str], list[tuple[str, str]]] = {}
-        used: set[str] = set()
-
-        def common_tail(old: str, new: str) -> int:
-            """Trailing path components the two share, leaving at least one of each (the renamed part)."""
-            a, b = old.split("/"), new.split("/")
-            n = 0
-            while n < min(len(a), len(b)) - 1 and a[-1 - n] == b[-1 - n]:
-                n += 1
-            return n
-
-        def best_tail(old: str) -> int:
-            return max((common_tail(old, c) for c in by_sha.get(want[old], [])), default=-1)
-
-        # best matches first, so that a weaker candidate does not take a file a better one needs
-        for old in sorted(want, key=lambda o: (-best_tail(o), o)):
-            old_parts = old.split("/")
-            cands = sorted(
-                (c for c in by_sha.get(want[old], []) if c not in used),
-                key=lambda c, o=old: common_tail(o, c),  # type: ignore[misc]  # mypy cannot type a lambda's default
-                reverse=True,
-            )
-            if not cands or (len(cands) > 1 and common_tail(old, cands[0]) == common_tail(old, cands[1])):
-                continue  # none, or no best match: not guessed
-            new = cands[0]
-            used.add(new)
-            k = common_tail(old, new)
-            new_parts = new.split("/")
-            key = ("/".join(old_parts[: len(old_parts) - k]), "/".join(new_parts[: len(new_parts) - k]))
-            groups.setdefault(key, []).append((old, new))
+        groups = find_moves(want, by_sha)
         if not groups:
             return
         drop_paths: set[str] = set()
@@ -1029,20 +914,7 @@ class Validator:
             drop.update(id(self.sums_gone[o]) for o, _ in pairs if o in self.sums_gone)
             if "/" not in new_p and "/" not in old_p:  # a base directory renamed: LAY002 + LAY003 are this
                 drop.update(id(f) for f in self.findings if (f.code, f.path) in (("LAY002", new_p), ("LAY003", old_p)))
-            if len(pairs) == 1 and (old_p, new_p) == pairs[0] and old_p not in self.sums_listed:
-                # only index.json knows the old path: its entry's path was edited, or the file moved
-                message = (
-                    f"index.json records {old_p}, which is missing; {new_p} holds the same bytes "
-                    "(was the entry's path edited, or the file moved?)"
-                )
-            elif len(pairs) == 1 and (old_p, new_p) == pairs[0]:
-                message = f"{old_p} is missing and {new_p} holds the same bytes: moved or renamed?"
-            else:
-                message = (
-                    f"{old_p}/ looks renamed to {new_p}/ ({len(pairs)} recorded file(s) missing there, found here "
-                    "with the same sha256)"
-                )
-            self.add(finding("LAY014", new_p, message, moved_from=old_p))
+            self.add(move_finding(old_p, new_p, pairs, listed=old_p in self.sums_listed))
         self.findings = [
             f for f in self.findings if id(f) not in drop and not (f.path in drop_paths and f.code in _MOVE_NOISE)
         ]
@@ -1137,16 +1009,6 @@ def _basename(rel: str) -> str:
     """``PurePosixPath(rel).name`` without building a path object (thousands per run)."""
     name = rel[rel.rfind("/") + 1 :]
     return name if name and name != "." else PurePosixPath(rel).name
-
-
-def _legacy_folder_of(parts: list[str], tree: Tree) -> str | None:
-    """The folder ``<base>/miss/<version>/<group>`` when ``parts`` is its ``adapter.json`` or ``adapter.pth`` and the
-    folder holds both (a legacy two-file MiSS package: MIS021), else None."""
-    if len(parts) != 5 or parts[1] != "miss" or parts[4] not in ("adapter.json", "adapter.pth"):
-        return None
-    folder = "/".join(parts[:4])
-    both = f"{folder}/adapter.json" in tree.files and f"{folder}/adapter.pth" in tree.files
-    return folder if both else None
 
 
 def write_in_progress(root: Path) -> bool:

@@ -28,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from rwkv_registry.checks.layout import case_twins
 from rwkv_registry.core.errors import CheckpointError, RefusedError, RegistryError, UsageError
 from rwkv_registry.core.fsio import MAX_TEXT_BYTES
 from rwkv_registry.core.rules import Finding
@@ -38,7 +39,6 @@ from rwkv_registry.engine.validate import (
     Snapshot,
     Tree,
     Validator,
-    case_twins,
     sort_findings,
 )
 from rwkv_registry.hub.remote import (
