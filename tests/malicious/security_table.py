@@ -554,7 +554,7 @@ the file's bytes and text (20 MB each) and the parsed lines; the torch pickle wi
 accepted; a clone on macOS (case-insensitive, normalization-insensitive APFS/HFS+) or Windows keeps one of them, and
 SHA256SUMS and index.json no longer describe the files on disk.
 
-**What the tool does now.** LAY017 (error), checked in the one tree walk of `validate` (`checks.layout.case_twins`): two entries
+**What the tool does now.** LAY017 (error), checked in the tree walk (`checks.layout.case_twins`): two entries
 of one directory with the same `layout.name_key` (Unicode's canonical caseless match, `NFD(casefold(NFD(name)))`; a
 little wider than any one file system's rule, so it errs on the side of calling two names twins); `validate hf://`
 checks the Hub's listing the same way. Every writer refuses to create such a twin (`atomic.refuse_case_twin`, called
