@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Protocol
+from typing import Any
 
-from rwkv_registry.core.codekey import code_digest
+from rwkv_registry.core.codekey import VerdictMemo, code_digest
 from rwkv_registry.core.fsio import MAX_TEXT_BYTES, read_bounded
 from rwkv_registry.core.rules import E, Finding, Rule, Rulebook
 from rwkv_registry.schemas import schema_digest
@@ -30,14 +30,6 @@ RULES = Rulebook(
 finding = RULES.finding
 
 _VERDICTS = ("same", "differs", "markers")
-
-
-class VerdictMemo(Protocol):
-    """Where verdicts are remembered between runs: the validation cache (``engine.facts.FactsCache``)."""
-
-    def get_json(self, key: str) -> Any: ...
-
-    def put_json(self, key: str, value: Any) -> None: ...
 
 
 def readme_verdict(text: str, bodies: tuple[str, str]) -> str:

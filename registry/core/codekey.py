@@ -17,6 +17,7 @@ import functools
 import hashlib
 import importlib.util
 from pathlib import Path
+from typing import Any, Protocol
 
 from rwkv_registry import __version__
 
@@ -72,3 +73,12 @@ def code_digest() -> str:
         h.update(f"{name}\0{len(data)}\0".encode())
         h.update(data)
     return h.hexdigest()
+
+
+class VerdictMemo(Protocol):
+    """Where a check remembers its verdicts between runs, under a key that includes :func:`code_digest`: the
+    validation cache (``engine.facts.FactsCache``). The JSON and README checks take one; ``None`` checks afresh."""
+
+    def get_json(self, key: str) -> Any: ...
+
+    def put_json(self, key: str, value: Any) -> None: ...

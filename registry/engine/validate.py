@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import hashlib
-import json
 import math
 import os
 import re
@@ -47,6 +46,7 @@ from rwkv_registry.checks.index import (
     score_findings,
     server_findings,
 )
+from rwkv_registry.checks.json_files import Invalid, json_file_findings, json_verdict_key
 from rwkv_registry.checks.layout import (
     case_twins,
     entry_path_findings,
@@ -281,7 +281,7 @@ class Validator:
     # --- JSON ---------------------------------------------------------------------------------
     def load_json(self, rel: str, schema: str, code: str) -> Any:
         """Parse a JSON file and check it against a schema; schema errors are cached by content."""
-        from rwkv_registry.formats.jsonload import JsonLoadError, load_json_bytes, read_json_bytes
+        from rwkv_registry.formats.jsonload import read_json_bytes
 
         try:
             data = read_json_bytes(os.path.join(self.root, rel))  # refuses an oversize file by stat, unread
@@ -295,32 +295,18 @@ class Validator:
             self.index_ids = (self.small_hashes[rel], git_blob_id(data))
         if self.schema_digest is None:  # read once per run, not once per JSON file
             self.schema_digest = f"{schema_digest()}:{code_digest()}"
-        key = json_verdict_key(schema, self.small_hashes[rel], self.schema_digest)
-        errors = self.cache.get_json(key)
-        if errors is not None:
-            # These bytes passed the strict loader (this code) before: no duplicate key, no NaN, no lone surrogate,
-            # nothing deeper than the limit or beyond a double. json.loads gives the same value, without the
-            # loader's scans (a third of a warm run's time at 4,000 entries).
-            try:
-                value = json.loads(data.decode("utf-8"))
-            except ValueError:  # only if the cache lies (edited by hand): the strict loader says why
-                errors = None
-        if errors is None:
-            try:
-                value = load_json_bytes(data, path=rel)
-            except JsonLoadError as e:
-                self.add(finding("SCH001", rel, str(e)))
-                return None
-            from rwkv_registry.schemas import schema_errors
-
-            memo = self.cache.items if self.cache.enabled else None  # index.json entries, by content
-            errors = [list(e) for e in schema_errors(schema, value, memo=memo)]
-            self.cache.put_json(key, errors)
-        for json_path, message in errors:
-            self.add(finding(code, rel, f"{json_path}: {message}", json_path=json_path))
-        if errors:
+        value, found = json_file_findings(
+            rel,
+            data,
+            schema,
+            code,
+            key=json_verdict_key(schema, self.small_hashes[rel], self.schema_digest),
+            memo=self.cache,
+            items=self.cache.items if self.cache.enabled else None,  # index.json entries, by content
+        )
+        self.findings += found
+        if isinstance(value, Invalid):
             self.invalid_json.add(rel)
-            return _Invalid(value)
         return value
 
     # --- the run --------------------------------------------------------------------------------
@@ -603,7 +589,7 @@ class Validator:
             self.add(finding("SCH004", "index.json", "index.json is missing"))
             return None
         value = self.load_json("index.json", "index", "SCH002")
-        if isinstance(value, _Invalid):
+        if isinstance(value, Invalid):
             value = value.value
         if not isinstance(value, dict):
             return None
@@ -842,7 +828,7 @@ class Validator:
                 self.add(finding("TRN001", d, f"{d}/ has no train.json"))
                 continue
             value = self.load_json(rel, "train", "SCH003")
-            if isinstance(value, _Invalid):
+            if isinstance(value, Invalid):
                 value = value.value
             if not isinstance(value, dict):
                 continue
@@ -977,32 +963,6 @@ _PROBE_BASE = "rwkv7-new-20990101-ctx4096"  # a base directory name of the layou
 
 # findings on the two paths of a moved file that only say "it moved": LAY014 replaces them
 _MOVE_NOISE = frozenset({"LAY007", "LAY008", "HSH004", "TRN003", "TRN006"})
-
-
-class _Invalid:
-    """A parsed JSON value that failed its schema (rules still look at what they can)."""
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
-
-
-def json_verdict_key(schema: str, sha256: str, digests: str | None = None) -> str:
-    """The validation cache's key for a JSON file's verdict (strict loader, then schema ``schema``): its bytes'
-    sha256, the schema files' and the code's digests."""
-    return f"{schema}:{sha256}:{digests or f'{schema_digest()}:{code_digest()}'}"
-
-
-def json_verdict(schema: str, data: bytes, rel: str) -> tuple[str, list[list[str]]] | None:
-    """(cache key, schema errors) of the JSON file ``rel`` holding ``data``, exactly as :meth:`Validator.load_json`
-    remembers them; None when the strict loader refuses the bytes (nothing to remember then)."""
-    from rwkv_registry.formats.jsonload import JsonLoadError, load_json_bytes
-    from rwkv_registry.schemas import schema_errors
-
-    try:
-        value = load_json_bytes(data, path=rel)
-    except JsonLoadError:
-        return None
-    return json_verdict_key(schema, hashlib.sha256(data).hexdigest()), [list(e) for e in schema_errors(schema, value)]
 
 
 def _basename(rel: str) -> str:

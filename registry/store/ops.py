@@ -261,7 +261,7 @@ def _known_valid_index(path: Path, cache: FactsCache) -> dict[str, Any] | None:
     schema on these very bytes (keyed by their sha256, the schemas and the code, as ``validate`` remembers it), and
     it found nothing: the strict load and the schema check would give the same value and no error. None otherwise
     (then the caller judges the bytes itself, with its own messages)."""
-    from rwkv_registry.engine.validate import json_verdict_key
+    from rwkv_registry.checks.json_files import json_verdict_key
     from rwkv_registry.formats.jsonload import read_json_bytes
 
     try:
@@ -907,8 +907,8 @@ def add_entry(
     with the warnings, and the notes (info: TRN006), that ``validate`` will report because of the new entry.
     """
     from rwkv_registry.checks.index import adapter_slot
+    from rwkv_registry.checks.json_files import json_verdict, json_verdict_key
     from rwkv_registry.checks.readme import readme_verdict, readme_verdict_key
-    from rwkv_registry.engine.validate import json_verdict, json_verdict_key
     from rwkv_registry.formats.jsonload import JsonLoadError, load_json_file
     from rwkv_registry.fs.atomic import require_reachable, require_registry
     from rwkv_registry.schemas import schema_errors, schema_summary
