@@ -504,6 +504,61 @@ def check_against_base(specs: list[TargetSpec], arch: Mapping[str, Any], path: s
     return out
 
 
+def unmanifested_finding(path: str, names: Iterable[str]) -> Finding | None:
+    """MIS001 for a file recorded as a MiSS adapter that holds D tensors (``names``) but no ``archive/miss.json``
+    manifest: the server reads the manifest to know what they are. ``None`` when it holds none."""
+    if any(n.endswith(".D") for n in names):
+        return finding("MIS001", path, "the file holds D tensors but no archive/miss.json manifest")
+    return None
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal, numbers within float rounding (a scale of 2.0 written as 2 or 2.0000000001)."""
+    if is_finite_number(a) and is_finite_number(b):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+    return bool(a == b)
+
+
+def entry_manifest_findings(
+    path: str, record: Mapping[str, Any], manifest: Mapping[str, Any], base: Mapping[str, Any] | None
+) -> list[Finding]:
+    """The rules between an adapter's index entry and its embedded manifest: MIS012 (the recorded
+    ``content_version`` is not the embedded one), MIS015 (rank, alpha, scale or dtype recorded otherwise than in the
+    manifest; numbers within float rounding are the same), MIS013 (``base_fingerprint`` is not the sha256 index.json
+    records for the entry's ``base``). ``record`` is the entry's ``miss`` object ({} without one: SCH002 says so);
+    a key it lacks is not compared. The shapes against the base's architecture are :func:`check_against_base`'s."""
+    out: list[Finding] = []
+    embedded = manifest.get("content_version")
+    if "content_version" in record and record.get("content_version") != embedded:
+        out.append(
+            finding(
+                "MIS012",
+                path,
+                f"index.json records content_version {record.get('content_version')}, the file embeds {embedded}",
+            )
+        )
+    for key in ("rank", "alpha", "scale", "dtype"):
+        if key in record and not _same(record.get(key), manifest.get(key)):
+            out.append(
+                finding(
+                    "MIS015", path, f"index.json {key} is {record.get(key)!r}, the manifest says {manifest.get(key)!r}"
+                )
+            )
+    recorded = base.get("sha256") if isinstance(base, Mapping) else None
+    if base is not None and isinstance(recorded, str) and manifest.get("base_fingerprint") != recorded:
+        out.append(
+            finding(
+                "MIS013",
+                path,
+                f"base_fingerprint {manifest.get('base_fingerprint')} is not the "
+                f"sha256 of base {base.get('name')} ({recorded})",
+                base=base.get("name"),
+                base_fingerprint=manifest.get("base_fingerprint"),
+            )
+        )
+    return out
+
+
 def payload_bytes(specs: Iterable[TargetSpec]) -> int:
     """Bytes of the 16-bit D data the server keeps for these targets (``p->data.size() * 2``)."""
     return sum(s.shape[0] * s.shape[1] * 2 for s in specs)

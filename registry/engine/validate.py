@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import hashlib
-import math
 import os
 import re
 import stat
@@ -54,7 +53,13 @@ from rwkv_registry.checks.layout import (
     layout_findings,
     move_finding,
 )
-from rwkv_registry.checks.miss import MIS013_BY_BASE_EDIT
+from rwkv_registry.checks.miss import (
+    MIS013_BY_BASE_EDIT,
+    TargetSpec,
+    check_against_base,
+    entry_manifest_findings,
+    unmanifested_finding,
+)
 from rwkv_registry.checks.profiles import profile_findings
 from rwkv_registry.checks.readme import readme_findings
 from rwkv_registry.checks.state import state_findings, stray_state_finding
@@ -67,7 +72,6 @@ from rwkv_registry.engine.facts import (
     FileFacts,
     gather_facts,
 )
-from rwkv_registry.formats.jsonload import is_finite_number
 from rwkv_registry.index.layout import (
     METHODS,
     WEIGHT_SUFFIXES,
@@ -195,13 +199,6 @@ def walk_tree(root: Path, out: list[Finding]) -> Tree:
             except OSError as e:
                 out.append(finding("LAY010", r, f"cannot stat: {e.strerror}"))
     return tree
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Equal, numbers within float rounding (a scale of 2.0 written as 2 or 2.0000000001)."""
-    if is_finite_number(a) and is_finite_number(b):
-        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
-    return bool(a == b)
 
 
 class Snapshot:
@@ -724,8 +721,11 @@ class Validator:
         if any(x.code.startswith("PTH") for x in content):
             return
         method = e.get("method")
-        if method == "miss" and f.method is None and any(t[0].endswith(".D") for t in f.tensors):
-            self.add(finding("MIS001", path, "the file holds D tensors but no archive/miss.json manifest"))
+        unmanifested = (
+            unmanifested_finding(path, [t[0] for t in f.tensors]) if method == "miss" and f.method is None else None
+        )
+        if unmanifested is not None:
+            self.add(unmanifested)
             return
         stray = stray_state_finding(path, f.method, [t[0] for t in f.tensors]) if method == "state" else None
         if stray is not None:
@@ -752,46 +752,13 @@ class Validator:
         if manifest is None:
             return
         rec = e["miss"] if isinstance(e.get("miss"), dict) else {}
-        embedded = manifest.get("content_version")
-        if "content_version" in rec and rec.get("content_version") != embedded:  # absent: SCH002 says so
-            self.add(
-                finding(
-                    "MIS012",
-                    path,
-                    f"index.json records content_version {rec.get('content_version')}, the file embeds {embedded}",
-                )
-            )
-        for key in ("rank", "alpha", "scale", "dtype"):
-            # equal values are the same (_same's first test is closeness, its last equality): only others are asked
-            if key in rec and rec.get(key) != manifest.get(key) and not _same(rec.get(key), manifest.get(key)):
-                self.add(
-                    finding(
-                        "MIS015", path, f"index.json {key} is {rec.get(key)!r}, the manifest says {manifest.get(key)!r}"
-                    )
-                )
-        if (
-            isinstance(base, dict)
-            and isinstance(base.get("sha256"), str)
-            and manifest.get("base_fingerprint") != base.get("sha256")
-        ):
-            self.add(
-                finding(
-                    "MIS013",
-                    path,
-                    f"base_fingerprint {manifest.get('base_fingerprint')} is not the "
-                    f"sha256 of base {base.get('name')} ({base.get('sha256')})",
-                    base=base.get("name"),
-                    base_fingerprint=manifest.get("base_fingerprint"),
-                )
-            )
+        self.findings += entry_manifest_findings(path, rec, manifest, base)
         if isinstance(arch, dict):
             # Adapters of one base and rank share their cached target list (the cache's blobs): a list that fitted
             # this very architecture object already fits again. Both are held, so their ids stay theirs this run.
             fitted = self.fitted_targets.get(id(f.targets))
             if fitted is not None and fitted[0] is f.targets and fitted[1] is arch:
                 return
-            from rwkv_registry.checks.miss import TargetSpec, check_against_base
-
             specs = [
                 TargetSpec(t["layer"], t["target"], t["tensor"], t["in_features"], tuple(t["shape"])) for t in f.targets
             ]
