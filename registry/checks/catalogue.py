@@ -12,6 +12,7 @@ from rwkv_registry.checks import (
     index,
     json_files,
     layout,
+    lfs,
     miss,
     profiles,
     readme,
@@ -23,7 +24,7 @@ from rwkv_registry.checks import (
 from rwkv_registry.core.rules import Rulebook
 from rwkv_registry.formats import rules as reader
 
-FAMILIES = (layout, json_files, index, sums, reader, state, miss, train, profiles, readme, git, signatures)
+FAMILIES = (layout, json_files, index, sums, reader, lfs, state, miss, train, profiles, readme, git, signatures)
 RULES = Rulebook(*(rule for family in FAMILIES for rule in family.RULES.values()))
 finding = RULES.finding
 

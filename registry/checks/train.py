@@ -1,4 +1,4 @@
-"""The train.json rules (TRN001–TRN013 but TRN001, the file's schema): what a run's record must say of its trainer,
+"""The train.json rules (TRN001–TRN013; the file's schema is SCH003's): what a run's record must say of its trainer,
 its times, its steps, its group names and its command line, against the entries recorded under its data-version
 directory and the bases of index.json. ``validate`` runs them on every train.json (engine/validate.py,
 ``Validator.check_train_files``); ``add`` runs them on the train.json a new entry would leave, before anything is
@@ -11,11 +11,13 @@ import datetime as dt
 import functools
 import math
 import re
+from collections.abc import Collection, Container, Iterable, Mapping
 from typing import Any
 
 from rwkv_registry.core.rules import E, Finding, N, Rule, Rulebook, W
 from rwkv_registry.core.textsafe import clip
 from rwkv_registry.formats.jsonload import is_finite_number, is_integer
+from rwkv_registry.index.layout import METHODS
 from rwkv_registry.schemas import misspelt_keys
 
 # --- the rules ----------------------------------------------------------------------------------------------------
@@ -138,6 +140,39 @@ def older_than(text: str, minimum: str) -> bool | None:
     want = Version(minimum).release
     rest = m.group(4)
     return have < want or (have == want and rest.startswith("-") and not _DESCRIBE.match(rest))
+
+
+def data_version_dirs(
+    weights: Iterable[str],
+    entries_by_path: Mapping[str, dict[str, Any]],
+    dirs: Iterable[str],
+    bases: Collection[str],
+) -> dict[str, list[dict[str, Any]]]:
+    """The data-version directories (``<base>/<method>/<version>``) that must hold a train.json, each with the
+    index entries recorded under it: those of the weight files in the layout (``weights``), of the entries of
+    index.json (``entries_by_path``) and the ones in the tree (``dirs``) under a registered base."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for rel in weights:
+        out.setdefault("/".join(rel.split("/")[:3]), [])
+    for path, e in entries_by_path.items():
+        parts = path.split("/")
+        if len(parts) >= 4:
+            out.setdefault("/".join(parts[:3]), []).append(e)
+    for d in dirs:
+        parts = d.split("/")
+        if len(parts) == 3 and parts[0] in bases and parts[1] in METHODS:
+            out.setdefault(d, [])
+    return out
+
+
+def missing_train_findings(version_dirs: Iterable[str], dirs: Container[str], files: Container[str]) -> list[Finding]:
+    """TRN001: a data-version directory of the tree (one of ``version_dirs`` in ``dirs``) without a train.json in
+    ``files``. A directory that is gone is not asked: its entries' LAY008 (or the base's LAY003) says so."""
+    return [
+        finding("TRN001", d, f"{d}/ has no train.json")
+        for d in sorted(version_dirs)
+        if d in dirs and f"{d}/train.json" not in files
+    ]
 
 
 def train_findings(

@@ -53,6 +53,7 @@ from rwkv_registry.checks.layout import (
     layout_findings,
     move_finding,
 )
+from rwkv_registry.checks.lfs import gitattributes_findings
 from rwkv_registry.checks.miss import (
     MIS013_BY_BASE_EDIT,
     TargetSpec,
@@ -64,7 +65,13 @@ from rwkv_registry.checks.profiles import profile_findings
 from rwkv_registry.checks.readme import readme_findings
 from rwkv_registry.checks.state import state_findings, stray_state_finding
 from rwkv_registry.checks.sums import NOT_SUMMED, entry_hash_findings, sums_file_findings
-from rwkv_registry.checks.train import base_files, train_command_findings, train_findings
+from rwkv_registry.checks.train import (
+    base_files,
+    data_version_dirs,
+    missing_train_findings,
+    train_command_findings,
+    train_findings,
+)
 from rwkv_registry.core.fsio import read_at_most, sha256_file
 from rwkv_registry.core.rules import Finding, Severity
 from rwkv_registry.engine.facts import (
@@ -771,17 +778,8 @@ class Validator:
                 self.fitted_targets[id(f.targets)] = (f.targets, arch)
 
     def check_train_files(self, tree: Tree, weights: list[str]) -> None:
-        version_dirs: dict[str, list[dict[str, Any]]] = {}
-        for rel in weights:
-            version_dirs.setdefault("/".join(rel.split("/")[:3]), [])
-        for path, e in self.entries_by_path.items():
-            parts = path.split("/")
-            if len(parts) >= 4:
-                version_dirs.setdefault("/".join(parts[:3]), []).append(e)
-        for d in tree.dirs:
-            parts = d.split("/")
-            if len(parts) == 3 and parts[0] in self.bases and parts[1] in METHODS:
-                version_dirs.setdefault(d, [])
+        version_dirs = data_version_dirs(weights, self.entries_by_path, tree.dirs, self.bases)
+        self.findings += missing_train_findings(version_dirs, tree.dirs, tree.files)
         group_dirs: dict[str, set[str]] = {}  # data-version directory -> its group directories, for TRN004
         mis015 = {f.path for f in self.findings if f.code == "MIS015"}  # an index record that is wrong: no TRN008 echo
         for p in tree.dirs:
@@ -789,11 +787,8 @@ class Validator:
                 group_dirs.setdefault(p.rsplit("/", 1)[0], set()).add(p)
         for d, entries in sorted(version_dirs.items()):
             rel = f"{d}/train.json"
-            if d not in tree.dirs:
-                continue  # the directory itself is gone: its entries' LAY008 (or the base's LAY003) says so
-            if rel not in tree.files:
-                self.add(finding("TRN001", d, f"{d}/ has no train.json"))
-                continue
+            if d not in tree.dirs or rel not in tree.files:
+                continue  # TRN001 (missing_train_findings), or the directory is gone
             value = self.load_json(rel, "train", "SCH003")
             if isinstance(value, Invalid):
                 value = value.value
@@ -882,50 +877,18 @@ class Validator:
         )
 
     def check_gitattributes(self, tree: Tree) -> None:
-        """LFS002: a weight file that git would not give ``filter=lfs``, read as git reads .gitattributes (every
-        one of the tree, last match wins, macros, …: :mod:`~rwkv_registry.formats.gitattr`, tested against ``git
-        check-attr``). Asked first of a new file of each weight suffix in the layout (a finding on .gitattributes),
-        then of each weight file there (a finding on the file, when the first question passed)."""
+        """LFS002 (:func:`~rwkv_registry.checks.lfs.gitattributes_findings`) on every .gitattributes of the tree."""
         from rwkv_registry.core.fsio import open_regular
-        from rwkv_registry.formats.gitattr import MAX_READ, filter_of
+        from rwkv_registry.formats.gitattr import MAX_READ
 
-        attrs: dict[str, bytes] = {}
-        for rel in sorted(r for r in tree.files if r == ".gitattributes" or r.endswith("/.gitattributes")):
+        texts: dict[str, bytes] = {}
+        for rel in (r for r in tree.files if r == ".gitattributes" or r.endswith("/.gitattributes")):
             try:
                 with open_regular(tree.files[rel]) as fh:
-                    data = read_at_most(fh, os.fstat(fh.fileno()).st_size, MAX_READ + 1)
+                    texts[rel] = read_at_most(fh, os.fstat(fh.fileno()).st_size, MAX_READ + 1)
             except OSError:
-                data = b""
-            if len(data) > MAX_READ:
-                self.add(
-                    finding(
-                        "LFS002",
-                        rel,
-                        f"more than {MAX_READ:,} bytes: too large to be read, so no weight file is known to be routed "
-                        "through Git LFS",
-                    )
-                )
-                return
-            attrs[rel.rpartition("/")[0]] = data
-        for suffix in WEIGHT_SUFFIXES:
-            probe = filter_of(attrs, f"{_PROBE_BASE}/state/v1/new{suffix}")
-            if probe.value != "lfs":
-                self.add(finding("LFS002", ".gitattributes", f"*{suffix} files are not routed through Git LFS" + (
-                    f" (git gives them filter: {probe.shown()}, from {probe.source} line {probe.lineno})"
-                    if probe.source else "")))  # fmt: skip
-                continue
-            for rel in sorted(r for r in tree.files if r.endswith(suffix)):
-                got = filter_of(attrs, rel)
-                if got.value != "lfs":
-                    why = (
-                        f"git gives it filter: {got.shown()}, from {got.source} line {got.lineno}"
-                        if got.source
-                        else "no line of .gitattributes gives it filter=lfs"
-                    )
-                    self.add(finding("LFS002", rel, f"not routed through Git LFS: {why}"))
-
-
-_PROBE_BASE = "rwkv7-new-20990101-ctx4096"  # a base directory name of the layout, for a weight file not there yet
+                texts[rel] = b""
+        self.findings += gitattributes_findings(texts, tree.files)
 
 
 # findings on the two paths of a moved file that only say "it moved": LAY014 replaces them

@@ -1,9 +1,9 @@
 """The safe reader's rules: PTH001–PTH022 (checkpoint archives: a .pth is a torch zip archive that torch.load and
-rwkv_lightning_cuda read identically, its pickle read without being executed) and LFS001–LFS002 (Git LFS pointers
-and the .gitattributes that tracks weight files). They sit here, beside their checks, because the reader decides them:
+rwkv_lightning_cuda read identically, its pickle read without being executed) and LFS001 (a Git LFS
+pointer where content should be). They sit here, beside their checks, because the reader decides them:
 formats/zipread.py (the archive's structure), formats/unpickle.py (the pickle), formats/ckpt.py (the tensors) raise
-:func:`refusal` with the rule's code; engine/facts.py records it as a finding. LFS002 is checked on .gitattributes
-(engine/validate.py, ``check_gitattributes``).
+:func:`refusal` with the rule's code; engine/facts.py records it as a finding. LFS002, on .gitattributes, is
+``checks/lfs.py``'s.
 """
 
 from __future__ import annotations
@@ -151,13 +151,6 @@ RULES = Rulebook(
         E,
         "Git LFS pointer where content should be",
         "Fetch the content with `git lfs pull` (or `git lfs pull --include PATH`).",
-    ),
-    Rule(
-        "LFS002",
-        E,
-        ".gitattributes does not route weights through Git LFS",
-        "Add `*.pth filter=lfs diff=lfs merge=lfs -text` and the same for `*.safetensors` "
-        "(`rwkv-registry init` writes them).",
     ),
 )
 finding = RULES.finding

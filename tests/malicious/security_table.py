@@ -465,10 +465,11 @@ filter: unset, from .gitattributes line 7)"*) and then about every weight file o
 A `.gitattributes` over 1 MiB is not read; LFS002 says so. `$GIT_DIR/info/attributes` and the user's and system's
 files are not read: a clone does not get them.
 
-**Code:** `registry/formats/gitattr.py`, `Validator.check_gitattributes`. **Test:** `tests/test_gitattributes.py`: our
-reading against `git check-attr --stdin -z filter` (git 2.39.5 here, configuration isolated) on 14 paths, for each
-of 70 kinds of line before and after `filter=lfs`, line endings, BOM and NUL, nested files and macros, and 250
-generated files of 1 to 6 lines over 1 to 3 directories; the two `validate` tests fail with the old check.
+**Code:** `registry/formats/gitattr.py`, `checks.lfs.gitattributes_findings`. **Test:**
+`tests/test_gitattributes.py`: our reading against `git check-attr --stdin -z filter` (git 2.39.5 here,
+configuration isolated) on 14 paths, for each of 70 kinds of line before and after `filter=lfs`, line endings, BOM
+and NUL, nested files and macros, and 250 generated files of 1 to 6 lines over 1 to 3 directories; the two
+`validate` tests fail with the old check.
 
 ### Terminal escapes in registry text
 
