@@ -651,6 +651,29 @@ def test_a_repository_with_every_file_in_lfs_validates(hub: FakeHub, tiny: Path,
     assert report.ok, [(f.code, f.path, f.message) for f in report.findings if str(f.severity) == "error"]
 
 
+def test_a_legacy_package_on_the_hub_is_reported_without_downloading_it(
+    hub: FakeHub, tiny: Path, tmp_path: Path
+) -> None:
+    """A legacy two-file MiSS package (adapter.json + adapter.pth, the conformance writer's bytes) committed into
+    the layout: hf:// says MIS021 as a local validate does, but names `pull` for the server's verdict, since a
+    listing does not download its adapter.pth; the local copy gives the verdict."""
+    from conformance.miss_adapter_cpp import export_input, trainer_targets
+    from conformance.miss_tune_package import save_package
+
+    reg = copy(tiny, tmp_path / "reg")
+    ts = trainer_targets(TINY_ARCH["n_layer"], TINY_ARCH["n_embd"], TINY_ARCH["ffn_size"], 4)
+    data = bytes(2 * sum(t.out * t.rank for t in ts))
+    save_package(reg / f"{TINY_BASE}/miss/v2/old", export_input(4, 8.0, "ab" * 32, bf16=True), ts, data)
+    local = [f for f in validate_registry(reg, use_cache=False).findings if f.code == "MIS021"]
+    assert [f.path for f in local] == [f"{TINY_BASE}/miss/v2/old"]
+    assert "the server would load it (content_version" in local[0].message
+    report = validate_hub(f"hf://{new_repo(hub, reg)}")
+    remote = [f for f in report.findings if f.code == "MIS021"]
+    assert [f.path for f in remote] == [f"{TINY_BASE}/miss/v2/old"] and not report.ok
+    assert "not downloaded here: `rwkv-registry pull` it" in remote[0].message
+    assert "LAY004" not in {f.code for f in report.findings}
+
+
 # --- pull --pubkey: a trust anchor that the Hub does not serve ---------------------------------------------------
 
 

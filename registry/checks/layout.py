@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
+from rwkv_registry.checks.miss import LEGACY_FILES
 from rwkv_registry.core.rules import E, Finding, Rule, Rulebook, W
 from rwkv_registry.core.textsafe import clip
 from rwkv_registry.fs.atomic import CASE_TWIN_HINT, JOURNAL_NAME, LINK_OUTSIDE_HINT, LOCK_NAME, TMP_PREFIX
@@ -176,11 +177,10 @@ def _basename(rel: str) -> str:
 def legacy_folder_of(parts: Sequence[str], files: Collection[str]) -> str | None:
     """The folder ``<base>/miss/<version>/<group>`` when ``parts`` is its ``adapter.json`` or ``adapter.pth`` and the
     folder holds both among ``files`` (a legacy two-file MiSS package: MIS021), else None."""
-    if len(parts) != 5 or parts[1] != "miss" or parts[4] not in ("adapter.json", "adapter.pth"):
+    if len(parts) != 5 or parts[1] != "miss" or parts[4] not in LEGACY_FILES:
         return None
     folder = "/".join(parts[:4])
-    both = f"{folder}/adapter.json" in files and f"{folder}/adapter.pth" in files
-    return folder if both else None
+    return folder if all(f"{folder}/{name}" in files for name in LEGACY_FILES) else None
 
 
 def layout_findings(

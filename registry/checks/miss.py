@@ -512,6 +512,32 @@ def unmanifested_finding(path: str, names: Iterable[str]) -> Finding | None:
     return None
 
 
+LEGACY_FILES = ("adapter.json", "adapter.pth")  # the legacy two-file package: manifest, then tensors
+
+
+def legacy_package_findings(
+    folder: str, content: Iterable[Finding] | None, content_version: str | None = None
+) -> list[Finding]:
+    """MIS021 for a legacy two-file MiSS package (``<folder>/adapter.json`` + ``adapter.pth``) inside the registry,
+    which the layout does not publish, with the server's verdict on it: ``content`` is what the server's rules say of
+    its adapter.pth (an error among them: it would refuse it; none: it would load it, ``content_version`` named);
+    ``None`` where the adapter.pth was not read (a Hub listing does not download it). The content findings follow
+    the MIS021 finding, so the user reads the verdict before its reasons."""
+    manifest, tensors = LEGACY_FILES
+    form = f"a legacy two-file MiSS package ({manifest} + {tensors}), not the published form adapter-final.pth"
+    if content is None:
+        verdict = f"its {tensors} is not downloaded here: `rwkv-registry pull` it and validate the copy for the "
+        return [finding("MIS021", folder, f"{form}; {verdict}server's verdict")]
+    reasons = list(content)
+    errors = sum(1 for f in reasons if f.severity == E)
+    verdict = (
+        f"the server would refuse it ({errors} finding(s) on {tensors} say why)"
+        if errors
+        else f"the server would load it (content_version {content_version})"
+    )
+    return [finding("MIS021", folder, f"{form}; {verdict}"), *reasons]
+
+
 def _same(a: Any, b: Any) -> bool:
     """Equal, numbers within float rounding (a scale of 2.0 written as 2 or 2.0000000001)."""
     if is_finite_number(a) and is_finite_number(b):

@@ -28,11 +28,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from rwkv_registry.checks.miss import MANIFEST_MAX_BYTES
+from rwkv_registry.checks.miss import LEGACY_FILES, MANIFEST_MAX_BYTES
 from rwkv_registry.engine.facts import FileFacts, facts_from_buffer, miss_facts
 
-ADAPTER_JSON = "adapter.json"
-ADAPTER_PTH = "adapter.pth"
+ADAPTER_JSON, ADAPTER_PTH = LEGACY_FILES
 CHECKPOINT_JSON = "checkpoint.json"
 CHECKPOINT_MAX_BYTES = 8 << 20  # std::filesystem::file_size(meta) > (8ULL << 20): "checkpoint metadata too large"
 

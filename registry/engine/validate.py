@@ -59,6 +59,7 @@ from rwkv_registry.checks.miss import (
     TargetSpec,
     check_against_base,
     entry_manifest_findings,
+    legacy_package_findings,
     unmanifested_finding,
 )
 from rwkv_registry.checks.profiles import profile_findings
@@ -638,24 +639,14 @@ class Validator:
         self.findings += found
 
     def check_legacy_packages(self, tree: Tree) -> None:
-        """MIS021: a legacy two-file MiSS package (``<group>/adapter.json`` + ``adapter.pth``) inside the registry,
-        which the layout does not publish; it is judged by the server's rules all the same (the user wants to know
-        whether the old adapter loads): its findings follow, on its adapter.pth. Not cached (a rare sight)."""
+        """MIS021 (checks/miss.py ``legacy_package_findings``) on each legacy two-file package the layout found,
+        with the server's verdict from its adapter.pth where the snapshot can read it. Not cached (a rare sight)."""
         from rwkv_registry.engine.misspkg import ADAPTER_JSON, ADAPTER_PTH, package_facts
 
-        if not self.snapshot.reads_legacy_packages:  # a Hub listing: its adapter.pth (LFS) is not downloaded
-            for folder in sorted(self.legacy_folders):
-                self.add(
-                    finding(
-                        "MIS021",
-                        folder,
-                        f"a legacy two-file MiSS package ({ADAPTER_JSON} + {ADAPTER_PTH}), not the published form "
-                        f"adapter-final.pth; its {ADAPTER_PTH} is not downloaded here: `rwkv-registry pull` it and "
-                        "validate the copy for the server's verdict",
-                    )
-                )
-            return
         for folder in sorted(self.legacy_folders):
+            if not self.snapshot.reads_legacy_packages:  # a Hub listing: its adapter.pth (LFS) is not downloaded
+                self.findings += legacy_package_findings(folder, None)
+                continue
             pth, manifest = tree.files[f"{folder}/{ADAPTER_PTH}"], tree.files[f"{folder}/{ADAPTER_JSON}"]
             try:
                 facts = package_facts(Path(pth), Path(manifest))
@@ -663,21 +654,7 @@ class Validator:
                 self.add(finding("LAY010", f"{folder}/{ADAPTER_PTH}", f"cannot read: {e.strerror or e}"))
                 continue
             content = facts.content_findings(f"{folder}/{ADAPTER_PTH}")
-            errors = [f for f in content if f.severity == Severity.ERROR]
-            verdict = (
-                f"the server would refuse it ({len(errors)} finding(s) on {ADAPTER_PTH} say why)"
-                if errors
-                else f"the server would load it (content_version {facts.content_version})"
-            )
-            self.add(
-                finding(
-                    "MIS021",
-                    folder,
-                    f"a legacy two-file MiSS package ({ADAPTER_JSON} + {ADAPTER_PTH}), not the published form "
-                    f"adapter-final.pth; {verdict}",
-                )
-            )
-            self.findings += content
+            self.findings += legacy_package_findings(folder, content, facts.content_version)
 
     def weight_files(self, tree: Tree) -> list[str]:
         """Weight files in allowed places (others got LAY004)."""
