@@ -8,6 +8,7 @@ import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -78,3 +79,44 @@ def reg(registry_template: Path, tmp_path: Path) -> Path:
     root = tmp_path / "reg"
     shutil.copytree(registry_template, root, symlinks=True)
     return root
+
+
+# --- the Hub look-alike, for the Hub tests -----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def hub() -> Iterator[Any]:
+    """The Hub look-alike (tests/hub_server.py), one per test module."""
+    from hub_server import FakeHub
+
+    with FakeHub() as server:
+        yield server
+
+
+@pytest.fixture
+def hub_env(hub: Any, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Point huggingface_hub at the test server; never a real token, never the user's cache. A Hub test module
+    asks for it in every test: ``pytestmark = pytest.mark.usefixtures("hub_env")``."""
+    import huggingface_hub.constants as hf_constants
+    from huggingface_hub.utils import disable_progress_bars, enable_progress_bars
+
+    home = tmp_path_factory.mktemp("hf_home")
+    monkeypatch.setenv("HF_ENDPOINT", hub.endpoint)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
+    monkeypatch.setenv("HF_HOME", str(home))
+    monkeypatch.setenv("HF_TOKEN", "hf_test_token_for_the_local_server")
+    # huggingface_hub read these at import time: set the module values too
+    monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(hf_constants, "HF_HUB_CACHE", str(home / "hub"))
+    monkeypatch.setattr(hf_constants, "HF_HUB_DISABLE_XET", True)  # the server speaks LFS, not Xet
+    disable_progress_bars()
+    yield
+    enable_progress_bars()
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The small valid registry (build_registry), one per test module: copy it before changing it."""
+    tmp = tmp_path_factory.mktemp("tiny")
+    return build_registry(tmp / "reg", tmp)

@@ -536,3 +536,28 @@ def load_registry(hub: FakeHub, repo_id: str, root: Path) -> str:
         if p.is_file() and ".git" not in p.relative_to(root).parts and not p.name.startswith(".rwkv-registry")
     }
     return hub.create_repo(repo_id, files)
+
+
+_counter = iter(range(10**6))
+
+
+def new_repo(hub: FakeHub, root: Path | None = None) -> str:
+    """A new repository on ``hub`` (a fresh name each call), holding the registry at ``root`` if one is given."""
+    repo_id = f"tester/reg-{next(_counter)}"
+    if root is None:
+        hub.create_repo(repo_id)
+    else:
+        load_registry(hub, repo_id, root)
+    return repo_id
+
+
+def plain_git_repo(hub: FakeHub, root: Path) -> str:
+    """A Hub repository holding the registry at ``root`` with its weights in plain git, not LFS (committed before
+    its .gitattributes routed them to LFS: a push by git without git-lfs installed)."""
+    repo_id = new_repo(hub)
+    hub.commit_files(repo_id, {".gitattributes": b"*.md text\n"})
+    files = {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    files = {r: b for r, b in files.items() if not r.startswith(".rwkv-registry")}
+    hub.commit_files(repo_id, {r: b for r, b in files.items() if r != ".gitattributes"})
+    hub.commit_files(repo_id, {".gitattributes": files[".gitattributes"]})
+    return repo_id

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import random
+import struct
+import subprocess
+import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rwkv_registry.checks.miss import MISS_TARGETS
+from rwkv_registry.checks.miss import MISS_TARGETS, content_version
+from rwkv_registry.formats import jsoncpp
+from rwkv_registry.fs.atomic import LOCK_NAME
 
 TINY_ARCH: dict[str, Any] = {
     "n_layer": 2,
@@ -24,6 +31,13 @@ TINY_ARCH: dict[str, Any] = {
 TINY_BASE = "rwkv7-tiny-20260101-ctx4096"
 TINY_SHA = hashlib.sha256(b"tiny base file").hexdigest()
 DATA_SHA = hashlib.sha256(b"training data v1").hexdigest()
+NEWER_BASE = TINY_BASE.replace("20260101", "20260301")  # a newer dated base of the same family
+TINY_ARCH_ARG = "n_layer=2,n_embd=128,vocab_size=65536,ffn_size=512"  # TINY_ARCH as add-base --arch takes it
+# the paths of build_registry's files
+STATE = f"{TINY_BASE}/state/v1/s1.pth"
+MISS_A = f"{TINY_BASE}/miss/v2/r4-a/adapter-final.pth"
+STATE_TRAIN = f"{TINY_BASE}/state/v1/train.json"
+MISS_TRAIN = f"{TINY_BASE}/miss/v2/train.json"
 
 
 def bf16_bytes(n: int, seed: int, *, high: tuple[int, int] = (0x3A, 0x3C)) -> bytes:
@@ -245,3 +259,157 @@ def git_publish(root: Path, message: str = "publish v1") -> Path:
     for args in (("init", "-q", "-b", "main"), ("add", "-A"), ("commit", "-q", "-m", message)):
         subprocess.run(["git", *args], cwd=root, env=GIT_ENV, check=True, capture_output=True)
     return root
+
+
+def git(root: Path, *args: str) -> str:
+    """Run git in ``root`` as the tests do (GIT_ENV); its stdout."""
+    return subprocess.run(["git", *args], cwd=root, env=GIT_ENV, check=True, capture_output=True, text=True).stdout
+
+
+publish = git_publish  # ``root`` as a git repository with everything in it committed (the published state)
+
+
+def add_base_by_metadata(root: Path, name: str, **kw: Any) -> dict[str, Any]:
+    """Register base ``name`` from metadata only (a sha256 made from its name, size 1, the tiny architecture)."""
+    from rwkv_registry.store.ops import add_base
+
+    sha = hashlib.sha256(name.encode()).hexdigest()
+    return add_base(root, name=name, source="BlinkDL/rwkv7-g1", sha256=sha, size=1, arch=dict(TINY_ARCH), **kw)
+
+
+def errors(report: Any) -> list[str]:
+    """The codes of a report's errors, sorted, each once."""
+    return sorted({f.code for f in report.findings if str(f.severity) == "error"})
+
+
+def same_tree(root: Path, files: dict[str, bytes]) -> bool:
+    """``root`` holds exactly ``files``, byte for byte (nothing else but folders)."""
+    held = {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    return held == files
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    """Every file (sha256) and directory of ``root``, the lock file aside."""
+    out = {}
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root).as_posix()
+        if p.name == LOCK_NAME:
+            continue
+        out[rel] = "dir" if p.is_dir() else hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+def clean_error(err: str) -> str:
+    """stderr flattened; asserts the error is a clean one."""
+    assert "Traceback" not in err and "unexpected" not in err, err
+    return " ".join(err.split())
+
+
+def quiet(message: str) -> None:
+    """A progress log that says nothing."""
+
+
+def refresh(root: Path, rel: str) -> None:
+    """Record the file's current sha256/size (and content_version) in index.json, then SHA256SUMS."""
+    data = (root / rel).read_bytes()
+
+    def fn(index: dict[str, Any]) -> None:
+        for e in index["entries"]:
+            if e["path"] == rel:
+                e["file"] = {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
+                if e["method"] == "miss":
+                    try:
+                        from rwkv_registry.formats.ckpt import open_checkpoint
+
+                        ck = open_checkpoint(data)
+                        if ck.miss_manifest:
+                            e["miss"]["content_version"] = json.loads(ck.miss_manifest)["content_version"]
+                    except Exception:
+                        pass
+
+    edit_index(root, fn)
+    from rwkv_registry.store.ops import write_readme
+
+    write_readme(root)
+    resum(root)
+
+
+def custom_miss(
+    path: Path,
+    *,
+    manifest_edit: Callable[[dict], None] | None = None,
+    tensors_edit: Callable[[dict], None] | None = None,
+    fix_cv: bool = True,
+    arch: dict[str, Any] = TINY_ARCH,
+    rank: int = 4,
+) -> None:
+    """A MiSS package with a hand-edited manifest or tensors (content_version fixed unless asked)."""
+    from rwkv_registry.formats.pthwrite import RawTensor, write_pth
+
+    tensors: dict[str, Any] = {}
+    targets = []
+    for layer in range(arch["n_layer"]):
+        for j, t in enumerate(MISS_TARGETS):
+            out_f, in_f = target_shape(arch, t)
+            tensors[f"blocks.{layer}.{t}.D"] = RawTensor(
+                "bfloat16", (out_f, rank), bf16_bytes(out_f * rank, layer * 10 + j)
+            )
+            targets.append(
+                {
+                    "name": f"blocks.{layer}.{t}.D",
+                    "layer": layer,
+                    "target": t,
+                    "in_features": in_f,
+                    "shape": [out_f, rank],
+                }
+            )
+    manifest: dict[str, Any] = {
+        "format_version": 1,
+        "method": "miss",
+        "dtype": "bfloat16",
+        "layout": "modulo_rank_zero_pad",
+        "kind": "inference_adapter",
+        "rank": rank,
+        "alpha": 8,
+        "scale": 8 / rank,
+        "base_fingerprint": hashlib.sha256(b"tiny base file").hexdigest(),
+        "targets": targets,
+    }
+    if manifest_edit:
+        manifest_edit(manifest)
+    if tensors_edit:
+        tensors_edit(tensors)
+    if fix_cv:
+        chunks = [
+            bytes(tensors[t["name"]].data)
+            for t in manifest["targets"]
+            if isinstance(t, dict) and t.get("name") in tensors
+        ]
+        manifest["content_version"] = content_version(manifest, chunks)
+    manifest.setdefault("content_version", "0" * 64)
+    write_pth(path, tensors, layout="lightning", extra_entries={"miss.json": jsoncpp.dumps_bytes(manifest)})
+
+
+def add_newer_base(root: Path, **kw: Any) -> dict[str, Any]:
+    """Register NEWER_BASE (which supersedes TINY_BASE) from metadata."""
+    from rwkv_registry.store.ops import add_base
+
+    return add_base(
+        root, name=NEWER_BASE, source="BlinkDL/rwkv7-g1", sha256="5" * 64, size=1234, arch=dict(TINY_ARCH), **kw
+    )
+
+
+def without_serialization_id(data: bytes, prefix: str) -> bytes:
+    """``data`` with the 40 id digits and both copies of their CRC zeroed (exact positions)."""
+    name = f"{prefix}/.data/serialization_id".encode()
+    out = bytearray(data)
+    info = zipfile.ZipFile(io.BytesIO(data)).getinfo(name.decode())
+    nlen, elen = struct.unpack_from("<HH", data, info.header_offset + 26)
+    start = info.header_offset + 30 + nlen + elen
+    assert len(data[start : start + 40]) == 40 and data[start + 40 : start + 44] == b"PK\x07\x08"
+    out[start : start + 40] = b"0" * 40
+    out[start + 44 : start + 48] = bytes(4)  # data descriptor CRC
+    central = data.rindex(name) - 46
+    assert data[central : central + 4] == b"PK\x01\x02"
+    out[central + 16 : central + 20] = bytes(4)  # central directory CRC
+    return bytes(out)

@@ -822,7 +822,7 @@ def test_a_verdict_cached_before_an_edit_of_a_miss_check_is_recomputed_after_it(
 
     reg = build_registry(tmp_path / "reg", tmp_path)
     rel = f"{TINY_BASE}/miss/v2/r4-a/adapter-final.pth"
-    from test_validate_rules import custom_miss, refresh
+    from regtools import custom_miss, refresh
 
     custom_miss(reg / rel, manifest_edit=lambda m: m.update(layout="blocks"))  # MIS003: unsupported adapter format
     refresh(reg, rel)

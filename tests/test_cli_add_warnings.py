@@ -182,7 +182,7 @@ def test_add_says_mis017_a_scale_that_is_not_alpha_over_rank(
     reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Shown at the registry path validate names (not the path given on the command line)."""
-    from test_validate_rules import custom_miss
+    from regtools import custom_miss
 
     src = tmp_path / "in" / "r4-x" / "adapter-final.pth"
     src.parent.mkdir(parents=True)

@@ -23,7 +23,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from regtools import TINY_BASE, TINY_SHA, edit_index, hold_lock, miss_train, state_train, write_miss, write_state
+from regtools import (
+    TINY_ARCH_ARG,
+    TINY_BASE,
+    TINY_SHA,
+    clean_error,
+    edit_index,
+    hold_lock,
+    miss_train,
+    snapshot,
+    state_train,
+    write_miss,
+    write_state,
+)
 
 from rwkv_registry.cli.main import build_parser, main
 from rwkv_registry.core.errors import RegistryIOError, UsageError
@@ -40,18 +52,7 @@ from rwkv_registry.fs.atomic import (
 from rwkv_registry.model.smoke.demo import check_tiny_registry_dir
 from rwkv_registry.store.ops import init_registry
 
-ARCH = "n_layer=2,n_embd=128,vocab_size=65536,ffn_size=512"
-
-
-def snapshot(root: Path) -> dict[str, str]:
-    """Every file (sha256) and directory of ``root``, the lock file aside."""
-    out = {}
-    for p in sorted(root.rglob("*")):
-        rel = p.relative_to(root).as_posix()
-        if p.name == LOCK_NAME:
-            continue
-        out[rel] = "dir" if p.is_dir() else hashlib.sha256(p.read_bytes()).hexdigest()
-    return out
+ARCH = TINY_ARCH_ARG
 
 
 def transient(root: Path) -> list[str]:
@@ -72,12 +73,6 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
         env={**os.environ, **(env or {})},
         preexec_fn=_sigint_as_at_a_terminal,
     )
-
-
-def clean_error(err: str) -> str:
-    """stderr flattened; asserts the error is a clean one."""
-    assert "Traceback" not in err and "unexpected" not in err, err
-    return " ".join(err.split())
 
 
 # --- 1. init -----------------------------------------------------------------------------------------------

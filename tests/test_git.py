@@ -17,9 +17,11 @@ from regtools import (
     TINY_ARCH,
     TINY_BASE,
     TINY_SHA,
+    add_base_by_metadata,
     build_registry,
     edit_index,
-    git_publish,
+    git,
+    publish,
     resum,
     state_train,
     write_state,
@@ -32,13 +34,6 @@ from rwkv_registry.store.ops import add_entry, write_readme
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
 STATE = f"{TINY_BASE}/state/v1/s1.pth"
 ENV = GIT_ENV
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=root, env=ENV, check=True, capture_output=True, text=True).stdout
-
-
-publish = git_publish  # ``root`` as a git repository with everything in it committed (the published state)
 
 
 @pytest.fixture
@@ -546,15 +541,6 @@ def test_unfreezing_in_the_same_change_does_not_open_a_frozen_base(repo: Path, t
 # --- add-base leaves nothing that GIT003 reports -----------------------------------------------------------
 
 
-def _add_base_by_metadata(root: Path, name: str, **kw: object) -> dict:
-    from regtools import TINY_ARCH
-
-    from rwkv_registry.store.ops import add_base
-
-    sha = hashlib.sha256(name.encode()).hexdigest()
-    return add_base(root, name=name, source="BlinkDL/rwkv7-g1", sha256=sha, size=1, arch=dict(TINY_ARCH), **kw)
-
-
 def _tree(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
@@ -567,27 +553,27 @@ def test_add_base_superseding_uncommitted_weights_asks_for_a_commit_first(repo: 
     add_entry(repo, st, base=TINY_BASE, data_version="v1", train=state_train())  # not committed yet
     before = _tree(repo)
     with pytest.raises(RefusedError, match=rf"{TINY_BASE}/state/v1/s5.pth .* not committed yet.*GIT003") as e:
-        _add_base_by_metadata(repo, newer)
+        add_base_by_metadata(repo, newer)
     assert "git commit" in e.value.hint
     assert _tree(repo) == before  # nothing written
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "s5")
-    _add_base_by_metadata(repo, newer)  # committed first: fine, and the end state validates
+    add_base_by_metadata(repo, newer)  # committed first: fine, and the end state validates
     report = validate_registry(repo, use_cache=False)
     assert report.ok, [(f.code, f.path) for f in report.findings if str(f.severity) == "error"]
 
 
 def test_two_bases_of_one_family_before_a_commit_validate(repo: Path) -> None:
     """The first one's new files are only its empty .gitkeep placeholders, which GIT003 lets be new."""
-    _add_base_by_metadata(repo, TINY_BASE.replace("20260101", "20260201"))
-    _add_base_by_metadata(repo, TINY_BASE.replace("20260101", "20260301"))
+    add_base_by_metadata(repo, TINY_BASE.replace("20260101", "20260201"))
+    add_base_by_metadata(repo, TINY_BASE.replace("20260101", "20260301"))
     report = validate_registry(repo, use_cache=False)
     assert report.ok, [(f.code, f.path) for f in report.findings if str(f.severity) == "error"]
 
 
 def test_a_placeholder_with_content_is_a_new_file_under_a_closed_base(repo: Path) -> None:
     older = TINY_BASE.replace("20260101", "20250101")
-    _add_base_by_metadata(repo, older)
+    add_base_by_metadata(repo, older)
     (repo / older / "state" / ".gitkeep").write_text("not a placeholder")
     resum(repo)
     assert "GIT003" in codes(repo)
@@ -596,7 +582,7 @@ def test_a_placeholder_with_content_is_a_new_file_under_a_closed_base(repo: Path
 @pytest.mark.parametrize("keep", [False, True])
 def test_an_older_base_than_one_already_there_is_registered_closed(repo: Path, keep: bool) -> None:
     older = TINY_BASE.replace("20260101", "20250101")
-    base = _add_base_by_metadata(repo, older, freeze_previous=not keep)
+    base = add_base_by_metadata(repo, older, freeze_previous=not keep)
     assert base["status"] == ("active" if keep else "frozen")
     report = validate_registry(repo, use_cache=False)
     assert report.ok, [(f.code, f.path) for f in report.findings if str(f.severity) == "error"]

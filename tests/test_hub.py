@@ -8,19 +8,19 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import huggingface_hub.constants as hf_constants
 import pytest
-from hub_server import FakeHub, load_registry
-from huggingface_hub.utils import disable_progress_bars, enable_progress_bars
+from hub_server import FakeHub, new_repo
 from regtools import (
+    MISS_A,
+    STATE,
     TINY_ARCH,
     TINY_BASE,
     build_registry,
     edit_index,
+    errors,
     git_publish,
     resum,
     state_train,
@@ -35,48 +35,8 @@ from rwkv_registry.fs.atomic import LOCK_NAME
 from rwkv_registry.hub.commands import add_base_from_hub, pull_registry, push_registry, validate_hub
 from rwkv_registry.store.ops import add_base, add_entry, read_base_architecture
 
-STATE = f"{TINY_BASE}/state/v1/s1.pth"
-MISS_A = f"{TINY_BASE}/miss/v2/r4-a/adapter-final.pth"
-_counter = iter(range(10**6))
-
-
-@pytest.fixture(scope="module")
-def hub() -> Iterator[FakeHub]:
-    with FakeHub() as server:
-        yield server
-
-
-@pytest.fixture(autouse=True)
-def hub_env(hub: FakeHub, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Point huggingface_hub at the test server; never a real token, never the user's cache."""
-    home = tmp_path_factory.mktemp("hf_home")
-    monkeypatch.setenv("HF_ENDPOINT", hub.endpoint)
-    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
-    monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
-    monkeypatch.setenv("HF_HOME", str(home))
-    monkeypatch.setenv("HF_TOKEN", "hf_test_token_for_the_local_server")
-    # huggingface_hub read these at import time: set the module values too
-    monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.setattr(hf_constants, "HF_HUB_CACHE", str(home / "hub"))
-    monkeypatch.setattr(hf_constants, "HF_HUB_DISABLE_XET", True)  # the server speaks LFS, not Xet
-    disable_progress_bars()
-    yield
-    enable_progress_bars()
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tmp = tmp_path_factory.mktemp("tiny")
-    return build_registry(tmp / "reg", tmp)
-
-
-def new_repo(hub: FakeHub, root: Path | None = None) -> str:
-    repo_id = f"tester/reg-{next(_counter)}"
-    if root is None:
-        hub.create_repo(repo_id)
-    else:
-        load_registry(hub, repo_id, root)
-    return repo_id
+pytestmark = pytest.mark.usefixtures("hub_env")  # every test talks to the Hub look-alike
+COUNTER = iter(range(10**6))  # base repositories of add-base --from-hub, a fresh name each
 
 
 def copy(root: Path, dest: Path) -> Path:
@@ -95,10 +55,6 @@ def with_other_base(tiny: Path, tmp_path: Path, *, state: bool = True) -> Path:
         o1 = write_state(tmp_path / "src" / "o1.pth", seed=11)
         add_entry(reg, o1, base=OTHER_BASE, data_version="v1", train=state_train())
     return reg
-
-
-def errors(report: object) -> list[str]:
-    return sorted({f.code for f in report.findings if str(f.severity) == "error"})  # type: ignore[attr-defined]
 
 
 # --- validate hf:// ------------------------------------------------------------------------------------------
@@ -291,7 +247,7 @@ def test_add_base_from_hub_reads_metadata_and_headers_only(hub: FakeHub, tmp_pat
     name = "rwkv7-tiny-20260301-ctx4096"
     base_file = write_tiny_base(tmp_path / f"{name}.pth", vocab=65536)  # 33 MB of zeros
     size = base_file.stat().st_size
-    repo_id = f"BlinkDL/rwkv7-g1-{next(_counter)}"
+    repo_id = f"BlinkDL/rwkv7-g1-{next(COUNTER)}"
     hub.create_repo(repo_id, {f"sub/{name}.pth": base_file.read_bytes()})
     local, remote = tmp_path / "local", tmp_path / "remote"
     init_registry(local)
@@ -313,7 +269,7 @@ def test_add_base_from_hub_errors(hub: FakeHub, tmp_path: Path) -> None:
 
     reg = tmp_path / "reg"
     init_registry(reg)
-    repo_id = f"BlinkDL/other-{next(_counter)}"
+    repo_id = f"BlinkDL/other-{next(COUNTER)}"
     hub.create_repo(repo_id, {"notes.txt": b"hello", "junk.pth": b"PK\x03\x04 not really a zip" * 100})
     with pytest.raises(UsageError, match="no file"):
         add_base_from_hub(reg, f"{repo_id}/missing.pth")
@@ -1440,7 +1396,6 @@ def test_push_never_changes_a_published_base_s_identity(hub: FakeHub, tmp_path: 
     """GIT007 on the Hub: before the fix a push whose only change was index.json giving a published base another
     sha256 went through, and the State under it (no fingerprint: MIS013 cannot see it) then claimed a base file
     it was not trained on."""
-    from regtools import build_registry
 
     from rwkv_registry.store.ops import write_readme
 

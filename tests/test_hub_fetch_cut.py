@@ -14,17 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import test_hub
-from hub_server import FakeHub
-from regtools import TINY_BASE
-from test_hub import MISS_A, STATE, new_repo
+from hub_server import FakeHub, new_repo
+from regtools import MISS_A, STATE, TINY_BASE
 
 from rwkv_registry.cli.main import main
 from rwkv_registry.hub.transport import DownloadCut, Fetcher
 
-hub = test_hub.hub
-hub_env = test_hub.hub_env
-tiny = test_hub.tiny
+pytestmark = pytest.mark.usefixtures("hub_env")  # every test talks to the Hub look-alike
 
 
 @pytest.fixture(autouse=True)

@@ -13,43 +13,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import test_hub
-from hub_server import FakeHub
-from regtools import TINY_BASE
-from test_hub import errors, new_repo
+from hub_server import FakeHub, new_repo, plain_git_repo
+from regtools import STATE, TINY_BASE, errors, quiet, same_tree
 
 from rwkv_registry.core.errors import RegistryIOError
 from rwkv_registry.engine import facts, validate
 from rwkv_registry.hub import sync as _hub_sync
 from rwkv_registry.hub.commands import pull_registry
 
-STATE = f"{TINY_BASE}/state/v1/s1.pth"
-
-# test_hub.py's fixtures: the Hub look-alike, the environment pointing huggingface_hub at it (autouse), the
-# tiny registry
-hub = test_hub.hub
-hub_env = test_hub.hub_env
-tiny = test_hub.tiny
-
-
-def quiet(message: str) -> None:
-    pass
+pytestmark = pytest.mark.usefixtures("hub_env")  # every test talks to the Hub look-alike
 
 
 def weights_of(hub: FakeHub, repo_id: str) -> list[str]:
     return sorted(r for r in hub.files(repo_id) if r.endswith(".pth"))
-
-
-def plain_git_repo(hub: FakeHub, root: Path) -> str:
-    """A Hub repository holding the registry at ``root`` with its weights in plain git, not LFS (committed before
-    its .gitattributes routed them to LFS: a push by git without git-lfs installed)."""
-    repo_id = new_repo(hub)
-    hub.commit_files(repo_id, {".gitattributes": b"*.md text\n"})
-    files = {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
-    files = {r: b for r, b in files.items() if not r.startswith(".rwkv-registry")}
-    hub.commit_files(repo_id, {r: b for r, b in files.items() if r != ".gitattributes"})
-    hub.commit_files(repo_id, {".gitattributes": files[".gitattributes"]})
-    return repo_id
 
 
 def repo_of(hub: FakeHub, tiny: Path, storage: str) -> str:
@@ -498,10 +474,17 @@ def fetchable(files: dict[str, bytes]) -> set[str]:
     return {r for r, data in files.items() if data}
 
 
-def same_tree(root: Path, files: dict[str, bytes]) -> bool:
-    """``root`` holds exactly ``files``, byte for byte (nothing else but folders)."""
-    held = {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
-    return held == files
+@pytest.mark.parametrize("storage", ["lfs", "plain git"])
+def test_large_files_are_hashed_once_too(
+    hub: FakeHub, tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, storage: str
+) -> None:
+    """The files pull downloads itself (over RESUMABLE_BYTES: hub/resume.py continues them with Range requests)
+    keep the property of the others: one read each (the check, whose facts validation reuses)."""
+    from rwkv_registry.hub import resume
+
+    monkeypatch.setattr(resume, "RESUMABLE_BYTES", 20_000)  # the tiny weights (23-34 KB) count as large
+    monkeypatch.setattr(time, "sleep", lambda seconds: None)  # the back-off between continuations
+    test_pull_hashes_each_weight_file_once(hub, tiny, tmp_path, monkeypatch, "new", storage)
 
 
 def stop_after(monkeypatch: pytest.MonkeyPatch, hub: FakeHub, k: int | None) -> None:

@@ -8,16 +8,12 @@ import os
 from pathlib import Path
 
 import pytest
-import test_hub
-from hub_server import FakeHub
-from test_hub import new_repo
-from test_hub_pull import same_tree
+from hub_server import FakeHub, new_repo
+from regtools import same_tree
 
 from rwkv_registry.cli.main import main
 
-hub = test_hub.hub
-hub_env = test_hub.hub_env
-tiny = test_hub.tiny
+pytestmark = pytest.mark.usefixtures("hub_env")  # every test talks to the Hub look-alike
 
 
 @pytest.mark.parametrize("name", ["index.json", "README.md", "SHA256SUMS"])

@@ -17,19 +17,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import test_hub
-from hub_server import FakeHub
-from test_hub import new_repo
-from test_hub_pull import quiet, same_tree
+from hub_server import FakeHub, new_repo
+from regtools import quiet, same_tree
 
 from rwkv_registry.cli.main import main
 from rwkv_registry.hub import resume as _hub_resume
 from rwkv_registry.hub import sync as _hub_sync
 from rwkv_registry.hub.commands import pull_registry
 
-hub = test_hub.hub
-hub_env = test_hub.hub_env
-tiny = test_hub.tiny
+pytestmark = pytest.mark.usefixtures("hub_env")  # every test talks to the Hub look-alike
+
 
 LARGE = 20_000  # RESUMABLE_BYTES here: every tiny weight file is a large file
 SLOW = 4_000  # bytes per second of each answer while the large files download: 6-9 s per tiny weight

@@ -13,10 +13,8 @@ from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
-import test_hub
-from hub_server import FakeHub
-from test_hub import new_repo
-from test_hub_pull import STATE, plain_git_repo, quiet, same_tree
+from hub_server import FakeHub, new_repo, plain_git_repo
+from regtools import STATE, quiet, same_tree
 
 from rwkv_registry.core.errors import RegistryIOError
 from rwkv_registry.hub import resume as _hub_resume
@@ -24,11 +22,10 @@ from rwkv_registry.hub import transport as _hub_http
 from rwkv_registry.hub.commands import pull_registry
 from rwkv_registry.hub.remote import RemoteRepo
 
-hub = test_hub.hub
-hub_env = test_hub.hub_env
-tiny = test_hub.tiny
+pytestmark = pytest.mark.usefixtures("hub_env")  # every test talks to the Hub look-alike
 
-TOKEN = "hf_test_token_for_the_local_server"  # test_hub.hub_env's HF_TOKEN
+
+TOKEN = "hf_test_token_for_the_local_server"  # conftest.hub_env's HF_TOKEN
 
 Hook = Callable[[str, str, str, int, bytes, dict[str, str]], tuple[int, bytes, dict[str, str]]]
 
@@ -431,17 +428,6 @@ def test_a_large_file_whose_resolved_size_disagrees_is_refused(
     assert not state_gets(hub, repo_id)
 
 
-@pytest.mark.parametrize("storage", ["lfs", "plain git"])
-def test_large_files_are_hashed_once_too(
-    hub: FakeHub, tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, storage: str
-) -> None:
-    """The files pull downloads itself keep the property of the others: one read each (the check, whose facts
-    validation reuses)."""
-    import test_hub_pull
-
-    test_hub_pull.test_pull_hashes_each_weight_file_once(hub, tiny, tmp_path, monkeypatch, "new", storage)
-
-
 def test_a_full_disk_while_continuing_is_said_as_such(
     hub: FakeHub, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -823,7 +809,7 @@ def test_a_416_to_a_request_without_range_is_said_as_the_status(hub: FakeHub, ti
 def test_validate_full_counts_the_continuation_requests(hub: FakeHub, tiny: Path) -> None:
     """``stats["requests"]`` of ``validate hf:// --full`` counts every GET of file bytes, the continuation of a
     download cut mid-file included (kills the mutant of Fetcher.resume not counting its request)."""
-    from test_hub import MISS_A
+    from regtools import MISS_A
 
     from rwkv_registry.hub.commands import validate_hub
 

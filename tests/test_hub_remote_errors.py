@@ -19,9 +19,8 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-import test_hub
-from hub_server import FakeHub
-from test_hub import MISS_A, STATE, new_repo
+from hub_server import FakeHub, new_repo
+from regtools import MISS_A, STATE
 
 from rwkv_registry.cli.main import main
 from rwkv_registry.hub import resume as _hub_resume
@@ -38,9 +37,7 @@ from rwkv_registry.hub.transport import (
     write_hint,
 )
 
-hub = test_hub.hub
-hub_env = test_hub.hub_env
-tiny = test_hub.tiny
+pytestmark = pytest.mark.usefixtures("hub_env")  # every test talks to the Hub look-alike
 
 
 @pytest.fixture(autouse=True)

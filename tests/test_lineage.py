@@ -6,25 +6,20 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
-from regtools import TINY_ARCH, TINY_BASE, build_registry, miss_train, write_miss
+from regtools import NEWER_BASE, TINY_BASE, add_newer_base, build_registry, miss_train, write_miss
 
 from rwkv_registry.core.errors import RefusedError, UsageError
 from rwkv_registry.engine.validate import validate_registry
 from rwkv_registry.index.lineage import base_date, family_of, superseded
 from rwkv_registry.store.ops import add_base, add_entry, load_index
 
-NEWER = TINY_BASE.replace("20260101", "20260301")
+NEWER = NEWER_BASE
 
 
 def _snapshot(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
-
-
-def _add_newer(root: Path, **kw: Any) -> dict[str, Any]:
-    return add_base(root, name=NEWER, source="BlinkDL/rwkv7-g1", sha256="5" * 64, size=1234, arch=dict(TINY_ARCH), **kw)
 
 
 def _status(root: Path) -> dict[str, str]:
@@ -46,14 +41,14 @@ def test_family_and_date_come_from_the_name() -> None:
 
 def test_add_base_freezes_the_base_it_supersedes(tmp_path: Path) -> None:
     root = build_registry(tmp_path / "reg", tmp_path, with_miss=False)
-    _add_newer(root)
+    add_newer_base(root)
     assert _status(root) == {TINY_BASE: "frozen", NEWER: "active"}
     assert validate_registry(root, use_cache=False).ok
 
 
 def test_keep_previous_active_is_reported(tmp_path: Path) -> None:
     root = build_registry(tmp_path / "reg", tmp_path, with_miss=False)
-    _add_newer(root, freeze_previous=False)
+    add_newer_base(root, freeze_previous=False)
     assert _status(root) == {TINY_BASE: "active", NEWER: "active"}
     found = [f for f in validate_registry(root, use_cache=False).findings if f.code == "IDX007"]
     assert [f.message for f in found] == [
@@ -63,7 +58,7 @@ def test_keep_previous_active_is_reported(tmp_path: Path) -> None:
 
 def test_add_refuses_a_superseded_base_even_if_active(tmp_path: Path) -> None:
     root = build_registry(tmp_path / "reg", tmp_path, with_miss=False)
-    _add_newer(root, freeze_previous=False)
+    add_newer_base(root, freeze_previous=False)
     before = _snapshot(root)
     adapter = tmp_path / "m" / "adapter-final.pth"
     write_miss(adapter, seed=5)
@@ -76,7 +71,7 @@ def test_base_name_must_be_the_file_name(tmp_path: Path) -> None:
     root = build_registry(tmp_path / "reg", tmp_path, with_miss=False)
     before = _snapshot(root)
     with pytest.raises(UsageError, match="differs from its file"):
-        _add_newer(root, source_file="something-else.pth")
+        add_newer_base(root, source_file="something-else.pth")
     assert _snapshot(root) == before
 
 
@@ -90,10 +85,10 @@ def test_add_base_with_a_file_refuses_a_given_hash(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
 def test_git_refuses_new_files_under_a_superseded_base(tmp_path: Path) -> None:
-    from test_git import publish
+    from regtools import publish
 
     root = build_registry(tmp_path / "reg", tmp_path, with_miss=False)
-    _add_newer(root, freeze_previous=False)
+    add_newer_base(root, freeze_previous=False)
     publish(root, "two bases")
     stray = root / TINY_BASE / "state" / "v1" / "s9.pth"
     stray.write_bytes(b"x")
@@ -109,7 +104,7 @@ def test_git_refuses_new_files_under_a_superseded_base(tmp_path: Path) -> None:
 @pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
 def test_add_does_not_rewrite_a_published_train_json(tmp_path: Path) -> None:
     """A new MiSS run in a committed data-version directory would change its train.json (GIT001)."""
-    from test_git import publish
+    from regtools import publish
 
     root = build_registry(tmp_path / "reg", tmp_path, with_miss=True)
     publish(root, "publish")

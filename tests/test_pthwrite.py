@@ -10,6 +10,7 @@ import zipfile
 import pytest
 import torch
 from conformance.lightning_cpp import lightning_bytes
+from regtools import without_serialization_id
 
 from rwkv_registry.core.errors import CheckpointError, UsageError
 from rwkv_registry.formats import pthwrite
@@ -47,22 +48,6 @@ def assert_loads_equal(path_or_buf, tensors: dict[str, torch.Tensor]) -> None:
         assert loaded[name].dtype == t.dtype and torch.equal(loaded[name], t), name
 
 
-def _without_serialization_id(data: bytes, prefix: str) -> bytes:
-    """``data`` with the 40 id digits and both copies of their CRC zeroed (exact positions)."""
-    name = f"{prefix}/.data/serialization_id".encode()
-    out = bytearray(data)
-    info = zipfile.ZipFile(io.BytesIO(data)).getinfo(name.decode())
-    nlen, elen = struct.unpack_from("<HH", data, info.header_offset + 26)
-    start = info.header_offset + 30 + nlen + elen
-    assert len(data[start : start + 40]) == 40 and data[start + 40 : start + 44] == b"PK\x07\x08"
-    out[start : start + 40] = b"0" * 40
-    out[start + 44 : start + 48] = bytes(4)  # data descriptor CRC
-    central = data.rindex(name) - 46
-    assert data[central : central + 4] == b"PK\x01\x02"
-    out[central + 16 : central + 20] = bytes(4)  # central directory CRC
-    return bytes(out)
-
-
 @pytest.mark.parametrize(
     "tensors",
     [
@@ -79,7 +64,7 @@ def test_torch_layout_is_what_torch_save_writes(tmp_path, tensors):
     write_pth(tmp_path / "ours" / "model.pth", {k: raw(v) for k, v in tensors.items()})
     theirs = (tmp_path / "torch" / "model.pth").read_bytes()
     ours = (tmp_path / "ours" / "model.pth").read_bytes()
-    assert _without_serialization_id(ours, "model") == _without_serialization_id(theirs, "model")
+    assert without_serialization_id(ours, "model") == without_serialization_id(theirs, "model")
     assert_loads_equal(tmp_path / "ours" / "model.pth", tensors)
 
 

@@ -452,7 +452,7 @@ def _raw(t: Any) -> RawTensor:
 def _same_as_torch(tmp_path: Path, tensors: dict[str, Any]) -> None:
     """write_pth's bytes are torch.save's but for the random serialization id."""
     import torch
-    from test_pthwrite import _without_serialization_id
+    from regtools import without_serialization_id
 
     (tmp_path / "torch").mkdir()
     (tmp_path / "ours").mkdir()
@@ -460,7 +460,7 @@ def _same_as_torch(tmp_path: Path, tensors: dict[str, Any]) -> None:
     write_pth(tmp_path / "ours" / "m.pth", {k: _raw(v) for k, v in tensors.items()})
     ours = (tmp_path / "ours" / "m.pth").read_bytes()
     theirs = (tmp_path / "torch" / "m.pth").read_bytes()
-    assert _without_serialization_id(ours, "m") == _without_serialization_id(theirs, "m")
+    assert without_serialization_id(ours, "m") == without_serialization_id(theirs, "m")
     loaded = torch.load(tmp_path / "ours" / "m.pth", weights_only=True)
     assert list(loaded) == list(tensors)
     for name, t in tensors.items():

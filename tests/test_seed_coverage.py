@@ -720,3 +720,60 @@ def test_idx016_the_same_data_retrained_passes(reg: Path) -> None:
 def test_idx016_one_version_two_files(reg: Path, data: dict[str, Any], key: str) -> None:
     found = _data_findings(reg, {"data": data}, {"data": data})  # said once per version and field
     assert len(found) == 1 and found[0].startswith(f"state data v1: 's1' records {key} "), found
+
+
+# --- the edges of IDX013 and TRN009 -----------------------------------------------------------------------------
+
+
+def test_idx013_checks_a_benchmark_of_one_question(reg: Path) -> None:
+    """A total of 1 is a count like any other: 0% with the one question solved is IDX013, 100% is not."""
+
+    assert _findings(reg, "IDX013", miss=[_score(score=100.0, solved=1, total=1)]) == []
+    found = _findings(reg, "IDX013", miss=[_score(score=0.0, solved=1, total=1)])
+    assert len(found) == 1 and "solved 1 of 1" in found[0]
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        {"run_scores": []},
+        {"by_category": {"a": {"total": 500}, "b": {"solved": 3, "total": 68}}},
+        {"by_category": {"a": {"solved": 3, "total": "568"}}},
+    ],
+    ids=["no-run-scores", "category-without-solved", "category-total-text"],
+)
+def test_idx013_reads_past_a_score_that_breaks_the_schema(reg: Path, broken: dict[str, Any]) -> None:
+    """A score whose run scores or categories break the schema is the schema's finding; the score sums of the
+    other scores are still checked (no SCH005 'rules of check_scores skipped', no traceback)."""
+
+    def edit(index: dict[str, Any]) -> None:
+        e = next(e for e in index["entries"] if e["path"] == MISS_A)
+        e["scores"] = [_score(benchmark="broken", **broken), _score(score=52.3, solved=296.5)]
+
+    edit_index(reg, edit)
+    found = validate_registry(reg, use_cache=False).findings
+    assert not any(f.code == "SCH005" and "check_scores" in f.message for f in found), [f.message for f in found]
+    assert any(f.code.startswith("SCH") and f.path == "index.json" for f in found)
+    idx013 = [f.message for f in found if f.code == "IDX013"]
+    assert len(idx013) == 1 and "score 52.3% but solved 296.5 of 568" in idx013[0], idx013
+
+
+def test_idx013_categories_may_carry_the_rounding_of_their_means(reg: Path) -> None:
+    """Categories solving 29.5 and 28.4 (means over runs, each rounded to a tenth) may add up to 58 solved;
+    29.5 and 28.3 may not."""
+
+    def points(b: float) -> dict[str, Any]:
+        cats = {"a": {"solved": 29.5, "total": 300}, "b": {"solved": b, "total": 268}}
+        return _score(unit="points", score=58, solved=58, by_category=cats)
+
+    assert _findings(reg, "IDX013", miss=[points(28.4)]) == []
+    found = _findings(reg, "IDX013", miss=[points(28.3)])
+    assert len(found) == 1 and "the categories solve 57.8 of 568, the score says 58" in found[0], found
+
+
+def test_trn009_reads_the_step_of_a_state_name_with_a_dot() -> None:
+    """The step of ``g1.5-s1224.pth`` is 1224: only the extension is cut from the name."""
+    state = {"id": "g15-s1224", "method": "state", "path": f"{TINY_BASE}/state/v1.41/g1.5-s1224.pth"}
+    assert _names([state | {"step": 1224}]) == []
+    found = _names([state | {"step": 1000}])
+    assert len(found) == 1 and "State g1.5-s1224 says step 1224, but index.json records step 1000" in found[0]

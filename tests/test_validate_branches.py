@@ -15,33 +15,33 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from regtools import (
-    TINY_ARCH,
-    TINY_BASE,
-    build_registry,
-    edit_index,
-    miss_train,
-    resum,
-    state_train,
-    write_miss,
-    write_state,
+from mutations import (
+    entry_edit,
+    json_edit,
+    miss_no_manifest,
+    non_state_file,
+    replace_state,
+    score_record,
+    scores_codes,
+    set_key,
+    vs_state,
 )
-from test_validate_rules import (
+from regtools import (
     MISS_A,
     MISS_TRAIN,
     STATE,
     STATE_TRAIN,
-    _entry,
-    _json_edit,
-    _miss_no_manifest,
-    _non_state_file,
-    _replace_state,
-    _score,
-    _scores_of,
-    _set,
-    _vs_state,
+    TINY_ARCH,
+    TINY_BASE,
+    build_registry,
     custom_miss,
+    edit_index,
+    miss_train,
     refresh,
+    resum,
+    state_train,
+    write_miss,
+    write_state,
 )
 
 from rwkv_registry.checks.miss import TargetSpec, check_against_base, check_manifest
@@ -303,7 +303,7 @@ def test_mis014_layer_beyond_base_in_registry(reg: Path) -> None:
 @pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
 def test_git003_staged_new_file_under_frozen_base(tmp_path: Path) -> None:
     """The pre-commit case: a new weight file is `git add`-ed (not committed) under a frozen base."""
-    from test_git import git, publish
+    from regtools import git, publish
 
     root = build_registry(tmp_path / "reg", tmp_path, with_miss=False)
     publish(root, "publish v1")
@@ -494,7 +494,7 @@ def _messages(root: Path, code: str) -> list[str]:
 )
 def test_lay006_dot_components_backslashes_and_absolute_paths_are_unsafe(reg: Path, path: str) -> None:
     """Mutants: `.` dropped from the refused components; the backslash test dropped."""
-    _entry(STATE, lambda e: _set(e, "path", path))(reg)
+    entry_edit(STATE, lambda e: set_key(e, "path", path))(reg)
     assert _messages(reg, "LAY006") == [f"entry 's1': path {path!r} is not a safe relative path"]
 
 
@@ -523,13 +523,13 @@ def test_safe_rel_is_the_component_test() -> None:
 
 def test_trn007_is_only_about_rwkv_lightning_cuda_trainers(reg: Path) -> None:
     """Mutant: TRN007 without `name in LIGHTNING_TRAINERS` blames any other trainer of a State."""
-    _json_edit(reg, STATE_TRAIN, lambda t: t["trainer"].update(name="rwkv_peft_state", version="0.3.0"))
+    json_edit(reg, STATE_TRAIN, lambda t: t["trainer"].update(name="rwkv_peft_state", version="0.3.0"))
     assert _findings(reg, "TRN007") == []
 
 
 def test_trn003_train_json_data_version_is_compared_with_its_directory(reg: Path) -> None:
     """Mutant: the directory comparison dropped (the per-entry comparison alone still fires)."""
-    _json_edit(reg, STATE_TRAIN, lambda t: t["data"].update(version="v9"))
+    json_edit(reg, STATE_TRAIN, lambda t: t["data"].update(version="v9"))
     assert "data.version is 'v9' in directory v1/" in _messages(reg, "TRN003")
 
 
@@ -538,9 +538,9 @@ def test_trn003_train_json_data_version_is_compared_with_its_directory(reg: Path
 
 def test_mis015_scale_equal_within_float_rounding_passes(reg: Path) -> None:
     """Mutant: `_same` compares exactly; a scale of 2.0 recorded as 2.0000000000001 is the same number."""
-    _entry(MISS_A, lambda e: _set(e, "miss", dict(e["miss"], scale=2.0000000000001)))(reg)
+    entry_edit(MISS_A, lambda e: set_key(e, "miss", dict(e["miss"], scale=2.0000000000001)))(reg)
     assert _findings(reg, "MIS015") == []
-    _entry(MISS_A, lambda e: _set(e, "miss", dict(e["miss"], scale=2.001)))(reg)
+    entry_edit(MISS_A, lambda e: set_key(e, "miss", dict(e["miss"], scale=2.001)))(reg)
     assert [f.message.split(" is ")[0] for f in _findings(reg, "MIS015")] == ["index.json scale"]
 
 
@@ -608,7 +608,7 @@ def _unpublished(uid: str, base: str = TINY_BASE) -> dict[str, Any]:
 
 def test_idx001_unpublished_weight_listed_twice(reg: Path) -> None:
     """Mutant: unpublished ids were not added to the id space (only clashes with entries found)."""
-    edit_index(reg, lambda i: _set(i, "unpublished", [_unpublished("u1"), _unpublished("u1")]))
+    edit_index(reg, lambda i: set_key(i, "unpublished", [_unpublished("u1"), _unpublished("u1")]))
     assert _messages(reg, "IDX001") == ["unpublished id 'u1' is also used by an entry or listed twice"]
 
 
@@ -628,7 +628,7 @@ def test_idx005_the_duplicate_entry_is_not_checked_against_the_file(reg: Path) -
 
 def test_idx002_a_miss_entry_with_an_unknown_base(reg: Path) -> None:
     """Mutant: IDX002 checked only State entries (the rule table breaks a State)."""
-    _entry(MISS_A, lambda e: _set(e, "base", "nowhere"))(reg)
+    entry_edit(MISS_A, lambda e: set_key(e, "base", "nowhere"))(reg)
     assert _messages(reg, "IDX002") == ["entry 'v2-r4-a' refers to base 'nowhere', which index.json does not list"]
 
 
@@ -646,19 +646,19 @@ def test_idx006_the_file_name_must_be_the_base_name_exactly(reg: Path, file: str
 
 def test_idx008_on_top_of_a_base_is_refused(reg: Path) -> None:
     """Mutant: on_top_of accepted base names too (a comparison's `against` may name a base, on_top_of may not)."""
-    _entry(STATE, lambda e: _set(e, "on_top_of", TINY_BASE))(reg)
+    entry_edit(STATE, lambda e: set_key(e, "on_top_of", TINY_BASE))(reg)
     assert _messages(reg, "IDX008") == [f"entry 's1': on_top_of {TINY_BASE!r} is no other entry or unpublished weight"]
 
 
 def test_idx008_boundaries_that_are_consistent(reg: Path) -> None:
     """Mutants: solved == total, a category solved == total and wins + losses == total called inconsistent; a
     comparison against the base alone called unknown."""
-    score = _score(
+    score = score_record(
         solved=568,
         by_category={"abstention": {"solved": 17, "total": 17}},
-        comparison=dict(_vs_state(300, 268, 0.2), against=TINY_BASE),
+        comparison=dict(vs_state(300, 268, 0.2), against=TINY_BASE),
     )
-    assert "IDX008" not in _scores_of(reg, score)
+    assert "IDX008" not in scores_codes(reg, score)
 
 
 def test_idx004_recommended_is_counted_per_base(reg: Path, tmp_path: Path) -> None:
@@ -679,7 +679,7 @@ def test_idx004_recommended_is_counted_per_base(reg: Path, tmp_path: Path) -> No
 
 def test_idx003_a_state_entry_holding_d_tensors_is_idx003_not_mis001(reg: Path) -> None:
     """Mutant: MIS001 (MiSS without manifest) for any entry whose file holds D tensors, a State's too."""
-    _miss_no_manifest(reg)
+    miss_no_manifest(reg)
     (reg / STATE).write_bytes((reg / MISS_A).read_bytes())
     refresh(reg, STATE)
     found = {f.code for f in _findings(reg) if f.path == STATE}
@@ -688,15 +688,15 @@ def test_idx003_a_state_entry_holding_d_tensors_is_idx003_not_mis001(reg: Path) 
 
 def test_idx003_stops_the_file_checks(reg: Path) -> None:
     """Mutant: without `return` after IDX003, the State rules ran on a file that is no State (STA001)."""
-    _non_state_file(reg)
+    non_state_file(reg)
     assert {f.code for f in _findings(reg) if f.path == STATE} == {"IDX003"}
 
 
 def test_sta002_once_per_file_and_for_the_head_count(reg: Path) -> None:
     """Mutants: one STA002 per tensor instead of per file; the head count H not compared."""
-    _replace_state(reg, shape=(2, 32, 32))
+    replace_state(reg, shape=(2, 32, 32))
     assert len(_findings(reg, "STA002")) == 1
-    _replace_state(reg, shape=(3, 64, 64))
+    replace_state(reg, shape=(3, 64, 64))
     assert _messages(reg, "STA002") == [
         "blocks.0.att.time_state has shape [3, 64, 64], the base needs [2, 64, 64] [H, V, K]"
     ]
@@ -704,7 +704,7 @@ def test_sta002_once_per_file_and_for_the_head_count(reg: Path) -> None:
 
 def test_sta001_a_missing_layer_is_named(reg: Path) -> None:
     """Mutant: the expected names bounded by the file's own count, so that a missing last layer went unseen."""
-    _replace_state(reg, n_layer=1)
+    replace_state(reg, n_layer=1)
     assert _messages(reg, "STA001") == ["1 state tensors for a 2-layer base; missing ['blocks.1.att.time_state']"]
 
 
@@ -792,10 +792,9 @@ V1 = f"{TINY_BASE}/state/v1"
 def _two_bases_published(root: Path) -> None:
     """The registry with a newer base of its family (the old one left active, so superseded but not frozen),
     committed."""
-    from test_git import publish
-    from test_lineage import _add_newer
+    from regtools import add_newer_base, publish
 
-    _add_newer(root, freeze_previous=False)
+    add_newer_base(root, freeze_previous=False)
     publish(root, "two bases")
 
 
@@ -803,7 +802,7 @@ def _two_bases_published(root: Path) -> None:
 def test_git003_a_staged_new_file_under_a_superseded_base(reg: Path) -> None:
     """Mutants: a new file in the diffs (not untracked) closed only by `frozen`, not by a newer base; the index
     (`git add`) not compared (the working-tree diff then names the wrong place)."""
-    from test_git import git
+    from regtools import git
 
     _two_bases_published(reg)
     (reg / V1 / "s9.pth").write_bytes(b"x")
@@ -819,10 +818,10 @@ def test_git003_a_staged_new_file_under_a_superseded_base(reg: Path) -> None:
 def test_git003_a_base_superseded_at_the_baseline_stays_closed(reg: Path) -> None:
     """Mutant: only today's index.json decides what is superseded; dropping the newer base from index.json in the
     same change does not reopen the old one."""
-    from test_lineage import NEWER
+    from regtools import NEWER_BASE
 
     _two_bases_published(reg)
-    edit_index(reg, lambda i: _set(i, "bases", [b for b in i["bases"] if b["name"] != NEWER]))
+    edit_index(reg, lambda i: set_key(i, "bases", [b for b in i["bases"] if b["name"] != NEWER_BASE]))
     (reg / V1 / "s9.pth").write_bytes(b"x")
     assert [f.path for f in _findings(reg, "GIT003")] == [f"{V1}/s9.pth"]
 
@@ -830,7 +829,7 @@ def test_git003_a_base_superseded_at_the_baseline_stays_closed(reg: Path) -> Non
 @needs_git
 def test_git001_a_published_file_replaced_by_a_symlink(reg: Path) -> None:
     """Mutant: a type change (git status T: the file became a symbolic link) was not a modification."""
-    from test_git import publish
+    from regtools import publish
 
     publish(reg)
     (reg / STATE).unlink()
@@ -842,7 +841,7 @@ def test_git001_a_published_file_replaced_by_a_symlink(reg: Path) -> None:
 @needs_git
 def test_git001_in_a_registry_below_the_repository_root(reg: Path, tmp_path: Path) -> None:
     """Mutant: paths from git not made relative to the registry (its base directories then never match)."""
-    from test_git import publish
+    from regtools import publish
 
     outer = tmp_path / "outer"
     outer.mkdir()
@@ -886,7 +885,7 @@ def test_readme_cells_escape_the_pipe(reg: Path) -> None:
     from rwkv_registry.index.readme import render_sections
     from rwkv_registry.store.ops import load_index
 
-    _entry(STATE, lambda e: _set(e, "description", "fast | small"))(reg)
+    entry_edit(STATE, lambda e: set_key(e, "description", "fast | small"))(reg)
     assert "| fast \\| small (recommended) |" in render_sections(load_index(reg))
 
 
@@ -990,9 +989,9 @@ def test_scan_values_limits() -> None:
 
 def test_mis009_also_when_a_target_tensor_is_missing(reg: Path) -> None:
     """Mutant: MIS009 only for tensors that are no target, not for fewer tensors than targets."""
-    from test_validate_rules import _replace_miss
+    from mutations import replace_miss
 
-    _replace_miss(reg, tensors_edit=lambda t: t.pop("blocks.1.ffn.value.weight.D"))
+    replace_miss(reg, tensors_edit=lambda t: t.pop("blocks.1.ffn.value.weight.D"))
     found = {f.code: f.message for f in _findings(reg) if f.path == MISS_A and f.code.startswith("MIS")}
     assert found.get("MIS009") == "11 tensors for 12 targets"
     assert "MIS008" in found
@@ -1028,7 +1027,7 @@ def test_hsh007_unsorted_is_not_said_of_a_file_with_malformed_lines(reg: Path) -
 
 def test_readme_rules_wait_for_a_valid_index(reg: Path) -> None:
     """Mutant: the README rules ran on an index.json that broke its schema, instead of one SCH005 note."""
-    _entry(STATE, lambda e: _set(e, "scores", "not a list"))(reg)
+    entry_edit(STATE, lambda e: set_key(e, "scores", "not a list"))(reg)
     found = _findings(reg)
     assert ("SCH005", "README.md", "README rules skipped until index.json follows its schema") in {
         (f.code, f.path, f.message) for f in found
@@ -1048,9 +1047,9 @@ def test_sums_listing_a_path_that_is_not_utf8_is_hsh005_not_a_crash(reg: Path) -
 
 def test_mis014_the_first_target_is_checked_against_the_base(reg: Path) -> None:
     """Mutant: the architecture check skipped the manifest's first target (the rule table breaks all of them)."""
-    from test_validate_rules import _replace_miss
+    from mutations import replace_miss
 
-    _replace_miss(reg, manifest_edit=lambda m: m["targets"][0].update(in_features=129))
+    replace_miss(reg, manifest_edit=lambda m: m["targets"][0].update(in_features=129))
     assert _messages(reg, "MIS014") == [
         "target blocks.0.att.receptance.weight.D: out 128, in_features 129; the base needs out 128, in_features 128"
     ]
@@ -1063,7 +1062,7 @@ def test_hsh002_a_file_larger_than_recorded(reg: Path) -> None:
     """Mutant: HSH002 only for a file smaller than index.json records (`want_size > f.size`): a file that grew
     (bytes appended) kept its size finding only through HSH001."""
     size = (reg / STATE).stat().st_size
-    _entry(STATE, lambda e: _set(e, "file", dict(e["file"], size=size - 1)))(reg)
+    entry_edit(STATE, lambda e: set_key(e, "file", dict(e["file"], size=size - 1)))(reg)
     assert _messages(reg, "HSH002") == [f"size is {size} bytes, index.json records {size - 1}"]
 
 
@@ -1071,23 +1070,23 @@ def test_mis012_compares_the_index_with_the_embedded_content_version(reg: Path) 
     """Mutant: MIS012 compared index.json with the content_version recomputed from the bytes instead of the one
     embedded in miss.json: a tampered file (MIS011) whose index.json records what it embeds got a second,
     self-contradicting MIS012, and a file whose content_version cannot be recomputed (MIS008) got one too."""
-    from test_validate_rules import _miss_tensor_dtype, _replace_miss
+    from mutations import miss_tensor_dtype, replace_miss
 
-    _replace_miss(reg, manifest_edit=lambda m: _set(m, "content_version", "1" * 64), fix_cv=False)
+    replace_miss(reg, manifest_edit=lambda m: set_key(m, "content_version", "1" * 64), fix_cv=False)
     codes = {f.code for f in _findings(reg) if f.path == MISS_A}
     assert "MIS011" in codes and "MIS012" not in codes
-    _replace_miss(reg, tensors_edit=_miss_tensor_dtype)
+    replace_miss(reg, tensors_edit=miss_tensor_dtype)
     codes = {f.code for f in _findings(reg) if f.path == MISS_A}
     assert "MIS008" in codes and "MIS012" not in codes
 
 
 def test_mis013_a_fingerprint_differing_only_in_its_last_digit(reg: Path) -> None:
     """Mutant: base_fingerprint compared by a prefix (the 16 digits a message shows): the whole sha256 must match."""
+    from mutations import replace_miss
     from regtools import TINY_SHA
-    from test_validate_rules import _replace_miss
 
     near = TINY_SHA[:-1] + ("0" if TINY_SHA[-1] != "0" else "1")
-    _replace_miss(reg, manifest_edit=lambda m: _set(m, "base_fingerprint", near))
+    replace_miss(reg, manifest_edit=lambda m: set_key(m, "base_fingerprint", near))
     assert _messages(reg, "MIS013") == [f"base_fingerprint {near} is not the sha256 of base {TINY_BASE} ({TINY_SHA})"]
 
 
@@ -1158,7 +1157,7 @@ def test_sta004_an_infinite_float32_state_value(reg: Path) -> None:
 
 def test_mis010_a_bad_value_in_a_later_tensor(reg: Path) -> None:
     """Mutant: only the first target's D values scanned; the rule table poisons the first tensor."""
-    from test_validate_rules import _replace_miss
+    from mutations import replace_miss
 
     from rwkv_registry.formats.pthwrite import RawTensor
 
@@ -1167,7 +1166,7 @@ def test_mis010_a_bad_value_in_a_later_tensor(reg: Path) -> None:
         t = tensors[name]
         tensors[name] = RawTensor(t.dtype, t.shape, t.data[:-2] + b"\x80\x7f")  # bf16 +Inf, the last value
 
-    _replace_miss(reg, tensors_edit=poison_last)
+    replace_miss(reg, tensors_edit=poison_last)
     assert _messages(reg, "MIS010") == [
         "blocks.1.ffn.value.weight.D: 1 value(s) refused: nonfinite adapter weight (first: inf)"
     ]
@@ -1183,11 +1182,11 @@ def _embedded_manifest(path: Path) -> dict[str, Any]:
 
 def test_mis011_a_content_version_differing_only_in_its_last_digit(reg: Path) -> None:
     """Mutant: the embedded content_version compared with the recomputed one by the 16 digits the message shows."""
-    from test_validate_rules import _replace_miss
+    from mutations import replace_miss
 
     real = _embedded_manifest(reg / MISS_A)["content_version"]
     near = real[:-1] + ("0" if real[-1] != "0" else "1")
-    _replace_miss(reg, manifest_edit=lambda m: _set(m, "content_version", near), fix_cv=False)
+    replace_miss(reg, manifest_edit=lambda m: set_key(m, "content_version", near), fix_cv=False)
     assert len(_messages(reg, "MIS011")) == 1
 
 
@@ -1245,11 +1244,11 @@ def test_sta006_a_state_file_with_one_more_tensor_is_a_state_with_a_warning(reg:
 def test_git003_a_staged_placeholder_of_a_closed_base_is_no_new_file(reg: Path) -> None:
     """Mutant: the `.gitkeep` exception applied to untracked files only: an older base, closed at once, whose empty
     placeholders are staged (`git add -A` before the commit) was GIT003 for each of them."""
-    from test_git import _add_base_by_metadata, git, publish
+    from regtools import add_base_by_metadata, git, publish
 
     publish(reg)
     older = TINY_BASE.replace("20260101", "20250101")
-    _add_base_by_metadata(reg, older)
+    add_base_by_metadata(reg, older)
     git(reg, "add", "-A")
     assert _findings(reg, "GIT003") == []
 
@@ -1258,11 +1257,11 @@ def test_git003_a_staged_placeholder_of_a_closed_base_is_no_new_file(reg: Path) 
 def test_git003_an_empty_gitkeep_deeper_than_a_method_folder_is_a_new_file(reg: Path) -> None:
     """Mutant: any empty `.gitkeep` taken for a placeholder: only `<base>/state/.gitkeep` and `<base>/miss/.gitkeep`
     are what add-base makes; one in a data-version folder of a closed base is a new file there."""
-    from test_git import _add_base_by_metadata, publish
+    from regtools import add_base_by_metadata, publish
 
     publish(reg)
     older = TINY_BASE.replace("20260101", "20250101")
-    _add_base_by_metadata(reg, older)  # superseded at once: closed
+    add_base_by_metadata(reg, older)  # superseded at once: closed
     (reg / older / "state" / "v1").mkdir()
     (reg / older / "state" / "v1" / ".gitkeep").write_bytes(b"")
     assert [f.path for f in _findings(reg, "GIT003")] == [f"{older}/state/v1/.gitkeep"]

@@ -20,151 +20,51 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mutations import (
+    entry_edit,
+    json_edit,
+    miss_no_manifest,
+    miss_tensor_dtype,
+    non_state_file,
+    replace_miss,
+    replace_state,
+    same_base_file_twice,
+    same_bytes_twice,
+    score_record,
+    scores_codes,
+    set_key,
+    vs_state,
+)
 from regtools import (
+    MISS_A,
+    MISS_TRAIN,
+    STATE,
+    STATE_TRAIN,
     TINY_ARCH,
     TINY_BASE,
     all_codes,
     bf16_bytes,
+    custom_miss,
     edit_index,
+    refresh,
     resum,
     state_train,
-    target_shape,
     write_state,
 )
 
 from rwkv_registry.checks.catalogue import RULES
-from rwkv_registry.checks.miss import MISS_TARGETS, build_manifest, content_version, scan_values, write_miss_file
+from rwkv_registry.checks.miss import build_manifest, scan_values, write_miss_file
 from rwkv_registry.core.errors import RefusedError, UsageError
 from rwkv_registry.core.rules import Finding
 from rwkv_registry.engine.validate import validate_registry
-from rwkv_registry.formats import jsoncpp
 from rwkv_registry.index.sums import parse_sums
 from rwkv_registry.store.ops import add_entry, write_sums
-
-STATE = f"{TINY_BASE}/state/v1/s1.pth"
-MISS_A = f"{TINY_BASE}/miss/v2/r4-a/adapter-final.pth"
-STATE_TRAIN = f"{TINY_BASE}/state/v1/train.json"
-MISS_TRAIN = f"{TINY_BASE}/miss/v2/train.json"
-
-
-def refresh(root: Path, rel: str) -> None:
-    """Record the file's current sha256/size (and content_version) in index.json, then SHA256SUMS."""
-    data = (root / rel).read_bytes()
-
-    def fn(index: dict[str, Any]) -> None:
-        for e in index["entries"]:
-            if e["path"] == rel:
-                e["file"] = {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
-                if e["method"] == "miss":
-                    try:
-                        from rwkv_registry.formats.ckpt import open_checkpoint
-
-                        ck = open_checkpoint(data)
-                        if ck.miss_manifest:
-                            e["miss"]["content_version"] = json.loads(ck.miss_manifest)["content_version"]
-                    except Exception:
-                        pass
-
-    edit_index(root, fn)
-    from rwkv_registry.store.ops import write_readme
-
-    write_readme(root)
-    resum(root)
-
-
-def custom_miss(
-    path: Path,
-    *,
-    manifest_edit: Callable[[dict], None] | None = None,
-    tensors_edit: Callable[[dict], None] | None = None,
-    fix_cv: bool = True,
-    arch: dict[str, Any] = TINY_ARCH,
-    rank: int = 4,
-) -> None:
-    """A MiSS package with a hand-edited manifest or tensors (content_version fixed unless asked)."""
-    from rwkv_registry.formats.pthwrite import RawTensor, write_pth
-
-    tensors: dict[str, Any] = {}
-    targets = []
-    for layer in range(arch["n_layer"]):
-        for j, t in enumerate(MISS_TARGETS):
-            out_f, in_f = target_shape(arch, t)
-            tensors[f"blocks.{layer}.{t}.D"] = RawTensor(
-                "bfloat16", (out_f, rank), bf16_bytes(out_f * rank, layer * 10 + j)
-            )
-            targets.append(
-                {
-                    "name": f"blocks.{layer}.{t}.D",
-                    "layer": layer,
-                    "target": t,
-                    "in_features": in_f,
-                    "shape": [out_f, rank],
-                }
-            )
-    manifest: dict[str, Any] = {
-        "format_version": 1,
-        "method": "miss",
-        "dtype": "bfloat16",
-        "layout": "modulo_rank_zero_pad",
-        "kind": "inference_adapter",
-        "rank": rank,
-        "alpha": 8,
-        "scale": 8 / rank,
-        "base_fingerprint": hashlib.sha256(b"tiny base file").hexdigest(),
-        "targets": targets,
-    }
-    if manifest_edit:
-        manifest_edit(manifest)
-    if tensors_edit:
-        tensors_edit(tensors)
-    if fix_cv:
-        chunks = [
-            bytes(tensors[t["name"]].data)
-            for t in manifest["targets"]
-            if isinstance(t, dict) and t.get("name") in tensors
-        ]
-        manifest["content_version"] = content_version(manifest, chunks)
-    manifest.setdefault("content_version", "0" * 64)
-    write_pth(path, tensors, layout="lightning", extra_entries={"miss.json": jsoncpp.dumps_bytes(manifest)})
 
 
 def _text(root: Path, rel: str, text: str) -> None:
     p = root / rel
     p.parent.mkdir(parents=True, exist_ok=True)
     p.write_text(text)
-
-
-def _json_edit(root: Path, rel: str, fn: Callable[[dict], None]) -> None:
-    p = root / rel
-    data = json.loads(p.read_text())
-    fn(data)
-    p.write_text(json.dumps(data, indent=2))
-
-
-def _replace_state(root: Path, **kw: Any) -> None:
-    write_state(root / STATE, **kw)
-    refresh(root, STATE)
-
-
-def _replace_miss(root: Path, **kw: Any) -> None:
-    custom_miss(root / MISS_A, **kw)
-    refresh(root, MISS_A)
-
-
-def _entry(rel: str, fn: Callable[[dict], None]) -> Callable[[Path], None]:
-    def mutate(root: Path) -> None:
-        def edit(index: dict) -> None:
-            for e in index["entries"]:
-                if e["path"] == rel:
-                    fn(e)
-
-        edit_index(root, edit)
-
-    return mutate
-
-
-def _set(d: dict, key: str, value: Any) -> None:
-    d[key] = value
 
 
 def _flip_byte(root: Path) -> None:
@@ -209,25 +109,10 @@ def _dup_entry(field: str) -> Callable[[Path], None]:
     return mutate
 
 
-def _non_state_file(root: Path) -> None:
-    import torch
-
-    torch.save({"foo": torch.zeros(2)}, root / STATE)
-    refresh(root, STATE)
-
-
 def _sums_reverse(root: Path) -> None:
     p = root / "SHA256SUMS"
     lines = p.read_text().splitlines(keepends=True)
     p.write_text("".join(reversed(lines)))
-
-
-def _miss_tensor_dtype(tensors: dict) -> None:
-    from rwkv_registry.formats.pthwrite import RawTensor
-
-    name = next(iter(tensors))
-    t = tensors[name]
-    tensors[name] = RawTensor("float16", t.shape, t.data)
 
 
 def _miss_extra_tensor(tensors: dict) -> None:
@@ -247,7 +132,7 @@ def _miss_nan(tensors: dict) -> None:
 
 
 def _miss_big_manifest(root: Path) -> None:
-    custom_miss(root / MISS_A, manifest_edit=lambda m: _set(m, "padding", "x" * (8 * 2**20 + 10)))
+    custom_miss(root / MISS_A, manifest_edit=lambda m: set_key(m, "padding", "x" * (8 * 2**20 + 10)))
     refresh(root, MISS_A)
 
 
@@ -276,7 +161,7 @@ def _miss_big_payload(root: Path) -> None:
             t["shape"][1] = 1024
         m["targets"][0]["shape"][0] = 1 << 20
 
-    _replace_miss(root, manifest_edit=edit)
+    replace_miss(root, manifest_edit=edit)
 
 
 def _miss_legacy_folder(root: Path) -> None:
@@ -293,17 +178,6 @@ def _miss_legacy_folder(root: Path) -> None:
 def _miss_other_arch(root: Path) -> None:
     arch = dict(TINY_ARCH, n_embd=192, n_head=3, ffn_size=768)
     custom_miss(root / MISS_A, arch=arch)
-    refresh(root, MISS_A)
-
-
-def _miss_no_manifest(root: Path) -> None:
-    from rwkv_registry.formats.pthwrite import RawTensor, write_pth
-
-    write_pth(
-        root / MISS_A,
-        {"blocks.0.att.key.weight.D": RawTensor("bfloat16", (128, 4), bf16_bytes(512, 0))},
-        layout="lightning",
-    )
     refresh(root, MISS_A)
 
 
@@ -337,56 +211,8 @@ def _newer_base(root: Path) -> None:
     refresh(root, STATE)
 
 
-def _same_base_file_twice(root: Path) -> None:
-    """The base registered a second time under another name (its sha256 copied along)."""
-
-    def add(index: dict[str, Any]) -> None:
-        b = json.loads(json.dumps(index["bases"][0]))
-        b.update(name=f"{TINY_BASE}-copy", source=dict(b["source"], file=f"{TINY_BASE}-copy.pth"))
-        index["bases"].append(b)
-
-    edit_index(root, add)
-
-
-def _same_bytes_twice(root: Path) -> None:
-    """The State copied to a second name and registered as a second entry."""
-    copy = STATE.replace("s1.pth", "s1-copy.pth")
-    shutil.copy(root / STATE, root / copy)
-
-    def add(index: dict[str, Any]) -> None:
-        e = json.loads(json.dumps(next(e for e in index["entries"] if e["path"] == STATE)))
-        e.update(id="s1-copy", path=copy, recommended=False)
-        index["entries"].append(e)
-
-    edit_index(root, add)
-    from rwkv_registry.store.ops import write_readme
-
-    write_readme(root)
-    resum(root)
-
-
 def _rename_version_dir(root: Path) -> None:
     (root / TINY_BASE / "state" / "v1").rename(root / TINY_BASE / "state" / "v1.0")
-
-
-def _score(**more: Any) -> dict[str, Any]:
-    return {
-        "benchmark": "exam",
-        "date": "2026-10-17",
-        "score": 52.2,
-        "unit": "percent",
-        "solved": 296.5,
-        "total": 568,
-        "runs": 2,
-        "backend": None,
-        "note": None,
-        "report": None,
-        **more,
-    }
-
-
-def _vs_state(wins: int, losses: int, p: float) -> dict[str, Any]:
-    return {"against": "s1", "wins": wins, "losses": losses, "p_value": p}
 
 
 def _state_named_for_another_step(root: Path) -> None:
@@ -403,13 +229,13 @@ def _trained_on_the_newer_base(root: Path) -> None:
     """The State's train.json says it was trained on another registered base's file."""
     _newer_base(root)
     newer = TINY_BASE.replace("20260101", "20260301")
-    _json_edit(root, STATE_TRAIN, lambda t: _set(t, "command", f"rwkv_state_tune --model /models/{newer}.pth"))
+    json_edit(root, STATE_TRAIN, lambda t: set_key(t, "command", f"rwkv_state_tune --model /models/{newer}.pth"))
 
 
 def _total_steps_against_train(root: Path) -> None:
     """The State's entry says step 90 of 100, its train.json says the training ran 120 steps."""
-    _entry(STATE, lambda e: e.update(step=90, total_steps=100))(root)
-    _json_edit(root, STATE_TRAIN, lambda t: t["hyperparameters"].update(steps=120))
+    entry_edit(STATE, lambda e: e.update(step=90, total_steps=100))(root)
+    json_edit(root, STATE_TRAIN, lambda t: t["hyperparameters"].update(steps=120))
 
 
 def _unpublished_with_other_data(root: Path) -> None:
@@ -432,8 +258,8 @@ def _unpublished_with_other_data(root: Path) -> None:
 
 def _compared_across_days(root: Path) -> None:
     """The adapter compared question by question with the State, whose exam score is of another day."""
-    _entry(STATE, lambda e: _set(e, "scores", [_score(date="2026-10-16", score=46.9, solved=None)]))(root)
-    _entry(MISS_A, lambda e: _set(e, "scores", [_score(comparison=_vs_state(95, 54, 0.001))]))(root)
+    entry_edit(STATE, lambda e: set_key(e, "scores", [score_record(date="2026-10-16", score=46.9, solved=None)]))(root)
+    entry_edit(MISS_A, lambda e: set_key(e, "scores", [score_record(comparison=vs_state(95, 54, 0.001))]))(root)
 
 
 CASES: dict[str, Callable[..., None]] = {
@@ -442,10 +268,10 @@ CASES: dict[str, Callable[..., None]] = {
     "LAY003": lambda r: edit_index(r, lambda i: i["bases"].append(dict(i["bases"][0], name="ghost"))),
     "LAY004": lambda r: _text(r, f"{TINY_BASE}/state/v1/readme.txt", "x"),
     "LAY005": _symlink,
-    "LAY006": _entry(STATE, lambda e: _set(e, "path", "../evil.pth")),
+    "LAY006": entry_edit(STATE, lambda e: set_key(e, "path", "../evil.pth")),
     "LAY007": lambda r: shutil.copy(r / STATE, r / TINY_BASE / "state" / "v1" / "s2.pth"),
     "LAY008": lambda r: (r / STATE).unlink(),
-    "LAY009": _entry(STATE, lambda e: _set(e, "train", f"{TINY_BASE}/state/v9/train.json")),
+    "LAY009": entry_edit(STATE, lambda e: set_key(e, "train", f"{TINY_BASE}/state/v9/train.json")),
     "LAY010": _unreadable,
     "LAY011": lambda r: (r / TINY_BASE / "state" / "v9").mkdir(),
     "LAY012": lambda r: _text(r, ".rwkv-registry-tmp-0123-index.json", "{}"),
@@ -453,28 +279,28 @@ CASES: dict[str, Callable[..., None]] = {
     "LAY015": _fifo,
     "LAY016": lambda r: [shutil.rmtree(p) if p.is_dir() else p.unlink() for p in r.iterdir()],
     "SCH001": lambda r: _text(r, "index.json", "{not json"),
-    "SCH002": _entry(STATE, lambda e: _set(e, "profile", "bogus")),
-    "SCH003": lambda r: _json_edit(r, STATE_TRAIN, lambda t: t.pop("trainer")),
+    "SCH002": entry_edit(STATE, lambda e: set_key(e, "profile", "bogus")),
+    "SCH003": lambda r: json_edit(r, STATE_TRAIN, lambda t: t.pop("trainer")),
     "SCH004": lambda r: (r / "SHA256SUMS").unlink(),
-    "SCH005": _entry(STATE, lambda e: _set(e, "file", "not an object")),
+    "SCH005": entry_edit(STATE, lambda e: set_key(e, "file", "not an object")),
     "IDX001": _dup_entry("id"),
-    "IDX002": _entry(STATE, lambda e: _set(e, "base", "nowhere")),
-    "IDX003": _non_state_file,
-    "IDX004": lambda r: edit_index(r, lambda i: [_set(e, "recommended", True) for e in i["entries"]]),
+    "IDX002": entry_edit(STATE, lambda e: set_key(e, "base", "nowhere")),
+    "IDX003": non_state_file,
+    "IDX004": lambda r: edit_index(r, lambda i: [set_key(e, "recommended", True) for e in i["entries"]]),
     "IDX005": _dup_entry("path"),
     "IDX006": lambda r: edit_index(r, lambda i: i["bases"][0]["source"].update(file="rwkv7-tiny-20260101.pth")),
     "IDX007": _newer_base,
-    "IDX008": _entry(STATE, lambda e: e.update(step=1400, total_steps=1374)),
-    "IDX009": _entry(MISS_A, lambda e: _set(e, "scores", [_score(comparison=_vs_state(95, 54, 0.9))])),
-    "IDX010": _same_base_file_twice,
-    "IDX011": _same_bytes_twice,
-    "IDX012": _entry(MISS_A, lambda e: _set(e, "adapter_id", "v2-r4-b")),
-    "IDX013": _entry(MISS_A, lambda e: _set(e, "scores", [_score(solved=280.5)])),
+    "IDX008": entry_edit(STATE, lambda e: e.update(step=1400, total_steps=1374)),
+    "IDX009": entry_edit(MISS_A, lambda e: set_key(e, "scores", [score_record(comparison=vs_state(95, 54, 0.9))])),
+    "IDX010": same_base_file_twice,
+    "IDX011": same_bytes_twice,
+    "IDX012": entry_edit(MISS_A, lambda e: set_key(e, "adapter_id", "v2-r4-b")),
+    "IDX013": entry_edit(MISS_A, lambda e: set_key(e, "scores", [score_record(solved=280.5)])),
     "IDX014": lambda r: _compared_across_days(r),
     "IDX015": lambda r: _text(r, "LICENSE.md", "Apache License 2.0"),
     "IDX016": lambda r: _unpublished_with_other_data(r),
     "HSH001": _flip_byte,
-    "HSH002": _entry(STATE, lambda e: _set(e, "file", dict(e["file"], size=e["file"]["size"] + 1))),
+    "HSH002": entry_edit(STATE, lambda e: set_key(e, "file", dict(e["file"], size=e["file"]["size"] + 1))),
     "HSH003": lambda r: (r / "SHA256SUMS").open("a").write("not a line\n"),
     "HSH004": lambda r: _text(r, "LICENSE", "MIT"),
     "HSH005": lambda r: (r / "SHA256SUMS").open("a").write("0" * 64 + "  zzz-missing.txt\n"),
@@ -483,53 +309,55 @@ CASES: dict[str, Callable[..., None]] = {
     "PTH001": _truncate,
     "LFS001": _lfs_pointer,
     "LFS002": lambda r: _text(r, ".gitattributes", "# nothing\n"),
-    "STA001": lambda r: _replace_state(r, n_layer=3),
-    "STA002": lambda r: _replace_state(r, shape=(2, 32, 32)),
-    "STA003": lambda r: _replace_state(r, dtype="float16"),
-    "STA004": lambda r: _replace_state(r, poison=True),
-    "MIS001": _miss_no_manifest,
+    "STA001": lambda r: replace_state(r, n_layer=3),
+    "STA002": lambda r: replace_state(r, shape=(2, 32, 32)),
+    "STA003": lambda r: replace_state(r, dtype="float16"),
+    "STA004": lambda r: replace_state(r, poison=True),
+    "MIS001": miss_no_manifest,
     "MIS002": _miss_big_manifest,
-    "MIS003": lambda r: _replace_miss(r, manifest_edit=lambda m: _set(m, "layout", "blocks")),
-    "MIS004": lambda r: _replace_miss(r, manifest_edit=lambda m: _set(m, "rank", 2000)),
-    "MIS005": lambda r: _replace_miss(r, manifest_edit=lambda m: _set(m, "alpha", "8")),
-    "MIS006": lambda r: _replace_miss(r, manifest_edit=lambda m: _set(m, "base_fingerprint", "abc")),
-    "MIS007": lambda r: _replace_miss(r, manifest_edit=lambda m: _set(m, "targets", [])),
-    "MIS008": lambda r: _replace_miss(r, tensors_edit=_miss_tensor_dtype),
-    "MIS009": lambda r: _replace_miss(r, tensors_edit=_miss_extra_tensor),
-    "MIS010": lambda r: _replace_miss(r, tensors_edit=_miss_nan),
-    "MIS011": lambda r: _replace_miss(r, manifest_edit=lambda m: _set(m, "content_version", "1" * 64), fix_cv=False),
-    "MIS012": _entry(MISS_A, lambda e: _set(e, "miss", dict(e["miss"], content_version="2" * 64))),
-    "MIS013": lambda r: _replace_miss(r, manifest_edit=lambda m: _set(m, "base_fingerprint", "3" * 64)),
+    "MIS003": lambda r: replace_miss(r, manifest_edit=lambda m: set_key(m, "layout", "blocks")),
+    "MIS004": lambda r: replace_miss(r, manifest_edit=lambda m: set_key(m, "rank", 2000)),
+    "MIS005": lambda r: replace_miss(r, manifest_edit=lambda m: set_key(m, "alpha", "8")),
+    "MIS006": lambda r: replace_miss(r, manifest_edit=lambda m: set_key(m, "base_fingerprint", "abc")),
+    "MIS007": lambda r: replace_miss(r, manifest_edit=lambda m: set_key(m, "targets", [])),
+    "MIS008": lambda r: replace_miss(r, tensors_edit=miss_tensor_dtype),
+    "MIS009": lambda r: replace_miss(r, tensors_edit=_miss_extra_tensor),
+    "MIS010": lambda r: replace_miss(r, tensors_edit=_miss_nan),
+    "MIS011": lambda r: replace_miss(r, manifest_edit=lambda m: set_key(m, "content_version", "1" * 64), fix_cv=False),
+    "MIS012": entry_edit(MISS_A, lambda e: set_key(e, "miss", dict(e["miss"], content_version="2" * 64))),
+    "MIS013": lambda r: replace_miss(r, manifest_edit=lambda m: set_key(m, "base_fingerprint", "3" * 64)),
     "MIS014": _miss_other_arch,
-    "MIS015": _entry(MISS_A, lambda e: _set(e, "miss", dict(e["miss"], rank=8))),
-    "MIS016": lambda r: _replace_miss(r, manifest_edit=lambda m: m["targets"][0].update(target="att.gate.weight")),
-    "MIS017": lambda r: _replace_miss(r, manifest_edit=lambda m: _set(m, "scale", 99.0)),
+    "MIS015": entry_edit(MISS_A, lambda e: set_key(e, "miss", dict(e["miss"], rank=8))),
+    "MIS016": lambda r: replace_miss(r, manifest_edit=lambda m: m["targets"][0].update(target="att.gate.weight")),
+    "MIS017": lambda r: replace_miss(r, manifest_edit=lambda m: set_key(m, "scale", 99.0)),
     "MIS018": _miss_training_checkpoint,
-    "MIS019": lambda r: _replace_miss(r, manifest_edit=lambda m: _set(m, "tensor_source", "x")),
+    "MIS019": lambda r: replace_miss(r, manifest_edit=lambda m: set_key(m, "tensor_source", "x")),
     "MIS020": _miss_big_payload,
     "MIS021": _miss_legacy_folder,
     "TRN001": lambda r: (r / STATE_TRAIN).unlink(),
-    "TRN002": lambda r: _json_edit(r, STATE_TRAIN, lambda t: t["trainer"].update(version="1.7.9")),
-    "TRN003": lambda r: _json_edit(r, STATE_TRAIN, lambda t: t["data"].update(sha256="4" * 64)),
-    "TRN004": lambda r: _json_edit(r, MISS_TRAIN, lambda t: t["runs"].pop()),
-    "TRN005": lambda r: _json_edit(r, STATE_TRAIN, lambda t: _set(t, "method", "miss")),
-    "TRN006": lambda r: _json_edit(r, MISS_TRAIN, lambda t: t["trainer"].update(commit=None)),
-    "TRN007": lambda r: _json_edit(r, STATE_TRAIN, lambda t: t["trainer"].update(name="rwkv_miss_tune")),
-    "TRN008": lambda r: _json_edit(r, MISS_TRAIN, lambda t: t["hyperparameters"].update(alpha=16)),
+    "TRN002": lambda r: json_edit(r, STATE_TRAIN, lambda t: t["trainer"].update(version="1.7.9")),
+    "TRN003": lambda r: json_edit(r, STATE_TRAIN, lambda t: t["data"].update(sha256="4" * 64)),
+    "TRN004": lambda r: json_edit(r, MISS_TRAIN, lambda t: t["runs"].pop()),
+    "TRN005": lambda r: json_edit(r, STATE_TRAIN, lambda t: set_key(t, "method", "miss")),
+    "TRN006": lambda r: json_edit(r, MISS_TRAIN, lambda t: t["trainer"].update(commit=None)),
+    "TRN007": lambda r: json_edit(r, STATE_TRAIN, lambda t: t["trainer"].update(name="rwkv_miss_tune")),
+    "TRN008": lambda r: json_edit(r, MISS_TRAIN, lambda t: t["hyperparameters"].update(alpha=16)),
     "TRN009": lambda r: _state_named_for_another_step(r),
     "TRN010": lambda r: _trained_on_the_newer_base(r),
-    "IDX017": _entry(MISS_A, lambda e: _set(e, "scores", [_score(content_version="5" * 64)])),
+    "IDX017": entry_edit(MISS_A, lambda e: set_key(e, "scores", [score_record(content_version="5" * 64)])),
     "IDX018": lambda r: edit_index(r, lambda i: i["bases"][0]["architecture"].update(vocab_size=50277)),
     "IDX019": lambda r: edit_index(r, lambda i: i["registry"].update(server="rwkv_lightning v1.8.1-rc1")),
-    "IDX020": _entry(MISS_A, lambda e: _set(e, "scores", [_score(), _score(score=52.3, solved=297.0)])),
+    "IDX020": entry_edit(
+        MISS_A, lambda e: set_key(e, "scores", [score_record(), score_record(score=52.3, solved=297.0)])
+    ),
     "TRN011": lambda r: _total_steps_against_train(r),
-    "TRN012": lambda r: _json_edit(r, STATE_TRAIN, lambda t: t.update(finished="2026-10-12T07:59:59Z")),
-    "TRN013": lambda r: _json_edit(r, STATE_TRAIN, lambda t: t.update(finshed=t.pop("finished"))),
-    "PRF001": _entry(MISS_A, lambda e: _set(e, "profile", "g1k")),
-    "PRF002": _entry(STATE, lambda e: _set(e, "profile", "g1k-think")),
-    "PRF003": _entry(STATE, lambda e: _set(e, "sampling", "g1k-agnet")),
+    "TRN012": lambda r: json_edit(r, STATE_TRAIN, lambda t: t.update(finished="2026-10-12T07:59:59Z")),
+    "TRN013": lambda r: json_edit(r, STATE_TRAIN, lambda t: t.update(finshed=t.pop("finished"))),
+    "PRF001": entry_edit(MISS_A, lambda e: set_key(e, "profile", "g1k")),
+    "PRF002": entry_edit(STATE, lambda e: set_key(e, "profile", "g1k-think")),
+    "PRF003": entry_edit(STATE, lambda e: set_key(e, "sampling", "g1k-agnet")),
     "RDM001": lambda r: _text(r, "README.md", "# no markers\n"),
-    "RDM002": _entry(STATE, lambda e: _set(e, "description", "changed without regenerating the README")),
+    "RDM002": entry_edit(STATE, lambda e: set_key(e, "description", "changed without regenerating the README")),
 }
 # Rules whose failing cases live elsewhere: the safe reader (tests/test_ckpt.py) raises the PTH/LFS codes
 # on hostile archives, git immutability needs a repository (tests/test_git.py), signatures need keys
@@ -673,24 +501,18 @@ def test_trn006_is_only_a_note(registry_template: Path) -> None:
 
 def test_trn002_is_about_rwkv_lightning_cuda_versions(reg: Path) -> None:
     """Another trainer's own version numbers are not compared with rwkv_lightning_cuda's 1.8.1."""
-    _json_edit(reg, STATE_TRAIN, lambda t: t["trainer"].update(name="rwkv_peft_state", version="0.3.0"))
+    json_edit(reg, STATE_TRAIN, lambda t: t["trainer"].update(name="rwkv_peft_state", version="0.3.0"))
     assert "TRN002" not in {f.code for f in validate_registry(reg, use_cache=False).findings}
-
-
-def _scores_of(reg: Path, *scores: dict[str, Any]) -> set[str]:
-    edit_index(reg, lambda i: next(e for e in i["entries"] if e["path"] == MISS_A).update(scores=list(scores)))
-    refresh(reg, MISS_A)
-    return {f.code for f in validate_registry(reg, use_cache=False).findings}
 
 
 def test_score_checks_pass_consistent_numbers(reg: Path) -> None:
     """The seed's own figures (+95/-54, p = 0.001; 12/17 abstention; two runs) are consistent."""
-    ok = _score(
-        comparison=_vs_state(95, 54, 0.001),
+    ok = score_record(
+        comparison=vs_state(95, 54, 0.001),
         by_category={"abstention": {"solved": 12, "total": 17}},
         run_scores=[52.0, 52.4],
     )
-    assert not {"IDX008", "IDX009"} & _scores_of(reg, ok)
+    assert not {"IDX008", "IDX009"} & scores_codes(reg, ok)
 
 
 @pytest.mark.parametrize(
@@ -699,20 +521,23 @@ def test_score_checks_pass_consistent_numbers(reg: Path) -> None:
         {"solved": 600},
         {"by_category": {"abstention": {"solved": 18, "total": 17}}},
         {"run_scores": [52.0]},
-        {"comparison": _vs_state(95, 54, 0.001) | {"against": "nobody"}},
-        {"comparison": _vs_state(500, 100, 0.0)},
+        {"comparison": vs_state(95, 54, 0.001) | {"against": "nobody"}},
+        {"comparison": vs_state(500, 100, 0.0)},
     ],
     ids=["solved", "category", "run-count", "against", "differing"],
 )
 def test_score_inconsistencies_are_idx008(reg: Path, edit: dict[str, Any]) -> None:
-    assert "IDX008" in _scores_of(reg, _score(**edit))
+    assert "IDX008" in scores_codes(reg, score_record(**edit))
 
 
 def test_idx020_is_two_scores_of_one_run_only(reg: Path) -> None:
     """The same benchmark on another day or backend is another run: no IDX020; the same run twice is one."""
-    other_day, other_backend = _score(date="2026-10-16"), _score(backend="App harness; backend of 2026-10-17")
-    assert "IDX020" not in _scores_of(reg, _score(), other_day, other_backend)
-    _scores_of(reg, _score(), other_backend, _score(score=52.3, solved=297.0))
+    other_day, other_backend = (
+        score_record(date="2026-10-16"),
+        score_record(backend="App harness; backend of 2026-10-17"),
+    )
+    assert "IDX020" not in scores_codes(reg, score_record(), other_day, other_backend)
+    scores_codes(reg, score_record(), other_backend, score_record(score=52.3, solved=297.0))
     found = [f.message for f in validate_registry(reg, use_cache=False).findings if f.code == "IDX020"]
     assert found == ["entry 'v2-r4-a', exam 2026-10-17: a second score of that run (backend not recorded)"]
 
@@ -720,7 +545,7 @@ def test_idx020_is_two_scores_of_one_run_only(reg: Path) -> None:
 @pytest.mark.parametrize(("below", "bad"), [("v2-r4-a", False), ("nobody", True), ("s1", True)])
 def test_on_top_of_names_another_weight(reg: Path, below: str, bad: bool) -> None:
     """A State trained on top of an adapter records it (seed 003's native composition)."""
-    _entry(STATE, lambda e: _set(e, "on_top_of", below))(reg)
+    entry_edit(STATE, lambda e: set_key(e, "on_top_of", below))(reg)
     found = [f.message for f in validate_registry(reg, use_cache=False).findings if f.code == "IDX008"]
     assert found == ([f"entry 's1': on_top_of {below!r} is no other entry or unpublished weight"] if bad else [])
 
@@ -745,19 +570,19 @@ def test_unpublished_ids_share_the_entry_id_space_and_need_a_known_base(reg: Pat
 
 
 def test_miss_scale_in_the_index_is_checked(reg: Path) -> None:
-    _entry(MISS_A, lambda e: _set(e, "miss", dict(e["miss"], scale=e["miss"]["scale"] * 2)))(reg)
+    entry_edit(MISS_A, lambda e: set_key(e, "miss", dict(e["miss"], scale=e["miss"]["scale"] * 2)))(reg)
     found = [f for f in validate_registry(reg, use_cache=False).findings if f.code == "MIS015"]
     assert [f.message.split(" is ")[0] for f in found] == ["index.json scale"]
 
 
 def test_trn006_also_when_the_commit_is_absent(reg: Path) -> None:
-    _json_edit(reg, MISS_TRAIN, lambda t: t["trainer"].pop("commit"))
+    json_edit(reg, MISS_TRAIN, lambda t: t["trainer"].pop("commit"))
     assert MISS_TRAIN in {f.path for f in validate_registry(reg, use_cache=False).findings if f.code == "TRN006"}
 
 
 def test_state_train_json_without_times_is_valid(reg: Path) -> None:
     """The user's State train.json records no start or end time (seed 000)."""
-    _json_edit(reg, STATE_TRAIN, lambda t: [t.pop("started"), t.pop("finished")])
+    json_edit(reg, STATE_TRAIN, lambda t: [t.pop("started"), t.pop("finished")])
     resum(reg)
     assert validate_registry(reg, use_cache=False).ok
 
@@ -785,20 +610,20 @@ LAY009_CASES: dict[str, tuple[str, Callable[[dict[str, Any]], None], str]] = {
     # name: (entry, edit, the entry's path afterwards); each breaks one of base, method, data version, group, name
     "miss-under-state": (
         MISS_A,
-        lambda e: _set(e, "path", MISS_A.replace("/miss/", "/state/")),
+        lambda e: set_key(e, "path", MISS_A.replace("/miss/", "/state/")),
         MISS_A.replace("/miss/", "/state/"),
     ),
     "state-under-miss": (
         STATE,
-        lambda e: _set(e, "path", STATE.replace("/state/", "/miss/")),
+        lambda e: set_key(e, "path", STATE.replace("/state/", "/miss/")),
         STATE.replace("/state/", "/miss/"),
     ),
-    "base": (STATE, lambda e: _set(e, "base", "rwkv7-other-20260101-ctx4096"), STATE),
-    "data-version": (STATE, lambda e: _set(e, "data", dict(e["data"], version="v9")), STATE),
-    "group": (MISS_A, lambda e: _set(e, "group", "r4-b"), MISS_A),
+    "base": (STATE, lambda e: set_key(e, "base", "rwkv7-other-20260101-ctx4096"), STATE),
+    "data-version": (STATE, lambda e: set_key(e, "data", dict(e["data"], version="v9")), STATE),
+    "group": (MISS_A, lambda e: set_key(e, "group", "r4-b"), MISS_A),
     "file-name": (
         MISS_A,
-        lambda e: _set(e, "path", MISS_A.replace("adapter-final.pth", "adapter.pth")),
+        lambda e: set_key(e, "path", MISS_A.replace("adapter-final.pth", "adapter.pth")),
         MISS_A.replace("adapter-final.pth", "adapter.pth"),
     ),
 }
@@ -809,7 +634,7 @@ def test_lay009_each_field_of_the_path_is_compared(case: str, reg: Path) -> None
     """LAY009 compares the entry's base, method, data version and group (and the adapter's file name) with its
     path; the train-path variant of LAY009 does not count here."""
     rel, edit, path = LAY009_CASES[case]
-    _entry(rel, edit)(reg)
+    entry_edit(rel, edit)(reg)
     assert _lay009_paths(reg) == [path]
 
 
@@ -820,13 +645,13 @@ def test_lay009_clean_entries_match_their_paths(registry_template: Path) -> None
 @pytest.mark.parametrize(("key", "value"), [("rank", 8), ("alpha", 16), ("scale", 4.0), ("dtype", "float16")], ids=str)
 def test_mis015_each_miss_field_of_the_index_is_compared(reg: Path, key: str, value: Any) -> None:
     """rank, alpha, scale and dtype of index.json's miss record are each compared with the embedded manifest."""
-    _entry(MISS_A, lambda e: _set(e, "miss", dict(e["miss"], **{key: value})))(reg)
+    entry_edit(MISS_A, lambda e: set_key(e, "miss", dict(e["miss"], **{key: value})))(reg)
     found = [f for f in validate_registry(reg, use_cache=False).findings if f.code == "MIS015"]
     assert [(f.path, f.message.split(" is ")[0]) for f in found] == [(MISS_A, f"index.json {key}")]
 
 
 def test_trn003_data_rows_is_compared(reg: Path) -> None:
-    _json_edit(reg, STATE_TRAIN, lambda t: t["data"].update(rows=101))
+    json_edit(reg, STATE_TRAIN, lambda t: t["data"].update(rows=101))
     found = [(f.path, f.message) for f in validate_registry(reg, use_cache=False).findings if f.code == "TRN003"]
     assert found == [(STATE_TRAIN, "data.rows is 101, entry 's1' records 100")]
 
@@ -858,7 +683,7 @@ def test_trn003_data_rows_is_compared(reg: Path) -> None:
 def test_trn002_threshold_is_1_8_1(reg: Path, version: str, old: bool) -> None:
     """Versions compare as numbers: 1.8.0 is older than the minimum, 1.8.1 itself and 1.10.0 are not. The schema
     allows a leading v: v1.8.0 is as old as 1.8.0 (mutant: a version with a v was never compared)."""
-    _json_edit(reg, STATE_TRAIN, lambda t: t["trainer"].update(version=version))
+    json_edit(reg, STATE_TRAIN, lambda t: t["trainer"].update(version=version))
     found = [f.message for f in validate_registry(reg, use_cache=False).findings if f.code == "TRN002"]
     assert found == ([f"trainer rwkv_state_tune {version} is older than 1.8.1"] if old else [])
 
@@ -877,17 +702,19 @@ def test_trn002_threshold_is_1_8_1(reg: Path, version: str, old: bool) -> None:
 )
 def test_idx009_tolerance(reg: Path, wins: int, losses: int, p: float, bad: bool) -> None:
     """IDX009 allows max(0.005, 25 % of the exact p) for rounding, and no more."""
-    assert ("IDX009" in _scores_of(reg, _score(comparison=_vs_state(wins, losses, p)))) is bad
+    assert ("IDX009" in scores_codes(reg, score_record(comparison=vs_state(wins, losses, p)))) is bad
 
 
 def test_comparison_counts_beyond_the_exact_test_break_the_schema_and_stop_quickly(reg: Path) -> None:
     """wins or losses above 10^9 are refused by score.schema.json; the recomputation no longer hangs on them."""
-    huge = _score(total=4 * 10**12, comparison=_vs_state(2 * 10**12, 54, 0.001))
+    huge = score_record(total=4 * 10**12, comparison=vs_state(2 * 10**12, 54, 0.001))
     edit_index(reg, lambda i: next(e for e in i["entries"] if e["path"] == MISS_A).update(scores=[huge]))
     found = validate_registry(reg, use_cache=False).findings
     assert any(f.code == "SCH002" and "is more than the maximum 1000000000" in f.message for f in found)
     assert "IDX009" not in {f.code for f in found}
-    assert "IDX009" not in _scores_of(reg, _score(total=2 * 10**9, comparison=_vs_state(10**9, 10**9 - 5, 0.9999)))
+    assert "IDX009" not in scores_codes(
+        reg, score_record(total=2 * 10**9, comparison=vs_state(10**9, 10**9 - 5, 0.9999))
+    )
 
 
 @pytest.mark.parametrize(
@@ -911,7 +738,7 @@ def test_lfs002_needs_filter_lfs(reg: Path, text: str, unrouted: list[str]) -> N
 @pytest.mark.parametrize(("step", "bad"), [(1373, False), (1374, False), (1375, True)])
 def test_idx008_step_may_equal_total_steps(reg: Path, step: int, bad: bool) -> None:
     """The final checkpoint of a run has step == total_steps; only a step beyond it is inconsistent."""
-    _entry(STATE, lambda e: e.update(step=step, total_steps=1374))(reg)
+    entry_edit(STATE, lambda e: e.update(step=step, total_steps=1374))(reg)
     found = [f.message for f in validate_registry(reg, use_cache=False).findings if f.code == "IDX008"]
     assert found == ([f"entry 's1': step {step} is beyond total_steps 1374"] if bad else [])
 
@@ -928,7 +755,7 @@ def test_idx008_step_may_equal_total_steps(reg: Path, step: int, bad: bool) -> N
     ],
 )  # fmt: skip
 def test_prf003_names_the_preset_and_the_nearest_one(reg: Path, sampling: str, message: str) -> None:
-    _entry(STATE, lambda e: _set(e, "sampling", sampling))(reg)
+    entry_edit(STATE, lambda e: set_key(e, "sampling", sampling))(reg)
     found = validate_registry(reg, use_cache=False).findings
     [f] = [f for f in found if f.code == "PRF003"]
     assert (f.path, f.message, f.severity) == (STATE, message, "error")
@@ -937,7 +764,7 @@ def test_prf003_names_the_preset_and_the_nearest_one(reg: Path, sampling: str, m
 
 
 def test_a_sampling_that_is_no_string_is_the_schemas_not_prf003(reg: Path) -> None:
-    _entry(STATE, lambda e: _set(e, "sampling", 5))(reg)
+    entry_edit(STATE, lambda e: set_key(e, "sampling", 5))(reg)
     found = validate_registry(reg, use_cache=False).findings
     assert "PRF003" not in {f.code for f in found}
     assert any(f.code == "SCH002" and "sampling" in f.message and "expected string" in f.message for f in found)
@@ -945,23 +772,23 @@ def test_a_sampling_that_is_no_string_is_the_schemas_not_prf003(reg: Path) -> No
 
 @pytest.mark.parametrize("preset", ["greedy", "g1k-agent", "g1k-agent-fast", "g1k-stable", "backend"])
 def test_every_preset_of_presets_go_passes_prf003(reg: Path, preset: str) -> None:
-    _entry(STATE, lambda e: _set(e, "sampling", preset))(reg)
+    entry_edit(STATE, lambda e: set_key(e, "sampling", preset))(reg)
     assert "PRF003" not in {f.code for f in validate_registry(reg, use_cache=False).findings}
 
 
 def test_trn012_finished_before_started_overall_and_per_run(reg: Path) -> None:
     """The whole training's times and each MiSS run's; an offset is read (08:00+08:00 is 00:00Z): the same instant
     is no error, a time that is not RFC 3339 is SCH003's alone."""
-    _json_edit(
+    json_edit(
         reg, STATE_TRAIN, lambda t: t.update(started="2026-10-12T08:00:00+08:00", finished="2026-10-12T00:00:00Z")
     )
-    _json_edit(reg, MISS_TRAIN, lambda t: t["runs"][1].update(finished="2026-10-12T07:00:00Z"))
+    json_edit(reg, MISS_TRAIN, lambda t: t["runs"][1].update(finished="2026-10-12T07:00:00Z"))
     found = [(f.path, f.message) for f in validate_registry(reg, use_cache=False).findings if f.code == "TRN012"]
     assert found == [
         (MISS_TRAIN, "runs[1] ('r4-b'): finished 2026-10-12T07:00:00Z is before started 2026-10-12T08:00:00Z")
     ]
-    _json_edit(reg, STATE_TRAIN, lambda t: t.update(finished="2026-10-11T23:59:59Z"))
-    _json_edit(reg, MISS_TRAIN, lambda t: t["runs"][1].update(finished="yesterday"))
+    json_edit(reg, STATE_TRAIN, lambda t: t.update(finished="2026-10-11T23:59:59Z"))
+    json_edit(reg, MISS_TRAIN, lambda t: t["runs"][1].update(finished="yesterday"))
     report = validate_registry(reg, use_cache=False)
     found = [(f.path, f.message) for f in report.findings if f.code == "TRN012"]
     assert found == [(STATE_TRAIN, "finished 2026-10-11T23:59:59Z is before started 2026-10-12T08:00:00+08:00")]
@@ -972,9 +799,9 @@ def test_trn013_names_the_field_a_misspelt_key_meant(reg: Path) -> None:
     """train.json's top level and its runs may hold keys of their own: one close to a field gets the field's name
     (the "did you mean" of the schema's closed objects, SCH003); an "x-" key, a key far from every field, or a
     near key beside the field itself are left alone."""
-    _json_edit(reg, MISS_TRAIN, lambda t: t.update(comand=t.pop("command"), notes="mine", **{"x-finshed": 1}))
-    _json_edit(reg, MISS_TRAIN, lambda t: t["runs"][0].update(lr_fianl=t["runs"][0].pop("lr_final")))
-    _json_edit(reg, STATE_TRAIN, lambda t: t.update(commands="both"))
+    json_edit(reg, MISS_TRAIN, lambda t: t.update(comand=t.pop("command"), notes="mine", **{"x-finshed": 1}))
+    json_edit(reg, MISS_TRAIN, lambda t: t["runs"][0].update(lr_fianl=t["runs"][0].pop("lr_final")))
+    json_edit(reg, STATE_TRAIN, lambda t: t.update(commands="both"))
     report = validate_registry(reg, use_cache=False)
     found = sorted((f.path, f.message) for f in report.findings if f.code == "TRN013")
     assert found == [
@@ -983,7 +810,7 @@ def test_trn013_names_the_field_a_misspelt_key_meant(reg: Path) -> None:
     ]
     assert all(f.severity == "warning" for f in report.findings if f.code == "TRN013")
     # the schema's own closed objects keep their SCH003 with its "did you mean"
-    _json_edit(reg, STATE_TRAIN, lambda t: t["trainer"].update(comit="47df608"))
+    json_edit(reg, STATE_TRAIN, lambda t: t["trainer"].update(comit="47df608"))
     sch = [f.message for f in validate_registry(reg, use_cache=False).findings if f.code == "SCH003"]
     assert any('unknown property "comit" (did you mean "commit"?)' in m for m in sch), sch
 
@@ -1138,7 +965,7 @@ def test_lay013_not_without_a_lock_file(reg: Path) -> None:
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
 def test_hsh001_git_note_in_a_registry_below_the_repository_root(reg: Path, tmp_path: Path) -> None:
-    from test_git import publish
+    from regtools import publish
 
     outer = tmp_path / "outer"
     outer.mkdir()
@@ -1173,14 +1000,14 @@ def test_idx011_every_copy_names_the_first_entry(reg: Path) -> None:
 
 
 def test_idx010_a_sha256_in_upper_case_is_the_same_file(reg: Path) -> None:
-    _same_base_file_twice(reg)
+    same_base_file_twice(reg)
     edit_index(reg, lambda i: i["bases"][1].update(sha256=i["bases"][1]["sha256"].upper()))
     [f] = _findings(reg, "IDX010")
     assert f"{TINY_BASE}-copy" in f.message
 
 
 def test_idx010_a_third_copy_names_the_first_base(reg: Path) -> None:
-    _same_base_file_twice(reg)
+    same_base_file_twice(reg)
 
     def third(index: dict[str, Any]) -> None:
         b = json.loads(json.dumps(index["bases"][0]))
@@ -1243,11 +1070,11 @@ def test_sums_written_where_none_was_warns_of_an_existing_signature(
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
 def test_git003_an_empty_file_deeper_under_a_gitkeep_folder_is_no_placeholder(reg: Path) -> None:
-    from test_git import _add_base_by_metadata, publish
+    from regtools import add_base_by_metadata, publish
 
     publish(reg)
     older = TINY_BASE.replace("20260101", "20250101")
-    _add_base_by_metadata(reg, older)  # superseded at once: closed
+    add_base_by_metadata(reg, older)  # superseded at once: closed
     keep = reg / older / "miss" / ".gitkeep"
     keep.unlink()
     keep.mkdir()
@@ -1260,13 +1087,13 @@ def test_git003_an_empty_file_deeper_under_a_gitkeep_folder_is_no_placeholder(re
 def test_add_base_of_another_family_ignores_a_base_superseded_before(reg: Path) -> None:
     """Only the bases that the new base closes are checked for uncommitted files: one superseded already
     (kept active) is GIT003's business, not a reason to refuse an unrelated base."""
-    from test_git import _add_base_by_metadata, publish
+    from regtools import add_base_by_metadata, publish
 
     publish(reg)
-    _add_base_by_metadata(reg, TINY_BASE.replace("20260101", "20260301"), freeze_previous=False)
+    add_base_by_metadata(reg, TINY_BASE.replace("20260101", "20260301"), freeze_previous=False)
     (reg / V1 / "notes.txt").write_text("uncommitted")
     assert "GIT003" in {f.code for f in _findings(reg)}
-    _add_base_by_metadata(reg, "rwkv7-other-20270101-ctx4096")
+    add_base_by_metadata(reg, "rwkv7-other-20270101-ctx4096")
 
 
 def test_add_to_a_version_ignores_entries_of_a_longer_version_name(reg: Path, tmp_path: Path) -> None:
@@ -1334,67 +1161,6 @@ def test_trn009_reads_past_a_run_that_is_no_object_or_has_no_group_name(reg: Pat
     found = _findings(reg)
     assert any(f.code == "SCH003" and f.path == rel for f in found), [f.code for f in found]
     assert not any(f.code in ("SCH005", "TRN004") for f in found), [f.message for f in found]
-
-
-def test_idx013_checks_a_benchmark_of_one_question(reg: Path) -> None:
-    """A total of 1 is a count like any other: 0% with the one question solved is IDX013, 100% is not."""
-    from test_seed_coverage import _findings as score_findings
-    from test_seed_coverage import _score
-
-    assert score_findings(reg, "IDX013", miss=[_score(score=100.0, solved=1, total=1)]) == []
-    found = score_findings(reg, "IDX013", miss=[_score(score=0.0, solved=1, total=1)])
-    assert len(found) == 1 and "solved 1 of 1" in found[0]
-
-
-@pytest.mark.parametrize(
-    "broken",
-    [
-        {"run_scores": []},
-        {"by_category": {"a": {"total": 500}, "b": {"solved": 3, "total": 68}}},
-        {"by_category": {"a": {"solved": 3, "total": "568"}}},
-    ],
-    ids=["no-run-scores", "category-without-solved", "category-total-text"],
-)
-def test_idx013_reads_past_a_score_that_breaks_the_schema(reg: Path, broken: dict[str, Any]) -> None:
-    """A score whose run scores or categories break the schema is the schema's finding; the score sums of the
-    other scores are still checked (no SCH005 'rules of check_scores skipped', no traceback)."""
-    from test_seed_coverage import _score
-
-    def edit(index: dict[str, Any]) -> None:
-        e = next(e for e in index["entries"] if e["path"] == MISS_A)
-        e["scores"] = [_score(benchmark="broken", **broken), _score(score=52.3, solved=296.5)]
-
-    edit_index(reg, edit)
-    found = _findings(reg)
-    assert not any(f.code == "SCH005" and "check_scores" in f.message for f in found), [f.message for f in found]
-    assert any(f.code.startswith("SCH") and f.path == "index.json" for f in found)
-    idx013 = [f.message for f in found if f.code == "IDX013"]
-    assert len(idx013) == 1 and "score 52.3% but solved 296.5 of 568" in idx013[0], idx013
-
-
-def test_idx013_categories_may_carry_the_rounding_of_their_means(reg: Path) -> None:
-    """Categories solving 29.5 and 28.4 (means over runs, each rounded to a tenth) may add up to 58 solved;
-    29.5 and 28.3 may not."""
-    from test_seed_coverage import _findings as score_findings
-    from test_seed_coverage import _score
-
-    def points(b: float) -> dict[str, Any]:
-        cats = {"a": {"solved": 29.5, "total": 300}, "b": {"solved": b, "total": 268}}
-        return _score(unit="points", score=58, solved=58, by_category=cats)
-
-    assert score_findings(reg, "IDX013", miss=[points(28.4)]) == []
-    found = score_findings(reg, "IDX013", miss=[points(28.3)])
-    assert len(found) == 1 and "the categories solve 57.8 of 568, the score says 58" in found[0], found
-
-
-def test_trn009_reads_the_step_of_a_state_name_with_a_dot() -> None:
-    """The step of ``g1.5-s1224.pth`` is 1224: only the extension is cut from the name."""
-    from test_seed_coverage import _names
-
-    state = {"id": "g15-s1224", "method": "state", "path": f"{TINY_BASE}/state/v1.41/g1.5-s1224.pth"}
-    assert _names([state | {"step": 1224}]) == []
-    found = _names([state | {"step": 1000}])
-    assert len(found) == 1 and "State g1.5-s1224 says step 1224, but index.json records step 1000" in found[0]
 
 
 def test_idx016_reads_past_weights_whose_data_is_no_object(reg: Path) -> None:

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from regtools import TINY_BASE, edit_index, hold_lock, resum
-from test_validate_rules import MISS_A, STATE, _same_base_file_twice, _same_bytes_twice
+from mutations import same_base_file_twice, same_bytes_twice
+from regtools import MISS_A, STATE, TINY_BASE, edit_index, hold_lock, resum
 
 from rwkv_registry.checks.catalogue import RULES
 from rwkv_registry.core.errors import RefusedError
@@ -36,7 +36,7 @@ def _findings(root: Path, code: str | None = None, **kw: Any) -> list[Finding]:
 
 
 def test_idx010_one_base_file_under_two_names(reg: Path) -> None:
-    _same_base_file_twice(reg)
+    same_base_file_twice(reg)
     [f] = _findings(reg, "IDX010")
     assert f.severity == "error" and TINY_BASE in f.message and f"{TINY_BASE}-copy" in f.message
 
@@ -54,7 +54,7 @@ def test_idx010_bases_of_different_files_pass(reg: Path) -> None:
 
 
 def test_idx011_the_same_bytes_twice_is_a_warning(reg: Path) -> None:
-    _same_bytes_twice(reg)
+    same_bytes_twice(reg)
     report = validate_registry(reg, use_cache=False)
     [f] = [f for f in report.findings if f.code == "IDX011"]
     assert f.severity == "warning" and f.path == STATE.replace("s1.pth", "s1-copy.pth")
@@ -203,7 +203,7 @@ def test_git004_outside_a_git_work_tree(reg: Path) -> None:
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
 def test_no_git004_inside_a_git_work_tree(reg: Path) -> None:
-    from test_git import publish
+    from regtools import publish
 
     publish(reg)
     assert _findings(reg, "GIT004") == []
@@ -214,7 +214,7 @@ def test_no_git004_inside_a_git_work_tree(reg: Path) -> None:
 
 def _publish_then_edit_the_state(reg: Path) -> str:
     """Commit the registry, then flip one byte of its published State; the first commit's sha."""
-    from test_git import git, publish
+    from regtools import git, publish
 
     publish(reg)
     first = git(reg, "rev-parse", "HEAD").strip()
@@ -227,7 +227,7 @@ def _publish_then_edit_the_state(reg: Path) -> str:
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
 def test_since_names_the_commit_of_a_committed_change(reg: Path) -> None:
-    from test_git import git
+    from regtools import git
 
     first = _publish_then_edit_the_state(reg)
     git(reg, "commit", "-qam", "sneaky edit", "--no-verify")
@@ -294,7 +294,7 @@ def test_trn001_not_for_a_directory_that_no_longer_exists(reg: Path) -> None:
 
 def test_missing_base_and_train_fields_are_schema_findings_only(reg: Path) -> None:
     """An entry without `base`, a train.json without `method` or `data.version`: SCH002/SCH003, no "None"."""
-    from test_validate_rules import STATE_TRAIN
+    from regtools import STATE_TRAIN
 
     edit_index(reg, lambda i: next(e for e in i["entries"] if e["path"] == STATE).pop("base"))
     train = json.loads((reg / STATE_TRAIN).read_text())
@@ -310,7 +310,7 @@ def test_missing_base_and_train_fields_are_schema_findings_only(reg: Path) -> No
 def test_a_flipped_byte_in_a_published_weight_is_git001_alone(reg: Path) -> None:
     """The published weight itself changed: the cause is GIT001, said once, naming the mismatches it brings
     (tests/test_git.py does the same with the file replaced by another valid State)."""
-    from test_git import publish
+    from regtools import publish
 
     publish(reg)
     p = reg / STATE
@@ -324,7 +324,7 @@ def test_a_flipped_byte_in_a_published_weight_is_git001_alone(reg: Path) -> None
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
 def test_hsh001_in_git_says_index_json_changed(reg: Path) -> None:
-    from test_git import publish
+    from regtools import publish
 
     publish(reg)
     edit_index(reg, lambda i: next(e for e in i["entries"] if e["path"] == STATE)["file"].update(sha256="6" * 64))

@@ -9,8 +9,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from regtools import DATA_SHA, TINY_BASE, edit_index, miss_train, state_train, write_miss, write_state
-from test_cli_robustness import ARCH, clean_error, snapshot
+from regtools import (
+    DATA_SHA,
+    TINY_ARCH_ARG,
+    TINY_BASE,
+    clean_error,
+    edit_index,
+    miss_train,
+    snapshot,
+    state_train,
+    write_miss,
+    write_state,
+)
 
 from rwkv_registry.cli.main import main
 from rwkv_registry.core.errors import RefusedError, UsageError
@@ -108,7 +118,7 @@ NEW = "rwkv7-tiny-20270101-ctx4096"
 
 
 def _meta(reg: Path, *extra: str, name: str = NEW, sha: str = "b" * 64) -> list[str]:
-    return ["add-base", str(reg), "--name", name, "--sha256", sha, "--arch", ARCH, "--source", "a/b", *extra]
+    return ["add-base", str(reg), "--name", name, "--sha256", sha, "--arch", TINY_ARCH_ARG, "--source", "a/b", *extra]
 
 
 def test_add_base_file_refuses_size_and_a_name_other_than_its_own(
@@ -381,7 +391,18 @@ def test_readme_uses_the_registry_title_when_rebuilt(reg: Path) -> None:
 
 def test_add_base_refuses_a_source_that_is_not_owner_repo(reg: Path, capsys: pytest.CaptureFixture[str]) -> None:
     before = snapshot(reg)
-    argv = ["add-base", str(reg), "--name", NEW, "--sha256", "b" * 64, "--arch", ARCH, "--source", "just-a-name"]
+    argv = [
+        "add-base",
+        str(reg),
+        "--name",
+        NEW,
+        "--sha256",
+        "b" * 64,
+        "--arch",
+        TINY_ARCH_ARG,
+        "--source",
+        "just-a-name",
+    ]
     assert main(argv) == 2
     assert "--source 'just-a-name' is not OWNER/REPO" in clean_error(capsys.readouterr().err)
     assert snapshot(reg) == before
@@ -452,7 +473,7 @@ def test_add_base_is_not_refused_for_uncommitted_files_under_a_base_it_does_not_
 
     if shutil.which("git") is None:
         pytest.skip("git not installed")
-    from test_git import git, publish
+    from regtools import git, publish
 
     arch = dict(_index(reg)["bases"][0]["architecture"])
     add_base(reg, name="rwkv7-tiny-20260301-ctx4096", source="a/b", sha256="6" * 64, arch=arch)
@@ -556,7 +577,11 @@ def test_write_commands_on_an_empty_directory_create_nothing(
 ) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
-    extra = ["--name", NEW, "--sha256", "b" * 64, "--arch", ARCH, "--source", "a/b"] if command == "add-base" else []
+    extra = (
+        ["--name", NEW, "--sha256", "b" * 64, "--arch", TINY_ARCH_ARG, "--source", "a/b"]
+        if command == "add-base"
+        else []
+    )
     assert main([command, str(empty), *extra]) == 2
     assert "is not a registry (no index.json)" in clean_error(capsys.readouterr().err)
     assert list(empty.iterdir()) == []
@@ -565,7 +590,7 @@ def test_write_commands_on_an_empty_directory_create_nothing(
 def test_add_takes_a_file_whose_only_findings_are_warnings(reg: Path, tmp_path: Path) -> None:
     """Mutant: `add` refused on any finding of the file, warnings too: a MiSS adapter whose scale is not alpha / rank
     (MIS017, a warning: the server uses the manifest's scale) is accepted, and validate then warns."""
-    from test_validate_rules import custom_miss
+    from regtools import custom_miss
 
     from rwkv_registry.engine.validate import validate_registry
 

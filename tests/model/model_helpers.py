@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import warnings
+import zipfile
 from pathlib import Path
 
 import pytest
 import torch
+
+from rwkv_registry.model import RWKV7, MissAdapter
+from rwkv_registry.model.tiny import miss_in_out, tiny_miss_tensors
+
+RANK, ALPHA = 4, 8.0  # the tiny MiSS adapters of the model tests
 
 
 def rel_err(ours: torch.Tensor, ref: torch.Tensor) -> float:
@@ -40,3 +48,48 @@ def compiler_elementwise(monkeypatch: pytest.MonkeyPatch) -> None:
         module = importlib.import_module(f"rwkv_registry.model.{name}")
         if hasattr(module, "elementwise_backend"):
             monkeypatch.setattr(module, "elementwise_backend", lambda x: "reference")
+
+
+def adapter_for(model: RWKV7, *, seed: int = 2, fingerprint: str = "0" * 64) -> MissAdapter:
+    d = tiny_miss_tensors(model.config, rank=RANK, seed=seed, std=0.05)
+    ins = {n: miss_in_out(model.config, n.split(".", 2)[2][:-2])[0] for n in d}
+    return MissAdapter.from_tensors(d, ins, rank=RANK, alpha=ALPHA, base_fingerprint=fingerprint)
+
+
+def write_torch_save_package(
+    path: Path, adapter: MissAdapter, *, drop: tuple[str, ...] = (), **manifest_over: object
+) -> Path:
+    """A MiSS package written by torch.save plus an `archive/miss.json` entry (the other writer);
+    ``manifest_over`` replaces manifest keys, ``drop`` leaves keys out."""
+    tensors = {t.name: t.D for t in adapter.targets}
+    buf = io.BytesIO()
+    torch.save(tensors, buf)
+    manifest = {
+        "format_version": 1,
+        "method": "miss",
+        "dtype": "bfloat16",
+        "layout": "modulo_rank_zero_pad",
+        "kind": "inference_adapter",
+        "rank": adapter.rank,
+        "alpha": adapter.alpha,
+        "scale": adapter.scale,
+        "base_fingerprint": adapter.base_fingerprint,
+        "content_version": "f" * 64,
+        "targets": [
+            {
+                "name": t.name,
+                "layer": t.layer,
+                "target": t.target,
+                "in_features": t.in_features,
+                "shape": list(t.D.shape),
+            }
+            for t in adapter.targets
+        ],
+    }
+    manifest.update(manifest_over)
+    for key in drop:
+        del manifest[key]
+    path.write_bytes(buf.getvalue())
+    with zipfile.ZipFile(path, "a") as zf:
+        zf.writestr("archive/miss.json", json.dumps(manifest))
+    return path

@@ -22,8 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from model_helpers import rel_err
-from test_model_miss import write_torch_save_package
+from model_helpers import rel_err, write_torch_save_package
 
 from rwkv_registry.model import (
     RWKV7,

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from model_helpers import compiler_elementwise, rel_err
-from test_model_miss import adapter_for
+from model_helpers import adapter_for, compiler_elementwise, rel_err
 
 import rwkv_registry.model.decode as decode_mod
 from rwkv_registry.model import RWKV7, ModelError, ShapeMismatchError

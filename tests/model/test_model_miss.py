@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import zipfile
 from pathlib import Path
 
 import pytest
 import torch
-from model_helpers import rel_err, rwkv_package
+from model_helpers import ALPHA, RANK, adapter_for, rel_err, rwkv_package, write_torch_save_package
 
 from rwkv_registry.model import (
     RWKV7,
@@ -22,10 +21,9 @@ from rwkv_registry.model import (
     load_miss,
 )
 from rwkv_registry.model.miss import MissLinear, add_miss_term_, merged_weight
-from rwkv_registry.model.tiny import miss_in_out, save_tensors, tiny_miss_tensors
+from rwkv_registry.model.tiny import save_tensors, tiny_miss_tensors
 
 TOKS = [5, 300, 65000, 12, 261, 4444, 9]
-RANK, ALPHA = 4, 8.0
 
 
 def modulo_matrix(rank: int, in_features: int) -> torch.Tensor:
@@ -38,51 +36,6 @@ def modulo_matrix(rank: int, in_features: int) -> torch.Tensor:
 
 def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def adapter_for(model: RWKV7, *, seed: int = 2, fingerprint: str = "0" * 64) -> MissAdapter:
-    d = tiny_miss_tensors(model.config, rank=RANK, seed=seed, std=0.05)
-    ins = {n: miss_in_out(model.config, n.split(".", 2)[2][:-2])[0] for n in d}
-    return MissAdapter.from_tensors(d, ins, rank=RANK, alpha=ALPHA, base_fingerprint=fingerprint)
-
-
-def write_torch_save_package(
-    path: Path, adapter: MissAdapter, *, drop: tuple[str, ...] = (), **manifest_over: object
-) -> Path:
-    """A MiSS package written by torch.save plus an `archive/miss.json` entry (the other writer);
-    ``manifest_over`` replaces manifest keys, ``drop`` leaves keys out."""
-    tensors = {t.name: t.D for t in adapter.targets}
-    buf = io.BytesIO()
-    torch.save(tensors, buf)
-    manifest = {
-        "format_version": 1,
-        "method": "miss",
-        "dtype": "bfloat16",
-        "layout": "modulo_rank_zero_pad",
-        "kind": "inference_adapter",
-        "rank": adapter.rank,
-        "alpha": adapter.alpha,
-        "scale": adapter.scale,
-        "base_fingerprint": adapter.base_fingerprint,
-        "content_version": "f" * 64,
-        "targets": [
-            {
-                "name": t.name,
-                "layer": t.layer,
-                "target": t.target,
-                "in_features": t.in_features,
-                "shape": list(t.D.shape),
-            }
-            for t in adapter.targets
-        ],
-    }
-    manifest.update(manifest_over)
-    for key in drop:
-        del manifest[key]
-    path.write_bytes(buf.getvalue())
-    with zipfile.ZipFile(path, "a") as zf:
-        zf.writestr("archive/miss.json", json.dumps(manifest))
-    return path
 
 
 # ----------------------------------------------------------------------------------------- the math
