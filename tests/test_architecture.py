@@ -1,5 +1,6 @@
 """The architecture of docs/architecture.md, as a newcomer relies on it: no private name crosses a module, the
-layers are import-linter contracts with no exception listed, and every package of the core says what it is.
+layers are import-linter contracts with no exception listed, every package of the core says what it is, and no
+test module imports another.
 
 The contracts themselves are checked by `make layers` (part of `make test`): import-linter needs the tree of links
 that mypy reads, which `make typecheck` builds."""
@@ -72,6 +73,31 @@ def _crossings_at(path: Path) -> list[str]:
         return _crossings(path)
     finally:
         REPO = saved
+
+
+def _test_module_imports(path: Path) -> list[str]:
+    """The imports of another test module (``test_*``) in ``path``: shared helpers live in the support modules
+    (regtools, mutations, hub_server, ckpt_hostile, model_helpers, …), which tests and bench import alike."""
+    tree = ast.parse(path.read_text("utf-8"))
+    out: list[str] = []
+    for node in ast.walk(tree):
+        names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+        names += [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        out += [f"{path.name}:{node.lineno} imports {n}" for n in names if n.split(".")[-1].startswith("test_")]
+    return out
+
+
+def test_no_test_module_imports_another() -> None:
+    """A test module's helpers are its own; what two test modules (or a benchmark) share is in a support module."""
+    files = sorted(p for d in ("tests", "bench") for p in (REPO / d).rglob("*.py") if "__pycache__" not in p.parts)
+    found = [c for p in files for c in _test_module_imports(p)]
+    assert not found, "\n".join(found)
+
+
+def test_the_check_of_test_module_imports_catches_both_forms(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text("import test_hub\nfrom test_git import publish\nfrom regtools import git\n")
+    assert _test_module_imports(probe) == ["probe.py:1 imports test_hub", "probe.py:2 imports test_git"]
 
 
 def test_the_layers_are_contracts_without_exceptions() -> None:
