@@ -33,10 +33,12 @@ lint: venv
 
 # mypy cannot follow the editable install's package-dir mapping: it checks a tree of links
 # (build/typecheck/rwkv_registry) and its messages name the files of this repository. The scripts
-# of bench/ (top-level modules: they import each other, and the helpers of tests/ and tests/malicious/,
-# by name) are checked in the same run, against that tree, through links to bench/ and tests/.
+# of bench/ (top-level modules: they import each other, and the support modules of tests/support/ and tests/malicious/,
+# by name) are checked in the same run, against that tree, through links to bench/ and tests/; so are the support
+# modules that hold code of their own to check (the differential generator and oracle, the crash and concurrency
+# harnesses).
 TYPECHECK_TREE := build/typecheck
-BENCH_MODULES := $(patsubst bench/%.py,-m %,$(wildcard bench/*.py))
+BENCH_MODULES := $(patsubst bench/%.py,-m %,$(wildcard bench/*.py)) -m diffgen -m diffcheck -m crash_harness -m concurrency_harness
 typecheck: venv
 	rm -rf $(TYPECHECK_TREE)/rwkv_registry $(TYPECHECK_TREE)/bench $(TYPECHECK_TREE)/tests
 	mkdir -p $(TYPECHECK_TREE)/rwkv_registry
@@ -44,7 +46,7 @@ typecheck: venv
 	for d in schemas model kernels tui; do ln -s $(CURDIR)/$$d $(TYPECHECK_TREE)/rwkv_registry/$$d; done
 	ln -s $(CURDIR)/bench $(TYPECHECK_TREE)/bench
 	ln -s $(CURDIR)/tests $(TYPECHECK_TREE)/tests
-	cd $(TYPECHECK_TREE) && MYPYPATH=bench:tests:tests/malicious $(CURDIR)/$(VENV)/bin/mypy --config-file $(CURDIR)/pyproject.toml \
+	cd $(TYPECHECK_TREE) && MYPYPATH=bench:tests/support:tests:tests/malicious $(CURDIR)/$(VENV)/bin/mypy --config-file $(CURDIR)/pyproject.toml \
 		--cache-dir $(CURDIR)/build/mypy-cache --follow-imports=silent -p rwkv_registry $(BENCH_MODULES) > mypy.out; rc=$$?; \
 		sed -E -e 's#^rwkv_registry/(schemas|model|kernels|tui)/#\1/#' -e 's#^rwkv_registry/#registry/#' mypy.out; \
 		exit $$rc

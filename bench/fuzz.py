@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any, cast
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "malicious"), str(ROOT / "bench")]
+sys.path[:0] = [str(ROOT / "tests" / "support"), str(ROOT / "tests" / "malicious"), str(ROOT / "bench")]
 
 # share of the inputs per target (the validate target is slow: a full registry per input)
 WEIGHTS = {

@@ -3,9 +3,9 @@
 Every sample is ``(class, seed)``: ``--seed S`` and index ``i`` give sample seed ``S * 10**9 + i``
 and its class is drawn (weighted, :data:`WEIGHTS`) from the same pair, so the whole campaign is
 reproducible and each disagreement is replayed alone with ``--replay CLASS:SEED``. The check is
-bench/diffcheck.py (tool vs ``torch.load`` cpu / mmap / default location, ``zipfile``, a model of
+tests/support/diffcheck.py (tool vs ``torch.load`` cpu / mmap / default location, ``zipfile``, a model of
 rwkv_lightning_cuda's reader; tool vs ``safetensors.safe_open`` for ``st-*`` classes); the
-generators are bench/diffgen.py. With ``--corpus`` the malicious cases and the bombs of
+generators are tests/support/diffgen.py. With ``--corpus`` the malicious cases and the bombs of
 tests/malicious (evil_cases.py, bombs.py: the project's one copy of them, read by path) go
 through the same check first, each also mutated ``--corpus-mutants`` times.
 
@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 import diffcheck  # noqa: E402
 import diffgen  # noqa: E402
@@ -120,7 +120,7 @@ def _record(klass: str, seed: int | str, base: str, note: str, outcome: diffchec
 def corpus_samples(mutants: int) -> list[tuple[str, str, bytes]]:
     """(class, case id, bytes) of every malicious case and weight-file bomb, and ``mutants`` byte-level
     mutants of each (seeded by the case id)."""
-    sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "malicious")]
+    sys.path[:0] = [str(ROOT / "tests" / "support"), str(ROOT / "tests" / "malicious")]
     from bombs import BOMBS, STATE
     from evil_cases import CASES, marker_for
 

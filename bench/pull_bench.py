@@ -1,4 +1,4 @@
-"""CPU time of `rwkv-registry pull` against the local Hub look-alike (tests/hub_server.py).
+"""CPU time of `rwkv-registry pull` against the local Hub look-alike (tests/support/hub_server.py).
 
 Registries served: the seed-shaped demo (one 16 MiB State, three 36 MiB MiSS adapters), a "many States" one
 (``--states`` State files of a small base, about 3 MB each), and the same States kept in plain git rather than
@@ -50,7 +50,7 @@ from typing import Any
 from crash import machine
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "tests" / "support"))
 
 # the child: import rwkv_registry from the checkout given first (even when another one is installed), then the CLI
 LAUNCH = """

@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tests" / "malicious"), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT / "tests" / "malicious"), str(ROOT / "tests" / "support")]
 
 from bombs import BOMBS, STATE  # noqa: E402
 from evil_cases import CASES, write_case  # noqa: E402
@@ -72,7 +72,7 @@ def main() -> int:
         template = folder / "template"
         if args.validate:
             template.mkdir()
-            subprocess.run([sys.executable, "-c", _BUILD, str(template), str(ROOT / "tests")], check=True)
+            subprocess.run([sys.executable, "-c", _BUILD, str(template), str(ROOT / "tests" / "support")], check=True)
             print(f"{'input':40} {'open':9} {'peak MB':>7}   {'validate':9} {'peak MB':>7}")
         for label, path, target in inputs:
             run = probe("open", str(path), timeout=120)

@@ -86,7 +86,7 @@ def reg(registry_template: Path, tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def hub() -> Iterator[Any]:
-    """The Hub look-alike (tests/hub_server.py), one per test module."""
+    """The Hub look-alike (tests/support/hub_server.py), one per test module."""
     from hub_server import FakeHub
 
     with FakeHub() as server:

@@ -584,8 +584,7 @@ def test_ctrl_c_at_or_after_the_commit_point_records_the_score(point: str, reg: 
 
 @pytest.fixture(scope="module")
 def crash_scenario(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-    import crash as harness
+    import crash_harness as harness
 
     harness.prepare(harness.SCENARIOS["score"], tmp_path_factory.mktemp("crash-score"), timing=False)
     return harness
@@ -599,7 +598,7 @@ def test_sigkill_then_recover(point: str, crash_scenario: Any, tmp_path: Path) -
     scn = harness.SCENARIOS["score"]
     assert point in scn.points
     work = tmp_path / "work"
-    harness._fresh(scn, work)
+    harness.fresh(scn, work)
     rc, _ = harness.run_command(scn, work, fault=point)
     assert rc == -9, f"{point} was not reached"
     result = harness.check_after_kill(scn, work, f"point:{point}", rc, rerun=True)

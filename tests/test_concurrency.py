@@ -7,14 +7,10 @@ runs more pairs and more repetitions). A control shows that the check notices a 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
+import concurrency_harness as bench
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-
-import concurrency as bench
 
 
 @pytest.fixture(scope="module")

@@ -12,14 +12,10 @@ from __future__ import annotations
 import json
 import logging
 import subprocess
-import sys
 from pathlib import Path
 
+import crash_harness as harness
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-
-import crash as harness
 
 from rwkv_registry.core.errors import RegistryIOError
 from rwkv_registry.fs.atomic import DIRS_NAME, JOURNAL_NAME, TMP_PREFIX, Transaction, recover, registry_lock
@@ -53,7 +49,7 @@ def test_kill_then_recover(scenario: str, point: str, scenarios: dict, tmp_path:
     scn = scenarios[scenario]
     assert point in scn.points
     work = tmp_path / "work"
-    harness._fresh(scn, work)
+    harness.fresh(scn, work)
     rc, _ = harness.run_command(scn, work, fault=point)
     assert rc == -9, f"{point} was not reached"
     result = harness.check_after_kill(scn, work, f"point:{point}", rc, rerun=True)
@@ -67,7 +63,7 @@ def test_the_harness_notices_a_damaged_registry(scenarios: dict, tmp_path: Path)
     """Control: a registry left half-written (one rename done, journal lost) is neither state."""
     scn = scenarios["add"]
     work = tmp_path / "work"
-    harness._fresh(scn, work)
+    harness.fresh(scn, work)
     rc, _ = harness.run_command(scn, work, fault="rename-1")
     (work / "reg" / JOURNAL_NAME).unlink()  # what a naive writer without a journal would leave
     result = harness.check_after_kill(scn, work, "point:rename-1", rc, rerun=False)
@@ -186,10 +182,10 @@ def test_the_next_command_reports_what_it_recovered(tmp_path: Path, caplog: pyte
 def test_cli_write_command_prints_the_recovery_on_stderr(scenarios: dict, tmp_path: Path) -> None:
     scn = scenarios["sums"]
     work = tmp_path / "work"
-    harness._fresh(scn, work)
+    harness.fresh(scn, work)
     assert harness.run_command(scn, work, fault="journal")[0] == -9
     run = subprocess.run(
-        [*harness.CLI, "sums", str(work / "reg")], capture_output=True, text=True, env=harness._env(work, None)
+        [*harness.CLI, "sums", str(work / "reg")], capture_output=True, text=True, env=harness.env(work, None)
     )
     assert run.returncode == 0
     assert "completed an interrupted write (1 of 1 file(s) were pending)" in " ".join(run.stderr.split())
@@ -199,7 +195,7 @@ def test_cli_write_command_prints_the_recovery_on_stderr(scenarios: dict, tmp_pa
 def test_killed_init_can_be_run_again(scenarios: dict, tmp_path: Path) -> None:
     scn = scenarios["init"]
     work = tmp_path / "work"
-    harness._fresh(scn, work)
+    harness.fresh(scn, work)
     assert harness.run_command(scn, work, fault="written-0")[0] == -9
     assert harness.leftovers(work / "reg")  # not recovered: init itself must cope
     rc, _ = harness.run_command(scn, work)

@@ -1,4 +1,4 @@
-"""Hub support against a Hub look-alike on 127.0.0.1 (tests/hub_server.py): huggingface_hub runs for real.
+"""Hub support against a Hub look-alike on 127.0.0.1 (tests/support/hub_server.py): huggingface_hub runs for real.
 
 validate hf://, add-base --from-hub, push (gate, parent_commit, published files), pull (whole, one base).
 """

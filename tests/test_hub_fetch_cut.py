@@ -1,6 +1,6 @@
 """A connection cut in the middle of a body read by ``Fetcher.get`` (registry/hub/transport.py): ``validate hf://`` (its
 small files, Range reads of the weights, ``--full``'s MiSS download) and ``push``/``pull --base`` (the Hub's
-index.json), against the Hub look-alike (tests/hub_server.py).
+index.json), against the Hub look-alike (tests/support/hub_server.py).
 
 Before, the cut reached huggingface_hub's ``http_stream_backoff`` generator: it slept, sent the whole request again
 and, yielding a second answer to a context manager that takes one, failed with ``RuntimeError: generator didn't stop

@@ -1,4 +1,4 @@
-"""`pull` against the Hub look-alike (tests/hub_server.py): each file hashed once, and the ways a pull can go
+"""`pull` against the Hub look-alike (tests/support/hub_server.py): each file hashed once, and the ways a pull can go
 wrong for a user (a destination that cannot take it, a Hub that fails half-way), each a clear refusal that leaves
 PATH as it was."""
 

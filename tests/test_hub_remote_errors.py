@@ -1,4 +1,4 @@
-"""``validate hf://`` over a bad network, against the Hub look-alike (tests/hub_server.py):
+"""``validate hf://`` over a bad network, against the Hub look-alike (tests/support/hub_server.py):
 
 - ``--full``'s download of a large MiSS adapter cut mid-file is continued with an HTTP Range request, as ``pull``
   does (files of ``RESUMABLE_BYTES`` or more, a bounded number of tries, the whole file's sha256 checked against the

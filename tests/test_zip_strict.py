@@ -394,7 +394,6 @@ def test_a_manifest_under_another_prefix_is_refused_the_server_never_reads_it(tm
     """torch.save names the prefix after the file; rwkv_lightning_cuda's load_package looks up only
     ``archive/miss.json`` (find_entry, exact name) and torch reads no miss.json at all: no reader of weights reads
     ``adapter-final/miss.json``, so the reader returns no manifest for it: it refuses the file."""
-    sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
     from diffcheck import lightning_read  # the model of rwkv_lightning_cuda's reader (src/io/pth_archive.cpp)
 
     path = tmp_path / "adapter-final.pth"

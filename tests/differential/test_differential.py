@@ -1,9 +1,9 @@
 """What the validator accepts, torch reads identically: the differential check on a seeded sample.
 
-Each generated file (bench/diffgen.py: a valid torch.save or rwkv_lightning_cuda file, then
+Each generated file (tests/support/diffgen.py: a valid torch.save or rwkv_lightning_cuda file, then
 mutated at the zip, pickle or byte level) goes through the tool's reader and, when the tool
 accepts it, through ``torch.load(weights_only=True)`` (cpu, mmap, default location), Python's
-``zipfile`` and a model of rwkv_lightning_cuda's reader (bench/diffcheck.py); a ``.safetensors``
+``zipfile`` and a model of rwkv_lightning_cuda's reader (tests/support/diffcheck.py); a ``.safetensors``
 file through ``safetensors.safe_open``. bench/fuzz_differential.py runs the same check over
 100,000+ files; a failure here names the sample's replay key for
 ``bench/fuzz_differential.py --replay CLASS:SEED``.
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "tests" / "malicious"), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT / "tests" / "malicious")]
 
 import diffcheck  # noqa: E402
 import diffgen  # noqa: E402
@@ -117,7 +117,7 @@ def test_the_zip_model_serializes_real_files_back_byte_for_byte() -> None:
 
 def test_the_lightning_transcription_writes_what_the_test_writer_writes() -> None:
     """Two transcriptions of rwkv_lightning_cuda's writer (src/io/pth_writer.cpp) made apart agree:
-    bench/diffgen.py's and tests/conformance/lightning_cpp.py."""
+    tests/support/diffgen.py's and tests/conformance/lightning_cpp.py."""
     sys.path.insert(0, str(ROOT / "tests" / "conformance"))
     import random
 

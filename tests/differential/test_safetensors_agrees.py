@@ -11,18 +11,13 @@ from __future__ import annotations
 
 import json
 import struct
-import sys
 from pathlib import Path
 
+import diffcheck
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "bench"))
-
-import diffcheck  # noqa: E402
-
-from rwkv_registry.core.errors import CheckpointError  # noqa: E402
-from rwkv_registry.formats.ckpt import open_checkpoint  # noqa: E402
+from rwkv_registry.core.errors import CheckpointError
+from rwkv_registry.formats.ckpt import open_checkpoint
 
 
 def _file(shape: list[int], dtype: str = "F32", data: bytes = b"") -> bytes:

@@ -1,6 +1,6 @@
 """The full ``validate`` command agrees with the reader the differential check runs.
 
-Generated files (bench/diffgen.py), some the reader accepts and some it refuses, are put in a
+Generated files (tests/support/diffgen.py), some the reader accepts and some it refuses, are put in a
 registry as its State file; ``rwkv-registry validate --format json`` must report no PTH finding on
 that file when the reader accepts it, and the reader's rule on it when the reader refuses it.
 """
@@ -13,12 +13,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "bench"))
-
-import diffcheck  # noqa: E402
-import diffgen  # noqa: E402
-from regtools import TINY_BASE  # noqa: E402
+import diffcheck
+import diffgen
+from regtools import TINY_BASE
 
 STATE = f"{TINY_BASE}/state/v1/s1.pth"
 CLI = Path(sys.executable).with_name("rwkv-registry")

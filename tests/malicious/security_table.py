@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parent)]
+sys.path[:0] = [str(HERE), str(HERE.parent / "support")]
 
 from evil_cases import CASES, Case, marker_for, write_case  # noqa: E402
 from rss_probe import probe  # noqa: E402
@@ -207,8 +207,8 @@ generator's):
 Accepted, and tested as accepted (`tests/test_zip_strict.py`): real `torch.save` output (bf16 and fp32, 1 to 70,000
 elements so past the 64 KiB end-record window, to a path and to a buffer, odd prefixes, empty records with flag
 0x0800 and no descriptor, shared storages), files written as rwkv_lightning_cuda writes them (MiSS and State entry
-orders), and `tests/ckpt_hostile.py::write_sparse_zip64` (zip64 past 4 GiB). Its layout was checked against a real
-4.4 GB `torch.save` of torch 2.13 on 2026-12-01: local zip64 fields (sizes with compressed size 0 for the big
+orders), and `tests/support/ckpt_hostile.py::write_sparse_zip64` (zip64 past 4 GiB). Its layout was checked against
+a real 4.4 GB `torch.save` of torch 2.13 on 2026-12-01: local zip64 fields (sizes with compressed size 0 for the big
 record, the header offset for every record after it), 24-byte descriptors for those records, central zip64 fields
 holding exactly the sentinel fields, a plain end record with the directory offset 0xFFFFFFFF; the reader opened it
 reading 3,583 bytes. Every hostile case is also refused through the Hub's Range reads with the same rule and
@@ -241,7 +241,7 @@ The promise, in one sentence: **what we accept, torch reads identically.** A fil
 `add` accepts is read by `torch.load` (and by rwkv_lightning_cuda) as the same tensors, byte for
 byte; anything else is refused. It is checked side by side, not argued:
 
-- **the check** (`bench/diffcheck.py`): the tool's reader (`open_checkpoint` over the file's bytes,
+- **the check** (`tests/support/diffcheck.py`): the tool's reader (`open_checkpoint` over the file's bytes,
   as `validate` and `add` call it) reads the file; if it accepts, `torch.load(path,
   weights_only=True, map_location="cpu", mmap=False)` must return a dict with the same tensor names
   in the same order, dtypes, shapes and bytes (torch raising is a failure: the tool accepted a file
@@ -255,7 +255,7 @@ byte; anything else is refused. It is checked side by side, not argued:
   reads the file, read the same tensors and the same `archive/miss.json`. A `.safetensors` file the
   tool accepts must be read alike by `safetensors.safe_open`. A tool crash fails whatever the input.
   torch only ever sees files the tool accepted, always with `weights_only=True`.
-- **the generators** (`bench/diffgen.py`), seeded, so a sample is its `(class, seed)` pair and is
+- **the generators** (`tests/support/diffgen.py`), seeded, so a sample is its `(class, seed)` pair and is
   replayed with `bench/fuzz_differential.py --replay CLASS:SEED --save DIR`. Each starts from a
   valid file: `torch.save` of random State-shaped (`blocks.N.att.time_state`) or MiSS-shaped
   (`blocks.L.<target>.D`) dicts in bf16, fp32 or fp16, to a buffer or to a named file, an

@@ -1,4 +1,4 @@
-"""Seeded generators of weight files for the differential check (bench/diffcheck.py).
+"""Seeded generators of weight files for the differential check (tests/support/diffcheck.py).
 
 Every sample is built from ``(class, seed)`` alone, so a disagreement found by the campaign
 (bench/fuzz_differential.py) or the test sample (tests/differential/) is replayed by its pair::
