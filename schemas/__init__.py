@@ -301,6 +301,12 @@ _ITEM_MEMO: dict[str, list[list[Any]]] = {}  # this process's item results (clea
 _ITEM_MEMO_MAX = 200_000
 
 
+def forget_results() -> None:
+    """Forget this process's schema results of index items, as a new process starts: the next check of an item
+    asks jsonschema again unless the cache on disk (the caller's ``memo``) has it."""
+    _ITEM_MEMO.clear()
+
+
 def _leaf_errors(validator: Any, instance: Any) -> list[tuple[list[Any], str]]:
     found: list[tuple[list[Any], str]] = []
     for err in _flatten(validator.iter_errors(instance)):

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from regtools import TINY_ARCH, TINY_BASE
+from regtools import TINY_ARCH, TINY_BASE, jsonschema_checks
 
 from rwkv_registry.engine import facts
 from rwkv_registry.engine.facts import RACY_COARSE_NS, FactsCache, racy, stat_key
@@ -241,7 +241,7 @@ def _report_json(root: Path, capsys: pytest.CaptureFixture[str], *extra: str) ->
     from rwkv_registry import schemas
     from rwkv_registry.cli.main import main
 
-    schemas._ITEM_MEMO.clear()  # this process's memo would answer in place of the cache
+    schemas.forget_results()  # this process's memo would answer in place of the cache
     capsys.readouterr()
     main(["validate", str(root), "--format", "json", *extra])
     out = json.loads(capsys.readouterr().out)
@@ -583,15 +583,13 @@ def test_writes_after_a_validation_check_no_known_entry_against_the_schema(
     from rwkv_registry.store.ops import add_base, update_index
 
     validate_registry(reg)
-    checked: list[object] = []
-    leaf = schemas._leaf_errors
-    monkeypatch.setattr(schemas, "_leaf_errors", lambda v, instance: (checked.append(instance), leaf(v, instance))[1])
-    schemas._ITEM_MEMO.clear()  # a new process
+    checked = jsonschema_checks(monkeypatch)
+    schemas.forget_results()  # a new process
     add_base(reg, name="rwkv7-other-0.1b-20260101-ctx4096", sha256="ab" * 32, arch=TINY_ARCH, source="o/r")
     assert len(checked) == 1 and "entries" in checked[0]  # type: ignore[operator]
     validate_registry(reg)
     checked.clear()
-    schemas._ITEM_MEMO.clear()
+    schemas.forget_results()
     update_index(reg, lambda index: index["registry"].update(title="new title"))
     assert len(checked) == 1 and "entries" in checked[0]  # type: ignore[operator]
 

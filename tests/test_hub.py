@@ -1734,14 +1734,16 @@ def test_a_central_directory_outside_the_file_reads_as_locally(
 # --- the Range planner, unit by unit ------------------------------------------------------------------------
 
 
-def test_coalesce_clips_merges_close_ranges_and_never_shrinks_one() -> None:
-    from rwkv_registry.hub.transport import _coalesce
+def test_the_range_plan_clips_merges_close_ranges_and_never_shrinks_one() -> None:
+    """The Range requests a remote read sends (coalesce_ranges, the planner of RemoteFile): sorted, clipped to the
+    file, neighbours closer than the gap in one request, none smaller than asked."""
+    from rwkv_registry.hub.transport import coalesce_ranges
 
-    assert _coalesce([(-5, 3), (8, 20)], 10, gap=0) == [(0, 3), (8, 10)]  # clipped to the file
-    assert _coalesce([(0, 10), (14, 20)], 100, gap=4) == [(0, 20)]  # 4 bytes apart: one request
-    assert _coalesce([(0, 10), (15, 20)], 100, gap=4) == [(0, 10), (15, 20)]
-    assert _coalesce([(0, 50), (10, 20)], 100, gap=4) == [(0, 50)]  # a range inside another
-    assert _coalesce([(30, 40), (0, 5), (5, 5)], 100, gap=0) == [(0, 5), (30, 40)]  # sorted, empty dropped
+    assert coalesce_ranges([(-5, 3), (8, 20)], 10, gap=0) == [(0, 3), (8, 10)]  # clipped to the file
+    assert coalesce_ranges([(0, 10), (14, 20)], 100, gap=4) == [(0, 20)]  # 4 bytes apart: one request
+    assert coalesce_ranges([(0, 10), (15, 20)], 100, gap=4) == [(0, 10), (15, 20)]
+    assert coalesce_ranges([(0, 50), (10, 20)], 100, gap=4) == [(0, 50)]  # a range inside another
+    assert coalesce_ranges([(30, 40), (0, 5), (5, 5)], 100, gap=0) == [(0, 5), (30, 40)]  # sorted, empty dropped
 
 
 def test_the_prefetch_plan_is_made_by_the_one_zip_reader(tmp_path: Path) -> None:

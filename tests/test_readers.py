@@ -981,9 +981,9 @@ def test_remembered_index_items_are_keyed_by_schema_digest(monkeypatch: Any) -> 
     assert memo
     for k in memo:
         memo[k] = [[["planted"], "planted error"]]
-    schemas_mod._ITEM_MEMO.clear()
+    schemas_mod.forget_results()
     assert any(m == "planted error" for _, m in schemas_mod.schema_errors("index", index, memo=dict(memo)))
     monkeypatch.setattr(schemas_mod, "schema_digest", lambda: "another-schema")
-    schemas_mod._ITEM_MEMO.clear()
+    schemas_mod.forget_results()
     again = schemas_mod.schema_errors("index", index, memo=dict(memo))
     assert not any(m == "planted error" for _, m in again) and again == first

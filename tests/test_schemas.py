@@ -1118,7 +1118,7 @@ def test_index_entries_validated_one_by_one_give_the_whole_documents_errors():
         assert schema_errors("index", doc, memo=memo) == whole
         # as the validation cache keeps it (JSON), read by a fresh process
         memo = json.loads(json.dumps(memo))
-        schemas._ITEM_MEMO.clear()
+        schemas.forget_results()
         assert schema_errors("index", doc, memo=memo) == whole
         compared += len(whole)
     assert compared > 500
@@ -1136,17 +1136,17 @@ def test_memo_is_keyed_by_content_and_schema():
     rest_key, key = list(memo)[:2]
     # a poisoned memo entry is used (the cache is trusted like the facts cache) only for that exact content
     memo[rest_key] = [[["links"], "planted in the rest"]]
-    schemas._ITEM_MEMO.clear()
+    schemas.forget_results()
     assert schema_errors("index", doc, memo=memo) == [("$.links", "planted in the rest")]
     memo[rest_key] = []
     memo[key] = [[["id"], "planted"]]
-    schemas._ITEM_MEMO.clear()
+    schemas.forget_results()
     assert ("$.entries[0].id", "planted") in schema_errors("index", doc, memo=memo)
     changed = copy.deepcopy(doc)
     changed["entries"][0]["description"] += "!"
-    schemas._ITEM_MEMO.clear()
+    schemas.forget_results()
     assert schema_errors("index", changed, memo=memo) == []
-    schemas._ITEM_MEMO.clear()
+    schemas.forget_results()
 
 
 def test_memo_key_tells_equal_values_of_other_types_apart():
@@ -1154,7 +1154,7 @@ def test_memo_key_tells_equal_values_of_other_types_apart():
     apart (the schema refuses all but the bool), and two copies of one content share a key."""
     doc = seed_index()
     memo: dict[str, Any] = {}
-    schemas._ITEM_MEMO.clear()
+    schemas.forget_results()
     assert schema_errors("index", doc, memo=memo) == []
     for bad in (1, 1.0, "True", [True], {"x": True}):
         changed = copy.deepcopy(doc)
@@ -1163,7 +1163,7 @@ def test_memo_key_tells_equal_values_of_other_types_apart():
         assert [p for p, _ in errors] == ["$.entries[0].recommended"], bad
     same = copy.deepcopy(doc)
     keys = set(memo)
-    schemas._ITEM_MEMO.clear()
+    schemas.forget_results()
     assert schema_errors("index", same, memo=memo) == [] and set(memo) == keys  # nothing new: every key known
     # the key of a value marshal refuses (no JSON parser makes one) is its repr's, apart from every marshal key
     odd = schemas._content_key("p", [range(1)])

@@ -500,7 +500,7 @@ class RemoteFile:
 
     def _fetch(self, ranges: Iterable[tuple[int, int]]) -> None:
         """Fetch half-open ``[start, end)`` ranges (merged when close), in parallel."""
-        merged = [r for r in _coalesce(ranges, self.size, self.gap) if self._cached(r[0], r[1] - r[0]) is None]
+        merged = [r for r in coalesce_ranges(ranges, self.size, self.gap) if self._cached(r[0], r[1] - r[0]) is None]
         if not merged:
             return
 
@@ -583,7 +583,7 @@ class RemoteFile:
         return plan
 
 
-def _coalesce(ranges: Iterable[tuple[int, int]], size: int, gap: int = GAP_BYTES) -> list[tuple[int, int]]:
+def coalesce_ranges(ranges: Iterable[tuple[int, int]], size: int, gap: int = GAP_BYTES) -> list[tuple[int, int]]:
     """Sorted, clipped, merged ``[start, end)`` ranges; neighbours closer than ``gap`` bytes join."""
     clipped = sorted((max(0, a), min(size, b)) for a, b in ranges if min(size, b) > max(0, a))
     out: list[tuple[int, int]] = []

@@ -413,3 +413,19 @@ def without_serialization_id(data: bytes, prefix: str) -> bytes:
     assert data[central : central + 4] == b"PK\x01\x02"
     out[central + 16 : central + 20] = bytes(4)  # central directory CRC
     return bytes(out)
+
+
+def jsonschema_checks(monkeypatch: Any) -> list[Any]:
+    """Every instance jsonschema is asked to check from now on (``Draft202012Validator.iter_errors``, the one way
+    schemas/ asks it), in order: what a cached verdict spares shows as what is not in the list."""
+    from jsonschema import Draft202012Validator
+
+    seen: list[Any] = []
+    real = Draft202012Validator.iter_errors
+
+    def counted(self: Any, instance: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append(instance)
+        return real(self, instance, *args, **kwargs)
+
+    monkeypatch.setattr(Draft202012Validator, "iter_errors", counted)
+    return seen
