@@ -853,3 +853,101 @@ def _index_at(
     except Exception:  # absent at the baseline or unparseable: no frozen bases to honour from it
         return None
     return data if isinstance(data, dict) else None
+
+
+# --- the run's findings, folded with what git says ------------------------------------------------------------
+
+
+def fold_history(root: Path, findings: list[Finding]) -> list[Finding]:
+    """The findings of a run in a git clone, after :func:`check_git`'s, folded so that one cause gives one finding
+    that names it: HSH001 says which side changed since HEAD (:func:`which_side_changed`), MIS013 names a base edit
+    of index.json (:func:`blame_the_base_edit`), GIT001 takes in the hash findings of the file it names
+    (:func:`fold_published_edits`), and TRN006 is left out for a train.json already committed
+    (:func:`quiet_committed_notes`)."""
+    findings = which_side_changed(root, findings)
+    findings = blame_the_base_edit(findings)
+    findings = fold_published_edits(findings)
+    return quiet_committed_notes(root, findings)
+
+
+def which_side_changed(root: Path, findings: list[Finding]) -> list[Finding]:
+    """HSH001 in a git clone: tell whether the file or index.json differs from HEAD."""
+    hsh = [f for f in findings if f.code == "HSH001"]
+    changed = changed_since_head(root, [*{f.path for f in hsh}, "index.json"]) if hsh else None
+    if changed is None:
+        return findings
+    out: list[Finding] = []
+    for f in findings:
+        if f.code == "HSH001":
+            which = [p for p in (f.path, "index.json") if p in changed]
+            note = (
+                f"git: {' and '.join(which)} changed since HEAD"
+                if which
+                else "git: both are as committed in HEAD (the mismatch was committed)"
+            )
+            f = f.amended(f"{f.message} ({note})")
+        out.append(f)
+    return out
+
+
+def blame_the_base_edit(findings: list[Finding]) -> list[Finding]:
+    """MIS013 beside GIT007: when a published base's sha256 was edited in index.json and an adapter's
+    fingerprint is the sha256 the base was published with, the edit (not the adapter) caused the mismatch;
+    the finding says so and its hint points at GIT007 instead of telling to move the adapter."""
+    from rwkv_registry.checks.miss import MIS013_BY_BASE_EDIT
+
+    edited = {
+        f.extra.get("base"): f.extra.get("sha256_then")
+        for f in findings
+        if f.code == "GIT007" and isinstance(f.extra.get("sha256_then"), str)
+    }
+    if not edited:
+        return findings
+    out: list[Finding] = []
+    for f in findings:
+        name = f.extra.get("base")
+        if f.code == "MIS013" and name in edited and f.extra.get("base_fingerprint") == edited[name]:
+            message = (
+                f"{f.message}; it is the sha256 base {name} was published with: the edit of index.json (GIT007) "
+                "caused this, not the adapter"
+            )
+            f = f.amended(message, hint=MIS013_BY_BASE_EDIT)
+        out.append(f)
+    return out
+
+
+def fold_published_edits(findings: list[Finding]) -> list[Finding]:
+    """One finding for one cause: a published file edited (GIT001) no longer has the sha256 (or size) that
+    index.json and SHA256SUMS record, and those findings (HSH001, HSH002, HSH006) of that file are left out; the
+    GIT001 message names them."""
+    edited = {f.path for f in findings if f.code == "GIT001"}
+    echoes = {"HSH001": "sha256", "HSH002": "size", "HSH006": "SHA256SUMS"}
+    gone: dict[str, list[str]] = {}
+    kept: list[Finding] = []
+    for f in findings:
+        if f.code in echoes and f.path in edited:
+            gone.setdefault(f.path, []).append(f.code)
+        else:
+            kept.append(f)
+    if not gone:
+        return findings
+    for i, f in enumerate(kept):
+        if f.code == "GIT001" and f.path in gone:
+            codes = sorted(set(gone[f.path]))
+            recorded = " and ".join(echoes[c] for c in codes if c != "HSH006")
+            what = " and ".join(
+                [*([f"index.json's {recorded}"] if recorded else []), *(["SHA256SUMS"] if "HSH006" in codes else [])]
+            )
+            kept[i] = f.amended(f"{f.message}; so it no longer matches {what} ({', '.join(codes)})")
+    return kept
+
+
+def quiet_committed_notes(root: Path, findings: list[Finding]) -> list[Finding]:
+    """TRN006 (no trainer commit recorded) only for a train.json not yet committed: a committed one is
+    published and never changes, so the note could not be acted on and would repeat at every commit (the
+    pre-commit hook). Outside git every train.json's note is reported."""
+    notes = [f.path for f in findings if f.code == "TRN006"]
+    committed = as_committed(root, notes) if notes else None
+    if not committed:
+        return findings
+    return [f for f in findings if not (f.code == "TRN006" and f.path in committed)]

@@ -198,8 +198,8 @@ RULES = Rulebook(
 )
 finding = RULES.finding
 
-# MIS013's hint when GIT007 shows that the base's sha256, not the adapter, changed (engine/validate.py,
-# Validator.blame_the_base_edit)
+# MIS013's hint when GIT007 shows that the base's sha256, not the adapter, changed (checks/git.py,
+# blame_the_base_edit)
 MIS013_BY_BASE_EDIT = (
     "The adapter is where it belongs: its base's sha256 was changed in index.json after it was published (see "
     "GIT007). Restore the published sha256 (`git diff index.json`); do not move or retrain the adapter."

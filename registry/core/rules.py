@@ -49,6 +49,12 @@ class Finding:
     hint: str
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
+    def amended(self, message: str, *, hint: str | None = None) -> Finding:
+        """This finding with another message (cut as any finding's is) and, if given, a more precise hint: a later
+        step that knows the cause better says so on the same finding (``checks/git.py``'s folding)."""
+        return Finding(self.code, self.severity, self.path, clip(message, MESSAGE_LIMIT), hint or self.hint,
+                       dict(self.extra))  # fmt: skip
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "code": self.code,

@@ -55,7 +55,6 @@ from rwkv_registry.checks.layout import (
 )
 from rwkv_registry.checks.lfs import gitattributes_findings
 from rwkv_registry.checks.miss import (
-    MIS013_BY_BASE_EDIT,
     TargetSpec,
     check_against_base,
     entry_manifest_findings,
@@ -488,7 +487,7 @@ class Validator:
         if not self.snapshot.history:
             return
         if self.index is not None or self.since:
-            from rwkv_registry.checks.git import check_git
+            from rwkv_registry.checks.git import check_git, fold_history
 
             ids = self.index_ids if self.index is not None else (None, None)
             self.findings += check_git(
@@ -500,94 +499,7 @@ class Validator:
                 memo=self.cache,
                 ahead=self.git_ahead,
             )
-            self.say_which_side_changed()
-            self.blame_the_base_edit()
-            self.fold_published_edits()
-            self.quiet_committed_notes()
-
-    def quiet_committed_notes(self) -> None:
-        """TRN006 (no trainer commit recorded) only for a train.json not yet committed: a committed one is
-        published and never changes, so the note could not be acted on and would repeat at every commit (the
-        pre-commit hook). Outside git every train.json's note is reported."""
-        from rwkv_registry.checks.git import as_committed
-
-        notes = [f.path for f in self.findings if f.code == "TRN006"]
-        committed = as_committed(self.root, notes) if notes else None
-        if committed:
-            self.findings = [f for f in self.findings if not (f.code == "TRN006" and f.path in committed)]
-
-    def fold_published_edits(self) -> None:
-        """One finding for one cause: a published file edited (GIT001) no longer has the sha256 (or size) that
-        index.json and SHA256SUMS record, and those findings (HSH001, HSH002, HSH006) of that file are left out; the
-        GIT001 message names them."""
-        edited = {f.path for f in self.findings if f.code == "GIT001"}
-        echoes = {"HSH001": "sha256", "HSH002": "size", "HSH006": "SHA256SUMS"}
-        gone: dict[str, list[str]] = {}
-        kept: list[Finding] = []
-        for f in self.findings:
-            if f.code in echoes and f.path in edited:
-                gone.setdefault(f.path, []).append(f.code)
-            else:
-                kept.append(f)
-        if not gone:
-            return
-        for i, f in enumerate(kept):
-            if f.code == "GIT001" and f.path in gone:
-                codes = sorted(set(gone[f.path]))
-                recorded = " and ".join(echoes[c] for c in codes if c != "HSH006")
-                what = " and ".join(
-                    [
-                        *([f"index.json's {recorded}"] if recorded else []),
-                        *(["SHA256SUMS"] if "HSH006" in codes else []),
-                    ]
-                )
-                kept[i] = finding(
-                    "GIT001", f.path, f"{f.message}; so it no longer matches {what} ({', '.join(codes)})", **f.extra
-                )
-        self.findings = kept
-
-    def blame_the_base_edit(self) -> None:
-        """MIS013 beside GIT007: when a published base's sha256 was edited in index.json and an adapter's
-        fingerprint is the sha256 the base was published with, the edit (not the adapter) caused the mismatch;
-        the finding says so and its hint points at GIT007 instead of telling to move the adapter."""
-        edited = {
-            f.extra.get("base"): f.extra.get("sha256_then")
-            for f in self.findings
-            if f.code == "GIT007" and isinstance(f.extra.get("sha256_then"), str)
-        }
-        if not edited:
-            return
-        for i, f in enumerate(self.findings):
-            name = f.extra.get("base")
-            if f.code != "MIS013" or name not in edited or f.extra.get("base_fingerprint") != edited[name]:
-                continue
-            self.findings[i] = finding(
-                "MIS013",
-                f.path,
-                f"{f.message}; it is the sha256 base {name} was published with: the edit of index.json (GIT007) "
-                "caused this, not the adapter",
-                hint=MIS013_BY_BASE_EDIT,
-                **f.extra,
-            )
-
-    def say_which_side_changed(self) -> None:
-        """HSH001 in a git clone: tell whether the file or index.json differs from HEAD."""
-        from rwkv_registry.checks.git import changed_since_head
-
-        hsh = [f for f in self.findings if f.code == "HSH001"]
-        changed = changed_since_head(self.root, [*{f.path for f in hsh}, "index.json"]) if hsh else None
-        if changed is None:
-            return
-        for i, f in enumerate(self.findings):
-            if f.code != "HSH001":
-                continue
-            which = [p for p in (f.path, "index.json") if p in changed]
-            note = (
-                f"git: {' and '.join(which)} changed since HEAD"
-                if which
-                else "git: both are as committed in HEAD (the mismatch was committed)"
-            )
-            self.findings[i] = finding("HSH001", f.path, f"{f.message} ({note})", **f.extra)
+            self.findings = fold_history(self.root, self.findings)
 
     def load_index(self, tree: Tree) -> dict[str, Any] | None:
         if "index.json" not in tree.files:
