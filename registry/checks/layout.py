@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from rwkv_registry.checks.miss import LEGACY_FILES
@@ -316,3 +316,43 @@ def move_finding(old_p: str, new_p: str, pairs: Sequence[tuple[str, str]], *, li
             "with the same sha256)"
         )
     return finding("LAY014", new_p, message, moved_from=old_p)
+
+
+# --- what the walk finds, and whether a tree is a registry at all ---------------------------------------------
+
+REGISTRY_MARKERS = frozenset({"index.json", "README.md", SUMS_NAME, SIG_NAME})  # a root holding one is a registry
+WRITE_PREFIX = ".rwkv-registry"  # the lock, the journal and the temporary files of a write (fs/atomic.py)
+
+
+def escaping_link_finding(rel: str, target: str) -> Finding:
+    """LAY005 for a symbolic link at ``rel`` whose ``target`` lies outside the registry (never followed)."""
+    return finding("LAY005", rel, f"symbolic link to {target} leaves the registry")
+
+
+def special_file_finding(rel: str, kind: str) -> Finding:
+    """LAY015 for ``rel``, ``kind`` (a FIFO, a socket, a device: never opened) in place of a file or directory."""
+    return finding("LAY015", rel, f"{kind}, not a regular file or directory")
+
+
+def marks_a_registry(paths: Iterable[str]) -> bool:
+    """Whether any of ``paths`` (relative to the root, of any kind: file, directory, link, FIFO) makes the root a
+    registry, damaged or not: a registry file (:data:`REGISTRY_MARKERS`) or a file of an interrupted write at the
+    root, or a ``state`` or ``miss`` directory one level below. Without one, the root is plainly no registry:
+    LAY016 alone (:func:`not_a_registry_finding`) instead of each missing file's finding."""
+    for rel in paths:
+        top, _, below = rel.partition("/")
+        if top in REGISTRY_MARKERS or top.startswith(WRITE_PREFIX) or below in METHODS:
+            return True
+    return False
+
+
+def not_a_registry_finding(root: str, tops: Sequence[str]) -> Finding:
+    """LAY016 for the directory ``root``, plainly no registry, holding ``tops`` (its entries, sorted)."""
+    where = "it is empty" if not tops else f"it holds {len(tops)} other entr{'y' if len(tops) == 1 else 'ies'}"
+    where += f" ({', '.join(repr(t) for t in tops[:3])}{', …' if len(tops) > 3 else ''})" if tops else ""
+    return finding(
+        "LAY016",
+        ".",
+        f"{root} is not a registry: no index.json, README.md, SHA256SUMS or base directory "
+        f"(<base>/state, <base>/miss) at its root; {where}",
+    )

@@ -47,11 +47,16 @@ from rwkv_registry.checks.index import (
 )
 from rwkv_registry.checks.json_files import Invalid, json_file_findings, json_verdict_key
 from rwkv_registry.checks.layout import (
+    REGISTRY_MARKERS,
     case_twins,
     entry_path_findings,
+    escaping_link_finding,
     find_moves,
     layout_findings,
+    marks_a_registry,
     move_finding,
+    not_a_registry_finding,
+    special_file_finding,
 )
 from rwkv_registry.checks.lfs import gitattributes_findings
 from rwkv_registry.checks.miss import (
@@ -84,7 +89,7 @@ from rwkv_registry.index.layout import (
     WEIGHT_SUFFIXES,
     layout_ok,
 )
-from rwkv_registry.index.sums import SIG_NAME, SUMS_NAME
+from rwkv_registry.index.sums import SUMS_NAME
 from rwkv_registry.schemas import schema_digest
 
 
@@ -147,16 +152,6 @@ def _file_kind(entry: os.DirEntry[str]) -> str:
     return "a block device" if stat.S_ISBLK(mode) else "a special file"
 
 
-_REGISTRY_MARKERS = frozenset({"index.json", "README.md", SUMS_NAME, SIG_NAME})
-
-
-def _marks_a_registry(top: str) -> bool:
-    """Whether an entry named ``top`` at the root, of any kind, makes it a registry, damaged or not (a registry
-    file, or a file of an interrupted write): the one name test of :meth:`Validator.not_a_registry` and
-    :meth:`Validator.plainly_not_a_registry`, with :data:`METHODS` one level below."""
-    return top in _REGISTRY_MARKERS or top.startswith(".rwkv-registry")
-
-
 def _holds_a_method_directory(directory: str) -> bool:
     """Whether ``directory`` has an entry named ``state`` or ``miss``, of any kind (what makes a directory at the
     root a base directory for :meth:`Validator.not_a_registry`); False when it cannot be listed."""
@@ -189,7 +184,7 @@ def walk_tree(root: Path, out: list[Finding]) -> Tree:
                 continue
             link = entry.is_symlink()
             if link and not within(root, entry.path):
-                out.append(finding("LAY005", r, f"symbolic link to {os.readlink(entry.path)} leaves the registry"))
+                out.append(escaping_link_finding(r, os.readlink(entry.path)))
                 continue
             try:
                 if entry.is_dir():
@@ -201,7 +196,7 @@ def walk_tree(root: Path, out: list[Finding]) -> Tree:
                     if link:
                         tree.links.add(r)
                 else:
-                    out.append(finding("LAY015", r, f"{_file_kind(entry)}, not a regular file or directory"))
+                    out.append(special_file_finding(r, _file_kind(entry)))
                     tree.special.add(r)
             except OSError as e:
                 out.append(finding("LAY010", r, f"cannot stat: {e.strerror}"))
@@ -324,7 +319,7 @@ class Validator:
         t0 = time.perf_counter()
         tops = self.plainly_not_a_registry()
         if tops is not None:  # decided from the root's entries: a wrong path is not walked
-            self.findings = [self.lay016([name for name, _ in tops])]
+            self.findings = [not_a_registry_finding(str(self.root), [name for name, _ in tops])]
             self.stats["files"] = sum(1 for _, is_file in tops if is_file)
             self.stats["elapsed_s"] = time.perf_counter() - t0
             return
@@ -365,14 +360,12 @@ class Validator:
         and whatever else lies there (LAY001 for every file of, say, a home directory). A registry that is merely
         damaged (index.json gone but README.md there, …) keeps its detailed findings; so does a root that cannot
         be listed (LAY010)."""
-        if "" in tree.unreadable or any(m in tree.files for m in _REGISTRY_MARKERS):
+        if "" in tree.unreadable or any(m in tree.files for m in REGISTRY_MARKERS):
             return False  # the usual case, decided without going through the tree
         seen = [*tree.files, *tree.dirs, *tree.special, *(f.path for f in self.findings)]  # LAY005: links out
-        for rel in seen:
-            top, _, below = rel.partition("/")
-            if _marks_a_registry(top) or below in METHODS:
-                return False
-        self.findings = [self.lay016(sorted({r.partition("/")[0] for r in seen}))]
+        if marks_a_registry(seen):
+            return False
+        self.findings = [not_a_registry_finding(str(self.root), sorted({r.partition("/")[0] for r in seen}))]
         return True
 
     def plainly_not_a_registry(self) -> list[tuple[str, bool]] | None:
@@ -391,7 +384,7 @@ class Validator:
                     name = entry.name
                     if name == ".git":
                         continue
-                    if _marks_a_registry(name):
+                    if marks_a_registry([name]):
                         return None
                     try:
                         is_dir = entry.is_dir(follow_symlinks=False)
@@ -404,17 +397,6 @@ class Validator:
         except OSError:
             return None  # LAY010 from the walk
         return sorted(tops)
-
-    def lay016(self, tops: list[str]) -> Finding:
-        """LAY016 for a root holding ``tops`` (its entries, sorted)."""
-        where = "it is empty" if not tops else f"it holds {len(tops)} other entr{'y' if len(tops) == 1 else 'ies'}"
-        where += f" ({', '.join(repr(t) for t in tops[:3])}{', …' if len(tops) > 3 else ''})" if tops else ""
-        return finding(
-            "LAY016",
-            ".",
-            f"{self.root} is not a registry: no index.json, README.md, SHA256SUMS or base directory "
-            f"(<base>/state, <base>/miss) at its root; {where}",
-        )
 
     def drop_unseen_echoes(self, tree: Tree) -> None:
         """What was never seen is reported once, by its cause: a directory that cannot be listed (LAY010; unless it
