@@ -751,7 +751,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = cmd(
         "compare",
-        _lazy("rwkv_registry.catalog.compare:cmd_compare"),
+        _lazy("rwkv_registry.cli.compare:cmd_compare"),
         "per-question comparison of two result files (exact McNemar test)",
     )
     sp.add_argument(
@@ -825,16 +825,16 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--data-version", metavar="V", help="its training data's version, e.g. v2.0")
     g.add_argument("--description", metavar="TEXT", help="one line for the README")
 
-    sp = cmd("keygen", _lazy("rwkv_registry.store.signing:cmd_keygen"), "create an Ed25519 signing key pair")
+    sp = cmd("keygen", _lazy("rwkv_registry.cli.sign:cmd_keygen"), "create an Ed25519 signing key pair")
     sp.add_argument("key", metavar="KEY", help="private key file to create (mode 0600); KEY.pub beside it")
     sp.add_argument("--comment", default="", help="a note written after the key in KEY.pub")
 
-    sp = cmd("sign", _lazy("rwkv_registry.store.signing:cmd_sign"), "sign SHA256SUMS (writes SHA256SUMS.sig)")
+    sp = cmd("sign", _lazy("rwkv_registry.cli.sign:cmd_sign"), "sign SHA256SUMS (writes SHA256SUMS.sig)")
     sp.add_argument("path")
     sp.add_argument("--key", required=True, metavar="KEY", help="the private key file made by `keygen`")
     sp.add_argument("--trust", action="store_true", help="first add the key to index.json signing.trusted_keys")
 
-    sp = cmd("verify", _lazy("rwkv_registry.store.signing:cmd_verify"), "verify SHA256SUMS.sig")
+    sp = cmd("verify", _lazy("rwkv_registry.cli.sign:cmd_verify"), "verify SHA256SUMS.sig")
     sp.add_argument("path")
     sp.add_argument(
         "--pubkey", action="append", required=True, metavar="PUB", help="Ed25519 public key file (repeatable)"
