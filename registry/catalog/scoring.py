@@ -22,10 +22,8 @@ entry under a frozen or superseded base, and nothing under the base's directory 
 
 from __future__ import annotations
 
-import argparse
 import math
 import re
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -451,7 +449,7 @@ def record_score(
             old = scores[same[0]]
             raise RefusedError(
                 f"{kind} {name!r} already has a score of {score['benchmark']} {score['date']} "
-                f"({score.get('backend') or 'backend not recorded'}): {_figures(old)}; nothing was written",
+                f"({score.get('backend') or 'backend not recorded'}): {figures_text(old)}; nothing was written",
                 hint="Give --replace to replace it (its figures are dropped), or the --date or --backend of "
                 "another run.",
                 path="index.json",
@@ -527,7 +525,7 @@ def _create_unpublished(index: dict[str, Any], uid: str, spec: dict[str, Any]) -
     )
 
 
-def _figures(s: dict[str, Any]) -> str:
+def figures_text(s: dict[str, Any]) -> str:
     """``52.2% (296.5/568), 2 runs`` (the README's form, from the catalog's renderer)."""
     from rwkv_registry.catalog.entries import score_num, score_text
 
@@ -540,58 +538,3 @@ def _figures(s: dict[str, Any]) -> str:
     if isinstance(comp, dict):
         text += f", vs {comp['against']} +{comp['wins']}/−{comp['losses']}, p = {comp['p_value']:g}"
     return text
-
-
-# --- the command ---------------------------------------------------------------------------------------------------
-
-
-def cmd_score(args: argparse.Namespace) -> int:
-    spec = None
-    extra = [f for f in ("base", "method", "data_version", "description") if getattr(args, f) is not None]
-    if args.new_unpublished:
-        missing = [f"--{f.replace('_', '-')}" for f in ("base", "method", "data_version") if getattr(args, f) is None]
-        if missing:
-            raise UsageError(
-                f"--new-unpublished needs {', '.join(missing)}: the base it was trained on, its method, its data",
-                hint="e.g. --new-unpublished --base rwkv7-g1k-7.2b-20260930-ctx25600 --method miss --data-version v2.0",
-            )
-        spec = {f: getattr(args, f) for f in ("base", "method", "data_version", "description")}
-    elif extra:
-        flags = ", ".join(f"--{f.replace('_', '-')}" for f in extra)
-        raise UsageError(
-            f"{flags}: only with --new-unpublished (a weight never uploaded, created with this score)",
-            hint="Drop them, or add --new-unpublished.",
-        )
-
-    def figure(name: str) -> Number | None:
-        text = getattr(args, name)
-        return None if text is None else number(text, f"--{name.replace('_', '-')}")
-
-    score = build_score(
-        benchmark=args.benchmark,
-        date=args.date,
-        score=figure("score"),
-        unit=args.unit,
-        solved=figure("solved"),
-        total=args.total,
-        runs=args.runs,
-        run_scores=None if args.run_scores is None else numbers(args.run_scores, "--run-scores"),
-        categories=[category(c) for c in args.category or ()],
-        backend=args.backend,
-        note=args.note,
-        report=args.report,
-        content_version=args.content_version,
-        results=args.results or (),
-        against=args.against,
-        against_results=args.against_results or (),
-        wins=args.wins,
-        losses=args.losses,
-        p_value=figure("p_value"),
-    )
-    done = record_score(args.path, args.target, score, replace=args.replace, new_unpublished=spec)
-    verb = "replaced" if done.replaced is not None else "recorded"
-    new = " (new unpublished weight)" if done.created else ""
-    sys.stdout.write(
-        f"{verb} {score['benchmark']} {score['date']} for {done.kind} {done.name}{new}: {_figures(score)}\n"
-    )
-    return 0

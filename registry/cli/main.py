@@ -765,7 +765,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = cmd(
         "score",
-        _lazy("rwkv_registry.catalog.scoring:cmd_score"),
+        _lazy("rwkv_registry.cli.score:cmd_score"),
         "record a benchmark result of an entry, a base alone or a weight never uploaded",
     )
     sp.formatter_class = argparse.RawDescriptionHelpFormatter  # the example stays one line
