@@ -5,7 +5,6 @@ imported only when a renderable is built, textual never.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import re
 import sys
@@ -835,20 +834,20 @@ def _list_filter(cat: Catalog, query: str | None) -> tuple[EntryFilter, Callable
     return flt, flt.keeper(cat, statuses)
 
 
-def cmd_list(args: argparse.Namespace) -> int:
-    """``rwkv-registry list [PATH] [--filter QUERY] [--format text|json]``: one row per entry, grouped by base."""
-    cat = Catalog(args.path)
+def print_list(cat: Catalog, query: str | None, fmt: str) -> int:
+    """``rwkv-registry list [PATH] [--filter QUERY] [--format text|json]``: one row per entry of ``cat`` (those
+    ``query`` keeps), grouped by base, as text or JSON on stdout; the exit code."""
     cat.require_index()
-    flt, keep = _list_filter(cat, getattr(args, "filter", None))
+    flt, keep = _list_filter(cat, query)
     entries = [e for e in cat.entries if keep is None or keep(e)]
-    if args.format == "json":
+    if fmt == "json":
         out: dict[str, Any] = {
             "registry": cat.name,
             "bases": [{"name": b.get("name"), "status": b.get("status")} for b in cat.bases],
             "entries": [cat.entry_summary(e) for e in entries],
         }
         if keep is not None:
-            out["filter"] = {"query": args.filter, "kept": len(entries), "of": len(cat.entries)}
+            out["filter"] = {"query": query, "kept": len(entries), "of": len(cat.entries)}
         sys.stdout.write(json_text(out) + "\n")
         return 0
     from rich.text import Text
@@ -890,22 +889,20 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_show(args: argparse.Namespace) -> int:
-    """``rwkv-registry show [ENTRY_ID] [--path PATH] [--format text|json]``: one entry (or base, or weight
-    never uploaded) in detail; without an id, the registry itself."""
-    cat = Catalog(args.path)
+def print_show(cat: Catalog, what: str | None, fmt: str) -> int:
+    """``rwkv-registry show [ENTRY_ID] [--path PATH] [--format text|json]``: ``what`` (an entry, a base or a weight
+    never uploaded) in detail, as text or JSON on stdout; without it, the registry itself; the exit code."""
     cat.require_index()
-    what = args.entry_id
     if what is None:
-        return _show_registry(cat, args.format)
+        return _show_registry(cat, fmt)
     e = cat.get_entry(what) or cat.entry_at(what)
     b = None if e is not None else cat.base(what)
     u = None if e is not None or b is not None else cat.get_unpublished(what)
     if u is not None:
-        return _show_unpublished(cat, u, args.format)
+        return _show_unpublished(cat, u, fmt)
     if e is None and b is None:
         raise cat._unknown(what)
-    if args.format == "json":
+    if fmt == "json":
         data = cat.describe(e) if e is not None else cat.describe_base(b or {})
         sys.stdout.write(json_text(data) + "\n")
         return 0

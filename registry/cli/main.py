@@ -682,7 +682,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--smoke", action="store_true", help="also run the CPU smoke evaluation of tiny weights")
 
     # commands implemented outside the core module set: imported only when they run
-    sp = cmd("list", _lazy("rwkv_registry.catalog.render:cmd_list", _require_index), "list the entries of a registry")
+    sp = cmd("list", _lazy("rwkv_registry.cli.catalog:cmd_list", _require_index), "list the entries of a registry")
     sp.add_argument("path", nargs="?", default=".")
     sp.add_argument(
         "--filter",
@@ -694,7 +694,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = cmd(
         "show",
-        _lazy("rwkv_registry.catalog.render:cmd_show", _require_index),
+        _lazy("rwkv_registry.cli.catalog:cmd_show", _require_index),
         "show one entry (or base, or weight never uploaded, or without an id the registry itself) in detail",
     )
     sp.add_argument(
