@@ -75,6 +75,19 @@ def _crossings_at(path: Path) -> list[str]:
         REPO = saved
 
 
+def test_only_the_cli_parses_command_lines() -> None:
+    """argparse is the command line's: the core's packages but ``cli/`` take plain values, so a check or a writer can
+    be called (and tested) without a Namespace."""
+    core = sorted(p for p in (REPO / "registry").rglob("*.py") if "__pycache__" not in p.parts and "cli" not in p.parts)
+    found = []
+    for path in core:
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            names += [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            found += [f"{path.relative_to(REPO)}:{node.lineno}" for n in names if n.split(".")[0] == "argparse"]
+    assert not found, found
+
+
 def _test_module_imports(path: Path) -> list[str]:
     """The imports of another test module (``test_*``) in ``path``: shared helpers live in the support modules
     (regtools, mutations, hub_server, ckpt_hostile, model_helpers, …), which tests and bench import alike."""
