@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import errno
 import glob
+import itertools
 import os
 import re
 import shutil
@@ -58,7 +59,7 @@ from rwkv_registry.engine.validate import (
     sort_findings,
     validate_registry,
 )
-from rwkv_registry.fs.atomic import JOURNAL_NAME, LOCK_NAME, TMP_PREFIX, registry_around, require_directory
+from rwkv_registry.fs.atomic import JOURNAL_NAME, LOCK_NAME, TMP_PREFIX, registry_around, require_directory, tree_files
 from rwkv_registry.hub.remote import (
     RemoteEntry,
     RemoteRepo,
@@ -110,18 +111,16 @@ class PushResult:
 
 
 def _local_files(root: Path) -> dict[str, Path]:
-    """Every file a push publishes: the tree without .git and the transient files of a write."""
+    """Every file a push publishes: the tree without .git and the transient files of a write, as the one tree walk
+    of the writers lists it (:func:`~rwkv_registry.fs.atomic.tree_files`), in os.walk's order (directories
+    top-down, sorted; each one's files sorted by name)."""
     out: dict[str, Path] = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        here = Path(dirpath)
-        if here == root and ".git" in dirnames:
-            dirnames.remove(".git")
-        dirnames.sort()
-        for name in sorted(filenames):
-            rel = (here / name).relative_to(root).as_posix()
-            if rel in (LOCK_NAME, JOURNAL_NAME) or name.startswith(TMP_PREFIX):
+    for _, group in itertools.groupby(tree_files(root, sort_dirs=True), key=lambda found: found[0]):
+        for directory, prefix, entry in sorted(group, key=lambda found: found[2].name):
+            rel = prefix + entry.name
+            if rel in (LOCK_NAME, JOURNAL_NAME) or entry.name.startswith(TMP_PREFIX):
                 continue
-            out[rel] = here / name
+            out[rel] = Path(directory) / entry.name
     return out
 
 
