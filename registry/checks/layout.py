@@ -8,7 +8,14 @@ from typing import Any
 from rwkv_registry.checks.miss import LEGACY_FILES
 from rwkv_registry.core.rules import E, Finding, Rule, Rulebook, W
 from rwkv_registry.core.textsafe import clip
-from rwkv_registry.fs.atomic import CASE_TWIN_HINT, JOURNAL_NAME, LINK_OUTSIDE_HINT, LOCK_NAME, TMP_PREFIX
+from rwkv_registry.fs.atomic import (
+    CASE_TWIN_HINT,
+    JOURNAL_NAME,
+    LINK_OUTSIDE_HINT,
+    LOCK_NAME,
+    TMP_PREFIX,
+    is_transient,
+)
 from rwkv_registry.index.layout import METHODS, VERSION_DIR, layout_ok, misplaced, name_key
 from rwkv_registry.index.sums import SIG_NAME, SUMS_NAME
 
@@ -321,7 +328,6 @@ def move_finding(old_p: str, new_p: str, pairs: Sequence[tuple[str, str]], *, li
 # --- what the walk finds, and whether a tree is a registry at all ---------------------------------------------
 
 REGISTRY_MARKERS = frozenset({"index.json", "README.md", SUMS_NAME, SIG_NAME})  # a root holding one is a registry
-WRITE_PREFIX = ".rwkv-registry"  # the lock, the journal and the temporary files of a write (fs/atomic.py)
 
 
 def escaping_link_finding(rel: str, target: str) -> Finding:
@@ -341,7 +347,7 @@ def marks_a_registry(paths: Iterable[str]) -> bool:
     LAY016 alone (:func:`not_a_registry_finding`) instead of each missing file's finding."""
     for rel in paths:
         top, _, below = rel.partition("/")
-        if top in REGISTRY_MARKERS or top.startswith(WRITE_PREFIX) or below in METHODS:
+        if top in REGISTRY_MARKERS or is_transient(top) or below in METHODS:
             return True
     return False
 

@@ -512,8 +512,9 @@ def refuse_case_twin(root: Path, rel: str) -> None:
         )
 
 
-def _is_transient(name: str) -> bool:
-    return name.startswith(".rwkv-registry")  # the lock, the journal, temporary files, the dirs record
+def is_transient(name: str) -> bool:
+    """Whether ``name`` is one a write leaves: the lock, the journal, a temporary file, the dirs record."""
+    return name.startswith(".rwkv-registry")
 
 
 def registry_around(path: Path) -> Path | None:
@@ -609,7 +610,7 @@ def require_registry(root: str | os.PathLike[str], *, creating: bool = False, st
         raise RegistryIOError(
             f"cannot read the directory {root}: {e.strerror or e}", hint=os_error_hint(e, root), path=str(root)
         ) from e
-    if names and all(_is_transient(n) for n in names) and not strict:
+    if names and all(is_transient(n) for n in names) and not strict:
         return root  # an interrupted init: recover() cleans it
     above = registry_around(root.absolute())
     if above is not None:
