@@ -7,19 +7,14 @@ index.json must hold every entry whose command succeeded and no other, and nothi
 or duplicated. With ``held`` the bench holds the write lock while both start, so that both wait
 on it and race when it is released (guaranteed contention); otherwise they start together.
 
-Pairs:
-
-- ``add+add``: two different State files into one data-version directory (both must land);
-- ``add+add-same``: the same file name twice (the second must be refused: published weights
-  never change);
-- ``add+add-base``: a State under the existing base and a new base;
-- ``add+sums``: an add and a SHA256SUMS rewrite.
+The pairs: ``add+add``, ``add+add-same``, ``add+add-base``, ``add+sums``.
 
 Run from the repository root::
 
     .venv/bin/python bench/concurrency.py --reps 50 [--docs]
 
-The harness (pairs, runs, checks) is tests/support/concurrency_harness.py; tests/test_concurrency.py runs a few.
+The harness (what each pair does, the runs, the checks) is tests/support/concurrency_harness.py;
+tests/test_concurrency.py runs a few.
 """
 
 from __future__ import annotations

@@ -33,16 +33,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-ARCH: dict[str, Any] = {
-    "n_layer": 2,
-    "n_embd": 128,
-    "head_size": 64,
-    "n_head": 2,
-    "vocab_size": 65536,
-    "ffn_size": 512,
-    "lora": {"decay": 32, "aaa": 32, "mv": 32, "gate": 32},
-    "dtype": "bfloat16",
-}
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
+
+from regtools import TINY_ARCH as ARCH
+
 BASES = ("rwkv7-tiny-20250601-ctx4096", "rwkv7-tiny-20260101-ctx4096")
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mutations import score_record
 from regtools import TINY_BASE, edit_index, miss_train, write_miss
 
 from rwkv_registry.core.errors import RefusedError
@@ -27,20 +28,8 @@ EXAM = "App harness; inference backend of 2026-10-17"
 
 
 def _score(**more: Any) -> dict[str, Any]:
-    s: dict[str, Any] = {
-        "benchmark": "exam",
-        "date": "2026-10-17",
-        "score": 52.2,
-        "unit": "percent",
-        "solved": 296.5,
-        "total": 568,
-        "runs": 2,
-        "backend": EXAM,
-        "note": None,
-        "report": None,
-    }
-    s.update(more)
-    return s
+    """The seed's exam score of 2026-10-17 (its backend named), with ``more`` in place of its fields."""
+    return score_record(**{"backend": EXAM, **more})
 
 
 def _findings(reg: Path, code: str, **scores: list[dict[str, Any]]) -> list[str]:
