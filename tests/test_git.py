@@ -21,7 +21,7 @@ from regtools import (
     build_registry,
     edit_index,
     git,
-    publish,
+    git_publish,
     resum,
     state_train,
     write_state,
@@ -38,7 +38,7 @@ ENV = GIT_ENV
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    return publish(build_registry(tmp_path / "reg", tmp_path, with_miss=False))
+    return git_publish(build_registry(tmp_path / "reg", tmp_path, with_miss=False))
 
 
 def codes(root: Path, **kw: object) -> set[str]:
@@ -207,7 +207,7 @@ def test_mis013_caused_by_a_base_edit_blames_the_edit(tmp_path: Path) -> None:
     from rwkv_registry.checks.catalogue import RULES
     from rwkv_registry.checks.miss import MIS013_BY_BASE_EDIT
 
-    root = publish(build_registry(tmp_path / "reg", tmp_path))
+    root = git_publish(build_registry(tmp_path / "reg", tmp_path))
     _rewrite_base(root, sha256="1" * 64)
     found = [f for f in validate_registry(root, use_cache=False).findings if f.code == "MIS013"]
     assert len(found) == 2 and {f.hint for f in found} == {MIS013_BY_BASE_EDIT}
@@ -242,7 +242,7 @@ def test_git007_a_size_filled_in_and_a_base_nothing_relies_on(tmp_path: Path) ->
     root = tmp_path / "reg"
     init_registry(root, name="test/registry")
     add_base(root, name=TINY_BASE, source="BlinkDL/rwkv7-g1", sha256="2" * 64, size=None, arch=dict(TINY_ARCH))
-    publish(root)
+    git_publish(root)
     _rewrite_base(root, size=1234, sha256="3" * 64)
     assert "GIT007" not in codes(root)
 
@@ -349,7 +349,7 @@ def test_plain_route_finds_what_gitpython_finds(tmp_path: Path, monkeypatch: pyt
     if layout == "no-commit":
         git(outer, "init", "-q", "-b", "main")
     else:
-        publish(outer)
+        git_publish(outer)
         edit_index(root, lambda i: i["bases"][0].update(status="frozen"))
         resum(root)
         write_readme(root)
@@ -383,7 +383,7 @@ def test_git_commands_run_ahead_give_the_same_findings_and_run_once(
 
     outer = tmp_path / "outer"
     root = build_registry(outer / "reg" if case == "subdirectory" else outer, tmp_path, with_miss=False)
-    publish(outer)
+    git_publish(outer)
     edit_index(root, lambda i: i["bases"][0].update(status="frozen"))
     resum(root)
     from rwkv_registry.store.ops import write_readme

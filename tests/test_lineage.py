@@ -85,11 +85,11 @@ def test_add_base_with_a_file_refuses_a_given_hash(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
 def test_git_refuses_new_files_under_a_superseded_base(tmp_path: Path) -> None:
-    from regtools import publish
+    from regtools import git_publish
 
     root = build_registry(tmp_path / "reg", tmp_path, with_miss=False)
     add_newer_base(root, freeze_previous=False)
-    publish(root, "two bases")
+    git_publish(root, "two bases")
     stray = root / TINY_BASE / "state" / "v1" / "s9.pth"
     stray.write_bytes(b"x")
     found = [f for f in validate_registry(root, use_cache=False).findings if f.code == "GIT003"]
@@ -104,10 +104,10 @@ def test_git_refuses_new_files_under_a_superseded_base(tmp_path: Path) -> None:
 @pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
 def test_add_does_not_rewrite_a_published_train_json(tmp_path: Path) -> None:
     """A new MiSS run in a committed data-version directory would change its train.json (GIT001)."""
-    from regtools import publish
+    from regtools import git_publish
 
     root = build_registry(tmp_path / "reg", tmp_path, with_miss=True)
-    publish(root, "publish")
+    git_publish(root, "publish")
     before = _snapshot(root)
     adapter = tmp_path / "m" / "adapter-final.pth"
     write_miss(adapter, seed=7)

@@ -303,10 +303,10 @@ def test_mis014_layer_beyond_base_in_registry(reg: Path) -> None:
 @pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
 def test_git003_staged_new_file_under_frozen_base(tmp_path: Path) -> None:
     """The pre-commit case: a new weight file is `git add`-ed (not committed) under a frozen base."""
-    from regtools import git, publish
+    from regtools import git, git_publish
 
     root = build_registry(tmp_path / "reg", tmp_path, with_miss=False)
-    publish(root, "publish v1")
+    git_publish(root, "publish v1")
     edit_index(root, lambda i: i["bases"][0].update(status="frozen"))
     write_readme(root)
     resum(root)
@@ -792,10 +792,10 @@ V1 = f"{TINY_BASE}/state/v1"
 def _two_bases_published(root: Path) -> None:
     """The registry with a newer base of its family (the old one left active, so superseded but not frozen),
     committed."""
-    from regtools import add_newer_base, publish
+    from regtools import add_newer_base, git_publish
 
     add_newer_base(root, freeze_previous=False)
-    publish(root, "two bases")
+    git_publish(root, "two bases")
 
 
 @needs_git
@@ -829,9 +829,9 @@ def test_git003_a_base_superseded_at_the_baseline_stays_closed(reg: Path) -> Non
 @needs_git
 def test_git001_a_published_file_replaced_by_a_symlink(reg: Path) -> None:
     """Mutant: a type change (git status T: the file became a symbolic link) was not a modification."""
-    from regtools import publish
+    from regtools import git_publish
 
-    publish(reg)
+    git_publish(reg)
     (reg / STATE).unlink()
     (reg / STATE).symlink_to("train.json")
     found = [(f.path, f.message.split(",")[0]) for f in _findings(reg, "GIT001")]
@@ -841,12 +841,12 @@ def test_git001_a_published_file_replaced_by_a_symlink(reg: Path) -> None:
 @needs_git
 def test_git001_in_a_registry_below_the_repository_root(reg: Path, tmp_path: Path) -> None:
     """Mutant: paths from git not made relative to the registry (its base directories then never match)."""
-    from regtools import publish
+    from regtools import git_publish
 
     outer = tmp_path / "outer"
     outer.mkdir()
     root = Path(shutil.move(reg, outer / "registry"))
-    publish(outer)
+    git_publish(outer)
     p = root / STATE
     p.write_bytes(p.read_bytes()[:-1] + bytes([p.read_bytes()[-1] ^ 1]))
     assert [f.path for f in _findings(root, "GIT001")] == [STATE]
@@ -1244,9 +1244,9 @@ def test_sta006_a_state_file_with_one_more_tensor_is_a_state_with_a_warning(reg:
 def test_git003_a_staged_placeholder_of_a_closed_base_is_no_new_file(reg: Path) -> None:
     """Mutant: the `.gitkeep` exception applied to untracked files only: an older base, closed at once, whose empty
     placeholders are staged (`git add -A` before the commit) was GIT003 for each of them."""
-    from regtools import add_base_by_metadata, git, publish
+    from regtools import add_base_by_metadata, git, git_publish
 
-    publish(reg)
+    git_publish(reg)
     older = TINY_BASE.replace("20260101", "20250101")
     add_base_by_metadata(reg, older)
     git(reg, "add", "-A")
@@ -1257,9 +1257,9 @@ def test_git003_a_staged_placeholder_of_a_closed_base_is_no_new_file(reg: Path) 
 def test_git003_an_empty_gitkeep_deeper_than_a_method_folder_is_a_new_file(reg: Path) -> None:
     """Mutant: any empty `.gitkeep` taken for a placeholder: only `<base>/state/.gitkeep` and `<base>/miss/.gitkeep`
     are what add-base makes; one in a data-version folder of a closed base is a new file there."""
-    from regtools import add_base_by_metadata, publish
+    from regtools import add_base_by_metadata, git_publish
 
-    publish(reg)
+    git_publish(reg)
     older = TINY_BASE.replace("20260101", "20250101")
     add_base_by_metadata(reg, older)  # superseded at once: closed
     (reg / older / "state" / "v1").mkdir()

@@ -965,12 +965,12 @@ def test_lay013_not_without_a_lock_file(reg: Path) -> None:
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
 def test_hsh001_git_note_in_a_registry_below_the_repository_root(reg: Path, tmp_path: Path) -> None:
-    from regtools import publish
+    from regtools import git_publish
 
     outer = tmp_path / "outer"
     outer.mkdir()
     root = Path(shutil.move(reg, outer / "registry"))
-    publish(outer)
+    git_publish(outer)
     # index.json edited (a published file edited is GIT001 alone, naming HSH001: test_git.py)
     edit_index(root, lambda i: i["entries"][0]["file"].update(sha256="0" * 64))
     [f] = _findings(root, "HSH001")
@@ -1070,9 +1070,9 @@ def test_sums_written_where_none_was_warns_of_an_existing_signature(
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
 def test_git003_an_empty_file_deeper_under_a_gitkeep_folder_is_no_placeholder(reg: Path) -> None:
-    from regtools import add_base_by_metadata, publish
+    from regtools import add_base_by_metadata, git_publish
 
-    publish(reg)
+    git_publish(reg)
     older = TINY_BASE.replace("20260101", "20250101")
     add_base_by_metadata(reg, older)  # superseded at once: closed
     keep = reg / older / "miss" / ".gitkeep"
@@ -1087,9 +1087,9 @@ def test_git003_an_empty_file_deeper_under_a_gitkeep_folder_is_no_placeholder(re
 def test_add_base_of_another_family_ignores_a_base_superseded_before(reg: Path) -> None:
     """Only the bases that the new base closes are checked for uncommitted files: one superseded already
     (kept active) is GIT003's business, not a reason to refuse an unrelated base."""
-    from regtools import add_base_by_metadata, publish
+    from regtools import add_base_by_metadata, git_publish
 
-    publish(reg)
+    git_publish(reg)
     add_base_by_metadata(reg, TINY_BASE.replace("20260101", "20260301"), freeze_previous=False)
     (reg / V1 / "notes.txt").write_text("uncommitted")
     assert "GIT003" in {f.code for f in _findings(reg)}

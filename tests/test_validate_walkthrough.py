@@ -203,9 +203,9 @@ def test_git004_outside_a_git_work_tree(reg: Path) -> None:
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
 def test_no_git004_inside_a_git_work_tree(reg: Path) -> None:
-    from regtools import publish
+    from regtools import git_publish
 
-    publish(reg)
+    git_publish(reg)
     assert _findings(reg, "GIT004") == []
 
 
@@ -214,9 +214,9 @@ def test_no_git004_inside_a_git_work_tree(reg: Path) -> None:
 
 def _publish_then_edit_the_state(reg: Path) -> str:
     """Commit the registry, then flip one byte of its published State; the first commit's sha."""
-    from regtools import git, publish
+    from regtools import git, git_publish
 
-    publish(reg)
+    git_publish(reg)
     first = git(reg, "rev-parse", "HEAD").strip()
     p = reg / STATE
     data = bytearray(p.read_bytes())
@@ -310,9 +310,9 @@ def test_missing_base_and_train_fields_are_schema_findings_only(reg: Path) -> No
 def test_a_flipped_byte_in_a_published_weight_is_git001_alone(reg: Path) -> None:
     """The published weight itself changed: the cause is GIT001, said once, naming the mismatches it brings
     (tests/test_git.py does the same with the file replaced by another valid State)."""
-    from regtools import publish
+    from regtools import git_publish
 
-    publish(reg)
+    git_publish(reg)
     p = reg / STATE
     data = bytearray(p.read_bytes())
     data[-100] ^= 1
@@ -324,9 +324,9 @@ def test_a_flipped_byte_in_a_published_weight_is_git001_alone(reg: Path) -> None
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
 def test_hsh001_in_git_says_index_json_changed(reg: Path) -> None:
-    from regtools import publish
+    from regtools import git_publish
 
-    publish(reg)
+    git_publish(reg)
     edit_index(reg, lambda i: next(e for e in i["entries"] if e["path"] == STATE)["file"].update(sha256="6" * 64))
     [f] = _findings(reg, "HSH001")
     assert f.message.endswith("(git: index.json changed since HEAD)")

@@ -474,12 +474,12 @@ def test_add_base_is_not_refused_for_uncommitted_files_under_a_base_it_does_not_
 
     if shutil.which("git") is None:
         pytest.skip("git not installed")
-    from regtools import git, publish
+    from regtools import git, git_publish
 
     arch = dict(_index(reg)["bases"][0]["architecture"])
     add_base(reg, name="rwkv7-tiny-20260301-ctx4096", source="a/b", sha256="6" * 64, arch=arch)
     add_base(reg, name="rwkv7-other-20260101-ctx4096", source="a/b", sha256="7" * 64, arch=arch)
-    publish(reg)
+    git_publish(reg)
     (reg / TINY_BASE / "state" / "v1" / "late.pth").write_bytes((reg / STATE).read_bytes())
     add_base(reg, name="rwkv7-other-20270101-ctx4096", source="a/b", sha256="8" * 64, arch=arch)
     assert {b["name"]: b["status"] for b in _index(reg)["bases"]}["rwkv7-other-20260101-ctx4096"] == "frozen"

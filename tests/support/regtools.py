@@ -266,9 +266,6 @@ def git(root: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=root, env=GIT_ENV, check=True, capture_output=True, text=True).stdout
 
 
-publish = git_publish  # ``root`` as a git repository with everything in it committed (the published state)
-
-
 def add_base_by_metadata(root: Path, name: str, **kw: Any) -> dict[str, Any]:
     """Register base ``name`` from metadata only (a sha256 made from its name, size 1, the tiny architecture)."""
     from rwkv_registry.store.ops import add_base
