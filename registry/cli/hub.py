@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
-from rwkv_registry.cli.main import print_report
+from rwkv_registry.cli.main import plain_console, print_report
 from rwkv_registry.core.errors import UsageError
 from rwkv_registry.hub.remote import parse_hf_target
 from rwkv_registry.hub.sync import PullInterrupted, pull_registry, push_registry
@@ -33,7 +32,7 @@ def cmd_pull(args: argparse.Namespace) -> int:
     except PullInterrupted as e:  # where the files downloaded so far are kept, and that the same pull resumes
         sys.stderr.write(e.message + "\n")
         return 130
-    print_report(report, _console())
+    print_report(report, plain_console())
     if not report.ok:
         _print(
             f"The files are in {args.path}, but they do not validate: do not use or publish them as they are "
@@ -42,13 +41,7 @@ def cmd_pull(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
-def _console() -> Any:
-    from rich.console import Console
-
-    return Console(highlight=False, soft_wrap=True)
-
-
 def _print(message: str) -> None:
     from rich.markup import escape
 
-    _console().print(escape(message))
+    plain_console().print(escape(message))

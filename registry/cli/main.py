@@ -59,6 +59,14 @@ def near_flags(parser: argparse.ArgumentParser, words: Sequence[str], *, named: 
     return f" (did you mean {', '.join(f'{m} for {n}' for m, n in pairs)}?)" if pairs else ""
 
 
+def plain_console() -> Any:
+    """A rich Console for a handler's own messages (stdout, no highlighting, lines not wrapped); registry text
+    in them is escaped by the caller (``rich.markup.escape``)."""
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=True)
+
+
 def _console(stderr: bool = False) -> Any:
     """A rich Console that shows registry text through :func:`~rwkv_registry.core.textsafe.printable` (a render hook):
     no control sequence of a registry reaches the terminal."""

@@ -5,25 +5,19 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 from rwkv_registry.checks.signatures import check_signatures, read_signature
+from rwkv_registry.cli.main import plain_console
 from rwkv_registry.core.errors import UsageError
 from rwkv_registry.fs.atomic import require_directory
 from rwkv_registry.index.sums import SIG_NAME, SUMS_NAME
 from rwkv_registry.store.signing import generate_keypair, sign_registry
 
 
-def _console() -> Any:
-    from rich.console import Console
-
-    return Console(highlight=False, soft_wrap=True)
-
-
 def cmd_keygen(args: argparse.Namespace) -> int:
     """``rwkv-registry keygen KEY [--comment TEXT]``."""
     key, pub, public = generate_keypair(args.key, comment=args.comment or "")
-    _console().print(
+    plain_console().print(
         f"created {key} (private, mode 0600: keep it secret, outside every registry) and {pub}\n"
         f"key id {public.id}; public key {public.b64}"
     )
@@ -33,7 +27,7 @@ def cmd_keygen(args: argparse.Namespace) -> int:
 def cmd_sign(args: argparse.Namespace) -> int:
     """``rwkv-registry sign PATH --key KEY [--trust]``."""
     public = sign_registry(args.path, args.key, trust=bool(getattr(args, "trust", False)))
-    _console().print(f"signed {SUMS_NAME} with key {public.id}: {Path(args.path) / SIG_NAME}")
+    plain_console().print(f"signed {SUMS_NAME} with key {public.id}: {Path(args.path) / SIG_NAME}")
     return 0
 
 
@@ -52,7 +46,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     findings = check_signatures(root, present, None, list(args.pubkey))
     if not any(f.code in ("SIG001", "SIG003", "SIG004") for f in findings):
         findings += check_sums(root)
-    console = _console()
+    console = plain_console()
     for f in findings:
         console.print(f"{f.severity} {f.code} {escape(f.path)}: {escape(f.message)}")
         console.print(f"        [dim]fix: {escape(f.hint)}[/]")
