@@ -1193,3 +1193,24 @@ def test_the_housekeeping_files_init_wrote_are_the_demos_until_edited(tmp_path: 
     check_tiny_registry_dir(tmp_path)
     (reg / ".pre-commit-config.yaml").write_text("# my hooks\n")
     _refused(tmp_path, "it holds files the demo did not write (.pre-commit-config.yaml)")
+
+
+def test_a_folder_nested_deeper_than_pythons_recursion_limit_is_walked(
+    reg: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The writers' walk of the tree (SHA256SUMS, the listing a write recovers from) recursed once per level: a
+    stray folder nested 1,100 deep (a build tree copied in by mistake) made ``sums`` end in a RecursionError. The
+    one walk is iterative: ``sums`` lists the file at the bottom, and ``validate`` names the stray path."""
+    deep = os.path.join(reg, "stray")
+    os.mkdir(deep)
+    for _ in range(1_100):  # one level at a time: pathlib's mkdir(parents=True) recurses too
+        deep = os.path.join(deep, "d")
+        os.mkdir(deep)
+    Path(deep, "notes.txt").write_text("at the bottom\n")
+    bottom = "stray" + "/d" * 1_100 + "/notes.txt"
+    assert main(["sums", str(reg)]) == 0, capsys.readouterr().err
+    assert f"  {bottom}\n" in (reg / "SHA256SUMS").read_text()
+    capsys.readouterr()
+    assert main(["validate", str(reg)]) == 1
+    out = capsys.readouterr().out
+    assert "Traceback" not in out and " stray" in out, out[-2000:]

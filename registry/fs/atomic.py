@@ -697,39 +697,66 @@ def registry_lock(
         lock.release()
 
 
+Listed = tuple[str, str, "list[os.DirEntry[str]] | OSError"]
+"""What :func:`scan_tree` yields for one directory: its path, its relative prefix, its entries (or why not)."""
+
+
+def scan_tree(root: Path | str, *, sort_entries: bool = False, sort_dirs: bool = False) -> Iterator[Listed]:
+    """The one walk of a registry's tree, for the writers (:func:`tree_files`) and for ``validate``
+    (:func:`rwkv_registry.engine.validate.walk_tree`): ``(directory, prefix, entries)`` for ``root`` and every
+    directory entered under it, top-down (a directory before those inside it, as a top-down ``os.walk``).
+    ``directory`` is the path os.walk would give, ``prefix`` ``""`` or ``"a/b/"``; ``entries`` the directory's
+    listing (one ``scandir``, no stat per entry; with ``sort_entries``, sorted by name) or the ``OSError`` of a
+    directory that could not be listed. Entered: each entry that is a directory (a link followed, as os.walk's
+    ``is_dir``; an entry that cannot be asked is not one) and not a symbolic link (never followed), except ``.git``
+    at the top, listed among the top's entries but never entered; in the listing's order, or by name (``sort_dirs``,
+    or ``sort_entries``). Iterative: a tree nested deeper than Python's recursion limit is walked too."""
+    stack: list[tuple[str, str, bool]] = [(os.fspath(root), "", True)]
+    while stack:
+        dirpath, prefix, top = stack.pop()
+        try:
+            with os.scandir(dirpath) as listing:
+                entries = list(listing)
+        except OSError as e:
+            yield dirpath, prefix, e
+            continue
+        if sort_entries:
+            entries.sort(key=lambda e: e.name)
+        yield dirpath, prefix, entries
+        inner: list[os.DirEntry[str]] = []
+        for entry in entries:
+            try:
+                if not entry.is_dir() or (top and entry.name == ".git"):
+                    continue
+            except OSError:
+                continue
+            try:
+                link = entry.is_symlink()  # os.walk asks os.path.islink: a stat, where this reads the listing's type
+            except OSError:
+                link = False  # as os.path.islink
+            if not link:
+                inner.append(entry)
+        if sort_dirs and not sort_entries:
+            inner.sort(key=lambda e: e.name)
+        stack.extend((e.path, f"{prefix}{e.name}/", False) for e in reversed(inner))  # popped in order
+
+
 def tree_files(root: Path, *, sort_dirs: bool = False) -> Iterator[tuple[str, str, os.DirEntry[str]]]:
     """``(directory, relative prefix, entry)`` of everything under ``root`` that is not a directory, in the order of a
-    top-down ``os.walk(root)`` (with ``sort_dirs``: its directory names sorted) that skips ``.git`` at the top:
-    ``directory`` is os.walk's ``dirpath``, the prefix ``""`` or ``"a/b/"``. A directory that cannot be listed is
-    skipped, and a link to one is not entered, as there. One ``scandir`` per directory and no stat per file (the
-    walk plus a ``Path`` per directory was about 50 ms of every write at 4,000 entries)."""
-
-    def walk(dirpath: str, rel: str, top: bool) -> Iterator[tuple[str, str, os.DirEntry[str]]]:
-        try:
-            entries = list(os.scandir(dirpath))
-        except OSError:
-            return
-        dirs: list[os.DirEntry[str]] = []
+    top-down ``os.walk(root)`` (with ``sort_dirs``: its directory names sorted) that skips ``.git`` at the top
+    (:func:`scan_tree`'s walk): a directory that cannot be listed is skipped, and a link to one is not entered, as
+    there. No stat per file (the walk plus a ``Path`` per directory was about 50 ms of every write at 4,000
+    entries)."""
+    for dirpath, prefix, entries in scan_tree(root, sort_dirs=sort_dirs):
+        if isinstance(entries, OSError):
+            continue
         for entry in entries:
             try:
                 is_dir = entry.is_dir()  # follows a link, as os.walk's
             except OSError:
                 is_dir = False
             if not is_dir:
-                yield dirpath, rel, entry
-            elif not (top and entry.name == ".git"):
-                dirs.append(entry)
-        if sort_dirs:
-            dirs.sort(key=lambda e: e.name)
-        for entry in dirs:
-            try:
-                link = entry.is_symlink()  # os.walk asks os.path.islink: a stat, where this reads the listing's type
-            except OSError:
-                link = False  # as os.path.islink
-            if not link:
-                yield from walk(entry.path, f"{rel}{entry.name}/", False)
-
-    return walk(os.fspath(root), "", True)
+                yield dirpath, prefix, entry
 
 
 Listing = list[tuple[str, str, os.DirEntry[str]]]
