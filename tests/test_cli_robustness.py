@@ -37,7 +37,7 @@ from regtools import (
     write_state,
 )
 
-from rwkv_registry.cli.main import build_parser, main
+from rwkv_registry.cli.main import main
 from rwkv_registry.core.errors import RegistryIOError, UsageError
 from rwkv_registry.fs import atomic
 from rwkv_registry.fs.atomic import (
@@ -519,22 +519,28 @@ def test_smoke_record_on_a_read_only_registry_fails_before_evaluating(
     assert snapshot(reg) == before
 
 
-def test_smoke_on_a_toy_base_uses_the_tiny_cases(reg: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from rwkv_registry.cli.main import _smoke_precheck
+def test_smoke_on_a_toy_base_uses_the_tiny_cases(
+    reg: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`smoke` of an entry whose base is a toy model, without --cases, evaluates the built-in tiny case set and says
+    so on stderr; --cases given is used as given, without a note."""
+    import types
 
+    ran: list[argparse.Namespace] = []
+    evaluation = types.ModuleType("rwkv_registry.model.smoke.cli")  # what `smoke` runs once its checks pass
+    evaluation.cmd_smoke = lambda args: ran.append(args) or 0  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, evaluation.__name__, evaluation)
     base = tmp_path / "base.pth"
     base.write_bytes(b"x")
-    args = build_parser().parse_args(["smoke", str(reg), "s1", "--base-file", str(base)])
-    assert isinstance(args, argparse.Namespace)
-    _smoke_precheck(args)
-    assert args.cases is not None and Path(args.cases).name == "tiny_cases.jsonl" and Path(args.cases).is_file()
+    assert main(["smoke", str(reg), "s1", "--base-file", str(base)]) == 0
+    cases = ran[-1].cases
+    assert cases is not None and Path(cases).name == "tiny_cases.jsonl" and Path(cases).is_file()
     err = " ".join(capsys.readouterr().err.split())
     assert "is a toy model (width 128): using the built-in tiny case set tiny_cases.jsonl" in err
     mine = tmp_path / "mine.jsonl"  # --cases given: used as given
-    mine.write_text(Path(args.cases).read_text())
-    args = build_parser().parse_args(["smoke", str(reg), "s1", "--base-file", str(base), "--cases", str(mine)])
-    _smoke_precheck(args)
-    assert args.cases == str(mine) and capsys.readouterr().err == ""
+    mine.write_text(Path(cases).read_text())
+    assert main(["smoke", str(reg), "s1", "--base-file", str(base), "--cases", str(mine)]) == 0
+    assert len(ran) == 2 and ran[-1].cases == str(mine) and capsys.readouterr().err == ""
 
 
 def test_toy_base_detection() -> None:
@@ -1201,16 +1207,21 @@ def test_a_folder_nested_deeper_than_pythons_recursion_limit_is_walked(
     """The writers' walk of the tree (SHA256SUMS, the listing a write recovers from) recursed once per level: a
     stray folder nested 1,100 deep (a build tree copied in by mistake) made ``sums`` end in a RecursionError. The
     one walk is iterative: ``sums`` lists the file at the bottom, and ``validate`` names the stray path."""
-    deep = os.path.join(reg, "stray")
-    os.mkdir(deep)
+    levels = [os.path.join(reg, "stray")]
     for _ in range(1_100):  # one level at a time: pathlib's mkdir(parents=True) recurses too
-        deep = os.path.join(deep, "d")
-        os.mkdir(deep)
-    Path(deep, "notes.txt").write_text("at the bottom\n")
+        levels.append(os.path.join(levels[-1], "d"))
+    for level in levels:
+        os.mkdir(level)
+    Path(levels[-1], "notes.txt").write_text("at the bottom\n")
     bottom = "stray" + "/d" * 1_100 + "/notes.txt"
-    assert main(["sums", str(reg)]) == 0, capsys.readouterr().err
-    assert f"  {bottom}\n" in (reg / "SHA256SUMS").read_text()
-    capsys.readouterr()
-    assert main(["validate", str(reg)]) == 1
-    out = capsys.readouterr().out
-    assert "Traceback" not in out and " stray" in out, out[-2000:]
+    try:
+        assert main(["sums", str(reg)]) == 0, capsys.readouterr().err
+        assert f"  {bottom}\n" in (reg / "SHA256SUMS").read_text()
+        capsys.readouterr()
+        assert main(["validate", str(reg)]) == 1
+        out = capsys.readouterr().out
+        assert "Traceback" not in out and " stray" in out, out[-2000:]
+    finally:  # bottom up, here: pytest's clean-up of old temporary folders (shutil.rmtree) recurses per level
+        os.unlink(os.path.join(levels[-1], "notes.txt"))
+        for level in reversed(levels):
+            os.rmdir(level)
