@@ -105,7 +105,7 @@ def generate(
     if model.device.type == "cuda" if fixed_batch is None else fixed_batch:
         decoder = Decoder(model, len(ids))
         decoder.load(state)
-    sampler = None if sampling is None or sampling.greedy else _Sampler(sampling, len(ids), logits.shape[-1], seed)
+    sampler = None if sampling is None or sampling.greedy else Sampler(sampling, len(ids), logits.shape[-1], seed)
 
     out_tokens: list[list[int]] = [[] for _ in ids]
     out_bytes = [b"" for _ in ids]
@@ -168,7 +168,7 @@ def _first_stop(data: bytes, stops: Sequence[bytes], start: int) -> tuple[int, b
     return best
 
 
-class _Sampler:
+class Sampler:
     """Temperature / top-k / top-p sampling with presence and frequency penalties.
 
     Order as in the ``rwkv`` package's ``PIPELINE``: penalties on the logits, softmax, top-k,
@@ -181,6 +181,8 @@ class _Sampler:
         self.gen = torch.Generator().manual_seed(seed)
 
     def pick(self, logits: torch.Tensor, rows: list[int]) -> list[int]:
+        """One token per line of ``logits`` [A, V], line ``i`` being batch row ``rows[i]`` (whose counts
+        penalise it); every row's counts then decay, and each pick is counted in its row."""
         p = self.p
         x = logits.float().cpu()  # [A, V]
         counts = self.counts[rows]

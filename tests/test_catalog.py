@@ -41,6 +41,7 @@ from rwkv_registry.catalog.render import (
     render_entry_info,
     render_findings,
     render_miss,
+    render_scores,
     render_smoke,
     render_train,
 )
@@ -1261,9 +1262,10 @@ def test_side_by_side_of_blocks_of_different_lengths() -> None:
 def test_bar_chart_labels_and_fractions() -> None:
     """A long label is cut to ``max_label`` cells ending in ``…``; a bar ends in a partial block; values
     are right-justified (N07 N08 N09 N11)."""
-    from rwkv_registry.catalog.render import _fit
-
-    assert _fit("abcdef", 4) == "abc…" and _fit("abcd", 4) == "abcd" and _fit("ab", 0) == "…"
+    bars = [Bar(label, 50.0, "percent", "d", "entry") for label in ("abcdef", "abcd", "ab")]
+    fitted = plain(BarChart("exam", bars, max_label=4)).splitlines()
+    assert [line[:7] for line in fitted[1:4]] == ["  abc… ", "  abcd ", "  ab   "]  # cut, as it is, padded
+    assert plain(BarChart("exam", bars[2:], max_label=0)).splitlines()[1][:4] == "  … "  # no room: the ellipsis
     long = "x" * 30
     text = plain(BarChart("exam", [Bar(long, 50.0, "percent", "2026-01-05", "entry", "e")], max_label=10), 60)
     assert "x" * 9 + "… " in text and "x" * 10 not in text
@@ -1282,8 +1284,6 @@ def test_entry_info_marks_a_base_missing_from_the_index(reg: Path) -> None:
 def test_train_miss_and_score_details(reg: Path) -> None:
     """Seed 000: the exact build commit was not recorded (``commit: null`` says so); targets per layer;
     a points score's solved/total is its value, not repeated as a detail (N17 N21 N23)."""
-    from rwkv_registry.catalog.render import _scores_table
-
     info = TrainInfo("t/train.json", {"trainer": {"name": "rwkv_state_tune", "version": "1.8.1", "commit": None}})
     assert "rwkv_state_tune 1.8.1 (build commit not recorded)" in plain(render_train(info))
     text = flat(plain(render_miss(Catalog(reg), {}, MissSummary(targets=12, layers=2, source="header"))))
@@ -1291,7 +1291,10 @@ def test_train_miss_and_score_details(reg: Path) -> None:
     missing = flat(plain(render_miss(Catalog(reg), {}, MissSummary(source="none", error="a.pth does not exist"))))
     assert missing.startswith("archive/miss.json ✗ a.pth does not exist") and "from the" not in missing, missing
     bash = dict(score(9.0, "2026-01-05"), benchmark="bash", unit="points", total=26, solved=9.0)
-    assert flat(plain(_scores_table([bash]))).count("9.0/26") == 1
+    s1 = dict(Catalog(reg).entry("s1") or {}, scores=[bash])
+    table = flat(plain(render_scores(Catalog(reg), TINY_BASE, entry=s1)))
+    assert "bash 2026-01-05 9.0/26" in table and "bash ·" not in table  # the entry's table, no chart (none in index)
+    assert table.count("9.0/26") == 1
 
 
 def test_base_size_not_recorded_and_context_after_a_change(reg: Path) -> None:
@@ -1636,7 +1639,8 @@ def test_a_comparison_separates_its_three_tables_by_a_blank_line(reg: Path) -> N
 
 
 def test_a_scores_table_heads_its_detail_column(reg: Path) -> None:
-    from rwkv_registry.catalog.render import _scores_table
-
-    text = flat(plain(_scores_table([score(52.5, "2026-01-05")])))
-    assert text.startswith("benchmark date score detail "), text
+    """The table of an entry's scores (`show`'s, the TUI's) names its columns, the details' too."""
+    cat = Catalog(reg)
+    s1 = dict(cat.entry("s1") or {}, scores=[score(52.5, "2026-01-05")])
+    text = flat(plain(render_scores(cat, TINY_BASE, entry=s1)))
+    assert text.startswith("scores benchmark date score detail "), text

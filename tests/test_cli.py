@@ -104,7 +104,7 @@ def _rich_text(report: Any, width: int) -> str:
 def test_plain_text_report_is_what_rich_prints(width: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Piped, `validate` prints its text report without rich (not imported: 25-50 ms of a warm run); the bytes
     are rich's, line by line, for every text rich would print unchanged; the rest still goes through rich."""
-    from rwkv_registry.cli.main import _plain_report
+    from rwkv_registry.cli.main import plain_report
 
     for var in ("FORCE_COLOR", "TTY_COMPATIBLE"):
         monkeypatch.delenv(var, raising=False)
@@ -113,16 +113,16 @@ def test_plain_text_report_is_what_rich_prints(width: int, monkeypatch: pytest.M
     for text in _TRICKY:
         for target in ("/tmp/reg", "/tmp/some registry [x]", "C:\\reg"):
             report = _report([text, "second " + text], target)
-            plain = _plain_report(report)
+            plain = plain_report(report)
             if plain is not None:
                 plain_ok += 1
                 assert plain == _rich_text(report, width), (text, target)
     assert plain_ok >= 10  # most texts take the plain route
     everything = _report(_TRICKY)
-    assert _plain_report(everything) is None  # control characters, emoji codes, backslashes: rich prints them
-    assert _plain_report(_report(_TRICKY[:5])) is not None
+    assert plain_report(everything) is None  # control characters, emoji codes, backslashes: rich prints them
+    assert plain_report(_report(_TRICKY[:5])) is not None
     monkeypatch.setenv("FORCE_COLOR", "1")  # rich would colour the pipe
-    assert _plain_report(_report(_TRICKY[:5])) is None
+    assert plain_report(_report(_TRICKY[:5])) is None
 
 
 @pytest.mark.parametrize("width", [20, 80, 200])

@@ -80,21 +80,25 @@ def test_open_regular_without_following_links_refuses_a_link_and_reads_the_file(
 
 
 def test_the_stale_read_hash_is_sha256_file_of_a_regular_file_only(tmp_path: Path) -> None:
-    """atomic._content_sha256 is facts.sha256_file without following a link: the same hash for a file (also one
-    larger than a read step), None for a link, a FIFO (not opened: it would block), a directory or no file."""
+    """What atomic.read_stamps records of a file changed just now (within COARSE_NS) is facts.sha256_file of it
+    without following a link: the same hash for a file (also one larger than a read step), none for a link, a FIFO
+    (not opened: it would block), a directory; no file, nothing seen."""
     import hashlib
 
     from rwkv_registry.core.fsio import sha256_file
-    from rwkv_registry.fs.atomic import _content_sha256
+    from rwkv_registry.fs.atomic import Seen, file_stamp, read_stamps
 
     data = os.urandom((1 << 20) + 3)
     p = tmp_path / "README.md"
     p.write_bytes(data)
-    assert _content_sha256(p) == sha256_file(p)[0] == hashlib.sha256(data).hexdigest()
     link = tmp_path / "link.md"
     link.symlink_to(p)
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    assert sha256_file(link)[0] == hashlib.sha256(data).hexdigest()
-    for other in (link, fifo, tmp_path, tmp_path / "absent"):
-        assert _content_sha256(other) is None, other
+    (tmp_path / "dir").mkdir()
+    seen = read_stamps(tmp_path, "README.md", "link.md", "fifo", "dir", "absent")
+    assert seen["README.md"] == Seen(file_stamp(p), sha256_file(p)[0])
+    assert sha256_file(p)[0] == hashlib.sha256(data).hexdigest() == sha256_file(link)[0]
+    for other in ("link.md", "fifo", "dir"):
+        assert seen[other] == Seen(file_stamp(tmp_path / other), None), other
+    assert seen["absent"] is None

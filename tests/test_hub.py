@@ -1887,12 +1887,20 @@ def test_pull_one_base_takes_names_with_glob_characters_literally(hub: FakeHub, 
     assert not (tmp_path / "one" / STATE).exists()
 
 
-def test_names_that_only_look_like_a_git_folder_are_listed_safely() -> None:
-    from rwkv_registry.hub.remote import _safe_remote_path
+def test_names_that_only_look_like_a_git_folder_are_listed_safely(hub: FakeHub, tiny: Path) -> None:
+    """The listing check refuses a .git folder however git would spell it (case, Windows' trailing dots and
+    spaces), and lists the names that only look like one."""
+    from rwkv_registry.hub.remote import connect
 
-    for path in (".gitattributes", "base/state/.gitkeep", ".github/workflows/ci.yml", "x.git/y", "git~10", "a.git"):
-        assert _safe_remote_path(path), path
-    assert not _safe_remote_path("a/.Git /b")
+    names = (".gitattributes", "base/state/.gitkeep", ".github/workflows/ci.yml", "x.git/y", "git~10", "a.git")
+    repo_id = new_repo(hub, tiny)
+    hub.commit_files(repo_id, {name: b"x\n" for name in names})
+    listed = connect(repo_id).files
+    for name in names:
+        assert name in listed, name
+    hub.commit_files(repo_id, {"a/.Git /b": b"x\n"})
+    with pytest.raises(RegistryIOError, match=r"unsafe path 'a/\.Git (/b)?'"):
+        connect(repo_id)
 
 
 def test_pull_sends_the_token_to_the_hub_and_never_to_the_storage(hub: FakeHub, tiny: Path, tmp_path: Path) -> None:

@@ -99,7 +99,8 @@ def test_round_trip_against_python_json(value: object) -> None:
 
 
 def _string_by_code_point(s: str) -> str:
-    """JsonCpp's string escaping, one code point at a time (what jsoncpp._string did before its fast path)."""
+    """JsonCpp's string escaping, one code point at a time (what jsoncpp.dumps did to a string before its fast
+    path)."""
     out = ['"']
     for ch in s:
         cp = ord(ch)
@@ -120,16 +121,15 @@ def test_strings_escape_as_code_point_by_code_point() -> None:
     """Plain printable ASCII is written as it is (the fast path); every other string code point by code point: each
     code point below U+0800, samples above, alone and inside printable ASCII, give what the per-code-point walk
     gives."""
-    from rwkv_registry.formats.jsoncpp import _string
-
     points = [*range(0x800), 0xD7FF, 0xE000, 0xFFFF, 0x10000, 0x1F600, 0x10FFFF]
     texts = ["", "r16-lr2e-5-e2", "a b~", "0" * 64]
     texts += [chr(cp) for cp in points] + [f"ab{chr(cp)}cd" for cp in points]
-    assert [_string(t) for t in texts] == [_string_by_code_point(t) for t in texts]
+    assert [dumps(t) for t in texts] == [_string_by_code_point(t) for t in texts]
+    assert [dumps({t: 0}) for t in texts] == ["{" + _string_by_code_point(t) + ":0}" for t in texts]  # keys too
 
 
 @given(st.text())
 def test_any_string_escapes_as_code_point_by_code_point(s: str) -> None:
-    from rwkv_registry.formats.jsoncpp import _string
-
-    assert _string(s) == _string_by_code_point(s)
+    quoted = _string_by_code_point(s)
+    assert dumps(s) == quoted
+    assert dumps([s, {s: s}]) == f"[{quoted},{{{quoted}:{quoted}}}]"  # an element, a key and a value alike

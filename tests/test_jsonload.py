@@ -266,26 +266,57 @@ def test_depth_scan_matches_real_depth(value):
 # the prefilters (C passes over the bytes) against the scans they spare
 
 
-def _scan_refuses(text: str, max_depth: int) -> bool:
-    from rwkv_registry.formats.jsonload import _check_depth
+def _too_deep_at(text: str, max_depth: int) -> int | None:
+    """Where the nesting of ``text`` first goes deeper than ``max_depth`` (the offset of that bracket), or None: a
+    walk one character at a time, brackets inside strings (a backslash escaping the next character) not counted;
+    the reference the depth scan and its prefilter are held to."""
+    depth = 0
+    in_string = escaped = False
+    for pos, ch in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > max_depth:
+                return pos
+        elif ch in "]}":
+            depth -= 1
+    return None
 
+
+def _depth_refusal_at(text: str, max_depth: int) -> int | None:
+    """The column (1-based; the texts below have one line) at which load_json_bytes refuses ``text`` for its depth,
+    or None when it does not (it parses it, or refuses it for another reason)."""
     try:
-        _check_depth(text, max_depth, "f.json")
-    except JsonLoadError:
-        return True
-    return False
+        load_json_bytes(text.encode(), path="f.json", max_depth=max_depth)
+    except JsonLoadError as e:
+        if e.reason == f"nested deeper than {max_depth} levels":
+            assert e.line == 1 and e.col is not None
+            return e.col
+    return None
 
 
 @settings(max_examples=500, deadline=None)
 @given(text=st.text(st.sampled_from('[]{}"\\ a0é:,'), max_size=60), max_depth=st.integers(0, 6))
 def test_depth_prefilter_never_passes_what_the_scan_refuses(text, max_depth):
-    from rwkv_registry.formats.jsonload import _depth_surely_within
+    """load_json_bytes refuses a text nested too deep, at the bracket the reference walk names, whether its prefilter
+    or its scan decides; the prefilter never passes a text the walk refuses, and without a backslash it decides
+    alone (no scan of a text it could have passed)."""
+    from rwkv_registry.formats.jsonload import depth_surely_within
 
-    surely = _depth_surely_within(text.encode(), max_depth)
-    refuses = _scan_refuses(text, max_depth)
-    assert not (surely and refuses)
+    at = _too_deep_at(text, max_depth)
+    assert _depth_refusal_at(text, max_depth) == (None if at is None else at + 1)
+    surely = depth_surely_within(text.encode(), max_depth)
+    assert not (surely and at is not None)
     if "\\" not in text:  # without a backslash the prefilter decides alone: it must agree with the scan
-        assert surely == (not refuses)
+        assert surely == (at is None)
 
 
 @settings(max_examples=300, deadline=None)
@@ -295,12 +326,17 @@ def test_depth_prefilter_never_passes_what_the_scan_refuses(text, max_depth):
     )
 )
 def test_big_number_prefilter_is_the_regex(parts):
-    from rwkv_registry.formats.jsonload import _BIG_NUMBER_RE, _big_number_possible
+    """big_number_possible says what a search for 309 ASCII digits in a row says (an Arabic-Indic digit is none),
+    also for a run across the boundary of the chunks it translates."""
+    import re
+
+    from rwkv_registry.formats.jsonload import big_number_possible
 
     text = "".join(parts)
-    assert _big_number_possible(text.encode()) == bool(_BIG_NUMBER_RE.search(text))
+    run = bool(re.search(r"[0-9]{309}", text))
+    assert big_number_possible(text.encode()) == run
     for chunk in (1, 7, 300, 500):  # a run across chunk boundaries is still found
-        assert _big_number_possible(text.encode(), chunk) == bool(_BIG_NUMBER_RE.search(text))
+        assert big_number_possible(text.encode(), chunk) == run
 
 
 def test_prefilters_still_refuse_depth_and_overflow_in_a_large_document():

@@ -406,11 +406,16 @@ def test_arch_option_defaults_and_given_values() -> None:
     arch = parse_arch_option("n_layer=2,n_embd=128,vocab_size=10,lora_decay=64")
     assert arch["ffn_size"] == 4 * 128 and arch["n_head"] == 2  # A19
     assert arch["lora"]["decay"] == 64  # A20
-    from rwkv_registry.index.arch import _arch_maxima
+    from rwkv_registry.schemas import load_schema
 
-    tops = _arch_maxima()
-    top = parse_arch_option(f"n_layer={tops['n_layer']},n_embd=128,vocab_size={tops['vocab_size']}")  # A16
+    props = load_schema("index")["$defs"]["base"]["properties"]["architecture"]["properties"]
+    tops = {key: int(props[key]["maximum"]) for key in ("n_layer", "vocab_size")}  # A16: up to index.json's maxima
+    top = parse_arch_option(f"n_layer={tops['n_layer']},n_embd=128,vocab_size={tops['vocab_size']}")
     assert (top["n_layer"], top["vocab_size"]) == (tops["n_layer"], tops["vocab_size"])
+    for key, n in tops.items():  # one more is refused
+        given = {"n_layer": 2, "n_embd": 128, "vocab_size": 10, key: n + 1}
+        with pytest.raises(UsageError, match=rf"{key}={n + 1} is out of range: give a whole number from 1 to {n}$"):
+            parse_arch_option(",".join(f"{k}={v}" for k, v in given.items()))
 
 
 @pytest.mark.parametrize(

@@ -141,7 +141,7 @@ def test_second_writer_fails_cleanly_when_lock_held(tmp_path: Path) -> None:
 
 
 def _registry_files_by_os_walk(root: Path) -> dict[str, Path]:
-    """What ops._registry_files returned when it was written with os.walk (the reference of the test below)."""
+    """What ops.registry_files returned when it was written with os.walk (the reference of the test below)."""
     from rwkv_registry.checks.sums import NOT_SUMMED
 
     out: dict[str, Path] = {}
@@ -159,7 +159,7 @@ def _registry_files_by_os_walk(root: Path) -> dict[str, Path]:
 
 
 def test_registry_files_are_what_os_walk_gave(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from rwkv_registry.store.ops import _registry_files
+    from rwkv_registry.store.ops import registry_files
 
     root = tmp_path / "reg"
     for rel in (
@@ -175,32 +175,42 @@ def test_registry_files_are_what_os_walk_gave(tmp_path: Path, monkeypatch: pytes
     (root / "empty" / "deeper").mkdir(parents=True)
     for given in (root, tmp_path / "reg" / "." / "", Path(str(root) + "/"), Path("reg"), Path("reg/b/..")):
         monkeypatch.chdir(tmp_path)
-        got = _registry_files(given)
+        got = registry_files(given)
         want = _registry_files_by_os_walk(given)
         assert all(isinstance(v, str) for v in got.values())  # the walk's own strings, no Path per file
         assert [(k, Path(v)) for k, v in got.items()] == list(want.items())  # same paths, same order
         assert list(got.values()) == [os.fspath(v) for v in want.values()] or given == Path(".")
     monkeypatch.chdir(root)
-    got_here = _registry_files(Path("."))
+    got_here = registry_files(Path("."))
     assert [(k, Path(v)) for k, v in got_here.items()] == list(_registry_files_by_os_walk(Path(".")).items())
-    # recover's search for temporary files walks the same way (os.walk's order, unsorted; not under .git)
-    from rwkv_registry.fs.atomic import DIRS_NAME, _temp_files
+    got = registry_files(root)
+    assert "b/SHA256SUMS" in got and "b/.git/config" in got and "index.json" in got
+    assert not {"SHA256SUMS", "a/link.pth", "a/broken", ".git/HEAD", f"{TMP_PREFIX}x"} & set(got)
+    # recover's search for temporary files walks the same way (not under .git at the top, a link to a directory
+    # not entered): it removes every temporary file os.walk finds (the dirs record at the top last), nothing else
+    from rwkv_registry.fs.atomic import DIRS_NAME
 
-    for rel in (DIRS_NAME, f"b/{DIRS_NAME}", f".git/{TMP_PREFIX}z", f"b/.git/{TMP_PREFIX}w", f"a/{TMP_PREFIX}v/x"):
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_bytes(b"")
-    (root / "a" / f"{TMP_PREFIX}link").symlink_to(root / "nowhere")
+    def everything() -> set[str]:
+        return {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_symlink() or not p.is_dir()}
+
+    temps = (f"{TMP_PREFIX}x", f"b/s/{TMP_PREFIX}y", DIRS_NAME, f"b/{DIRS_NAME}", f".git/{TMP_PREFIX}z")
+    temps += (f"b/.git/{TMP_PREFIX}w", f"a/{TMP_PREFIX}v/x")
     for given in (root, Path(".")):
-        by_os_walk = []
+        for rel in temps:
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_bytes(b"")
+        if not (root / "a" / f"{TMP_PREFIX}link").is_symlink():
+            (root / "a" / f"{TMP_PREFIX}link").symlink_to(root / "nowhere")
+        by_os_walk = set()
         for dirpath, dirnames, filenames in os.walk(given):
             if Path(dirpath) == given and ".git" in dirnames:
                 dirnames.remove(".git")
-            by_os_walk += [Path(dirpath) / n for n in filenames if n.startswith(TMP_PREFIX)]
-        assert _temp_files(given) == [p for p in by_os_walk if p != given / DIRS_NAME]
-    assert len(_temp_files(root)) == 5
-    got = _registry_files(root)
-    assert "b/SHA256SUMS" in got and "b/.git/config" in got and "index.json" in got
-    assert not {"SHA256SUMS", "a/link.pth", "a/broken", ".git/HEAD", f"{TMP_PREFIX}x"} & set(got)
+            found = [Path(dirpath) / n for n in filenames if n.startswith(TMP_PREFIX)]
+            by_os_walk |= {(q.relative_to(root) if q.is_absolute() else q).as_posix() for q in found}
+        before = everything()
+        assert recover(given) == [f"removed {len(by_os_walk)} temporary file(s) of an interrupted write"]
+        assert before - everything() == by_os_walk and len(by_os_walk) == 6  # the 5 of the walk, and the record
+        assert {f".git/{TMP_PREFIX}z", f"a/{TMP_PREFIX}v/x"} <= everything()
 
 
 def test_a_write_walks_the_tree_once_and_a_commit_drops_the_walk_kept(
@@ -210,7 +220,7 @@ def test_a_write_walks_the_tree_once_and_a_commit_drops_the_walk_kept(
     walking again, with the very files a fresh walk gives; once a transaction commits, the listing is dropped (the
     files it renamed in are not in it), and so is it when the lock is released."""
     from rwkv_registry.fs import atomic
-    from rwkv_registry.store.ops import _registry_files, compute_sums
+    from rwkv_registry.store.ops import compute_sums, registry_files
 
     walks: list[str] = []
     real = atomic.tree_files
@@ -219,11 +229,11 @@ def test_a_write_walks_the_tree_once_and_a_commit_drops_the_walk_kept(
         walks.append(os.fspath(root))
         return real(root, sort_dirs=sort_dirs)
 
-    fresh = _registry_files(registry.resolve())
+    fresh = registry_files(registry.resolve())
     monkeypatch.setattr(atomic, "tree_files", counting)
     with atomic.registry_lock(registry):
         assert len(walks) == 1  # recover's
-        assert _registry_files(registry.resolve()) == fresh
+        assert registry_files(registry.resolve()) == fresh
         sums = compute_sums(registry)
         assert len(walks) == 1
         with atomic.Transaction(registry) as txn:
@@ -233,5 +243,5 @@ def test_a_write_walks_the_tree_once_and_a_commit_drops_the_walk_kept(
         assert len(walks) == 2
     assert "new/file.txt" not in sums.decode()
     assert atomic._listings == {}
-    _registry_files(registry.resolve())
+    registry_files(registry.resolve())
     assert len(walks) == 3  # outside the lock: walked

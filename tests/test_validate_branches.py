@@ -484,7 +484,7 @@ def _messages(root: Path, code: str) -> list[str]:
     return [f.message for f in _findings(root, code)]
 
 
-# --- LAY006: _safe_rel ---------------------------------------------------------------------------------------
+# --- LAY006: safe_rel -----------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -499,12 +499,12 @@ def test_lay006_dot_components_backslashes_and_absolute_paths_are_unsafe(reg: Pa
 
 
 def test_safe_rel_is_the_component_test() -> None:
-    """_safe_rel decides on ``/path/`` by substrings: the same answers as splitting on ``/`` and refusing an empty,
+    """safe_rel decides on ``/path/`` by substrings: the same answers as splitting on ``/`` and refusing an empty,
     ``.`` or ``..`` component, a leading ``/``, a backslash or an empty path, for every path of up to five
     characters over ``/``, ``.``, ``a`` and a backslash, and for a few longer ones."""
     import itertools
 
-    from rwkv_registry.index.layout import safe_rel as _safe_rel
+    from rwkv_registry.index.layout import safe_rel
 
     def by_parts(path: object) -> bool:
         if not isinstance(path, str) or not path or path.startswith("/") or "\\" in path:
@@ -514,7 +514,7 @@ def test_safe_rel_is_the_component_test() -> None:
     paths: list[object] = [None, 3, b"a", "", "...", "a/.../b", "a/..b/c", "a/b./c", f"{TINY_BASE}/state/v1/s1.pth"]
     for n in range(1, 6):
         paths += ["".join(p) for p in itertools.product("/.a\\", repeat=n)]
-    assert [_safe_rel(p) for p in paths] == [by_parts(p) for p in paths]
+    assert [safe_rel(p) for p in paths] == [by_parts(p) for p in paths]
     assert sum(map(by_parts, paths)) > 50  # both answers are exercised
 
 

@@ -111,7 +111,7 @@ def _print_json(data: Any) -> None:
 _RICH_ALTERS = re.compile(r"[\x00-\x1f\x7f-\x9f\\]|:\S*?:")
 
 
-def _plain_report(report: Any) -> str | None:
+def plain_report(report: Any) -> str | None:
     """The text :func:`print_report` prints, without importing rich (25-50 ms of a warm `validate`), or None when
     rich's output could differ: stdout is a terminal (colours), FORCE_COLOR or TTY_COMPATIBLE is set (rich would
     colour a pipe or a file), or a line holds what rich's markup alters (:data:`_RICH_ALTERS`). Without colour,
@@ -145,9 +145,9 @@ def _plain_report(report: Any) -> str | None:
 
 def print_report(report: Any, console: Any = None) -> None:
     """Human output of a validation report, on ``console`` (a rich Console), or on stdout when None: as plain
-    text when that is what rich would print (:func:`_plain_report`), else through rich."""
+    text when that is what rich would print (:func:`plain_report`), else through rich."""
     if console is None:
-        text = _plain_report(report)
+        text = plain_report(report)
         if text is not None:
             sys.stdout.write(text)
             return

@@ -677,7 +677,7 @@ class Validator:
 
     def check_sums(self, tree: Tree, facts: dict[str, FileFacts | OSError]) -> None:
         """The SHA256SUMS rules (:func:`~rwkv_registry.checks.sums.sums_file_findings`) against what ``sums`` would
-        list (``ops._registry_files``: a link is read through as its target, which is listed itself), hashed from
+        list (``ops.registry_files``: a link is read through as its target, which is listed itself), hashed from
         the facts, the small files already read, or read now."""
         if SUMS_NAME not in tree.files:
             self.findings += sums_file_findings(None, self.root, (), {}, ()).findings

@@ -37,6 +37,8 @@ __all__ = [
     "DEFAULT_MAX_DEPTH",
     "JsonLoadError",
     "JsonTooLargeError",
+    "big_number_possible",
+    "depth_surely_within",
     "is_finite_number",
     "is_integer",
     "load_json_bytes",
@@ -68,7 +70,6 @@ _SURROGATE_ESCAPE_RE = re.compile(r"\\u[dD][89a-fA-F]")
 # exponent parsed to an infinity, is the parsed value walked. (A regex on exponents alone missed
 # ``1000…000e9``, 300 digits times 1e9, which json makes ``inf``; and it matched the ``e123`` of most SHA-256
 # strings, walking nearly every registry file for nothing.)
-_BIG_NUMBER_RE = re.compile(r"[0-9]{309}")
 _BIG_NUMBER_RUN = b"0" * 309
 # bytes.translate tables for the prefilters below: whole-buffer passes in C instead of a regex tried at each
 # position (which cost a third of the strict load of a 5 MB index.json).
@@ -158,11 +159,12 @@ def _refuse_constant(name: str) -> Any:
     raise _BadConstant(name)
 
 
-def _depth_surely_within(data: bytes, max_depth: int) -> bool:
+def depth_surely_within(data: bytes, max_depth: int) -> bool:
     """Whether the nesting of ``data`` (UTF-8 JSON) is at most ``max_depth``, decided in a few C passes: with no
     backslash in the text, quotes strictly alternate between opening and closing a string, so the brackets
     outside strings are those between an even and the next odd quote. False when a backslash is present (an
-    escape could hide a quote) or the depth is over: :func:`_check_depth` then scans, and names the place."""
+    escape could hide a quote) or the depth is over: :func:`load_json_bytes` then scans the text, and names the
+    place."""
     if b"\\" in data:
         return False
     # dropping two adjacent quotes keeps every other character on its side of a string boundary; nearly every
@@ -171,9 +173,11 @@ def _depth_surely_within(data: bytes, max_depth: int) -> bool:
     return max(accumulate(array("b", outside.translate(_BRACKET_SIGN))), default=0) <= max_depth
 
 
-def _big_number_possible(data: bytes, chunk: int = 1 << 20) -> bool:
-    """Whether ``data`` holds a run of 309 ASCII digits, as ``_BIG_NUMBER_RE.search`` on its text would say;
-    translated ``chunk`` bytes at a time (overlapping by 308), so that no copy of a large file is made."""
+def big_number_possible(data: bytes, chunk: int = 1 << 20) -> bool:
+    """Whether ``data`` holds a run of 309 ASCII digits, as ``re.search(r"[0-9]{309}", text)`` on its text would
+    say (the prefilter of :func:`load_json_bytes`: only then, or when a number parsed to an infinity, is the parsed
+    value walked); translated ``chunk`` bytes at a time (overlapping by 308), so that no copy of a large file is
+    made."""
     overlap = len(_BIG_NUMBER_RUN) - 1
     return any(
         _BIG_NUMBER_RUN in data[start : start + chunk + overlap].translate(_DIGITS_TO_0)
@@ -319,7 +323,7 @@ def load_json_bytes(
     text = _decode(data, path)
     if not text.strip():
         raise JsonLoadError(path, "is empty", hint="Write a JSON value into the file, e.g. {}.")
-    if not _depth_surely_within(data, max_depth):
+    if not depth_surely_within(data, max_depth):
         _check_depth(text, max_depth, path)
     overflowed: list[float] = []
 
@@ -364,7 +368,7 @@ def load_json_bytes(
     except ValueError as exc:  # e.g. an integer longer than sys.get_int_max_str_digits()
         too_long = "integer string conversion" in str(exc)  # not Python's limit to raise: beyond a double anyway
         raise JsonLoadError(path, str(exc), hint=_BIG_NUMBER_HINT if too_long else UNPARSEABLE_JSON_HINT) from None
-    if overflowed or _big_number_possible(data):
+    if overflowed or big_number_possible(data):
         big = _out_of_range_number(value)
         if big is not None:
             shown = f"an integer of {len(str(abs(big)))} digits" if isinstance(big, int) else "a number"

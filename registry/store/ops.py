@@ -289,7 +289,7 @@ def _read_back(data: bytes) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _registry_files(root: Path) -> dict[str, str]:
+def registry_files(root: Path) -> dict[str, str]:
     """Every file SHA256SUMS lists (relative POSIX path: its path), in the order of a top-down ``os.walk`` with
     sorted directories and ``.git`` at the top skipped: what is not a directory (symbolic links excluded, also to
     directories, which are not entered), but the sums' own files and temporary files. The walk's entries answer
@@ -328,7 +328,7 @@ def compute_sums(
     hashes: dict[str, str] = dict(staged_hashes or {})
     # walked from the resolved root: the cache knows each file by the path validate read it at (its resolved root
     # joined with the relative path); a relative PATH gave other keys, and every weight file was parsed again
-    files = _registry_files(root.resolve())
+    files = registry_files(root.resolve())
     cache = cache or FactsCache(root)
     big: dict[str, Path] = {}  # the weight files whose hash the cache does not hold: their facts are made
     for r, path in files.items():

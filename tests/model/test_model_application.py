@@ -36,7 +36,7 @@ from rwkv_registry.model import (
     load_miss,
     load_state_weights,
 )
-from rwkv_registry.model.generate import _Sampler, prefill
+from rwkv_registry.model.generate import Sampler, prefill
 from rwkv_registry.model.miss import MissLinear
 from rwkv_registry.model.profiles import Message, PromptProfile, SamplingPreset, ThinkingMode
 from rwkv_registry.model.state import LayerState, RWKV7State
@@ -528,7 +528,7 @@ def test_sampler_distribution_equals_the_rwkv_package(
     spy = Spy([[0]])
     monkeypatch.setattr(torch, "multinomial", spy)
     preset = SamplingPreset("p", "", temperature, top_p, top_k, 0.0, 0.0, 1.0)
-    _Sampler(preset, 1, 40, 0).pick(logits[None], [0])
+    Sampler(preset, 1, 40, 0).pick(logits[None], [0])
     want = rwkv_sample_probs(logits.double().numpy(), temperature, top_p, top_k)
     assert np.allclose(spy.seen[0][0].numpy(), want, atol=1e-6)
 
@@ -541,7 +541,7 @@ def test_sampler_penalties_decay_per_row(monkeypatch: pytest.MonkeyPatch) -> Non
     picks = [[3, 7], [3, 3], [5]]  # rows (0, 1), (0, 1), then row 1 alone
     spy = Spy(picks)
     monkeypatch.setattr(torch, "multinomial", spy)
-    sampler = _Sampler(SamplingPreset("p", "", 1.0, 1.0, 0, presence, frequency, decay), 2, 10, 0)
+    sampler = Sampler(SamplingPreset("p", "", 1.0, 1.0, 0, presence, frequency, decay), 2, 10, 0)
     logits = torch.linspace(0.0, 1.0, 10)
     counts = [dict[int, float](), dict[int, float]()]
     for rows, chosen, seen in zip([[0, 1], [0, 1], [1]], picks, range(3), strict=True):
@@ -564,7 +564,7 @@ def test_sampler_seed_is_used() -> None:
     logits = torch.zeros(1, 1000)
 
     def draws(seed: int) -> list[int]:
-        s = _Sampler(preset, 1, 1000, seed)
+        s = Sampler(preset, 1, 1000, seed)
         return [s.pick(logits, [0])[0] for _ in range(5)]
 
     assert draws(1) == draws(1) and draws(1) != draws(2)
