@@ -97,7 +97,10 @@ class RunStats:
 
 
 @dataclass
-class _Row:
+class Row:
+    """One job in a run: its tokens and bytes so far, the log-losses of its targets, its result, whether it ended
+    (:meth:`Engine.advance` takes its next token)."""
+
     job: Job
     result: JobResult = field(default_factory=JobResult)
     out_bytes: bytes = b""
@@ -154,7 +157,7 @@ class Engine:
         if not jobs:
             return [], stats
         t0 = time.perf_counter()
-        rows = [_Row(job) for job in jobs]
+        rows = [Row(job) for job in jobs]
         state = self._prefixes(rows, stats)
         first = self._suffixes(rows, state, stats)  # per row: (argmax, logp of targets[0]) after the suffix
         loss_rows = [i for i, r in enumerate(rows) if r.job.targets]
@@ -165,7 +168,7 @@ class Engine:
         if progress and loss_rows:
             progress(len(loss_rows))
         for i in gen_rows:
-            if self._advance(rows[i], first[i][0], stats):
+            if self.advance(rows[i], first[i][0], stats):
                 rows[i].done = True
         if progress:
             progress(sum(1 for i in gen_rows if rows[i].done))
@@ -180,7 +183,7 @@ class Engine:
 
     # ------------------------------------------------------------------------------ phases
 
-    def _prefixes(self, rows: list[_Row], stats: RunStats) -> RWKV7State:
+    def _prefixes(self, rows: list[Row], stats: RunStats) -> RWKV7State:
         model = self.model
         prefixes: dict[tuple[int, ...], tuple[RWKV7State, bool]] = {}
         for r in rows:
@@ -197,7 +200,7 @@ class Engine:
             r.result.finite = prefixes[r.job.prefix][1]
         return RWKV7State.cat([prefixes[r.job.prefix][0] for r in rows])
 
-    def _suffixes(self, rows: list[_Row], state: RWKV7State, stats: RunStats) -> list[tuple[int, float]]:
+    def _suffixes(self, rows: list[Row], state: RWKV7State, stats: RunStats) -> list[tuple[int, float]]:
         """Feed every suffix; returns each row's (argmax, logp of its first target) after it.
 
         Rows with the same prefix and suffix (a case's generation row and its loss row) are fed
@@ -243,7 +246,7 @@ class Engine:
             _write(state, dst, _select(state, src))
         return first
 
-    def _targets(self, rows: list[_Row], loss_rows: list[int], state: RWKV7State, stats: RunStats) -> None:
+    def _targets(self, rows: list[Row], loss_rows: list[int], state: RWKV7State, stats: RunStats) -> None:
         """Teacher-force each loss row's targets; the logits of target j score target j + 1."""
         device = self.model.device
         fed = {i: 0 for i in loss_rows}
@@ -268,7 +271,7 @@ class Engine:
             active = [i for i in active if fed[i] < len(rows[i].job.targets) - 1]
 
     def _decode(
-        self, rows: list[_Row], gen: list[int], state: RWKV7State, stats: RunStats, progress: Progress | None
+        self, rows: list[Row], gen: list[int], state: RWKV7State, stats: RunStats, progress: Progress | None
     ) -> None:
         if not gen:
             return
@@ -299,7 +302,7 @@ class Engine:
                     continue
                 if bad[slot]:
                     r.result.finite = False
-                if self._advance(r, picks[slot], stats):
+                if self.advance(r, picks[slot], stats):
                     r.done = True
                     finished += 1
             if progress and finished:
@@ -313,8 +316,9 @@ class Engine:
 
     # ------------------------------------------------------------------------------ helpers
 
-    def _advance(self, r: _Row, pick: int, stats: RunStats) -> bool:
-        """Take the greedy token ``pick`` for row ``r``; True when the row is done."""
+    def advance(self, r: Row, pick: int, stats: RunStats) -> bool:
+        """Take the greedy token ``pick`` for row ``r`` (a stop token, a stop string split across tokens, the token
+        budget or the job's prefix check may end it); True when the row is done."""
         job = r.job
         if pick in job.stop_tokens:
             r.result.finish = "stop_token"
@@ -338,7 +342,7 @@ class Engine:
         return False
 
     @staticmethod
-    def _finish(r: _Row) -> bool:
+    def _finish(r: Row) -> bool:
         r.result.tokens = tuple(r.out)
         r.result.text = r.out_bytes.decode("utf-8", errors="replace")
         return True

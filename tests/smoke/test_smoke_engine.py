@@ -12,7 +12,7 @@ from wkv_inputs import wkv_inputs
 from rwkv_registry.kernels.wkv7 import wkv7_naive
 from rwkv_registry.model import RWKV7, generate, get_tokenizer, load_state_weights
 from rwkv_registry.model.smoke.chunked import wkv7_chunked
-from rwkv_registry.model.smoke.engine import Engine, Job, RunStats, _Row
+from rwkv_registry.model.smoke.engine import Engine, Job, Row, RunStats
 from rwkv_registry.model.tiny import make_tiny_base, make_tiny_state
 
 STOPS = (b"\n\n", b"```")
@@ -219,8 +219,8 @@ def test_a_stop_string_split_across_tokens_is_found(model, pieces, text):
     ids = [tok.encode(p) for p in pieces]
     assert all(len(i) == 1 for i in ids)  # each piece is one token
     engine, stats = Engine(model, tok), RunStats()
-    row = _Row(Job((1,), (2,), max_new=10, stops=(b"```",), stop_tokens=()))
-    done = [engine._advance(row, i, stats) for [i] in ids]
+    row = Row(Job((1,), (2,), max_new=10, stops=(b"```",), stop_tokens=()))
+    done = [engine.advance(row, i, stats) for [i] in ids]
     assert done == [False] * (len(ids) - 1) + [True]
     assert (row.result.finish, row.result.text) == ("stop_string", text)
 
