@@ -298,6 +298,29 @@ def test_superseded_maps_old_bases_to_the_newest_only() -> None:
     }
 
 
+def test_a_date_at_the_end_of_the_name_is_the_base_date() -> None:
+    """Mutant: the date had to be followed by `-` (a name ending in its date fell back to `added`)."""
+    assert family_of("rwkv7-g1-20260101") == "rwkv7-g1"
+    assert base_date({"name": "rwkv7-g1-20260101", "added": "2026-05-05"}) == "20260101"
+
+
+def test_the_first_date_of_the_name_is_the_base_date() -> None:
+    """Mutant: a greedy family match took the last date of a name holding two."""
+    name = "rwkv7-g1-20250101-ft-20260101-ctx4096"
+    assert family_of(name) == "rwkv7-g1"
+    assert base_date({"name": name}) == "20250101"
+
+
+def test_the_recorded_family_decides_what_supersedes_what() -> None:
+    """Mutant: the family always derived from the name, ignoring the base's own `family` field."""
+    bases = [
+        {"name": "rwkv7-a-20250101", "family": "rwkv7-g1"},
+        {"name": "rwkv7-b-20260101", "family": "rwkv7-g1"},
+        {"name": "rwkv7-a-20260101", "family": "other"},
+    ]
+    assert superseded(bases) == {"rwkv7-a-20250101": "rwkv7-b-20260101"}
+
+
 # --- arch ----------------------------------------------------------------------------------------
 
 
@@ -442,6 +465,31 @@ def test_target_and_state_shapes() -> None:
     for unknown in ("ffn.receptance.weight", "attn.key.weight"):  # A31: "att." with its dot
         with pytest.raises(KeyError):
             miss_target_shape(arch, unknown)
+
+
+def _base_shapes(n_head: int = 2, n_embd: int = 128, layers: tuple[int, ...] = (0, 1)) -> dict[str, tuple[int, ...]]:
+    shapes: dict[str, tuple[int, ...]] = {"emb.weight": (1000, n_embd)}
+    for i in layers:
+        shapes[f"blocks.{i}.att.r_k"] = (n_head, 64)
+        shapes[f"blocks.{i}.ffn.key.weight"] = (4 * n_embd, n_embd)
+        for x in ("w1", "a1", "g1", "v1"):
+            shapes[f"blocks.{i}.att.{x}"] = (n_embd, 32)
+    return shapes
+
+
+def test_architecture_from_shapes_refuses_heads_that_do_not_make_n_embd() -> None:
+    """Mutant: the n_head x head_size == n_embd check dropped (a State's shape [H, 64, 64] depends on it)."""
+    assert architecture_from_shapes(_base_shapes())["n_head"] == 2
+    with pytest.raises(UsageError, match=r"r_k is \[3, 64\] but n_embd is 128"):
+        architecture_from_shapes(_base_shapes(n_head=3))
+
+
+def test_arch_option_refuses_a_head_size_other_than_64() -> None:
+    """Mutant: the head_size == 64 check of --arch dropped (n_head then defaults to n_embd / head_size, consistent,
+    and a State of [H, 32, 32] would be expected)."""
+    assert parse_arch_option("n_layer=2,n_embd=128,vocab_size=1000,head_size=64")["n_head"] == 2
+    with pytest.raises(UsageError, match="head_size=32: RWKV-7 heads are 64 wide"):
+        parse_arch_option("n_layer=2,n_embd=128,vocab_size=1000,head_size=32")
 
 
 # --- pthwrite ------------------------------------------------------------------------------------

@@ -4,7 +4,9 @@ README.md and SHA256SUMS hold) that some plausible bug changed while every other
 
 from __future__ import annotations
 
+import copy
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -242,6 +244,57 @@ def test_add_refusals_name_the_problem_and_change_nothing(
     assert main(args) == code
     assert message in clean_error(capsys.readouterr().err)
     assert snapshot(reg) == before
+
+
+def _every_byte(root: Path) -> dict[str, bytes | None]:
+    """Every file's bytes and every directory (None) under ``root``."""
+    return {p.relative_to(root).as_posix(): None if p.is_dir() else p.read_bytes() for p in root.rglob("*")}
+
+
+def _freeze(root: Path) -> None:
+    edit_index(root, lambda i: i["bases"][0].update(status="frozen"))
+
+
+ADD_CASES: dict[str, tuple[Callable[[Path], None] | None, str, dict[str, Any], str]] = {
+    # name: (prepare the registry, method of the file, add_entry arguments, message)
+    "frozen-base": (_freeze, "state", {"data_version": "v1", "train": state_train()}, "is frozen"),
+    "method-mismatch": (
+        None,
+        "state",
+        {"data_version": "v1", "train": miss_train("v1")},
+        "--train says method 'miss', the file is a state",
+    ),
+    "data-version-mismatch": (
+        None,
+        "state",
+        {"data_version": "v3", "train": state_train("v1")},
+        "--train data.version is 'v1', --data-version is 'v3'",
+    ),
+    "no-run-for-group": (
+        None,
+        "miss",
+        {"data_version": "v2", "train": miss_train(), "group": "r4-c"},
+        "--train has no run for group 'r4-c'",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ADD_CASES))
+def test_add_refusal_changes_nothing(case: str, reg: Path, tmp_path: Path) -> None:
+    """`add` refuses a file that does not fit and leaves every byte of the registry as it was."""
+    prepare, method, kw, message = ADD_CASES[case]
+    if prepare:
+        prepare(reg)
+    if method == "state":
+        src = write_state(tmp_path / "src" / "s2.pth", seed=3)
+    else:
+        src = tmp_path / "src" / "r4-c" / "adapter-final.pth"
+        write_miss(src, seed=7)
+    before = _every_byte(reg)
+    with pytest.raises(RefusedError) as info:
+        add_entry(reg, src, base=TINY_BASE, **copy.deepcopy(kw))
+    assert message in info.value.message
+    assert _every_byte(reg) == before
 
 
 def test_add_refuses_a_train_json_that_breaks_its_schema(reg: Path, tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rwkv_registry.checks.miss import MISS_TARGETS, content_version
+from rwkv_registry.core.rules import Finding
 from rwkv_registry.formats import jsoncpp
 from rwkv_registry.fs.atomic import LOCK_NAME
 
@@ -168,6 +169,27 @@ def codes(report: Any) -> list[str]:
 
 def all_codes(report: Any) -> list[str]:
     return sorted({f.code for f in report.findings})
+
+
+def findings(root: Path, code: str | None = None) -> list[Finding]:
+    """The findings (of one code, if given) of a fresh (uncached) validation of ``root``."""
+    from rwkv_registry.engine.validate import validate_registry
+
+    found = validate_registry(root, use_cache=False).findings
+    return [f for f in found if code is None or f.code == code]
+
+
+def messages_of(root: Path, code: str) -> list[str]:
+    """The messages of the findings of ``code``."""
+    return [f.message for f in findings(root, code)]
+
+
+def where(root: Path, code: str) -> dict[str, list[str]]:
+    """{path: [messages]} of the findings of ``code``."""
+    out: dict[str, list[str]] = {}
+    for f in findings(root, code):
+        out.setdefault(f.path, []).append(f.message)
+    return out
 
 
 def edit_index(root: Path, fn: Any) -> None:
