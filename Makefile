@@ -21,11 +21,13 @@ venv: $(VENV)/.stamp
 demo: venv
 	$(VENV)/bin/rwkv-registry demo $(DEMO_DIR) --force --smoke
 
+# pytest runs three workers on CI's two cores: a sixth of the suite's worker time is waiting (timeouts, the Hub
+# look-alike's slow link, the TUI's pauses), which a third worker fills (bench/suite_time.py: 482 s against 523 s).
 test: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(MAKE) --no-print-directory layers  # runs typecheck first: both read its tree of links
-	$(PY) -m pytest -q -n 2 --dist loadfile
+	$(PY) -m pytest -q -n 3 --dist loadfile
 
 lint: venv
 	$(VENV)/bin/ruff check .

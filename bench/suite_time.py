@@ -3,7 +3,7 @@
 
 Runs the steps of ``make test`` in this checkout, each timed: ``ruff check``, ``ruff format --check``, ``make layers``
 (mypy and import-linter; ``--cold`` empties mypy's cache first, as in a fresh clone), then pytest as the Makefile
-runs it (``-n 2 --dist loadfile``; ``--workers`` and ``--dist`` change that) with this module as a plugin, which
+runs it (``-n 3 --dist loadfile``; ``--workers`` and ``--dist`` change that) with this module as a plugin, which
 notes each test's wall time and CPU time (its process's user + sys, and that of the children it waited for). The
 report: each step's wall time, the suite's CPU seconds against the wall time times the workers (the rest is time a
 worker waited: sleeps, timeouts, a slow link played by a test server), and the files that cost most, by CPU and by
@@ -112,7 +112,7 @@ def summary(steps: dict[str, dict[str, Any]], records: list[dict[str, Any]], wor
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=REPO / "build" / "suite_time.json")
-    ap.add_argument("--workers", type=int, default=2, help="pytest -n (the Makefile's: 2)")
+    ap.add_argument("--workers", type=int, default=3, help="pytest -n (the Makefile's: 3)")
     ap.add_argument("--dist", default="loadfile", help="pytest --dist (the Makefile's: loadfile)")
     ap.add_argument("--cold", action="store_true", help="empty mypy's cache first (a fresh clone has none)")
     ap.add_argument("--pytest-only", action="store_true", help="skip ruff, mypy and import-linter")
