@@ -63,6 +63,18 @@ def _hub_log_stream() -> Iterator[None]:
 
 
 @pytest.fixture
+def sigint_as_at_a_terminal() -> Iterator[None]:
+    """Python's own SIGINT handler (Ctrl-C raises KeyboardInterrupt) for the test's duration: a test run started in
+    the background (`make test &` in a script, some CI runners) inherits SIGINT ignored, and then neither a real
+    SIGINT nor ``_thread.interrupt_main()`` reaches the code under test."""
+    import signal
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+@pytest.fixture
 def registry(tmp_path: Path) -> Path:
     """A small valid registry: one tiny base, one State, two MiSS adapters."""
     return build_registry(tmp_path / "reg", tmp_path)

@@ -348,16 +348,13 @@ def test_ctrl_c_during_add_base(point: str, committed: bool, reg: Path) -> None:
         assert snapshot(reg) == before
 
 
+@pytest.mark.usefixtures("sigint_as_at_a_terminal")
 def test_interrupts_are_held_back_only_inside_the_block() -> None:
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as at a terminal (see run_cli)
-    try:
-        with pytest.raises(KeyboardInterrupt), atomic.interrupts_deferred():
-            os.kill(os.getpid(), signal.SIGINT)
-            done = True  # reached: the interrupt waits for the end of the block
-        assert done
-        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    with pytest.raises(KeyboardInterrupt), atomic.interrupts_deferred():
+        os.kill(os.getpid(), signal.SIGINT)
+        done = True  # reached: the interrupt waits for the end of the block
+    assert done
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 # --- 8. a blocked writer says that it waits -------------------------------------------------------------------

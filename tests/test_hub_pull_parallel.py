@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import _thread
 import json
-import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -136,6 +135,7 @@ def test_large_files_are_fetched_several_at_a_time(
     assert same_tree(tmp_path / "dest", files) and not workers_alive()
 
 
+@pytest.mark.usefixtures("sigint_as_at_a_terminal")  # interrupt_main() does nothing while SIGINT is ignored
 def test_ctrl_c_stops_every_worker_within_a_second(
     hub: FakeHub,
     tiny: Path,
@@ -166,15 +166,11 @@ def test_ctrl_c_stops_every_worker_within_a_second(
         return real(*args, **kwargs)
 
     monkeypatch.setattr(_hub_sync, "_fetch_large", armed)
-    # as at a terminal: a test run started in the background (`make test &` in a script, some CI runners) inherits
-    # SIGINT ignored, and interrupt_main() then does nothing at all
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         assert main(["pull", repo_id, str(dest)]) == 130
         ended = time.monotonic()
     finally:
         timer.cancel()
-        signal.signal(signal.SIGINT, previous)
     assert fired and ended - fired[0] < 2.0, ended - fired[0]  # about one second: STOP_WAIT_S, and chunks of 1 KB
     assert not workers_alive()
     err = capsys.readouterr().err
