@@ -46,6 +46,7 @@ from regtools import (
     bf16_bytes,
     custom_miss,
     edit_index,
+    findings,
     refresh,
     resum,
     state_train,
@@ -55,7 +56,6 @@ from regtools import (
 from rwkv_registry.checks.catalogue import RULES
 from rwkv_registry.checks.miss import build_manifest, scan_values, write_miss_file
 from rwkv_registry.core.errors import RefusedError, UsageError
-from rwkv_registry.core.rules import Finding
 from rwkv_registry.engine.validate import validate_registry
 from rwkv_registry.index.sums import parse_sums
 from rwkv_registry.store.ops import add_entry, write_sums
@@ -886,11 +886,6 @@ def test_a_value_of_80_characters_is_quoted_whole_and_a_longer_one_cut() -> None
 V1 = f"{TINY_BASE}/state/v1"
 
 
-def _findings(root: Path, code: str | None = None) -> list[Finding]:
-    found = validate_registry(root, use_cache=False).findings
-    return [f for f in found if code is None or f.code == code]
-
-
 def _register_copy(root: Path, name: str) -> str:
     """The State copied to ``name`` beside it and registered as a second entry (IDX011)."""
     copy = f"{V1}/{name}"
@@ -919,7 +914,7 @@ def test_lay014_two_equally_good_copies_are_not_guessed(reg: Path) -> None:
     """The recorded file gone, its bytes at two new names, neither closer to the old one: no LAY014."""
     (reg / STATE).rename(reg / f"{V1}/s3.pth")
     shutil.copy(reg / f"{V1}/s3.pth", reg / f"{V1}/s4.pth")
-    codes = {f.code for f in _findings(reg)}
+    codes = {f.code for f in findings(reg)}
     assert "LAY014" not in codes and {"LAY008", "LAY007", "HSH004", "HSH005"} <= codes
 
 
@@ -932,7 +927,7 @@ def test_lay014_an_edited_upper_case_sha256_still_matches(reg: Path) -> None:
         e.update(path=moved, file=dict(e["file"], sha256=e["file"]["sha256"].upper()))
 
     edit_index(reg, edit)
-    [f] = _findings(reg, "LAY014")
+    [f] = findings(reg, "LAY014")
     assert f.path == MISS_A and f"index.json records {moved}" in f.message
 
 
@@ -940,7 +935,7 @@ def test_lay014_a_directory_moved_to_the_top_keeps_lay002(reg: Path) -> None:
     """A version directory moved out to the top: LAY014, and LAY002 for the new top-level directory stays
     (only a renamed base directory makes LAY002 + LAY003 part of the move)."""
     (reg / V1).rename(reg / "stray")
-    found = [(f.code, f.path) for f in _findings(reg) if f.severity == "error"]
+    found = [(f.code, f.path) for f in findings(reg) if f.severity == "error"]
     assert sorted(found) == [("LAY002", "stray"), ("LAY014", "stray")]
 
 
@@ -950,7 +945,7 @@ def test_lay014_one_new_copy_answers_one_missing_file(reg: Path) -> None:
     copy = _register_copy(reg, "s2.pth")
     (reg / STATE).rename(reg / f"{V1}/s9.pth")
     (reg / copy).unlink()
-    found = _findings(reg)
+    found = findings(reg)
     assert [f.path for f in found if f.code == "LAY014"] == [f"{V1}/s9.pth"]
     assert (copy, "LAY008") in {(f.path, f.code) for f in found}
 
@@ -960,7 +955,7 @@ def test_lay014_one_new_copy_answers_one_missing_file(reg: Path) -> None:
 
 def test_lay013_not_without_a_lock_file(reg: Path) -> None:
     (reg / ".rwkv-registry.lock").unlink(missing_ok=True)
-    assert _findings(reg, "LAY013") == []
+    assert findings(reg, "LAY013") == []
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
@@ -973,7 +968,7 @@ def test_hsh001_git_note_in_a_registry_below_the_repository_root(reg: Path, tmp_
     git_publish(outer)
     # index.json edited (a published file edited is GIT001 alone, naming HSH001: test_git.py)
     edit_index(root, lambda i: i["entries"][0]["file"].update(sha256="0" * 64))
-    [f] = _findings(root, "HSH001")
+    [f] = findings(root, "HSH001")
     assert f.path == STATE and f.message.endswith("(git: index.json changed since HEAD)")
 
 
@@ -987,14 +982,14 @@ def test_idx011_not_for_two_lfs_pointers_of_one_object(reg: Path) -> None:
     for rel in (STATE, copy):
         (reg / rel).write_text(f"version https://git-lfs.github.com/spec/v1\noid sha256:{oid}\nsize 123\n")
     resum(reg)
-    found = _findings(reg)
+    found = findings(reg)
     assert "LFS001" in {f.code for f in found} and [f for f in found if f.code == "IDX011"] == []
 
 
 def test_idx011_every_copy_names_the_first_entry(reg: Path) -> None:
     a = _register_copy(reg, "s1-a.pth")
     b = _register_copy(reg, "s1-b.pth")
-    found = {f.path: f.message for f in _findings(reg, "IDX011")}
+    found = {f.path: f.message for f in findings(reg, "IDX011")}
     assert set(found) == {a, b}
     assert all(f"entry 's1' at {STATE}" in m for m in found.values())
 
@@ -1002,7 +997,7 @@ def test_idx011_every_copy_names_the_first_entry(reg: Path) -> None:
 def test_idx010_a_sha256_in_upper_case_is_the_same_file(reg: Path) -> None:
     same_base_file_twice(reg)
     edit_index(reg, lambda i: i["bases"][1].update(sha256=i["bases"][1]["sha256"].upper()))
-    [f] = _findings(reg, "IDX010")
+    [f] = findings(reg, "IDX010")
     assert f"{TINY_BASE}-copy" in f.message
 
 
@@ -1015,14 +1010,14 @@ def test_idx010_a_third_copy_names_the_first_base(reg: Path) -> None:
         index["bases"].append(b)
 
     edit_index(reg, third)
-    found = _findings(reg, "IDX010")
+    found = findings(reg, "IDX010")
     assert len(found) == 2 and all(f.message.startswith(f"bases {TINY_BASE!r} and ") for f in found)
 
 
 def test_idx010_not_for_a_base_listed_twice(reg: Path) -> None:
     """The same name twice is IDX001; its sha256 is no second base file."""
     edit_index(reg, lambda i: i["bases"].append(json.loads(json.dumps(i["bases"][0]))))
-    found = {f.code for f in _findings(reg)}
+    found = {f.code for f in findings(reg)}
     assert "IDX001" in found and "IDX010" not in found
 
 
@@ -1034,7 +1029,7 @@ def test_hsh007_one_crlf_line_is_reported(reg: Path) -> None:
     lines = p.read_bytes().split(b"\n")
     lines[2] += b"\r"
     p.write_bytes(b"\n".join(lines))
-    sums = [(f.code, f.message) for f in _findings(reg) if f.code.startswith("HSH")]
+    sums = [(f.code, f.message) for f in findings(reg) if f.code.startswith("HSH")]
     assert sums == [("HSH007", "1 line(s) end in CR LF (first: line 3), not LF")]
 
 
@@ -1080,7 +1075,7 @@ def test_git003_an_empty_file_deeper_under_a_gitkeep_folder_is_no_placeholder(re
     keep.mkdir()
     (keep / "x").write_bytes(b"")
     resum(reg)
-    assert [f.path for f in _findings(reg, "GIT003")] == [f"{older}/miss/.gitkeep/x"]
+    assert [f.path for f in findings(reg, "GIT003")] == [f"{older}/miss/.gitkeep/x"]
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
@@ -1092,7 +1087,7 @@ def test_add_base_of_another_family_ignores_a_base_superseded_before(reg: Path) 
     git_publish(reg)
     add_base_by_metadata(reg, TINY_BASE.replace("20260101", "20260301"), freeze_previous=False)
     (reg / V1 / "notes.txt").write_text("uncommitted")
-    assert "GIT003" in {f.code for f in _findings(reg)}
+    assert "GIT003" in {f.code for f in findings(reg)}
     add_base_by_metadata(reg, "rwkv7-other-20270101-ctx4096")
 
 
@@ -1158,7 +1153,7 @@ def test_trn009_reads_past_a_run_that_is_no_object_or_has_no_group_name(reg: Pat
     t["runs"] = [junk, {**good, "group": "r4-a"}, *(r for r in t["runs"] if r["group"] != "r4-a")]
     (reg / rel).write_text(json.dumps(t, indent=2))
     resum(reg)
-    found = _findings(reg)
+    found = findings(reg)
     assert any(f.code == "SCH003" and f.path == rel for f in found), [f.code for f in found]
     assert not any(f.code in ("SCH005", "TRN004") for f in found), [f.message for f in found]
 
@@ -1176,7 +1171,7 @@ def test_idx016_reads_past_weights_whose_data_is_no_object(reg: Path) -> None:
         ]
 
     edit_index(reg, add)
-    found = _findings(reg)
+    found = findings(reg)
     assert not any(f.code == "SCH005" and "check_data_versions" in f.message for f in found)
     idx016 = [f.message for f in found if f.code == "IDX016"]
     assert len(idx016) == 1 and "records rows" in idx016[0] and "'u1'" in idx016[0], idx016
@@ -1190,7 +1185,7 @@ def test_trn010_reads_past_a_command_line_that_is_no_string(reg: Path, command: 
     t["command"] = command
     path.write_text(json.dumps(t))
     resum(reg)
-    codes = {f.code for f in _findings(reg)}
+    codes = {f.code for f in findings(reg)}
     assert "SCH003" in codes and not codes & {"SCH005", "TRN010"}, codes
 
 
@@ -1202,7 +1197,7 @@ def test_idx016_compares_the_rows_of_a_weight_that_records_no_data_sha256(reg: P
         index["unpublished"] = [item | {"id": "u1", "data": {"version": "v1", "rows": 99, "sha256": None}}]
 
     edit_index(reg, add)
-    found = _findings(reg)
+    found = findings(reg)
     assert not any(f.code.startswith("SCH") for f in found), [f.message for f in found]
     idx016 = [f.message for f in found if f.code == "IDX016"]
     assert len(idx016) == 1 and "records rows" in idx016[0] and "'u1' records 99" in idx016[0], idx016

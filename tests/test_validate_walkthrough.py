@@ -18,26 +18,19 @@ from typing import Any
 
 import pytest
 from mutations import same_base_file_twice, same_bytes_twice
-from regtools import MISS_A, STATE, TINY_BASE, edit_index, hold_lock, resum
+from regtools import MISS_A, STATE, TINY_BASE, edit_index, findings, hold_lock, resum
 
 from rwkv_registry.checks.catalogue import RULES
 from rwkv_registry.core.errors import RefusedError
-from rwkv_registry.core.rules import Finding
 from rwkv_registry.engine.validate import validate_registry
 from rwkv_registry.store.ops import check_sums, write_readme
-
-
-def _findings(root: Path, code: str | None = None, **kw: Any) -> list[Finding]:
-    found = validate_registry(root, use_cache=False, **kw).findings
-    return [f for f in found if code is None or f.code == code]
-
 
 # --- 1. duplicates -------------------------------------------------------------------------------------
 
 
 def test_idx010_one_base_file_under_two_names(reg: Path) -> None:
     same_base_file_twice(reg)
-    [f] = _findings(reg, "IDX010")
+    [f] = findings(reg, "IDX010")
     assert f.severity == "error" and TINY_BASE in f.message and f"{TINY_BASE}-copy" in f.message
 
 
@@ -50,7 +43,7 @@ def test_idx010_bases_of_different_files_pass(reg: Path) -> None:
         index["bases"].append(b)
 
     edit_index(reg, add)
-    assert _findings(reg, "IDX010") == []
+    assert findings(reg, "IDX010") == []
 
 
 def test_idx011_the_same_bytes_twice_is_a_warning(reg: Path) -> None:
@@ -63,7 +56,7 @@ def test_idx011_the_same_bytes_twice_is_a_warning(reg: Path) -> None:
 
 
 def test_idx011_distinct_files_pass(registry_template: Path) -> None:
-    assert _findings(registry_template, "IDX011") == []
+    assert findings(registry_template, "IDX011") == []
 
 
 # --- 2. a missing record is a schema finding, never "records None" --------------------------------------
@@ -75,7 +68,7 @@ def test_missing_record_is_sch002_not_a_mismatch_with_none(reg: Path, rel: str, 
         next(e for e in index["entries"] if e["path"] == rel).pop(key)
 
     edit_index(reg, drop)
-    found = _findings(reg)
+    found = findings(reg)
     assert any(f.code == "SCH002" and key in f.message for f in found)
     assert not {"HSH001", "HSH002", "MIS012", "MIS015"} & {f.code for f in found}
     assert [f"{f.code}: {f.message}" for f in found if "None" in f.message] == []
@@ -83,7 +76,7 @@ def test_missing_record_is_sch002_not_a_mismatch_with_none(reg: Path, rel: str, 
 
 def test_missing_data_field_is_not_called_none_by_trn003(reg: Path) -> None:
     edit_index(reg, lambda i: next(e for e in i["entries"] if e["path"] == STATE)["data"].pop("rows"))
-    found = _findings(reg)
+    found = findings(reg)
     assert "SCH002" in {f.code for f in found}
     assert [f.message for f in found if f.code == "TRN003"] == []
 
@@ -93,7 +86,7 @@ def test_missing_data_field_is_not_called_none_by_trn003(reg: Path) -> None:
 
 def test_hsh001_when_index_json_was_edited(reg: Path) -> None:
     edit_index(reg, lambda i: next(e for e in i["entries"] if e["path"] == STATE)["file"].update(sha256="6" * 64))
-    [f] = _findings(reg, "HSH001")
+    [f] = findings(reg, "HSH001")
     assert f"index.json records {'6' * 64}" in f.message
     assert "index.json" in f.hint and "git checkout -- index.json" in f.hint and "git diff" in f.hint
 
@@ -103,30 +96,30 @@ def test_hsh001_when_index_json_was_edited(reg: Path) -> None:
 
 def test_rdm001_markers_missing_points_to_reset_and_readme_refuses_without_it(reg: Path) -> None:
     (reg / "README.md").write_text("# my own text, no markers\n")
-    [f] = _findings(reg, "RDM001")
+    [f] = findings(reg, "RDM001")
     assert "--reset" in f.message and "refuses" in f.message and "--reset" in f.hint
     assert "rwkv-registry:bases:begin" in f.message  # names the missing markers
     with pytest.raises(RefusedError):
         write_readme(reg)  # what the old hint said to run
     write_readme(reg, reset=True)
     resum(reg)
-    assert _findings(reg, "RDM001") == []
+    assert findings(reg, "RDM001") == []
 
 
 def test_rdm001_one_marker_missing_is_named(reg: Path) -> None:
     text = (reg / "README.md").read_text().replace("<!-- rwkv-registry:sections:end -->", "")
     (reg / "README.md").write_text(text)
-    [f] = _findings(reg, "RDM001")
+    [f] = findings(reg, "RDM001")
     assert "(<!-- rwkv-registry:sections:end -->)" in f.message
 
 
 def test_rdm001_missing_readme_is_written_by_readme(reg: Path) -> None:
     (reg / "README.md").unlink()
-    [f] = _findings(reg, "RDM001")
+    [f] = findings(reg, "RDM001")
     assert "`rwkv-registry readme PATH` writes it" in f.message
     write_readme(reg)  # the command the message names works here
     resum(reg)
-    assert _findings(reg, "RDM001") == []
+    assert findings(reg, "RDM001") == []
 
 
 # --- 5. an LFS pointer is LFS001 only -------------------------------------------------------------------
@@ -136,7 +129,7 @@ def test_lfs_pointer_gives_lfs001_only(reg: Path) -> None:
     data = (reg / STATE).read_bytes()
     oid = hashlib.sha256(data).hexdigest()
     (reg / STATE).write_text(f"version https://git-lfs.github.com/spec/v1\noid sha256:{oid}\nsize {len(data)}\n")
-    found = [f for f in _findings(reg) if f.path == STATE or f.path == "SHA256SUMS"]
+    found = [f for f in findings(reg) if f.path == STATE or f.path == "SHA256SUMS"]
     assert [f.code for f in found] == ["LFS001"]
     assert "git lfs pull" in found[0].hint
 
@@ -161,7 +154,7 @@ def test_crlf_sums_are_one_warning_in_validate_and_sums_check(reg: Path) -> None
 def test_crlf_line_that_is_malformed_is_still_hsh003(reg: Path) -> None:
     n = len((reg / "SHA256SUMS").read_bytes().splitlines())
     (reg / "SHA256SUMS").open("ab").write(b"not a line\r\n")
-    assert [f.message for f in _findings(reg, "HSH003")] == [f"line {n + 1}: 'not a line'"]
+    assert [f.message for f in findings(reg, "HSH003")] == [f"line {n + 1}: 'not a line'"]
 
 
 # --- 7. a live writer: one finding, not "run recover" --------------------------------------------------------
@@ -183,20 +176,20 @@ def test_lay013_a_live_writer_is_one_finding(reg: Path) -> None:
     finally:
         holder.terminate()  # killed mid-write: the kernel drops its lock
         holder.join(30)
-    codes = {f.code for f in _findings(reg)}
+    codes = {f.code for f in findings(reg)}
     assert "LAY013" not in codes and "LAY012" in codes  # now the leftover is an interrupted write
 
 
 def test_a_lock_file_nobody_holds_is_no_write_in_progress(reg: Path) -> None:
     (reg / ".rwkv-registry.lock").write_bytes(b"")
-    assert _findings(reg, "LAY013") == []
+    assert findings(reg, "LAY013") == []
 
 
 # --- 8. outside git: GIT004 -------------------------------------------------------------------------------
 
 
 def test_git004_outside_a_git_work_tree(reg: Path) -> None:
-    [f] = _findings(reg, "GIT004")
+    [f] = findings(reg, "GIT004")
     assert f.severity == RULES["GIT004"].severity == "warning"
     assert "not inside a git work tree" in f.message
 
@@ -206,7 +199,7 @@ def test_no_git004_inside_a_git_work_tree(reg: Path) -> None:
     from regtools import git_publish
 
     git_publish(reg)
-    assert _findings(reg, "GIT004") == []
+    assert findings(reg, "GIT004") == []
 
 
 # --- 9. --since: a change committed after the baseline says so ------------------------------------------
@@ -232,7 +225,7 @@ def test_since_names_the_commit_of_a_committed_change(reg: Path) -> None:
     first = _publish_then_edit_the_state(reg)
     git(reg, "commit", "-qam", "sneaky edit", "--no-verify")
     sha = git(reg, "log", "--format=%h", "-1").strip()
-    [f] = _findings(reg, "GIT001", since=first)
+    [f] = findings(reg, "GIT001", since=first)
     assert f"modified in commit {sha} (" in f.message and "“sneaky edit”" in f.message
     assert f"after --since {first}" in f.message
     assert "in the index" not in f.message and "working tree" not in f.message
@@ -241,7 +234,7 @@ def test_since_names_the_commit_of_a_committed_change(reg: Path) -> None:
 @pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
 def test_since_keeps_saying_working_tree_for_an_uncommitted_change(reg: Path) -> None:
     first = _publish_then_edit_the_state(reg)
-    [f] = _findings(reg, "GIT001", since=first)
+    [f] = findings(reg, "GIT001", since=first)
     assert f.message.startswith("modified in the working tree")
 
 
@@ -250,21 +243,21 @@ def test_since_keeps_saying_working_tree_for_an_uncommitted_change(reg: Path) ->
 
 def test_lay014_renamed_version_directory(reg: Path) -> None:
     (reg / TINY_BASE / "state" / "v1").rename(reg / TINY_BASE / "state" / "v1.0")
-    errors = [f for f in _findings(reg) if f.severity == "error"]
+    errors = [f for f in findings(reg) if f.severity == "error"]
     assert [(f.code, f.path) for f in errors] == [("LAY014", f"{TINY_BASE}/state/v1.0")]
     assert f"{TINY_BASE}/state/v1/ looks renamed to {TINY_BASE}/state/v1.0/" in errors[0].message
 
 
 def test_lay014_renamed_base_directory(reg: Path) -> None:
     (reg / TINY_BASE).rename(reg / "newbase")
-    errors = [f for f in _findings(reg) if f.severity == "error"]
+    errors = [f for f in findings(reg) if f.severity == "error"]
     assert [(f.code, f.path) for f in errors] == [("LAY014", "newbase")]
     assert f"{TINY_BASE}/ looks renamed to newbase/ (7 recorded file(s)" in errors[0].message
 
 
 def test_lay014_one_renamed_file(reg: Path) -> None:
     (reg / STATE).rename(reg / STATE.replace("s1.pth", "s1-renamed.pth"))
-    errors = [f for f in _findings(reg) if f.severity == "error"]
+    errors = [f for f in findings(reg) if f.severity == "error"]
     assert [f.code for f in errors] == ["LAY014"]
     assert errors[0].message.endswith("holds the same bytes: moved or renamed?")
 
@@ -273,7 +266,7 @@ def test_lay014_an_edited_entry_path_keeps_its_lay009(reg: Path) -> None:
     """index.json's path edited (the file did not move): LAY014 says so, and LAY009 stays."""
     moved = MISS_A.replace("adapter-final.pth", "adapter.pth")
     edit_index(reg, lambda i: next(e for e in i["entries"] if e["path"] == MISS_A).update(path=moved))
-    found = _findings(reg)
+    found = findings(reg)
     [f] = [f for f in found if f.code == "LAY014"]
     assert f"index.json records {moved}, which is missing; {MISS_A} holds the same bytes" in f.message
     assert "LAY009" in {f.code for f in found}
@@ -282,13 +275,13 @@ def test_lay014_an_edited_entry_path_keeps_its_lay009(reg: Path) -> None:
 def test_lay014_a_deleted_file_is_still_lay008(reg: Path) -> None:
     """No file with the recorded bytes anywhere: nothing to guess, the per-file findings stay."""
     (reg / STATE).unlink()
-    codes = {f.code for f in _findings(reg)}
+    codes = {f.code for f in findings(reg)}
     assert "LAY014" not in codes and {"LAY008", "HSH005"} <= codes
 
 
 def test_trn001_not_for_a_directory_that_no_longer_exists(reg: Path) -> None:
     shutil.rmtree(reg / TINY_BASE / "state" / "v1")
-    codes = {f.code for f in _findings(reg)}
+    codes = {f.code for f in findings(reg)}
     assert "TRN001" not in codes and "LAY008" in codes
 
 
@@ -301,7 +294,7 @@ def test_missing_base_and_train_fields_are_schema_findings_only(reg: Path) -> No
     train.pop("method")
     train["data"].pop("version")
     (reg / STATE_TRAIN).write_text(json.dumps(train))
-    found = _findings(reg)
+    found = findings(reg)
     assert {"SCH002", "SCH003"} <= {f.code for f in found}
     assert [f"{f.code}: {f.message}" for f in found if "None" in f.message] == []
 
@@ -317,8 +310,8 @@ def test_a_flipped_byte_in_a_published_weight_is_git001_alone(reg: Path) -> None
     data = bytearray(p.read_bytes())
     data[-100] ^= 1
     p.write_bytes(bytes(data))
-    assert _findings(reg, "HSH001") == []
-    [f] = _findings(reg, "GIT001")
+    assert findings(reg, "HSH001") == []
+    [f] = findings(reg, "GIT001")
     assert f.path == STATE and f.message.endswith("(HSH001, HSH006)")
 
 
@@ -328,7 +321,7 @@ def test_hsh001_in_git_says_index_json_changed(reg: Path) -> None:
 
     git_publish(reg)
     edit_index(reg, lambda i: next(e for e in i["entries"] if e["path"] == STATE)["file"].update(sha256="6" * 64))
-    [f] = _findings(reg, "HSH001")
+    [f] = findings(reg, "HSH001")
     assert f.message.endswith("(git: index.json changed since HEAD)")
 
 

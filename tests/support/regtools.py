@@ -171,11 +171,12 @@ def all_codes(report: Any) -> list[str]:
     return sorted({f.code for f in report.findings})
 
 
-def findings(root: Path, code: str | None = None) -> list[Finding]:
-    """The findings (of one code, if given) of a fresh (uncached) validation of ``root``."""
+def findings(root: Path, code: str | None = None, **kw: Any) -> list[Finding]:
+    """The findings (of one code, if given) of a fresh (uncached) validation of ``root`` (``kw``: validate_registry's
+    other options, e.g. ``since``)."""
     from rwkv_registry.engine.validate import validate_registry
 
-    found = validate_registry(root, use_cache=False).findings
+    found = validate_registry(root, use_cache=False, **kw).findings
     return [f for f in found if code is None or f.code == code]
 
 
