@@ -246,11 +246,6 @@ def test_add_refusals_name_the_problem_and_change_nothing(
     assert snapshot(reg) == before
 
 
-def _every_byte(root: Path) -> dict[str, bytes | None]:
-    """Every file's bytes and every directory (None) under ``root``."""
-    return {p.relative_to(root).as_posix(): None if p.is_dir() else p.read_bytes() for p in root.rglob("*")}
-
-
 def _freeze(root: Path) -> None:
     edit_index(root, lambda i: i["bases"][0].update(status="frozen"))
 
@@ -290,11 +285,11 @@ def test_add_refusal_changes_nothing(case: str, reg: Path, tmp_path: Path) -> No
     else:
         src = tmp_path / "src" / "r4-c" / "adapter-final.pth"
         write_miss(src, seed=7)
-    before = _every_byte(reg)
+    before = snapshot(reg, lock=True)
     with pytest.raises(RefusedError) as info:
         add_entry(reg, src, base=TINY_BASE, **copy.deepcopy(kw))
     assert message in info.value.message
-    assert _every_byte(reg) == before
+    assert snapshot(reg, lock=True) == before
 
 
 def test_add_refuses_a_train_json_that_breaks_its_schema(reg: Path, tmp_path: Path) -> None:

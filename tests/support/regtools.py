@@ -308,12 +308,12 @@ def same_tree(root: Path, files: dict[str, bytes]) -> bool:
     return held == files
 
 
-def snapshot(root: Path) -> dict[str, str]:
-    """Every file (sha256) and directory of ``root``, the lock file aside."""
+def snapshot(root: Path, *, lock: bool = False) -> dict[str, str]:
+    """Every file (sha256) and directory of ``root``, the lock file aside (with ``lock``: the lock file too)."""
     out = {}
     for p in sorted(root.rglob("*")):
         rel = p.relative_to(root).as_posix()
-        if p.name == LOCK_NAME:
+        if p.name == LOCK_NAME and not lock:
             continue
         out[rel] = "dir" if p.is_dir() else hashlib.sha256(p.read_bytes()).hexdigest()
     return out
